@@ -1,0 +1,7 @@
+"""Command line (being written)."""
+import click
+
+
+@click.group()
+def main():
+    """tieeval"""

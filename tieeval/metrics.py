@@ -1,0 +1,221 @@
+"""Metric specifications, their registry, and the single-positive closed forms.
+
+A metric is a value: ``Metric.parse("NDCG@10")`` prints back as ``NDCG@10``, compares and
+hashes, so it can key a dict. The registry :data:`REGISTRY` is the one list of what tieeval
+accepts; help text and error messages are generated from it.
+
+Single-positive closed forms (McSherry & Najork, ECIR 2008, specialised to one relevant
+item). With ``a`` candidates strictly above the positive and ``b`` tied with it (itself
+included), the positive's rank under uniform random tie-breaking is uniform on
+``a+1 .. a+b``; with ``lo = min(a, K)`` and ``hi = min(a+b, K)``:
+
+* ``E[HR@K]   = (hi - lo) / b``, ``Var = h (1 - h)``
+* ``E[NDCG@K] = (D[hi] - D[lo]) / b`` with ``D[r] = sum_{j<=r} 1/log2(j+1)``
+* ``E[RR]     = (H[a+b] - H[a]) / b`` with harmonic numbers ``H`` (MRR: no cutoff)
+
+``first`` puts the positive at ``a+1``, ``last`` at ``a+b``; ``original`` at the rank the
+codebase's own ``np.argsort`` gave it. All arithmetic is float64; counts are int64.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ParameterError
+
+COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One entry of the registry: a canonical name, whether it takes @K, and a description."""
+
+    name: str
+    takes_k: bool
+    description: str
+    aliases: tuple[str, ...] = ()
+
+
+REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    for key in (spec.name, *spec.aliases):
+        REGISTRY[key.upper()] = spec
+    return spec
+
+
+register(MetricSpec("HR", True, "hit ratio: 1 if the positive is ranked within the top K"))
+register(MetricSpec("NDCG", True, "normalised DCG: 1/log2(rank+1) within the top K "
+                                  "(the ideal DCG of one positive is 1)"))
+register(MetricSpec("MRR", False, "reciprocal rank 1/rank over the full list, no cutoff"))
+
+
+def metric_names() -> list[str]:
+    """Canonical names, in registry order (for help text and error messages)."""
+    seen: list[str] = []
+    for spec in REGISTRY.values():
+        if spec.name not in seen:
+            seen.append(spec.name)
+    return seen
+
+
+def check_k(k: object) -> int:
+    """Validate a cutoff: an int >= 1 (bool and non-integral values are refused)."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise ParameterError(f"K must be a whole number >= 1, got {k!r}")
+    if k < 1:
+        raise ParameterError(f"K must be >= 1, got {k}")
+    return int(k)
+
+
+_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:@\s*(\S+))?\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Metric:
+    """A metric at a cutoff: ``Metric("NDCG", 10)`` is ``NDCG@10``; ``k`` is None for MRR."""
+
+    name: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        spec = REGISTRY.get(self.name.upper())
+        if spec is None:
+            raise ParameterError(f"unknown metric {self.name!r}; choose from "
+                                 + ", ".join(metric_names()))
+        object.__setattr__(self, "name", spec.name)
+        if spec.takes_k:
+            if self.k is None:
+                raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
+            object.__setattr__(self, "k", check_k(self.k))
+        elif self.k is not None:
+            raise ParameterError(f"{spec.name} takes no cutoff (got {spec.name}@{self.k})")
+
+    @classmethod
+    def parse(cls, text: str) -> "Metric":
+        """Parse ``"NDCG@10"``, ``"hr@1"`` or ``"MRR"`` (case-insensitive)."""
+        m = _METRIC_RE.match(text)
+        if not m:
+            raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K")
+        name, k = m.group(1), m.group(2)
+        if k is not None:
+            try:
+                k = int(k)
+            except ValueError:
+                raise ParameterError(f"cutoff in {text!r} must be a whole number >= 1") from None
+        return cls(name, k)
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+
+def default_metrics(ks) -> list[Metric]:
+    """HR@K for every K, then NDCG@K for every K, then MRR (the paper's row order)."""
+    ks = [check_k(k) for k in ks]
+    return [Metric("HR", k) for k in ks] + [Metric("NDCG", k) for k in ks] + [Metric("MRR")]
+
+
+# ---------------------------------------------------------------------------------------
+# Prefix sums of the discounts. Differences of prefixes are taken only up to K, where the
+# prefixes are small and the cancellation error is a few ulps.
+
+def discount_prefix(kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """``D[r] = sum_{j<=r} 1/log2(j+1)`` and ``D2[r] = sum_{j<=r} 1/log2(j+1)**2``, r=0..kmax."""
+    d = 1.0 / np.log2(np.arange(2, kmax + 2, dtype=np.float64))
+    D = np.concatenate(([0.0], np.cumsum(d)))
+    D2 = np.concatenate(([0.0], np.cumsum(d * d)))
+    return D, D2
+
+
+_H_TABLE = 4096
+_H_EXACT = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, _H_TABLE + 1))))
+_H2_EXACT = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, _H_TABLE + 1) ** 2)))
+_EULER = 0.57721566490153286061
+
+
+def harmonic(n: np.ndarray) -> np.ndarray:
+    """``H[n] = sum_{j<=n} 1/j`` for int64 n >= 0: table below 4096, asymptotic series above."""
+    n = np.asarray(n, dtype=np.int64)
+    out = np.empty(n.shape, dtype=np.float64)
+    small = n <= _H_TABLE
+    out[small] = _H_EXACT[n[small]]
+    x = n[~small].astype(np.float64)
+    inv2 = 1.0 / (x * x)
+    out[~small] = (np.log(x) + _EULER + 0.5 / x
+                   - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 / 252)))
+    return out
+
+
+def harmonic2(n: np.ndarray) -> np.ndarray:
+    """``H2[n] = sum_{j<=n} 1/j**2``: table below 4096, asymptotic series above."""
+    n = np.asarray(n, dtype=np.int64)
+    out = np.empty(n.shape, dtype=np.float64)
+    small = n <= _H_TABLE
+    out[small] = _H2_EXACT[n[small]]
+    x = n[~small].astype(np.float64)
+    inv = 1.0 / x
+    out[~small] = (math.pi ** 2 / 6 - inv + 0.5 * inv ** 2 - inv ** 3 / 6 + inv ** 5 / 30)
+    return out
+
+
+@dataclass
+class InstanceValues:
+    """Per-instance values of one metric (float64 arrays of one entry per instance)."""
+
+    original: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    tie_aware: np.ndarray
+    variance: np.ndarray
+    tie_decided: np.ndarray  # bool: first != last
+
+
+def _rank_hr(rank: np.ndarray, k: int) -> np.ndarray:
+    return (rank <= k).astype(np.float64)
+
+
+def _rank_ndcg(rank: np.ndarray, k: int) -> np.ndarray:
+    return np.where(rank <= k, 1.0 / np.log2(rank + 1.0), 0.0)
+
+
+def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # E[X^2] - E[X]^2 can round to -1e-18; an untied positive has no tie-break variance at all.
+    return np.where(b > 1, np.maximum(e2 - e * e, 0.0), 0.0)
+
+
+def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
+                    original: np.ndarray) -> InstanceValues:
+    """Per-instance values of ``metric`` from the counts ``a``, ``b`` and the original rank.
+
+    ``a``, ``b`` and ``original`` are int64 arrays with ``a + 1 <= original <= a + b``.
+    """
+    first_rank, last_rank = a + 1, a + b
+    bf = b.astype(np.float64)
+    if metric.name == "HR":
+        k = metric.k
+        lo, hi = np.minimum(a, k), np.minimum(a + b, k)
+        e = (hi - lo) / bf
+        return InstanceValues(_rank_hr(original, k), _rank_hr(first_rank, k),
+                              _rank_hr(last_rank, k), e, np.maximum(e * (1.0 - e), 0.0),
+                              (a < k) & (k < a + b))
+    if metric.name == "NDCG":
+        k = metric.k
+        lo, hi = np.minimum(a, k), np.minimum(a + b, k)
+        D, D2 = discount_prefix(k)
+        e = (D[hi] - D[lo]) / bf
+        e2 = (D2[hi] - D2[lo]) / bf
+        return InstanceValues(_rank_ndcg(original, k), _rank_ndcg(first_rank, k),
+                              _rank_ndcg(last_rank, k), e, _variance(e, e2, b),
+                              (a < k) & (b > 1))
+    if metric.name == "MRR":
+        lo, hi = a, a + b
+        e = np.where(b == 1, 1.0 / first_rank, (harmonic(hi) - harmonic(lo)) / bf)
+        e2 = np.where(b == 1, e * e, (harmonic2(hi) - harmonic2(lo)) / bf)
+        return InstanceValues(1.0 / original, 1.0 / first_rank, 1.0 / last_rank, e,
+                              _variance(e, e2, b), b > 1)
+    raise ParameterError(f"{metric} is not defined for the single-positive protocol")

@@ -1,0 +1,139 @@
+"""Plain result records: what a run measured, before any formatting.
+
+Every writer (table, JSON, CSV, Markdown) consumes these records; :meth:`RunResult.to_dict`
+is the JSON contract. Floats are kept unrounded; ratios and frequencies are fractions.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def relative_change(before: float, after: float) -> float | None:
+    """``(after - before) / before`` as a fraction, or None when ``before`` is 0."""
+    if before == 0:
+        return None
+    return (after - before) / before
+
+
+@dataclass
+class MetricRow:
+    """One metric at one cutoff under the four columns, averaged over the instances."""
+
+    metric: str
+    k: int | None
+    original: float
+    first: float
+    last: float
+    tie_aware: float
+    tie_aware_std: float
+    instances: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    @property
+    def change_original_to_tie_aware(self) -> float | None:
+        return relative_change(self.original, self.tie_aware)
+
+    @property
+    def change_first_to_last(self) -> float | None:
+        return relative_change(self.first, self.last)
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "k": self.k, "original": self.original,
+                "first": self.first, "last": self.last, "tie_aware": self.tie_aware,
+                "tie_aware_std": self.tie_aware_std,
+                "change_original_to_tie_aware": self.change_original_to_tie_aware,
+                "change_first_to_last": self.change_first_to_last}
+
+
+@dataclass
+class TieStats:
+    """How tied the scores are (means over instances; frequencies as fractions).
+
+    ``top_tie_size``: mean number of candidates sharing the row maximum (m_x);
+    ``top_tie_ratio``: mean m_x / candidates; ``top_tie_frequency``: share of rows with
+    m_x > 1; ``positive_tie_size``: mean b; ``positive_tie_frequency``: share with b > 1;
+    ``tie_decided``: per K, the share of rows whose HR@K differs between first and last.
+    """
+
+    top_tie_size: float
+    top_tie_ratio: float
+    top_tie_frequency: float
+    positive_tie_size: float
+    positive_tie_frequency: float
+    tie_decided: dict[int, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"top_tie_size": self.top_tie_size, "top_tie_ratio": self.top_tie_ratio,
+                "top_tie_frequency": self.top_tie_frequency,
+                "positive_tie_size": self.positive_tie_size,
+                "positive_tie_frequency": self.positive_tie_frequency,
+                "tie_decided": {str(k): v for k, v in self.tie_decided.items()}}
+
+
+@dataclass
+class RunResult:
+    """Everything measured on one score dump."""
+
+    path: str
+    instances: int
+    candidates_min: int
+    candidates_max: int
+    dtype: str
+    metrics: list[MetricRow]
+    ties: TieStats
+    labels: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def metric(self, label: str) -> MetricRow:
+        """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
+        for row in self.metrics:
+            if row.label.upper() == label.upper():
+                return row
+        raise KeyError(label)
+
+    def to_dict(self) -> dict:
+        out = {"path": self.path, "instances": self.instances,
+               "candidates": {"min": self.candidates_min, "max": self.candidates_max},
+               "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
+               "ties": self.ties.to_dict()}
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        return out
+
+
+def simd_level() -> str:
+    """The highest SIMD extension numpy dispatches to on this CPU (sort kernels depend on it)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # pragma: no cover - older numpy layout
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return "unknown"
+    for name in ("AVX512_SPR", "AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "SSE42",
+                 "SVE", "ASIMD", "NEON", "VSX4", "VSX3", "VSX2", "VX"):
+        if features.get(name):
+            return name
+    return "baseline"
+
+
+def environment() -> dict:
+    """numpy version, its SIMD level and the machine: what the 'original' column depends on."""
+    from . import __version__
+    return {"tieeval_version": __version__, "numpy_version": np.__version__,
+            "numpy_simd": simd_level(), "machine": platform.machine()}
+
+
+def report_dict(runs: list[RunResult]) -> dict:
+    """The JSON document for a list of runs (the single-run contract)."""
+    env = environment()
+    return {"tieeval_version": env["tieeval_version"], "numpy_version": env["numpy_version"],
+            "numpy_simd": env["numpy_simd"], "machine": env["machine"],
+            "runs": [r.to_dict() for r in runs]}

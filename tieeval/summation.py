@@ -1,0 +1,81 @@
+"""Exact, order-independent summation of float64 arrays.
+
+A dataset mean must not depend on how the rows were split into batches, files or workers.
+Floating-point addition is not associative, so every per-instance value is added *exactly*:
+each float64 is split into its integer significand and binary exponent, significands are
+summed per exponent as integers, and the total is rounded once at the end. Partial sums
+merge by integer addition, so any split gives the bit-identical result.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+_HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
+_MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53
+
+
+class ExactSum:
+    """An exact running sum of finite float64 values.
+
+    >>> s = ExactSum(); s.add(np.array([1e16, 1.0, -1e16])); s.value()
+    1.0
+    """
+
+    __slots__ = ("_total", "_shift")
+
+    def __init__(self) -> None:
+        # The sum is _total * 2**-_shift, held as a Python integer: exact and mergeable.
+        self._total = 0
+        self._shift = 0
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64).ravel()
+        for start in range(0, values.size, _MAX_ROWS):
+            self._add_chunk(values[start:start + _MAX_ROWS])
+
+    def _add_chunk(self, x: np.ndarray) -> None:
+        x = x[x != 0.0]
+        if x.size == 0:
+            return
+        mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1
+        sig = np.ldexp(mant, 53).astype(np.int64)  # exact integer significand, |sig| < 2**53
+        hi = sig >> _HALF  # arithmetic shift: floor division, exact for negatives too
+        lo = sig - (hi << _HALF)
+        e0 = int(exp.min())
+        idx = exp - e0
+        hi_sums = np.bincount(idx, weights=hi.astype(np.float64))
+        lo_sums = np.bincount(idx, weights=lo.astype(np.float64))
+        total = 0
+        for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)):
+            total += (int(hi_sums[k]) << (_HALF + int(k))) + (int(lo_sums[k]) << int(k))
+        # total * 2**(e0 - 53) is the chunk's exact sum
+        self._merge(total, 53 - e0)
+
+    def _merge(self, total: int, shift: int) -> None:
+        if total == 0:
+            return
+        if shift > self._shift:
+            self._total <<= shift - self._shift
+            self._shift = shift
+        else:
+            total <<= self._shift - shift
+        self._total += total
+
+    def merge(self, other: "ExactSum") -> None:
+        """Add another exact sum into this one (exact, commutative, associative)."""
+        self._merge(other._total, other._shift)
+
+    def fraction(self) -> Fraction:
+        return Fraction(self._total, 1 << self._shift) if self._shift >= 0 else Fraction(
+            self._total << -self._shift)
+
+    def value(self) -> float:
+        """The exact sum rounded once to the nearest float64."""
+        return float(self.fraction())
+
+    def mean(self, count: int) -> float:
+        """The exact sum divided by ``count``, rounded once."""
+        return float(self.fraction() / count)
