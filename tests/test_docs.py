@@ -1,0 +1,85 @@
+"""The README's promises: its quickstart commands run, its output is real, its API runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import numpy as np
+from click.testing import CliRunner
+
+from tieeval.cli import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROW = re.compile(r"\s+(HR|NDCG|MRR)(@\d+)?\s+\d")
+README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+
+
+def quickstart_commands() -> list[str]:
+    block = README.split("## Quickstart", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    return [line.strip() for line in block.strip().splitlines()]
+
+
+def test_ci_runs_the_readme_quickstart_verbatim():
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
+    commands = quickstart_commands()
+    assert len(commands) == 2
+    for command in commands:
+        assert command in ci.splitlines()
+
+
+def test_quickstart_output_is_real():
+    install_and_run = quickstart_commands()[0]
+    compare = install_and_run.split("&& ")[-1]
+    args = shlex.split(compare)[1:]
+    assert args[0] == "compare"
+    os.chdir(ROOT)
+    out = CliRunner().invoke(cli, args, catch_exceptions=False, terminal_width=100).output
+    shown = README.split("The first command prints", 1)[1].split("```text", 1)[1]
+    shown = shown.split("```", 1)[0]
+    # Every metric row's First, Last and Tie-aware cells are platform-independent.
+    rows = [l.split() for l in shown.splitlines() if ROW.match(l)]
+    assert len(rows) == 7
+    actual = {l.split()[0]: l.split() for l in out.splitlines()
+              if ROW.match(l)}
+    for row in rows:
+        assert actual[row[0]][2:6] == row[2:6]
+    for label in ("Avg. top-score tie size", "Top-score tie frequency"):
+        shown_line = next(l for l in shown.splitlines() if label in l)
+        assert shown_line.split()[-1] in out
+
+
+def test_readme_python_example_runs(capsys):
+    block = README.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.split()
+    assert printed[1:4] == ["1.0", "0.5", "0.75"] and printed[4] == "0.5"
+
+
+def test_every_command_is_documented():
+    for name in cli.commands:
+        assert f"tieeval {name}" in README, name
+
+
+def test_changelog_has_unreleased_on_top():
+    log = open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8").read()
+    assert re.search(r"^## \[Unreleased\]", log, re.M)
+    first = re.search(r"^## \[", log, re.M).group(0)
+    assert log.index("## [Unreleased]") == log.index(first)
+
+
+def test_sample_scores_are_reproducible(tmp_path, monkeypatch):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "make_samples", os.path.join(ROOT, "sample_scores", "make_samples.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "HERE", str(tmp_path))
+    mod.main()
+    for name in ("sigmoid_saturated", "tie_free"):
+        fresh = np.load(tmp_path / f"{name}.npz")["scores"]
+        shipped = np.load(os.path.join(ROOT, "sample_scores", f"{name}.npz"))["scores"]
+        assert fresh.dtype == np.float32 and np.array_equal(fresh, shipped)
+    saturated = np.load(os.path.join(ROOT, "sample_scores", "sigmoid_saturated.npz"))["scores"]
+    assert (saturated == np.float32(1.0)).any(axis=1).mean() > 0.5
