@@ -184,7 +184,7 @@ def test_internal_errors_are_not_exit_1(tied_npz, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(cli_module, "evaluate_dump", boom)
+    monkeypatch.setattr(cli_module.common, "evaluate_dump", boom)
     result = CliRunner().invoke(cli, ["compare", tied_npz[0]])
     assert result.exit_code == 3 and "internal error" in result.output
 

@@ -1,0 +1,52 @@
+"""The ``tieeval`` command line: parse options, call the library, map errors to exit codes.
+
+Exit codes: 0 success; 1 only when a ``check`` threshold fails; 2 usage or input error (one
+``Error: ...`` line on stderr); 3 an internal error (a bug: please report it). Each command
+lives in its own module and is registered here.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import click
+
+from .. import __version__
+from .common import Group, expand_multi_value
+
+__all__ = ["cli", "main", "expand_multi_value"]
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="tieeval")
+def cli():
+    """Exact tie-aware evaluation of saved ranking score dumps.
+
+    Re-evaluates the scores a recommender or IR codebase ranked and shows, side by side,
+    what its own np.argsort gave (Original), the optimistic and pessimistic tie-breaks
+    (First / Last), and the exact expectation under uniform random tie-breaking
+    (Tie-aware), with tie statistics.
+
+    \b
+    Example:
+      tieeval compare sample_scores/sigmoid_saturated.parquet --k 1 5 10
+
+    Exit codes: 0 success, 1 a check failed, 2 usage or input error, 3 internal error.
+    """
+
+
+def _register() -> None:
+    from .compare import compare
+    for command in (compare,):
+        cli.add_command(command)
+
+
+_register()
+
+
+def main(args=None, prog_name: str = "tieeval") -> None:
+    """Console entry point."""
+    if hasattr(signal, "SIGPIPE"):
+        # `tieeval ... | head` must end quietly, not with a BrokenPipeError traceback.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    cli.main(args=args, prog_name=prog_name)

@@ -1,0 +1,31 @@
+"""Number and text formatting shared by every renderer."""
+
+from __future__ import annotations
+
+
+def fmt_value(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def fmt_change(frac: float | None) -> str:
+    """A relative change as a signed percentage (the paper's % Change columns)."""
+    return "n/a" if frac is None else f"{frac * 100:+.2f}%"
+
+
+def fmt_percent(frac: float) -> str:
+    return f"{frac * 100:.2f}%"
+
+
+def fmt_size(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(md_escape(h) for h in headers) + " |",
+             "|" + "|".join([" --- "] + [" ---: "] * (len(headers) - 1)) + "|"]
+    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

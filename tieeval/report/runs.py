@@ -1,0 +1,112 @@
+"""Rendering of single runs (``tieeval compare``): rich tables, JSON, CSV and Markdown.
+
+JSON and CSV never pass through rich (rich wraps lines when piped); they are written as
+plain text with unrounded floats.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Iterable
+
+from ..results import RunResult, environment, report_dict
+from .format import fmt_change, fmt_percent, fmt_size, fmt_value, md_escape, md_table
+
+CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
+              "change_original_to_tie_aware", "change_first_to_last")
+TABLE_FORMATS = ("table", "json", "csv", "markdown")
+
+
+def tie_rows(run: RunResult) -> list[tuple[str, str]]:
+    """The tie statistics as (label, formatted value) pairs, in the paper's order."""
+    t = run.ties
+    rows = [("Avg. top-score tie size", fmt_size(t.top_tie_size)),
+            ("Avg. top-score tie ratio", fmt_percent(t.top_tie_ratio)),
+            ("Top-score tie frequency", fmt_percent(t.top_tie_frequency)),
+            ("Avg. positive tie size", fmt_size(t.positive_tie_size)),
+            ("Positive tie frequency", fmt_percent(t.positive_tie_frequency))]
+    rows += [(f"HR@{k} decided by the tie-break", fmt_percent(v))
+             for k, v in t.tie_decided.items()]
+    return rows
+
+
+def metric_cells(run: RunResult) -> list[list[str]]:
+    return [[row.label, fmt_value(row.original), fmt_value(row.first), fmt_value(row.last),
+             f"{fmt_value(row.tie_aware)} ± {fmt_value(row.tie_aware_std)}",
+             fmt_change(row.change_original_to_tie_aware), fmt_change(row.change_first_to_last)]
+            for row in run.metrics]
+
+
+METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
+                  "% Chg orig→tie", "% Chg first→last"]
+
+
+def describe_run(run: RunResult) -> str:
+    cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
+             else f"{run.candidates_min}–{run.candidates_max}")
+    return f"{run.instances} instances × {cands} candidates, {run.dtype}"
+
+
+def footer() -> str:
+    env = environment()
+    return (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
+            f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order among "
+            f"ties is platform-dependent. tieeval {env['tieeval_version']}.")
+
+
+def render_tables(runs: Iterable[RunResult], console) -> None:
+    """Print one metric table and one tie-statistics table per run to a rich console."""
+    from rich import box
+    from rich.table import Table
+
+    for run in runs:
+        table = Table(title=f"{run.path}", caption=describe_run(run), box=box.SIMPLE_HEAVY,
+                      title_style="bold", caption_justify="left")
+        for i, header in enumerate(METRIC_HEADERS):
+            table.add_column(header, justify="left" if i == 0 else "right",
+                             no_wrap=i == 0)
+        for cells in metric_cells(run):
+            table.add_row(*cells)
+        console.print(table)
+        ties = Table(title="Tie statistics", box=box.SIMPLE, show_header=False,
+                     title_justify="left")
+        ties.add_column("statistic")
+        ties.add_column("value", justify="right")
+        for label, value in tie_rows(run):
+            ties.add_row(label, value)
+        console.print(ties)
+    console.print(footer(), style="dim")
+
+
+def to_json(runs: list[RunResult]) -> str:
+    return json.dumps(report_dict(runs), indent=2, allow_nan=False) + "\n"
+
+
+def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
+    for run in runs:
+        for row in run.metrics:
+            d = row.to_dict()
+            yield {"path": run.path, **{k: d[k] for k in CSV_FIELDS if k != "path"}}
+
+
+def to_csv(runs: list[RunResult]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in csv_rows(runs):
+        writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
+                         for k, v in row.items()})
+    return buf.getvalue()
+
+
+def to_markdown(runs: list[RunResult]) -> str:
+    parts = []
+    for run in runs:
+        parts.append(f"### {md_escape(run.path)}\n\n{describe_run(run)}\n")
+        parts.append(md_table(METRIC_HEADERS, metric_cells(run)) + "\n")
+        parts.append(md_table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])
+                     + "\n")
+    parts.append(f"_{footer()}_\n")
+    return "\n".join(parts)
