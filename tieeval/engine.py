@@ -15,7 +15,8 @@ import numpy as np
 
 from .errors import InputError, ParameterError
 from .io import Batch, Dump, ReadOptions, open_dump, resolve_positive, DEFAULT_BATCH_ROWS
-from .metrics import COLUMNS, Metric, default_metrics, single_positive
+from .metrics import (COLUMNS, Metric, default_metrics, histogram_cap, rank_value,
+                      single_positive, tie_moments)
 from .results import MetricRow, RunResult, TieStats
 from .summation import ExactSum
 from .ties import NAN_POLICIES, NanScoreError, RowCounts, dense_counts, ragged_counts
@@ -75,12 +76,21 @@ class Accumulator:
         for k in self.hr_ks:
             self.decided[k] += int(np.count_nonzero((counts.a < k) & (k < counts.a + counts.b)))
             self.k_over_n[k] += int(np.count_nonzero(counts.n < k))
+        first, last = counts.a + 1, counts.a + counts.b
+        tied = np.flatnonzero(counts.b > 1)
+        untied_first = np.delete(first, tied) if tied.size else first
+        a_tied, b_tied = counts.a[tied], counts.b[tied]
         for m in self.metrics:
-            values = single_positive(m, counts.a, counts.b, counts.original)
             sums = self.sums[m]
-            for c in COLUMNS:
-                sums.columns[c].add(getattr(values, c))
-            sums.variance.add(values.variance)
+            for column, ranks in (("original", counts.original), ("first", first),
+                                  ("last", last), ("tie_aware", untied_first)):
+                _add_rank_values(sums.columns[column], m, ranks)
+            if tied.size:
+                # Only tied positives need the closed form; untied ones contribute their
+                # single value (through the histogram above) and no variance.
+                e, e2, _ = tie_moments(m, a_tied, b_tied)
+                sums.columns["tie_aware"].add(e)
+                sums.variance.add(np.maximum(e2 - e * e, 0.0))
 
     def merge(self, other: "Accumulator") -> None:
         if other.instances == 0:
@@ -120,6 +130,29 @@ class Accumulator:
                     "HR and NDCG saturate there" for k, c in self.k_over_n.items() if c]
         return RunResult(path, n, int(self.cand_min), int(self.cand_max), str(np.dtype(dtype)),
                          rows, ties, dict(labels or {}), warnings)
+
+
+_HISTOGRAM_RANKS = 4096
+
+
+def _add_rank_values(total: ExactSum, metric: Metric, ranks: np.ndarray) -> None:
+    """Add ``rank_value(metric, ranks)`` to ``total`` through a rank histogram.
+
+    Deterministic columns take few distinct values (one per rank up to K), so counting ranks
+    and adding ``count * value`` exactly is much cheaper than summing one float per row.
+    """
+    if ranks.size == 0:
+        return
+    cap = histogram_cap(metric)
+    if cap is None:  # no cutoff: histogram the shallow ranks, add deep ones one by one
+        deep = ranks > _HISTOGRAM_RANKS
+        if deep.any():
+            total.add(rank_value(metric, ranks[deep]))
+            ranks = ranks[~deep]
+        cap = _HISTOGRAM_RANKS
+    hist = np.bincount(np.minimum(ranks, cap), minlength=cap + 1)
+    present = np.flatnonzero(hist)
+    total.add_counts(rank_value(metric, present), hist[present])
 
 
 def check_nan_policy(nan_policy: str) -> str:

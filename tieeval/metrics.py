@@ -175,17 +175,30 @@ class InstanceValues:
     tie_decided: np.ndarray  # bool: first != last
 
 
-def _rank_hr(rank: np.ndarray, k: int) -> np.ndarray:
-    return (rank <= k).astype(np.float64)
+def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
+    """The metric's value for a positive at the deterministic 1-based ``rank`` (float64).
 
-
-def _rank_ndcg(rank: np.ndarray, k: int) -> np.ndarray:
-    return np.where(rank <= k, 1.0 / np.log2(rank + 1.0), 0.0)
+    The one definition behind the original, first and last columns, so that every path
+    (per instance or through rank histograms) produces the same floats.
+    """
+    rank = np.asarray(rank, dtype=np.int64)
+    if metric.name == "HR":
+        return (rank <= metric.k).astype(np.float64)
+    if metric.name == "NDCG":
+        return np.where(rank <= metric.k, 1.0 / np.log2(rank + 1.0), 0.0)
+    if metric.name == "MRR":
+        return 1.0 / rank
+    raise ParameterError(f"{metric} is not defined for the single-positive protocol")
 
 
 def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:
     # E[X^2] - E[X]^2 can round to -1e-18; an untied positive has no tie-break variance at all.
     return np.where(b > 1, np.maximum(e2 - e * e, 0.0), 0.0)
+
+
+def histogram_cap(metric: Metric) -> int | None:
+    """Ranks above this have the same value (0) for cutoff metrics; None: no cutoff."""
+    return None if metric.k is None else metric.k + 1
 
 
 def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
@@ -194,28 +207,31 @@ def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
 
     ``a``, ``b`` and ``original`` are int64 arrays with ``a + 1 <= original <= a + b``.
     """
-    first_rank, last_rank = a + 1, a + b
+    first = rank_value(metric, a + 1)
+    last = rank_value(metric, a + b)
+    orig = rank_value(metric, original)
+    e, e2, decided = tie_moments(metric, a, b)
+    # An untied positive's expectation is its one value; the prefix difference D[a+1] - D[a]
+    # can be an ulp off it and break last <= tie_aware <= first.
+    e = np.where(b == 1, first, e)
+    return InstanceValues(orig, first, last, e, _variance(e, e2, b), decided)
+
+
+def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):
+    """``E[X]``, ``E[X^2]`` under uniform tie-breaking, and whether first != last."""
     bf = b.astype(np.float64)
     if metric.name == "HR":
         k = metric.k
         lo, hi = np.minimum(a, k), np.minimum(a + b, k)
         e = (hi - lo) / bf
-        return InstanceValues(_rank_hr(original, k), _rank_hr(first_rank, k),
-                              _rank_hr(last_rank, k), e, np.maximum(e * (1.0 - e), 0.0),
-                              (a < k) & (k < a + b))
+        return e, e, (a < k) & (k < a + b)
     if metric.name == "NDCG":
         k = metric.k
         lo, hi = np.minimum(a, k), np.minimum(a + b, k)
         D, D2 = discount_prefix(k)
-        e = (D[hi] - D[lo]) / bf
-        e2 = (D2[hi] - D2[lo]) / bf
-        return InstanceValues(_rank_ndcg(original, k), _rank_ndcg(first_rank, k),
-                              _rank_ndcg(last_rank, k), e, _variance(e, e2, b),
-                              (a < k) & (b > 1))
+        return (D[hi] - D[lo]) / bf, (D2[hi] - D2[lo]) / bf, (a < k) & (b > 1)
     if metric.name == "MRR":
         lo, hi = a, a + b
-        e = np.where(b == 1, 1.0 / first_rank, (harmonic(hi) - harmonic(lo)) / bf)
-        e2 = np.where(b == 1, e * e, (harmonic2(hi) - harmonic2(lo)) / bf)
-        return InstanceValues(1.0 / original, 1.0 / first_rank, 1.0 / last_rank, e,
-                              _variance(e, e2, b), b > 1)
+        return ((harmonic(hi) - harmonic(lo)) / bf, (harmonic2(hi) - harmonic2(lo)) / bf,
+                b > 1)
     raise ParameterError(f"{metric} is not defined for the single-positive protocol")

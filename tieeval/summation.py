@@ -37,20 +37,20 @@ class ExactSum:
             self._add_chunk(values[start:start + _MAX_ROWS])
 
     def _add_chunk(self, x: np.ndarray) -> None:
-        x = x[x != 0.0]
         if x.size == 0:
             return
-        mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1
-        sig = np.ldexp(mant, 53).astype(np.int64)  # exact integer significand, |sig| < 2**53
-        hi = sig >> _HALF  # arithmetic shift: floor division, exact for negatives too
-        lo = sig - (hi << _HALF)
+        mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (0 -> 0, 0)
+        # Split the 53-bit significand into a high part (< 2**27) and a low part (< 2**26),
+        # both exact integers in float64, so per-exponent sums of up to 2**25 of them are exact.
+        hi = np.floor(np.ldexp(mant, 53 - _HALF))
+        lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
         e0 = int(exp.min())
         idx = exp - e0
-        hi_sums = np.bincount(idx, weights=hi.astype(np.float64))
-        lo_sums = np.bincount(idx, weights=lo.astype(np.float64))
+        hi_sums = np.bincount(idx, weights=hi)
+        lo_sums = np.bincount(idx, weights=lo)
         total = 0
-        for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)):
-            total += (int(hi_sums[k]) << (_HALF + int(k))) + (int(lo_sums[k]) << int(k))
+        for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
+            total += (int(hi_sums[k]) << (_HALF + k)) + (int(lo_sums[k]) << k)
         # total * 2**(e0 - 53) is the chunk's exact sum
         self._merge(total, 53 - e0)
 
@@ -63,6 +63,21 @@ class ExactSum:
         else:
             total <<= self._shift - shift
         self._total += total
+
+    def add_counts(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """Add ``counts[i]`` copies of ``values[i]``, exactly (for histograms of few values)."""
+        values = np.asarray(values, dtype=np.float64).ravel()
+        counts = np.asarray(counts, dtype=np.int64).ravel()
+        keep = (counts != 0) & (values != 0.0)
+        if not keep.any():
+            return
+        mant, exp = np.frexp(values[keep])
+        sig = np.ldexp(mant, 53).astype(np.int64)
+        e0 = int(exp.min())
+        total = 0
+        for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts[keep].tolist()):
+            total += (s * c) << e
+        self._merge(total, 53 - e0)
 
     def merge(self, other: "ExactSum") -> None:
         """Add another exact sum into this one (exact, commutative, associative)."""
