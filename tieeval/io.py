@@ -184,11 +184,25 @@ def _check_positive_field(path, options, positive, rows):
 
 def _load_error(path: str, exc: Exception) -> InputError:
     text = str(exc)
+    if ("allow_pickle" in text and "Object arrays" not in text
+            and not _starts_like_pickle(path)):
+        # np.load found no numpy magic and offers to unpickle; a file cut inside its magic
+        # (or any other non-pickle bytes) is damaged, not pickled.
+        return InputError(f"{path}: corrupted or truncated file (no .npy/.npz header)")
     if "allow_pickle" in text or "Python objects" in text or "Object arrays" in text:
         return InputError(f"{path}: holds pickled Python objects; tieeval never unpickles "
                           "(save plain numeric arrays)")
     return InputError(f"{path}: corrupted or truncated file ({type(exc).__name__}: "
                       f"{text.splitlines()[0] if text else 'unreadable'})")
+
+
+def _starts_like_pickle(path: str) -> bool:
+    # pickle protocols 2 and later (numpy, torch and joblib all use them) open with PROTO
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1) == b"\x80"
+    except OSError:
+        return False
 
 
 def _open_npy(path: str, options: ReadOptions) -> Dump:

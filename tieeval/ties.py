@@ -55,6 +55,20 @@ def _check_nan(row_max: np.ndarray, nan_policy: str) -> None:
             raise NanScoreError(int(bad[0]), int(bad.size))
 
 
+def _negated(scores: np.ndarray) -> np.ndarray:
+    """``scores * -1``, the codebases' sort key, wherever that reverses the order.
+
+    For integer dumps ``* -1`` is not order-reversing everywhere: it overflows the signed
+    minimum (which stays the minimum, so the original rank could leave the tie block) and
+    raises OverflowError for unsigned dtypes under numpy >= 2. There ``~scores`` (``-x - 1``
+    for signed, ``MAX - x`` for unsigned) gives the same descending order without overflow.
+    """
+    kind = scores.dtype.kind
+    if kind == "f" or (kind == "i" and not (scores == np.iinfo(scores.dtype).min).any()):
+        return scores * -1
+    return ~scores
+
+
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise") -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
@@ -87,7 +101,7 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
         # Exactly the released codebases' call: np.argsort(pred_score * -1, axis=1), default
         # kind, stored dtype. Each row is sorted independently, so sorting only the tied rows
         # gives the same per-row order as sorting the whole matrix.
-        order = np.argsort(scores[tied] * -1, axis=1)
+        order = np.argsort(_negated(scores[tied]), axis=1)
         original[tied] = np.argmax(order == positive[tied][:, None], axis=1) + 1
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 
@@ -117,6 +131,6 @@ def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
     original = a + 1
     for i in np.flatnonzero(b > 1):
         row = values[offsets[i]:offsets[i + 1]]
-        order = np.argsort(row * -1)
+        order = np.argsort(_negated(row))
         original[i] = int(np.flatnonzero(order == positive[i])[0]) + 1
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
