@@ -46,12 +46,15 @@ class Batch:
     Dense: ``scores`` is 2-D and ``offsets`` is None. Ragged: ``scores`` is the flat values
     and row i is ``scores[offsets[i]:offsets[i+1]]``. ``positive`` holds each row's positive
     column (int64, already range-checked); ``start`` is the dump row of the first row.
+    ``labels``, when the dump carries relevance labels, has the same layout as ``scores``
+    (graded gains > 0, 0 unobserved, < 0 explicit negatives); ``positive`` is then unused.
     """
 
     scores: np.ndarray
     positive: np.ndarray
     start: int
     offsets: np.ndarray | None = None
+    labels: np.ndarray | None = None
 
     @property
     def rows(self) -> int:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .labels import LABEL_KEYS
+
 
 def relative_change(before: float, after: float) -> float | None:
     """``(after - before) / before`` as a fraction, or None when ``before`` is 0."""
@@ -98,14 +100,20 @@ class RunResult:
                 return row
         raise KeyError(label)
 
+    @property
+    def candidates(self) -> dict[str, int]:
+        """``{"min": ..., "max": ...}`` candidates per instance, as in the JSON contract."""
+        return {"min": self.candidates_min, "max": self.candidates_max}
+
     def to_dict(self) -> dict:
-        out = {"path": self.path, "instances": self.instances,
-               "candidates": {"min": self.candidates_min, "max": self.candidates_max},
-               "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
-               "ties": self.ties.to_dict()}
-        if self.labels:
-            out["labels"] = dict(self.labels)
-        return out
+        # labels always carries method, dataset, task and seed (null when unknown), then
+        # any other metadata the run was given, so the keys do not depend on the input.
+        labels = {k: self.labels.get(k) for k in LABEL_KEYS}
+        labels.update((k, v) for k, v in self.labels.items() if k not in labels)
+        return {"path": self.path, "instances": self.instances,
+                "candidates": self.candidates,
+                "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
+                "ties": self.ties.to_dict(), "labels": labels}
 
 
 def simd_level() -> str:
@@ -131,9 +139,16 @@ def environment() -> dict:
             "numpy_simd": simd_level(), "machine": platform.machine()}
 
 
-def report_dict(runs: list[RunResult]) -> dict:
-    """The JSON document for a list of runs (the single-run contract)."""
+def report_dict(runs: list[RunResult], groups: list | None = None) -> dict:
+    """The JSON document for a list of runs (the single-run contract).
+
+    With ``groups`` (:class:`~tieeval.groups.GroupResult` records) a ``groups`` list of
+    seed-averaged figures follows ``runs``.
+    """
     env = environment()
-    return {"tieeval_version": env["tieeval_version"], "numpy_version": env["numpy_version"],
-            "numpy_simd": env["numpy_simd"], "machine": env["machine"],
-            "runs": [r.to_dict() for r in runs]}
+    out = {"tieeval_version": env["tieeval_version"], "numpy_version": env["numpy_version"],
+           "numpy_simd": env["numpy_simd"], "machine": env["machine"],
+           "runs": [r.to_dict() for r in runs]}
+    if groups is not None:
+        out["groups"] = [g.to_dict() for g in groups]
+    return out
