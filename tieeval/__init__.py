@@ -12,7 +12,9 @@ from .metrics import Metric, REGISTRY  # noqa: E402
 from .results import MetricRow, RunResult, TieStats  # noqa: E402
 from .engine import evaluate, evaluate_path  # noqa: E402
 from .io import ReadOptions, open_dump  # noqa: E402
+from .dumps import save_scores  # noqa: E402
+from .groups import GroupResult, group_runs  # noqa: E402
 
 __all__ = ["__version__", "evaluate", "evaluate_path", "open_dump", "ReadOptions", "Metric",
            "REGISTRY", "MetricRow", "RunResult", "TieStats", "TieevalError", "InputError",
-           "ParameterError"]
+           "ParameterError", "save_scores", "group_runs", "GroupResult"]

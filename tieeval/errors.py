@@ -15,3 +15,7 @@ class InputError(TieevalError):
 
 class ParameterError(TieevalError, ValueError):
     """An argument is out of range or of the wrong type (for example K < 1)."""
+
+
+class MissingExtraError(TieevalError):
+    """An optional dependency is not installed (e.g. matplotlib for ``--plot``)."""

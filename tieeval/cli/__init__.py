@@ -36,8 +36,10 @@ def cli():
 
 
 def _register() -> None:
+    from .check import check
     from .compare import compare
-    for command in (compare,):
+    from .ties import ties
+    for command in (compare, ties, check):
         cli.add_command(command)
 
 

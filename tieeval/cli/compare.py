@@ -1,39 +1,67 @@
-"""``tieeval compare``: original / first / last / tie-aware metrics of score dumps."""
+"""``tieeval compare``: original / first / last / tie-aware metrics of score dumps, per run
+or as the paper's Tables 1, 3 and 4 over seed-averaged run groups, and Figure 1."""
 
 from __future__ import annotations
 
 import click
 
-from ..report import TABLE_FORMATS
-from .common import (Command, chosen_metrics, emit, evaluate_files, metric_options,
-                     read_options)
+from .common import Command, chosen_metrics, metric_options, read_options
+from .labels import evaluate_labelled, label_options
+from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_std_option,
+                     write_output)
 
 
 @click.command(cls=Command)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@click.option("--format", "-f", "fmt", type=click.Choice(TABLE_FORMATS), default="table",
-              show_default=True, help="Output: rich table, or data for pipelines.")
+@format_option
+@click.option("--table", "-t", "table", type=click.Choice(TABLE_CHOICES), default=None,
+              help="What to show. runs: each run in detail (the default for one FILE); "
+                   "1: First | Last | % Change per method; 3: Original | Tie-aware | "
+                   "% Change per method (the default for several FILEs); 4: top-score tie "
+                   "statistics per method (as 'tieeval ties'). Tables 1, 3 and 4 average "
+                   "runs whose labels differ only in seed.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+              help="Also draw the paper's Figure 1 (inflation vs. average top-score tie "
+                   "size, log axis, Pearson r) to FILE.png / .pdf / .svg. Needs "
+                   "'pip install tieeval[plot]'.")
+@label_options
+@seed_std_option
 @read_options
 @click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
-def compare(files, k_values, metrics, fmt, positive_index, positive_column, scores_column,
-            nan_policy, batch_rows, quiet):
+def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std, quiet,
+            **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.
 
     Each FILE is one run: an .npz (array 'scores', optional 'positive'), an .npy score
     matrix, or a .parquet file (list column 'scores', optional 'positive'), one row per
     test instance. Without a positive field the positive is column 0.
 
+    Runs are labelled method / dataset / task / seed from --meta, then --template, then
+    the file's own metadata, then the file name (as method). With one FILE the default
+    output is that run in detail; with several it is Table 3, one column group per
+    method and rows by task, dataset and metric, averaged over seeds.
+
     \b
     Examples:
       tieeval compare scores.parquet --k 1 5 10
-      tieeval compare run1.npz run2.npz --format json | jq '.runs[].metrics[0]'
-      tieeval compare scores.npy --positive-index -1 --format csv
+      tieeval compare runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval compare runs/*/*.npz --table 1 -m HR@1 -m HR@5 -m NDCG@5 --format latex
+      tieeval compare run1.npz run2.npz --format json | jq '.groups[].metrics[0]'
+      tieeval compare runs/*/*.npz --plot figure1.png
     """
-    results = evaluate_files(files, chosen_metrics(k_values, metrics),
-                             scores_column=scores_column, positive_column=positive_column,
-                             positive_index=positive_index, nan_policy=nan_policy,
-                             batch_rows=batch_rows, quiet=quiet)
-    emit(results, fmt)
-
-
+    if plot is not None:
+        from ..plot import check_plot_path, require_matplotlib
+        check_plot_path(plot)
+        require_matplotlib()  # fail before the (possibly long) evaluation
+    runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
+                             template=template, quiet=quiet, **read_kwargs)
+    groups = grouped(runs, quiet)
+    write_output(runs, groups, table=default_table(table, len(files)), fmt=fmt,
+                 seed_std=seed_std)
+    if plot is not None:
+        from ..paper import figure1
+        from ..plot import draw_figure1
+        draw_figure1(figure1(groups), plot)
+        if not quiet:
+            click.echo(f"Wrote Figure 1 to {plot}", err=True)

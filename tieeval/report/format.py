@@ -29,3 +29,23 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
              "|" + "|".join([" --- "] + [" ---: "] * (len(headers) - 1)) + "|"]
     lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def md_text(text: str) -> str:
+    """Escape text for a Markdown table cell: backslash, pipe and emphasis characters."""
+    out = str(text).replace("\\", "\\\\")
+    for ch in "|*_`[]<>":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+          "^": r"\textasciicircum{}", "±": r"$\pm$", "–": "--", "—": "---",
+          "→": r"$\rightarrow$", "×": r"$\times$", "†": r"\dag{}", "‡": r"\ddag{}",
+          "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def latex_escape(text: str) -> str:
+    """Escape text for LaTeX: ``& % $ # _ { } ~ ^ \\`` and a few Unicode signs."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(text))

@@ -12,7 +12,8 @@ import json
 from typing import Iterable
 
 from ..results import RunResult, environment, report_dict
-from .format import fmt_change, fmt_percent, fmt_size, fmt_value, md_escape, md_table
+from .format import (fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape, md_escape,
+                     md_table)
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
@@ -80,8 +81,9 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
     console.print(footer(), style="dim")
 
 
-def to_json(runs: list[RunResult]) -> str:
-    return json.dumps(report_dict(runs), indent=2, allow_nan=False) + "\n"
+def to_json(runs: list[RunResult], groups: list | None = None) -> str:
+    """The JSON contract; with ``groups`` (seed averages) a ``groups`` list follows ``runs``."""
+    return json.dumps(report_dict(runs, groups), indent=2, allow_nan=False) + "\n"
 
 
 def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
@@ -109,4 +111,23 @@ def to_markdown(runs: list[RunResult]) -> str:
         parts.append(md_table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])
                      + "\n")
     parts.append(f"_{footer()}_\n")
+    return "\n".join(parts)
+
+
+def to_latex(runs: list[RunResult]) -> str:
+    """One booktabs tabular per run: the metric table, then its tie statistics."""
+    parts = []
+    for run in runs:
+        lines = [f"% {latex_escape(run.path)}: {latex_escape(describe_run(run))}; "
+                 r"needs \usepackage{booktabs}",
+                 r"\begin{tabular}{l" + "r" * (len(METRIC_HEADERS) - 1) + "}", r"\toprule",
+                 " & ".join(latex_escape(h) for h in METRIC_HEADERS) + r" \\", r"\midrule"]
+        lines += [" & ".join(latex_escape(c) for c in cells) + r" \\"
+                  for cells in metric_cells(run)]
+        lines.append(r"\midrule")
+        lines += [rf"\multicolumn{{{len(METRIC_HEADERS) - 1}}}{{l}}{{{latex_escape(label)}}} & "
+                  f"{latex_escape(value)} " + r"\\" for label, value in tie_rows(run)]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        parts.append("\n".join(lines) + "\n")
+    parts.append(f"% {latex_escape(footer())}\n")
     return "\n".join(parts)

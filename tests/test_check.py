@@ -1,0 +1,222 @@
+"""``tieeval check``: threshold parsing, pass/fail logic from the definitions, output
+formats, and exit codes 0 / 1 / 2 (and 3, never 1, for a crash)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tieeval
+from tieeval.check import Threshold, metrics_needed, parse_bound, parse_threshold, run_checks
+from tieeval.cli import cli
+from tieeval.errors import ParameterError
+from tieeval.metrics import Metric
+from tieeval.results import MetricRow, RunResult, TieStats
+from tieeval.report.check import github_line, to_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SATURATED = os.path.join(ROOT, "sample_scores", "sigmoid_saturated.parquet")
+TIE_FREE = os.path.join(ROOT, "sample_scores", "tie_free.parquet")
+ALL_GATES = ["--max-inflation", "NDCG@10=5%", "--max-gap", "HR@1=0.01", "--max-tie-frequency",
+             "10%", "--max-positive-tie-frequency", "5%", "--min", "NDCG@10=0.30"]
+
+
+@pytest.mark.parametrize("text,value", [("5%", 0.05), ("0.05", 0.05), ("1", 1.0),
+                                        ("150%", 1.5), (".5", 0.5), ("0", 0.0)])
+def test_parse_bound(text, value):
+    assert parse_bound(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text,fragment", [("5", "'5' is ambiguous"), ("-1%", "must be >= 0"),
+                                           ("five", "expected a number or a percentage"),
+                                           ("", "expected a number")])
+def test_parse_bound_errors(text, fragment):
+    with pytest.raises(ParameterError, match=fragment):
+        parse_bound(text)
+
+
+def test_parse_threshold():
+    assert parse_threshold("max_inflation", "NDCG@10=5%") == Threshold(
+        "max_inflation", 0.05, Metric("NDCG", 10))
+    assert parse_threshold("min", "ndcg@10=0.30") == Threshold("min", 0.30, Metric("NDCG", 10))
+    assert parse_threshold("max_gap", "0.01") == Threshold("max_gap", 0.01, None)
+    for kind, text, fragment in [
+            ("max_tie_frequency", "HR@1=10%", "takes a bound only"),
+            ("min", "NDCG@10=30", "ambiguous"),
+            ("min", "NDCG@10=150%", "metrics lie in [0, 1]"),
+            ("max_tie_frequency", "120%", "a frequency lies in [0, 100%]"),
+            ("max_inflation", "XYZ@10=5%", "unknown metric 'XYZ'"),
+            ("nope", "5%", "unknown check 'nope'")]:
+        with pytest.raises(ParameterError, match=fragment.replace("[", r"\[").replace(
+                "]", r"\]")):
+            parse_threshold(kind, text)
+
+
+def fake_run(original, tie_aware, top_freq=0.0, pos_freq=0.0, metric=("NDCG", 10)):
+    row = MetricRow(metric[0], metric[1], original, original, tie_aware, tie_aware, 0.0, 10)
+    ties = TieStats(1.0, 0.01, top_freq, 1.0, pos_freq, {})
+    return RunResult("run.npz", 10, 5, 5, "float32", [row], ties)
+
+
+def test_pass_fail_follows_the_definitions_and_bounds_are_inclusive():
+    run = fake_run(original=0.80, tie_aware=0.60, top_freq=0.10, pos_freq=0.2)
+    ts = [parse_threshold("max_inflation", "NDCG@10=25%"),   # |0.6-0.8|/0.8 = 0.25: passes
+          parse_threshold("max_inflation", "NDCG@10=24%"),   # fails
+          parse_threshold("max_gap", "NDCG@10=0.25"),        # gap 0.2: passes
+          parse_threshold("max_gap", "NDCG@10=0.1"),         # fails
+          parse_threshold("min", "NDCG@10=0.6"),             # tie-aware 0.6: passes
+          parse_threshold("min", "NDCG@10=0.61"),            # fails
+          parse_threshold("max_tie_frequency", "10%"),       # 0.10: passes
+          parse_threshold("max_positive_tie_frequency", "5%")]  # 0.2: fails
+    outcomes = run_checks([run], ts)
+    assert [o.passed for o in outcomes] == [True, False, True, False, True, False, True, False]
+    assert outcomes[0].measured == pytest.approx(abs(0.6 - 0.8) / 0.8)
+    assert outcomes[2].measured == pytest.approx(0.2)
+    assert outcomes[7].measured == 0.2
+
+
+def test_inflation_is_a_magnitude_and_undefined_at_zero_fails():
+    deflated = fake_run(original=0.5, tie_aware=0.6)
+    (o,) = run_checks([deflated], [parse_threshold("max_inflation", "NDCG@10=10%")])
+    assert o.measured == pytest.approx(0.2) and not o.passed
+    zero = fake_run(original=0.0, tie_aware=0.1)
+    (o,) = run_checks([zero], [parse_threshold("max_inflation", "NDCG@10=10%")])
+    assert o.measured is None and not o.passed
+    assert "undefined as the original is 0" in to_text([o])
+    both_zero = fake_run(original=0.0, tie_aware=0.0)
+    (o,) = run_checks([both_zero], [parse_threshold("max_inflation", "NDCG@10=10%")])
+    assert o.measured == 0.0 and o.passed
+
+
+def test_metric_less_thresholds_expand_to_the_chosen_metrics():
+    scores = np.random.default_rng(0).random((20, 8))
+    run = tieeval.evaluate(scores, k=[1, 5])
+    default = [Metric("HR", 1), Metric("HR", 5)]
+    ts = [parse_threshold("max_inflation", "5%")]
+    assert metrics_needed(ts, default) == default
+    outcomes = run_checks([run], ts, default)
+    assert [str(o.metric) for o in outcomes] == ["HR@1", "HR@5"]
+    named = [parse_threshold("min", "NDCG@3=0.1")]
+    assert metrics_needed(named, default) == [Metric("NDCG", 3)]
+
+
+def test_unequal_values_never_read_equal():
+    run = fake_run(original=1.0, tie_aware=0.94996)
+    (o,) = run_checks([run], [parse_threshold("max_inflation", "NDCG@10=5%")])
+    assert not o.passed
+    assert "5.004% > max 5.000%" in to_text([o])
+
+
+# ---------------------------------------------------------------------------------------
+# the command line
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["check", *args])
+
+
+def test_exit_0_when_every_check_passes():
+    r = invoke(TIE_FREE, *ALL_GATES)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert len(lines) == 6 and lines[-1] == "all 5 checks passed"
+    assert lines[0] == (f"PASS {TIE_FREE}: NDCG@10 inflation 0.00% <= max 5.00% "
+                        "(original 0.6425, tie-aware 0.6425)")
+    assert lines[3] == f"PASS {TIE_FREE}: top-score tie frequency 0.00% <= max 10.00%"
+
+
+def test_exit_1_when_any_check_fails_one_line_per_check():
+    r = invoke(SATURATED, TIE_FREE, *ALL_GATES)
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert len(lines) == 11 and lines[-1] == "5 of 10 checks failed"
+    run = tieeval.evaluate_path(SATURATED)
+    ndcg = run.metric("NDCG@10")
+    infl = abs(ndcg.tie_aware - ndcg.original) / ndcg.original
+    assert lines[0] == (f"FAIL {SATURATED}: NDCG@10 inflation {infl * 100:.2f}% > max 5.00% "
+                        f"(original {ndcg.original:.4f}, tie-aware {ndcg.tie_aware:.4f})")
+    assert lines[2] == f"FAIL {SATURATED}: NDCG@10 tie-aware {ndcg.tie_aware:.4f} < min 0.3000"
+    assert all(l.startswith("PASS " + TIE_FREE) for l in lines[5:10])
+
+
+def test_default_gate_is_announced_on_stderr():
+    r = invoke(TIE_FREE)
+    assert r.exit_code == 0
+    assert "using the default gate --max-inflation 5%" in r.stderr
+    assert len(r.stdout.splitlines()) == 8  # 7 default metrics + summary
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["missing.npz"], "Error: missing.npz: no such file"),
+    ([TIE_FREE, "--max-inflation", "5"], "'5' is ambiguous"),
+    ([TIE_FREE, "--max-tie-frequency", "HR@1=5%"], "takes a bound only"),
+    ([TIE_FREE, "--min", "FOO@1=0.3"], "unknown metric 'FOO'"),
+    ([TIE_FREE, "--template", "{nope}.parquet"], "unknown field {nope}"),
+    ([TIE_FREE, "--format", "xml"], "Invalid value for '--format'"),
+])
+def test_exit_2_for_usage_and_input_errors(args, fragment):
+    r = invoke(*args)
+    assert r.exit_code == 2
+    assert fragment in r.output and "Traceback" not in r.output
+
+
+def test_a_crash_is_exit_3_never_1(monkeypatch):
+    import tieeval.cli.check as check_cli
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(check_cli, "run_checks", boom)
+    r = invoke(SATURATED, "--max-gap", "HR@1=0.01")
+    assert r.exit_code == 3 and "internal error" in r.output
+
+
+def test_github_annotations_escape_percent_signs():
+    r = invoke(SATURATED, TIE_FREE, "--max-tie-frequency", "10%", "--format", "github")
+    assert r.exit_code == 1
+    fail, ok, summary = r.stdout.splitlines()
+    assert fail.startswith(f"::error file={SATURATED},title=tieeval check::FAIL top-score")
+    assert fail.endswith("99.70%25 > max 10.00%25")
+    assert ok.startswith(f"::notice file={TIE_FREE},title=tieeval check::PASS")
+    assert summary == "1 of 2 checks failed"
+    # file properties escape ':' and ','
+    (o,) = run_checks([fake_run(0.5, 0.5)], [parse_threshold("max_gap", "NDCG@10=0.1")])
+    o.run.path = "a,b:c.npz"
+    assert github_line(o).startswith("::notice file=a%2Cb%3Ac.npz,title=")
+
+
+def test_json_format():
+    r = invoke(SATURATED, TIE_FREE, *ALL_GATES, "--format", "json")
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["passed"] is False and doc["failed"] == 5
+    assert len(doc["checks"]) == 10 and len(doc["runs"]) == 2
+    first = doc["checks"][0]
+    assert set(first) == {"path", "check", "metric", "measured", "bound", "passed"}
+    assert first["check"] == "max_inflation" and first["metric"] == "NDCG@10"
+    assert first["bound"] == 0.05 and first["passed"] is False
+    assert doc["runs"][0]["labels"]["method"] == "sigmoid-bpr"
+
+
+def test_real_subprocess_exit_codes():
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "tieeval", "check", *args],
+                              capture_output=True, text=True, cwd=ROOT)
+    ok = run(TIE_FREE, "--max-inflation", "NDCG@10=5%")
+    assert ok.returncode == 0 and ok.stdout.endswith("all 1 checks passed\n")
+    bad = run(SATURATED, "--max-inflation", "NDCG@10=5%")
+    assert bad.returncode == 1 and bad.stdout.startswith("FAIL ") and bad.stderr == ""
+    missing = run("nope.npz", "--max-gap", "HR@1=0.01")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip() == "Error: nope.npz: no such file"
+
+
+def test_rounding_at_the_bound_passes_and_reads_plainly():
+    run = fake_run(original=0.80, tie_aware=0.60)
+    (o,) = run_checks([run], [parse_threshold("max_inflation", "NDCG@10=25%")])
+    assert o.passed and "inflation 25.00% <= max 25.00%" in to_text([o])

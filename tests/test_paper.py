@@ -1,0 +1,332 @@
+"""The paper's Tables 1, 3 and 4 and Figure 1: assembly against hand averages, and every
+writer's output parsed back (column counts, escaping)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import pearsonr
+
+import tieeval
+from tieeval.cli import cli
+from tieeval.groups import group_runs
+from tieeval.paper import figure1, inflation, paper_table, pearson, table1, table3, table4
+from tieeval.report import paper as render
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATE = "{method}/{dataset}_{task}_seed{seed}.npz"
+# names that need escaping in LaTeX and Markdown
+METHODS = ("Cons_Rec", "Align%Group", "DH#MAE")
+
+
+def saturated(rng, scale, rows=60, cols=21):
+    """A float32 sigmoid model: a larger scale saturates more scores to exactly 1.0f."""
+    logits = rng.normal(size=(rows, cols)) * scale
+    logits[:, 0] += scale
+    with np.errstate(over="ignore"):  # exp overflows to inf: the sigmoid is then exactly 0
+        return (1.0 / (1.0 + np.exp(-logits.astype(np.float32)))).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def study():
+    """methods x datasets x tasks x 2 seeds of score matrices; one setting lacks a method."""
+    rng = np.random.default_rng(20260501)
+    mats = {}
+    for task in ("group", "user"):
+        for dataset in ("CAMRa", "Mafengwo"):
+            for i, method in enumerate(METHODS):
+                if task == "user" and dataset == "Mafengwo" and method == "DH#MAE":
+                    continue
+                for seed in (1, 2):
+                    mats[(method, dataset, task, seed)] = saturated(rng, 4.0 * 4 ** i)
+    return mats
+
+
+@pytest.fixture(scope="module")
+def groups(study):
+    runs = []
+    for (method, dataset, task, seed), m in study.items():
+        run = tieeval.evaluate(m, k=[1, 5])
+        run.labels = {"method": method, "dataset": dataset, "task": task, "seed": str(seed)}
+        runs.append(run)
+    found, warnings = group_runs(runs)
+    assert warnings == []
+    return found
+
+
+def hand_mean(study, method, dataset, task, metric, column):
+    return np.mean([getattr(tieeval.evaluate(study[(method, dataset, task, s)], k=[1, 5])
+                            .metric(metric), column) for s in (1, 2)])
+
+
+def test_table3_cells_are_seed_means_and_changes_follow_the_definition(study, groups):
+    t = table3(groups)
+    assert t.methods == list(METHODS)
+    assert [s.task for s in t.sections] == ["group", "user"]
+    assert [b.dataset for b in t.sections[0].blocks] == ["CAMRa", "Mafengwo"]
+    assert [r.title for r in t.sections[0].blocks[0].rows] == [
+        "HR@1", "HR@5", "NDCG@1", "NDCG@5", "MRR"]
+    for method in METHODS:
+        for metric in ("HR@1", "NDCG@5", "MRR"):
+            orig = hand_mean(study, method, "CAMRa", "group", metric, "original")
+            tie = hand_mean(study, method, "CAMRa", "group", metric, "tie_aware")
+            assert t.cell("group", "CAMRa", metric, method, "original").value == pytest.approx(
+                orig, abs=1e-12)
+            assert t.cell("group", "CAMRa", metric, method, "tie_aware").value == pytest.approx(
+                tie, abs=1e-12)
+            change = t.cell("group", "CAMRa", metric, method, "change_original_to_tie_aware")
+            assert change.value == pytest.approx((tie - orig) / orig, abs=1e-12)
+            assert change.seed_std is None and change.seeds == 2
+    # the most saturated method is the most inflated
+    drop = [t.cell("group", "CAMRa", "HR@1", m, "change_original_to_tie_aware").value
+            for m in METHODS]
+    assert drop[2] < drop[0]
+    # DH#MAE has no user/Mafengwo run: empty cells, not zeros
+    missing = t.cell("user", "Mafengwo", "HR@1", "DH#MAE", "original")
+    assert missing.value is None and missing.seeds == 0
+
+
+def test_table1_first_last_and_change(study, groups):
+    t = table1(groups)
+    for method in METHODS:
+        first = hand_mean(study, method, "Mafengwo", "user" if method != "DH#MAE" else "group",
+                          "HR@5", "first")
+        last = hand_mean(study, method, "Mafengwo", "user" if method != "DH#MAE" else "group",
+                         "HR@5", "last")
+        task = "user" if method != "DH#MAE" else "group"
+        assert t.cell(task, "Mafengwo", "HR@5", method, "first").value == pytest.approx(first)
+        assert t.cell(task, "Mafengwo", "HR@5", method, "last").value == pytest.approx(last)
+        assert t.cell(task, "Mafengwo", "HR@5", method, "change_first_to_last").value == \
+            pytest.approx((last - first) / first)
+
+
+def test_table4_statistics_are_seed_means(study, groups):
+    t = table4(groups)
+    for method in METHODS:
+        mats = [study[(method, "CAMRa", "group", s)] for s in (1, 2)]
+        top = [(m == m.max(1, keepdims=True)).sum(1) for m in mats]
+        pos_b = [(m == m[:, :1]).sum(1) for m in mats]
+        expected = {"Avg. top-score tie size": [x.mean() for x in top],
+                    "Avg. top-score tie ratio": [(x / 21).mean() for x in top],
+                    "Top-score tie frequency": [(x > 1).mean() for x in top],
+                    "Avg. positive tie size": [b.mean() for b in pos_b],
+                    "Positive tie frequency": [(b > 1).mean() for b in pos_b]}
+        for title, values in expected.items():
+            cell = t.cell("group", "CAMRa", title, method, "value")
+            assert cell.value == pytest.approx(np.mean(values), abs=1e-12)
+            assert cell.seed_std == pytest.approx(np.std(values, ddof=1), abs=1e-12)
+
+
+def test_paper_table_rejects_other_numbers(groups):
+    with pytest.raises(tieeval.ParameterError, match="table must be one of 1, 3, 4"):
+        paper_table(2, groups)
+
+
+# ---------------------------------------------------------------------------------------
+# writers
+
+def latex_cells(line: str) -> int:
+    """Columns a LaTeX row spans: unescaped '&' separators, with \\multicolumn spans."""
+    body = line.rsplit("\\\\", 1)[0]
+    parts = re.split(r"(?<!\\)&", body)
+    total = 0
+    for part in parts:
+        m = re.search(r"\\multicolumn\{(\d+)\}", part)
+        total += int(m.group(1)) if m else 1
+    return total
+
+
+@pytest.mark.parametrize("number", [1, 3, 4])
+def test_latex_is_booktabs_with_equal_column_counts_and_escapes(groups, number):
+    tex = render.to_latex(paper_table(number, groups))
+    assert tex.count("\\begin{tabular}") == 1 and "\\toprule" in tex and "\\bottomrule" in tex
+    spec = re.search(r"\\begin\{tabular\}\{([^}]*)\}", tex).group(1).replace(" ", "")
+    ncols = len(spec)
+    rows = [line for line in tex.splitlines() if line.rstrip().endswith("\\\\")]
+    assert rows and all(latex_cells(r) == ncols for r in rows), rows
+    assert "Cons\\_Rec" in tex and "Align\\%Group" in tex and "DH\\#MAE" in tex
+    body = tex.split("\\begin{tabular}", 1)[1]
+    # no raw special characters left in the tabular (comments are outside it)
+    for raw in ("Cons_Rec", "Align%Group", "DH#MAE"):
+        assert raw not in body
+    assert not re.search(r"(?<!\\)%", body)
+    # braces balance
+    unescaped = re.sub(r"\\[{}]", "", tex)
+    assert unescaped.count("{") == unescaped.count("}")
+    if number in (1, 3):
+        assert "\\% Change" in tex and "\\cmidrule(lr){3-5}" in tex
+
+
+def md_cells(line: str) -> int:
+    return len(re.split(r"(?<!\\)\|", line.strip())) - 2
+
+
+@pytest.mark.parametrize("number", [1, 3, 4])
+def test_markdown_tables_have_equal_column_counts_and_escapes(groups, number):
+    md = render.to_markdown(paper_table(number, groups))
+    lines = [l for l in md.splitlines() if l.startswith("|")]
+    widths = {md_cells(l) for l in lines}
+    per = 1 if number == 4 else 3
+    assert widths == {2 + per * len(METHODS)}
+    assert "Cons\\_Rec" in md and "Align%Group" in md
+    assert "Cons_Rec" not in md.replace("Cons\\_Rec", "")
+    assert md.count("**Task: group**") == 1 and md.count("**Task: user**") == 1
+    assert "| – |" in md or "| –" in md  # the missing method's cells
+
+
+def test_csv_is_tidy_and_matches_the_group_means(groups):
+    t = table3(groups)
+    rows = list(csv.DictReader(io.StringIO(render.to_csv(t))))
+    assert list(rows[0]) == ["task", "dataset", "metric", "k", "method", "seeds", "original",
+                             "original_seed_std", "tie_aware", "tie_aware_seed_std",
+                             "change_original_to_tie_aware"]
+    # 2 tasks x 2 datasets x 3 methods, minus the missing one, x 5 metrics
+    assert len(rows) == (2 * 2 * 3 - 1) * 5
+    g = next(g for g in groups if g.key == ("Align%Group", "Mafengwo", "user"))
+    row = next(r for r in rows if r["method"] == "Align%Group" and r["dataset"] == "Mafengwo"
+               and r["task"] == "user" and r["metric"] == "NDCG" and r["k"] == "5")
+    assert float(row["tie_aware"]) == g.metric("NDCG@5").tie_aware
+    assert float(row["original_seed_std"]) == g.metric("NDCG@5").original_seed_std
+    t4 = list(csv.DictReader(io.StringIO(render.to_csv(table4(groups)))))
+    assert list(t4[0])[:5] == ["task", "dataset", "statistic", "method", "seeds"]
+    assert {r["statistic"] for r in t4} == {"top_tie_size", "top_tie_ratio",
+                                            "top_tie_frequency", "positive_tie_size",
+                                            "positive_tie_frequency"}
+
+
+def test_rich_table_renders_every_method_and_the_seed_note(groups):
+    from rich.console import Console
+    buf = io.StringIO()
+    Console(file=buf, width=250, color_system=None).print(render.rich_table(table3(groups)))
+    out = buf.getvalue()
+    for method in METHODS:
+        assert method in out
+    assert "Task: group" in out and "Tie-aware" in out and "% Change" in out
+    assert render.seed_note(table3(groups)) == (
+        "Each figure is the mean over 2 seeds; ± is the across-seed sample standard "
+        "deviation.")
+
+
+def test_seed_std_is_shown_only_for_several_seeds(groups):
+    cell = table3(groups).cell("group", "CAMRa", "HR@1", "Cons_Rec", "original")
+    assert render.cell_text(cell, "value") == (
+        f"{cell.value:.4f} ± {cell.seed_std:.4f}")
+    assert render.cell_text(cell, "value", show_std=False) == f"{cell.value:.4f}"
+
+
+# ---------------------------------------------------------------------------------------
+# Figure 1
+
+def test_inflation_and_pearson_follow_their_definitions(groups):
+    panels = figure1(groups)
+    assert [(p.task, p.dataset) for p in panels] == [
+        ("group", "CAMRa"), ("group", "Mafengwo"), ("user", "CAMRa"), ("user", "Mafengwo")]
+    for g in groups:
+        drops = [(m.original - m.tie_aware) / m.original for m in g.metrics if m.original]
+        assert inflation(g) == pytest.approx(sum(drops) / len(drops))
+    panel = panels[0]
+    x = [math.log(p.top_tie_size) for p in panel.points]
+    y = [p.inflation for p in panel.points]
+    assert panel.r == pytest.approx(pearsonr(x, y)[0], abs=1e-12)
+    assert panels[3].r is None  # two points: no correlation reported
+    assert pearson([1, 2, 3], [5, 5, 5]) is None
+
+
+def test_plot_writes_a_png(tmp_path, study):
+    pytest.importorskip("matplotlib", reason="matplotlib not installed: the plot extra "
+                                              "(pip install 'tieeval[plot]') is untested here")
+    files = _write_study(tmp_path, study)
+    out = tmp_path / "fig1.png"
+    r = CliRunner().invoke(cli, ["compare", *files, "--template", TEMPLATE, "--plot",
+                                 str(out), "--format", "csv"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path, study, monkeypatch):
+    files = _write_study(tmp_path, study)
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import now fails
+    r = CliRunner().invoke(cli, ["compare", *files, "--plot", str(tmp_path / "f.png")])
+    assert r.exit_code == 2
+    assert r.output.strip() == ("Error: --plot needs matplotlib, which is not installed: "
+                                "pip install 'tieeval[plot]'")
+
+
+def test_plot_path_is_checked_before_reading(tmp_path):
+    r = CliRunner().invoke(cli, ["compare", "missing.npz", "--plot", str(tmp_path / "f.txt")])
+    assert r.exit_code == 2 and "must end in .png, .pdf, .svg" in r.output
+
+
+# ---------------------------------------------------------------------------------------
+# the command line
+
+def _write_study(tmp_path, study):
+    files = []
+    for (method, dataset, task, seed), m in study.items():
+        path = tmp_path / method / f"{dataset}_{task}_seed{seed}.npz"
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            tieeval.save_scores(path, m)
+        files.append(str(path))
+    return files
+
+
+def _invoke(*args):
+    r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def test_default_table_is_runs_for_one_file_and_table3_for_several(tmp_path, study):
+    files = _write_study(tmp_path, study)
+    one = _invoke("compare", files[0], "--format", "csv")
+    assert one.startswith("path,metric,k,")
+    several = _invoke("compare", *files, "--template", TEMPLATE, "--format", "csv")
+    assert several.startswith("task,dataset,metric,k,method,seeds,original,")
+    assert _invoke("compare", *files, "--template", TEMPLATE, "--table", "3", "--format",
+                   "csv") == several
+    runs = _invoke("compare", *files[:2], "--table", "runs", "--format", "csv")
+    assert runs.startswith("path,metric,k,")
+
+
+def test_ties_command_is_table_4(tmp_path, study):
+    files = _write_study(tmp_path, study)
+    for fmt in ("markdown", "latex", "csv"):
+        assert _invoke("ties", *files, "--template", TEMPLATE, "--format", fmt) == _invoke(
+            "compare", *files, "--template", TEMPLATE, "--table", "4", "--format", fmt)
+    table = _invoke("ties", *files, "--template", TEMPLATE)
+    assert "Top-score tie frequency" in table and "Avg. positive tie size" in table
+
+
+def test_json_ignores_table_and_holds_runs_and_groups(tmp_path, study):
+    files = _write_study(tmp_path, study)
+    doc = json.loads(_invoke("compare", *files, "--template", TEMPLATE, "--table", "1",
+                             "--format", "json"))
+    assert len(doc["runs"]) == len(study) and len(doc["groups"]) == len(study) // 2
+    assert all(g["seeds"] == 2 for g in doc["groups"])
+
+
+def test_latex_for_single_runs(tmp_path, study):
+    files = _write_study(tmp_path, study)
+    tex = _invoke("compare", files[0], "--format", "latex")
+    rows = [l for l in tex.splitlines() if l.rstrip().endswith("\\\\")]
+    assert rows and {latex_cells(r) for r in rows} == {7}
+    assert "Tie-aware $\\pm$ sd" in tex and "\\% Chg orig$\\rightarrow$tie" in tex
+
+
+def test_no_seed_std_flag(tmp_path, study):
+    files = _write_study(tmp_path, study)
+    md = _invoke("compare", *files, "--template", TEMPLATE, "--format", "markdown",
+                 "--no-seed-std")
+    assert "±" not in md

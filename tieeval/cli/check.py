@@ -1,0 +1,108 @@
+"""``tieeval check``: a CI gate on how much ties decide a dump's metrics.
+
+Exit 0 when every check passes, 1 when any fails, 2 for usage or input errors, 3 for an
+internal error: a crash never looks like a failed check.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..check import DEFAULT_GATE, OPTION_NAMES, metrics_needed, parse_threshold, run_checks
+from ..errors import TieevalError
+from ..report.check import CHECK_FORMATS, to_github, to_json, to_text
+from .common import EXIT_CHECK_FAILED, Command, chosen_metrics, metric_options, read_options, write
+from .labels import evaluate_labelled, label_options
+
+
+class ThresholdType(click.ParamType):
+    name = "THRESHOLD"
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse_threshold(self.kind, value)
+        except TieevalError as exc:
+            # click already names the option; drop the library's own "--option: " prefix
+            text = str(exc)
+            prefix = OPTION_NAMES[self.kind] + ": "
+            self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
+
+
+def _metric_threshold(kind, help_text):
+    return click.option(OPTION_NAMES[kind], kind, type=ThresholdType(kind), multiple=True,
+                        metavar="[METRIC=]BOUND", help=help_text)
+
+
+def _frequency_threshold(kind, help_text):
+    return click.option(OPTION_NAMES[kind], kind, type=ThresholdType(kind), default=None,
+                        metavar="BOUND", help=help_text)
+
+
+@click.command(cls=Command)
+@click.argument("files", nargs=-1, required=True, metavar="DUMP...")
+@_metric_threshold("max_inflation",
+                   "Fail when |tie-aware - original| / original exceeds BOUND, e.g. "
+                   "NDCG@10=5%. Without METRIC= it applies to every --k/--metric metric. "
+                   "Repeatable.")
+@_metric_threshold("max_gap",
+                   "Fail when |original - tie-aware| exceeds BOUND, e.g. HR@1=0.01. "
+                   "Repeatable.")
+@_metric_threshold("min", "Fail when the tie-aware value is below BOUND, e.g. NDCG@10=0.30. "
+                          "Repeatable.")
+@_frequency_threshold("max_tie_frequency",
+                      "Fail when more than BOUND of the instances have a tied top score, "
+                      "e.g. 10%.")
+@_frequency_threshold("max_positive_tie_frequency",
+                      "Fail when more than BOUND of the instances have their positive tied, "
+                      "e.g. 5%.")
+@metric_options
+@click.option("--format", "-f", "fmt", type=click.Choice(CHECK_FORMATS), default="text",
+              show_default=True,
+              help="text: one line per check; github: workflow annotations (::error / "
+                   "::notice); json: checks and runs for machines.")
+@label_options
+@read_options
+@click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
+@click.pass_context
+def check(ctx, files, max_inflation, max_gap, min, max_tie_frequency,
+          max_positive_tie_frequency, k_values, metrics, fmt, meta, template, quiet,
+          **read_kwargs):
+    """Fail CI when ties decide a dump's metrics: exit 0 pass, 1 fail, 2 error.
+
+    Checks every DUMP against every threshold and prints one line per check with the
+    measured value and the bound. BOUND is a fraction (0.05) or a percentage (5%); each
+    bound is inclusive. Without any threshold, the default gate is a 5% maximum inflation
+    on every metric of --k (default 1 5 10).
+
+    \b
+    Examples:
+      tieeval check scores.npz --max-inflation NDCG@10=5% --min NDCG@10=0.30
+      tieeval check scores.npz --max-gap HR@1=0.01 --max-tie-frequency 10%
+      tieeval check runs/*.parquet --max-positive-tie-frequency 5% --format github
+
+    Exit codes: 0 every check passed; 1 a check failed; 2 usage or input error;
+    3 internal error.
+    """
+    thresholds = [*max_inflation, *max_gap, *min]
+    thresholds += [t for t in (max_tie_frequency, max_positive_tie_frequency) if t is not None]
+    if not thresholds:
+        thresholds = [parse_threshold("max_inflation", DEFAULT_GATE.split()[1])]
+        if not quiet:
+            click.echo(f"No thresholds given: using the default gate {DEFAULT_GATE}", err=True)
+    default = chosen_metrics(k_values, metrics)
+    runs = evaluate_labelled(files, metrics_needed(thresholds, default), meta=meta,
+                             template=template, quiet=quiet, **read_kwargs)
+    outcomes = run_checks(runs, thresholds, default)
+    if fmt == "json":
+        write(to_json(outcomes, runs))
+    elif fmt == "github":
+        write(to_github(outcomes))
+    else:
+        write(to_text(outcomes))
+    if not all(o.passed for o in outcomes):
+        ctx.exit(EXIT_CHECK_FAILED)

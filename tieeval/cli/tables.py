@@ -1,0 +1,73 @@
+"""Writing evaluated runs as the chosen table (per-run detail or the paper's Tables 1, 3,
+4) in the chosen format, shared by ``compare`` and ``ties``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..groups import group_runs
+from ..paper import paper_table
+from ..report import paper as paper_report
+from ..report import runs as runs_report
+from .common import emit, write
+
+FORMATS = ("table", "json", "csv", "markdown", "latex")
+TABLE_CHOICES = ("runs", "1", "3", "4")
+
+
+def format_option(f):
+    return click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table",
+                        show_default=True,
+                        help="Output: a rich table for the terminal; json (runs and "
+                             "seed-averaged groups, whatever --table says), csv, markdown "
+                             "or latex (booktabs).")(f)
+
+
+def seed_std_option(f):
+    return click.option("--seed-std/--no-seed-std", "seed_std", default=True,
+                        show_default=True,
+                        help="Show '± across-seed sd' next to seed means in Tables 1, 3 "
+                             "and 4.")(f)
+
+
+def default_table(table: str | None, n_files: int) -> str:
+    """``runs`` (each run in detail) for one file, Table 3 for several."""
+    if table is not None:
+        return table
+    return "runs" if n_files == 1 else "3"
+
+
+def warn(lines, quiet: bool) -> None:
+    if not quiet:
+        for line in lines:
+            click.echo(f"Warning: {line}", err=True)
+
+
+def write_output(runs, groups, *, table: str, fmt: str, seed_std: bool = True) -> None:
+    """Print ``runs`` (and their ``groups``) as ``table`` in ``fmt`` on stdout."""
+    if fmt == "json":
+        write(runs_report.to_json(runs, groups))
+        return
+    if table == "runs":
+        if fmt == "latex":
+            write(runs_report.to_latex(runs))
+        else:
+            emit(runs, fmt)
+        return
+    assembled = paper_table(int(table), groups)
+    if fmt == "csv":
+        write(paper_report.to_csv(assembled))
+    elif fmt == "markdown":
+        write(paper_report.to_markdown(assembled, seed_std))
+    elif fmt == "latex":
+        write(paper_report.to_latex(assembled, seed_std))
+    else:
+        paper_report.render_paper_table(assembled, sys.stdout, seed_std)
+
+
+def grouped(runs, quiet: bool):
+    groups, warnings = group_runs(runs)
+    warn(warnings, quiet)
+    return groups

@@ -1,0 +1,36 @@
+"""``tieeval ties``: the paper's Table 4 (top-score tie statistics per method), the same as
+``tieeval compare --table 4``."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Command, chosen_metrics, metric_options, read_options
+from .labels import evaluate_labelled, label_options
+from .tables import format_option, grouped, seed_std_option, write_output
+
+
+@click.command(cls=Command)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@format_option
+@label_options
+@seed_std_option
+@metric_options
+@read_options
+@click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
+def ties(files, fmt, meta, template, seed_std, k_values, metrics, quiet, **read_kwargs):
+    """Top-score tie statistics per method: the paper's Table 4.
+
+    Per task and dataset, per method (averaged over seeds): average top-score tie size,
+    average top-score tie ratio, top-score tie frequency, and the positive's own average
+    tie size and tie frequency. Same as 'tieeval compare --table 4'; --k and --metric
+    only matter for --format json, which also holds the metrics.
+
+    \b
+    Examples:
+      tieeval ties runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval ties sample_scores/*.parquet --format markdown
+    """
+    runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
+                             template=template, quiet=quiet, **read_kwargs)
+    write_output(runs, grouped(runs, quiet), table="4", fmt=fmt, seed_std=seed_std)
