@@ -18,7 +18,8 @@ from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_
 @click.option("--table", "-t", "table", type=click.Choice(TABLE_CHOICES), default=None,
               help="What to show. runs: each run in detail (the default for one FILE); "
                    "1: First | Last | % Change per method; 3: Original | Tie-aware | "
-                   "% Change per method (the default for several FILEs); 4: top-score tie "
+                   "% Change per method (the default for several FILEs, except in csv and "
+                   "json); 4: top-score tie "
                    "statistics per method (as 'tieeval ties'). Tables 1, 3 and 4 average "
                    "runs whose labels differ only in seed.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
@@ -57,7 +58,7 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
     runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
                              template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
-    write_output(runs, groups, table=default_table(table, len(files)), fmt=fmt,
+    write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
                  seed_std=seed_std)
     if plot is not None:
         from ..paper import figure1

@@ -32,11 +32,13 @@ def seed_std_option(f):
                              "and 4.")(f)
 
 
-def default_table(table: str | None, n_files: int) -> str:
-    """``runs`` (each run in detail) for one file, Table 3 for several."""
+def default_table(table: str | None, n_files: int, fmt: str = "table") -> str:
+    """``runs`` (each run in detail) for one file; for several, Table 3 in the formats
+    people read (table, markdown, latex) and the per-run rows in csv (pipelines keep one
+    line per run and metric, with its path; JSON always has runs and groups)."""
     if table is not None:
         return table
-    return "runs" if n_files == 1 else "3"
+    return "runs" if n_files == 1 or fmt in ("csv", "json") else "3"
 
 
 def warn(lines, quiet: bool) -> None:
