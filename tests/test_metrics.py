@@ -214,8 +214,8 @@ def test_metric_is_a_value():
         Metric("HR", 5), Metric("HR", 10), Metric("NDCG", 1)]
 
 
-@pytest.mark.parametrize("text", ["NDCG@0", "NDCG@-1", "NDCG@x", "HR@1.5", "HR@", "NDCG",
-                                  "MRR@10", "@10", ""])
+@pytest.mark.parametrize("text", ["NDCG@0", "NDCG@-1", "NDCG@x", "HR@1.5", "HR@", "HR",
+                                  "V-AUC@10", "AUC@10", "@10", ""])
 def test_parse_rejects(text):
     with pytest.raises(ParameterError):
         Metric.parse(text)
@@ -244,10 +244,31 @@ def test_unknown_metric_lists_valid_names():
 
 
 def test_registry_is_the_one_list():
-    assert metric_names() == ["HR", "NDCG", "MRR"]
+    # One registry for both protocols: the single-positive metrics are entries of it.
+    from tieeval.relevance import REL_REGISTRY, rel_metric_names
+    assert REL_REGISTRY is REGISTRY and rel_metric_names() == metric_names()
+    assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
+                              "SRecall", "SDCG", "SNDCG", "V-AUC"]
     for name in metric_names():
-        assert REGISTRY[name].name == name
-    assert [REGISTRY[n].takes_k for n in metric_names()] == [True, True, False]
+        assert REGISTRY[name].name == name == REGISTRY[name.lower()].name
+    assert [n for n in metric_names() if REGISTRY[n].single_positive] == ["HR", "NDCG", "MRR"]
+    assert [REGISTRY[n].takes_k for n in ("HR", "NDCG", "MRR")] == [True, False, False]
+    fast = [Metric("HR", 5), Metric("NDCG", 5), Metric("MRR")]
+    assert all(m.single_positive for m in fast)
+    assert not any(m.single_positive for m in (Metric("NDCG"), Metric("MRR", 10),
+                                               Metric("Recall", 5), Metric("V-AUC")))
+
+
+@pytest.mark.parametrize("text,canonical", [("vauc", "V-AUC"), ("v_auc", "V-AUC"),
+                                            ("ap@100", "MAP@100"), ("rr@10", "MRR@10"),
+                                            ("sndcg@20", "SNDCG@20"), ("NDCG", "NDCG")])
+def test_every_registry_name_parses_as_a_metric(text, canonical):
+    assert str(Metric.parse(text)) == canonical
+
+
+def test_single_positive_kernel_refuses_general_metrics():
+    with pytest.raises(ParameterError, match="single-positive"):
+        single_positive(Metric("Recall", 5), np.array([0]), np.array([1]), np.array([1]))
 
 
 def test_default_metrics_order():

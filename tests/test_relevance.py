@@ -525,7 +525,7 @@ def test_undefined_rows_never_divide():
             v = relevance_values(scores, labels, offsets, text)
             assert not v.defined[0] and not v.defined[1]
             assert np.isnan(v.tie_aware[:2]).all() and not v.tie_decided[:2].any()
-            vauc = parse_rel_metric(text).name == "VAUC"
+            vauc = parse_rel_metric(text).name == "V-AUC"
             assert v.defined[2] and v.defined[3] != vauc
 
 
@@ -597,7 +597,7 @@ def test_bad_inputs():
 
 @pytest.mark.parametrize("text,name,k", [
     ("NDCG@10", "NDCG", 10), ("sndcg@20", "SNDCG", 20), ("MAP@100", "MAP", 100),
-    ("MRR", "MRR", None), ("V-AUC", "VAUC", None), ("vauc", "VAUC", None),
+    ("MRR", "MRR", None), ("V-AUC", "V-AUC", None), ("vauc", "V-AUC", None),
     ("RR@10", "MRR", 10), ("Recall@20", "Recall", 20), ("P@10", "Precision", 10),
     ("precision@10", "Precision", 10), ("HR@5", "HR", 5), ("SHR@10", "SHR", 10),
     ("SRecall@10", "SRecall", 10), ("s-recall @ 10", "SRecall", 10), ("AP", "MAP", None),
@@ -625,7 +625,7 @@ def test_parse_options_round_trip():
 
 @pytest.mark.parametrize("text,match", [
     ("FOO@10", "choose from HR, Recall, Precision, DCG, NDCG, MRR, MAP, SHR, SRecall, SDCG, "
-               "SNDCG, VAUC"),
+               "SNDCG, V-AUC"),
     ("HR", "HR needs a cutoff"), ("V-AUC@5", "takes no cutoff"), ("NDCG@0", ">= 1"),
     ("NDCG@x", "whole number"), ("NDCG@", "cannot parse"), ("HR(gamma=2)@5", "does not apply"),
     ("NDCG(alpha=2)@5", "unless discount=power"), ("NDCG(gain=cubic)@5", "gain must be"),
@@ -649,7 +649,7 @@ def test_parse_error_is_a_value_error():
 
 def test_registry_lists_every_name():
     assert rel_metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP",
-                                  "SHR", "SRecall", "SDCG", "SNDCG", "VAUC"]
+                                  "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC"]
     for key, spec in REL_REGISTRY.items():
         assert parse_rel_metric(key + ("@5" if spec.cutoff == "required" else "")).name == \
             spec.name

@@ -378,3 +378,133 @@ def _numbered_rows(fh):
         if cells[0].lstrip().startswith("#"):
             continue
         yield line, cells
+
+
+# ---------------------------------------------------------------------------------------
+# Matching claims to runs (``tieeval audit``)
+
+UNMATCHED = "unmatched"
+FLAGGED = ("impossible", "tie-break only")
+
+
+@dataclass(frozen=True)
+class AuditItem:
+    """One claim and how it fared: the verdict against its matched run group, or no match.
+
+    ``labels`` are the matched group's labels, ``seeds`` how many runs were averaged and
+    ``paths`` their files; all empty when the claim matched no run (``verdict`` None).
+    """
+
+    claim: Claim
+    verdict: Verdict | None
+    labels: dict | None = None
+    seeds: int = 0
+    paths: tuple = ()
+
+    @property
+    def status(self) -> str:
+        """The verdict name, or ``'unmatched'``."""
+        return UNMATCHED if self.verdict is None else self.verdict.verdict
+
+    @property
+    def flagged(self) -> bool:
+        """'impossible' or 'tie-break only'."""
+        return self.status in FLAGGED
+
+    def to_dict(self) -> dict:
+        c = self.claim
+        out = {"line": c.line, "method": c.method, "dataset": c.dataset, "task": c.task,
+               "metric": c.metric, "k": c.k, "value": c.value, "text": c.text,
+               "verdict": self.status}
+        v = self.verdict
+        for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
+                    "first", "original", "matches_original"):
+            out[key] = None if v is None else getattr(v, key)
+        out["seeds"] = self.seeds
+        out["paths"] = list(self.paths)
+        return out
+
+
+def _norm(text) -> str | None:
+    return None if text is None else str(text).strip().casefold()
+
+
+def _describe(labels: dict) -> str:
+    return "/".join(str(labels.get(k)) if labels.get(k) is not None else "?"
+                    for k in ("method", "dataset", "task"))
+
+
+def match_group(claim: Claim, groups, source: str = "claims"):
+    """The run group a claim is about, or None.
+
+    A group matches when its ``method`` and ``dataset`` labels equal the claim's (ignoring
+    case and surrounding spaces) and so does its ``task`` -- unless the claim leaves the
+    task empty, when any task matches. Several matching groups (an empty task over runs of
+    several tasks, or labels differing only in case) are an :class:`InputError`.
+    """
+    want = (_norm(claim.method), _norm(claim.dataset), _norm(claim.task))
+    found = [g for g in groups
+             if _norm(g.labels.get("method")) == want[0]
+             and _norm(g.labels.get("dataset")) == want[1]
+             and (want[2] is None or _norm(g.labels.get("task")) == want[2])]
+    if len(found) > 1:
+        which = ", ".join(_describe(g.labels) for g in found)
+        hint = "; fill in its task" if claim.task is None else ""
+        raise InputError(f"{source}: line {claim.line}: {claim.method}/{claim.dataset} "
+                         f"matches several run groups ({which}){hint}")
+    return found[0] if found else None
+
+
+def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[AuditItem]:
+    """Judge every claim against the seed means of its matching run group.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        From :func:`read_claims`.
+    groups : list of GroupResult
+        Seed-averaged runs (:func:`tieeval.groups.group_runs`) evaluated with every claimed
+        metric.
+    source : str
+        Name of the claims file, for error messages.
+
+    Returns
+    -------
+    list of AuditItem
+        In claim order; a claim that matches no group has ``verdict`` None (status
+        ``'unmatched'``).
+    """
+    items = []
+    for claim in claims:
+        group = match_group(claim, groups, source)
+        if group is None:
+            items.append(AuditItem(claim, None))
+            continue
+        try:
+            row = group.metric(claim.label)
+        except KeyError:
+            raise ParameterError(f"{claim.label} was not evaluated for "
+                                 f"{_describe(group.labels)}") from None
+        items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
+                               group.seeds, tuple(r.path for r in group.runs)))
+    return items
+
+
+def claimed_metrics(claims: list[Claim]) -> list[Metric]:
+    """The distinct metrics the claims name, in file order."""
+    return list(dict.fromkeys(Metric(c.metric, c.k) for c in claims))
+
+
+def unmatched_message(items: list[AuditItem], groups, source: str) -> str | None:
+    """One line about the claims that match no run (None when every claim matched)."""
+    missing = [i.claim for i in items if i.verdict is None]
+    if not missing:
+        return None
+    c = missing[0]
+    task = f", task {c.task!r}" if c.task is not None else ""
+    runs = ", ".join(_describe(g.labels) for g in groups[:5])
+    more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+    return (f"{source}: line {c.line}: no run is labelled method {c.method!r}, dataset "
+            f"{c.dataset!r}{task} (runs: {runs}{more}); {len(missing)} claim(s) match no "
+            "run: label the dumps with --meta, --template or their metadata, or pass "
+            "--ignore-unmatched")

@@ -7,17 +7,20 @@ result does not depend on the split.
 
 from __future__ import annotations
 
+import inspect
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import numpy as np
 
 from .errors import InputError, ParameterError
-from .io import Batch, Dump, ReadOptions, open_dump, resolve_positive, DEFAULT_BATCH_ROWS
+from .io import Batch, Dump, ReadAgain, ReadOptions, open_dump, resolve_positive
 from .metrics import (COLUMNS, Metric, default_metrics, histogram_cap, rank_value,
                       single_positive, tie_moments)
 from .results import MetricRow, RunResult, TieStats
+from . import fused
 from .summation import ExactSum
 from .ties import NAN_POLICIES, NanScoreError, RowCounts, dense_counts, ragged_counts
 
@@ -32,8 +35,19 @@ def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "") -> Row
         return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy)
     except NanScoreError as exc:
         where = f"{path}: " if path else ""
-        raise InputError(f"{where}row {batch.start + exc.row}: NaN score "
+        raise InputError(f"{where}{batch.where(exc.row)}: NaN score "
                          f"(pass --nan-policy worst to rank NaN below every score)") from None
+
+
+def accumulate(batches: Iterable[Batch], metrics: list[Metric], nan_policy: str = "raise",
+               path: str = "", progress=None) -> "Accumulator":
+    """One Accumulator over ``batches``; ``progress(rows, nbytes)`` after each batch."""
+    acc = Accumulator(metrics)
+    for batch in batches:
+        acc.add(batch_counts(batch, nan_policy, path))
+        if progress is not None:
+            progress(batch.rows, batch.nbytes)
+    return acc
 
 
 @dataclass
@@ -80,11 +94,14 @@ class Accumulator:
         tied = np.flatnonzero(counts.b > 1)
         untied_first = np.delete(first, tied) if tied.size else first
         a_tied, b_tied = counts.a[tied], counts.b[tied]
+        # one rank histogram per column, shared by every metric
+        hists = [(column, _RankHistogram(ranks)) for column, ranks in
+                 (("original", counts.original), ("first", first), ("last", last),
+                  ("tie_aware", untied_first))]
         for m in self.metrics:
             sums = self.sums[m]
-            for column, ranks in (("original", counts.original), ("first", first),
-                                  ("last", last), ("tie_aware", untied_first)):
-                _add_rank_values(sums.columns[column], m, ranks)
+            for column, hist in hists:
+                hist.add_to(sums.columns[column], m)
             if tied.size:
                 # Only tied positives need the closed form; untied ones contribute their
                 # single value (through the histogram above) and no variance.
@@ -112,6 +129,36 @@ class Accumulator:
                 self.sums[m].columns[c].merge(other.sums[m].columns[c])
             self.sums[m].variance.merge(other.sums[m].variance)
 
+    def to_state(self) -> dict:
+        """The sums as plain JSON-able data (big integers as strings), e.g. to ship between
+        Spark executors and the driver; :meth:`from_state` rebuilds an equal Accumulator."""
+        return {"metrics": [str(m) for m in self.metrics], "instances": self.instances,
+                "cand_min": self.cand_min, "cand_max": self.cand_max,
+                "top_size": str(self.top_size), "top_ratio": self.top_ratio.state(),
+                "top_tied": str(self.top_tied), "pos_size": str(self.pos_size),
+                "pos_tied": str(self.pos_tied),
+                "decided": {str(k): str(v) for k, v in self.decided.items()},
+                "k_over_n": {str(k): str(v) for k, v in self.k_over_n.items()},
+                "sums": [{"columns": {c: s.columns[c].state() for c in COLUMNS},
+                          "variance": s.variance.state()}
+                         for s in (self.sums[m] for m in self.metrics)]}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Accumulator":
+        acc = cls([Metric.parse(m) for m in state["metrics"]])
+        acc.instances = int(state["instances"])
+        acc.cand_min, acc.cand_max = state["cand_min"], state["cand_max"]
+        acc.top_size = int(state["top_size"])
+        acc.top_ratio = ExactSum.from_state(state["top_ratio"])
+        acc.top_tied, acc.pos_size = int(state["top_tied"]), int(state["pos_size"])
+        acc.pos_tied = int(state["pos_tied"])
+        acc.decided = {int(k): int(v) for k, v in state["decided"].items()}
+        acc.k_over_n = {int(k): int(v) for k, v in state["k_over_n"].items()}
+        for m, sums in zip(acc.metrics, state["sums"]):
+            acc.sums[m].columns = {c: ExactSum.from_state(sums["columns"][c]) for c in COLUMNS}
+            acc.sums[m].variance = ExactSum.from_state(sums["variance"])
+        return acc
+
     def result(self, path: str, dtype, labels: dict | None = None) -> RunResult:
         n = self.instances
         if n == 0:
@@ -135,24 +182,35 @@ class Accumulator:
 _HISTOGRAM_RANKS = 4096
 
 
-def _add_rank_values(total: ExactSum, metric: Metric, ranks: np.ndarray) -> None:
-    """Add ``rank_value(metric, ranks)`` to ``total`` through a rank histogram.
+class _RankHistogram:
+    """Deterministic ranks counted once per batch and column, for every metric.
 
     Deterministic columns take few distinct values (one per rank up to K), so counting ranks
     and adding ``count * value`` exactly is much cheaper than summing one float per row.
+    Ranks deeper than :data:`_HISTOGRAM_RANKS` share one bucket, worth 0 for every cutoff
+    metric with K below it; metrics without a cutoff (or deeper K) add them one by one.
+    The sums are exact, so the grouping does not change a bit of the result.
     """
-    if ranks.size == 0:
-        return
-    cap = histogram_cap(metric)
-    if cap is None:  # no cutoff: histogram the shallow ranks, add deep ones one by one
-        deep = ranks > _HISTOGRAM_RANKS
-        if deep.any():
-            total.add(rank_value(metric, ranks[deep]))
-            ranks = ranks[~deep]
-        cap = _HISTOGRAM_RANKS
-    hist = np.bincount(np.minimum(ranks, cap), minlength=cap + 1)
-    present = np.flatnonzero(hist)
-    total.add_counts(rank_value(metric, present), hist[present])
+
+    def __init__(self, ranks: np.ndarray):
+        hist = np.bincount(np.minimum(ranks, _HISTOGRAM_RANKS + 1),
+                           minlength=_HISTOGRAM_RANKS + 2)
+        self.present = np.flatnonzero(hist[:_HISTOGRAM_RANKS + 1])
+        self.counts = hist[self.present]
+        self.deep = ranks[ranks > _HISTOGRAM_RANKS] if hist[-1] else ranks[:0]
+
+    def add_to(self, total: ExactSum, metric: Metric) -> None:
+        if self.present.size:
+            total.add_counts(rank_value(metric, self.present), self.counts)
+        cap = histogram_cap(metric)
+        if self.deep.size and (cap is None or cap > _HISTOGRAM_RANKS):
+            total.add(rank_value(metric, self.deep))
+
+
+def _add_rank_values(total: ExactSum, metric: Metric, ranks: np.ndarray) -> None:
+    """Add ``rank_value(metric, ranks)`` to ``total`` exactly (one column, one metric)."""
+    if ranks.size:
+        _RankHistogram(ranks).add_to(total, metric)
 
 
 def check_nan_policy(nan_policy: str) -> str:
@@ -162,19 +220,83 @@ def check_nan_policy(nan_policy: str) -> str:
     return nan_policy
 
 
+def _progress_callback(progress):
+    """Adapt ``progress``: new callbacks take (rows, nbytes), older ones just rows."""
+    if progress is None:
+        return None
+    try:
+        inspect.signature(progress).bind(0, 0)
+        return progress
+    except (TypeError, ValueError):
+        return lambda rows, nbytes: progress(rows)
+
+
+def check_jobs(jobs) -> int:
+    """``jobs``: worker processes; 0 or None means one per available core."""
+    if jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs == 0):
+        return available_cores()
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
+        raise ParameterError(f"jobs must be a whole number >= 0 (0: every core), got {jobs!r}")
+    return int(jobs)
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
-                  batch_rows: int = DEFAULT_BATCH_ROWS, labels: dict | None = None,
-                  progress=None) -> RunResult:
-    """Evaluate an opened dump; ``progress(rows)`` is called after each batch if given."""
-    metrics = default_metrics(DEFAULT_KS) if metrics is None else list(metrics)
+                  batch_rows: int | None = None, labels: dict | None = None,
+                  progress=None, jobs: int = 1, relevance=None) -> RunResult:
+    """Evaluate an opened dump.
+
+    ``batch_rows``: rows per batch (None: about 16 MB of scores); the result does not depend
+    on it. ``jobs``: worker processes (1: this process; 0: one per core); the result does
+    not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
+    after each batch or part; negative values take back a run that had to start over.
+    ``relevance``: options of the general path (:class:`tieeval.labelled.RelOptions`).
+    """
+    metrics = default_metrics(DEFAULT_KS) if metrics is None else metrics
+    from .labelled import evaluate_general, wants_general_path
+    if wants_general_path(dump, metrics, relevance):  # labelled rows, or other metrics
+        return evaluate_general(dump, metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+                                labels=labels, progress=progress, relevance=relevance)
+    metrics = list(metrics)
     check_nan_policy(nan_policy)
-    acc = Accumulator(metrics)
-    for batch in dump.batches(batch_rows):
-        acc.add(batch_counts(batch, nan_policy, dump.path))
-        if progress is not None:
-            progress(batch.rows)
+    jobs = check_jobs(jobs)
+    size = dump.batch_size(batch_rows)
+    report = _progress_callback(progress)
+    fused.use(fused.wanted(dump.nbytes))
+    for _ in range(3):
+        done = [0, 0]
+
+        def tick(rows, nbytes):
+            done[0] += rows
+            done[1] += nbytes
+            if report is not None:
+                report(rows, nbytes)
+        try:
+            if jobs > 1:
+                from .parallel import accumulate_parallel
+                acc = accumulate_parallel(dump, metrics, jobs=jobs, nan_policy=nan_policy,
+                                          batch_rows=size, progress=tick)
+            else:
+                acc = accumulate(dump.batches(size), metrics, nan_policy, dump.path, tick)
+            break
+        except InputError:
+            dump.verify()  # a damaged input explains the data error: report the damage
+            raise
+        except ReadAgain:  # the reader changed strategy (long layout, unsorted): start over
+            if report is not None and (done[0] or done[1]):
+                report(-done[0], -done[1])
+    else:  # pragma: no cover - a reader restarts at most once
+        raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
     merged = {**dump.metadata, **(labels or {})}
-    return acc.result(dump.path, dump.dtype, merged)
+    result = acc.result(dump.path, dump.dtype, merged)
+    result.warnings[:0] = list(dump.warnings)
+    return result
 
 
 def evaluate_path(path: str, metrics: list[Metric] | None = None, *,
@@ -219,15 +341,19 @@ def evaluate(scores, k: Iterable[int] = DEFAULT_KS, positive=None, *,
     pos = np.broadcast_to(np.asarray(pos), (arr.shape[0],))
     pos = resolve_positive(path, pos, lengths, 0)
     check_nan_policy(nan_policy)
+    if not all(m.single_positive for m in chosen):  # e.g. Recall@K: the general kernel
+        from .labelled import evaluate_scores_general
+        return evaluate_scores_general(arr, pos, chosen, nan_policy=nan_policy, path=path)
     acc = Accumulator(chosen)
     acc.add(batch_counts(Batch(arr, pos, 0), nan_policy, path))
     return acc.result(path, arr.dtype)
 
 
 def iter_instance_values(dump: Dump, metrics: list[Metric], *, nan_policy: str = "raise",
-                         batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[Batch, dict]]:
+                         batch_rows: int | None = None) -> Iterator[tuple[Batch, dict]]:
     """Per-batch, per-instance values: ``(batch, {metric: InstanceValues})``."""
     check_nan_policy(nan_policy)
+    dump.settle()
     for batch in dump.batches(batch_rows):
         counts = batch_counts(batch, nan_policy, dump.path)
         yield batch, {m: single_positive(m, counts.a, counts.b, counts.original)

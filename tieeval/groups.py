@@ -115,20 +115,27 @@ def average(runs: list[RunResult]) -> GroupResult:
     """Average runs of one group (same metrics in the same order) over their seeds."""
     if not runs:
         raise ParameterError("cannot average an empty list of runs")
-    layout = [(m.metric, m.k) for m in runs[0].metrics]
+    # gamma: signed metrics of labelled runs come once per gamma (tieeval.labelled)
+    layout = [(m.metric, m.k, getattr(m, "gamma", None)) for m in runs[0].metrics]
     for run in runs[1:]:
-        if [(m.metric, m.k) for m in run.metrics] != layout:
+        if [(m.metric, m.k, getattr(m, "gamma", None)) for m in run.metrics] != layout:
             raise ParameterError(f"{run.path}: evaluated other metrics than {runs[0].path}; "
                                  "runs of one group need the same metrics")
     rows = []
-    for i, (name, k) in enumerate(layout):
+    for i, (name, k, _) in enumerate(layout):
         per_seed = [run.metrics[i] for run in runs]
         values = {c: [getattr(r, c) for r in per_seed] for c in COLUMNS}
-        std = math.sqrt(math.fsum(r.tie_aware_std ** 2 for r in per_seed)) / len(per_seed)
-        rows.append(GroupMetricRow(
+        # MAP of labelled runs has no closed-form tie-break sd (None)
+        std = (None if any(r.tie_aware_std is None for r in per_seed) else
+               math.sqrt(math.fsum(r.tie_aware_std ** 2 for r in per_seed)) / len(per_seed))
+        row = GroupMetricRow(
             name, k, *(mean(values[c]) for c in COLUMNS), std,
             instances=sum(r.instances for r in per_seed),
-            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS}))
+            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
+        if hasattr(per_seed[0], "gamma"):
+            from .labelled import group_row
+            row = group_row(row, per_seed)
+        rows.append(row)
     stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
     ks = list(runs[0].ties.tie_decided)
     decided = {k: [run.ties.tie_decided.get(k) for run in runs] for k in ks}

@@ -27,51 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterError
+# The one registry of metric names lives in tieeval.registry; these names stay importable
+# from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``).
+from .registry import (REGISTRY, MetricSpec, check_cutoff, check_k, lookup,  # noqa: F401
+                       metric_names, names_text, register)
 
 COLUMNS = ("original", "first", "last", "tie_aware")
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One entry of the registry: a canonical name, whether it takes @K, and a description."""
-
-    name: str
-    takes_k: bool
-    description: str
-    aliases: tuple[str, ...] = ()
-
-
-REGISTRY: dict[str, MetricSpec] = {}
-
-
-def register(spec: MetricSpec) -> MetricSpec:
-    for key in (spec.name, *spec.aliases):
-        REGISTRY[key.upper()] = spec
-    return spec
-
-
-register(MetricSpec("HR", True, "hit ratio: 1 if the positive is ranked within the top K"))
-register(MetricSpec("NDCG", True, "normalised DCG: 1/log2(rank+1) within the top K "
-                                  "(the ideal DCG of one positive is 1)"))
-register(MetricSpec("MRR", False, "reciprocal rank 1/rank over the full list, no cutoff"))
-
-
-def metric_names() -> list[str]:
-    """Canonical names, in registry order (for help text and error messages)."""
-    seen: list[str] = []
-    for spec in REGISTRY.values():
-        if spec.name not in seen:
-            seen.append(spec.name)
-    return seen
-
-
-def check_k(k: object) -> int:
-    """Validate a cutoff: an int >= 1 (bool and non-integral values are refused)."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"K must be a whole number >= 1, got {k!r}")
-    if k < 1:
-        raise ParameterError(f"K must be >= 1, got {k}")
-    return int(k)
 
 
 _METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:@\s*(\S+))?\s*$")
@@ -79,31 +40,41 @@ _METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:@\s*(\S+))?\s*$")
 
 @dataclass(frozen=True, order=True)
 class Metric:
-    """A metric at a cutoff: ``Metric("NDCG", 10)`` is ``NDCG@10``; ``k`` is None for MRR."""
+    """A metric at a cutoff: ``Metric("NDCG", 10)`` is ``NDCG@10``; ``k`` is None for MRR.
+
+    Any name of the registry (:mod:`tieeval.registry`) is accepted, in any case and with
+    ``-``/``_`` ignored, and prints back canonically: ``Metric("vauc")`` is ``V-AUC``,
+    ``Metric("ap", 100)`` is ``MAP@100``. Single-positive dumps evaluate HR@K, NDCG@K and
+    MRR with sort-free closed forms (:attr:`single_positive`); every other metric, and any
+    labelled dump, goes through the general kernel of :mod:`tieeval.relevance`.
+    """
 
     name: str
     k: int | None = None
 
     def __post_init__(self) -> None:
-        spec = REGISTRY.get(self.name.upper())
-        if spec is None:
-            raise ParameterError(f"unknown metric {self.name!r}; choose from "
-                                 + ", ".join(metric_names()))
+        spec = lookup(self.name)
         object.__setattr__(self, "name", spec.name)
-        if spec.takes_k:
-            if self.k is None:
-                raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
-            object.__setattr__(self, "k", check_k(self.k))
-        elif self.k is not None:
-            raise ParameterError(f"{spec.name} takes no cutoff (got {spec.name}@{self.k})")
+        object.__setattr__(self, "k", check_cutoff(spec, self.k))
+
+    @property
+    def spec(self) -> MetricSpec:
+        return REGISTRY[self.name]
+
+    @property
+    def single_positive(self) -> bool:
+        """True when the sort-free single-positive closed forms cover this metric."""
+        return self.name in ("HR", "NDCG", "MRR") and (self.k is None) == (self.name == "MRR")
 
     @classmethod
     def parse(cls, text: str) -> "Metric":
-        """Parse ``"NDCG@10"``, ``"hr@1"`` or ``"MRR"`` (case-insensitive)."""
-        m = _METRIC_RE.match(text)
+        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive)."""
+        m = _METRIC_RE.match(text) if isinstance(text, str) else None
         if not m:
-            raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K")
+            raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
+                                 f"NAME one of {names_text()}")
         name, k = m.group(1), m.group(2)
+        lookup(name, text)
         if k is not None:
             try:
                 k = int(k)
@@ -115,10 +86,23 @@ class Metric:
         return self.name if self.k is None else f"{self.name}@{self.k}"
 
 
+class DefaultMetrics(list):
+    """The default metric list for ``ks``, marked as a default (not chosen by the user).
+
+    A labelled dump replaces it with its own default set
+    (:func:`tieeval.labelled.default_rel_metrics`); a single-positive dump uses it as is.
+    """
+
+    def __init__(self, metrics, ks):
+        super().__init__(metrics)
+        self.ks = list(ks)
+
+
 def default_metrics(ks) -> list[Metric]:
     """HR@K for every K, then NDCG@K for every K, then MRR (the paper's row order)."""
     ks = [check_k(k) for k in ks]
-    return [Metric("HR", k) for k in ks] + [Metric("NDCG", k) for k in ks] + [Metric("MRR")]
+    return DefaultMetrics([Metric("HR", k) for k in ks] + [Metric("NDCG", k) for k in ks]
+                          + [Metric("MRR")], ks)
 
 
 # ---------------------------------------------------------------------------------------
@@ -197,6 +181,7 @@ def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
     The one definition behind the original, first and last columns, so that every path
     (per instance or through rank histograms) produces the same floats.
     """
+    _check_single_positive(metric)
     rank = np.asarray(rank, dtype=np.int64)
     if metric.name == "HR":
         return (rank <= metric.k).astype(np.float64)
@@ -205,6 +190,12 @@ def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
     if metric.name == "MRR":
         return 1.0 / rank
     raise ParameterError(f"{metric} is not defined for the single-positive protocol")
+
+
+def _check_single_positive(metric: Metric) -> None:
+    if not metric.single_positive:
+        raise ParameterError(f"{metric} is not defined for the single-positive protocol "
+                             "(use tieeval.labelled for it)")
 
 
 def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:

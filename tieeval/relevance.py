@@ -14,13 +14,16 @@ floats) and ``offsets`` (``rows + 1`` non-decreasing integers); row ``i`` is
 * ``label < 0``: an explicit negative, the set N (only the signed metrics and V-AUC use it);
 * ``label == 0``: unobserved (or judged non-relevant).
 
-Method (METRICS.md 14a). Each row is ordered by score descending and label descending,
-compared on the scores' stored dtype, with ``np.lexsort(..., axis=-1)`` over all rows of one
-length at once (a loop over the distinct row lengths, never over rows). Equal scores of a
-row form a tie block; block sums come from ``np.add.reduceat`` and per-row sums from
-``np.bincount``. The only other loops run over bounded quantities: the hypergeometric miss
-probability of HR/SHR (``min(m, p) <= K`` factors) and the reciprocal-rank series (power-of-
-two buckets of rows).
+Method (METRICS.md 14a). One sort per row: ``np.argsort(row * -1)`` on the stored dtype,
+numpy's default kind, over all rows of one length at once (a loop over the distinct row
+lengths, never over rows). That is the codebases' own call, so the same order gives the
+'original' column. Equal scores of a row form a tie block; labels inside blocks of two or
+more are then put in descending order ('first') by one small sort of the tied positions
+only. Block sums come from ``np.add.reduceat`` / ``np.bincount``; the DCG family works on
+the blocks that reach into the top K only, and the ideal DCG@K takes ``np.partition``, not a
+sort. The only other loops run over bounded quantities: the hypergeometric miss probability
+of HR/SHR (``min(m, p) <= K`` factors) and the reciprocal-rank series (power-of-two buckets
+of rows).
 
 Definitions (the choices METRICS.md leaves open are recorded here and on :class:`RelMetric`):
 
@@ -69,7 +72,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError, ParameterError
-from .metrics import check_k
+from .registry import REGISTRY, MetricSpec, check_k, metric_names, names_text
+from .registry import key as registry_key
 from .ties import NanScoreError
 
 GAINS = ("linear", "exponential")
@@ -77,6 +81,7 @@ DISCOUNTS = ("log2", "power", "news", "linear")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
 NAN_POLICIES = ("raise", "worst")
+ORIGINAL_ORDERS = ("argsort", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R"}
@@ -87,82 +92,20 @@ _OPTION_ORDER = ("gain", "discount", "alpha", "gamma", "short_list", "ap_norm")
 # Metric values and their registry
 
 
-@dataclass(frozen=True)
-class RelSpec:
-    """A registry entry: canonical name, cutoff rule, the options that apply, a description.
-
-    ``cutoff`` is ``"required"`` (``HR@10``), ``"optional"`` (``MRR`` is untruncated,
-    ``MRR@10`` truncated) or ``"none"`` (V-AUC ranks whole lists).
-    """
-
-    name: str
-    cutoff: str
-    options: frozenset
-    description: str
-    aliases: tuple = ()
-
-
-REL_REGISTRY: dict[str, RelSpec] = {}
-
-
-def _key(name: str) -> str:
-    # "V-AUC", "v_auc" and "VAUC" are one name; so are "SRecall" and "S-Recall".
-    return name.upper().replace("-", "").replace("_", "")
-
-
-def _register(spec: RelSpec) -> None:
-    for name in (spec.name, *spec.aliases):
-        REL_REGISTRY[_key(name)] = spec
-
-
-_DCG_OPTS = frozenset({"gain", "discount", "alpha"})
-_SDCG_OPTS = frozenset({"gamma", "discount", "alpha"})
-
-_register(RelSpec("HR", "required", frozenset(),
-                  "hit ratio: the probability that at least one relevant item (label > 0) is "
-                  "in the top K; a probability, not a fraction of the relevant items",
-                  ("HIT", "HITRATE", "SUCCESS")))
-_register(RelSpec("Recall", "required", frozenset(),
-                  "relevant items in the top K divided by R, the row's number of relevant items",
-                  ("R",)))
-_register(RelSpec("Precision", "required", frozenset(),
-                  "relevant items in the top K divided by K (TREC P@K, also when K > n)",
-                  ("P",)))
-_register(RelSpec("DCG", "optional", _DCG_OPTS,
-                  "discounted cumulative gain of the graded relevance max(label, 0)"))
-_register(RelSpec("NDCG", "optional", _DCG_OPTS,
-                  "DCG divided by the ideal DCG of the row's own labels (zero-padded)"))
-_register(RelSpec("MRR", "optional", frozenset(),
-                  "reciprocal rank of the first relevant item (0 beyond K); MRR is the mean",
-                  ("RR",)))
-_register(RelSpec("MAP", "optional", frozenset({"ap_norm"}),
-                  "average precision over the top K (full list without K), divided by R or, "
-                  "with ap_norm=min, by min(K, R); MAP is the mean", ("AP",)))
-_register(RelSpec("SHR", "required", frozenset({"gamma"}),
-                  "signed hit ratio: [a positive in the top K] - gamma [a negative in the top K]"))
-_register(RelSpec("SRecall", "required", frozenset({"gamma"}),
-                  "signed recall: (positives - gamma negatives in the top K) / R"))
-_register(RelSpec("SDCG", "optional", _SDCG_OPTS,
-                  "signed DCG: gain +1 for positives, -gamma for negatives, 0 otherwise"))
-_register(RelSpec("SNDCG", "optional", _SDCG_OPTS,
-                  "signed DCG divided by ISDCG = D[min(K, R)], the DCG of positives first"))
-_register(RelSpec("VAUC", "none", frozenset(),
-                  "valence AUC: share of (positive, negative) pairs ranked positive first; "
-                  "tie-aware counts a tied pair 1/2, strict (= last) counts it 0", ("V-AUC",)))
+# The registry is shared with the single-positive metrics (tieeval.registry): one list of
+# names drives --help, error messages and both parsers.
+RelSpec = MetricSpec
+REL_REGISTRY = REGISTRY
+_key = registry_key
 
 
 def rel_metric_names() -> list[str]:
     """Canonical names in registry order (for help text and error messages)."""
-    seen: list[str] = []
-    for spec in REL_REGISTRY.values():
-        if spec.name not in seen:
-            seen.append(spec.name)
-    return seen
+    return metric_names()
 
 
 def _names_text() -> str:
-    aliases = [a for spec in dict.fromkeys(REL_REGISTRY.values()) for a in spec.aliases]
-    return ", ".join(rel_metric_names()) + " (aliases: " + ", ".join(aliases) + ")"
+    return names_text()
 
 
 def _number(name: str, value: object) -> float:
@@ -495,6 +438,25 @@ def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
     return (kf - r + 1.0) / kf
 
 
+def _check_unranked(unranked, rows: int):
+    try:
+        labels, offsets = unranked
+    except (TypeError, ValueError):
+        raise ParameterError("unranked must be a (labels, offsets) pair") from None
+    lab = np.asarray(labels)
+    off = np.asarray(offsets)
+    if lab.ndim != 1 or lab.dtype.kind not in "biuf":
+        raise ParameterError("unranked labels must be a 1-D integer, float or bool array")
+    if (off.ndim != 1 or off.size != rows + 1 or off.dtype.kind not in "iu" or off[0] != 0
+            or off[-1] != lab.size or (np.diff(off) < 0).any()):
+        raise ParameterError(f"unranked offsets must be {rows + 1} non-decreasing integers "
+                             f"from 0 to {lab.size}")
+    labf = lab.astype(np.float64)
+    if not np.isfinite(labf).all():
+        raise InputError("labels must be finite (no NaN or inf)")
+    return labf, off.astype(np.int64)
+
+
 # ---------------------------------------------------------------------------------------
 # The block table
 
@@ -514,6 +476,18 @@ class RelBatch:
         NaN scores raise :class:`~tieeval.ties.NanScoreError` (an ``InputError`` whose
         ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
         a row forming one tie block.
+    original : {'argsort', 'given'}
+        What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
+        the evaluated codebases' call. ``'given'``: each row is already listed in the order
+        the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
+        must then be non-increasing in score, or the order is not a ranking of the scores.
+    unranked : (labels, offsets), optional
+        Labels of judged items that are *not* among a row's candidates (a TREC run that
+        did not retrieve every relevant document): flat labels and ``rows + 1`` offsets.
+        They count in R (Recall, MAP, SRecall and ISDCG divide by it, and a row whose only
+        relevant items are unranked is defined and scores 0) and in the ideal DCG (IDCG@K
+        takes the best K gains of ranked and unranked items, as trec_eval does). They are
+        never ranked, so they add nothing to DCG, hits or V-AUC pairs.
 
     Attributes
     ----------
@@ -527,15 +501,21 @@ class RelBatch:
     lab_first, lab_last : ndarray of float64
         Labels by position in the 'first' and 'last' orderings.
     n_pos, n_neg : ndarray of int64
-        Per row R = |P| and |N|.
+        Per row R = |P| (unranked relevant items included) and |N| (ranked only).
+    n_pos_ranked : ndarray of int64
+        Per row the relevant items among the candidates (``n_pos`` without unranked ones).
     """
 
-    def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise"):
+    def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise",
+                 original: str = "argsort", unranked=None):
         s = np.asarray(scores)
         lab = np.asarray(labels)
         if nan_policy not in NAN_POLICIES:
             raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
                                  f"got {nan_policy!r}")
+        if original not in ORIGINAL_ORDERS:
+            raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
+                                 f"got {original!r}")
         if s.shape != lab.shape:
             raise ParameterError(f"scores and labels differ in shape: {s.shape} vs {lab.shape}")
         if offsets is None:
@@ -569,14 +549,18 @@ class RelBatch:
             raise NanScoreError(int(bad[0]), int(bad.size))
         self.rows, self.size = rows, size
         self.n, self.offsets, self.row = n, offsets, rw
-        # Per row, ascending by (NaN first, score, label) and then reversed: score descending,
-        # label descending, NaN last. Reversing instead of negating keeps integer scores exact
-        # (negating the minimum overflows). Rows of one length are sorted together as a 2-D
-        # array: no row key to sort, several times faster than one flat lexsort with it.
-        order = np.empty(size, dtype=np.int64)
-        for base, idx in self._by_length(np.arange(rows)):
-            keys = (labf[idx], s[idx]) + ((~nan[idx],) if nan is not None else ())
-            order[idx] = base + np.lexsort(keys, axis=-1)[:, ::-1]
+        self.original = original
+        if original == "given":
+            self._check_given_order(s, nan, rw)
+            order = np.arange(size, dtype=np.int64)
+        else:
+            # The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
+            # dtype, exactly the codebases' call (so it is also the 'original' ordering): score
+            # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
+            # row on its own, as the 1-D call would), several times faster than a flat sort.
+            order = np.empty(size, dtype=np.int64)
+            for base, idx in self._by_length(np.arange(rows)):
+                order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1)
         ss = s[order]
         new = np.ones(size, dtype=bool)
         if size > 1:
@@ -594,14 +578,28 @@ class RelBatch:
         self.brow = rw[bst]
         self.ba = self.pos[bst]
         self._scores, self._labf = s, labf
-        self.lab_first = labf[order]
+        lab = labf[order]
+        # 'first': labels descending inside every tie block. Only positions in blocks of two
+        # or more are reordered, by one small sort of those positions (block, then label).
+        first = lab.copy()
+        tied = np.flatnonzero(np.repeat(self.bsz > 1, self.bsz))
+        if tied.size:
+            first[tied] = lab[tied][np.lexsort((-lab[tied], self.bid[tied]))]
+        self.lab_first = first
         # 'last' reverses every block of the 'first' order: label ascending inside ties.
         self.lab_last = self.lab_first[2 * bst[self.bid] + self.bsz[self.bid] - 1
                                        - np.arange(size)]
-        self._lab_original = None
-        self._lab_ideal = None
+        self._lab_original = lab  # the argsort order, or the given order
+        self._lab_ideal = {}
         self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
+        self.n_pos_ranked = self.n_pos
+        self.unranked = None
+        if unranked is not None:
+            self.unranked = _check_unranked(unranked, rows)
+            ulab, uoff = self.unranked
+            urow = np.repeat(np.arange(rows, dtype=np.int64), np.diff(uoff))
+            self.n_pos = self.n_pos + np.bincount(urow[ulab > 0], minlength=rows)
         self.p_t = self._block_sum((self.lab_first > 0).astype(np.int64))
         self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
         newrow = np.ones(bst.size, dtype=bool)
@@ -651,24 +649,40 @@ class RelBatch:
         return idx
 
     # -- orderings ------------------------------------------------------------------------
+    def _check_given_order(self, s: np.ndarray, nan, rw: np.ndarray) -> None:
+        if s.size < 2:
+            return
+        same = rw[1:] == rw[:-1]
+        rising = s[1:] > s[:-1]
+        if nan is not None:  # NaN ranks last: a number after a NaN rises, NaN after NaN not
+            rising = (rising | (nan[:-1] & ~nan[1:])) & ~(nan[:-1] & nan[1:])
+        bad = np.flatnonzero(same & rising)
+        if bad.size:
+            raise InputError(f"row {int(rw[bad[0]])}: candidates are not listed best first "
+                             "(original='given' needs each row sorted by score, descending)")
+
     def lab_original(self) -> np.ndarray:
-        """Labels in the order of ``np.argsort(row * -1)`` per row (cached)."""
-        if self._lab_original is None:
-            lab = self.lab_first.copy()  # rows without ties have one consistent order
-            for base, idx in self._by_length(np.unique(self.brow[self.bsz > 1])):
-                # A 2-D argsort sorts each row on its own, exactly as the 1-D call would.
-                o = np.argsort(_sort_key_desc(self._scores[idx]), axis=1)
-                lab[idx] = self._labf[base + o]
-            self._lab_original = lab
+        """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
+        (``original='given'``)."""
         return self._lab_original
 
-    def _ideal_labels(self) -> np.ndarray:
-        if self._lab_ideal is None:
-            ideal = np.empty(self.size)
+    def _ideal_labels(self, k: int | None = None) -> np.ndarray:
+        """Each row's labels sorted descending, by position (cached per ``k``).
+
+        With a cutoff only the first ``k`` positions are needed (the others get 0): they
+        come from ``np.partition`` and a sort of ``k`` labels, not a sort of the row.
+        """
+        if k not in self._lab_ideal:
+            ideal = np.zeros(self.size)
             for _, idx in self._by_length(np.arange(self.rows)):
-                ideal[idx] = np.sort(self._labf[idx], axis=1)[:, ::-1]
-            self._lab_ideal = ideal
-        return self._lab_ideal
+                lab = self._labf[idx]
+                if k is not None and k < idx.shape[1]:
+                    top = np.partition(-lab, k - 1, axis=1)[:, :k]
+                    ideal[idx[:, :k]] = -np.sort(top, axis=1)
+                else:
+                    ideal[idx] = -np.sort(-lab, axis=1)
+            self._lab_ideal[k] = ideal
+        return self._lab_ideal[k]
 
     # -- evaluation -----------------------------------------------------------------------
     def values(self, metric: RelMetric, *, original_order: bool = True) -> RelValues:
@@ -695,8 +709,8 @@ class _Evaluation:
         self.in_k = batch.pos < k[batch.row]
         self.m_t = np.clip(k[batch.brow] - batch.ba, 0, batch.bsz)
         defined = batch.n_pos >= 1
-        if metric.name == "VAUC":
-            defined &= batch.n_neg >= 1
+        if metric.name == "V-AUC":  # pairs of ranked items only
+            defined = (batch.n_pos_ranked >= 1) & (batch.n_neg >= 1)
         if metric.k is not None and metric.short_list == "skip":
             defined &= n >= metric.k
         self.defined = defined
@@ -707,8 +721,8 @@ class _Evaluation:
         if name in ("DCG", "NDCG", "SDCG", "SNDCG"):
             closed, realise = self._dcg()
         else:
-            closed = getattr(self, "_closed_" + name.lower())
-            realise = getattr(self, "_realise_" + name.lower())
+            closed = getattr(self, "_closed_" + _key(name).lower())
+            realise = getattr(self, "_realise_" + _key(name).lower())
         e, var, decided = closed()
         b = self.b
         first = realise(b.lab_first)
@@ -754,14 +768,25 @@ class _Evaluation:
 
     # -- Recall / Precision ---------------------------------------------------------------
     def _hits_moments(self, x_t: np.ndarray):
-        """E and Var of #(marked in top K), x_t marked items per block (hypergeometric)."""
-        b, m, n = self.b, self.m_t, self.b.bsz.astype(np.float64)
-        straddle = (m > 0) & (m < n)
-        e = self._row_sum_blocks(x_t * m / n)
-        var_t = np.where(straddle, m * (n - m) * x_t * (n - x_t)
+        """E and Var of #(marked in top K), x_t marked items per block (hypergeometric).
+
+        Only blocks reaching into the top K (m_t > 0) contribute, so only they are summed.
+        """
+        b = self.b
+        live = self._live_blocks()
+        m, n, x = self.m_t[live], b.bsz[live].astype(np.float64), x_t[live]
+        rows = b.brow[live]
+        straddle = m < n
+        e = np.bincount(rows, weights=x * m / n, minlength=b.rows)
+        var_t = np.where(straddle, m * (n - m) * x * (n - x)
                          / (n * n * np.maximum(n - 1, 1.0)), 0.0)
-        decided = b._row_any(straddle & (x_t > 0) & (x_t < n))
-        return e, self._row_sum_blocks(var_t), decided
+        decided = np.bincount(rows[straddle & (x > 0) & (x < n)], minlength=b.rows) > 0
+        return e, np.bincount(rows, weights=var_t, minlength=b.rows), decided
+
+    def _live_blocks(self) -> np.ndarray:
+        if not hasattr(self, "_live"):
+            self._live = np.flatnonzero(self.m_t > 0)
+        return self._live
 
     def _row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
         return np.bincount(self.b.brow, weights=x_t, minlength=self.b.rows)
@@ -787,17 +812,20 @@ class _Evaluation:
     # -- SRecall --------------------------------------------------------------------------
     def _closed_srecall(self):
         b, g = self.b, self.m.gamma
-        m, n, p, q = self.m_t, b.bsz.astype(np.float64), b.p_t, b.q_t
+        live = self._live_blocks()  # blocks reaching into the top K
+        rows = b.brow[live]
+        m, n, p, q = self.m_t[live], b.bsz[live].astype(np.float64), b.p_t[live], b.q_t[live]
         mu = (p - g * q) / n
-        e = self._row_sum_blocks((p - g * q) * m / n)
+        e = np.bincount(rows, weights=(p - g * q) * m / n, minlength=b.rows)
         ssg = p * (1.0 - mu) ** 2 + q * (g + mu) ** 2 + (n - p - q) * mu ** 2
-        straddle = (m > 0) & (m < n)
+        straddle = m < n
         var_t = np.where(straddle, m * (n - m) / (n * np.maximum(n - 1, 1.0)) * ssg, 0.0)
         mixed = (p > 0) & (p < n)
         if g > 0:
             mixed |= (q > 0) & (q < n)
-        decided = b._row_any(straddle & mixed)
-        return e / self.R, self._row_sum_blocks(var_t) / self.R ** 2, decided
+        decided = np.bincount(rows[straddle & mixed], minlength=b.rows) > 0
+        var = np.bincount(rows, weights=var_t, minlength=b.rows)
+        return e / self.R, var / self.R ** 2, decided
 
     def _realise_srecall(self, lab):
         return (self._hits(lab, +1) - self.m.gamma * self._hits(lab, -1)) / self.R
@@ -841,8 +869,17 @@ class _Evaluation:
     def _dcg(self):
         b, metric = self.b, self.m
         signed = metric.name in ("SDCG", "SNDCG")
-        r = b.pos.astype(np.float64) + 1.0
-        w = np.where(self.in_k, _weights(metric, r, self.k[b.row]), 0.0)
+        # Only blocks reaching into the top K carry weight. Every other position has w = 0
+        # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
+        # of the live blocks ('idx'), which hold every position above the cutoff.
+        live = np.flatnonzero(self.m_t > 0)
+        sizes = b.bsz[live]
+        local = np.repeat(np.arange(live.size), sizes)
+        head = np.cumsum(sizes) - sizes
+        idx = b.bst[live][local] + (np.arange(local.size) - head[local])
+        row = b.row[idx]
+        r = b.pos[idx].astype(np.float64) + 1.0
+        w = np.where(self.in_k[idx], _weights(metric, r, self.k[row]), 0.0)
         gamma = metric.gamma
 
         def item_gain(lab):
@@ -850,34 +887,71 @@ class _Evaluation:
                 return (lab > 0) - gamma * (lab < 0)
             return _gain(np.maximum(lab, 0.0), metric.gain)
 
-        if metric.name == "NDCG":
-            norm = np.bincount(b.row, weights=w * item_gain(b._ideal_labels()),
-                               minlength=b.rows)
+        if metric.name in ("NDCG", "SNDCG") and b.unranked is not None:
+            norm = self._extended_norm(item_gain)
+            self.defined &= norm > 0
+        elif metric.name == "NDCG":
+            ideal = b._ideal_labels(metric.k)[idx]
+            norm = np.bincount(row, weights=w * item_gain(ideal), minlength=b.rows)
             self.defined &= norm > 0
         elif metric.name == "SNDCG":
             # ISDCG = D[min(K, R)]: positives first, no negative counted (METRICS.md 9).
-            norm = np.bincount(b.row, weights=w * (b.pos < b.n_pos[b.row]), minlength=b.rows)
+            norm = np.bincount(row, weights=w * (b.pos[idx] < b.n_pos[row]), minlength=b.rows)
         else:
             norm = np.ones(b.rows)
         norm = np.where(self.defined, norm, 1.0)
+        brow = b.brow[live]
+
+        def per_block(x):
+            return np.bincount(local, weights=x, minlength=live.size)
 
         def closed():
-            g = item_gain(b.lab_first)
-            n = b.bsz.astype(np.float64)
-            gsum, wsum = b._block_sum(g), b._block_sum(w)
-            e = self._row_sum_blocks(gsum * wsum / n)
-            ssg = b._block_sum((g - (gsum / n)[b.bid]) ** 2)
-            ssw = b._block_sum((w - (wsum / n)[b.bid]) ** 2)
-            var_t = np.where(b.bsz > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
+            g = item_gain(b.lab_first[idx])
+            n = sizes.astype(np.float64)
+            gsum, wsum = per_block(g), per_block(w)
+            e = np.bincount(brow, weights=gsum * wsum / n, minlength=b.rows)
+            ssg = per_block((g - (gsum / n)[local]) ** 2)
+            ssw = per_block((w - (wsum / n)[local]) ** 2)
+            var_t = np.where(sizes > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
             # first != last iff some block has two different gains and two different
             # weights (rearrangement); inside a block 'first' runs from high to low gain.
-            decided = b._row_any((g[b.bst] != g[b.bend]) & (w[b.bst] != w[b.bend]))
-            return e / norm, self._row_sum_blocks(var_t) / norm ** 2, decided
+            tail = head + sizes - 1
+            mixed = (g[head] != g[tail]) & (w[head] != w[tail])
+            decided = np.bincount(brow[mixed], minlength=b.rows) > 0
+            var = np.bincount(brow, weights=var_t, minlength=b.rows)
+            return e / norm, var / norm ** 2, decided
 
         def realise(lab):
-            return np.bincount(b.row, weights=w * item_gain(lab), minlength=b.rows) / norm
+            return np.bincount(row, weights=w * item_gain(lab[idx]), minlength=b.rows) / norm
 
         return closed, realise
+
+    def _extended_norm(self, item_gain) -> np.ndarray:
+        """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
+
+        The ideal list holds every judged item of the row, best label first, so it may be
+        longer than the ranked list; it is cut at K (at ``n + unranked`` without a cutoff).
+        ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
+        """
+        b, metric = self.b, self.m
+        ulab, uoff = b.unranked
+        u = np.diff(uoff)
+        lab = np.concatenate((b._labf, ulab))
+        rows = np.concatenate((b.row, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
+        order = np.lexsort((-lab, rows))
+        lab, rows = lab[order], rows[order]
+        start = np.concatenate(([0], np.cumsum(b.n + u)))[:-1]
+        pos = np.arange(lab.size, dtype=np.int64) - start[rows]
+        k = self.k if metric.k is not None else b.n + u
+        cut = k
+        if metric.name == "SNDCG":
+            cut = np.minimum(k, b.n_pos)
+            gain = np.ones(lab.size)
+        else:
+            gain = item_gain(lab)
+        inside = pos < cut[rows]
+        w = np.where(inside, _weights(metric, pos + 1.0, np.maximum(k, 1)[rows]), 0.0)
+        return np.bincount(rows, weights=w * gain, minlength=b.rows)
 
     # -- reciprocal rank ------------------------------------------------------------------
     def _closed_mrr(self):
@@ -935,7 +1009,7 @@ class _Evaluation:
 
     # -- V-AUC ----------------------------------------------------------------------------
     def _vauc_pairs(self) -> np.ndarray:
-        return np.where(self.defined, self.b.n_pos * self.b.n_neg, 1).astype(np.float64)
+        return np.where(self.defined, self.b.n_pos_ranked * self.b.n_neg, 1).astype(np.float64)
 
     def _closed_vauc(self):
         b = self.b
@@ -960,7 +1034,8 @@ class _Evaluation:
 
 
 def relevance_values(scores, labels, offsets, metric, *, original_order: bool = True,
-                     nan_policy: str = "raise") -> RelValues:
+                     nan_policy: str = "raise", original: str = "argsort",
+                     unranked=None) -> RelValues:
     """Exact tie-aware values of one metric for every row of a ragged batch.
 
     Parameters
@@ -976,6 +1051,8 @@ def relevance_values(scores, labels, offsets, metric, *, original_order: bool = 
     original_order : bool
         Also evaluate the ``np.argsort(row * -1)`` ordering (NaN column when False).
     nan_policy : {'raise', 'worst'}
+    original, unranked
+        See :class:`RelBatch`.
 
     Returns
     -------
@@ -985,5 +1062,5 @@ def relevance_values(scores, labels, offsets, metric, *, original_order: bool = 
     """
     if isinstance(metric, str):
         metric = parse_rel_metric(metric)
-    return RelBatch(scores, labels, offsets, nan_policy=nan_policy).values(
-        metric, original_order=original_order)
+    return RelBatch(scores, labels, offsets, nan_policy=nan_policy, original=original,
+                    unranked=unranked).values(metric, original_order=original_order)

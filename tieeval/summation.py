@@ -83,6 +83,19 @@ class ExactSum:
         """Add another exact sum into this one (exact, commutative, associative)."""
         self._merge(other._total, other._shift)
 
+    def state(self) -> list:
+        """``[total, shift]`` as JSON-able data (the big integer as a decimal string)."""
+        return [str(self._total), self._shift]
+
+    @classmethod
+    def from_state(cls, state) -> "ExactSum":
+        out = cls()
+        out._total, out._shift = int(state[0]), int(state[1])
+        return out
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ExactSum) and self.fraction() == other.fraction()
+
     def fraction(self) -> Fraction:
         return Fraction(self._total, 1 << self._shift) if self._shift >= 0 else Fraction(
             self._total << -self._shift)

@@ -69,6 +69,12 @@ def _negated(scores: np.ndarray) -> np.ndarray:
     return ~scores
 
 
+# Rows are processed in blocks of about this many scores (1 MB of float32), so the few
+# passes of the kernel over a block (row max, > and == the positive, == the max) hit cache
+# instead of memory: one trip through memory per batch.
+BLOCK_SCORES = 1 << 18
+
+
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise") -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
@@ -76,18 +82,47 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     ranks below every number and all NaNs of a row tie with each other.
     """
     rows, cols = scores.shape
-    if nan_policy == "worst" and scores.dtype.kind == "f":
+    from .fused import dense_abt
+    fused = dense_abt(scores, positive)
+    if fused is not None:
+        a, b, top = fused
+        return RowCounts(a=a, b=b, n=np.full(rows, cols, dtype=np.int64), top=top,
+                         original=original_ranks(scores, positive, a, b))
+    step = max(1, BLOCK_SCORES // max(1, cols))
+    if rows <= step:
+        return _dense_block(scores, positive, nan_policy, 0)
+    parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo)
+             for lo in range(0, rows, step)]
+    return RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
+                       for f in ("a", "b", "n", "top", "original")))
+
+
+def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
+    rows, cols = scores.shape
+    worst = nan_policy == "worst" and scores.dtype.kind == "f"
+    if worst:
         row_max = np.fmax.reduce(scores, axis=1)  # ignores NaN unless the whole row is NaN
     else:
         row_max = scores.max(axis=1)
-        _check_nan(row_max, nan_policy)
+        try:
+            _check_nan(row_max, nan_policy)
+        except NanScoreError as exc:
+            raise NanScoreError(row0 + exc.row, exc.count) from None
     idx = np.arange(rows)
     p = scores[idx, positive][:, None]
     a = np.count_nonzero(scores > p, axis=1).astype(np.int64)
     b = np.count_nonzero(scores == p, axis=1).astype(np.int64)
     n = np.full(rows, cols, dtype=np.int64)
-    top = np.count_nonzero(scores == row_max[:, None], axis=1).astype(np.int64)
-    if nan_policy == "worst" and scores.dtype.kind == "f":
+    # where the positive holds the row maximum (a == 0) the top tie is its own tie block
+    top = b.copy()
+    need = a > 0
+    if worst:
+        need |= np.isnan(p[:, 0])  # a NaN positive counts nothing above it
+    above = np.flatnonzero(need)
+    if above.size:
+        sub = scores[above] if above.size < rows else scores
+        top[above] = np.count_nonzero(sub == row_max[above][:, None], axis=1)
+    if worst:
         nan_pos = np.isnan(p[:, 0])
         if nan_pos.any():
             nans = np.count_nonzero(np.isnan(scores[nan_pos]), axis=1)
@@ -95,15 +130,26 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
             b[nan_pos] = nans
         all_nan = np.isnan(row_max)
         top[all_nan] = cols
+    return RowCounts(a=a, b=b, n=n, top=top, original=original_ranks(scores, positive, a, b))
+
+
+def original_ranks(scores, positive, a, b) -> np.ndarray:
+    """The positive's 1-based rank in ``np.argsort(scores * -1, axis=1)`` (dense batch).
+
+    An untied positive sits at ``a + 1`` whatever the sort does; only rows whose positive
+    is tied are sorted, in blocks, so the int64 order array stays in cache.
+    """
     original = a + 1
     tied = np.flatnonzero(b > 1)
-    if tied.size:
+    step = max(1, BLOCK_SCORES // max(1, scores.shape[1]))
+    for lo in range(0, tied.size, step):
+        rows = tied[lo:lo + step]
         # Exactly the released codebases' call: np.argsort(pred_score * -1, axis=1), default
         # kind, stored dtype. Each row is sorted independently, so sorting only the tied rows
         # gives the same per-row order as sorting the whole matrix.
-        order = np.argsort(_negated(scores[tied]), axis=1)
-        original[tied] = np.argmax(order == positive[tied][:, None], axis=1) + 1
-    return RowCounts(a=a, b=b, n=n, top=top, original=original)
+        order = np.argsort(_negated(scores[rows]), axis=1)
+        original[rows] = np.argmax(order == positive[rows][:, None], axis=1) + 1
+    return original
 
 
 def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,

@@ -1,8 +1,8 @@
 """The ``tieeval`` command line: parse options, call the library, map errors to exit codes.
 
-Exit codes: 0 success; 1 only when a ``check`` threshold fails; 2 usage or input error (one
-``Error: ...`` line on stderr); 3 an internal error (a bug: please report it). Each command
-lives in its own module and is registered here.
+Exit codes: 0 success; 1 only when a ``check`` threshold fails or an ``audit`` flags a
+claim; 2 usage or input error (one ``Error: ...`` line on stderr); 3 an internal error (a
+bug: please report it). Each command lives in its own module and is registered here.
 """
 
 from __future__ import annotations
@@ -31,15 +31,18 @@ def cli():
     Example:
       tieeval compare sample_scores/sigmoid_saturated.parquet --k 1 5 10
 
-    Exit codes: 0 success, 1 a check failed, 2 usage or input error, 3 internal error.
+    Exit codes: 0 success, 1 a check failed or an audit flagged a claim, 2 usage or
+    input error, 3 internal error.
     """
 
 
 def _register() -> None:
+    from .audit import audit
     from .check import check
     from .compare import compare
+    from .diff import diff, rank
     from .ties import ties
-    for command in (compare, ties, check):
+    for command in (compare, ties, check, diff, rank, audit):
         cli.add_command(command)
 
 

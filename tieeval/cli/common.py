@@ -10,7 +10,7 @@ import click
 
 from ..engine import DEFAULT_KS, evaluate_dump
 from ..errors import TieevalError
-from ..io import DEFAULT_BATCH_ROWS, ReadOptions, open_dump
+from ..io import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES, ReadOptions, open_dump
 from ..metrics import Metric, default_metrics, metric_names
 from ..report import render_tables, to_csv, to_json, to_markdown
 from ..ties import NAN_POLICIES
@@ -18,6 +18,7 @@ from ..ties import NAN_POLICIES
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
+ENGINES = ("local", "spark")
 
 
 class CliError(click.ClickException):
@@ -30,12 +31,15 @@ class InternalError(click.ClickException):
     exit_code = EXIT_INTERNAL
 
 
-_MULTI_VALUE = ("--k", "-k")
+_MULTI_VALUE = ("--k", "-k", "--gamma")
 _NUMBERISH = re.compile(r"^[+-]?\d[\d,]*$")
+_DECIMALISH = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?(,\s*[+-]?(\d+\.?\d*|\.\d+)"
+                         r"([eE][+-]?\d+)?)*$")
 
 
 def expand_multi_value(args: list[str]) -> list[str]:
-    """Let ``--k 1 5 10`` mean ``--k 1 --k 5 --k 10``: numbers after ``--k`` belong to it."""
+    """Let ``--k 1 5 10`` mean ``--k 1 --k 5 --k 10``: numbers after ``--k`` belong to it
+    (and decimals after ``--gamma``: ``--gamma 0 0.5 1``)."""
     out: list[str] = []
     i = 0
     while i < len(args):
@@ -49,7 +53,8 @@ def expand_multi_value(args: list[str]) -> list[str]:
             if i < len(args):  # the first value, whatever it is (so bad K gets a K error)
                 out.append(args[i])
                 i += 1
-            while i < len(args) and _NUMBERISH.match(args[i]):
+            more = _DECIMALISH if arg == "--gamma" else _NUMBERISH
+            while i < len(args) and more.match(args[i]):
                 out.extend([arg, args[i]])
                 i += 1
     return out
@@ -133,15 +138,40 @@ def read_options(f):
                      show_default=True,
                      help="'raise': a NaN score is an input error; 'worst': NaN ranks below "
                           "every score and NaNs tie with each other.")(f)
-    f = click.option("--batch-rows", type=click.IntRange(min=1), default=DEFAULT_BATCH_ROWS,
-                     show_default=True, help="Rows per batch (memory vs. speed).")(f)
+    f = click.option("--batch-rows", type=click.IntRange(min=1), default=None,
+                     help="Rows per batch (default: about 16 MB of scores, at most "
+                          f"{DEFAULT_BATCH_ROWS}); results do not depend on it.")(f)
+    f = click.option("--layout", type=click.Choice(LAYOUTS), default="auto", show_default=True,
+                     help="'wide': one row per instance (list column or matrix); 'long': one "
+                          "row per (instance, candidate), Parquet or CSV; 'auto': long when a "
+                          "Parquet file has instance and score columns and no scores column, "
+                          "and for .csv.")(f)
+    for key, what in (("instance", "the instance id"),
+                      ("position", "the candidate's place in the codebase's list"),
+                      ("score", "the score"), ("label", "1 for the positive, else 0")):
+        f = click.option(f"--{key}-column", default=None, metavar="NAME",
+                         help=f"Long layout: column with {what} (default '{key}').")(f)
+    f = click.option("--score-dtype", type=click.Choice(SCORE_DTYPES), default=None,
+                     help="Long-layout CSV: parse scores as this dtype (text has none; "
+                          "default float64). Use the dtype the model scored in.")(f)
+    f = click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Worker processes; 0 = one per core (dumps under 32 MB run in "
+                          "one process). Results do not depend on it.")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+                     help="'local': this machine; 'spark': the same kernel inside Spark "
+                          "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
+    from .relevance import relevance_options  # labels, positives/negatives, items, TREC
+    f = relevance_options(f)
     return f
 
 
 def metric_options(f):
     f = click.option("--metric", "-m", "metrics", type=MetricType(), multiple=True,
-                     help="Metric to report, repeatable (e.g. -m NDCG@10 -m MRR); "
-                          f"names: {', '.join(metric_names())}. Overrides --k.")(f)
+                     help="Metric to report, repeatable, case-insensitive (e.g. -m NDCG@10 "
+                          f"-m MRR -m V-AUC); names: {', '.join(metric_names())}. Overrides "
+                          "--k. Default: HR@K, NDCG@K per --k and MRR; for dumps with "
+                          "relevance labels or TREC runs HR@K, Recall@K, NDCG@K per --k, MRR "
+                          "and MAP.")(f)
     f = click.option("--k", "-k", "k_values", type=KList(), multiple=True,
                      help="Cutoffs: --k 1 5 10, --k 1,5,10 or --k 1 --k 5. Default: 1 5 10.")(f)
     return f
@@ -177,18 +207,45 @@ def emit(results, fmt: str) -> None:
         render_tables(results, console)
 
 
-def evaluate_files(paths, metrics, *, scores_column, positive_column, positive_index,
-                   nan_policy, batch_rows, quiet=False):
-    options = ReadOptions(scores=scores_column, positive=positive_column,
-                          positive_index=positive_index)
+def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="positive",
+                   positive_index=None, nan_policy="raise", batch_rows=None, quiet=False,
+                   layout="auto", instance_column=None, position_column=None,
+                   score_column=None, label_column=None, score_dtype=None, jobs=0,
+                   engine="local", **relevance):
+    """Evaluate every path (one run each) with the shared reading options; warnings go to
+    stderr unless ``quiet``, and a progress bar while a terminal is watching. ``relevance``:
+    the options of :func:`tieeval.cli.relevance.relevance_options`."""
+    from ..labelled_io import RelevanceReadOptions
+    from .relevance import gamma_warning, split_relevance
+    fields, rel_options, gamma_given = split_relevance(relevance)
+    if relevance:
+        raise TypeError(f"unexpected options: {', '.join(relevance)}")
+    options = RelevanceReadOptions(scores=scores_column, positive=positive_column,
+                                   positive_index=positive_index, layout=layout,
+                                   instance=instance_column, position=position_column,
+                                   score=score_column, label=label_column,
+                                   score_dtype=score_dtype, **fields)
+    if gamma_given and not quiet:
+        gamma_warning(metrics)
     results = []
-    for path in paths:
-        dump = open_dump(path, options)
-        result = evaluate_dump(dump, metrics, nan_policy=nan_policy, batch_rows=batch_rows)
-        if not quiet:
+    if engine == "spark":
+        from ..labelled import refuse_spark
+        refuse_spark(paths, options, metrics, rel_options)  # labelled rows run locally
+        from ..spark import evaluate_path as spark_evaluate_path
+        for path in paths:
+            results.append(spark_evaluate_path(path, metrics, options=options,
+                                               nan_policy=nan_policy))
+    else:
+        from ..progress import ProgressBar, wanted
+        with ProgressBar(wanted(quiet)) as bar:
+            for path in paths:
+                dump = open_dump(path, options)
+                results.append(evaluate_dump(dump, metrics, nan_policy=nan_policy,
+                                             batch_rows=batch_rows, jobs=jobs,
+                                             progress=bar.task(dump),
+                                             relevance=rel_options))
+    if not quiet:
+        for result in results:
             for warning in result.warnings:
                 click.echo(f"Warning: {warning}", err=True)
-        results.append(result)
     return results
-
-

@@ -6,9 +6,10 @@ from __future__ import annotations
 import click
 
 from .common import Command, chosen_metrics, metric_options, read_options
-from .labels import evaluate_labelled, label_options
+from .labels import label_options
 from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_std_option,
                      write_output)
+from .whatif import evaluate_runs, make_what_if, whatif_options, write_labelled_output
 
 
 @click.command(cls=Command)
@@ -28,10 +29,11 @@ from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_
                    "'pip install tieeval[plot]'.")
 @label_options
 @seed_std_option
+@whatif_options
 @read_options
 @click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
-def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std, quiet,
-            **read_kwargs):
+def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std, cast,
+            tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.
 
     Each FILE is one run: an .npz (array 'scores', optional 'positive'), an .npy score
@@ -50,16 +52,19 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
       tieeval compare runs/*/*.npz --table 1 -m HR@1 -m HR@5 -m NDCG@5 --format latex
       tieeval compare run1.npz run2.npz --format json | jq '.groups[].metrics[0]'
       tieeval compare runs/*/*.npz --plot figure1.png
+      tieeval compare scores.npz --cast bfloat16     (what-if: ties at lower precision)
     """
     if plot is not None:
         from ..plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
-    runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
-                             template=template, quiet=quiet, **read_kwargs)
+    what_if = make_what_if(cast, tolerance)
+    runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
+                         template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
-    write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
-                 seed_std=seed_std)
+    write_labelled_output(write_output, runs, groups, what_if=what_if,
+                          table=default_table(table, len(files), fmt), fmt=fmt,
+                          seed_std=seed_std)
     if plot is not None:
         from ..paper import figure1
         from ..plot import draw_figure1

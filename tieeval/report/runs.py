@@ -18,6 +18,8 @@ from .format import (fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape,
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
 TABLE_FORMATS = ("table", "json", "csv", "markdown")
+# Rows of labelled dumps (tieeval.labelled) also carry these; CSV gains them when present.
+REL_CSV_FIELDS = ("gamma", "instances", "skipped")
 
 
 def tie_rows(run: RunResult) -> list[tuple[str, str]]:
@@ -34,7 +36,9 @@ def tie_rows(run: RunResult) -> list[tuple[str, str]]:
 
 
 def metric_cells(run: RunResult) -> list[list[str]]:
-    return [[row.label, fmt_value(row.original), fmt_value(row.first), fmt_value(row.last),
+    # ``display`` adds gamma to signed metrics of labelled dumps (SNDCG@20 γ=0.5)
+    return [[getattr(row, "display", row.label), fmt_value(row.original), fmt_value(row.first),
+             fmt_value(row.last),
              f"{fmt_value(row.tie_aware)} ± {fmt_value(row.tie_aware_std)}",
              fmt_change(row.change_original_to_tie_aware), fmt_change(row.change_first_to_last)]
             for row in run.metrics]
@@ -47,7 +51,8 @@ METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
 def describe_run(run: RunResult) -> str:
     cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
              else f"{run.candidates_min}–{run.candidates_max}")
-    return f"{run.instances} instances × {cands} candidates, {run.dtype}"
+    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.labelled)
+    return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
 def footer() -> str:
@@ -86,16 +91,23 @@ def to_json(runs: list[RunResult], groups: list | None = None) -> str:
     return json.dumps(report_dict(runs, groups), indent=2, allow_nan=False) + "\n"
 
 
+def _csv_fields(runs) -> tuple:
+    labelled = any("gamma" in row.to_dict() for run in runs for row in run.metrics)
+    return CSV_FIELDS + (REL_CSV_FIELDS if labelled else ())
+
+
 def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
+    runs = list(runs)
+    fields = _csv_fields(runs)
     for run in runs:
         for row in run.metrics:
             d = row.to_dict()
-            yield {"path": run.path, **{k: d[k] for k in CSV_FIELDS if k != "path"}}
+            yield {"path": run.path, **{k: d.get(k) for k in fields if k != "path"}}
 
 
 def to_csv(runs: list[RunResult]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=_csv_fields(runs), lineterminator="\n")
     writer.writeheader()
     for row in csv_rows(runs):
         writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)

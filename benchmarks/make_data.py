@@ -1,0 +1,123 @@
+"""Seeded benchmark dumps in NPY, NPZ (stored and deflated) and Parquet, under benchmarks/data/.
+
+    python benchmarks/make_data.py [sampled|allitem|big|all]
+
+* ``sampled``: 1,000,000 x 101 float32 (one positive in column 0 + 100 sampled negatives);
+* ``allitem``: 20,000 x 7,710 float32 (all-item evaluation, positive in column 0);
+* ``big``: 10,000,000 x 101 float32, a 4 GB dump for the peak-memory target (NPY, Parquet).
+
+Scores are float32 sigmoids of normal logits, so the top of each row saturates to exactly
+1.0f (the sigmoid-before-BPR artefact): realistic, heavy ties. Files are written once and
+reused; the data directory is gitignored. Never commit it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+CHUNK_BYTES = 64 << 20
+
+SHAPES = {"sampled": (1_000_000, 101), "allitem": (20_000, 7_710), "big": (10_000_000, 101)}
+# Parquet row groups of about 32 MB of scores: streaming-friendly (see README, Performance).
+ROW_GROUP_BYTES = 32 << 20
+
+
+def _rows_per_chunk(cols: int) -> int:
+    return max(1, CHUNK_BYTES // (4 * cols))
+
+
+def _chunks(name: str, seed: int = 0):
+    rows, cols = SHAPES[name]
+    rng = np.random.default_rng(seed)
+    step = _rows_per_chunk(cols)
+    for start in range(0, rows, step):
+        n = min(step, rows - start)
+        if name == "allitem":
+            z = rng.normal(0.0, 9.0, size=(n, cols)).astype(np.float32)
+            z[:, 0] += 12.0
+        else:
+            z = rng.normal(8.0, 6.0, size=(n, cols)).astype(np.float32)
+            z[:, 0] += 4.0  # the positive tends to score high
+        yield start, (np.float32(1) / (np.float32(1) + np.exp(-z))).astype(np.float32)
+
+
+def path(name: str, fmt: str) -> str:
+    rows, cols = SHAPES[name]
+    suffix = {"npy": ".npy", "npz": ".npz", "npz-deflated": ".deflated.npz",
+              "parquet": ".parquet"}[fmt]
+    return os.path.join(DATA, f"{name}_{rows}x{cols}_float32{suffix}")
+
+
+def write_npy(name: str) -> str:
+    out = path(name, "npy")
+    if os.path.exists(out):
+        return out
+    os.makedirs(DATA, exist_ok=True)
+    rows, cols = SHAPES[name]
+    mm = np.lib.format.open_memmap(out + ".tmp", mode="w+", dtype=np.float32,
+                                   shape=(rows, cols))
+    for start, block in _chunks(name):
+        mm[start:start + len(block)] = block
+    mm.flush()
+    del mm
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def write_npz(name: str, deflated: bool) -> str:
+    out = path(name, "npz-deflated" if deflated else "npz")
+    if os.path.exists(out):
+        return out
+    src = write_npy(name)
+    method = zipfile.ZIP_DEFLATED if deflated else zipfile.ZIP_STORED
+    # What np.savez / np.savez_compressed write, streamed: member scores.npy, zip64 allowed.
+    with zipfile.ZipFile(out + ".tmp", "w", compression=method, allowZip64=True) as zf:
+        with zf.open("scores.npy", "w", force_zip64=True) as dst, open(src, "rb") as fh:
+            while True:
+                buf = fh.read(CHUNK_BYTES)
+                if not buf:
+                    break
+                dst.write(buf)
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def write_parquet(name: str) -> str:
+    out = path(name, "parquet")
+    if os.path.exists(out):
+        return out
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rows, cols = SHAPES[name]
+    group = max(1, ROW_GROUP_BYTES // (4 * cols))
+    src = np.load(write_npy(name), mmap_mode="r")
+    schema = pa.schema([("scores", pa.list_(pa.float32()))])
+    with pq.ParquetWriter(out + ".tmp", schema) as writer:
+        for start in range(0, rows, group):
+            block = np.ascontiguousarray(src[start:start + group])
+            offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * cols)
+            col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
+            writer.write_table(pa.table({"scores": col}), row_group_size=group)
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def make(name: str) -> None:
+    write_npy(name)
+    write_parquet(name)
+    if name != "big":
+        write_npz(name, deflated=False)
+        write_npz(name, deflated=True)
+
+
+if __name__ == "__main__":
+    which = sys.argv[1:] or ["sampled", "allitem"]
+    for name in (SHAPES if which == ["all"] else which):
+        make(name)
+        print(name, "ok", file=sys.stderr)

@@ -1,0 +1,119 @@
+"""The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline).
+
+One SparkSession for the module and tiny data keep this under a minute. Skipped, with the
+reason shown by ``pytest -ra``, only when pyspark or Java is missing
+(``pip install "tieeval[spark]"``; Java 17 or later).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark not installed: pip install "
+                              "'tieeval[spark]' to run the Spark engine tests")
+if shutil.which("java") is None:
+    pytest.skip("Java not found: the Spark engine tests need Java 17 or later",
+                allow_module_level=True)
+
+from tieeval import spark as tspark  # noqa: E402
+from tieeval.cli import cli  # noqa: E402
+from tieeval.engine import evaluate_path  # noqa: E402
+from tieeval.errors import InputError  # noqa: E402
+from tieeval.io import ReadOptions  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = tspark.session("tieeval-tests")
+    yield session
+    session.stop()
+
+
+def same(result) -> dict:
+    d = result.to_dict()
+    d.pop("path")
+    return d
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    """Tiny tied dumps: wide ragged Parquet, a shuffled long dataset (two files), long CSV."""
+    tmp = tmp_path_factory.mktemp("spark")
+    rng = np.random.default_rng(20261129)
+    lengths = rng.integers(1, 12, size=60)
+    rows = [(rng.integers(0, 4, size=n) / 3).astype(np.float32) for n in lengths]
+    positive = np.array([rng.integers(0, n) for n in lengths])
+    wide = pa.table({"scores": pa.array([r.tolist() for r in rows], type=pa.list_(pa.float32())),
+                     "positive": positive})
+    pq.write_table(wide.replace_schema_metadata({"model": "M"}), tmp / "wide.parquet",
+                   row_group_size=16)
+    inst = np.concatenate([np.full(n, i) for i, n in enumerate(lengths)])
+    position = np.concatenate([np.arange(n) for n in lengths])
+    label = np.concatenate([(np.arange(n) == p).astype(np.int8)
+                            for n, p in zip(lengths, positive)])
+    long = pa.table({"instance": [f"u{i}" for i in inst], "position": position,
+                     "score": np.concatenate(rows), "label": label})
+    long = long.take(pa.array(rng.permutation(len(inst))))
+    (tmp / "long").mkdir()
+    half = len(long) // 2
+    pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
+    pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
+    pcsv.write_csv(long, tmp / "long.csv")
+    return tmp
+
+
+def test_wide_ragged_parquet_matches_local(spark, dumps):
+    path = str(dumps / "wide.parquet")
+    result = tspark.evaluate_path(path, spark=spark)
+    assert same(result) == same(evaluate_path(path))
+    assert result.labels["model"] == "M"
+
+
+def test_long_dataset_and_csv_match_local(spark, dumps):
+    for path, options in ((dumps / "long", ReadOptions()),
+                          (dumps / "long.csv", ReadOptions(score_dtype="float32"))):
+        local = evaluate_path(str(path), options=options)
+        assert same(tspark.evaluate_path(str(path), options=options, spark=spark)) == same(local)
+    # long and wide are the same dump (the wide file also carries metadata)
+    wide = same(evaluate_path(str(dumps / "wide.parquet")))
+    assert wide.pop("labels")["model"] == "M"
+    long = same(local)
+    long.pop("labels")
+    assert long == wide
+
+
+def test_evaluate_dataframe(spark, dumps):
+    wide = spark.read.parquet(str(dumps / "wide.parquet"))
+    expected = same(evaluate_path(str(dumps / "wide.parquet")))
+    got = tspark.evaluate(wide, k=(1, 5, 10), path="x", metadata={"model": "M"})
+    assert same(got) == expected
+    long = spark.read.parquet(str(dumps / "long")).repartition(3)
+    got = tspark.evaluate(long, metrics=["HR@1", "HR@5", "HR@10", "NDCG@1", "NDCG@5",
+                                         "NDCG@10", "MRR"], metadata={"model": "M"})
+    assert same(got) == expected
+
+
+def test_errors_reach_the_driver_as_one_line(spark):
+    frame = spark.createDataFrame([([0.5, float("nan")],), ([0.1, 0.2],)],
+                                  "scores array<float>")
+    with pytest.raises(InputError) as info:
+        tspark.evaluate(frame, path="nan-frame")
+    assert "NaN score" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_cli_engine_spark_equals_local(spark, dumps):
+    outputs = []
+    for engine in ("local", "spark"):
+        res = CliRunner().invoke(cli, ["compare", str(dumps / "wide.parquet"), "--engine",
+                                       engine, "--format", "json", "--quiet"])
+        assert res.exit_code == 0, res.output
+        outputs.append(json.loads(res.stdout)["runs"])
+    assert outputs[0] == outputs[1]

@@ -1,0 +1,242 @@
+"""TREC runs and qrels: parsing, trec_eval's tie rule, R with unretrieved relevant documents.
+
+References: a hand-derived example, and a plain-Python re-implementation of trec_eval's
+measures (P, recall, map, recip_rank, ndcg_cut on documents sorted by score descending, then
+docno descending, as ``comp_sim_docno`` in trec_eval's ``form_res_rels.c`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tieeval.cli import cli
+from tieeval.errors import InputError
+from tieeval.io import open_dump
+from tieeval.labelled import evaluate_general
+from tieeval.labelled_io import RelevanceReadOptions
+from tieeval.relevance import RelBatch, RelMetric
+from tieeval.trec import open_trec_run, read_qrels, read_run, trec_order
+
+RUN = """q1 Q0 d1 1 0.9 sys
+q1 Q0 d2 2 0.5 sys
+q1 Q0 d3 3 0.5 sys
+q1 Q0 d4 4 0.1 sys
+q2 Q0 a 1 2 sys
+q2 Q0 b 2 2.0 sys
+q3 Q0 x 1 1 sys
+"""
+QRELS = """q1 0 d2 1
+q1 0 d4 2
+q1 0 d9 1
+q2 0 a 0
+q2 0 b 1
+q4 0 z 1
+"""
+
+
+@pytest.fixture
+def example(tmp_path):
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_text(RUN)
+    qrels.write_text(QRELS)
+    return str(run), str(qrels)
+
+
+def evaluate(run, qrels, *metrics):
+    dump = open_trec_run(run, qrels)
+    return evaluate_general(dump, list(metrics) or None)
+
+
+def test_parsing(example):
+    run, qrels = example
+    parsed, tags = read_run(run)
+    assert tags == ["sys"] and list(parsed) == ["q1", "q2", "q3"]
+    assert parsed["q2"] == ([b"a", b"b"], [2.0, 2.0])
+    assert read_qrels(qrels)["q1"] == {b"d2": 1, b"d4": 2, b"d9": 1}
+
+
+def test_trec_eval_tie_rule_is_docno_descending():
+    docs = np.array([b"d1", b"d3", b"d2", b"d10", b"D5"])
+    scores = np.array([1.0, 1.0, 2.0, 1.0, 1.0])
+    # score 2 first; among the 1.0 ties docno descending byte-wise: d3 > d10 > d1 > D5
+    assert docs[trec_order(docs, scores)].tolist() == [b"d2", b"d3", b"d10", b"d1", b"D5"]
+
+
+def test_hand_derived_example(example):
+    # q1 in trec_eval order: d1 (0.9), then the 0.5 tie as d3, d2 (docno descending), then
+    # d4 -> labels 0, 0, 1, 2; R = 3 (d2, d4 and the unretrieved d9).
+    # q2: the 2.0 tie as b, a -> labels 1, 0; R = 1.  q3 has no qrels: ignored.
+    r = evaluate(*example, "P@2", "Recall@2", "MAP", "MRR", "NDCG@3")
+    assert r.instances == 2
+    p2 = r.metric("Precision@2")
+    assert (p2.original, p2.first, p2.last, p2.tie_aware) == (0.25, 0.5, 0.25, 0.375)
+    rec = r.metric("Recall@2")
+    assert rec.original == 0.5 and rec.first == pytest.approx((1 / 3 + 1) / 2)
+    assert rec.tie_aware == pytest.approx((1 / 6 + 1) / 2)
+    # AP(q1) = (1/3 + 2/4) / 3 on the trec order; AP(q2) = 1
+    assert r.metric("MAP").original == pytest.approx(((1 / 3 + 2 / 4) / 3 + 1) / 2, abs=1e-15)
+    assert r.metric("MRR").original == pytest.approx((1 / 3 + 1) / 2, abs=1e-15)
+    # IDCG@3(q1) takes the best judged gains 2, 1, 1 (d9 was not retrieved)
+    idcg = 2 + 1 / math.log2(3) + 1 / math.log2(4)
+    want = (1 / math.log2(4) / idcg + 1.0) / 2
+    assert r.metric("NDCG@3").original == pytest.approx(want, abs=1e-15)
+    assert "trec_eval" in r.caption_note
+    notes = " ".join(r.warnings)
+    assert "1 query (q3) of the run has no judgements" in notes
+    assert "1 query (q4) of" in notes and "trec_eval -c" in notes
+
+
+def test_rank_column_is_ignored(tmp_path, example):
+    run, qrels = example
+    lines = [line.split() for line in RUN.splitlines()]
+    for i, f in enumerate(lines):
+        f[3] = str(100 - i)
+    other = tmp_path / "ranks.txt"
+    other.write_text("\n".join(" ".join(f) for f in lines) + "\n")
+    a, b = evaluate(run, qrels).to_dict(), evaluate(str(other), qrels).to_dict()
+    a.pop("path"), b.pop("path")
+    assert a == b
+
+
+def test_query_with_only_unretrieved_relevant_scores_zero(tmp_path):
+    run, qrels = tmp_path / "r", tmp_path / "q"
+    run.write_text("q1 Q0 a 1 1 t\nq1 Q0 b 2 0.5 t\nq2 Q0 c 1 1 t\n")
+    qrels.write_text("q1 0 a 1\nq2 0 z 1\nq2 0 c 0\n")
+    r = evaluate(str(run), str(qrels), "HR@1", "Recall@1", "MRR")
+    for name in ("HR@1", "Recall@1", "MRR"):
+        row = r.metric(name)
+        assert row.instances == 2 and row.skipped == 0
+        assert row.tie_aware == 0.5  # q1 scores 1, q2 (relevant z never retrieved) 0
+
+
+@pytest.mark.parametrize("run_text,qrels_text,message", [
+    ("q1 Q0 a 1 1\n", "q1 0 a 1\n", "line 1: expected 6 fields"),
+    ("q1 Q0 a 1 x t\n", "q1 0 a 1\n", "line 1: score 'x' is not a number"),
+    ("q1 Q0 a 1 1 t\nq1 Q0 a 2 0 t\n", "q1 0 a 1\n", "query q1: document a is retrieved twice"),
+    ("q1 Q0 a 1 1 t\n", "q1 0 a 1\nq1 0 a 2\n", "line 2: query q1: document a is judged twice"),
+    ("q1 Q0 a 1 1 t\n", "q1 0 a\n", "line 1: expected 4 fields"),
+    ("q1 Q0 a 1 1 t\n", "q1 0 a high\n", "line 1: relevance 'high' is not a number"),
+    ("q1 Q0 a 1 1 t\n", "q2 0 a 1\n", "no query of the run has judgements"),
+    ("", "q1 0 a 1\n", "no results (empty run file)"),
+    ("q1 Q0 a 1 1 t\n", "\n", "no judgements (empty qrels file)"),
+])
+def test_input_errors(tmp_path, run_text, qrels_text, message):
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text(run_text)
+    qrels.write_text(qrels_text)
+    with pytest.raises(InputError, match=None) as info:
+        open_trec_run(str(run), str(qrels))
+    assert message in str(info.value)
+
+
+def test_open_dump_routes_qrels_and_cli(example):
+    run, qrels = example
+    dump = open_dump(run, RelevanceReadOptions(qrels=qrels))
+    assert dump.format == "trec" and dump.relevance.original == "given"
+    assert dump.metadata == {"method": "sys"}  # the run tag labels the run
+    result = CliRunner().invoke(cli, ["compare", "--qrels", qrels, run, "-m", "P@2",
+                                      "--format", "json"])
+    assert result.exit_code == 0
+    (row,) = json.loads(result.stdout)["runs"][0]["metrics"]
+    assert (row["metric"], row["k"], row["original"]) == ("Precision", 2, 0.25)
+    missing = CliRunner().invoke(cli, ["compare", "--qrels", qrels + ".nope", run])
+    assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+# ---------------------------------------------------------------------------------------
+# trec_eval's measures, re-implemented in plain Python on its own ordering
+
+
+def trec_eval_measures(run: dict, qrels: dict, k: int) -> dict:
+    per = {"P": [], "recall": [], "map": [], "recip_rank": [], "ndcg_cut": []}
+    for q, docs in run.items():
+        judged = qrels.get(q)
+        if judged is None:
+            continue
+        num_rel = sum(1 for v in judged.values() if v > 0)
+        if num_rel == 0:
+            continue  # tieeval skips these (trec_eval would average them in as 0)
+        ranked = [d for d, _ in sorted(docs, key=lambda x: (x[1], x[0]), reverse=True)]
+        rels = [judged.get(d, 0) for d in ranked]
+        hits = [r > 0 for r in rels]
+        per["P"].append(sum(hits[:k]) / k)
+        per["recall"].append(sum(hits[:k]) / num_rel)
+        found, ap = 0, 0.0
+        for i, h in enumerate(hits, 1):
+            if h:
+                found += 1
+                ap += found / i
+        per["map"].append(ap / num_rel)
+        per["recip_rank"].append(next((1 / i for i, h in enumerate(hits, 1) if h), 0.0))
+        dcg = sum(max(r, 0) / math.log2(i + 1) for i, r in enumerate(rels[:k], 1))
+        ideal = sorted((v for v in judged.values() if v > 0), reverse=True)[:k]
+        idcg = sum(g / math.log2(i + 1) for i, g in enumerate(ideal, 1))
+        per["ndcg_cut"].append(dcg / idcg)
+    return {name: math.fsum(v) / len(v) for name, v in per.items()}
+
+
+def test_original_column_matches_trec_eval_measures(tmp_path, rng):
+    run, qrels, lines, judgements = {}, {}, [], []
+    for q in range(40):
+        n = int(rng.integers(1, 15))
+        docs = rng.choice(60, size=n, replace=False)
+        scores = rng.choice([0.25, 0.5, 1.0, 2.0], size=n).tolist()  # heavy ties
+        names = [f"{'D' if d % 3 else 'd'}{d}" for d in docs]  # mixed case: byte order
+        run[f"q{q}"] = [(name.encode(), float(s)) for name, s in zip(names, scores)]
+        lines += [f"q{q} Q0 {name} 0 {s!r} t" for name, s in zip(names, scores)]
+        judged = {}
+        for d in rng.choice(60, size=12, replace=False):
+            name = f"{'D' if d % 3 else 'd'}{d}"
+            judged[name.encode()] = int(rng.integers(0, 4))
+        qrels[f"q{q}"] = judged
+        judgements += [f"q{q} 0 {name.decode()} {v}" for name, v in judged.items()]
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    run_path.write_text("\n".join(lines) + "\n")
+    qrels_path.write_text("\n".join(judgements) + "\n")
+    k = 5
+    want = trec_eval_measures(run, qrels, k)
+    r = evaluate(str(run_path), str(qrels_path), f"P@{k}", f"Recall@{k}", "MAP", "MRR",
+                 f"NDCG@{k}")
+    got = {"P": r.metric(f"Precision@{k}"), "recall": r.metric(f"Recall@{k}"),
+           "map": r.metric("MAP"), "recip_rank": r.metric("MRR"),
+           "ndcg_cut": r.metric(f"NDCG@{k}")}
+    for name, row in got.items():
+        assert row.original == pytest.approx(want[name], rel=1e-12, abs=1e-15), name
+        assert row.last <= row.original <= row.first
+        assert row.last <= row.tie_aware <= row.first
+
+
+def test_unranked_items_equal_items_appended_below_the_cutoff(rng):
+    # Judged items missing from the ranking act like items ranked below every candidate,
+    # as long as K does not reach them: same R, same ideal DCG, same hits.
+    for _ in range(30):
+        n, u = int(rng.integers(3, 9)), int(rng.integers(0, 4))
+        scores = rng.choice([0.0, 1.0, 2.0], size=n)
+        labels = rng.choice([-1, 0, 1, 2], size=n)
+        extra = rng.choice([0, 1, 3], size=u)
+        with_unranked = RelBatch(scores, labels, np.array([0, n]),
+                                 unranked=(extra, np.array([0, u])))
+        appended = RelBatch(np.concatenate([scores, np.full(u, -np.inf)]),
+                            np.concatenate([labels, extra]), np.array([0, n + u]))
+        for name in ("HR", "Recall", "Precision", "NDCG", "MAP", "MRR", "SRecall", "SNDCG"):
+            for k in range(1, n + 1):
+                m = RelMetric(name, k)
+                a, b = with_unranked.values(m), appended.values(m)
+                for col in ("first", "last", "tie_aware", "variance", "defined"):
+                    np.testing.assert_allclose(getattr(a, col), getattr(b, col), rtol=1e-12,
+                                               atol=1e-15, err_msg=f"{name}@{k} {col}")
+
+
+def test_given_order_must_be_a_ranking():
+    with pytest.raises(InputError, match="row 1: candidates are not listed best first"):
+        RelBatch(np.array([2.0, 1.0, 1.0, 3.0]), np.array([1, 0, 1, 0]), np.array([0, 2, 4]),
+                 original="given")
+    b = RelBatch(np.array([2.0, 1.0, 1.0]), np.array([0, 0, 1]), np.array([0, 3]),
+                 original="given")
+    v = b.values(RelMetric("MRR"))
+    assert v.original[0] == 1 / 3 and v.first[0] == 1 / 2  # the given order, not argsort

@@ -1,0 +1,81 @@
+"""``tieeval audit DUMPS... --claims claims.csv``: do published numbers fit what the score
+dumps allow?
+
+Exit 0 when every claim is consistent, 1 when any is flagged ('impossible' or 'tie-break
+only'), 2 for usage or input errors -- including claims that match no run, unless
+``--ignore-unmatched`` -- and 3 for an internal error.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..audit import audit_groups, claimed_metrics, read_claims, unmatched_message
+from ..errors import InputError
+from ..report import audit as audit_report
+from .common import EXIT_CHECK_FAILED, Command, read_options, write
+from .labels import evaluate_labelled, label_options
+from .tables import grouped
+from .whatif import stdout_console
+
+
+@click.command(cls=Command)
+@click.argument("files", nargs=-1, required=True, metavar="DUMP...")
+@click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv",
+              help="CSV of published numbers with a header naming method, dataset, task, "
+                   "metric, k, value (task and k may be empty; value as printed, e.g. "
+                   "0.4123 or 41.23%).")
+@click.option("--format", "-f", "fmt", type=click.Choice(audit_report.AUDIT_FORMATS),
+              default="table", show_default=True,
+              help="Output: a rich table for the terminal, json, csv or markdown.")
+@click.option("--ignore-unmatched", is_flag=True,
+              help="Report claims that match no run as 'unmatched' instead of failing with "
+                   "exit code 2.")
+@label_options
+@read_options
+@click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
+@click.pass_context
+def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
+          **read_kwargs):
+    """Judge published numbers against the dumps: exit 0 consistent, 1 flagged, 2 error.
+
+    Runs are labelled as in 'tieeval compare' (--meta, --template, metadata, file name)
+    and averaged over seeds; each claim is matched to the runs with its method, dataset
+    and task (case-insensitive; an empty task matches any single task) and placed against
+    their Last, Tie-aware, First and Original seed means:
+
+    \b
+      impossible      above First (or below Last) beyond the printed rounding
+      tie-break only  above Tie-aware by more than max(2 sd, rounding)
+      consistent      anything else
+
+    \b
+    Examples:
+      tieeval audit sample_scores/*.parquet --claims sample_scores/claims.csv
+      tieeval audit runs/*/*.npz --claims table2.csv --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval audit ConsRec.npz --meta method=ConsRec --meta dataset=Mafengwo --claims c.csv
+    """
+    claims = read_claims(claims_path)
+    if not claims:
+        raise InputError(f"{claims_path}: no claims (only a header)")
+    runs = evaluate_labelled(files, claimed_metrics(claims), meta=meta, template=template,
+                             quiet=quiet, **read_kwargs)
+    groups = grouped(runs, quiet)
+    items = audit_groups(claims, groups, source=claims_path)
+    message = unmatched_message(items, groups, claims_path)
+    if message is not None:
+        if not ignore_unmatched:
+            raise InputError(message)
+        if not quiet:
+            n = sum(i.verdict is None for i in items)
+            click.echo(f"Warning: {n} claim(s) match no run and are not judged", err=True)
+    if fmt == "json":
+        write(audit_report.to_json(items, claims_path))
+    elif fmt == "csv":
+        write(audit_report.to_csv(items))
+    elif fmt == "markdown":
+        write(audit_report.to_markdown(items))
+    else:
+        audit_report.render_audit(items, stdout_console())
+    if any(i.flagged for i in items):
+        ctx.exit(EXIT_CHECK_FAILED)

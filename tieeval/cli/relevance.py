@@ -1,0 +1,106 @@
+"""Command-line options of labelled dumps, TREC runs and the general metrics.
+
+They join the shared reading options (:func:`tieeval.cli.common.read_options`), so every
+command that reads dumps accepts them; :func:`split_relevance` turns them into the reader's
+field names and the evaluation's :class:`~tieeval.labelled.RelOptions`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from ..labelled import RelOptions
+from ..relevance import AP_NORMS, DISCOUNTS, SHORT_LIST_POLICIES
+
+GAIN_CHOICES = ("linear", "exponential")
+RELEVANCE_KEYS = ("labels_column", "positives_column", "negatives_column", "items_column",
+                  "qrels", "gain", "discount", "alpha", "gamma", "short_list", "ap_norm",
+                  "both")
+
+
+class GammaList(click.ParamType):
+    """One or more penalties: ``1`` or ``0,0.5,1``; each a finite number >= 0."""
+
+    name = "GAMMA"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        out = []
+        for part in str(value).split(","):
+            part = part.strip()
+            try:
+                g = float(part)
+            except ValueError:
+                self.fail(f"gamma must be a number >= 0, got {part!r}", param, ctx)
+            if not math.isfinite(g) or g < 0:
+                self.fail(f"gamma must be a finite number >= 0, got {part!r}", param, ctx)
+            out.append(g)
+        return out
+
+
+def relevance_options(f):
+    """Options for relevance fields, TREC runs and the general metrics' definitions."""
+    f = click.option("--both", is_flag=True, default=False,
+                     help="Evaluate only rows with a relevant item and an explicit negative "
+                          "(label < 0): the sign-aware paper's 'Both P&N' subset.")(f)
+    f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default="R", show_default=True,
+                     help="MAP@K divides by R (trec_eval map_cut) or by min(K, R).")(f)
+    f = click.option("--short-list", type=click.Choice(SHORT_LIST_POLICIES), default="pad",
+                     show_default=True,
+                     help="Rows with fewer than K candidates: 'pad' keeps K (zero-gain "
+                          "padding; Precision divides by K), 'truncate' evaluates at K = n, "
+                          "'skip' leaves them out.")(f)
+    f = click.option("--gamma", "gamma", type=GammaList(), multiple=True, metavar="GAMMA",
+                     help="Penalty of an explicit negative in SHR, SRecall, SDCG and SNDCG "
+                          "(default 1). Several values (--gamma 0 0.5 1 2) give one row per "
+                          "gamma: the gamma-sensitivity table.")(f)
+    f = click.option("--alpha", type=float, default=1.0, show_default=True,
+                     help="Exponent of --discount power (i^-alpha).")(f)
+    f = click.option("--discount", type=click.Choice(DISCOUNTS), default="log2",
+                     show_default=True,
+                     help="DCG family position discount: log2 1/log2(i+1); power i^-alpha; "
+                          "news 1/(1+log2(i)^1.5); linear (K-i+1)/K.")(f)
+    f = click.option("--gain", type=click.Choice(GAIN_CHOICES), default="linear",
+                     show_default=True,
+                     help="DCG/NDCG gain of a label: linear (the label) or exponential "
+                          "(2^label - 1).")(f)
+    f = click.option("--qrels", type=click.Path(dir_okay=False), default=None,
+                     metavar="QRELS",
+                     help="TREC qrels: every FILE is then a TREC run (qid Q0 docno rank "
+                          "score tag), one row per query; 'original' is trec_eval's order "
+                          "(score, then docno, descending).")(f)
+    for kind, what in (("items", "candidate ids, for the duplicate check"),
+                       ("negatives", "per-row column indices of explicit negatives"),
+                       ("positives", "per-row column indices of relevant candidates"),
+                       ("labels", "per-candidate relevance labels (>0 relevant with that "
+                                  "gain, 0 unobserved, <0 explicit negative)")):
+        f = click.option(f"--{kind}-column", default=kind, show_default=True, metavar="NAME",
+                         help=f"Field with {what}.")(f)
+    return f
+
+
+def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
+    """``(reader field names, RelOptions or None for all defaults, gamma given)``."""
+    fields = {"labels": kwargs.pop("labels_column", "labels"),
+              "positives": kwargs.pop("positives_column", "positives"),
+              "negatives": kwargs.pop("negatives_column", "negatives"),
+              "items": kwargs.pop("items_column", "items"),
+              "qrels": kwargs.pop("qrels", None)}
+    gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
+    options = RelOptions(gain=kwargs.pop("gain", "linear"),
+                         discount=kwargs.pop("discount", "log2"),
+                         alpha=kwargs.pop("alpha", 1.0), gammas=tuple(gammas) or (1.0,),
+                         short_list=kwargs.pop("short_list", "pad"),
+                         ap_norm=kwargs.pop("ap_norm", "R"), both=kwargs.pop("both", False))
+    return fields, (None if options == RelOptions() else options), bool(gammas)
+
+
+def gamma_warning(metrics) -> None:
+    """Say so when --gamma was given but no chosen metric depends on it."""
+    from ..registry import REGISTRY
+    if not any(REGISTRY[m.name].signed for m in metrics or ()):
+        click.echo("Warning: --gamma only changes SHR, SRecall, SDCG and SNDCG, and none of "
+                   "them is selected (add e.g. -m SNDCG@20)", err=True)

@@ -1,0 +1,113 @@
+"""Rendering of ``tieeval audit``: each published claim against last, tie-aware, first and
+original, with its verdict; a rich table, Markdown, CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ..audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
+from ..results import environment
+from .format import fmt_value, md_escape, md_table
+from .whatif import print_unwrapped
+
+AUDIT_FORMATS = ("table", "json", "csv", "markdown")
+AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd", "First",
+                 "Original", "Verdict", "Where"]
+AUDIT_CSV_FIELDS = ("line", "method", "dataset", "task", "metric", "k", "value", "text",
+                    "verdict", "detail", "tolerance", "spread", "last", "tie_aware",
+                    "tie_aware_std", "first", "original", "matches_original", "seeds")
+_STYLE = {"impossible": "bold red", "tie-break only": "bold yellow", "consistent": "green",
+          UNMATCHED: "dim"}
+
+
+def where_cell(item: AuditItem) -> str:
+    """Where the claim sits: ``above tie-aware; matches original``-style text."""
+    v = item.verdict
+    if v is None:
+        return "no run has these labels"
+    return v.detail + ("; matches original" if v.matches_original else "")
+
+
+def run_cell(item: AuditItem) -> str:
+    c = item.claim
+    return " / ".join(x for x in (c.method, c.dataset, c.task) if x)
+
+
+def cells(item: AuditItem) -> list[str]:
+    c, v = item.claim, item.verdict
+    head = [str(c.line), run_cell(item), c.label, c.text]
+    if v is None:
+        return head + ["", "", "", "", item.status, where_cell(item)]
+    original = "n/a" if v.original is None else fmt_value(v.original)
+    return head + [fmt_value(v.last), f"{fmt_value(v.tie_aware)} ± {fmt_value(v.tie_aware_std)}",
+                   fmt_value(v.first), original, item.status, where_cell(item)]
+
+
+def counts(items: list[AuditItem]) -> dict[str, int]:
+    out = {name: 0 for name in VERDICTS + (UNMATCHED,)}
+    for item in items:
+        out[item.status] += 1
+    return out
+
+
+def summary(items: list[AuditItem]) -> str:
+    """``2 of 5 claims flagged (1 impossible, 1 tie-break only); 3 consistent``."""
+    n = counts(items)
+    judged = len(items) - n[UNMATCHED]
+    flagged = sum(n[v] for v in FLAGGED)
+    text = (f"{flagged} of {judged} claims flagged ({n['impossible']} impossible, "
+            f"{n['tie-break only']} tie-break only); {n['consistent']} consistent")
+    if n[UNMATCHED]:
+        text += f"; {n[UNMATCHED]} unmatched (ignored)"
+    return text
+
+
+LEGEND = ("impossible: above First (or below Last) beyond the printed rounding; "
+          "tie-break only: above Tie-aware by more than max(2 sd, rounding), reachable only "
+          "by a tie-break favouring the positive; consistent: otherwise. Figures are seed "
+          "means of the matching runs.")
+
+
+def render_audit(items: list[AuditItem], console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="Published claims against the dumps", box=box.SIMPLE_HEAVY,
+                  title_style="bold")
+    for i, header in enumerate(AUDIT_HEADERS):
+        number = i == 0 or 3 <= i <= 7
+        table.add_column(header, justify="right" if number else "left",
+                         no_wrap=number or header == "Verdict")
+    for item in items:
+        table.add_row(*cells(item), style=_STYLE[item.status])
+    print_unwrapped(console, table)
+    console.print(summary(items))
+    console.print(LEGEND, style="dim")
+
+
+def to_markdown(items: list[AuditItem]) -> str:
+    return (md_table(AUDIT_HEADERS, [cells(i) for i in items]) + "\n\n"
+            + md_escape(summary(items)) + "\n\n_" + md_escape(LEGEND) + "_\n")
+
+
+def to_csv(items: list[AuditItem]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=AUDIT_CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for item in items:
+        d = item.to_dict()
+        writer.writerow({k: ("" if d[k] is None else "true" if d[k] is True
+                             else "false" if d[k] is False
+                             else repr(d[k]) if isinstance(d[k], float) else d[k])
+                         for k in AUDIT_CSV_FIELDS})
+    return buf.getvalue()
+
+
+def to_json(items: list[AuditItem], claims_path: str) -> str:
+    n = counts(items)
+    doc = {**environment(), "claims_file": claims_path,
+           "flagged": sum(n[v] for v in FLAGGED), "counts": n,
+           "claims": [i.to_dict() for i in items]}
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"

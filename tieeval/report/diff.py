@@ -1,0 +1,267 @@
+"""Rendering of ``tieeval diff`` (B versus A) and ``tieeval rank`` (methods ranked by
+tie-aware value beside their original ranking): rich tables, Markdown, CSV and JSON.
+
+Every writer consumes the same rows; JSON and CSV never pass through rich and keep floats
+unrounded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ..diff import COMPARISON_KEYS, DiffResult, Ranking
+from ..results import environment
+from ..whatif import WhatIf
+from .format import fmt_value, md_escape, md_table
+from .whatif import markdown_note, note, print_unwrapped
+
+DIFF_FORMATS = ("table", "json", "csv", "markdown")
+DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)
+                   + tuple(f"original_{k}" for k in COMPARISON_KEYS + ("winner",))
+                   + ("winner_changed", "what_if"))
+RANK_CSV_FIELDS = ("dataset", "task", "metric", "k", "method", "tie_aware_rank", "tie_aware",
+                   "tie_aware_std", "original_rank", "original", "change", "seeds", "what_if")
+
+
+# ---------------------------------------------------------------------------------------
+# cells
+
+def fmt_diff(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.4f}"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value with four decimals; ``<0.0001`` below that."""
+    if p is None:
+        return "n/a"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "n/a"
+    return f"[{low:+.4f}, {high:+.4f}]"
+
+
+def fmt_move(change: int) -> str:
+    """A rank move: ``↑2`` (up two places), ``↓1``, ``=`` (unchanged)."""
+    if change > 0:
+        return f"↑{change}"
+    if change < 0:
+        return f"↓{-change}"
+    return "="
+
+
+def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
+    rows = []
+    for row in result.rows:
+        c = getattr(row, column)
+        diff = fmt_diff(c.difference)
+        if column == "tie_aware":
+            diff = f"{diff} ± {fmt_value(c.difference_std)}"
+        rows.append([row.label, fmt_value(c.a), fmt_value(c.b), diff,
+                     fmt_ci(c.ci_low, c.ci_high), fmt_p(c.p_value_t),
+                     fmt_p(c.p_value_randomization), c.winner])
+    return rows
+
+
+def _headers(result: DiffResult, column: str) -> list[str]:
+    level = f"{result.confidence * 100:g}% CI"
+    diff = "B − A ± sd" if column == "tie_aware" else "B − A"
+    return ["Metric", "A", "B", diff, level, "p (t-test)", "p (sign-flip)", "Winner"]
+
+
+_TITLES = {"tie_aware": "Tie-aware (expectation under uniform random tie-breaking)",
+           "original": "Original (np.argsort(scores * -1), as the codebases rank)"}
+
+
+def describe_sides(result: DiffResult) -> list[str]:
+    lines = []
+    for key, side in (("A", result.a), ("B", result.b)):
+        method = side.labels.get("method")
+        name = f" ({method})" if method and method != side.path else ""
+        lines.append(f"{key} = {side.path}{name}")
+    how = ("matched by instance id" if result.alignment == "instance"
+           else "matched by row order")
+    lines.append(f"{result.instances} instances, {how}")
+    return lines
+
+
+def randomization_note(result: DiffResult) -> str:
+    if result.randomization_exact:
+        return ("p (sign-flip): exact paired randomization test over all "
+                f"2^{result.instances} sign vectors")
+    seed = "no seed" if result.seed is None else f"seed {result.seed}"
+    return (f"p (sign-flip): paired randomization test, {result.permutations} Monte Carlo "
+            f"sign vectors ({seed})")
+
+
+def verdict_lines(result: DiffResult) -> list[str]:
+    """One line per metric whose winner changes; one summary line when none does."""
+    changed = [r for r in result.rows if r.winner_changed]
+    if not changed:
+        return ["Same winner under original and tie-aware for every metric."]
+    return [f"{r.label}: {r.verdict}" for r in changed]
+
+
+# ---------------------------------------------------------------------------------------
+# diff writers
+
+def render_diff(result: DiffResult, console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    if result.what_if.active:
+        console.print(note(result.what_if), style="bold yellow")
+    for line in describe_sides(result):
+        console.print(line)
+    for column in ("tie_aware", "original"):
+        title = _TITLES[column]
+        if result.what_if.active:
+            title += " — what-if"
+        table = Table(title=title, box=box.SIMPLE_HEAVY, title_style="bold")
+        for i, header in enumerate(_headers(result, column)):
+            table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        for cells in _column_cells(result, column):
+            table.add_row(*cells)
+        print_unwrapped(console, table)
+    for line in verdict_lines(result):
+        console.print(line, style="bold" if "under original," in line else None)
+    console.print(randomization_note(result), style="dim")
+
+
+def diff_markdown(result: DiffResult) -> str:
+    parts = []
+    if result.what_if.active:
+        parts.append(markdown_note(result.what_if))
+    parts.append("  \n".join(md_escape(line) for line in describe_sides(result)) + "\n\n")
+    for column in ("tie_aware", "original"):
+        parts.append(f"**{_TITLES[column]}**\n\n")
+        parts.append(md_table(_headers(result, column), _column_cells(result, column)) + "\n\n")
+    parts.append("\n".join(f"- {md_escape(line)}" for line in verdict_lines(result)) + "\n\n")
+    parts.append(f"_{randomization_note(result)}_\n")
+    return "".join(parts)
+
+
+def _csv_value(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def diff_csv(result: DiffResult) -> str:
+    """One line per metric; the original column's fields carry an ``original_`` prefix."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=DIFF_CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    what_if = result.what_if.describe() if result.what_if.active else ""
+    for row in result.rows:
+        d = row.to_dict()
+        line = {"a_path": result.a.path, "b_path": result.b.path, "metric": d["metric"],
+                "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
+                **{f"original_{k}": v for k, v in d["original"].items()},
+                "winner_changed": d["winner_changed"], "what_if": what_if}
+        writer.writerow({k: _csv_value(v) for k, v in line.items()})
+    return buf.getvalue()
+
+
+def _with_environment(body: dict) -> str:
+    return json.dumps({**environment(), **body}, indent=2, allow_nan=False) + "\n"
+
+
+def diff_json(result: DiffResult) -> str:
+    return _with_environment(result.to_dict())
+
+
+# ---------------------------------------------------------------------------------------
+# rank writers
+
+def ranking_title(r: Ranking) -> str:
+    where = " · ".join(x for x in (r.dataset, r.task) if x)
+    return f"{where} · {r.label}" if where else r.label
+
+
+_RANK_HEADERS = ["Rank", "Method", "Tie-aware ± sd", "Original", "Orig. rank", "Move"]
+
+
+def _rank_cells(r: Ranking, seeds: bool) -> list[list[str]]:
+    rows = []
+    for e in r.entries:
+        cells = [str(e.tie_aware_rank), e.method,
+                 f"{fmt_value(e.tie_aware)} ± {fmt_value(e.tie_aware_std)}",
+                 fmt_value(e.original), str(e.original_rank), fmt_move(e.change)]
+        if seeds:
+            cells.append(str(e.seeds))
+        rows.append(cells)
+    return rows
+
+
+def _rank_headers(seeds: bool) -> list[str]:
+    return _RANK_HEADERS + (["Seeds"] if seeds else [])
+
+
+def _any_seeds(rankings: list[Ranking]) -> bool:
+    return any(e.seeds > 1 for r in rankings for e in r.entries)
+
+
+def rank_summary(rankings: list[Ranking]) -> str:
+    changed = sum(r.changed for r in rankings)
+    return (f"The ranking changes between original and tie-aware in {changed} of "
+            f"{len(rankings)} ranking(s). Move: places gained (↑) or lost (↓) once ties "
+            "are broken fairly.")
+
+
+def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = None) -> None:
+    from rich import box
+    from rich.table import Table
+
+    if what_if is not None and what_if.active:
+        console.print(note(what_if), style="bold yellow")
+    seeds = _any_seeds(rankings)
+    for r in rankings:
+        title = ranking_title(r) + (" — what-if" if what_if is not None and what_if.active
+                                    else "")
+        table = Table(title=title, box=box.SIMPLE_HEAVY, title_style="bold")
+        for i, header in enumerate(_rank_headers(seeds)):
+            table.add_column(header, justify="left" if i == 1 else "right")
+        for cells in _rank_cells(r, seeds):
+            table.add_row(*cells)
+        print_unwrapped(console, table)
+    console.print(rank_summary(rankings), style="dim")
+
+
+def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
+    parts = []
+    if what_if is not None and what_if.active:
+        parts.append(markdown_note(what_if))
+    seeds = _any_seeds(rankings)
+    for r in rankings:
+        parts.append(f"**{md_escape(ranking_title(r))}**\n\n")
+        parts.append(md_table(_rank_headers(seeds), _rank_cells(r, seeds)) + "\n\n")
+    parts.append(f"_{rank_summary(rankings)}_\n")
+    return "".join(parts)
+
+
+def rank_csv(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=RANK_CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    text = what_if.describe() if what_if is not None and what_if.active else ""
+    for r in rankings:
+        for e in r.entries:
+            line = {"dataset": r.dataset, "task": r.task, "metric": r.metric, "k": r.k,
+                    **e.to_dict(), "what_if": text}
+            writer.writerow({k: _csv_value(line[k]) for k in RANK_CSV_FIELDS})
+    return buf.getvalue()
+
+
+def rank_json(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
+    active = what_if is not None and what_if.active
+    return _with_environment({"what_if": what_if.to_dict() if active else None,
+                              "rankings": [r.to_dict() for r in rankings]})
