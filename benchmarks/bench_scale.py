@@ -44,6 +44,12 @@ def _peak_mb() -> float:
     return max(own, kids) / 1024
 
 
+def _worker_peak_mb(_) -> float:
+    import resource
+    time.sleep(0.05)  # let every worker take one
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def task(name: str, path: str, arg: str) -> dict:
     """One measurement, in this (fresh) process."""
     import numpy as np
@@ -56,8 +62,12 @@ def task(name: str, path: str, arg: str) -> dict:
         r = evaluate_dump(open_dump(path), jobs=int(arg))
         seconds = time.perf_counter() - t0
         from tieeval import parallel
-        parallel._shutdown()  # reap the workers, so RUSAGE_CHILDREN holds their peak
-        return {"seconds": seconds, "peak_mb": _peak_mb(), "instances": r.instances,
+        workers = 0.0
+        for executor in parallel._POOL.values():  # workers are the forkserver's children
+            workers = max(executor.map(_worker_peak_mb, range(16)))
+        parallel._shutdown()
+        return {"seconds": seconds, "peak_mb": max(_peak_mb(), workers),
+                "instances": r.instances,
                 "hr1": r.metric("HR@1").tie_aware, "tied": r.ties.positive_tie_frequency}
     elif name == "cli":
         subprocess.run([sys.executable, "-m", "tieeval", "compare", path, "--format", "json",

@@ -112,6 +112,14 @@ def test_field_names_are_options(tmp_path, rng):
     # with the default names the fields are not found: a plain single-positive dump
     plain = open_dump(str(path), ReadOptions(scores="s"))
     assert getattr(plain, "relevance", None) is None
+    # a field named explicitly must be there
+    with pytest.raises(InputError, match=r"no field 'grades' \(--labels-column\); found: "
+                                         "ids, rel, s"):
+        open_dump(str(path), RelevanceReadOptions(scores="s", labels="grades"))
+    npy = tmp_path / "s.npy"
+    np.save(npy, scores)
+    with pytest.raises(InputError, match="no field 'rel'"):
+        open_dump(str(npy), RelevanceReadOptions(labels="rel"))
 
 
 def test_string_item_ids_in_parquet(tmp_path):
@@ -243,3 +251,20 @@ def test_items_on_a_single_positive_dump_keep_its_numbers(tmp_path, rng):
     assert warning["kind"] == "duplicate_items"
     assert (warning["instances"], warning["frequency"], warning["relevant_instances"]) == (
         10, 10 / 30, 10)
+
+
+def test_parquet_dataset_directory_with_labels(tmp_path, graded):
+    scores, labels = graded
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(list_table(scores=(scores, pa.list_(pa.float32())),
+                              labels=(labels, pa.list_(pa.int8()))), whole)
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    for i, (lo, hi) in enumerate(((0, 10), (10, len(scores)))):
+        pq.write_table(list_table(scores=(scores[lo:hi], pa.list_(pa.float32())),
+                                  labels=(labels[lo:hi], pa.list_(pa.int8()))),
+                       folder / f"part-{i}.parquet")
+    from tieeval.engine import evaluate_dump
+    a = evaluate_dump(open_dump(str(whole)), None).to_dict()
+    b = evaluate_dump(open_dump(str(folder)), None).to_dict()
+    assert a["metrics"] == b["metrics"] and a["ties"] == b["ties"]

@@ -43,6 +43,9 @@ def _discount(spec: dict, r: int, k: int) -> float:
         return r ** -spec.get("alpha", 1.0)
     if kind == "news":
         return 1.0 / (1.0 + math.log2(r) ** 1.5)
+    if kind == "logb":  # Järvelin & Kekäläinen: ranks up to b undiscounted, then 1/log_b(r)
+        base = spec.get("base", 2.0)
+        return 1.0 if r <= base else 1.0 / math.log(r, base)
     return (k - r + 1) / k  # linear
 
 
@@ -138,9 +141,11 @@ CUT_SPECS = [
     {"name": "NDCG", "discount": "power", "alpha": 0.0},
     {"name": "NDCG", "discount": "news"}, {"name": "NDCG", "discount": "linear"},
     {"name": "NDCG", "discount": "linear", "short_list": "truncate"},
+    {"name": "NDCG", "discount": "logb"}, {"name": "DCG", "discount": "logb", "base": 3.0},
     {"name": "MRR"}, {"name": "MAP"}, {"name": "MAP", "ap_norm": "min"},
 ] + [{"name": m, "gamma": g} for g in GAMMAS for m in ("SHR", "SRecall", "SDCG", "SNDCG")] + [
     {"name": "SNDCG", "gamma": 0.5, "discount": "news"},
+    {"name": "SNDCG", "gamma": 1.0, "discount": "logb", "base": 10.0},
 ]
 FULL_SPECS = [{"name": "MRR"}, {"name": "MAP"}, {"name": "NDCG"},
               {"name": "DCG", "gain": "exponential"}, {"name": "SNDCG", "gamma": 2.0},
@@ -612,7 +617,8 @@ def test_parse_names(text, name, k):
 def test_parse_options_round_trip():
     cases = ["NDCG(gain=exp)@10", "NDCG(discount=power, alpha=0.5)@5",
              "SNDCG(gamma=0.5, discount=news)@20", "MAP(ap_norm=min)@10",
-             "P(short_list=truncate)@10", "SHR(gamma=2)@1", "NDCG(discount=linear)@3"]
+             "P(short_list=truncate)@10", "SHR(gamma=2)@1", "NDCG(discount=linear)@3",
+             "NDCG(discount=logb, base=10)@5"]
     for text in cases:
         m = parse_rel_metric(text)
         assert parse_rel_metric(str(m)) == m
@@ -629,6 +635,7 @@ def test_parse_options_round_trip():
     ("HR", "HR needs a cutoff"), ("V-AUC@5", "takes no cutoff"), ("NDCG@0", ">= 1"),
     ("NDCG@x", "whole number"), ("NDCG@", "cannot parse"), ("HR(gamma=2)@5", "does not apply"),
     ("NDCG(alpha=2)@5", "unless discount=power"), ("NDCG(gain=cubic)@5", "gain must be"),
+    ("NDCG(base=3)@5", "unless discount=logb"), ("NDCG(discount=logb, base=1)@5", "> 1"),
     ("SHR(gamma=-1)@5", ">= 0"), ("SHR(gamma=x)@5", "gamma must be a number"),
     ("NDCG(foo=1)@5", "bad option"), ("MAP(ap_norm=min)", "without a cutoff"),
     ("MRR(short_list=skip)", "without a cutoff"),

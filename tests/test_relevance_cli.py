@@ -80,6 +80,21 @@ def test_graded_ndcg_tie_aware_equals_sklearn(graded, k):
     assert row["last"] <= row["original"] <= row["first"]
 
 
+def test_log_base_discount(graded):
+    path, scores, labels = graded
+    d = doc("compare", path, "-m", "DCG@3", "--discount", "logb", "--log-base", "3")
+    assert d["runs"][0]["relevance"]["log_base"] == 3.0
+    # Jarvelin & Kekalainen with base 3: ranks 1-3 are undiscounted, so First's DCG@3 is the
+    # sum of the top three labels when each tie block is ordered by label, highest first
+    want = []
+    for s, lab in zip(scores, labels):
+        if lab.sum() > 0:
+            order = np.lexsort((-lab, -s.astype(np.float64)))  # score desc, then label desc
+            want.append(float(lab[order][:3].sum()))
+    row = d["runs"][0]["metrics"][0]
+    assert row["first"] == pytest.approx(math.fsum(want) / len(want), rel=1e-13)
+
+
 def test_exponential_gain_equals_sklearn_on_transformed_labels(graded):
     path, scores, labels = graded
     row = rows_of(doc("compare", path, "-m", "NDCG@5", "--gain", "exponential"))[0]
@@ -98,7 +113,7 @@ def test_default_metrics_of_a_labelled_dump(graded):
     assert r["metrics"][-1]["tie_aware_std"] is None  # MAP: no closed-form variance
     assert r["relevance"] == {
         "source": "labels", "gain": "linear", "discount": "log2", "alpha": None,
-        "short_list": "pad", "ap_norm": "R", "gammas": [1.0], "subset": "all",
+        "log_base": None, "short_list": "pad", "ap_norm": "R", "gammas": [1.0], "subset": "all",
         "instances_in_subset": 200, "instances_without_relevant": 5,
         "instances_without_negative": 200}
     assert r["instances"] == 200 and "data_warnings" not in r
@@ -281,3 +296,15 @@ def test_other_commands_read_labelled_dumps(signed):
     assert check["metric"] == "SNDCG@3" and check["passed"]
     ties = doc("ties", path, "--both")
     assert ties["runs"][0]["relevance"]["subset"] == "both"
+
+
+def test_nan_scores_in_labelled_rows(tmp_path):
+    scores = np.array([[0.5, 0.2, 0.1], [0.3, 0.2, 0.1], [0.4, np.nan, 0.9]], dtype=np.float32)
+    labels = np.array([[1, 0, 0], [0, 1, 0], [0, 1, 0]])
+    path = tmp_path / "nan.npz"
+    np.savez(path, scores=scores, labels=labels)
+    result = CliRunner().invoke(cli, ["compare", str(path), "-m", "HR@2"])
+    assert result.exit_code == 2 and f"{path}: row 2: NaN score" in result.output
+    (row,) = rows_of(doc("compare", path, "-m", "HR@2", "--nan-policy", "worst"))
+    # NaN ranks below every score: row 2's relevant item is third, outside the top 2
+    assert (row["first"], row["last"], row["tie_aware"]) == (2 / 3, 2 / 3, 2 / 3)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io as _io
 import json
-import os
 import tracemalloc
 import zipfile
 
@@ -28,7 +27,7 @@ from tieeval.cli import cli
 from tieeval.engine import Accumulator, evaluate, evaluate_dump, evaluate_path
 from tieeval.errors import InputError, ParameterError
 from tieeval.io import ReadOptions, open_dump
-from tieeval.metrics import Metric, default_metrics
+from tieeval.metrics import default_metrics
 from tieeval.ties import dense_counts
 
 ROWS, COLS = 400, 17
@@ -339,7 +338,7 @@ def run_cli(*args):
 def test_cli_layouts_jobs_and_engine_local_agree(tmp_path, rng):
     s = tied(rng)
     positive = rng.integers(0, COLS, size=ROWS)
-    layouts = write_all_layouts(tmp_path, s, positive, rng)
+    write_all_layouts(tmp_path, s, positive, rng)
     outputs = []
     for args in (["stored.npz"], ["deflated.npz", "--jobs", "2"],
                  ["wide_dataset", "--engine", "local", "--batch-rows", "9"],

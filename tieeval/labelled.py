@@ -20,7 +20,7 @@ Definitions and defaults (the choices the README documents):
   and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
 * Options, run-wide: gain ``linear`` (or ``exponential``, 2^rel - 1) for DCG/NDCG; discount
   ``log2`` (or ``power`` with ``alpha``, ``news`` 1/(1 + log2(r)^1.5), ``linear``
-  (K - r + 1)/K) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
+  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
   for rows with fewer than K candidates; MAP@K normalised by ``R`` (or ``min``);
   ``gamma`` 1 for the signed metrics, several values giving one row per gamma (the
   gamma-sensitivity table).
@@ -74,12 +74,16 @@ class RelOptions:
     short_list: str = "pad"
     ap_norm: str = "R"
     both: bool = False
+    base: float = 2.0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         for name in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
         set_(self, "alpha", _number("alpha", self.alpha))
+        set_(self, "base", _number("base", self.base))
+        if self.base <= 1:
+            raise ParameterError(f"the log base must be a number > 1, got {self.base!r}")
         gammas = self.gammas
         if isinstance(gammas, (int, float, np.integer, np.floating)) and not isinstance(
                 gammas, bool):
@@ -93,7 +97,7 @@ class RelOptions:
     @property
     def changes_single_positive(self) -> bool:
         """True when an option changes HR@K, NDCG@K or MRR of a single-positive dump."""
-        return (self.discount != "log2" or self.short_list != "pad" or self.both)
+        return self.discount != "log2" or self.short_list != "pad" or self.both
 
     def metric_options(self, spec, k) -> dict:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
@@ -104,6 +108,8 @@ class RelOptions:
             out["discount"] = self.discount
             if self.discount == "power":
                 out["alpha"] = self.alpha
+            if self.discount == "logb":
+                out["base"] = self.base
         if k is not None:
             out["short_list"] = self.short_list
             if "ap_norm" in spec.options:
@@ -113,6 +119,7 @@ class RelOptions:
     def to_dict(self) -> dict:
         return {"gain": self.gain, "discount": self.discount,
                 "alpha": self.alpha if self.discount == "power" else None,
+                "log_base": self.base if self.discount == "logb" else None,
                 "short_list": self.short_list, "ap_norm": self.ap_norm,
                 "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
 
@@ -548,8 +555,8 @@ def evaluate_general(dump, metrics=None, *, nan_policy: str = "raise", batch_row
 
 def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
                     items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
-                    alpha: float = 1.0, short_list: str = "pad", ap_norm: str = "R",
-                    both: bool = False, nan_policy: str = "raise",
+                    alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
+                    ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
                     path: str = "<array>") -> RunResult:
     """Evaluate in-memory labelled rows: the Python form of ``tieeval compare`` on a dump
     with ``labels``.
@@ -581,7 +588,7 @@ def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
     if s.shape[0] == 0:
         raise InputError(f"{path}: no instances (empty dump)")
     options = RelOptions(gain=gain, discount=discount, alpha=alpha, gammas=gamma,
-                         short_list=short_list, ap_norm=ap_norm, both=both)
+                         short_list=short_list, ap_norm=ap_norm, both=both, base=log_base)
     if metrics is None:
         chosen = default_rel_metrics(list(k))
     else:

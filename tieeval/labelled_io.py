@@ -90,6 +90,14 @@ def field_names(options: ReadOptions) -> dict[str, str]:
     return {kind: getattr(options, kind, kind) or kind for kind in RELEVANCE_FIELDS}
 
 
+def _check_renamed(path: str, names: dict, available) -> None:
+    """A field the user named explicitly (``--labels-column rel``) must exist."""
+    for kind, name in names.items():
+        if name != kind and name not in available:
+            raise InputError(f"{path}: no field '{name}' (--{kind}-column); found: "
+                             f"{', '.join(sorted(available)) or 'nothing'}")
+
+
 def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
     """``opener(path, options)`` (the score reader), then attach any relevance fields."""
     options = options or ReadOptions()
@@ -99,6 +107,8 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
         return open_trec_run(os.fspath(path), qrels, options)
     dump = opener(path, options)
     if dump.layout != "wide" or dump.format not in ("npz", "parquet"):
+        if dump.format == "npy":
+            _check_renamed(dump.path, field_names(options), ())
         return dump
     if dump.format == "parquet":
         return _attach_parquet(dump, options)
@@ -220,6 +230,7 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
     if not files or not all(hasattr(p, "group") for p in dump.parts):
         return dump
     schema = parquet_file(files[0]).schema_arrow
+    _check_renamed(files[0], names, schema.names)
     present = {kind: name for kind, name in names.items() if name in schema.names}
     if not present:
         return dump
@@ -412,6 +423,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
         raise _load_error(dump.path, exc) from None
     with archive:
         members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+        _check_renamed(dump.path, names, members)
         present = {kind: name for kind, name in names.items() if name in members}
         if not present:
             return dump

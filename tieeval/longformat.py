@@ -133,8 +133,9 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     dup = np.flatnonzero(~new[1:] & (p[1:] == p[:-1]))
     if dup.size:
         g = int(np.searchsorted(starts, dup[0] + 1, side="right") - 1)
-        raise InputError(f"{path}: instance {instance_name(ids[g])}: position {int(p[dup[0] + 1])} appears "
-                         "twice (positions must be distinct within an instance)")
+        raise InputError(f"{path}: instance {instance_name(ids[g])}: position "
+                         f"{int(p[dup[0] + 1])} appears twice (positions must be distinct "
+                         "within an instance)")
     scores = rows.score[order]
     offsets = np.append(starts, n).astype(np.int64)
     lengths = np.diff(offsets)
@@ -159,8 +160,9 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
                                         lengths, 0)
         except InputError:
             g = int(np.flatnonzero((index >= lengths) | (index < -lengths))[0])
-            raise InputError(f"{path}: instance {instance_name(ids[g])}: positive index {index} is out of "
-                             f"range for {int(lengths[g])} candidate(s)") from None
+            raise InputError(f"{path}: instance {instance_name(ids[g])}: positive index "
+                             f"{index} is out of range for {int(lengths[g])} candidate(s)"
+                             ) from None
     share = rows.nbytes
     total = len(starts)
     for lo in range(0, total, batch_rows):
@@ -308,7 +310,6 @@ class _ParquetSource(_Source):
 class _CsvSource(_Source):
     def __init__(self, path, options):
         pa, _ = _pyarrow()
-        import pyarrow.csv as pcsv
         self.path = path
         self.options = options
         self.cols = options.long_columns

@@ -79,8 +79,8 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
-_DCG = frozenset({"gain", "discount", "alpha"})
-_SDCG = frozenset({"gamma", "discount", "alpha"})
+_DCG = frozenset({"gain", "discount", "alpha", "base"})
+_SDCG = frozenset({"gamma", "discount", "alpha", "base"})
 
 register(MetricSpec(
     "HR", "required",

@@ -77,15 +77,15 @@ from .registry import key as registry_key
 from .ties import NanScoreError
 
 GAINS = ("linear", "exponential")
-DISCOUNTS = ("log2", "power", "news", "linear")
+DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
 NAN_POLICIES = ("raise", "worst")
 ORIGINAL_ORDERS = ("argsort", "given")
 
-_DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "gamma": 1.0,
+_DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R"}
-_OPTION_ORDER = ("gain", "discount", "alpha", "gamma", "short_list", "ap_norm")
+_OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm")
 
 
 # ---------------------------------------------------------------------------------------
@@ -147,10 +147,12 @@ class RelMetric:
     * ``gain`` (DCG/NDCG): ``"linear"`` (``rel``) or ``"exponential"`` (``2**rel - 1``).
     * ``discount`` (DCG/NDCG/SDCG/SNDCG), weight of 1-based position ``r``:
       ``"log2"`` ``1/log2(r+1)`` (standard); ``"power"`` ``r**-alpha``; ``"news"``
-      ``1/(1 + log2(r)**1.5)``; ``"linear"`` ``(K - r + 1)/K``. All are non-increasing,
-      so 'first' stays the maximum. A log of another base would only rescale ``log2``
-      (NDCG unchanged), so it is not offered.
+      ``1/(1 + log2(r)**1.5)``; ``"linear"`` ``(K - r + 1)/K``; ``"logb"`` Järvelin &
+      Kekäläinen's log base b, ``1/max(1, log_b(r))`` (no discount above rank b, then
+      ``1/log_b(r)``). All are non-increasing, so 'first' stays the maximum. (Writing
+      ``1/log_b(r+1)`` instead would only rescale ``log2`` and leave NDCG unchanged.)
     * ``alpha``: exponent of the power discount (>= 0; 0 means no discount).
+    * ``base``: the base b of the ``logb`` discount (> 1; default 2).
     * ``gamma`` (signed metrics): the penalty of an explicit negative, >= 0; gamma = 0
       gives the unsigned metric on binary labels.
     * ``short_list``: rows with fewer candidates than K. ``"pad"`` (default) fills the
@@ -172,6 +174,7 @@ class RelMetric:
     gamma: float = 1.0
     short_list: str = "pad"
     ap_norm: str = "R"
+    base: float = 2.0
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -188,18 +191,24 @@ class RelMetric:
         for opt in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
+        set_(self, "base", _number("base", self.base))
+        if self.base <= 1:
+            raise ParameterError(f"base must be a number > 1, got {self.base!r}")
         set_(self, "gamma", _number("gamma", self.gamma))
         allowed = set(spec.options)
         if self.k is not None:
             allowed.add("short_list")
         if self.discount != "power":
             allowed.discard("alpha")
+        if self.discount != "logb":
+            allowed.discard("base")
         if self.k is None:
             allowed.discard("ap_norm")
         for opt in _OPTION_ORDER:
             if opt not in allowed and getattr(self, opt) != _DEFAULTS[opt]:
                 where = ("without a cutoff" if opt in ("short_list", "ap_norm")
-                         else "unless discount=power" if opt == "alpha" else "")
+                         else "unless discount=power" if opt == "alpha"
+                         else "unless discount=logb" if opt == "base" else "")
                 raise ParameterError(f"option {opt}={getattr(self, opt)!r} does not apply to "
                                      f"{spec.name} {where}".rstrip())
 
@@ -257,7 +266,7 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
                                  + ", ".join(_OPTION_ORDER))
         if key in merged:
             raise ParameterError(f"option {key} given twice for {text!r}")
-        if key in ("alpha", "gamma"):
+        if key in ("alpha", "gamma", "base"):
             try:
                 value = float(value)
             except ValueError:
@@ -434,6 +443,8 @@ def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
         return r ** -metric.alpha
     if metric.discount == "news":
         return 1.0 / (1.0 + np.log2(r) ** 1.5)
+    if metric.discount == "logb":
+        return 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
     kf = k.astype(np.float64)
     return (kf - r + 1.0) / kf
 

@@ -227,6 +227,13 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     return total.result(path, dtype, dict(metadata or {}))
 
 
+def _spark_cast(column: str, dtype: str):
+    from pyspark.sql import functions as F
+    if dtype == "float16":
+        raise InputError("Spark has no float16; use --score-dtype float32")
+    return F.col(column).cast("float" if dtype == "float32" else "double")
+
+
 def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None,
                   nan_policy: str = "raise", spark=None) -> RunResult:
     """``tieeval compare --engine spark PATH``: a Parquet file or dataset directory, or a
@@ -236,6 +243,17 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     (only file footers and headers are read here); Spark reads the rows.
     """
     options = options or ReadOptions()
+    if "://" in path and not path.startswith("file://"):
+        # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
+        spark = spark or session()
+        if path.lower().endswith((".csv", ".csv.gz")):
+            dtype = options.score_dtype or "float64"
+            cols = options.long_columns
+            frame = (spark.read.option("header", True).option("inferSchema", True).csv(path)
+                     .withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
+        else:
+            frame = spark.read.parquet(path)
+        return evaluate(frame, metrics, options=options, nan_policy=nan_policy, path=path)
     dump = open_dump(path, options)  # same schema checks and messages as the local engine
     if dump.format in ("npy", "npz"):
         raise InputError(f"{path}: the Spark engine reads Parquet and CSV; .{dump.format} "

@@ -15,9 +15,6 @@ from ..labelled import RelOptions
 from ..relevance import AP_NORMS, DISCOUNTS, SHORT_LIST_POLICIES
 
 GAIN_CHOICES = ("linear", "exponential")
-RELEVANCE_KEYS = ("labels_column", "positives_column", "negatives_column", "items_column",
-                  "qrels", "gain", "discount", "alpha", "gamma", "short_list", "ap_norm",
-                  "both")
 
 
 class GammaList(click.ParamType):
@@ -57,12 +54,15 @@ def relevance_options(f):
                      help="Penalty of an explicit negative in SHR, SRecall, SDCG and SNDCG "
                           "(default 1). Several values (--gamma 0 0.5 1 2) give one row per "
                           "gamma: the gamma-sensitivity table.")(f)
+    f = click.option("--log-base", type=float, default=2.0, show_default=True, metavar="B",
+                     help="Base of --discount logb (> 1).")(f)
     f = click.option("--alpha", type=float, default=1.0, show_default=True,
                      help="Exponent of --discount power (i^-alpha).")(f)
     f = click.option("--discount", type=click.Choice(DISCOUNTS), default="log2",
                      show_default=True,
                      help="DCG family position discount: log2 1/log2(i+1); power i^-alpha; "
-                          "news 1/(1+log2(i)^1.5); linear (K-i+1)/K.")(f)
+                          "news 1/(1+log2(i)^1.5); linear (K-i+1)/K; logb 1/max(1, log_B(i)) "
+                          "(Jarvelin & Kekalainen, --log-base B).")(f)
     f = click.option("--gain", type=click.Choice(GAIN_CHOICES), default="linear",
                      show_default=True,
                      help="DCG/NDCG gain of a label: linear (the label) or exponential "
@@ -92,7 +92,8 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
     gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
     options = RelOptions(gain=kwargs.pop("gain", "linear"),
                          discount=kwargs.pop("discount", "log2"),
-                         alpha=kwargs.pop("alpha", 1.0), gammas=tuple(gammas) or (1.0,),
+                         alpha=kwargs.pop("alpha", 1.0), base=kwargs.pop("log_base", 2.0),
+                         gammas=tuple(gammas) or (1.0,),
                          short_list=kwargs.pop("short_list", "pad"),
                          ap_norm=kwargs.pop("ap_norm", "R"), both=kwargs.pop("both", False))
     return fields, (None if options == RelOptions() else options), bool(gammas)
