@@ -416,3 +416,14 @@ def test_fused_kernel_matches_numpy(rng, monkeypatch):
     assert fused.wanted(fused.AUTO_MIN_BYTES) and not fused.wanted(fused.AUTO_MIN_BYTES - 1)
     monkeypatch.setenv("TIEEVAL_KERNEL", "numpy")
     assert not fused.wanted(1 << 40)
+
+
+def test_core_never_imports_spark_rich_click_or_numba():
+    import subprocess
+    import sys
+    code = ("import sys, tieeval.engine, tieeval.io, tieeval.longformat, tieeval.parallel, "
+            "tieeval.fused, tieeval.spark; print(sorted(m for m in ('pyspark', 'rich', "
+            "'click', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

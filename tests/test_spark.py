@@ -23,6 +23,10 @@ if shutil.which("java") is None:
     pytest.skip("Java not found: the Spark engine tests need Java 17 or later",
                 allow_module_level=True)
 
+# pyspark warns about pandas versions it has not certified; mapInArrow needs no pandas
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support:FutureWarning")
+
 from tieeval import spark as tspark  # noqa: E402
 from tieeval.cli import cli  # noqa: E402
 from tieeval.engine import evaluate_path  # noqa: E402

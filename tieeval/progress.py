@@ -34,7 +34,7 @@ class ProgressBar:
             from rich.progress import (BarColumn, Progress, TextColumn, TimeRemainingColumn,
                                        TransferSpeedColumn)
             self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(),
+                TextColumn("{task.description}"), BarColumn(bar_width=20),
                 TextColumn("{task.fields[rows]:>12,} rows"), TransferSpeedColumn(),
                 TextColumn("ETA"), TimeRemainingColumn(),
                 console=self._console or Console(stderr=True), transient=True)
@@ -50,7 +50,7 @@ class ProgressBar:
         """A ``progress(rows, nbytes)`` callback for one opened dump (None when off)."""
         if self._progress is None:
             return None
-        name = dump.path if len(dump.path) <= 40 else "..." + dump.path[-37:]
+        name = dump.path if len(dump.path) <= 28 else "..." + dump.path[-25:]
         # Bytes of input drive the bar, the speed and the ETA; rows are counted alongside
         # (the long layout does not know its instance count before reading).
         task = self._progress.add_task(name, total=max(1, dump.nbytes), rows=0)
