@@ -268,7 +268,7 @@ HEADER = "method,dataset,task,metric,k,value\n"
     (HEADER + "A,,,NDCG,10,0.1\n", "line 2: empty dataset"),
     (HEADER + "A,D,,,10,0.1\n", "line 2: empty metric"),
     (HEADER + "A,D,,NDCG,10,\n", "line 2: empty value"),
-    # one registry for every metric (issue 4): NDCG without K and MRR@K are metrics now
+    # one registry for every metric: NDCG without K and MRR@K are metrics too
     (HEADER + "A,D,,Recal,10,0.1\n",
      "line 2: unknown metric 'Recal'; choose from HR, Recall, Precision"),
     (HEADER + "A,D,,HR,,0.1\n", "line 2: HR needs a cutoff, e.g. HR@10"),

@@ -220,3 +220,66 @@ def test_rounding_at_the_bound_passes_and_reads_plainly():
     run = fake_run(original=0.80, tie_aware=0.60)
     (o,) = run_checks([run], [parse_threshold("max_inflation", "NDCG@10=25%")])
     assert o.passed and "inflation 25.00% <= max 25.00%" in to_text([o])
+
+
+# ---------------------------------------------------------------------------------------
+# several gammas: a check per (metric, K, gamma) row
+
+def test_parse_gamma_thresholds():
+    assert parse_threshold("max_inflation", "SNDCG@10[gamma=0.5]=5%") == Threshold(
+        "max_inflation", 0.05, Metric("SNDCG", 10), 0.5)
+    assert parse_threshold("min", "shr@5[ γ = 0 ]=0.1") == Threshold(
+        "min", 0.1, Metric("SHR", 5), 0.0)
+    assert parse_threshold("min", "SNDCG@10=0.1").gamma is None
+    for text, fragment in [("NDCG@10[gamma=0.5]=5%", "NDCG@10 has no gamma"),
+                           ("SNDCG@10[gamma=-1]=5%", "gamma must be a finite number >= 0"),
+                           ("SNDCG@10[gamma=x]=5%", "gamma must be a finite number >= 0"),
+                           ("SNDCG@10[gamma=nan]=5%", "gamma must be a finite number >= 0")]:
+        with pytest.raises(ParameterError, match=fragment):
+            parse_threshold("max_inflation", text)
+
+
+@pytest.fixture
+def tied_signed(tmp_path):
+    """One row, its positive tied at the top with an explicit negative: under a random
+    tie-break SHR@1 is 1 or -gamma with probability 1/2 each, so (1 - gamma) / 2."""
+    path = tmp_path / "signed.npz"
+    np.savez(path, scores=np.array([[1.0, 1.0, 0.0]]), labels=np.array([[1, -1, 0]]))
+    return str(path)
+
+
+def test_a_threshold_checks_every_gamma_row_unless_it_names_one():
+    run = tieeval.evaluate_labels(np.array([[1.0, 1.0, 0.0]]), np.array([[1, -1, 0]]),
+                                  metrics=["SHR@1", "HR@1"], gamma=[0, 1, 2])
+    every = run_checks([run], [parse_threshold("min", "SHR@1=0.25")])
+    assert [(o.gamma, o.measured, o.passed) for o in every] == [
+        (0.0, 0.5, True), (1.0, 0.0, False), (2.0, -0.5, False)]
+    (one,) = run_checks([run], [parse_threshold("min", "SHR@1[gamma=1]=0")])
+    assert (one.gamma, one.measured, one.passed) == (1.0, 0.0, True)
+    # a metric-less threshold reaches every row of every metric, gamma rows included
+    rows = run_checks([run], [parse_threshold("min", "0")])
+    assert [(str(o.metric), o.gamma) for o in rows] == [
+        ("SHR@1", 0.0), ("SHR@1", 1.0), ("SHR@1", 2.0), ("HR@1", None)]
+    assert "SHR@1 γ=2 tie-aware -0.5000 < min 0.0000" in to_text(rows)
+    assert rows[1].to_dict() == {"path": "<array>", "check": "min", "metric": "SHR@1",
+                                 "gamma": 1.0, "measured": 0.0, "bound": 0.0, "passed": True}
+    with pytest.raises(ParameterError, match=r"SHR@1\[gamma=0.5\] was not evaluated "
+                                             r"\(gammas: 0.0, 1.0, 2.0\)"):
+        run_checks([run], [parse_threshold("min", "SHR@1[gamma=0.5]=0")])
+
+
+def test_cli_gamma_thresholds(tied_signed):
+    r = invoke(tied_signed, "-m", "SHR@1", "--gamma", "0", "1", "--min", "SHR@1=0.25",
+               "--format", "json")
+    assert r.exit_code == 1
+    checks = json.loads(r.stdout)["checks"]
+    assert [(c["metric"], c["gamma"], c["measured"], c["passed"]) for c in checks] == [
+        ("SHR@1", 0.0, 0.5, True), ("SHR@1", 1.0, 0.0, False)]
+    r = invoke(tied_signed, "-m", "SHR@1", "--gamma", "0", "1", "--min",
+               "SHR@1[gamma=0]=0.25")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[0].endswith("SHR@1 γ=0 tie-aware 0.5000 >= min 0.2500")
+    r = invoke(tied_signed, "-m", "SHR@1", "--min", "SHR@1[gamma=0.5]=0.25")
+    assert r.exit_code == 2 and "add it to --gamma" in r.output
+    r = invoke(tied_signed, "--min", "HR@1[gamma=0.5]=0.25")
+    assert r.exit_code == 2 and "HR@1 has no gamma" in r.output

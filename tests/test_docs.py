@@ -83,3 +83,16 @@ def test_sample_scores_are_reproducible(tmp_path, monkeypatch):
         assert fresh.dtype == np.float32 and np.array_equal(fresh, shipped)
     saturated = np.load(os.path.join(ROOT, "sample_scores", "sigmoid_saturated.npz"))["scores"]
     assert (saturated == np.float32(1.0)).any(axis=1).mean() > 0.5
+
+
+def test_changelog_sections_and_bullets():
+    """Keep a Changelog: release headings, then only its section names, no repeated bullet."""
+    log = open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8").read()
+    allowed = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    for release in re.split(r"^## ", log, flags=re.M)[1:]:
+        sections = re.findall(r"^### (.+)$", release, re.M)
+        assert sections and set(sections) <= allowed, sections
+        assert len(sections) == len(set(sections)), sections
+        bullets = [" ".join(b.split()) for b in re.findall(r"^- (.+?)(?=^- |^#|\Z)", release,
+                                                           re.M | re.S)]
+        assert len(bullets) == len(set(bullets))

@@ -335,3 +335,62 @@ def test_no_seed_std_flag(tmp_path, study):
     md = _invoke("compare", *files, "--template", TEMPLATE, "--format", "markdown",
                  "--no-seed-std")
     assert "±" not in md
+
+
+# ---------------------------------------------------------------------------------------
+# several gammas: one row per (metric, K, gamma)
+
+def signed_runs(tmp_path):
+    """Method A: one row, its positive tied at the top with an explicit negative, so under
+    a random tie-break SHR@1 is 1 or -gamma with probability 1/2 each: (1 - gamma) / 2.
+    Method B: the positive alone on top, SHR@1 = 1 for every gamma."""
+    labels = np.array([[1, -1, 0]])
+    np.savez(tmp_path / "A.npz", scores=np.array([[1.0, 1.0, 0.0]]), labels=labels)
+    np.savez(tmp_path / "B.npz", scores=np.array([[1.0, 0.5, 0.0]]), labels=labels)
+    return [str(tmp_path / "A.npz"), str(tmp_path / "B.npz")]
+
+
+def test_tables_have_one_row_per_gamma(tmp_path):
+    runs = []
+    for path in signed_runs(tmp_path):
+        run = tieeval.evaluate_labels(np.load(path)["scores"], np.load(path)["labels"],
+                                      metrics=["SHR@1", "NDCG@3"], gamma=[0, 0.5, 2])
+        run.labels = {"method": os.path.basename(path)[0]}
+        runs.append(run)
+    groups, _ = group_runs(runs)
+    t3, t1 = table3(groups), table1(groups)
+    rows = [r for _, _, r in t3.rows()]
+    assert [(r.metric, r.k, r.gamma) for r in rows] == [
+        ("SHR", 1, 0.0), ("SHR", 1, 0.5), ("SHR", 1, 2.0), ("NDCG", 3, None)]
+    for gamma in (0.0, 0.5, 2.0):
+        assert t3.cell(None, None, "SHR@1", "A", "tie_aware", gamma=gamma).value == \
+            (1 - gamma) / 2
+        assert t3.cell(None, None, "SHR@1", "B", "tie_aware", gamma=gamma).value == 1.0
+        assert t1.cell(None, None, "SHR@1", "A", "last", gamma=gamma).value == -gamma
+    # the titles carry gamma in every writer; LaTeX typesets it in math mode
+    md = render.to_markdown(t3)
+    assert "| SHR@1 γ=0 |" in md and "| SHR@1 γ=0.5 |" in md and "| SHR@1 γ=2 |" in md
+    assert "| NDCG@3 |" in md
+    latex = render.to_latex(t3)
+    assert r"SHR@1 $\gamma$=0.5 &" in latex and "γ" not in latex
+    table = list(csv.DictReader(io.StringIO(render.to_csv(t3))))
+    assert [(r["method"], r["metric"], r["gamma"]) for r in table[:3]] == [
+        ("A", "SHR", "0.0"), ("B", "SHR", "0.0"), ("A", "SHR", "0.5")]
+    assert float(table[2]["tie_aware"]) == 0.25 and table[-1]["gamma"] == ""
+
+
+def test_cli_table3_with_several_gammas(tmp_path):
+    paths = signed_runs(tmp_path)
+    result = CliRunner().invoke(cli, ["compare", *paths, "-m", "SHR@1", "--gamma", "0", "1",
+                                      "--template", "{method}.npz", "--table", "3",
+                                      "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line.startswith("| SHR@1")]
+    # Original | Tie-aware | % Change per method: A's tie-aware is (1 - gamma) / 2
+    assert [line.split(" | ")[0] for line in lines] == ["| SHR@1 γ=0", "| SHR@1 γ=1"]
+    assert lines[0].split(" | ")[2] == "0.5000" and lines[1].split(" | ")[2] == "0.0000"
+    # single-positive tables keep their CSV columns
+    np.save(tmp_path / "s.npy", np.array([[1.0, 0.5]]))
+    out = CliRunner().invoke(cli, ["compare", str(tmp_path / "s.npy"), "--table", "3",
+                                   "--format", "csv", "-k", "1"]).stdout
+    assert out.splitlines()[0].startswith("task,dataset,metric,k,method,seeds,")

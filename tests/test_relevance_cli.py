@@ -287,6 +287,37 @@ def test_spark_engine_refuses_labelled_rows(graded):
         assert result.exit_code == 2 and "run with --engine local" in result.output
 
 
+def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
+    """The check before Spark starts opens local paths only: an hdfs:// or s3a:// dump is
+    refused by the Spark engine from its schema instead (tests/test_spark.py)."""
+    from tieeval import io as tio
+    from tieeval.errors import ParameterError
+    from tieeval.labelled import refuse_spark
+    from tieeval.labelled_io import RelevanceReadOptions
+    from tieeval.io import local_path, remote_uri
+
+    assert [remote_uri(p) for p in ("hdfs://nn:8020/d", "s3a://b/k.parquet", "gs://b/x",
+                                    "file:///tmp/x.parquet", "/tmp/x.parquet", "x.parquet",
+                                    "C:\\runs\\x.parquet")] == [True] * 3 + [False] * 4
+    assert local_path("file:///tmp/a%20b.parquet") == "/tmp/a b.parquet"
+
+    def local(*args, **kwargs):
+        raise AssertionError("a remote URI was opened on the local disk")
+    monkeypatch.setattr(tio, "open_dump", local)
+    refuse_spark(["hdfs://namenode/scores", "s3a://bucket/scores.parquet"],
+                 RelevanceReadOptions(), None, None)
+    # a renamed relevance field asks for labels: refused without looking at the data
+    with pytest.raises(ParameterError,
+                       match=r"\(--labels-column rel\): run with --engine local"):
+        refuse_spark(["hdfs://namenode/scores"], RelevanceReadOptions(labels="rel"), None,
+                     None)
+    monkeypatch.undo()
+    path, *_ = graded
+    for given in (path, f"file://{path}"):  # local paths and file:// URIs are opened
+        with pytest.raises(ParameterError, match=r"relevance fields \(labels\)"):
+            refuse_spark([given], RelevanceReadOptions(), None, None)
+
+
 def test_other_commands_read_labelled_dumps(signed):
     path, *_ = signed
     result = CliRunner().invoke(cli, ["check", path, "-m", "SNDCG@3", "--gamma", "0",

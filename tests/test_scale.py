@@ -295,9 +295,10 @@ def test_long_layout_errors(tmp_path, suffix):
         assert fragment in str(info.value) and str(path) in str(info.value)
 
     base = dict(instance=[1, 1, 2, 2], position=[0, 1, 0, 1], score=[0.5, 0.2, 0.1, 0.3])
-    err("instance 1: 2 candidates with label > 0",
-        label=[1, 1, 1, 0], **base)
-    err("instance 2: no positive", label=[1, 0, 0, 0], **base)
+    # labels other than one 1 per instance are relevance labels (test_long_labels.py);
+    # those must be finite, as in a wide 'labels' field
+    err("instance 2: 'label' holds nan (labels must be finite)",
+        label=[1, 0, float("nan"), 0], **base)
     err("instance 1: position 0 appears twice",
         **{**base, "position": [0, 0, 0, 1]}, label=[1, 0, 1, 0])
     err("no column 'position'", instance=[1, 1], score=[0.5, 0.2], label=[1, 0],

@@ -121,3 +121,59 @@ def test_cli_engine_spark_equals_local(spark, dumps):
         assert res.exit_code == 0, res.output
         outputs.append(json.loads(res.stdout)["runs"])
     assert outputs[0] == outputs[1]
+
+
+def test_relevance_labels_are_refused_from_the_schema_and_the_rows(spark):
+    wide = spark.createDataFrame([([0.5, 0.2], [2, 0])], "scores array<float>, labels array<int>")
+    with pytest.raises(InputError, match=r"x: a dump with relevance fields \(labels\): run "
+                                         "with --engine local"):
+        tspark.evaluate(wide, path="x")
+    # a long label column is known to hold relevance labels only once its rows are read
+    long = spark.createDataFrame([(1, 0, 0.5, 2), (1, 1, 0.2, 0)],
+                                 "instance long, position long, score double, label long")
+    with pytest.raises(InputError, match="instance 1: label 2 in column 'label', so it "
+                                         "holds relevance labels: run with --engine local"):
+        tspark.evaluate(long, path="y")
+
+
+def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch):
+    """``--engine spark hdfs://...``: nothing is looked up on the local disk; a stand-in
+    session maps the URI to the test's files, as a cluster's file system would."""
+    pq.write_table(pa.table({"scores": [[0.5, 0.5]], "labels": [[1, 0]]}),
+                   tmp_path / "labelled.parquet")
+    roots = {"hdfs://namenode/": dumps, "s3a://bucket/": tmp_path}
+
+    class Reader:
+        def parquet(self, uri):
+            prefix = next(p for p in roots if uri.startswith(p))
+            return spark.read.parquet(str(roots[prefix] / uri[len(prefix):]))
+
+    class Session:
+        read = Reader()
+
+    def local(*args, **kwargs):
+        raise AssertionError("a remote URI was opened on the local disk")
+
+    monkeypatch.setattr(tspark, "session", lambda *args, **kwargs: Session())
+    monkeypatch.setattr(tspark, "open_dump", local)
+    monkeypatch.setattr("tieeval.io.open_dump", local)
+    res = CliRunner().invoke(cli, ["compare", "hdfs://namenode/wide.parquet", "--engine",
+                                   "spark", "--format", "json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads(res.stdout)["runs"]
+    monkeypatch.undo()
+    local_run = same(evaluate_path(str(dumps / "wide.parquet")))
+    assert run["metrics"] == local_run["metrics"] and run["ties"] == local_run["ties"]
+    assert run["path"] == "hdfs://namenode/wide.parquet"
+    monkeypatch.setattr(tspark, "session", lambda *args, **kwargs: Session())
+    monkeypatch.setattr("tieeval.io.open_dump", local)
+    res = CliRunner().invoke(cli, ["compare", "s3a://bucket/labelled.parquet", "--engine",
+                                   "spark"])
+    assert res.exit_code == 2
+    assert "relevance fields (labels): run with --engine local" in res.output
+
+
+def test_file_uris_are_local_paths(spark, dumps):
+    path = dumps / "wide.parquet"
+    got = tspark.evaluate_path(path.as_uri(), spark=spark)
+    assert same(got) == same(evaluate_path(str(path)))

@@ -14,16 +14,23 @@ float rounding):
 
 The first three name a metric (``NDCG@10=5%``) or, without one (``5%``), apply to every
 metric evaluated. Bounds are fractions (``0.05``) or percentages (``5%``).
+
+Several gammas. A signed metric of a labelled run evaluated at several ``--gamma`` values
+has one row per gamma, and a check is made per row, keyed by (metric, K, gamma): a
+threshold naming the metric alone (``SNDCG@10=5%``) applies to each of its gamma rows, one
+outcome per gamma; ``SNDCG@10[gamma=0.5]=5%`` applies to the gamma 0.5 row only (a gamma
+that was not evaluated is an error).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from .errors import ParameterError
 from .metrics import Metric
-from .results import RunResult
+from .results import MetricRow, RunResult
 
 # kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
 KINDS = {
@@ -43,11 +50,14 @@ TOLERANCE = 1e-12
 
 @dataclass(frozen=True)
 class Threshold:
-    """One bound: ``kind`` from :data:`KINDS`, an optional metric, the bound as a fraction."""
+    """One bound: ``kind`` from :data:`KINDS`, an optional metric, the bound as a fraction,
+    and an optional ``gamma`` picking one gamma row of a signed metric (None: every row of
+    the metric)."""
 
     kind: str
     bound: float
     metric: Metric | None = None
+    gamma: float | None = None
 
     @property
     def comparison(self) -> str:
@@ -59,6 +69,30 @@ class Threshold:
 
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(%?)\s*$")
+# SNDCG@10[gamma=0.5]: one gamma row of a signed metric ("γ" is accepted for "gamma")
+_GAMMA = re.compile(r"^(.*?)\[\s*(?:gamma|γ)\s*=\s*([^\]]*?)\s*\]\s*$", re.IGNORECASE)
+
+
+def parse_metric_key(text: str, option: str = "metric") -> tuple[Metric, float | None]:
+    """``"NDCG@10"`` -> (NDCG@10, None); ``"SNDCG@10[gamma=0.5]"`` -> (SNDCG@10, 0.5).
+
+    The gamma form is for the signed metrics only (SHR, SRecall, SDCG, SNDCG).
+    """
+    m = _GAMMA.match(text)
+    if m is None:
+        return Metric.parse(text), None
+    metric = Metric.parse(m.group(1))
+    if not metric.spec.signed:
+        raise ParameterError(f"{option}: {metric} has no gamma; [gamma=...] picks a row of a "
+                             "signed metric (SHR, SRecall, SDCG, SNDCG)")
+    try:
+        gamma = float(m.group(2))
+    except ValueError:
+        gamma = math.nan
+    if not math.isfinite(gamma) or gamma < 0:
+        raise ParameterError(f"{option}: gamma must be a finite number >= 0, got "
+                             f"{m.group(2)!r} in {text!r}")
+    return metric, gamma
 
 
 def parse_bound(text: str, option: str = "bound") -> float:
@@ -80,23 +114,25 @@ def parse_bound(text: str, option: str = "bound") -> float:
 
 
 def parse_threshold(kind: str, text: str) -> Threshold:
-    """Parse one option value: ``"NDCG@10=5%"`` or ``"5%"`` for metric kinds, ``"10%"``
-    for the tie frequencies.
+    """Parse one option value: ``"NDCG@10=5%"``, ``"SNDCG@10[gamma=0.5]=5%"`` or ``"5%"``
+    for metric kinds, ``"10%"`` for the tie frequencies.
 
     >>> parse_threshold("max_inflation", "NDCG@10=5%")
-    Threshold(kind='max_inflation', bound=0.05, metric=Metric(name='NDCG', k=10))
+    Threshold(kind='max_inflation', bound=0.05, metric=Metric(name='NDCG', k=10), gamma=None)
+    >>> parse_threshold("min", "SNDCG@10[gamma=0.5]=0.3").gamma
+    0.5
     """
     if kind not in KINDS:
         raise ParameterError(f"unknown check {kind!r}; choose from {', '.join(KINDS)}")
     takes_metric, _, unit = KINDS[kind]
     option = OPTION_NAMES[kind]
-    metric = None
+    metric = gamma = None
     key, sep, value = str(text).rpartition("=")
     if sep:
         if not takes_metric:
             raise ParameterError(f"{option} takes a bound only (e.g. {option} 10%), "
                                  f"got {text!r}")
-        metric = Metric.parse(key)
+        metric, gamma = parse_metric_key(key, option)
     else:
         value = text
     bound = parse_bound(value, option)
@@ -105,7 +141,7 @@ def parse_threshold(kind: str, text: str) -> Threshold:
                              "can never be met or missed")
     if kind.endswith("frequency") and bound > 1:
         raise ParameterError(f"{option}: a frequency lies in [0, 100%], got {value!r}")
-    return Threshold(kind, bound, metric)
+    return Threshold(kind, bound, metric, gamma)
 
 
 def metrics_needed(thresholds, default) -> list[Metric]:
@@ -121,7 +157,9 @@ class Outcome:
     """One check on one run: what was measured, against which bound, and whether it passed.
 
     ``measured`` is None when the figure is undefined (the relative gap of a metric whose
-    original value is 0 while its tie-aware value is not); such a check fails.
+    original value is 0 while its tie-aware value is not); such a check fails. ``row`` is
+    the metric row checked (None for the tie frequencies); ``gamma`` its gamma, for a
+    signed metric of a labelled run.
     """
 
     run: RunResult
@@ -129,12 +167,40 @@ class Outcome:
     metric: Metric | None
     measured: float | None
     passed: bool
+    row: MetricRow | None = None
+
+    @property
+    def gamma(self) -> float | None:
+        return getattr(self.row, "gamma", None)
 
     def to_dict(self) -> dict:
-        return {"path": self.run.path, "check": self.threshold.kind,
-                "metric": None if self.metric is None else str(self.metric),
-                "measured": self.measured, "bound": self.threshold.bound,
-                "passed": self.passed}
+        out = {"path": self.run.path, "check": self.threshold.kind,
+               "metric": None if self.metric is None else str(self.metric)}
+        if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
+            out["gamma"] = self.gamma
+        out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
+        return out
+
+
+def _labelled(run: RunResult) -> bool:
+    return any(hasattr(row, "gamma") for row in run.metrics)
+
+
+def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> list:
+    """The run's rows of ``metric``: one per gamma for a signed metric of a labelled run
+    (only the ``gamma`` row when given), else one. Raises ParameterError when none is."""
+    rows = [r for r in run.metrics if r.metric == metric.name and r.k == metric.k]
+    if gamma is not None:
+        picked = [r for r in rows if getattr(r, "gamma", None) == gamma]
+        if not picked:
+            have = sorted({r.gamma for r in rows if getattr(r, "gamma", None) is not None})
+            raise ParameterError(f"{run.path}: {metric}[gamma={gamma!r}] was not evaluated "
+                                 f"(gammas: {', '.join(map(repr, have)) or 'none'}); add it "
+                                 "to --gamma")
+        rows = picked
+    if not rows:
+        raise ParameterError(f"{run.path}: {metric} was not evaluated")
+    return rows
 
 
 def relative_gap(original: float, tie_aware: float) -> float | None:
@@ -143,13 +209,17 @@ def relative_gap(original: float, tie_aware: float) -> float | None:
     return abs(tie_aware - original) / original
 
 
-def measure(run: RunResult, threshold: Threshold, metric: Metric | None) -> float | None:
+def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
+            row: MetricRow | None = None) -> float | None:
+    """The figure ``threshold`` bounds; ``row`` is the metric row to read (default: the
+    run's first row of ``metric``)."""
     kind = threshold.kind
     if kind == "max_tie_frequency":
         return run.ties.top_tie_frequency
     if kind == "max_positive_tie_frequency":
         return run.ties.positive_tie_frequency
-    row = run.metric(str(metric))
+    if row is None:
+        row = metric_rows(run, metric)[0]
     if kind == "max_inflation":
         return relative_gap(row.original, row.tie_aware)
     if kind == "max_gap":
@@ -160,24 +230,28 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None) -> floa
 def run_checks(runs: list[RunResult], thresholds: list[Threshold],
                default: list[Metric] | None = None) -> list[Outcome]:
     """Every threshold on every run, in run order then threshold order. A metric-less
-    metric threshold applies to each of ``default`` (None: every metric the run has)."""
+    metric threshold applies to each of ``default`` (None: every metric the run has). A
+    threshold reaches every gamma row of a signed metric unless it names a gamma."""
     outcomes = []
     for run in runs:
         for t in thresholds:
             if not KINDS[t.kind][0]:
-                targets = [None]
-            elif t.metric is None:
-                targets = (list(default) if default is not None
-                           else [Metric.parse(m.label) for m in run.metrics])
+                targets = [(None, None)]
             else:
-                targets = [t.metric]
-            for metric in targets:
-                value = measure(run, t, metric)
+                if t.metric is not None:
+                    metrics = [t.metric]
+                elif default is not None:
+                    metrics = list(default)
+                else:
+                    metrics = list(dict.fromkeys(Metric(m.metric, m.k) for m in run.metrics))
+                targets = [(m, row) for m in metrics for row in metric_rows(run, m, t.gamma)]
+            for metric, row in targets:
+                value = measure(run, t, metric, row)
                 if value is None:
                     passed = False
                 elif t.comparison == "max":
                     passed = value <= t.bound + TOLERANCE
                 else:
                     passed = value >= t.bound - TOLERANCE
-                outcomes.append(Outcome(run, t, metric, value, passed))
+                outcomes.append(Outcome(run, t, metric, value, passed, row))
     return outcomes

@@ -257,8 +257,11 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of the general path (:class:`tieeval.labelled.RelOptions`).
+
+    A long-layout dump whose label column turns out to hold relevance labels (graded,
+    signed, several positives) is handed to the general path part-way, from the start.
     """
-    metrics = default_metrics(DEFAULT_KS) if metrics is None else metrics
+    requested = metrics = default_metrics(DEFAULT_KS) if metrics is None else metrics
     from .labelled import evaluate_general, wants_general_path
     if wants_general_path(dump, metrics, relevance):  # labelled rows, or other metrics
         return evaluate_general(dump, metrics, nan_policy=nan_policy, batch_rows=batch_rows,
@@ -288,10 +291,15 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
         except InputError:
             dump.verify()  # a damaged input explains the data error: report the damage
             raise
-        except ReadAgain:  # the reader changed strategy (long layout, unsorted): start over
+        except ReadAgain as exc:  # the reader changed strategy (long layout): start over
             if report is not None and (done[0] or done[1]):
                 report(-done[0], -done[1])
-    else:  # pragma: no cover - a reader restarts at most once
+            dump.start_over(exc)
+            if wants_general_path(dump, requested, relevance):  # relevance labels after all
+                return evaluate_general(dump, requested, nan_policy=nan_policy,
+                                        batch_rows=batch_rows, labels=labels,
+                                        progress=progress, relevance=relevance)
+    else:  # pragma: no cover - a reader restarts at most twice
         raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
     merged = {**dump.metadata, **(labels or {})}
     result = acc.result(dump.path, dump.dtype, merged)
@@ -351,9 +359,14 @@ def evaluate(scores, k: Iterable[int] = DEFAULT_KS, positive=None, *,
 
 def iter_instance_values(dump: Dump, metrics: list[Metric], *, nan_policy: str = "raise",
                          batch_rows: int | None = None) -> Iterator[tuple[Batch, dict]]:
-    """Per-batch, per-instance values: ``(batch, {metric: InstanceValues})``."""
+    """Per-batch, per-instance values: ``(batch, {metric: InstanceValues})``, for
+    single-positive dumps."""
     check_nan_policy(nan_policy)
     dump.settle()
+    from .labelled import wants_general_path
+    if wants_general_path(dump, [], None):
+        raise InputError(f"{dump.path}: has relevance labels; per-instance values cover the "
+                         "single-positive protocol only")
     for batch in dump.batches(batch_rows):
         counts = batch_counts(batch, nan_policy, dump.path)
         yield batch, {m: single_positive(m, counts.a, counts.b, counts.original)

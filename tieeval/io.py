@@ -31,10 +31,12 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import re
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 
@@ -54,7 +56,25 @@ SCORE_DTYPES = ("float16", "float32", "float64")
 
 class ReadAgain(Exception):
     """Raised by a dump's batch iterator that changed how it reads (the long layout found
-    its rows were not sorted by instance and regrouped them): start the run over."""
+    its rows were not sorted by instance and regrouped them): start the run over.
+
+    A consumer that catches it calls :meth:`Dump.start_over` with it before reading again.
+    """
+
+
+class RelevanceLabelsFound(ReadAgain):
+    """Raised by a long-layout reader whose ``label`` column turned out to hold relevance
+    labels: a value other than 0 and 1 (``by_value``), or an instance without exactly one
+    positive. :meth:`Dump.start_over` then switches the dump to the relevance-label path
+    (it gains ``relevance``, as a wide dump with a ``labels`` field), and the run starts
+    over."""
+
+    def __init__(self, message: str = "", by_value: bool = False):
+        super().__init__(message, by_value)  # both in args: it crosses process boundaries
+        self.by_value = by_value
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
 
 
 @dataclass
@@ -160,6 +180,7 @@ class Dump:
     parts: list | None = None
     _settle: object = None
     _verify: object = None
+    _start_over: object = None
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
@@ -170,9 +191,16 @@ class Dump:
 
     def settle(self) -> None:
         """Make :meth:`batches` a single pass that never raises :class:`ReadAgain` (the
-        long layout checks its order first); callers that cannot start over call this."""
+        long layout checks its order, and what its label column holds, first); callers
+        that cannot start over call this."""
         if self._settle is not None:
             self._settle()
+
+    def start_over(self, reason: ReadAgain) -> None:
+        """Prepare to be read from the start after :meth:`batches` raised ``reason`` (a
+        :class:`ReadAgain`, possibly from a worker process reading a part)."""
+        if self._start_over is not None:
+            self._start_over(reason)
 
     def batch_size(self, batch_rows: int | None = None) -> int:
         """``batch_rows``, or (None) as many rows as fit :data:`TARGET_BATCH_BYTES`."""
@@ -187,8 +215,34 @@ class Dump:
     def batches(self, batch_rows: int | None = None) -> Iterator[Batch]:
         size = self.batch_size(batch_rows)
         if self.parts is not None:
-            return (b for part in self.parts for b in part.batches(size))
+            return self._part_batches(self.parts, size)
         return self._batches(size)
+
+    def _part_batches(self, parts, size: int) -> Iterator[Batch]:
+        try:
+            for part in parts:
+                yield from part.batches(size)
+        except ReadAgain as exc:  # a part learned something about the dump: tell it
+            self.start_over(exc)
+            raise
+
+
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def remote_uri(path) -> bool:
+    """True for a URI only Spark can open (``hdfs://``, ``s3a://``, ``gs://``, ...): nothing
+    here may look for it on the local disk. Plain paths and ``file://`` URIs are local."""
+    m = _URI_SCHEME.match(os.fspath(path))
+    return m is not None and m.group(1).lower() != "file"
+
+
+def local_path(path) -> str:
+    """A local path or ``file://`` URI as a path of this machine's file system."""
+    path = os.fspath(path)
+    if path.lower().startswith("file://"):
+        return unquote(urlparse(path).path)
+    return path
 
 
 def detect_format(path: str) -> str:

@@ -2,7 +2,8 @@
 negatives), TREC runs, and any metric the single-positive closed forms do not cover.
 
 :func:`tieeval.engine.evaluate_dump` hands a dump here when it carries relevance labels
-(:mod:`tieeval.labelled_io`), when a metric other than HR@K / NDCG@K / MRR is asked for, or
+(:mod:`tieeval.labelled_io`; or a long-layout ``label`` column found to hold them part-way,
+:mod:`tieeval.longformat`), when a metric other than HR@K / NDCG@K / MRR is asked for, or
 when an option changes those (a discount, a short-list policy, ``--both``). A
 single-positive dump that comes here is evaluated with a one-hot label at its positive, so
 every metric of the registry works on every dump; with the default metrics and options it
@@ -506,16 +507,39 @@ def choose_metrics(metrics, info) -> list[Metric]:
 def evaluate_general(dump, metrics=None, *, nan_policy: str = "raise", batch_rows=None,
                      labels: dict | None = None, progress=None,
                      relevance: RelOptions | None = None) -> RunResult:
-    """Evaluate an opened dump through the general kernel (see the module docstring)."""
-    from .engine import Accumulator, batch_counts, check_nan_policy
+    """Evaluate an opened dump through the general kernel (see the module docstring).
+
+    A reader that changes how it reads part-way (:class:`tieeval.io.ReadAgain`: long rows
+    not sorted by instance, or a long label column found to hold relevance labels) starts
+    the run over; ``progress`` then receives negative values that take back what it saw.
+    """
+    from .engine import check_nan_policy
+    from .io import ReadAgain
     check_nan_policy(nan_policy)
+    tick = _tick(progress)
+    for _ in range(3):
+        done = [0, 0]
+
+        def counted(rows, nbytes):
+            done[0] += rows
+            done[1] += nbytes
+            tick(rows, nbytes)
+        try:
+            return _evaluate_general(dump, metrics, nan_policy, batch_rows, labels, counted,
+                                     relevance)
+        except ReadAgain as exc:
+            if done[0] or done[1]:
+                tick(-done[0], -done[1])
+            dump.start_over(exc)
+    raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
+
+
+def _evaluate_general(dump, metrics, nan_policy, batch_rows, labels, tick, relevance):
+    from .engine import Accumulator, batch_counts
     options = relevance or DEFAULT_OPTIONS
     info = getattr(dump, "relevance", None)
     source = info.source if info is not None else None
     metrics = choose_metrics(metrics, info)
-    if hasattr(dump, "settle"):
-        dump.settle()
-    tick = _tick(progress)
     dups = DuplicateCheck() if info is not None and info.items else None
     merged = {**dump.metadata, **(labels or {})}
     fast = (source is None and all(m.single_positive for m in metrics)
@@ -659,9 +683,23 @@ class RelGroupMetricRow(GroupMetricRow):
         return _with_gamma(super().to_dict(), self)
 
 
+def spark_refusal(why: str) -> str:
+    """The message of everything ``--engine spark`` leaves to the local engine."""
+    return ("--engine spark evaluates HR@K, NDCG@K and MRR of single-positive dumps; "
+            f"{why}: run with --engine local")
+
+
 def refuse_spark(paths, options, metrics, relevance: RelOptions | None) -> None:
     """``--engine spark`` evaluates the single-positive protocol only: refuse labelled
-    dumps, TREC runs and the general metrics before any Spark work starts."""
+    dumps, TREC runs and the general metrics before any Spark work starts.
+
+    Local paths (and ``file://`` URIs) are opened here, reading only footers and headers.
+    A URI only Spark can open (``hdfs://``, ``s3a://``, ...) is not: the Spark engine
+    refuses relevance fields from the DataFrame's schema instead
+    (:func:`tieeval.spark.evaluate`), and a long label column holding relevance labels
+    from the rows. Field names renamed on the command line (``--labels-column``) ask for
+    relevance labels, so they are refused up front.
+    """
     why = None
     if getattr(options, "qrels", None) is not None:
         why = "TREC runs (--qrels)"
@@ -669,14 +707,21 @@ def refuse_spark(paths, options, metrics, relevance: RelOptions | None) -> None:
         why = "the options of labelled rows (--gain, --discount, --gamma, --both, ...)"
     elif metrics is not None and not all(m.single_positive for m in metrics):
         other = next(m for m in metrics if not m.single_positive)
-        why = f"{other}"
+        why = f"{other} is not one of them"
     if why is None:
-        from .io import open_dump
+        from .io import local_path, open_dump, remote_uri
+        from .labelled_io import field_names
+        renamed = [f"--{kind}-column {name}" for kind, name in field_names(options).items()
+                   if name != kind]
         for path in paths:
-            info = getattr(open_dump(path, options), "relevance", None)
+            if remote_uri(path):
+                if renamed:
+                    why = f"relevance fields ({', '.join(renamed)})"
+                    break
+                continue
+            info = getattr(open_dump(local_path(path), options), "relevance", None)
             if info is not None:
                 why = f"{path}: a dump with relevance fields ({', '.join(info.fields)})"
                 break
     if why is not None:
-        raise ParameterError(f"--engine spark evaluates HR@K, NDCG@K and MRR of "
-                             f"single-positive dumps; {why} run with --engine local")
+        raise ParameterError(spark_refusal(why))

@@ -23,7 +23,9 @@ carries them:
 
 A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``positive``
 field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
-scores only. Field names are options (``--labels-column`` ...), see
+scores only. The long layout has one ``label`` column for both protocols; its reader
+(:mod:`tieeval.longformat`) gives the dump ``relevance`` (source ``labels``) once the column
+proves to hold relevance labels, and its batches then carry them as here. Field names are options (``--labels-column`` ...), see
 :class:`RelevanceReadOptions`.
 
 NPZ members stored uncompressed (``np.savez``) are memory-mapped and sliced per batch;

@@ -8,9 +8,20 @@ SQL and Spark pipelines write scores this way. Columns (names configurable):
   Original column needs the list order back: rows are regrouped per instance and ordered by
   position, so ``np.argsort(scores * -1)`` sees the same row the codebase saw;
 * ``score``: the score, in its stored dtype (CSV text is parsed as ``score_dtype``);
-* ``label`` (optional): 1 (any value > 0) for the positive, 0 otherwise; exactly one positive
-  per instance. Without it the positive is the candidate at ``positive_index`` in position
-  order (default the first), as in the wide layout.
+* ``label`` (optional): 1 for the positive and 0 otherwise, exactly one positive per
+  instance: the single-positive protocol and its sort-free path. Any other content -- a
+  graded or continuous gain, a negative value (an explicit dislike), several positives in an
+  instance, or none -- makes them relevance labels, read as a wide dump's ``labels`` field
+  (:mod:`tieeval.labelled_io`): ``> 0`` relevant with that gain, ``0`` unobserved, ``< 0``
+  an explicit negative. Without the column the positive is the candidate at
+  ``positive_index`` in position order (default the first), as in the wide layout.
+
+Which of the two a label column holds is known only once every instance has been seen, so
+the reader starts on the single-positive path and, at the first instance that says
+otherwise, raises :class:`~tieeval.io.RelevanceLabelsFound`: the consumer calls
+:meth:`~tieeval.io.Dump.start_over`, which gives the dump ``relevance`` (source
+``"labels"``), and the run starts over on the relevance path. Single-positive dumps never
+pay for the check beyond a comparison per row.
 
 Memory. Rows sorted by instance (``ORDER BY instance``; the order inside an instance does
 not matter) stream in one pass with memory bounded by the batch: an instance is complete
@@ -23,6 +34,7 @@ more to disk. Either way one instance must fit in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -35,9 +47,9 @@ from typing import Iterator
 import numpy as np
 
 from .errors import InputError, ParameterError
-from .io import (Batch, Dump, ReadAgain, ReadOptions, _parquet_error, _pyarrow,
-                 check_score_dtype, compressed_size, instance_name, parquet_file,
-                 resolve_positive)
+from .io import (DEFAULT_BATCH_ROWS, Batch, Dump, ReadAgain, ReadOptions,
+                 RelevanceLabelsFound, _parquet_error, _pyarrow, check_score_dtype,
+                 compressed_size, instance_name, parquet_file, resolve_positive)
 
 SPILL_PART_BYTES = 16 << 20  # measured: smaller partitions group faster and leaner
 MAX_SPILL_PARTS = 512  # open files at once while spilling
@@ -129,10 +141,13 @@ def _order(codes: np.ndarray, position: np.ndarray) -> np.ndarray:
 
 
 def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
-               batch_rows: int, start: int = 0) -> Iterator[Batch]:
+               batch_rows: int, start: int = 0, relevance: bool = False) -> Iterator[Batch]:
     """Batches of the complete instances in ``rows``; ``codes`` numbers each row's instance.
 
     Candidates are ordered by position inside each instance; instances in code order.
+    ``relevance``: the label column holds relevance labels (batches carry them, ``positive``
+    is unused); otherwise labels other than one 1 per instance raise
+    :class:`~tieeval.io.RelevanceLabelsFound`.
     """
     n = len(rows)
     if n == 0:
@@ -156,17 +171,12 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     labels = None
     if rows.label is not None:
         labels = rows.label[order]
-        is_pos = labels > 0
-        count = np.add.reduceat(is_pos.astype(np.int64), starts)
-        bad = np.flatnonzero(count != 1)
-        if bad.size:
-            g = int(bad[0])
-            what = ("no positive (no row with label > 0)" if count[g] == 0 else
-                    f"{int(count[g])} candidates with label > 0; the single-positive protocol "
-                    "needs exactly one (graded and multi-positive labels are not supported "
-                    "yet)")
-            raise InputError(f"{path}: instance {instance_name(ids[g])}: {what}")
-        positive = np.flatnonzero(is_pos) - starts
+        if relevance:
+            _check_finite(path, labels, starts, ids, options.long_columns["label"])
+            positive = np.zeros(len(starts), dtype=np.int64)
+        else:
+            positive = _single_positive(path, labels, starts, ids,
+                                        options.long_columns["label"])
     else:
         index = 0 if options.positive_index is None else options.positive_index
         try:
@@ -192,6 +202,33 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
             off = None
         yield Batch(s, positive[lo:hi], start + lo, off, lab, ids[lo:hi],
                     share * (hi - lo) // total)
+
+
+def _single_positive(path, labels, starts, ids, name) -> np.ndarray:
+    """Each instance's positive when the labels are one 1 per instance and 0 elsewhere;
+    else :class:`~tieeval.io.RelevanceLabelsFound` naming the first instance that differs."""
+    is_pos = labels == 1
+    count = np.add.reduceat(is_pos.astype(np.int64), starts)
+    other = np.flatnonzero((labels != 0) & ~is_pos)
+    if other.size or (count != 1).any():
+        first = (int(np.searchsorted(starts, other[0], side="right") - 1) if other.size
+                 else len(starts))
+        wrong = np.flatnonzero(count != 1)
+        g = min(first, int(wrong[0]) if wrong.size else len(starts))
+        what = (f"label {labels[other[0]].item()!r}" if g == first else
+                f"{int(count[g])} candidates with label 1")
+        raise RelevanceLabelsFound(f"{path}: instance {instance_name(ids[g])}: {what} in column "
+                                   f"'{name}', so it holds relevance labels", g == first)
+    return np.flatnonzero(is_pos) - starts
+
+
+def _check_finite(path, labels, starts, ids, name) -> None:
+    if labels.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(labels))
+        if bad.size:
+            g = int(np.searchsorted(starts, bad[0], side="right") - 1)
+            raise InputError(f"{path}: instance {instance_name(ids[g])}: '{name}' holds "
+                             f"{labels[bad[0]]} (labels must be finite)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,7 +265,7 @@ def _check_columns(path, names, options, types, score_from_csv=False):
         if not (pa.types.is_integer(ltype) or pa.types.is_floating(ltype)
                 or pa.types.is_boolean(ltype)):
             raise InputError(f"{path}: column '{cols['label']}' must hold numbers (1 for the "
-                             f"positive), got {ltype}")
+                             f"positive, or relevance labels), got {ltype}")
     dtype = check_score_dtype(path, stype.to_pandas_dtype(), f"'{cols['score']}'")
     return has_label, dtype
 
@@ -426,10 +463,11 @@ class NotSorted(InputError):
 
 
 def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
-                   batch_rows: int) -> Iterator[Batch]:
+                   batch_rows: int, relevance: bool = False) -> Iterator[Batch]:
     """Batches of long rows sorted by instance (any order inside an instance), streamed:
     an instance is complete when the next one starts. Raises :class:`NotSorted` at the
-    first row whose instance id is below its predecessor's."""
+    first row whose instance id is below its predecessor's. ``relevance``: as for
+    :func:`group_rows`."""
     carry = None
     done = 0
     for rows in chunks:
@@ -443,7 +481,7 @@ def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
             complete = rows.slice(0, last)
             complete.nbytes = rows.nbytes
             codes = np.cumsum(new[:last]) - 1
-            yield from group_rows(path, complete, codes, options, batch_rows, done)
+            yield from group_rows(path, complete, codes, options, batch_rows, done, relevance)
             done += len(starts) - 1
             carry = rows.slice(last)
         else:
@@ -451,7 +489,7 @@ def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
             carry.nbytes = rows.nbytes
     if carry is not None and len(carry):
         codes = np.zeros(len(carry), dtype=np.int64)
-        yield from group_rows(path, carry, codes, options, batch_rows, done)
+        yield from group_rows(path, carry, codes, options, batch_rows, done, relevance)
 
 
 class _LongReader:
@@ -461,19 +499,34 @@ class _LongReader:
         self.source = source
         self.options = options
         self.dump: Dump | None = None
+        # the label column holds relevance labels (found by RelevanceLabelsFound)
+        self.relevance = False
+        # every instance has been seen with one positive: nothing left to find
+        self.labels_checked = not source.has_label
 
     def __call__(self, batch_rows: int) -> Iterator[Batch]:
         # Input rows per chunk: enough for a few batches of typical instances.
         chunk = max(batch_rows * 8, 1 << 16)
         try:
             yield from sorted_batches(self.source.path, self.source.chunks(chunk), self.options,
-                                      batch_rows)
+                                      batch_rows, self.relevance)
+            self.labels_checked = True
         except NotSorted:
             self._regroup()
             raise ReadAgain() from None
+        except RelevanceLabelsFound as exc:
+            # a label other than 0 and 1 is one wherever its row sits, but an instance cut
+            # in two by rows out of order can look like it has no positive or two: only
+            # sorted rows prove that such labels are relevance labels
+            if not exc.by_value and not self._verified_sorted(chunk):
+                self._regroup()
+                raise ReadAgain() from None
+            self.start_over(exc)
+            raise
         except InputError:
-            # A grouping error (a missing positive, a repeated position) may only mean the
-            # rows were not sorted after all: regroup, which finds the real error if any.
+            # A grouping error (a repeated position, a label that is not finite) may only
+            # mean the rows were not sorted after all: regroup, which finds the real error
+            # if any.
             if self.dump.parts is None and not self._verified_sorted(chunk):
                 self._regroup()
                 raise ReadAgain() from None
@@ -482,6 +535,31 @@ class _LongReader:
     def settle(self) -> None:
         if self.dump.parts is None and not self._verified_sorted(1 << 16):
             self._regroup()
+        if not self.labels_checked:
+            # one pass to learn what the label column holds, so that the caller's pass
+            # never has to start over
+            size = DEFAULT_BATCH_ROWS
+            batches = (self.dump.batches(size) if self.dump.parts is not None else
+                       sorted_batches(self.source.path, self.source.chunks(size * 8),
+                                      self.options, size))
+            try:
+                for _ in batches:
+                    pass
+            except RelevanceLabelsFound as exc:
+                self.start_over(exc)
+            self.labels_checked = True
+
+    def start_over(self, reason: ReadAgain) -> None:
+        """After :class:`~tieeval.io.RelevanceLabelsFound`: read the label column as
+        relevance labels from now on (the dump gains ``relevance``, source ``labels``)."""
+        if not isinstance(reason, RelevanceLabelsFound) or self.relevance:
+            return
+        from .labelled_io import RelevanceInfo
+        self.relevance = self.labels_checked = True
+        dump = self.dump
+        dump.relevance = RelevanceInfo("labels", fields=(self.source.cols["label"],))
+        if dump.parts is not None:
+            dump.parts = [dataclasses.replace(p, relevance=True) for p in dump.parts]
 
     def _verified_sorted(self, chunk: int) -> bool:
         last = None
@@ -494,7 +572,7 @@ class _LongReader:
 
     def _regroup(self) -> None:
         dump = self.dump
-        parts, tmp = spill(self.source, self.options)
+        parts, tmp = spill(self.source, self.options, self.relevance)
         dump.parts = parts
         dump.warnings.append(
             f"{self.source.path}: rows are not sorted by instance, so they were regrouped "
@@ -514,8 +592,9 @@ def _partition_of(ids, parts: int) -> np.ndarray:
     return table[enc.indices.to_numpy(zero_copy_only=False)]
 
 
-def spill(source: _Source, options: ReadOptions):
-    """Hash-partition the rows by instance into temporary Arrow files; one part per file."""
+def spill(source: _Source, options: ReadOptions, relevance: bool = False):
+    """Hash-partition the rows by instance into temporary Arrow files; one part per file.
+    ``relevance``: the label column holds relevance labels (see :func:`group_rows`)."""
     pa, _ = _pyarrow()
     parts_n = min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
     tmp = tempfile.mkdtemp(prefix="tieeval-long-")
@@ -552,7 +631,7 @@ def spill(source: _Source, options: ReadOptions):
         sink.close()
     cols = {"instance": "instance", "position": "position", "score": "score", "label": "label"}
     parts = [SpillPart(source.path, os.path.join(tmp, f"part-{p:05d}.arrow"), options,
-                       source.has_label, sizes[p], cols) for p in sorted(writers)]
+                       source.has_label, sizes[p], cols, relevance) for p in sorted(writers)]
     return parts, tmp
 
 
@@ -566,6 +645,7 @@ class SpillPart:
     has_label: bool
     nbytes: int
     cols: dict
+    relevance: bool = False  # the label column holds relevance labels
     rows = None  # instances are counted only once grouped
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
@@ -585,18 +665,21 @@ class SpillPart:
             inverse[rank] = np.arange(len(rank))
             codes = inverse[words.indices.to_numpy(zero_copy_only=False)]
         yield from group_rows(self.path, rows, codes.ravel().astype(np.int64), self.options,
-                              batch_rows)
+                              batch_rows, relevance=self.relevance)
 
 
 # ---------------------------------------------------------------------------------------
 # openers (called by tieeval.io.open_dump)
 
 def _dump(source: _Source, fmt: str, options: ReadOptions) -> Dump:
+    from .labelled_io import LabelledDump
     reader = _LongReader(source, options)
-    dump = Dump(source.path, fmt, source.dtype, dict(source.metadata), reader, layout="long",
-                rows=None, nbytes=source.nbytes, row_bytes=0)
+    # relevance stays None (single-positive) until the label column proves otherwise
+    dump = LabelledDump(source.path, fmt, source.dtype, dict(source.metadata), reader,
+                        layout="long", rows=None, nbytes=source.nbytes, row_bytes=0)
     reader.dump = dump
     dump._settle = reader.settle
+    dump._start_over = reader.start_over
     return dump
 
 

@@ -28,9 +28,10 @@ import numpy as np
 
 from .errors import ParameterError
 # The one registry of metric names lives in tieeval.registry; these names stay importable
-# from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``).
-from .registry import (REGISTRY, MetricSpec, check_cutoff, check_k, lookup,  # noqa: F401
-                       metric_names, names_text, register)
+# from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``):
+# __all__ below lists them with this module's own.
+from .registry import (REGISTRY, MetricSpec, check_cutoff, check_k, lookup, metric_names,
+                       names_text, register)
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -242,3 +243,11 @@ def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):
         return ((harmonic(hi) - harmonic(lo)) / bf, (harmonic2(hi) - harmonic2(lo)) / bf,
                 b > 1)
     raise ParameterError(f"{metric} is not defined for the single-positive protocol")
+
+
+__all__ = ["COLUMNS", "Metric", "DefaultMetrics", "default_metrics", "discount_prefix",
+           "harmonic", "harmonic2", "InstanceValues", "rank_value", "histogram_cap",
+           "single_positive", "tie_moments",
+           # re-exported from tieeval.registry
+           "REGISTRY", "MetricSpec", "check_cutoff", "check_k", "lookup", "metric_names",
+           "names_text", "register"]

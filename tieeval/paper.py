@@ -8,8 +8,11 @@
   the Pearson correlation on the log tie sizes.
 
 Rows are grouped by task, then dataset, then metric (or statistic); methods are columns.
-Tasks, datasets and methods keep the order in which their first run was given. Nothing
-here formats a number: :mod:`tieeval.report.paper` renders these records.
+Tasks, datasets and methods keep the order in which their first run was given. A metric
+row is keyed by (metric, K, gamma): a signed metric of labelled runs evaluated at several
+``--gamma`` values gives one row per gamma (``Row.gamma``; the renderers title it
+``SNDCG@10 γ=0.5``). Nothing here formats a number: :mod:`tieeval.report.paper` renders
+these records.
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ class Cell:
 
 @dataclass
 class Row:
-    """One table row: a metric (``metric``/``k`` set) or a tie statistic (``statistic``)."""
+    """One table row: a metric (``metric``/``k`` set, and ``gamma`` for a signed metric of
+    labelled runs) or a tie statistic (``statistic``). ``title`` is the metric label
+    (``SNDCG@10``) without its gamma, which the renderers add."""
 
     title: str
     cells: dict[str, list[Cell]]  # method -> one cell per column
@@ -59,6 +64,7 @@ class Row:
     k: int | None = None
     statistic: str | None = None
     kind: str | None = None  # for Table 4: "size" or "fraction"
+    gamma: float | None = None
 
 
 @dataclass
@@ -91,13 +97,20 @@ class PaperTable:
                 for row in block.rows:
                     yield section.task, block.dataset, row
 
-    def cell(self, task, dataset, row_title: str, method: str, column: str) -> Cell:
-        """Look up one cell, e.g. ``cell("group", "Mafengwo", "HR@1", "ConsRec", "tie_aware")``."""
+    @property
+    def labelled(self) -> bool:
+        """Whether the runs are labelled (their metric rows carry ``gamma``)."""
+        return any(hasattr(m, "gamma") for g in self.groups for m in g.metrics)
+
+    def cell(self, task, dataset, row_title: str, method: str, column: str,
+             gamma: float | None = None) -> Cell:
+        """Look up one cell, e.g. ``cell("group", "Mafengwo", "HR@1", "ConsRec", "tie_aware")``;
+        ``gamma`` picks the row of a signed metric (``cell(..., "SNDCG@10", ..., gamma=0.5)``)."""
         index = [c.key for c in self.columns].index(column)
         for t, d, row in self.rows():
-            if t == task and d == dataset and row.title == row_title:
+            if t == task and d == dataset and row.title == row_title and row.gamma == gamma:
                 return row.cells[method][index]
-        raise KeyError((task, dataset, row_title))
+        raise KeyError((task, dataset, row_title, gamma))
 
 
 def _ordered(values) -> list:
@@ -141,20 +154,23 @@ def _metric_table(number, title, columns, change_note, groups) -> PaperTable:
     _check_groups(groups)
     index = _index(groups)
     methods = _ordered(_method_name(g) for g in groups)
-    layout = _ordered((m.metric, m.k, m.label) for g in groups for m in g.metrics)
+    # (metric, K, gamma): labelled runs give a signed metric once per gamma
+    layout = _ordered((m.metric, m.k, getattr(m, "gamma", None), m.label)
+                      for g in groups for m in g.metrics)
     sections = []
     for task, datasets in _settings(groups):
         blocks = []
         for dataset in datasets:
             rows = []
-            for name, k, label in layout:
+            for name, k, gamma, label in layout:
                 cells = {}
                 for method in methods:
                     group = index.get((task, dataset, method))
                     row = None
                     if group is not None:
                         row = next((m for m in group.metrics
-                                    if m.metric == name and m.k == k), None)
+                                    if m.metric == name and m.k == k
+                                    and getattr(m, "gamma", None) == gamma), None)
                     if row is None:
                         cells[method] = [Cell(None) for _ in columns]
                         continue
@@ -162,7 +178,7 @@ def _metric_table(number, title, columns, change_note, groups) -> PaperTable:
                         Cell(getattr(row, c.key),
                              None if c.kind == "change" else row.seed_std(c.key),
                              group.seeds) for c in columns]
-                rows.append(Row(label, cells, metric=name, k=k))
+                rows.append(Row(label, cells, metric=name, k=k, gamma=gamma))
             blocks.append(Block(dataset, rows))
         sections.append(Section(task, blocks))
     return PaperTable(number, title, "Metric", methods, list(columns), sections, list(groups),

@@ -17,6 +17,7 @@ whatever the partitioning. Local mode binds to 127.0.0.1 and runs workers on thi
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -26,8 +27,9 @@ import warnings
 import numpy as np
 
 from .engine import DEFAULT_KS, Accumulator, batch_counts, check_nan_policy
-from .errors import InputError, TieevalError
-from .io import ReadOptions, open_dump, parquet_batch
+from .errors import InputError, ParameterError, TieevalError
+from .io import (ReadOptions, RelevanceLabelsFound, local_path, open_dump, parquet_batch,
+                 remote_uri)
 from .metrics import Metric, default_metrics
 from .results import RunResult
 
@@ -39,8 +41,7 @@ class SparkUnavailable(TieevalError):
 def _require():
     """Import pyspark, or explain in one line what is missing."""
     try:
-        import pyspark  # noqa: F401
-        from pyspark.sql import SparkSession  # noqa: F401
+        importlib.import_module("pyspark.sql")
     except ImportError:
         raise SparkUnavailable("the Spark engine needs pyspark: pip install 'tieeval[spark]'"
                                ) from None
@@ -121,6 +122,7 @@ def _wide_partition(path, options, has_positive, metrics, nan_policy):
 
 
 def _long_partition(path, options, has_label, metrics, nan_policy, batch_rows):
+    from .labelled import spark_refusal
     from .longformat import _rows_from, sorted_batches
 
     def run(batches):
@@ -134,6 +136,9 @@ def _long_partition(path, options, has_label, metrics, nan_policy, batch_rows):
                 acc.add(batch_counts(batch, nan_policy, path))
         except TieevalError as exc:
             yield _state_batch(None, str(exc))
+            return
+        except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
+            yield _state_batch(None, spark_refusal(str(exc)))
             return
         yield _state_batch(acc)
     return run
@@ -168,12 +173,17 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
+    from .labelled import spark_refusal
+    from .labelled_io import field_names
     options = options or ReadOptions()
     if layout != "auto":
         options = dataclasses.replace(options, layout=layout)
     check_nan_policy(nan_policy)
     chosen = (default_metrics(list(k)) if metrics is None else
               [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics])
+    other = [m for m in chosen if not m.single_positive]
+    if other:
+        raise ParameterError(spark_refusal(f"{other[0]} is not one of them"))
     names = dataframe.columns
     cols = options.long_columns
     use = options.layout
@@ -184,6 +194,11 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     if use == "wide":
         if options.scores not in names:
             raise InputError(f"{path}: no column '{options.scores}' (found: {', '.join(names)})")
+        # the schema decides, as the local reader's does: relevance fields run locally
+        present = [name for name in field_names(options).values() if name in names]
+        if present:
+            raise InputError(spark_refusal(f"{path}: a dump with relevance fields "
+                                           f"({', '.join(present)})"))
         stype = schema[options.scores]
         if not isinstance(stype, ArrayType):
             raise InputError(f"{path}: column '{options.scores}' must be a list of numbers per "
@@ -243,7 +258,7 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     (only file footers and headers are read here); Spark reads the rows.
     """
     options = options or ReadOptions()
-    if "://" in path and not path.startswith("file://"):
+    if remote_uri(path):
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
         spark = spark or session()
         if path.lower().endswith((".csv", ".csv.gz")):
@@ -254,10 +269,15 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
         else:
             frame = spark.read.parquet(path)
         return evaluate(frame, metrics, options=options, nan_policy=nan_policy, path=path)
-    dump = open_dump(path, options)  # same schema checks and messages as the local engine
+    dump = open_dump(local_path(path), options)  # the local engine's checks and messages
     if dump.format in ("npy", "npz"):
         raise InputError(f"{path}: the Spark engine reads Parquet and CSV; .{dump.format} "
                          "dumps run with --engine local")
+    info = getattr(dump, "relevance", None)
+    if info is not None:  # refuse before Spark starts (evaluate would, from the schema)
+        from .labelled import spark_refusal
+        raise InputError(spark_refusal(f"{path}: a dump with relevance fields "
+                                       f"({', '.join(info.fields)})"))
     spark = spark or session()
     if dump.format == "csv":
         import pyspark.sql.types as T

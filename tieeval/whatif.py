@@ -7,8 +7,8 @@ applied in this order when both are given:
 
 * **cast** (``--cast float16|bfloat16|float32``): round every score to a lower precision
   with round-to-nearest-even, then judge ties and order on the rounded values. Rounding is
-  many-to-one, so distinct scores collapse into new ties (``../shared/METRICS.md`` section
-  12: sigmoid outputs for logits 17..30 all become exactly ``1.0`` in float32). NaN stays
+  many-to-one, so distinct scores collapse into new ties (sigmoid outputs for logits
+  17..30 all become exactly ``1.0`` in float32). NaN stays
   NaN, infinities stay infinite, values beyond the target's range become ``+-inf`` and
   values below half its smallest subnormal become ``+-0`` (IEEE 754 overflow and underflow).
 
@@ -319,8 +319,8 @@ def read_with_restarts(dump: Dump, consume):
     for _ in range(3):
         try:
             return consume()
-        except ReadAgain:
-            continue
+        except ReadAgain as exc:
+            dump.start_over(exc)  # e.g. a long label column holds relevance labels
     raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
 
 

@@ -47,13 +47,15 @@ def _frequency_threshold(kind, help_text):
 @click.argument("files", nargs=-1, required=True, metavar="DUMP...")
 @_metric_threshold("max_inflation",
                    "Fail when |tie-aware - original| / original exceeds BOUND, e.g. "
-                   "NDCG@10=5%. Without METRIC= it applies to every --k/--metric metric. "
+                   "NDCG@10=5%. Without METRIC= it applies to every --k/--metric metric; "
+                   "a signed metric evaluated at several --gamma is checked per gamma row, "
+                   "or at one with METRIC[gamma=G]= (e.g. 'SNDCG@10[gamma=0.5]=5%'). "
                    "Repeatable.")
 @_metric_threshold("max_gap",
-                   "Fail when |original - tie-aware| exceeds BOUND, e.g. HR@1=0.01. "
-                   "Repeatable.")
-@_metric_threshold("min", "Fail when the tie-aware value is below BOUND, e.g. NDCG@10=0.30. "
-                          "Repeatable.")
+                   "Fail when |original - tie-aware| exceeds BOUND, e.g. HR@1=0.01 "
+                   "(METRIC[gamma=G]= as for --max-inflation). Repeatable.")
+@_metric_threshold("min", "Fail when the tie-aware value is below BOUND, e.g. NDCG@10=0.30 "
+                          "(METRIC[gamma=G]= as for --max-inflation). Repeatable.")
 @_frequency_threshold("max_tie_frequency",
                       "Fail when more than BOUND of the instances have a tied top score, "
                       "e.g. 10%.")
@@ -79,11 +81,16 @@ def check(ctx, files, max_inflation, max_gap, min, max_tie_frequency,
     bound is inclusive. Without any threshold, the default gate is a 5% maximum inflation
     on every metric of --k (default 1 5 10).
 
+    With several --gamma values a signed metric (SHR, SRecall, SDCG, SNDCG) has one row
+    per gamma: METRIC= checks each of them, METRIC[gamma=G]= only the row of gamma G
+    (quote it for the shell).
+
     \b
     Examples:
       tieeval check scores.npz --max-inflation NDCG@10=5% --min NDCG@10=0.30
       tieeval check scores.npz --max-gap HR@1=0.01 --max-tie-frequency 10%
       tieeval check runs/*.parquet --max-positive-tie-frequency 5% --format github
+      tieeval check signed.npz -m SNDCG@10 --gamma 0 0.5 1 --min 'SNDCG@10[gamma=0.5]=0.2'
 
     Exit codes: 0 every check passed; 1 a check failed; 2 usage or input error;
     3 internal error.

@@ -10,7 +10,7 @@ import click
 
 from ..engine import DEFAULT_KS, evaluate_dump
 from ..errors import TieevalError
-from ..io import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES, ReadOptions, open_dump
+from ..io import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES, open_dump
 from ..metrics import Metric, default_metrics, metric_names
 from ..report import render_tables, to_csv, to_json, to_markdown
 from ..ties import NAN_POLICIES
@@ -148,7 +148,8 @@ def read_options(f):
                           "and for .csv.")(f)
     for key, what in (("instance", "the instance id"),
                       ("position", "the candidate's place in the codebase's list"),
-                      ("score", "the score"), ("label", "1 for the positive, else 0")):
+                      ("score", "the score"),
+                      ("label", "1 for the positive, else 0, or relevance labels")):
         f = click.option(f"--{key}-column", default=None, metavar="NAME",
                          help=f"Long layout: column with {what} (default '{key}').")(f)
     f = click.option("--score-dtype", type=click.Choice(SCORE_DTYPES), default=None,

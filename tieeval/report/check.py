@@ -7,7 +7,7 @@ import json
 
 from ..check import Outcome
 from ..results import report_dict
-from .format import fmt_percent, fmt_value
+from .format import fmt_percent, fmt_value, metric_title
 
 CHECK_FORMATS = ("text", "github", "json")
 
@@ -34,13 +34,14 @@ def _fmt_pair(measured: float, bound: float, unit: str, passed: bool) -> tuple[s
 
 def message(o: Outcome) -> str:
     """``NDCG@10 inflation 67.65% > max 5.00% (original 0.8738, tie-aware 0.2826)``:
-    what was measured, its value, the comparison and the bound (no status, no path)."""
+    what was measured, its value, the comparison and the bound (no status, no path). A
+    gamma row of a signed metric reads ``SNDCG@10 γ=0.5 inflation ...``."""
     t = o.threshold
-    what = _WHAT[t.kind].format(metric=o.metric)
+    what = _WHAT[t.kind].format(metric=metric_title(str(o.metric), o.gamma))
     side = t.comparison
     context = ""
     if t.kind in ("max_inflation", "max_gap"):
-        row = o.run.metric(str(o.metric))
+        row = o.row if o.row is not None else o.run.metric(str(o.metric))
         context = (f" (original {fmt_value(row.original)}, "
                    f"tie-aware {fmt_value(row.tie_aware)})")
     if o.measured is None:

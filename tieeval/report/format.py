@@ -20,6 +20,12 @@ def fmt_size(x: float) -> str:
     return f"{x:.2f}"
 
 
+def metric_title(label: str, gamma: float | None = None) -> str:
+    """A metric row's title: ``SNDCG@10 γ=0.5`` for a signed metric's gamma row, else the
+    label (the form of the run tables, :attr:`tieeval.labelled.RelMetricRow.display`)."""
+    return label if gamma is None else f"{label} γ={gamma:g}"
+
+
 def md_escape(text: str) -> str:
     return str(text).replace("|", "\\|")
 
@@ -43,9 +49,10 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
           "^": r"\textasciicircum{}", "±": r"$\pm$", "–": "--", "—": "---",
           "→": r"$\rightarrow$", "×": r"$\times$", "†": r"\dag{}", "‡": r"\ddag{}",
-          "<": r"\textless{}", ">": r"\textgreater{}"}
+          "<": r"\textless{}", ">": r"\textgreater{}", "γ": r"$\gamma$"}
 
 
 def latex_escape(text: str) -> str:
-    """Escape text for LaTeX: ``& % $ # _ { } ~ ^ \\`` and a few Unicode signs."""
+    """Escape text for LaTeX: ``& % $ # _ { } ~ ^ \\`` and a few Unicode signs (γ too, which
+    pdflatex cannot typeset as text)."""
     return "".join(_LATEX.get(ch, ch) for ch in str(text))

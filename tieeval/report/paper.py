@@ -13,7 +13,8 @@ import io
 
 from .. import __version__
 from ..paper import Cell, PaperTable
-from .format import fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape, md_text
+from .format import (fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape, md_text,
+                     metric_title)
 from .runs import footer
 
 MISSING = "–"
@@ -108,7 +109,7 @@ def _body(table: PaperTable, show_std: bool, pm: str, missing: str):
                 cells = []
                 if with_dataset:
                     cells.append((block.dataset or MISSING) if j == 0 else "")
-                cells.append(row.title)
+                cells.append(metric_title(row.title, row.gamma))
                 kinds = _row_kinds(table, row)
                 for method in table.methods:
                     for cell, kind in zip(row.cells[method], kinds):
@@ -269,9 +270,15 @@ def to_latex(table: PaperTable, show_std: bool = True) -> str:
 # ---------------------------------------------------------------------------------------
 # CSV (tidy)
 
+def _csv_gamma(table: PaperTable) -> bool:
+    """Metric tables of labelled runs gain a ``gamma`` column, as the runs' CSV does."""
+    return table.row_header == "Metric" and table.labelled
+
+
 def csv_fields(table: PaperTable) -> list[str]:
     lead = ["task", "dataset"]
     lead += ["metric", "k"] if table.row_header == "Metric" else ["statistic"]
+    lead += ["gamma"] if _csv_gamma(table) else []
     lead += ["method", "seeds"]
     for c in table.columns:
         lead.append(c.key)
@@ -281,6 +288,7 @@ def csv_fields(table: PaperTable) -> list[str]:
 
 
 def csv_rows(table: PaperTable):
+    gamma = _csv_gamma(table)
     for task, dataset, row in table.rows():
         for method in table.methods:
             cells = row.cells[method]
@@ -290,6 +298,8 @@ def csv_rows(table: PaperTable):
                    "seeds": max(c.seeds for c in cells)}
             if row.statistic is None:
                 out.update(metric=row.metric, k=row.k)
+                if gamma:
+                    out["gamma"] = row.gamma
             else:
                 out["statistic"] = row.statistic
             for col, cell in zip(table.columns, cells):
