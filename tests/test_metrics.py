@@ -118,7 +118,7 @@ def test_untied_positive_has_no_variance():
 
 
 def test_ndcg_decided_inside_top_k_but_hr_not():
-    # METRICS.md section 2: a = 0, b = 3, K = 10 -> HR is 1 either way, NDCG spans d(3)..1
+    # docs/METRICS.md section 2: a = 0, b = 3, K = 10 -> HR is 1 either way, NDCG spans d(3)..1
     a, b = np.array([0]), np.array([3])
     hr = single_positive(Metric("HR", 10), a, b, a + 1)
     ndcg = single_positive(Metric("NDCG", 10), a, b, a + 1)

@@ -140,7 +140,7 @@ def test_original_is_a_plus_one_without_ties(rng):
 
 
 # ---------------------------------------------------------------------------------------
-# dtype rules (METRICS.md section 12)
+# dtype rules (docs/METRICS.md section 12)
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_upcast_preserves_counts(rng, dtype):
@@ -212,7 +212,7 @@ def test_integer_extremes_keep_original_within_block(rng, dtype):
 
 
 # ---------------------------------------------------------------------------------------
-# NaN (METRICS.md section 13)
+# NaN (docs/METRICS.md section 13)
 
 def test_nan_raises_by_default_with_row():
     s = np.zeros((6, 4))

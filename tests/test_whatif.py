@@ -89,7 +89,7 @@ def test_float32_cast_collapses_near_ties_as_astype_predicts(tmp_path, rng):
 
 
 def test_sigmoid_saturation_in_float32():
-    # METRICS.md section 12 says z = 17..30; sigmoid(17) = 1 - 4.1e-8 is more than half a
+    # docs/METRICS.md section 12 says z = 17..30; sigmoid(17) = 1 - 4.1e-8 is more than half a
     # float32 ulp (3e-8) below 1, so it stays 0.99999994. From 18 on they all become 1.0f.
     z = np.arange(18, 31, dtype=np.float64)
     sig = 1.0 / (1.0 + np.exp(-z))

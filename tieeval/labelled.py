@@ -249,7 +249,7 @@ class LabelledRunResult(RunResult):
 
 
 class DuplicateCheck:
-    """Counts rows that list the same item twice (METRICS.md 13).
+    """Counts rows that list the same item twice (docs/METRICS.md 13).
 
     A deterministic model scores both copies alike, which manufactures a tie, and the copy
     counts as a negative: sampled negatives drawn with replacement, or a sampled negative

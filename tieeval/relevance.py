@@ -2,7 +2,7 @@
 
 Where :func:`tieeval.metrics.single_positive` handles one held-out positive from two counts,
 this module evaluates any labelling of a ragged batch of candidate lists. Every formula is
-from ``METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging generalised to
+from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging generalised to
 expectations *and* variances under uniform random tie-breaking.
 
 Layout. A batch is flat: ``scores`` (any real dtype, never cast), ``labels`` (integers or
@@ -14,7 +14,7 @@ floats) and ``offsets`` (``rows + 1`` non-decreasing integers); row ``i`` is
 * ``label < 0``: an explicit negative, the set N (only the signed metrics and V-AUC use it);
 * ``label == 0``: unobserved (or judged non-relevant).
 
-Method (METRICS.md 14a). One sort per row: ``np.argsort(row * -1)`` on the stored dtype,
+Method (docs/METRICS.md 14a). One sort per row: ``np.argsort(row * -1)`` on the stored dtype,
 numpy's default kind, over all rows of one length at once (a loop over the distinct row
 lengths, never over rows). That is the codebases' own call, so the same order gives the
 'original' column. Equal scores of a row form a tie block; labels inside blocks of two or
@@ -25,7 +25,7 @@ sort. The only other loops run over bounded quantities: the hypergeometric miss 
 of HR/SHR (``min(m, p) <= K`` factors) and the reciprocal-rank series (power-of-two buckets
 of rows).
 
-Definitions (the choices METRICS.md leaves open are recorded here and on :class:`RelMetric`):
+Definitions (the choices docs/METRICS.md leaves open are recorded here and on :class:`RelMetric`):
 
 * HR@K is the probability that *at least one* relevant item is in the top K (not a share).
 * Recall@K divides the relevant items in the top K by R; Precision@K divides them by K,
@@ -37,7 +37,7 @@ Definitions (the choices METRICS.md leaves open are recorded here and on :class:
 * SHR, SRecall, SDCG, SNDCG: gain +1 on P, -gamma on N, 0 otherwise (the sign-aware paper's
   definitions). SNDCG divides by ``ISDCG = D[min(K, R)]`` (all positives first, no
   negative counted), which stays > 0; it equals the literal ideal whenever
-  ``K <= n - |N|`` and never lets a forced negative flip the sign (METRICS.md 9).
+  ``K <= n - |N|`` and never lets a forced negative flip the sign (docs/METRICS.md 9).
 * V-AUC: the share of (positive, negative) pairs with the positive ranked first. The
   tie-aware value counts a tied pair 1/2; the strict one (``y_p > y_n``) counts it 0 and is
   the ``last`` column; ``first`` counts it 1.
@@ -49,10 +49,10 @@ Columns of :class:`RelValues`, one float64 entry per row:
 * ``first`` / ``last``: the metric after sorting every tie block by label descending /
   ascending. One ordering maximises every metric here and its reverse minimises it.
 * ``original``: the metric on ``np.argsort(row * -1)`` (numpy's default kind, stored dtype),
-  the ordering the evaluated codebases computed. It is platform dependent (METRICS.md 1).
+  the ordering the evaluated codebases computed. It is platform dependent (docs/METRICS.md 1).
 * ``tie_aware``: the exact expectation under uniform random tie-breaking.
 * ``variance``: the exact tie-break variance (NaN for AP, which has no closed form).
-* ``tie_decided``: ``first != last``, from the exact conditions of METRICS.md 10.
+* ``tie_decided``: ``first != last``, from the exact conditions of docs/METRICS.md 10.
 * ``defined``: the rows where the metric exists (R >= 1; V-AUC also needs ``|N| >= 1``).
   Undefined rows hold NaN and are never divided by zero.
 
@@ -369,7 +369,7 @@ def _rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
     """``E[RR@K]`` and ``E[RR@K^2]`` for a first relevant block (a above, nb items, p relevant).
 
     The first relevant item sits at in-block position J with
-    ``P(J = j) = C(nb-j, p-1) / C(nb, p)``, ``j = 1..nb-p+1`` (METRICS.md 7). With p = 1
+    ``P(J = j) = C(nb-j, p-1) / C(nb, p)``, ``j = 1..nb-p+1`` (docs/METRICS.md 7). With p = 1
     (and ``shortcut``) J is uniform and the sums are harmonic differences (section 2);
     otherwise the pmf comes from its recurrence as a product per row, in power-of-two
     buckets of rows so a row's arithmetic never depends on its neighbours.
@@ -853,7 +853,7 @@ class _Evaluation:
         miss_n = _pmiss(nnb, q, mn)
         hp[rp] = 1.0 - miss_p
         hn[rn] = 1.0 - miss_n
-        # Both first blocks are the same block: the events are dependent (METRICS.md 9).
+        # Both first blocks are the same block: the events are dependent (docs/METRICS.md 9).
         block_of_p = np.full(b.rows, -1)
         block_of_p[rp] = tp
         same = block_of_p[rn] == tn
@@ -906,7 +906,7 @@ class _Evaluation:
             norm = np.bincount(row, weights=w * item_gain(ideal), minlength=b.rows)
             self.defined &= norm > 0
         elif metric.name == "SNDCG":
-            # ISDCG = D[min(K, R)]: positives first, no negative counted (METRICS.md 9).
+            # ISDCG = D[min(K, R)]: positives first, no negative counted (docs/METRICS.md 9).
             norm = np.bincount(row, weights=w * (b.pos[idx] < b.n_pos[row]), minlength=b.rows)
         else:
             norm = np.ones(b.rows)
