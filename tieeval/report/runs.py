@@ -55,11 +55,14 @@ def describe_run(run: RunResult) -> str:
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
-def footer() -> str:
+def footer(runs: Iterable[RunResult] = ()) -> str:
     env = environment()
-    return (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
+    text = (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
             f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order among "
-            f"ties is platform-dependent. tieeval {env['tieeval_version']}.")
+            f"ties is platform-dependent.")
+    if any((getattr(r, "relevance", None) or {}).get("source") == "trec" for r in runs):
+        text += " TREC runs: trec_eval's order (score, then docno, descending) instead."
+    return f"{text} tieeval {env['tieeval_version']}."
 
 
 def render_tables(runs: Iterable[RunResult], console) -> None:
@@ -67,6 +70,7 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
     from rich import box
     from rich.table import Table
 
+    runs = list(runs)
     for run in runs:
         table = Table(title=f"{run.path}", caption=describe_run(run), box=box.SIMPLE_HEAVY,
                       title_style="bold", caption_justify="left")
@@ -83,7 +87,7 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
         for label, value in tie_rows(run):
             ties.add_row(label, value)
         console.print(ties)
-    console.print(footer(), style="dim")
+    console.print(footer(runs), style="dim")
 
 
 def to_json(runs: list[RunResult], groups: list | None = None) -> str:
@@ -122,7 +126,7 @@ def to_markdown(runs: list[RunResult]) -> str:
         parts.append(md_table(METRIC_HEADERS, metric_cells(run)) + "\n")
         parts.append(md_table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])
                      + "\n")
-    parts.append(f"_{footer()}_\n")
+    parts.append(f"_{footer(runs)}_\n")
     return "\n".join(parts)
 
 
@@ -141,5 +145,5 @@ def to_latex(runs: list[RunResult]) -> str:
                   f"{latex_escape(value)} " + r"\\" for label, value in tie_rows(run)]
         lines += [r"\bottomrule", r"\end{tabular}"]
         parts.append("\n".join(lines) + "\n")
-    parts.append(f"% {latex_escape(footer())}\n")
+    parts.append(f"% {latex_escape(footer(runs))}\n")
     return "\n".join(parts)
