@@ -20,19 +20,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data")
+from _common import DATA, median_time, print_timings
 
 
 def make_dump(rows: int, cols: int = 101, seed: int = 0) -> str:
     if (rows, cols, seed) == (1_000_000, 101, 0):  # the dump bench_scale.py uses too
-        sys.path.insert(0, HERE)
         import make_data
         return make_data.write_npy("sampled")
     path = os.path.join(DATA, f"sampled_{rows}x{cols}_seed{seed}_float32.npy")
@@ -48,15 +44,6 @@ def make_dump(rows: int, cols: int = 101, seed: int = 0) -> str:
         out[start:start + n] = 1.0 / (1.0 + np.exp(-z))  # float32 sigmoid: saturates at 1.0
     out.flush()
     return path
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -104,10 +91,7 @@ def main() -> None:
     read_pass = results["np.load (read only)"] + results["numpy (S > S[:, :1]).sum(1)"]
     print(f"\n{args.rows:,} x {S.shape[1]} float32, numpy {np.__version__}, "
           f"median of {args.repeat}\n")
-    print("| what | seconds | relative to tieeval |")
-    print("| --- | ---: | ---: |")
-    for name, t in results.items():
-        print(f"| {name} | {t:.3f} | {t / base:.2f}x |")
+    print_timings(results, base, "tieeval")
     print(f"\ntieeval / (read + one numpy pass) = {base / read_pass:.2f}")
 
 

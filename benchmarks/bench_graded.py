@@ -25,14 +25,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data")
+from _common import DATA, median_time, print_timings
 
 
 def make_dump(rows: int, cols: int, seed: int = 0) -> str:
@@ -48,15 +45,6 @@ def make_dump(rows: int, cols: int, seed: int = 0) -> str:
     scores = (1.0 / (1.0 + np.exp(-z))).astype(np.float32)  # saturates at 1.0: ties
     np.savez(path, scores=scores, labels=labels)
     return path
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -108,10 +96,7 @@ def main() -> None:
     base = results["tieeval NDCG@10 (end to end, .npz)"]
     print(f"\n{args.rows:,} x {args.cols} float32, graded labels 0-4, {tied_rows:.0%} of rows "
           f"with a tied top score, numpy {np.__version__}, median of {args.repeat}\n")
-    print("| what | seconds | relative to tieeval NDCG@10 |")
-    print("| --- | ---: | ---: |")
-    for name, t in results.items():
-        print(f"| {name} | {t:.3f} | {t / base:.2f}x |")
+    print_timings(results, base, "tieeval NDCG@10")
     print(f"\ntieeval NDCG@10: original {ours.original:.4f}, first {ours.first:.4f}, "
           f"last {ours.last:.4f}, tie-aware {ours.tie_aware:.4f} ± {ours.tie_aware_std:.4f}")
     if check:

@@ -19,8 +19,7 @@ import zipfile
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data")
+from _common import DATA
 CHUNK_BYTES = 64 << 20
 
 SHAPES = {"sampled": (1_000_000, 101), "allitem": (20_000, 7_710), "big": (10_000_000, 101)}

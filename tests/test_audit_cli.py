@@ -213,3 +213,127 @@ def test_audit_subprocess_exit_code(tmp_path, runs):
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["claims"][0]["verdict"] == "impossible" and doc["flagged"] == 1
+
+
+# ---------------------------------------------------------------------------------------
+# claims on signed metrics evaluated at several gammas
+
+# Method A: 40 rows, labels [1, -1, 0]. In 20 the positive is alone on top (SHR@1 = 1); in
+# the other 20 it ties at the top with the explicit negative, so SHR@1 is 1 (positive
+# first) or -gamma (negative first), each with probability 1/2: (1 - gamma) / 2 in
+# expectation, variance ((1 + gamma) / 2)^2, and 1 under np.argsort (the positive's lower
+# column index comes first). Seed mean of one run:
+#   tie-aware (3 - gamma) / 4, first 1, last (1 - gamma) / 2, original 1,
+#   sd sqrt(20) (1 + gamma) / 2 / 40.
+# Method B: an unjudged candidate (label 0) alone on top in every row: SHR@1 = 0.
+SIGNED_HEADER = "method,dataset,task,metric,k,value,gamma\n"
+
+
+def a_shr1(gamma):
+    return {"tie_aware": (3 - gamma) / 4, "first": 1.0, "last": (1 - gamma) / 2,
+            "original": 1.0, "tie_aware_std": math.sqrt(20) * (1 + gamma) / 2 / 40}
+
+
+@pytest.fixture
+def signed_runs(tmp_path):
+    labels = np.tile([1, -1, 0], (40, 1))
+    a = np.tile(np.array([1.0, 0.5, 0.0], dtype=np.float32), (40, 1))
+    a[20:, 1] = 1.0
+    b = np.tile(np.array([0.5, 0.1, 1.0], dtype=np.float32), (40, 1))
+    paths = []
+    for method, s in (("A", a), ("B", b)):
+        path = tmp_path / f"{method}.npz"
+        np.savez(path, scores=s, labels=labels, method=np.array(method),
+                 dataset=np.array("D"))
+        paths.append(str(path))
+    return paths
+
+
+def signed_claims(tmp_path, body: str) -> str:
+    path = tmp_path / "signed_claims.csv"
+    path.write_text(SIGNED_HEADER + body, encoding="utf-8")
+    return str(path)
+
+
+def test_single_row_oracle_for_the_signed_fixture():
+    # The tied row on its own, through the library: the closed form used above.
+    for gamma in (0.0, 5.0):
+        row = tieeval.evaluate_labels(np.array([[1.0, 1.0, 0.0]]), np.array([[1, -1, 0]]),
+                                      metrics=["SHR@1"], gamma=gamma).metrics[0]
+        assert (row.first, row.last, row.tie_aware) == (1.0, -gamma, (1 - gamma) / 2)
+
+
+def test_claims_name_their_gamma(tmp_path, signed_runs):
+    claims = signed_claims(tmp_path, "A,D,,SHR,1,0.7500,0\n"      # = tie-aware at gamma 0
+                                     "A,D,,SHR@1,,1.0000,5\n"     # = original, far above
+                                     "B,D,,SHR,1,0.0000,5.0\n"
+                                     "A,D,,MRR,,0.8750,\n")       # unsigned: no gamma
+    result = invoke("audit", *signed_runs, "--claims", claims, "--gamma", "0", "5",
+                    "-f", "json")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    got = [(c["line"], c["metric"], c["gamma"], c["verdict"]) for c in doc["claims"]]
+    assert got == [(2, "SHR", 0.0, "consistent"), (3, "SHR", 5.0, "tie-break only"),
+                   (4, "SHR", 5.0, "consistent"), (5, "MRR", None, "consistent")]
+    for claim, gamma in zip(doc["claims"][:2], (0.0, 5.0)):
+        want = a_shr1(gamma)
+        for key, value in want.items():
+            assert claim[key] == pytest.approx(value, abs=1e-12), (gamma, key)
+    assert doc["claims"][1]["matches_original"] is True
+    # gamma follows k in the CSV; the tables name it beside the metric
+    rows = list(csv.DictReader(io.StringIO(invoke("audit", *signed_runs, "--claims", claims,
+                                                  "--gamma", "0", "5", "-f", "csv").stdout)))
+    assert list(rows[0])[5:7] == ["k", "gamma"]
+    assert [r["gamma"] for r in rows] == ["0.0", "5.0", "5.0", ""]
+    md = invoke("audit", *signed_runs, "--claims", claims, "--gamma", "0", "5",
+                "-f", "markdown").stdout
+    assert "| 2 | A / D | SHR@1 γ=0 | 0.7500 |" in md
+    assert "| 3 | A / D | SHR@1 γ=5 | 1.0000 |" in md
+    assert "| 5 | A / D | MRR | 0.8750 |" in md
+
+
+def test_a_claim_without_gamma_needs_a_single_gamma(tmp_path, signed_runs):
+    claims = signed_claims(tmp_path, "A,D,,HR,1,0.7500,\n"
+                                     "A,D,,SHR,1,1.0000,\n")
+    several = invoke("audit", *signed_runs, "--claims", claims, "--gamma", "0", "5")
+    assert several.exit_code == 2 and several.stdout == ""
+    assert several.stderr.strip() == (
+        f"Error: {claims}: line 3: SHR@1 has one row per gamma (gammas: 0.0, 5.0); say "
+        "which in a 'gamma' column, or evaluate one --gamma")
+    # one gamma evaluated: the claim is judged at it, and says so
+    one = invoke("audit", *signed_runs, "--claims", claims, "--gamma", "5", "-f", "json")
+    assert one.exit_code == 1, one.output
+    c = json.loads(one.stdout)["claims"][1]
+    assert (c["gamma"], c["verdict"], c["detail"]) == (5.0, "tie-break only",
+                                                       "above tie-aware")
+    assert c["tie_aware"] == pytest.approx(a_shr1(5.0)["tie_aware"], abs=1e-12)
+    default = json.loads(invoke("audit", *signed_runs, "--claims", claims, "-f",
+                                "json").stdout)["claims"][1]
+    assert default["gamma"] == 1.0  # --gamma's default
+    assert default["tie_aware"] == pytest.approx(a_shr1(1.0)["tie_aware"], abs=1e-12)
+
+
+@pytest.mark.parametrize("body,args,fragment", [
+    ("A,D,,SHR,1,0.5,2\n", ["--gamma", "0", "5"],
+     "line 2: SHR@1 at gamma 2 was not evaluated (gammas: 0.0, 5.0); add it to --gamma"),
+    ("A,D,,HR,1,0.5,1\n", [],
+     "line 2: HR@1 has no gamma; the gamma column is for the signed metrics (SHR, SRecall, "
+     "SDCG, SNDCG)"),
+    ("A,D,,SHR,1,0.5,-1\n", [], "line 2: gamma must be a finite number >= 0, got '-1'"),
+    ("A,D,,SHR,1,0.5,half\n", [], "line 2: gamma must be a finite number >= 0, got 'half'"),
+])
+def test_bad_gamma_claims_exit_2(tmp_path, signed_runs, body, args, fragment):
+    claims = signed_claims(tmp_path, body)
+    result = invoke("audit", *signed_runs, "--claims", claims, *args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: {claims}: ") and fragment in result.stderr
+
+
+def test_single_positive_claims_have_no_gamma_key(tmp_path, runs):
+    claims = claims_file(tmp_path, "ConsRec,Mafengwo,group,HR,1,0.1750\n")
+    result = invoke("audit", *runs, "--claims", claims, "--format", "json")
+    assert result.exit_code == 0
+    assert "gamma" not in json.loads(result.stdout)["claims"][0]
+    header = invoke("audit", *runs, "--claims", claims, "--format", "csv").stdout
+    assert "gamma" not in header.splitlines()[0]
+    assert read_claims(claims)[0].gamma is None

@@ -391,6 +391,75 @@ def test_rank_markdown_and_csv(tmp_path):
         ("sat", "1", "1"), ("clean", "2", "2")]
 
 
+def signed_methods(tmp_path):
+    """Two labelled methods (labels [1, -1, 0] in every row) whose SHR@1 order depends on
+    gamma. A: in two of four rows the positive is alone on top (SHR@1 = 1); in the other
+    two it ties at the top with the explicit negative, so SHR@1 is 1 or -gamma with
+    probability 1/2 each, and 1 under np.argsort (the lower column index first). Its means:
+    tie-aware (1 + 1 + 2 (1 - gamma) / 2) / 4 = (3 - gamma) / 4, original 1. B: an
+    unjudged candidate alone on top in every row: SHR@1 = 0 under every column."""
+    labels = np.tile([1, -1, 0], (4, 1))
+    a = np.array([[1.0, 0.5, 0.0], [1.0, 0.5, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    b = np.tile([0.5, 0.1, 1.0], (4, 1))
+    paths = []
+    for name, s in (("A", a), ("B", b)):
+        np.savez(tmp_path / f"{name}.npz", scores=s, labels=labels,
+                 method=np.array(name), dataset=np.array("D"))
+        paths.append(tmp_path / f"{name}.npz")
+    return paths
+
+
+def test_rank_labels_each_ranking_with_its_gamma(tmp_path):
+    paths = signed_methods(tmp_path)
+    result = invoke("rank", *paths, "-m", "SHR@1", "-m", "MRR", "--gamma", "0", "5",
+                    "--format", "json")
+    assert result.exit_code == 0, result.output
+    rankings = json.loads(result.stdout)["rankings"]
+    assert [(r["metric"], r["k"], r["gamma"]) for r in rankings] == [
+        ("SHR", 1, 0.0), ("SHR", 1, 5.0), ("MRR", None, None)]
+    assert list(rankings[0])[:6] == ["dataset", "task", "metric", "k", "gamma", "changed"]
+    # gamma 0: A (3/4) above B (0), as under original; gamma 5: A falls to (3 - 5)/4 < 0
+    for r, gamma in zip(rankings, (0.0, 5.0)):
+        ta = {e["method"]: e["tie_aware"] for e in r["methods"]}
+        assert ta == {"A": (3 - gamma) / 4, "B": 0.0}
+        assert {e["method"]: e["original"] for e in r["methods"]} == {"A": 1.0, "B": 0.0}
+    moves = [[(e["method"], e["tie_aware_rank"], e["original_rank"], e["change"])
+              for e in r["methods"]] for r in rankings[:2]]
+    assert moves == [[("A", 1, 1, 0), ("B", 2, 2, 0)], [("B", 1, 2, 1), ("A", 2, 1, -1)]]
+    assert [r["changed"] for r in rankings[:2]] == [False, True]
+    # every writer says which gamma a ranking is for
+    table = invoke("rank", *paths, "-m", "SHR@1", "--gamma", "0", "5").stdout
+    assert "D · SHR@1 γ=0" in table and "D · SHR@1 γ=5" in table
+    md = invoke("rank", *paths, "-m", "SHR@1", "--gamma", "0,5", "--format", "markdown").stdout
+    assert "**D · SHR@1 γ=0**" in md and "**D · SHR@1 γ=5**" in md
+    rows = list(csv.DictReader(io.StringIO(invoke("rank", *paths, "-m", "SHR@1", "--gamma",
+                                                  "0", "5", "--format", "csv").stdout)))
+    assert [(r["gamma"], r["method"], r["tie_aware_rank"]) for r in rows] == [
+        ("0.0", "A", "1"), ("0.0", "B", "2"), ("5.0", "B", "1"), ("5.0", "A", "2")]
+    # single-positive runs keep their JSON and CSV: no gamma
+    np.savez(tmp_path / "s.npz", scores=np.array([[1.0, 0.5]]))
+    plain = json.loads(invoke("rank", tmp_path / "s.npz", "-m", "HR@1", "--format",
+                              "json").stdout)
+    assert "gamma" not in plain["rankings"][0]
+    assert "gamma" not in invoke("rank", tmp_path / "s.npz", "-m", "HR@1", "--format",
+                                 "csv").stdout
+
+
+def test_rank_groups_carry_gamma(tmp_path):
+    runs = []
+    for path in signed_methods(tmp_path):
+        with np.load(path) as f:
+            run = tieeval.evaluate_labels(f["scores"], f["labels"], metrics=["SHR@1"],
+                                          gamma=[0, 5])
+        run.labels = {"method": path.stem}
+        runs.append(run)
+    groups, _ = group_runs(runs)
+    rankings = rank_groups(groups)
+    assert [(r.label, r.gamma, r.labelled) for r in rankings] == [
+        ("SHR@1", 0.0, True), ("SHR@1", 5.0, True)]
+    assert [e.method for e in rankings[1].entries] == ["B", "A"]
+
+
 def test_python_m_diff_subprocess(tmp_path, rng):
     a = save(tmp_path, "A", tied_scores(rng, 5))
     proc = subprocess.run([sys.executable, "-m", "tieeval", "diff", a, a, "--format", "json"],

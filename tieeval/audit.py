@@ -29,6 +29,8 @@ from decimal import Decimal, InvalidOperation
 
 from .errors import InputError, ParameterError, TieevalError
 from .metrics import Metric
+from .registry import REGISTRY, parse_gamma, signed_names
+from .results import gammas_text, label_rows
 
 VERDICTS = ("impossible", "tie-break only", "consistent")
 DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
@@ -36,6 +38,7 @@ DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
 DEFAULT_TOLERANCE = 5e-5  # half a unit of the 4th decimal, the usual printed precision
 CLAIM_COLUMNS = ("method", "dataset", "task", "metric", "k", "value")
 REQUIRED_COLUMNS = ("method", "dataset", "metric", "value")
+GAMMA_COLUMN = "gamma"  # optional: which --gamma row a claim on a signed metric is about
 
 # Slack for comparisons that sit exactly on a boundary: 0.12345 + 0.00005 need not round to
 # the float nearest 0.1235, and a claim exactly at a boundary must not flip with the rounding.
@@ -230,7 +233,9 @@ class Claim:
     ``metric`` is the canonical registry name (``"NDCG"``), ``k`` the cutoff (None for
     MRR), ``task`` None when the file leaves it empty. ``value`` is the fraction (a
     trailing ``%`` divided by 100), ``text`` the value exactly as written, ``tolerance``
-    half a unit of its last printed digit, ``line`` its line in the file.
+    half a unit of its last printed digit, ``line`` its line in the file. ``gamma`` is the
+    penalty of a signed metric (SHR, SRecall, SDCG, SNDCG) the value was printed for, None
+    when the file does not say.
     """
 
     method: str
@@ -242,6 +247,7 @@ class Claim:
     text: str
     tolerance: float
     line: int
+    gamma: float | None = None
 
     @property
     def label(self) -> str:
@@ -257,6 +263,19 @@ def judge_against(claim: Claim, row) -> Verdict:
     ``tie_aware``, ``tie_aware_std`` and ``original``, such as a ``MetricRow``)."""
     return judge_claim(claim.text, first=row.first, last=row.last, tie_aware=row.tie_aware,
                        tie_aware_std=row.tie_aware_std, original=row.original)
+
+
+def _parse_gamma(text: str, metric: str, k: int | None) -> float | None:
+    # An empty cell says nothing; a value belongs to a signed metric only.
+    if not text:
+        return None
+    if not REGISTRY[metric].signed:
+        raise ValueError(f"{Metric(metric, k)} has no gamma; the {GAMMA_COLUMN} column is "
+                         f"for the signed metrics ({', '.join(signed_names())})")
+    try:
+        return parse_gamma(text)
+    except TieevalError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _parse_metric(name: str, k_text: str) -> tuple[str, int | None]:
@@ -287,7 +306,9 @@ def read_claims(path) -> list[Claim]:
     path : str or os.PathLike
         A UTF-8 CSV file (a byte-order mark is allowed) whose first line is a header naming
         the columns ``method, dataset, task, metric, k, value`` in any order. ``task`` and
-        ``k`` may be left empty or left out; other columns (a source or a note) are ignored.
+        ``k`` may be left empty or left out; an optional ``gamma`` column says which
+        ``--gamma`` row a signed metric's value is about; other columns (a source or a
+        note) are ignored.
 
     Returns
     -------
@@ -301,6 +322,8 @@ def read_claims(path) -> list[Claim]:
     * ``value`` is the number as published, kept as text too, since its printed digits set
       the rounding tolerance. A trailing ``%`` divides by 100 (``41.23%`` is 0.4123). A
       bare number above 1 is refused rather than guessed to be a percentage.
+    * ``gamma``, when given, is a number >= 0 and only on a signed metric (SHR, SRecall,
+      SDCG, SNDCG); an empty cell leaves the claim's gamma to :func:`audit_groups`.
 
     Raises
     ------
@@ -353,17 +376,19 @@ def read_claims(path) -> list[Claim]:
         where = f"{path}: line {line}"
         if len(cells) != len(names):
             raise InputError(f"{where}: {len(cells)} cells, but the header has {len(names)}")
-        cell = {c: (cells[index[c]].strip() if c in index else "") for c in CLAIM_COLUMNS}
+        cell = {c: (cells[index[c]].strip() if c in index else "")
+                for c in CLAIM_COLUMNS + (GAMMA_COLUMN,)}
         for c in REQUIRED_COLUMNS:
             if not cell[c]:
                 raise InputError(f"{where}: empty {c}")
         try:
             metric, k = _parse_metric(cell["metric"], cell["k"])
             value, tolerance = parse_value(cell["value"])
+            gamma = _parse_gamma(cell[GAMMA_COLUMN], metric, k)
         except ValueError as exc:
             raise InputError(f"{where}: {exc}") from None
         claims.append(Claim(cell["method"], cell["dataset"], cell["task"] or None, metric, k,
-                            value, cell["value"], tolerance, line))
+                            value, cell["value"], tolerance, line, gamma))
     return claims
 
 
@@ -393,6 +418,9 @@ class AuditItem:
 
     ``labels`` are the matched group's labels, ``seeds`` how many runs were averaged and
     ``paths`` their files; all empty when the claim matched no run (``verdict`` None).
+    ``gamma`` is the gamma of the row the claim was judged against (the claim's own, or
+    the only one evaluated; None for unsigned metrics), ``labelled`` whether that row is a
+    labelled run's, whose JSON carries ``gamma`` as its metric rows do.
     """
 
     claim: Claim
@@ -400,6 +428,13 @@ class AuditItem:
     labels: dict | None = None
     seeds: int = 0
     paths: tuple = ()
+    gamma: float | None = None
+    labelled: bool = False
+
+    @property
+    def has_gamma(self) -> bool:
+        """Whether the JSON and CSV name a gamma: a labelled row, or a claim naming one."""
+        return self.labelled or self.claim.gamma is not None
 
     @property
     def status(self) -> str:
@@ -414,8 +449,10 @@ class AuditItem:
     def to_dict(self) -> dict:
         c = self.claim
         out = {"line": c.line, "method": c.method, "dataset": c.dataset, "task": c.task,
-               "metric": c.metric, "k": c.k, "value": c.value, "text": c.text,
-               "verdict": self.status}
+               "metric": c.metric, "k": c.k}
+        if self.has_gamma:
+            out["gamma"] = self.gamma
+        out.update(value=c.value, text=c.text, verdict=self.status)
         v = self.verdict
         for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
                     "first", "original", "matches_original"):
@@ -473,21 +510,44 @@ def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[Au
     list of AuditItem
         In claim order; a claim that matches no group has ``verdict`` None (status
         ``'unmatched'``).
+
+    Notes
+    -----
+    A signed metric evaluated at several gammas has one row per gamma: a claim on it names
+    its gamma (the ``gamma`` column), and one that does not is an :class:`InputError`
+    naming its line, unless a single gamma was evaluated. A gamma that was not evaluated
+    is an :class:`InputError` too.
     """
     items = []
     for claim in claims:
         group = match_group(claim, groups, source)
         if group is None:
-            items.append(AuditItem(claim, None))
+            items.append(AuditItem(claim, None, gamma=claim.gamma))
             continue
-        try:
-            row = group.metric(claim.label)
-        except KeyError:
-            raise ParameterError(f"{claim.label} was not evaluated for "
-                                 f"{_describe(group.labels)}") from None
+        row = _claimed_row(claim, group, source)
         items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
-                               group.seeds, tuple(r.path for r in group.runs)))
+                               group.seeds, tuple(r.path for r in group.runs),
+                               getattr(row, "gamma", None), hasattr(row, "gamma")))
     return items
+
+
+def _claimed_row(claim: Claim, group, source: str):
+    """The group's row of the claim's metric, at the claim's gamma (see audit_groups)."""
+    rows = label_rows(group.metrics, claim.label)
+    if not rows:
+        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.labels)}")
+    where = f"{source}: line {claim.line}"
+    if claim.gamma is not None:
+        picked = label_rows(rows, claim.label, claim.gamma)
+        if not picked:
+            raise InputError(f"{where}: {claim.label} at gamma {claim.gamma:g} was not "
+                             f"evaluated ({gammas_text(rows)}); add it to --gamma")
+        return picked[0]
+    if len(rows) > 1:
+        raise InputError(f"{where}: {claim.label} has one row per gamma "
+                         f"({gammas_text(rows)}); say which in a '{GAMMA_COLUMN}' column, "
+                         "or evaluate one --gamma")
+    return rows[0]
 
 
 def claimed_metrics(claims: list[Claim]) -> list[Metric]:

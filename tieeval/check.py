@@ -24,13 +24,13 @@ that was not evaluated is an error).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
 from .errors import ParameterError
 from .metrics import Metric
-from .results import MetricRow, RunResult
+from .registry import parse_gamma, signed_names
+from .results import MetricRow, RunResult, gammas_text, label_rows
 
 # kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
 KINDS = {
@@ -84,15 +84,11 @@ def parse_metric_key(text: str, option: str = "metric") -> tuple[Metric, float |
     metric = Metric.parse(m.group(1))
     if not metric.spec.signed:
         raise ParameterError(f"{option}: {metric} has no gamma; [gamma=...] picks a row of a "
-                             "signed metric (SHR, SRecall, SDCG, SNDCG)")
+                             f"signed metric ({', '.join(signed_names())})")
     try:
-        gamma = float(m.group(2))
-    except ValueError:
-        gamma = math.nan
-    if not math.isfinite(gamma) or gamma < 0:
-        raise ParameterError(f"{option}: gamma must be a finite number >= 0, got "
-                             f"{m.group(2)!r} in {text!r}")
-    return metric, gamma
+        return metric, parse_gamma(m.group(2))
+    except ParameterError as exc:
+        raise ParameterError(f"{option}: {exc} in {text!r}") from None
 
 
 def parse_bound(text: str, option: str = "bound") -> float:
@@ -189,14 +185,12 @@ def _labelled(run: RunResult) -> bool:
 def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> list:
     """The run's rows of ``metric``: one per gamma for a signed metric of a labelled run
     (only the ``gamma`` row when given), else one. Raises ParameterError when none is."""
-    rows = [r for r in run.metrics if r.metric == metric.name and r.k == metric.k]
+    rows = label_rows(run.metrics, str(metric))
     if gamma is not None:
-        picked = [r for r in rows if getattr(r, "gamma", None) == gamma]
+        picked = label_rows(rows, str(metric), gamma)
         if not picked:
-            have = sorted({r.gamma for r in rows if getattr(r, "gamma", None) is not None})
             raise ParameterError(f"{run.path}: {metric}[gamma={gamma!r}] was not evaluated "
-                                 f"(gammas: {', '.join(map(repr, have)) or 'none'}); add it "
-                                 "to --gamma")
+                                 f"({gammas_text(rows)}); add it to --gamma")
         rows = picked
     if not rows:
         raise ParameterError(f"{run.path}: {metric} was not evaluated")

@@ -17,7 +17,8 @@
    the deterministic original column), the paired t-test, the paired sign-flip
    randomization test (exact for up to 20 instances, else ``permutations`` Monte Carlo
    sign vectors from ``seed``, drawn per distinct difference by
-   :func:`sign_flip_p_value`) and the t-based confidence interval of the mean difference.
+   :func:`tieeval.stats.sign_flip_p_value`) and the t-based confidence interval of the
+   mean difference.
 4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
    ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
    tie-aware`` when they disagree.
@@ -29,9 +30,8 @@ the paper's Table 5.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -39,7 +39,10 @@ from .errors import InputError, ParameterError
 from .io import Dump, ReadOptions, detect_format, open_dump
 from .labels import resolve_labels
 from .metrics import Metric, default_metrics, single_positive
-from .stats import EXACT_RANDOMIZATION_MAX_N, PairedResult, paired_comparison, ranking_changes
+from .results import find_row
+from .stats import (EXACT_RANDOMIZATION_MAX_N, PairedResult, check_permutations,
+                    paired_comparison, ranking_changes)
+from .stats import sign_flip_p_value  # noqa: F401 - still importable from here
 from .whatif import NO_WHAT_IF, WhatIf, iter_counts, read_with_restarts
 
 INSTANCE_FIELD = "instance"
@@ -244,26 +247,17 @@ def verdict_text(original_winner: str, tie_aware_winner: str) -> str:
 
 
 @dataclass(frozen=True)
-class ColumnComparison:
-    """One column's paired comparison: the fields of :data:`COMPARISON_KEYS`, the paired
-    t statistic and the winner."""
-
-    a: float
-    b: float
-    difference: float
-    difference_std: float | None
-    p_value_t: float | None
-    p_value_randomization: float | None
-    ci_low: float | None
-    ci_high: float | None
-    statistic: float | None
-    winner: str
+class ColumnComparison(PairedResult):
+    """One column's paired comparison: a :class:`~tieeval.stats.PairedResult` that names
+    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS` and the winner."""
 
     @classmethod
     def from_paired(cls, r: PairedResult) -> "ColumnComparison":
-        return cls(r.a, r.b, r.difference, r.difference_std, r.p_value_t,
-                   r.p_value_randomization, r.ci_low, r.ci_high, r.statistic,
-                   winner_of(r.difference))
+        return cls(**asdict(r))
+
+    @property
+    def winner(self) -> str:
+        return winner_of(self.difference)
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in COMPARISON_KEYS}
@@ -337,10 +331,7 @@ class DiffResult:
         return self.instances <= EXACT_RANDOMIZATION_MAX_N
 
     def row(self, label: str) -> DiffRow:
-        for row in self.rows:
-            if row.label.upper() == label.upper():
-                return row
-        raise KeyError(label)
+        return find_row(self.rows, label)
 
     def to_dict(self) -> dict:
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "alignment": self.alignment,
@@ -351,86 +342,6 @@ class DiffResult:
                                   "seed": None if self.randomization_exact else self.seed},
                 "what_if": self.what_if.to_dict() if self.what_if.active else None,
                 "metrics": [r.to_dict() for r in self.rows]}
-
-
-# ---------------------------------------------------------------------------------------
-# the Monte Carlo sign-flip test, grouped by value
-
-_EPS = 2.220446049250313e-16
-_BLOCK_BYTES = 1 << 24  # random bytes drawn at a time (16 MB)
-
-
-def _popcount_bytes(x: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
-        return np.bitwise_count(x)
-    return _POPCOUNT[x]  # pragma: no cover - numpy 1.x
-
-
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
-def sign_flip_p_value(d, permutations: int = DEFAULT_PERMUTATIONS, seed=0) -> float:
-    """Monte Carlo p-value of the paired sign-flip test on differences ``d``, grouped by value.
-
-    The statistic is ``|sum_i s_i d_i|`` over independent fair signs ``s_i``, as in
-    :func:`tieeval.stats.paired_comparison`, and ``p = (count + 1) / (permutations + 1)``
-    with ``count`` the sign vectors whose statistic reaches the observed one (sums equal up
-    to float rounding count as reaching it). Instances with the same ``|d_i| = v`` enter
-    only through how many of their signs are +1, so each draw needs one popcount of ``c_v``
-    random bits per distinct value rather than one sign per instance: the same
-    distribution, at a cost that follows the number of distinct values (a handful for HR,
-    a few thousand for MRR) instead of the number of instances.
-
-    >>> sign_flip_p_value(np.zeros(50))
-    1.0
-    """
-    d = np.asarray(d, dtype=np.float64)
-    mags = np.abs(d)
-    values, inverse = np.unique(mags, return_inverse=True)
-    counts = np.bincount(inverse, minlength=values.size)
-    positives = np.bincount(inverse, weights=(d > 0), minlength=values.size)
-    keep = values > 0
-    values, counts, positives = values[keep], counts[keep], positives[keep].astype(np.int64)
-    if values.size == 0:
-        return 1.0
-    observed = abs(float((2 * positives - counts) @ values))
-    tol = 2.0 * d.size * _EPS * float(counts @ values)
-    # Each value's signs are the bits of ceil(c_v / 8) random bytes, the last byte masked.
-    nbytes = (counts + 7) // 8
-    starts = np.concatenate(([0], np.cumsum(nbytes)[:-1]))
-    width = int(nbytes.sum())
-    mask = np.full(width, 0xFF, dtype=np.uint8)
-    partial = counts % 8 != 0
-    mask[(starts + nbytes - 1)[partial]] = ((1 << (counts[partial] % 8)) - 1).astype(np.uint8)
-    offset = float(counts @ values)
-    rng = np.random.default_rng(seed)
-    rows = max(1, min(permutations, _BLOCK_BYTES // width))
-    hits = 0
-    done = 0
-    while done < permutations:
-        m = min(rows, permutations - done)
-        bits = rng.integers(0, 256, size=(m, width), dtype=np.uint8)
-        bits &= mask
-        ones = np.add.reduceat(_popcount_bytes(bits), starts, axis=1, dtype=np.int64)
-        sums = 2.0 * (ones @ values) - offset
-        hits += int(np.count_nonzero(np.abs(sums) >= observed - tol))
-        done += m
-    return (hits + 1) / (permutations + 1)
-
-
-def _paired(a_values, b_values, a_variance, b_variance, permutations, seed, confidence):
-    """:func:`tieeval.stats.paired_comparison`, with the Monte Carlo sign-flip test (above
-    the exact test's 20 instances) done by :func:`sign_flip_p_value`."""
-    n = len(a_values)
-    if n <= EXACT_RANDOMIZATION_MAX_N:
-        return paired_comparison(a_values, b_values, a_variance=a_variance,
-                                 b_variance=b_variance, permutations=permutations, seed=seed,
-                                 confidence=confidence)
-    result = paired_comparison(a_values, b_values, a_variance=a_variance,
-                               b_variance=b_variance, permutations=1, seed=seed,
-                               confidence=confidence)
-    p = sign_flip_p_value(np.asarray(b_values) - np.asarray(a_values), permutations, seed)
-    return dataclasses.replace(result, p_value_randomization=p)
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,13 +363,17 @@ def compare_counts(a: RunCounts, b: RunCounts, metrics: list[Metric], *,
     if not metrics:
         raise ParameterError("no metrics to compare")
     zeros = np.zeros(a.instances)
+    # Above the exact test's 20 instances, draw sign flips per distinct difference.
+    test = dict(permutations=permutations, seed=seed, confidence=confidence,
+                grouped_signs=True)
     rows = []
     for m in metrics:
         va = single_positive(m, a.a, a.b, a.original)
         vb = single_positive(m, b.a, b.b, b.original)
-        tie = _paired(va.tie_aware, vb.tie_aware, va.variance, vb.variance, permutations,
-                      seed, confidence)
-        orig = _paired(va.original, vb.original, zeros, zeros, permutations, seed, confidence)
+        tie = paired_comparison(va.tie_aware, vb.tie_aware, a_variance=va.variance,
+                                b_variance=vb.variance, **test)
+        orig = paired_comparison(va.original, vb.original, a_variance=zeros,
+                                 b_variance=zeros, **test)
         rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
                             ColumnComparison.from_paired(orig)))
     return DiffResult(DiffSide(a.path, a.labels, a.dtype, a.instances),
@@ -494,11 +409,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         by position).
     """
     metrics = default_metrics((1, 5, 10)) if metrics is None else list(metrics)
-    if isinstance(permutations, (bool, np.bool_)) or not isinstance(permutations,
-                                                                     (int, np.integer)):
-        raise ParameterError(f"permutations must be a whole number >= 1, got {permutations!r}")
-    if permutations < 1:
-        raise ParameterError(f"permutations must be >= 1, got {permutations}")
+    check_permutations(permutations)  # before any dump is read
     runs = []
     ids = []
     for dump, override in zip((a_dump, b_dump), labels):
@@ -573,13 +484,20 @@ class RankEntry:
 
 @dataclass(frozen=True)
 class Ranking:
-    """Methods of one dataset and task ranked by one metric (best first, tie-aware)."""
+    """Methods of one dataset and task ranked by one metric (best first, tie-aware).
+
+    ``gamma`` is the penalty of a signed metric's row (one ranking per ``--gamma``), None
+    otherwise; ``labelled`` says the runs are labelled, whose JSON carries ``gamma`` as
+    their metric rows do.
+    """
 
     dataset: str | None
     task: str | None
     metric: str
     k: int | None
     entries: tuple[RankEntry, ...]
+    gamma: float | None = None
+    labelled: bool = False
 
     @property
     def label(self) -> str:
@@ -591,9 +509,11 @@ class Ranking:
         return any(e.change != 0 for e in self.entries)
 
     def to_dict(self) -> dict:
-        return {"dataset": self.dataset, "task": self.task, "metric": self.metric,
-                "k": self.k, "changed": self.changed,
-                "methods": [e.to_dict() for e in self.entries]}
+        out = {"dataset": self.dataset, "task": self.task, "metric": self.metric, "k": self.k}
+        if self.labelled:
+            out["gamma"] = self.gamma
+        out.update(changed=self.changed, methods=[e.to_dict() for e in self.entries])
+        return out
 
 
 def _method_name(group) -> str:
@@ -615,8 +535,9 @@ def rank_groups(groups) -> list[Ranking]:
     Returns
     -------
     list of Ranking
-        Settings in order of first appearance, metrics in the groups' order. Ranks are
-        competition ranks (1, 2, 2, 4); equal values share a rank.
+        Settings in order of first appearance, metrics in the groups' order (a signed
+        metric of labelled runs once per gamma). Ranks are competition ranks (1, 2, 2, 4);
+        equal values share a rank.
     """
     settings: dict[tuple, list] = {}
     for g in groups:
@@ -624,7 +545,7 @@ def rank_groups(groups) -> list[Ranking]:
     out = []
     layout = None
     for g in groups:
-        mine = [(m.metric, m.k) for m in g.metrics]
+        mine = [(m.metric, m.k, getattr(m, "gamma", None)) for m in g.metrics]
         if layout is None:
             layout = mine
         elif mine != layout:
@@ -642,5 +563,6 @@ def rank_groups(groups) -> list[Ranking]:
             entries = tuple(RankEntry(c.method, c.tie_aware, rows[c.method].tie_aware_std,
                                       c.original, c.tie_aware_rank, c.original_rank,
                                       c.change, by_name[c.method].seeds) for c in changes)
-            out.append(Ranking(dataset, task, row.metric, row.k, entries))
+            out.append(Ranking(dataset, task, row.metric, row.k, entries,
+                               getattr(row, "gamma", None), hasattr(row, "gamma")))
     return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .errors import ParameterError
 from .labels import GROUP_KEYS
 from .metrics import COLUMNS
-from .results import MetricRow, RunResult
+from .results import MetricRow, RunResult, find_row
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
               "positive_tie_frequency")
@@ -96,10 +96,7 @@ class GroupResult:
 
     def metric(self, label: str) -> GroupMetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
-        for row in self.metrics:
-            if row.label.upper() == label.upper():
-                return row
-        raise KeyError(label)
+        return find_row(self.metrics, label)
 
     def to_dict(self) -> dict:
         return {"labels": {k: self.labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,

@@ -338,6 +338,28 @@ def dataset_files(directory: str) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # validation shared by every layout
 
+def table_layout(options: ReadOptions, names) -> str:
+    """The layout of a table with columns ``names``: ``options.layout``, or for ``auto``
+    long when it has the instance and score columns and no scores column, else wide."""
+    if options.layout != "auto":
+        return options.layout
+    cols = options.long_columns
+    return ("long" if options.scores not in names and cols["instance"] in names
+            and cols["score"] in names else "wide")
+
+
+def require_scores_column(where: str, options: ReadOptions, names) -> None:
+    """A wide table must have the scores column; the message lists what it has."""
+    if options.scores not in names:
+        raise InputError(f"{where}: no column '{options.scores}' (found: {', '.join(names)})")
+
+
+def positive_index_conflict(where: str, name: str, what: str) -> InputError:
+    """A dump with its own positive (or label) ``what`` ``name`` and --positive-index."""
+    return InputError(f"{where}: the dump has a '{name}' {what}; --positive-index would "
+                      "contradict it")
+
+
 def check_score_dtype(path: str, dtype: np.dtype, what: str = "scores") -> np.dtype:
     dtype = np.dtype(dtype)
     if dtype.kind == "f" or (dtype.kind in "iu"):
@@ -384,8 +406,7 @@ def _check_positive_field(path, options, positive, rows):
     if positive is None:
         return None
     if options.positive_index is not None:
-        raise InputError(f"{path}: the dump has a '{options.positive}' field; "
-                         "--positive-index would contradict it")
+        raise positive_index_conflict(path, options.positive, "field")
     if len(positive.shape) != 1 or positive.shape[0] != rows:
         raise InputError(f"{path}: '{options.positive}' must have one entry per instance "
                          f"({rows}), got shape {tuple(positive.shape)}")
@@ -753,12 +774,7 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
         opened.append((file, pf, schema))
     schema = opened[0][2]
     names = schema.names
-    long_cols = options.long_columns
-    layout = options.layout
-    if layout == "auto":
-        layout = ("long" if options.scores not in names and long_cols["instance"] in names
-                  and long_cols["score"] in names else "wide")
-    if layout == "long":
+    if table_layout(options, names) == "long":
         from .longformat import open_long_parquet
         return open_long_parquet(path, opened, options)
     given = options.long_options_given
@@ -766,8 +782,7 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
         raise ParameterError(f"{', '.join(given)} only apply to long-layout Parquet or CSV "
                              f"dumps; {path} has a '{options.scores}' list column")
     where = path if len(files) == 1 else files[0]
-    if options.scores not in names:
-        raise InputError(f"{where}: no column '{options.scores}' (found: {', '.join(names)})")
+    require_scores_column(where, options, names)
     stype = schema.field(options.scores).type
     if not (pa.types.is_list(stype) or pa.types.is_large_list(stype)
             or pa.types.is_fixed_size_list(stype)):
@@ -784,16 +799,10 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
             raise InputError(f"{where}: column '{options.positive}' must hold integer column "
                              f"indices, got {ptype}")
         if options.positive_index is not None:
-            raise InputError(f"{where}: the dump has a '{options.positive}' column; "
-                             "--positive-index would contradict it")
+            raise positive_index_conflict(where, options.positive, "column")
     wanted = [options.scores] + ([options.positive] if has_positive else [])
-    for file, _, other in opened[1:]:
-        for col in wanted:
-            if col not in other.names or other.field(col).type != schema.field(col).type:
-                found = other.field(col).type if col in other.names else "no such column"
-                raise InputError(f"{file}: column '{col}' differs from {files[0]} "
-                                 f"({found} vs {schema.field(col).type}); a dataset's files "
-                                 "must share one schema")
+    check_same_columns(files[0], schema, [(file, other) for file, _, other in opened[1:]],
+                       wanted)
     raw = schema.metadata or {}
     metadata = {k.decode(): v.decode() for k, v in raw.items()
                 if not k.startswith(b"ARROW:") and k != b"pandas"}
@@ -831,6 +840,18 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
         row_bytes = max(1, unc // max(1, total_rows))
     return Dump(path, "parquet", dtype, metadata, None, rows=total_rows, nbytes=total_bytes,
                 row_bytes=int(row_bytes), warnings=warnings, parts=parts)
+
+
+def check_same_columns(first: str, schema, others, columns) -> None:
+    """Every ``(file, schema)`` of ``others`` has each of ``columns`` with the type it has in
+    ``schema``, the schema of the dataset's ``first`` file."""
+    for file, other in others:
+        for col in columns:
+            if col not in other.names or other.field(col).type != schema.field(col).type:
+                found = other.field(col).type if col in other.names else "no such column"
+                raise InputError(f"{file}: column '{col}' differs from {first} "
+                                 f"({found} vs {schema.field(col).type}); a dataset's files "
+                                 "must share one schema")
 
 
 def compressed_size(rg) -> int:
@@ -874,17 +895,17 @@ class RowGroupPart:
             raise _parquet_error(self.path, exc, f"row group {self.group}: ") from None
 
 
-def list_to_numpy(path: str, column, start: int, what: str):
-    """A list-typed Arrow column -> (values, offsets) or a dense 2-D array (offsets None)."""
+def arrow_lists(path: str, column, what: str, where) -> tuple[np.ndarray, np.ndarray]:
+    """A list-typed Arrow column -> (flat numpy values, int64 offsets from 0); a null row or
+    value is an InputError naming the row as ``where(i)`` (i counted in this column)."""
     pa, _ = _pyarrow()
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if arr.null_count:
         i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"{path}: row {start + i}: '{what}' is null")
+        raise InputError(f"{path}: {where(i)}: '{what}' is null")
     if pa.types.is_fixed_size_list(arr.type):
         flat = arr.flatten()
-        width = arr.type.list_size
-        offsets = np.arange(len(arr) + 1, dtype=np.int64) * width
+        offsets = np.arange(len(arr) + 1, dtype=np.int64) * arr.type.list_size
     else:
         offsets = arr.offsets.to_numpy().astype(np.int64)
         flat = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
@@ -892,8 +913,13 @@ def list_to_numpy(path: str, column, start: int, what: str):
     if flat.null_count:
         pos = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
         i = int(np.searchsorted(offsets, pos, side="right") - 1)
-        raise InputError(f"{path}: row {start + i}: '{what}' holds a null value")
-    values = flat.to_numpy(zero_copy_only=False)
+        raise InputError(f"{path}: {where(i)}: '{what}' holds a null value")
+    return flat.to_numpy(zero_copy_only=False), offsets
+
+
+def list_to_numpy(path: str, column, start: int, what: str):
+    """A list-typed Arrow column -> (values, offsets) or a dense 2-D array (offsets None)."""
+    values, offsets = arrow_lists(path, column, what, lambda i: f"row {start + i}")
     lengths = np.diff(offsets)
     if lengths.size and lengths.min() < 1:
         i = int(np.flatnonzero(lengths < 1)[0])

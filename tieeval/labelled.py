@@ -173,10 +173,9 @@ def wants_general_path(dump, metrics, options: RelOptions | None) -> bool:
 
 
 @dataclass
-class RelMetricRow(MetricRow):
-    """A metric row of the general path: also ``gamma`` (signed metrics; None otherwise),
-    ``instances`` (rows evaluated) and ``skipped`` (rows where it is undefined or outside
-    the subset). The means are None when no row was evaluated."""
+class _LabelledRow:
+    """What a labelled run adds to a metric row (of one run or of a seed group): ``gamma``
+    (signed metrics; None otherwise) and ``skipped``; means may be None."""
 
     gamma: float | None = None
     skipped: int = 0
@@ -195,20 +194,24 @@ class RelMetricRow(MetricRow):
         return _change(self.first, self.last)
 
     def to_dict(self) -> dict:
-        return _with_gamma(super().to_dict(), self)
+        """``metric, k, gamma``, then the usual keys, then ``instances, skipped``."""
+        base = super().to_dict()
+        out = {"metric": base["metric"], "k": base["k"], "gamma": self.gamma}
+        out.update((k, v) for k, v in base.items() if k not in out)
+        out["instances"] = self.instances
+        out["skipped"] = self.skipped
+        return out
 
 
 def _change(before, after):
     return None if before is None or after is None else relative_change(before, after)
 
 
-def _with_gamma(base: dict, row) -> dict:
-    """``metric, k, gamma``, then the usual keys, then ``instances, skipped``."""
-    out = {"metric": base["metric"], "k": base["k"], "gamma": row.gamma}
-    out.update((k, v) for k, v in base.items() if k not in out)
-    out["instances"] = row.instances
-    out["skipped"] = row.skipped
-    return out
+@dataclass
+class RelMetricRow(_LabelledRow, MetricRow):
+    """A metric row of the general path: also ``gamma`` (signed metrics; None otherwise),
+    ``instances`` (rows evaluated) and ``skipped`` (rows where it is undefined or outside
+    the subset). The means are None when no row was evaluated."""
 
 
 @dataclass
@@ -663,24 +666,8 @@ def group_row(row, per_seed):
 
 
 @dataclass
-class RelGroupMetricRow(GroupMetricRow):
+class RelGroupMetricRow(_LabelledRow, GroupMetricRow):
     """A group row of labelled runs: ``gamma`` and ``skipped`` as in :class:`RelMetricRow`."""
-
-    gamma: float | None = None
-    skipped: int = 0
-
-    display = RelMetricRow.display
-
-    @property
-    def change_original_to_tie_aware(self):
-        return _change(self.original, self.tie_aware)
-
-    @property
-    def change_first_to_last(self):
-        return _change(self.first, self.last)
-
-    def to_dict(self) -> dict:
-        return _with_gamma(super().to_dict(), self)
 
 
 def spark_refusal(why: str) -> str:

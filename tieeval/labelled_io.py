@@ -34,6 +34,7 @@ compressed members (``np.savez_compressed``) are decompressed whole on first use
 
 from __future__ import annotations
 
+import functools
 import os
 import zipfile
 from dataclasses import dataclass, field, fields
@@ -225,7 +226,7 @@ def _parquet_files(dump: Dump) -> list[str]:
 
 
 def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
-    from .io import _pyarrow, parquet_file
+    from .io import _pyarrow, check_same_columns, parquet_file
     pa, _ = _pyarrow()
     names = field_names(options)
     files = _parquet_files(dump)
@@ -239,14 +240,9 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
     source = _check_combination(dump.path, present, options, options.positive in schema.names)
     for kind, name in present.items():
         _check_parquet_type(pa, files[0], schema.field(name).type, kind, name)
-    for file in files[1:]:
-        other = parquet_file(file).schema_arrow
-        for name in present.values():
-            if name not in other.names or other.field(name).type != schema.field(name).type:
-                found = other.field(name).type if name in other.names else "no such column"
-                raise InputError(f"{file}: column '{name}' differs from {files[0]} ({found} vs "
-                                 f"{schema.field(name).type}); a dataset's files must share "
-                                 "one schema")
+    check_same_columns(files[0], schema,
+                       [(file, parquet_file(file).schema_arrow) for file in files[1:]],
+                       list(present.values()))
     info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
     return _relabel(dump, info, parts=parts)
@@ -269,27 +265,6 @@ def _check_parquet_type(pa, path, typ, kind, name):
         want = "a list of integer or string item ids per row"
     if not ok:
         raise InputError(f"{path}: column '{name}' must be {want}, got {typ}")
-
-
-def _arrow_lists(path: str, column, start: int, name: str, batch: Batch):
-    """A list-typed Arrow column -> (flat numpy values, int64 offsets); nulls refused."""
-    import pyarrow as pa
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if arr.null_count:
-        i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"{path}: {_row_label(batch, i)}: '{name}' is null")
-    if pa.types.is_fixed_size_list(arr.type):
-        flat = arr.flatten()
-        offsets = np.arange(len(arr) + 1, dtype=np.int64) * arr.type.list_size
-    else:
-        offsets = arr.offsets.to_numpy().astype(np.int64)
-        flat = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-        offsets = offsets - offsets[0]
-    if flat.null_count:
-        pos = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
-        i = int(np.searchsorted(offsets, pos, side="right") - 1)
-        raise InputError(f"{path}: {_row_label(batch, i)}: '{name}' holds a null value")
-    return flat.to_numpy(zero_copy_only=False), offsets
 
 
 class _Feeder:
@@ -318,12 +293,9 @@ class _Feeder:
         return out
 
 
-@dataclass(frozen=True)
-class ParquetRelevancePart:
-    """A Parquet part (one row group) plus its relevance columns, read alongside."""
-
-    base: object
-    fields: tuple  # ((kind, column name), ...)
+class _WithRelevance:
+    """A part of the scores (``base``) whose batches gain relevance fields; its rows, size,
+    path and anything else a part offers (start, group, ...) are ``base``'s."""
 
     @property
     def rows(self) -> int:
@@ -337,13 +309,21 @@ class ParquetRelevancePart:
     def path(self) -> str:
         return self.base.path
 
-    def __getattr__(self, name):  # anything else a part offers (start, group, ...)
-        if name == "base":
+    def __getattr__(self, name):
+        if name == "base":  # not set yet (unpickling): no recursion through __getattr__
             raise AttributeError(name)
         return getattr(self.base, name)
 
+
+@dataclass(frozen=True)
+class ParquetRelevancePart(_WithRelevance):
+    """A Parquet part (one row group) plus its relevance columns, read alongside."""
+
+    base: object
+    fields: tuple  # ((kind, column name), ...)
+
     def batches(self, batch_rows: int) -> Iterator[Batch]:
-        from .io import _parquet_error, _pyarrow, parquet_file
+        from .io import _parquet_error, _pyarrow, arrow_lists, parquet_file
         pa, _ = _pyarrow()
         path = self.base.path
         names = dict(self.fields)
@@ -359,7 +339,8 @@ class ParquetRelevancePart:
                 table = feeder.take(batch.rows)
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
-            columns = {kind: _arrow_lists(path, table.column(name), batch.start, name, batch)
+            columns = {kind: arrow_lists(path, table.column(name), name,
+                                         functools.partial(_row_label, batch))
                        for kind, name in names.items()}
             fill_batch(path, batch, names, columns)
             yield batch
@@ -477,25 +458,12 @@ def _fill_npz(path, batch, names, sources):
 
 
 @dataclass(frozen=True)
-class NpzRelevancePart:
+class NpzRelevancePart(_WithRelevance):
     """A matrix part of an NPZ dump plus the same rows of its relevance members."""
 
     base: object
     names: dict
     sources: dict = field(hash=False)
-
-    @property
-    def rows(self) -> int:
-        return self.base.rows
-
-    @property
-    def nbytes(self) -> int:
-        return self.base.nbytes
-
-    def __getattr__(self, name):
-        if name == "base":
-            raise AttributeError(name)
-        return getattr(self.base, name)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
         for batch in self.base.batches(batch_rows):

@@ -49,7 +49,8 @@ import numpy as np
 from .errors import InputError, ParameterError
 from .io import (DEFAULT_BATCH_ROWS, Batch, Dump, ReadAgain, ReadOptions,
                  RelevanceLabelsFound, _parquet_error, _pyarrow, check_score_dtype,
-                 compressed_size, instance_name, parquet_file, resolve_positive)
+                 compressed_size, instance_name, parquet_file, positive_index_conflict,
+                 resolve_positive)
 
 SPILL_PART_BYTES = 16 << 20  # measured: smaller partitions group faster and leaner
 MAX_SPILL_PARTS = 512  # open files at once while spilling
@@ -247,8 +248,7 @@ def _check_columns(path, names, options, types, score_from_csv=False):
                              f"{', '.join(names)}; rename with --{key}-column)")
     has_label = cols["label"] in names
     if has_label and options.positive_index is not None:
-        raise InputError(f"{path}: the dump has a '{cols['label']}' column; --positive-index "
-                         "would contradict it")
+        raise positive_index_conflict(path, cols["label"], "column")
     itype = types(cols["instance"])
     if not (pa.types.is_integer(itype) or pa.types.is_string(itype)
             or pa.types.is_large_string(itype)):

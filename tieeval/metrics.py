@@ -139,29 +139,35 @@ _H2_EXACT = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1) ** 2)
 _EULER = 0.57721566490153286061
 
 
-def harmonic(n: np.ndarray) -> np.ndarray:
-    """``H[n] = sum_{j<=n} 1/j`` for int64 n >= 0: table below 4096, asymptotic series above."""
+def _tabulated(n, table: np.ndarray, series) -> np.ndarray:
+    """``table[n]`` for int64 n <= 4096, ``series(n as float64)`` above."""
     n = np.asarray(n, dtype=np.int64)
     out = np.empty(n.shape, dtype=np.float64)
     small = n <= _H_TABLE
-    out[small] = _H_EXACT[n[small]]
-    x = n[~small].astype(np.float64)
-    inv2 = 1.0 / (x * x)
-    out[~small] = (np.log(x) + _EULER + 0.5 / x
-                   - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 / 252)))
+    out[small] = table[n[small]]
+    out[~small] = series(n[~small].astype(np.float64))
     return out
+
+
+def _harmonic_series(x: np.ndarray) -> np.ndarray:
+    inv2 = 1.0 / (x * x)
+    return (np.log(x) + _EULER + 0.5 / x
+            - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 / 252)))
+
+
+def _harmonic2_series(x: np.ndarray) -> np.ndarray:
+    inv = 1.0 / x
+    return math.pi ** 2 / 6 - inv + 0.5 * inv ** 2 - inv ** 3 / 6 + inv ** 5 / 30
+
+
+def harmonic(n: np.ndarray) -> np.ndarray:
+    """``H[n] = sum_{j<=n} 1/j`` for int64 n >= 0: table below 4096, asymptotic series above."""
+    return _tabulated(n, _H_EXACT, _harmonic_series)
 
 
 def harmonic2(n: np.ndarray) -> np.ndarray:
     """``H2[n] = sum_{j<=n} 1/j**2``: table below 4096, asymptotic series above."""
-    n = np.asarray(n, dtype=np.int64)
-    out = np.empty(n.shape, dtype=np.float64)
-    small = n <= _H_TABLE
-    out[small] = _H2_EXACT[n[small]]
-    x = n[~small].astype(np.float64)
-    inv = 1.0 / x
-    out[~small] = (math.pi ** 2 / 6 - inv + 0.5 * inv ** 2 - inv ** 3 / 6 + inv ** 5 / 30)
-    return out
+    return _tabulated(n, _H2_EXACT, _harmonic2_series)
 
 
 @dataclass

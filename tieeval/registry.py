@@ -12,6 +12,7 @@ Names are matched case-insensitively with ``-`` and ``_`` ignored: ``V-AUC``, ``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,6 +133,11 @@ def metric_names() -> list[str]:
     return list(dict.fromkeys(spec.name for spec in REGISTRY.values()))
 
 
+def signed_names() -> list[str]:
+    """The metrics whose value depends on gamma (SHR, SRecall, SDCG, SNDCG)."""
+    return [name for name in metric_names() if REGISTRY[name].signed]
+
+
 def aliases() -> list[str]:
     return [a for spec in dict.fromkeys(REGISTRY.values()) for a in spec.aliases]
 
@@ -157,6 +163,17 @@ def check_k(k: object) -> int:
     if k < 1:
         raise ParameterError(f"K must be >= 1, got {k}")
     return int(k)
+
+
+def parse_gamma(text: str) -> float:
+    """A signed metric's penalty written as text: a finite number >= 0."""
+    try:
+        gamma = float(text)
+    except ValueError:
+        gamma = math.nan
+    if not math.isfinite(gamma) or gamma < 0:
+        raise ParameterError(f"gamma must be a finite number >= 0, got {text!r}")
+    return gamma
 
 
 def check_cutoff(spec: MetricSpec, k) -> int | None:

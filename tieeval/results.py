@@ -54,6 +54,29 @@ class MetricRow:
                 "change_first_to_last": self.change_first_to_last}
 
 
+def label_rows(rows, label: str, gamma: float | None = None) -> list:
+    """The rows labelled ``label`` (``"NDCG@10"``-style, case-insensitive): one per gamma
+    for a signed metric of a labelled run, else one; with ``gamma``, only that gamma's."""
+    out = [row for row in rows if row.label.upper() == label.upper()]
+    if gamma is not None:
+        out = [row for row in out if getattr(row, "gamma", None) == gamma]
+    return out
+
+
+def gammas_text(rows) -> str:
+    """``gammas: 0.0, 0.5``: the gammas ``rows`` were evaluated at, for messages."""
+    have = sorted({row.gamma for row in rows if getattr(row, "gamma", None) is not None})
+    return f"gammas: {', '.join(map(repr, have)) or 'none'}"
+
+
+def find_row(rows, label: str):
+    """The first row labelled ``label`` (case-insensitive); KeyError when there is none."""
+    found = label_rows(rows, label)
+    if not found:
+        raise KeyError(label)
+    return found[0]
+
+
 @dataclass
 class TieStats:
     """How tied the scores are (means over instances; frequencies as fractions).
@@ -95,10 +118,7 @@ class RunResult:
 
     def metric(self, label: str) -> MetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
-        for row in self.metrics:
-            if row.label.upper() == label.upper():
-                return row
-        raise KeyError(label)
+        return find_row(self.metrics, label)
 
     @property
     def candidates(self) -> dict[str, int]:

@@ -29,7 +29,7 @@ import numpy as np
 from .engine import DEFAULT_KS, Accumulator, batch_counts, check_nan_policy
 from .errors import InputError, ParameterError, TieevalError
 from .io import (ReadOptions, RelevanceLabelsFound, local_path, open_dump, parquet_batch,
-                 remote_uri)
+                 positive_index_conflict, remote_uri, require_scores_column, table_layout)
 from .metrics import Metric, default_metrics
 from .results import RunResult
 
@@ -186,14 +186,9 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         raise ParameterError(spark_refusal(f"{other[0]} is not one of them"))
     names = dataframe.columns
     cols = options.long_columns
-    use = options.layout
-    if use == "auto":
-        use = ("long" if options.scores not in names and cols["instance"] in names
-               and cols["score"] in names else "wide")
     schema = {f.name: f.dataType for f in dataframe.schema.fields}
-    if use == "wide":
-        if options.scores not in names:
-            raise InputError(f"{path}: no column '{options.scores}' (found: {', '.join(names)})")
+    if table_layout(options, names) == "wide":
+        require_scores_column(path, options, names)
         # the schema decides, as the local reader's does: relevance fields run locally
         present = [name for name in field_names(options).values() if name in names]
         if present:
@@ -206,8 +201,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         dtype = _numpy_dtype(path, stype.elementType, f"column '{options.scores}'")
         has_positive = options.positive in names
         if has_positive and options.positive_index is not None:
-            raise InputError(f"{path}: the dump has a '{options.positive}' column; "
-                             "--positive-index would contradict it")
+            raise positive_index_conflict(path, options.positive, "column")
         selected = dataframe.select(options.scores, *([options.positive] if has_positive else []))
         run = _wide_partition(path, options, has_positive, chosen, nan_policy)
     else:
@@ -218,8 +212,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         dtype = _numpy_dtype(path, schema[cols["score"]], f"column '{cols['score']}'")
         has_label = cols["label"] in names
         if has_label and options.positive_index is not None:
-            raise InputError(f"{path}: the dump has a '{cols['label']}' column; "
-                             "--positive-index would contradict it")
+            raise positive_index_conflict(path, cols["label"], "column")
         picked = [F.col(cols[key]).alias(key) for key in ("instance", "position", "score")]
         if has_label:
             picked.append(F.col(cols["label"]).alias("label"))

@@ -24,7 +24,8 @@ from .whatif import stdout_console
 @click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv",
               help="CSV of published numbers with a header naming method, dataset, task, "
                    "metric, k, value (task and k may be empty; value as printed, e.g. "
-                   "0.4123 or 41.23%).")
+                   "0.4123 or 41.23%), and optionally gamma: the --gamma a signed "
+                   "metric's value is for (needed when several were evaluated).")
 @click.option("--format", "-f", "fmt", type=click.Choice(audit_report.AUDIT_FORMATS),
               default="table", show_default=True,
               help="Output: a rich table for the terminal, json, csv or markdown.")
@@ -48,6 +49,9 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
       impossible      above First (or below Last) beyond the printed rounding
       tie-break only  above Tie-aware by more than max(2 sd, rounding)
       consistent      anything else
+
+    A claim on a signed metric (SHR, SRecall, SDCG, SNDCG) is judged at the gamma its
+    'gamma' cell names, or at the one --gamma evaluated.
 
     \b
     Examples:

@@ -97,7 +97,8 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
     Runs are labelled as in 'tieeval compare' (--meta, --template, the files' metadata,
     else the file name as method) and averaged over seeds; within each dataset and task,
     every metric ranks the methods by tie-aware seed mean and shows each method's original
-    value and rank and how many places it moved (the paper's Table 5 reading).
+    value and rank and how many places it moved (the paper's Table 5 reading). A signed
+    metric ranks them once per --gamma, each ranking titled with its gamma.
 
     \b
     Examples:

@@ -3,13 +3,11 @@ original, with its verdict; a rich table, Markdown, CSV or JSON."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from ..audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
 from ..results import environment
-from .format import fmt_value, md_escape, md_table
+from .format import csv_text, fmt_value, md_escape, md_table, metric_title
 from .whatif import print_unwrapped
 
 AUDIT_FORMATS = ("table", "json", "csv", "markdown")
@@ -37,7 +35,7 @@ def run_cell(item: AuditItem) -> str:
 
 def cells(item: AuditItem) -> list[str]:
     c, v = item.claim, item.verdict
-    head = [str(c.line), run_cell(item), c.label, c.text]
+    head = [str(c.line), run_cell(item), metric_title(c.label, item.gamma), c.text]
     if v is None:
         return head + ["", "", "", "", item.status, where_cell(item)]
     original = "n/a" if v.original is None else fmt_value(v.original)
@@ -93,16 +91,13 @@ def to_markdown(items: list[AuditItem]) -> str:
 
 
 def to_csv(items: list[AuditItem]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=AUDIT_CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for item in items:
-        d = item.to_dict()
-        writer.writerow({k: ("" if d[k] is None else "true" if d[k] is True
-                             else "false" if d[k] is False
-                             else repr(d[k]) if isinstance(d[k], float) else d[k])
-                         for k in AUDIT_CSV_FIELDS})
-    return buf.getvalue()
+    """One line per claim; a ``gamma`` column after ``k`` when a claim has one (a labelled
+    run's row, or a gamma in the claims file)."""
+    fields = AUDIT_CSV_FIELDS
+    if any(item.has_gamma for item in items):
+        at = fields.index("k") + 1
+        fields = fields[:at] + ("gamma",) + fields[at:]
+    return csv_text(fields, (item.to_dict() for item in items))
 
 
 def to_json(items: list[AuditItem], claims_path: str) -> str:

@@ -7,14 +7,12 @@ unrounded.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from ..diff import COMPARISON_KEYS, DiffResult, Ranking
 from ..results import environment
 from ..whatif import WhatIf
-from .format import fmt_value, md_escape, md_table
+from .format import csv_text, fmt_value, md_escape, md_table, metric_title
 from .whatif import markdown_note, note, print_unwrapped
 
 DIFF_FORMATS = ("table", "json", "csv", "markdown")
@@ -145,30 +143,17 @@ def diff_markdown(result: DiffResult) -> str:
     return "".join(parts)
 
 
-def _csv_value(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
 def diff_csv(result: DiffResult) -> str:
     """One line per metric; the original column's fields carry an ``original_`` prefix."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=DIFF_CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
     what_if = result.what_if.describe() if result.what_if.active else ""
+    lines = []
     for row in result.rows:
         d = row.to_dict()
-        line = {"a_path": result.a.path, "b_path": result.b.path, "metric": d["metric"],
-                "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
-                **{f"original_{k}": v for k, v in d["original"].items()},
-                "winner_changed": d["winner_changed"], "what_if": what_if}
-        writer.writerow({k: _csv_value(v) for k, v in line.items()})
-    return buf.getvalue()
+        lines.append({"a_path": result.a.path, "b_path": result.b.path, "metric": d["metric"],
+                      "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
+                      **{f"original_{k}": v for k, v in d["original"].items()},
+                      "winner_changed": d["winner_changed"], "what_if": what_if})
+    return csv_text(DIFF_CSV_FIELDS, lines)
 
 
 def _with_environment(body: dict) -> str:
@@ -183,8 +168,10 @@ def diff_json(result: DiffResult) -> str:
 # rank writers
 
 def ranking_title(r: Ranking) -> str:
+    """``dataset · task · SNDCG@10 γ=0.5``: the setting, then the metric (and its gamma)."""
     where = " · ".join(x for x in (r.dataset, r.task) if x)
-    return f"{where} · {r.label}" if where else r.label
+    title = metric_title(r.label, r.gamma)
+    return f"{where} · {title}" if where else title
 
 
 _RANK_HEADERS = ["Rank", "Method", "Tie-aware ± sd", "Original", "Orig. rank", "Move"]
@@ -249,16 +236,15 @@ def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str
 
 
 def rank_csv(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=RANK_CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
+    """One line per method and ranking; labelled runs gain a ``gamma`` column after ``k``."""
     text = what_if.describe() if what_if is not None and what_if.active else ""
-    for r in rankings:
-        for e in r.entries:
-            line = {"dataset": r.dataset, "task": r.task, "metric": r.metric, "k": r.k,
-                    **e.to_dict(), "what_if": text}
-            writer.writerow({k: _csv_value(line[k]) for k in RANK_CSV_FIELDS})
-    return buf.getvalue()
+    fields = RANK_CSV_FIELDS
+    if any(r.labelled for r in rankings):
+        at = fields.index("k") + 1
+        fields = fields[:at] + ("gamma",) + fields[at:]
+    return csv_text(fields, ({"dataset": r.dataset, "task": r.task, "metric": r.metric,
+                              "k": r.k, "gamma": r.gamma, **e.to_dict(), "what_if": text}
+                             for r in rankings for e in r.entries))
 
 
 def rank_json(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 
 def fmt_value(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
@@ -24,6 +27,27 @@ def metric_title(label: str, gamma: float | None = None) -> str:
     """A metric row's title: ``SNDCG@10 γ=0.5`` for a signed metric's gamma row, else the
     label (the form of the run tables, :attr:`tieeval.labelled.RelMetricRow.display`)."""
     return label if gamma is None else f"{label} γ={gamma:g}"
+
+
+def csv_cell(value) -> str:
+    """A CSV cell: empty for None, ``true``/``false``, floats unrounded (``repr``)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def csv_text(fields, rows) -> str:
+    """A header of ``fields``, then one line per dict of ``rows`` (its ``fields`` only)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: csv_cell(row.get(k)) for k in fields})
+    return buf.getvalue()
 
 
 def md_escape(text: str) -> str:

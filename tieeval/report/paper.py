@@ -8,13 +8,12 @@ CSV is tidy (one line per setting, row and method) with unrounded floats.
 
 from __future__ import annotations
 
-import csv
 import io
 
 from .. import __version__
 from ..paper import Cell, PaperTable
-from .format import (fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape, md_text,
-                     metric_title)
+from .format import (csv_text, fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape,
+                     md_text, metric_title)
 from .runs import footer
 
 MISSING = "–"
@@ -310,10 +309,4 @@ def csv_rows(table: PaperTable):
 
 
 def to_csv(table: PaperTable) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=csv_fields(table), lineterminator="\n")
-    writer.writeheader()
-    for row in csv_rows(table):
-        writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
-                         for k, v in row.items()})
-    return buf.getvalue()
+    return csv_text(csv_fields(table), csv_rows(table))

@@ -6,14 +6,12 @@ plain text with unrounded floats.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Iterable
 
 from ..results import RunResult, environment, report_dict
-from .format import (fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape, md_escape,
-                     md_table)
+from .format import (csv_text, fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape,
+                     md_escape, md_table)
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
@@ -110,13 +108,7 @@ def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
 
 
 def to_csv(runs: list[RunResult]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=_csv_fields(runs), lineterminator="\n")
-    writer.writeheader()
-    for row in csv_rows(runs):
-        writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
-                         for k, v in row.items()})
-    return buf.getvalue()
+    return csv_text(_csv_fields(runs), csv_rows(runs))
 
 
 def to_markdown(runs: list[RunResult]) -> str:
