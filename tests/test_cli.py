@@ -134,6 +134,21 @@ def test_bad_k_is_usage_error(tied_npz, k, fragment):
     assert code == 2 and fragment in out
 
 
+def test_huge_k_saturates_without_a_k_sized_table(tied_npz):
+    # K far beyond every row's length acts as that length: no int64 overflow (exit 3) and no
+    # discount table of K entries (K = 2**31 used to allocate ~15 GB and get killed).
+    path, _ = tied_npz
+    rows = lambda *k: json.loads(run("compare", path, "--k", *k, "--format", "json",
+                                     "--quiet").output)["runs"][0]["metrics"]
+    assert [m | {"k": None} for m in rows("2147483648", str(2 ** 62))] == \
+        [m | {"k": None} for m in rows("11", "12")]
+    for spelling in (str(2 ** 62 + 1), "99999999999999999999"):
+        code, out = error_of("compare", path, "--k", spelling)
+        assert code == 2 and "K must be at most 2**62" in out and "internal error" not in out
+    code, out = error_of("compare", path, "-m", "P@99999999999999999999")
+    assert code == 2 and "K must be at most 2**62" in out
+
+
 def test_input_errors_are_one_line_exit_2(tmp_path):
     missing = str(tmp_path / "missing.npz")
     code, out = error_of("compare", missing)

@@ -292,6 +292,14 @@ def test_positive_out_of_range(tmp_path):
     expect_error(tmp_path / "o.parquet", "row 1: positive index 1 is out of range for 1")
 
 
+def test_unsigned_positive_never_wraps_to_a_negative_index(tmp_path):
+    # uint64 2**64 - 1 (a "-1" sentinel written unsigned) used to wrap to -1: the last column.
+    s = np.array([[0.1, 0.5, 0.9]])
+    np.savez(tmp_path / "u.npz", scores=s, positive=np.array([2 ** 64 - 1], dtype=np.uint64))
+    expect_error(tmp_path / "u.npz",
+                 "row 0: positive index 18446744073709551615 is out of range for 3")
+
+
 def test_positive_not_integer(tmp_path):
     s = np.zeros((2, 3))
     np.savez(tmp_path / "f.npz", scores=s, positive=np.array([0.0, 1.0]))

@@ -207,6 +207,11 @@ def test_skipped_counts_and_all_skipped_is_an_error(tmp_path, graded):
     assert "V-AUC is undefined for every instance" in result.output
     result = CliRunner().invoke(cli, ["compare", path, "--both"])
     assert result.exit_code == 2 and "--both leaves nothing to evaluate" in result.output
+    # every row left out by --short-list skip: the message names that, not missing labels
+    result = CliRunner().invoke(cli, ["compare", path, "-m", "P@100000", "--short-list", "skip"])
+    assert result.exit_code == 2
+    assert "--short-list skip leaves out every instance with fewer than 100000" in result.output
+    assert "no instance has a relevant item" not in result.output
 
 
 def test_unknown_metric_lists_the_registry(graded):

@@ -373,8 +373,12 @@ def resolve_positive(path: str, positive, lengths: np.ndarray, start: int) -> np
     if positive.dtype.kind not in "iu":
         raise InputError(f"{path}: positive must hold integer column indices, got "
                          f"{positive.dtype}")
-    pos = positive.astype(np.int64)
-    pos = np.where(pos < 0, pos + lengths, pos)
+    if positive.dtype.kind == "u":
+        # Unsigned indices never count back: 2**64 - 1 must not wrap to -1 (the last column).
+        pos = np.minimum(positive, np.uint64(np.iinfo(np.int64).max)).astype(np.int64)
+    else:
+        pos = positive.astype(np.int64)
+        pos = np.where(pos < 0, pos + lengths, pos)
     bad = np.flatnonzero((pos < 0) | (pos >= lengths))
     if bad.size:
         i = int(bad[0])

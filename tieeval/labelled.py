@@ -419,7 +419,7 @@ class RelAccumulator:
         for entry, s in zip(self.entries, self.sums):
             if s.count == 0:
                 raise InputError(f"{path}: {entry.metric} is undefined for every instance "
-                                 f"({_why_undefined(entry.metric)})")
+                                 f"({_why_undefined(entry.rel, self.no_relevant < n)})")
             means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
             std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance
                    else None)
@@ -451,9 +451,13 @@ class RelAccumulator:
                                  warnings, relevance=relevance, data_warnings=data_warnings)
 
 
-def _why_undefined(metric: Metric) -> str:
+def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
     if metric.name == "V-AUC":
         return "it needs a relevant item and an explicit negative (label < 0) in one row"
+    if (some_relevant and metric.k is not None
+            and getattr(metric, "short_list", None) == "skip"):
+        return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
+                "candidates")
     return "no instance has a relevant item (label > 0)"
 
 

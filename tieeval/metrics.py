@@ -231,18 +231,25 @@ def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
     return InstanceValues(orig, first, last, e, _variance(e, e2, b), decided)
 
 
+def _reachable(k: int, a: np.ndarray, b: np.ndarray) -> int:
+    """``min(k, deepest rank a + b)``: a K past every row's last rank acts as that rank, so a
+    huge K (say 10**20) neither overflows int64 nor allocates a discount table of K entries."""
+    return min(k, int((a + b).max())) if a.size else min(k, 1)
+
+
 def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):
     """``E[X]``, ``E[X^2]`` under uniform tie-breaking, and whether first != last."""
     bf = b.astype(np.float64)
     if metric.name == "HR":
-        k = metric.k
-        lo, hi = np.minimum(a, k), np.minimum(a + b, k)
+        k, reach = metric.k, _reachable(metric.k, a, b)
+        lo, hi = np.minimum(a, reach), np.minimum(a + b, reach)
         e = (hi - lo) / bf
         return e, e, (a < k) & (k < a + b)
     if metric.name == "NDCG":
-        k = metric.k
+        k = _reachable(metric.k, a, b)
         lo, hi = np.minimum(a, k), np.minimum(a + b, k)
-        D, D2 = discount_prefix(k)
+        # The table only needs the ranks present; its entries do not depend on its length.
+        D, D2 = discount_prefix(1 << max(k - 1, 0).bit_length())
         return (D[hi] - D[lo]) / bf, (D2[hi] - D2[lo]) / bf, (a < k) & (b > 1)
     if metric.name == "MRR":
         lo, hi = a, a + b

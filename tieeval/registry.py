@@ -156,12 +156,18 @@ def lookup(name: object, text: object = None) -> MetricSpec:
     return spec
 
 
+MAX_K = 2 ** 62
+
+
 def check_k(k: object) -> int:
     """Validate a cutoff: an int >= 1 (bool and non-integral values are refused)."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise ParameterError(f"K must be a whole number >= 1, got {k!r}")
     if k < 1:
         raise ParameterError(f"K must be >= 1, got {k}")
+    if k > MAX_K:
+        # Cutoffs are int64 in the kernels; any K past a row's length acts as its length.
+        raise ParameterError(f"K must be at most 2**62 = {MAX_K}, got {k}")
     return int(k)
 
 

@@ -9,9 +9,9 @@ import sys
 import click
 
 from ..engine import DEFAULT_KS, evaluate_dump
-from ..errors import TieevalError
+from ..errors import ParameterError, TieevalError
 from ..io import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES, open_dump
-from ..metrics import Metric, default_metrics, metric_names
+from ..metrics import Metric, check_k, default_metrics, metric_names
 from ..report import render_tables, to_csv, to_json, to_markdown
 from ..ties import NAN_POLICIES
 
@@ -80,8 +80,10 @@ class KList(click.ParamType):
                 k = int(part)
             except ValueError:
                 self.fail(f"K must be a whole number >= 1, got {part!r}", param, ctx)
-            if k < 1:
-                self.fail(f"K must be >= 1, got {k}", param, ctx)
+            try:
+                check_k(k)
+            except ParameterError as exc:
+                self.fail(str(exc), param, ctx)
             ks.append(k)
         return ks
 
