@@ -75,7 +75,7 @@ def test_npy_matches_evaluate(tmp_path, rng, dtype):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_npz_with_and_without_positive(tmp_path, rng, dtype):
     s = tied_matrix(rng, dtype=dtype)
-    positive = rng.integers(-s.shape[1], s.shape[1], size=s.shape[0])  # negatives count back
+    positive = rng.integers(0, s.shape[1], size=s.shape[0])
     np.savez(tmp_path / "p.npz", scores=s, positive=positive, model=np.array("ConsRec"),
              dataset=np.array("Mafengwo"), extra=np.arange(3))
     np.savez(tmp_path / "n.npz", scores=s)
@@ -89,6 +89,20 @@ def test_npz_with_and_without_positive(tmp_path, rng, dtype):
     assert comparable(evaluate_path(str(tmp_path / "n.npz"))) == comparable(evaluate(s))
     r = evaluate_path(str(tmp_path / "n.npz"), options=ReadOptions(positive_index=3))
     assert comparable(r) == comparable(evaluate(s, positive=3))
+
+
+def test_negative_stored_positive_is_an_error_not_the_last_column(tmp_path, rng):
+    # A stored -1 is more likely a "no positive" sentinel than a request for the last
+    # column; only --positive-index (and the Python API) count back from the end.
+    s = tied_matrix(rng)
+    positive = np.zeros(s.shape[0], dtype=np.int64)
+    positive[3] = -1
+    np.savez(tmp_path / "neg.npz", scores=s, positive=positive)
+    with pytest.raises(InputError, match=r"neg\.npz: row 3: positive index -1 is out of range"):
+        evaluate_path(str(tmp_path / "neg.npz"))
+    r = evaluate_path(str(tmp_path / "neg.npz"), options=ReadOptions(positive="nothing",
+                                                                     positive_index=-1))
+    assert comparable(r) == comparable(evaluate(s, positive=s.shape[1] - 1))
 
 
 def test_npz_custom_field_names(tmp_path, rng):

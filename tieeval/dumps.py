@@ -62,7 +62,9 @@ def _positive(positive, rows: int, cols: int) -> np.ndarray | None:
         i = int(bad[0])
         raise ParameterError(f"positive[{i}] = {int(arr[i])} is out of range for {cols} "
                              "candidates")
-    return arr.astype(np.int64)
+    # Stored as 0..cols-1: readers take a negative stored index for an error, not the end.
+    arr = arr.astype(np.int64)
+    return np.where(arr < 0, arr + cols, arr)
 
 
 def _labels(labels: dict) -> dict[str, str]:

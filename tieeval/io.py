@@ -362,13 +362,20 @@ def positive_index_conflict(where: str, name: str, what: str) -> InputError:
 
 def check_score_dtype(path: str, dtype: np.dtype, what: str = "scores") -> np.dtype:
     dtype = np.dtype(dtype)
-    if dtype.kind == "f" or (dtype.kind in "iu"):
+    if (dtype.kind == "f" and dtype.itemsize <= 8) or dtype.kind in "iu":
         return dtype
     raise InputError(f"{path}: {what} must be numbers (float16/32/64 or integers), got {dtype}")
 
 
-def resolve_positive(path: str, positive, lengths: np.ndarray, start: int) -> np.ndarray:
-    """Turn per-row positive indices (negative counts from the end) into checked int64."""
+def resolve_positive(path: str, positive, lengths: np.ndarray, start: int, *,
+                     count_back: bool = True) -> np.ndarray:
+    """Turn per-row positive indices into checked int64.
+
+    With ``count_back`` (``--positive-index`` and the Python API) a negative index counts
+    from the end of the row. A ``positive`` field stored in a dump must hold 0..n-1: there a
+    negative value is more likely a "no positive" sentinel than a request for the last
+    column, and evaluating the last column would be a silently wrong number.
+    """
     positive = np.asarray(positive)
     if positive.dtype.kind not in "iu":
         raise InputError(f"{path}: positive must hold integer column indices, got "
@@ -376,6 +383,8 @@ def resolve_positive(path: str, positive, lengths: np.ndarray, start: int) -> np
     if positive.dtype.kind == "u":
         # Unsigned indices never count back: 2**64 - 1 must not wrap to -1 (the last column).
         pos = np.minimum(positive, np.uint64(np.iinfo(np.int64).max)).astype(np.int64)
+    elif not count_back:
+        pos = positive.astype(np.int64)
     else:
         pos = positive.astype(np.int64)
         pos = np.where(pos < 0, pos + lengths, pos)
@@ -389,7 +398,7 @@ def resolve_positive(path: str, positive, lengths: np.ndarray, start: int) -> np
 
 def _positive_for(path, options, lengths, start, stored):
     if stored is not None:
-        return resolve_positive(path, stored, lengths, start)
+        return resolve_positive(path, stored, lengths, start, count_back=False)
     index = 0 if options.positive_index is None else options.positive_index
     return resolve_positive(path, np.full(len(lengths), index, dtype=np.int64), lengths, start)
 
