@@ -207,12 +207,6 @@ class _RankHistogram:
             total.add(rank_value(metric, self.deep))
 
 
-def _add_rank_values(total: ExactSum, metric: Metric, ranks: np.ndarray) -> None:
-    """Add ``rank_value(metric, ranks)`` to ``total`` exactly (one column, one metric)."""
-    if ranks.size:
-        _RankHistogram(ranks).add_to(total, metric)
-
-
 def check_nan_policy(nan_policy: str) -> str:
     if nan_policy not in NAN_POLICIES:
         raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
@@ -220,8 +214,8 @@ def check_nan_policy(nan_policy: str) -> str:
     return nan_policy
 
 
-def _progress_callback(progress):
-    """Adapt ``progress``: new callbacks take (rows, nbytes), older ones just rows."""
+def progress_callback(progress):
+    """Adapt ``progress``: callbacks take (rows, nbytes), or just rows; None stays None."""
     if progress is None:
         return None
     try:
@@ -270,7 +264,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     check_nan_policy(nan_policy)
     jobs = check_jobs(jobs)
     size = dump.batch_size(batch_rows)
-    report = _progress_callback(progress)
+    report = progress_callback(progress)
     fused.use(fused.wanted(dump.nbytes))
     for _ in range(3):
         done = [0, 0]

@@ -491,14 +491,8 @@ def rel_batch(batch, labels, nan_policy: str, path: str, original: str = "argsor
 
 
 def _tick(progress):
-    if progress is None:
-        return lambda rows, nbytes: None
-    try:
-        import inspect
-        inspect.signature(progress).bind(0, 0)
-        return progress
-    except (TypeError, ValueError):
-        return lambda rows, nbytes: progress(rows)
+    from .engine import progress_callback  # engine imports this module lazily
+    return progress_callback(progress) or (lambda rows, nbytes: None)
 
 
 def choose_metrics(metrics, info) -> list[Metric]:

@@ -13,7 +13,7 @@ import click
 from ..audit import audit_groups, claimed_metrics, read_claims, unmatched_message
 from ..errors import InputError
 from ..report import audit as audit_report
-from .common import EXIT_CHECK_FAILED, Command, read_options, write
+from .common import EXIT_CHECK_FAILED, Command, quiet_option, read_options, write
 from .labels import evaluate_labelled, label_options
 from .tables import grouped
 from .whatif import stdout_console
@@ -34,7 +34,7 @@ from .whatif import stdout_console
                    "exit code 2.")
 @label_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
+@quiet_option
 @click.pass_context
 def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
           **read_kwargs):

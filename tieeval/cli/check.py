@@ -11,7 +11,8 @@ import click
 from ..check import DEFAULT_GATE, OPTION_NAMES, metrics_needed, parse_threshold, run_checks
 from ..errors import TieevalError
 from ..report.check import CHECK_FORMATS, to_github, to_json, to_text
-from .common import EXIT_CHECK_FAILED, Command, chosen_metrics, metric_options, read_options, write
+from .common import (EXIT_CHECK_FAILED, Command, chosen_metrics, metric_options, quiet_option,
+                     read_options, write)
 from .labels import evaluate_labelled, label_options
 
 
@@ -69,7 +70,7 @@ def _frequency_threshold(kind, help_text):
                    "::notice); json: checks and runs for machines.")
 @label_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
+@quiet_option
 @click.pass_context
 def check(ctx, files, max_inflation, max_gap, min, max_tie_frequency,
           max_positive_tie_frequency, k_values, metrics, fmt, meta, template, quiet,

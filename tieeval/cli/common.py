@@ -168,6 +168,12 @@ def read_options(f):
     return f
 
 
+def quiet_option(f):
+    """``--quiet``: nothing on stderr but errors (no warnings, no progress bar)."""
+    return click.option("--quiet", "-q", is_flag=True,
+                        help="No warnings or progress on stderr.")(f)
+
+
 def metric_options(f):
     f = click.option("--metric", "-m", "metrics", type=MetricType(), multiple=True,
                      help="Metric to report, repeatable, case-insensitive (e.g. -m NDCG@10 "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Command, chosen_metrics, metric_options, read_options
+from .common import Command, chosen_metrics, metric_options, quiet_option, read_options
 from .labels import label_options
 from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_std_option,
                      write_output)
@@ -31,7 +31,7 @@ from .whatif import evaluate_runs, make_what_if, whatif_options, write_labelled_
 @seed_std_option
 @whatif_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
+@quiet_option
 def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std, cast,
             tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.

@@ -9,7 +9,7 @@ from ..diff import (DEFAULT_CONFIDENCE, DEFAULT_PERMUTATIONS, INSTANCE_FIELD, di
                     rank_groups)
 from ..io import open_dump
 from ..report import diff as diff_report
-from .common import Command, chosen_metrics, metric_options, read_options, write
+from .common import Command, chosen_metrics, metric_options, quiet_option, read_options, write
 from .labels import label_options
 from .tables import grouped
 from .whatif import (evaluate_runs, make_what_if, read_options_from, require_local_engine,
@@ -38,7 +38,7 @@ def _format_option(f):
               help="Level of the confidence interval of the mean difference.")
 @whatif_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
+@quiet_option
 def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, tolerance,
          quiet, **read_kwargs):
     """Paired comparison of run B against run A on the same instances.
@@ -89,7 +89,7 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
 @label_options
 @whatif_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
+@quiet_option
 def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
          **read_kwargs):
     """Rank methods by tie-aware value, with the original ranking beside it.

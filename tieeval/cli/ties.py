@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Command, chosen_metrics, metric_options, read_options
+from .common import Command, chosen_metrics, metric_options, quiet_option, read_options
 from .labels import evaluate_labelled, label_options
 from .tables import format_option, grouped, seed_std_option, write_output
 
@@ -17,7 +17,7 @@ from .tables import format_option, grouped, seed_std_option, write_output
 @seed_std_option
 @metric_options
 @read_options
-@click.option("--quiet", "-q", is_flag=True, help="No warnings or progress on stderr.")
+@quiet_option
 def ties(files, fmt, meta, template, seed_std, k_values, metrics, quiet, **read_kwargs):
     """Top-score tie statistics per method: the paper's Table 4.
 
