@@ -23,7 +23,6 @@ import os
 import sys
 
 import numpy as np
-
 from _common import DATA, median_time, print_timings
 
 
@@ -77,7 +76,8 @@ def main() -> None:
     except ImportError:
         print("scikit-learn not installed: skipped", file=sys.stderr)
     try:
-        from ranx import Qrels, Run, evaluate as ranx_evaluate
+        from ranx import Qrels, Run
+        from ranx import evaluate as ranx_evaluate
         sub = S[:m]
         qrels = Qrels({f"q{i}": {"d0": 1} for i in range(m)})
         run = Run({f"q{i}": {f"d{j}": float(sub[i, j]) for j in range(sub.shape[1])}

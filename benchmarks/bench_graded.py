@@ -28,7 +28,6 @@ import os
 import sys
 
 import numpy as np
-
 from _common import DATA, median_time, print_timings
 
 
@@ -56,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import tieeval
-    from tieeval.metrics import Metric
+    from tieeval.metrics.metric import Metric
 
     path = make_dump(args.rows, args.cols)
     with np.load(path) as f:

@@ -56,12 +56,12 @@ def task(name: str, path: str, arg: str) -> dict:
     t0 = time.perf_counter()
     extra = {}
     if name == "tieeval":
-        from tieeval.engine import evaluate_dump
-        from tieeval.io import open_dump
+        from tieeval.engine.local import evaluate_dump
+        from tieeval.io.open import open_dump
         t0 = time.perf_counter()
         r = evaluate_dump(open_dump(path), jobs=int(arg))
         seconds = time.perf_counter() - t0
-        from tieeval import parallel
+        from tieeval.engine import parallel
         workers = 0.0
         for executor in parallel._POOL.values():  # workers are the forkserver's children
             workers = max(executor.map(_worker_peak_mb, range(16)))
@@ -76,7 +76,7 @@ def task(name: str, path: str, arg: str) -> dict:
         if path.endswith(".parquet"):
             import pyarrow.parquet as pq
             if arg == "stream":
-                from tieeval.io import parquet_file
+                from tieeval.io.arrow import parquet_file
                 pf = parquet_file(path)
                 for g in range(pf.num_row_groups):
                     for b in pf.iter_batches(batch_size=65536, row_groups=[g],

@@ -18,8 +18,8 @@ import sys
 import zipfile
 
 import numpy as np
-
 from _common import DATA
+
 CHUNK_BYTES = 64 << 20
 
 SHAPES = {"sampled": (1_000_000, 101), "allitem": (20_000, 7_710), "big": (10_000_000, 101)}

@@ -1,4 +1,4 @@
-"""Tests for tieeval.audit: verdicts on published numbers and the claims CSV reader.
+"""Tests for tieeval.analysis.audit: verdicts on published numbers and the claims CSV reader.
 
 The numbers are constructed so that each verdict boundary is hit exactly: a claim printed
 with d decimals stands for an interval of half-width 5 * 10**-(d+1) around it.
@@ -10,9 +10,16 @@ import doctest
 
 import pytest
 
-import tieeval.audit
-from tieeval.audit import (DEFAULT_TOLERANCE, VERDICTS, Claim, judge_against, judge_claim,
-                           parse_value, read_claims)
+import tieeval.analysis.audit
+from tieeval.analysis.audit import (
+    DEFAULT_TOLERANCE,
+    VERDICTS,
+    Claim,
+    judge_against,
+    judge_claim,
+    parse_value,
+    read_claims,
+)
 from tieeval.errors import InputError, ParameterError
 from tieeval.results import MetricRow
 
@@ -25,7 +32,7 @@ def judge(value, **overrides):
 
 
 def test_doctests():
-    assert doctest.testmod(tieeval.audit).failed == 0
+    assert doctest.testmod(tieeval.analysis.audit).failed == 0
 
 
 # ---------------------------------------------------------------------------------------

@@ -20,10 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 import tieeval
-from tieeval.audit import AuditItem, audit_groups, match_group, read_claims
+from tieeval.analysis.audit import AuditItem, audit_groups, match_group, read_claims
+from tieeval.analysis.groups import group_runs
 from tieeval.cli import cli
 from tieeval.errors import InputError
-from tieeval.groups import group_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = "method,dataset,task,metric,k,value\n"

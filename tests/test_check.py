@@ -13,12 +13,18 @@ import pytest
 from click.testing import CliRunner
 
 import tieeval
-from tieeval.check import Threshold, metrics_needed, parse_bound, parse_threshold, run_checks
+from tieeval.analysis.check import (
+    Threshold,
+    metrics_needed,
+    parse_bound,
+    parse_threshold,
+    run_checks,
+)
 from tieeval.cli import cli
 from tieeval.errors import ParameterError
-from tieeval.metrics import Metric
-from tieeval.results import MetricRow, RunResult, TieStats
+from tieeval.metrics.metric import Metric
 from tieeval.report.check import github_line, to_text
+from tieeval.results import MetricRow, RunResult, TieStats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SATURATED = os.path.join(ROOT, "sample_scores", "sigmoid_saturated.parquet")

@@ -27,11 +27,12 @@ from click.testing import CliRunner
 from scipy import stats
 
 import tieeval
-import tieeval.diff
+import tieeval.analysis.diff
+from tieeval.analysis.diff import diff_paths, rank_groups, verdict_text, winner_of
+from tieeval.analysis.groups import group_runs
+from tieeval.analysis.stats import sign_flip_p_value
 from tieeval.cli import cli
-from tieeval.diff import diff_paths, rank_groups, sign_flip_p_value, verdict_text, winner_of
 from tieeval.errors import InputError
-from tieeval.groups import group_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIFF_KEYS = {"metric", "k", "a", "b", "difference", "difference_std", "p_value_t",
@@ -43,7 +44,7 @@ def invoke(*args):
 
 
 def test_doctests():
-    assert doctest.testmod(tieeval.diff).failed == 0
+    assert doctest.testmod(tieeval.analysis.diff).failed == 0
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import tieeval
 from tieeval.cli import cli
 from tieeval.errors import ParameterError
-from tieeval.io import open_dump
+from tieeval.io.open import open_dump
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()

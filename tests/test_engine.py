@@ -8,16 +8,27 @@ import math
 
 import numpy as np
 import pytest
+from conftest import (
+    FLOAT_DTYPES,
+    RANK_METRICS,
+    consistent_orders,
+    enumerated_ranks,
+    lexsort_rank,
+    random_row,
+)
 
-from tieeval.engine import (Accumulator, batch_counts, evaluate, evaluate_dump, evaluate_path,
-                            iter_instance_values)
+from tieeval.engine.local import (
+    evaluate,
+    evaluate_dump,
+    evaluate_path,
+    iter_instance_values,
+)
 from tieeval.errors import InputError, ParameterError
-from tieeval.io import Batch, open_dump
-from tieeval.metrics import Metric, default_metrics
-from tieeval.ties import dense_counts
-
-from conftest import (FLOAT_DTYPES, RANK_METRICS, consistent_orders, enumerated_ranks,
-                      lexsort_rank, random_row)
+from tieeval.io.base import Batch
+from tieeval.io.open import open_dump
+from tieeval.kernels.counts import dense_counts
+from tieeval.kernels.single import Accumulator, batch_counts
+from tieeval.metrics.metric import Metric, default_metrics
 
 KS = (1, 2, 3, 5, 8)
 

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import tieeval
+from tieeval.analysis.groups import average, group_runs
 from tieeval.cli import cli
 from tieeval.errors import ParameterError
-from tieeval.groups import average, group_runs
 
 
 def tied_scores(rng, rows=40, cols=12, tie_share=0.5):

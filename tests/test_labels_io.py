@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tieeval.errors import InputError
-from tieeval.io import ReadOptions, open_dump
-from tieeval.labelled import DuplicateCheck
-from tieeval.labelled_io import LabelledDump, RelevanceReadOptions
+from tieeval.io.base import LabelledDump, ReadOptions, RelevanceReadOptions
+from tieeval.io.open import open_dump
+from tieeval.kernels.duplicates import DuplicateCheck
 
 
 def collect(dump, batch_rows=None):
@@ -264,7 +264,7 @@ def test_parquet_dataset_directory_with_labels(tmp_path, graded):
         pq.write_table(list_table(scores=(scores[lo:hi], pa.list_(pa.float32())),
                                   labels=(labels[lo:hi], pa.list_(pa.int8()))),
                        folder / f"part-{i}.parquet")
-    from tieeval.engine import evaluate_dump
+    from tieeval.engine.local import evaluate_dump
     a = evaluate_dump(open_dump(str(whole)), None).to_dict()
     b = evaluate_dump(open_dump(str(folder)), None).to_dict()
     assert a["metrics"] == b["metrics"] and a["ties"] == b["ties"]

@@ -20,12 +20,15 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from tieeval import labelled, longformat, parallel
 from tieeval.cli import cli
-from tieeval.engine import evaluate, evaluate_dump, iter_instance_values
+from tieeval.engine import local as labelled
+from tieeval.engine import parallel
+from tieeval.engine.local import evaluate, evaluate_dump, iter_instance_values
 from tieeval.errors import InputError
-from tieeval.io import ReadOptions, open_dump
-from tieeval.metrics import Metric
+from tieeval.io import long as longformat
+from tieeval.io.base import ReadOptions
+from tieeval.io.open import open_dump
+from tieeval.metrics.metric import Metric
 
 
 def make_rows(rng, n=90, values=(-1, 0, 0, 0, 1, 2, 3)):

@@ -13,13 +13,24 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import (
+    FLOAT_DTYPES,
+    RANK_METRICS,
+    enumerated_ranks,
+    lexsort_rank,
+    random_row,
+)
 
 from tieeval.errors import ParameterError
-from tieeval.metrics import (REGISTRY, Metric, check_k, default_metrics, discount_prefix,
-                             harmonic, harmonic2, metric_names, single_positive)
-from tieeval.ties import dense_counts, ragged_counts
-
-from conftest import FLOAT_DTYPES, RANK_METRICS, enumerated_ranks, lexsort_rank, random_row
+from tieeval.kernels.closed_forms import (
+    discount_prefix,
+    harmonic,
+    harmonic2,
+    single_positive,
+)
+from tieeval.kernels.counts import dense_counts, ragged_counts
+from tieeval.metrics.metric import Metric, default_metrics
+from tieeval.metrics.registry import REGISTRY, check_k, metric_names
 
 N_MAX = 7
 ALL_KS = range(1, N_MAX + 3)  # every K from 1 to n+2 for every n <= 7 (larger K is harmless)
@@ -245,7 +256,7 @@ def test_unknown_metric_lists_valid_names():
 
 def test_registry_is_the_one_list():
     # One registry for both protocols: the single-positive metrics are entries of it.
-    from tieeval.relevance import REL_REGISTRY, rel_metric_names
+    from tieeval.metrics.options import REL_REGISTRY, rel_metric_names
     assert REL_REGISTRY is REGISTRY and rel_metric_names() == metric_names()
     assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
                               "SRecall", "SDCG", "SNDCG", "V-AUC"]

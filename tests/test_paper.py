@@ -17,9 +17,17 @@ from click.testing import CliRunner
 from scipy.stats import pearsonr
 
 import tieeval
+from tieeval.analysis.groups import group_runs
+from tieeval.analysis.paper import (
+    figure1,
+    inflation,
+    paper_table,
+    pearson,
+    table1,
+    table3,
+    table4,
+)
 from tieeval.cli import cli
-from tieeval.groups import group_runs
-from tieeval.paper import figure1, inflation, paper_table, pearson, table1, table3, table4
 from tieeval.report import paper as render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,9 +15,8 @@ keys that command really prints.
 
 from __future__ import annotations
 
-import importlib.util
-
 import glob
+import importlib.util
 import io
 import json
 import os

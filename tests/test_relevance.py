@@ -1,10 +1,10 @@
-"""Tests for tieeval.relevance against independent oracles.
+"""Tests for tieeval.kernels.general against independent oracles.
 
 The oracle here is a plain-Python definition of every metric on one fixed ordering of
 labels (``oracle_value``). Expectations, variances, first and last are checked against the
 mean, variance, maximum and minimum of that definition over every ordering the scores allow,
 enumerated with ``itertools.permutations``; scikit-learn's tie-averaged NDCG, a double loop
-for V-AUC, ``tieeval.metrics.single_positive`` and exact ``Fraction`` arithmetic at depth are
+for V-AUC, ``tieeval.kernels.closed_forms.single_positive`` and exact ``Fraction`` arithmetic at depth are
 the other references. No expected number is taken from the kernel itself.
 """
 
@@ -19,10 +19,16 @@ import numpy as np
 import pytest
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.metrics import Metric, single_positive
-from tieeval.relevance import (REL_REGISTRY, RelBatch, RelMetric, RelValues, _rr_moments,
-                               parse_rel_metric, rel_metric_names, relevance_values)
-from tieeval.ties import dense_counts
+from tieeval.kernels.closed_forms import single_positive
+from tieeval.kernels.counts import dense_counts
+from tieeval.kernels.general import RelBatch, RelValues, _rr_moments, relevance_values
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.options import (
+    REL_REGISTRY,
+    RelMetric,
+    parse_rel_metric,
+    rel_metric_names,
+)
 
 COLUMNS = ("original", "first", "last", "tie_aware", "variance")
 
@@ -351,7 +357,7 @@ def test_vauc_double_loop():
 
 
 # ---------------------------------------------------------------------------------------
-# Batches: ragged == row by row; dense == ragged; single positive == tieeval.metrics
+# Batches: ragged == row by row; dense == ragged; single positive == tieeval.kernels.closed_forms
 
 
 BATCH_METRICS = ["HR@5", "Recall@10", "P@10", "NDCG@10", "NDCG(gain=exp)@3", "DCG", "MRR",
@@ -665,6 +671,6 @@ def test_registry_lists_every_name():
 def test_docstring_examples():
     import doctest
 
-    import tieeval.relevance
+    import tieeval.kernels.general
 
-    assert doctest.testmod(tieeval.relevance).failed == 0
+    assert doctest.testmod(tieeval.kernels.general).failed == 0

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 import tieeval
 from tieeval.cli import cli
-from tieeval.labelled import evaluate_labels
+from tieeval.engine.local import evaluate_labels
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -295,11 +295,11 @@ def test_spark_engine_refuses_labelled_rows(graded):
 def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
     """The check before Spark starts opens local paths only: an hdfs:// or s3a:// dump is
     refused by the Spark engine from its schema instead (tests/test_spark.py)."""
-    from tieeval import io as tio
+    import tieeval.engine.spark as tspark
+    import tieeval.io.open as tio
+    from tieeval.engine.spark import refuse_spark
     from tieeval.errors import ParameterError
-    from tieeval.labelled import refuse_spark
-    from tieeval.labelled_io import RelevanceReadOptions
-    from tieeval.io import local_path, remote_uri
+    from tieeval.io.base import RelevanceReadOptions, local_path, remote_uri
 
     assert [remote_uri(p) for p in ("hdfs://nn:8020/d", "s3a://b/k.parquet", "gs://b/x",
                                     "file:///tmp/x.parquet", "/tmp/x.parquet", "x.parquet",
@@ -309,6 +309,7 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
     def local(*args, **kwargs):
         raise AssertionError("a remote URI was opened on the local disk")
     monkeypatch.setattr(tio, "open_dump", local)
+    monkeypatch.setattr(tspark, "open_dump", local)
     refuse_spark(["hdfs://namenode/scores", "s3a://bucket/scores.parquet"],
                  RelevanceReadOptions(), None, None)
     # a renamed relevance field asks for labels: refused without looking at the data

@@ -21,14 +21,17 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from tieeval import io as tio
-from tieeval import parallel
+import tieeval.io.npy as tnpy
+import tieeval.io.parquet as tparquet
 from tieeval.cli import cli
-from tieeval.engine import Accumulator, evaluate, evaluate_dump, evaluate_path
+from tieeval.engine import parallel
+from tieeval.engine.local import evaluate, evaluate_dump, evaluate_path
 from tieeval.errors import InputError, ParameterError
-from tieeval.io import ReadOptions, open_dump
-from tieeval.metrics import default_metrics
-from tieeval.ties import dense_counts
+from tieeval.io.base import ReadOptions
+from tieeval.io.open import open_dump
+from tieeval.kernels.counts import dense_counts
+from tieeval.kernels.single import Accumulator
+from tieeval.metrics.metric import default_metrics
 
 ROWS, COLS = 400, 17
 
@@ -140,7 +143,7 @@ def test_ragged_rows_wide_and_long_agree(tmp_path, rng):
 
 
 def test_worker_processes_give_identical_results(tmp_path, rng, monkeypatch):
-    monkeypatch.setattr(tio, "PART_BYTES", 4096)  # many parts, so several workers share them
+    monkeypatch.setattr(tnpy, "PART_BYTES", 4096)  # many parts, so several workers share them
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(parallel, "MIN_JOBS_FOR_SHIPPING", 2)
     s = tied(rng, rows=600)
@@ -203,7 +206,7 @@ def test_deflated_npz_is_streamed_not_loaded(tmp_path):
 
 
 def test_stored_npz_is_memory_mapped_in_parts(tmp_path, rng, monkeypatch):
-    monkeypatch.setattr(tio, "PART_BYTES", 1000)
+    monkeypatch.setattr(tnpy, "PART_BYTES", 1000)
     s = tied(rng)
     np.savez(tmp_path / "s.npz", scores=s, positive=np.full(ROWS, 2), model=np.array("M"))
     dump = open_dump(tmp_path / "s.npz")
@@ -259,7 +262,7 @@ def test_dataset_directory_errors_and_warnings(tmp_path, rng, monkeypatch):
     d = tmp_path / "ds"
     d.mkdir()
     pq.write_table(pa.table({"scores": col}), d / "a.parquet", row_group_size=100)
-    monkeypatch.setattr(tio, "LARGE_ROW_GROUP_BYTES", 1000)
+    monkeypatch.setattr(tparquet, "LARGE_ROW_GROUP_BYTES", 1000)
     dump = open_dump(d)
     assert dump.rows == ROWS and len(dump.parts) == 4
     assert any("row_group_size" in w for w in dump.warnings)
@@ -357,8 +360,8 @@ def test_cli_layouts_jobs_and_engine_local_agree(tmp_path, rng):
 
 
 def test_cli_spark_missing_is_one_line_error(tmp_path, rng, monkeypatch):
-    import tieeval.spark as spark
-    from tieeval.spark import SparkUnavailable
+    import tieeval.engine.spark as spark
+    from tieeval.engine.spark import SparkUnavailable
 
     def missing():
         raise SparkUnavailable("the Spark engine needs pyspark: pip install 'tieeval[spark]'")
@@ -374,7 +377,7 @@ def test_cli_spark_missing_is_one_line_error(tmp_path, rng, monkeypatch):
 def test_progress_bar_only_on_a_terminal(tmp_path, rng):
     from rich.console import Console
 
-    from tieeval.progress import ProgressBar, wanted
+    from tieeval.cli.progress import ProgressBar, wanted
     np.save(tmp_path / "s.npy", tied(rng))
     buf = _io.StringIO()
     console = Console(file=buf, force_terminal=True, width=100)
@@ -393,7 +396,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path, rng):
 # the optional fused kernel
 
 def test_fused_kernel_matches_numpy(rng, monkeypatch):
-    from tieeval import fused
+    from tieeval.kernels import fused as fused
     if not fused.available():
         pytest.skip("numba not installed (pip install 'tieeval[fast]'): numpy path only")
     monkeypatch.setattr(fused, "MIN_SCORES", 0)
@@ -422,8 +425,8 @@ def test_fused_kernel_matches_numpy(rng, monkeypatch):
 def test_core_never_imports_spark_rich_click_or_numba():
     import subprocess
     import sys
-    code = ("import sys, tieeval.engine, tieeval.io, tieeval.longformat, tieeval.parallel, "
-            "tieeval.fused, tieeval.spark; print(sorted(m for m in ('pyspark', 'rich', "
+    code = ("import sys, tieeval.engine.local, tieeval.io.parquet, tieeval.io.long, tieeval.engine.parallel, "
+            "tieeval.kernels.fused, tieeval.engine.spark; print(sorted(m for m in ('pyspark', 'rich', "
             "'click', 'numba') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -27,11 +27,11 @@ if shutil.which("java") is None:
 pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support:FutureWarning")
 
-from tieeval import spark as tspark  # noqa: E402
 from tieeval.cli import cli  # noqa: E402
-from tieeval.engine import evaluate_path  # noqa: E402
-from tieeval.errors import InputError  # noqa: E402
-from tieeval.io import ReadOptions  # noqa: E402
+from tieeval.engine import spark as tspark
+from tieeval.engine.local import evaluate_path
+from tieeval.errors import InputError
+from tieeval.io.base import ReadOptions
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch)
 
     monkeypatch.setattr(tspark, "session", lambda *args, **kwargs: Session())
     monkeypatch.setattr(tspark, "open_dump", local)
-    monkeypatch.setattr("tieeval.io.open_dump", local)
+    monkeypatch.setattr("tieeval.io.open.open_dump", local)
     res = CliRunner().invoke(cli, ["compare", "hdfs://namenode/wide.parquet", "--engine",
                                    "spark", "--format", "json", "--quiet"])
     assert res.exit_code == 0, res.output
@@ -166,7 +166,7 @@ def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch)
     assert run["metrics"] == local_run["metrics"] and run["ties"] == local_run["ties"]
     assert run["path"] == "hdfs://namenode/wide.parquet"
     monkeypatch.setattr(tspark, "session", lambda *args, **kwargs: Session())
-    monkeypatch.setattr("tieeval.io.open_dump", local)
+    monkeypatch.setattr("tieeval.io.open.open_dump", local)
     res = CliRunner().invoke(cli, ["compare", "s3a://bucket/labelled.parquet", "--engine",
                                    "spark"])
     assert res.exit_code == 2

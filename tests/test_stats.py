@@ -1,4 +1,4 @@
-"""Tests for tieeval.stats: the t distribution, the paired tests and method rankings.
+"""Tests for tieeval.analysis.stats: the t distribution, the paired tests and method rankings.
 
 Oracles: scipy.stats (t distribution, ttest_rel, permutation_test), closed forms of the t
 distribution for df = 1 and 2, the finite series for even df evaluated in 50-digit decimal
@@ -18,11 +18,20 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-import tieeval.stats
+import tieeval.analysis.stats
+from tieeval.analysis.stats import (
+    EXACT_RANDOMIZATION_MAX_N,
+    PairedResult,
+    _randomization_exact,
+    betainc,
+    paired_comparison,
+    rank_methods,
+    ranking_changes,
+    student_t_isf,
+    student_t_ppf,
+    student_t_sf,
+)
 from tieeval.errors import ParameterError
-from tieeval.stats import (EXACT_RANDOMIZATION_MAX_N, PairedResult, _randomization_exact,
-                           betainc, paired_comparison, rank_methods, ranking_changes,
-                           student_t_isf, student_t_ppf, student_t_sf)
 
 DFS = (1, 2, 3, 4.5, 7, 10, 19, 29.5, 30, 31, 99, 1000, 12345, 1e5, 999_999, 1e6)
 
@@ -32,7 +41,7 @@ def rel_err(got: float, want: float) -> float:
 
 
 def test_doctests():
-    assert doctest.testmod(tieeval.stats).failed == 0
+    assert doctest.testmod(tieeval.analysis.stats).failed == 0
 
 
 # ---------------------------------------------------------------------------------------

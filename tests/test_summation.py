@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import tieeval.summation as summation
-from tieeval.summation import ExactSum
+import tieeval.kernels.summation as summation
+from tieeval.kernels.summation import ExactSum
 
 
 def wild(rng, size):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import (
+    FLOAT_DTYPES,
+    consistent_orders,
+    enumerated_ranks,
+    lexsort_rank,
+    random_row,
+)
 
 from tieeval.errors import InputError
-from tieeval.ties import NanScoreError, RowCounts, dense_counts, ragged_counts
-
-from conftest import (FLOAT_DTYPES, consistent_orders, enumerated_ranks, lexsort_rank,
-                      random_row)
+from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
 
 
 def random_rows(rng, dtype, count, n_max=7, pool=None):

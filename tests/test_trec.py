@@ -15,12 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from tieeval.cli import cli
+from tieeval.engine.local import evaluate_general
 from tieeval.errors import InputError
-from tieeval.io import open_dump
-from tieeval.labelled import evaluate_general
-from tieeval.labelled_io import RelevanceReadOptions
-from tieeval.relevance import RelBatch, RelMetric
-from tieeval.trec import open_trec_run, read_qrels, read_run, trec_order
+from tieeval.io.base import RelevanceReadOptions
+from tieeval.io.open import open_dump
+from tieeval.io.trec import open_trec_run, read_qrels, read_run, trec_order
+from tieeval.kernels.general import RelBatch
+from tieeval.metrics.options import RelMetric
 
 RUN = """q1 Q0 d1 1 0.9 sys
 q1 Q0 d2 2 0.5 sys

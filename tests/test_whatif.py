@@ -18,17 +18,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import enumerated_ranks, hr_of_rank, ndcg_of_rank, rr_of_rank
 
 import tieeval
-import tieeval.whatif
+import tieeval.analysis.whatif
+from tieeval.analysis.whatif import (
+    CASTS,
+    WhatIf,
+    cast_scores,
+    evaluate_dump_what_if,
+    round_to_bfloat16,
+)
 from tieeval.cli import cli
 from tieeval.errors import InputError, ParameterError
-from tieeval.io import open_dump
-from tieeval.metrics import Metric
-from tieeval.whatif import (CASTS, WhatIf, cast_scores, evaluate_dump_what_if,
-                            round_to_bfloat16)
-
-from conftest import enumerated_ranks, hr_of_rank, ndcg_of_rank, rr_of_rank
+from tieeval.io.open import open_dump
+from tieeval.metrics.metric import Metric
 
 METRICS = [Metric("HR", 1), Metric("HR", 3), Metric("NDCG", 3), Metric("MRR")]
 OF_RANK = {"HR": hr_of_rank, "NDCG": ndcg_of_rank, "MRR": rr_of_rank}
@@ -41,7 +45,7 @@ def run(*args):
 
 
 def test_doctests():
-    assert doctest.testmod(tieeval.whatif).failed == 0
+    assert doctest.testmod(tieeval.analysis.whatif).failed == 0
 
 
 def brute_columns(scores: np.ndarray, metric: Metric, nan_worst: bool = False) -> dict:

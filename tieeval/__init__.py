@@ -7,18 +7,19 @@ number its own ``np.argsort`` gives (original), the optimistic and pessimistic b
 
 __version__ = "0.1.0"
 
-from .errors import InputError, ParameterError, TieevalError  # noqa: E402
-from .metrics import Metric, REGISTRY  # noqa: E402
-from .results import MetricRow, RunResult, TieStats  # noqa: E402
-from .engine import evaluate, evaluate_path  # noqa: E402
-from .io import ReadOptions, open_dump  # noqa: E402
-from .dumps import save_scores  # noqa: E402
-from .groups import GroupResult, group_runs  # noqa: E402
-from .whatif import WhatIf, cast_scores, round_to_bfloat16  # noqa: E402
-from .diff import DiffResult, diff_paths, rank_groups  # noqa: E402
-from .audit import audit_groups, judge_claim, read_claims  # noqa: E402
-from .labelled import RelOptions, evaluate_labels  # noqa: E402
-from .labelled_io import RelevanceReadOptions  # noqa: E402
+from tieeval.analysis.audit import audit_groups, judge_claim, read_claims
+from tieeval.analysis.diff import DiffResult, diff_paths, rank_groups
+from tieeval.analysis.groups import GroupResult, group_runs
+from tieeval.analysis.whatif import WhatIf, cast_scores, round_to_bfloat16
+from tieeval.engine.local import evaluate, evaluate_labels, evaluate_path
+from tieeval.errors import InputError, ParameterError, TieevalError
+from tieeval.io.base import ReadOptions, RelevanceReadOptions
+from tieeval.io.open import open_dump
+from tieeval.io.writers import save_scores
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.options import RelOptions
+from tieeval.metrics.registry import REGISTRY
+from tieeval.results import MetricRow, RunResult, TieStats
 
 __all__ = ["__version__", "evaluate", "evaluate_path", "open_dump", "ReadOptions", "Metric",
            "REGISTRY", "MetricRow", "RunResult", "TieStats", "TieevalError", "InputError",

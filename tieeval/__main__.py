@@ -1,3 +1,3 @@
-from .cli import main
+from tieeval.cli import main
 
 main(prog_name="tieeval")

@@ -5,6 +5,7 @@ Every error a user can cause is a :class:`TieevalError`; the command line turns 
 """
 
 
+
 class TieevalError(Exception):
     """Base class: an error the user can fix (bad input or bad arguments)."""
 

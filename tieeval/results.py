@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import LABEL_KEYS
+from tieeval.run_labels import LABEL_KEYS
+
+pass
 
 
 def relative_change(before: float, after: float) -> float | None:
@@ -154,7 +156,7 @@ def simd_level() -> str:
 
 def environment() -> dict:
     """numpy version, its SIMD level and the machine: what the 'original' column depends on."""
-    from . import __version__
+    from tieeval import __version__
     return {"tieeval_version": __version__, "numpy_version": np.__version__,
             "numpy_simd": simd_level(), "machine": platform.machine()}
 
@@ -162,7 +164,7 @@ def environment() -> dict:
 def report_dict(runs: list[RunResult], groups: list | None = None) -> dict:
     """The JSON document for a list of runs (the single-run contract).
 
-    With ``groups`` (:class:`~tieeval.groups.GroupResult` records) a ``groups`` list of
+    With ``groups`` (:class:`~tieeval.analysis.groups.GroupResult` records) a ``groups`` list of
     seed-averaged figures follows ``runs``.
     """
     env = environment()
@@ -172,3 +174,82 @@ def report_dict(runs: list[RunResult], groups: list | None = None) -> dict:
     if groups is not None:
         out["groups"] = [g.to_dict() for g in groups]
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Result records
+
+
+@dataclass
+class _LabelledRow:
+    """What a labelled run adds to a metric row (of one run or of a seed group): ``gamma``
+    (signed metrics; None otherwise) and ``skipped``; means may be None."""
+
+    gamma: float | None = None
+    skipped: int = 0
+
+    @property
+    def display(self) -> str:
+        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
+        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
+
+    @property
+    def change_original_to_tie_aware(self):
+        return _change(self.original, self.tie_aware)
+
+    @property
+    def change_first_to_last(self):
+        return _change(self.first, self.last)
+
+    def to_dict(self) -> dict:
+        """``metric, k, gamma``, then the usual keys, then ``instances, skipped``."""
+        base = super().to_dict()
+        out = {"metric": base["metric"], "k": base["k"], "gamma": self.gamma}
+        out.update((k, v) for k, v in base.items() if k not in out)
+        out["instances"] = self.instances
+        out["skipped"] = self.skipped
+        return out
+
+
+def _change(before, after):
+    return None if before is None or after is None else relative_change(before, after)
+
+
+@dataclass
+class RelMetricRow(_LabelledRow, MetricRow):
+    """A metric row of the general path: also ``gamma`` (signed metrics; None otherwise),
+    ``instances`` (rows evaluated) and ``skipped`` (rows where it is undefined or outside
+    the subset). The means are None when no row was evaluated."""
+
+
+@dataclass
+class LabelledRunResult(RunResult):
+    """A :class:`~tieeval.results.RunResult` with what the general path adds to the JSON:
+    ``relevance`` (label source, options, subset and skip counts; None for single-positive
+    dumps) and ``data_warnings`` (None when the dump has no item ids to check)."""
+
+    relevance: dict | None = None
+    data_warnings: list | None = None
+
+    @property
+    def caption_note(self) -> str:
+        """What a table caption adds: the label source, the subset, trec_eval's order."""
+        rel = self.relevance
+        if rel is None:
+            return ""
+        parts = [{"labels": "relevance labels", "positives": "positives/negatives lists",
+                  "trec": "TREC run and qrels", "positive": "one positive per row"}.get(
+                      rel["source"], rel["source"])]
+        if rel["subset"] == "both":
+            parts.append(f"Both P&N subset: {rel['instances_in_subset']} instances")
+        if rel["source"] == "trec":
+            parts.append("Original = trec_eval's order (score, then docno, descending)")
+        return "; " + "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if self.relevance is not None:
+            out["relevance"] = self.relevance
+        if self.data_warnings is not None:
+            out["data_warnings"] = self.data_warnings
+        return out

@@ -11,8 +11,8 @@ import signal
 
 import click
 
-from .. import __version__
-from .common import Group, expand_multi_value
+from tieeval import __version__
+from tieeval.cli.common import Group, expand_multi_value
 
 __all__ = ["cli", "main", "expand_multi_value"]
 
@@ -37,11 +37,11 @@ def cli():
 
 
 def _register() -> None:
-    from .audit import audit
-    from .check import check
-    from .compare import compare
-    from .diff import diff, rank
-    from .ties import ties
+    from tieeval.cli.audit import audit
+    from tieeval.cli.check import check
+    from tieeval.cli.compare import compare
+    from tieeval.cli.diff import diff, rank
+    from tieeval.cli.ties import ties
     for command in (compare, ties, check, diff, rank, audit):
         cli.add_command(command)
 

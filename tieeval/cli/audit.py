@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import click
 
-from ..audit import audit_groups, claimed_metrics, read_claims, unmatched_message
-from ..errors import InputError
-from ..report import audit as audit_report
-from .common import EXIT_CHECK_FAILED, Command, quiet_option, read_options, write
-from .labels import evaluate_labelled, label_options
-from .tables import grouped
-from .whatif import stdout_console
+from tieeval.analysis.audit import (
+    audit_groups,
+    claimed_metrics,
+    read_claims,
+    unmatched_message,
+)
+from tieeval.cli.common import (
+    EXIT_CHECK_FAILED,
+    Command,
+    quiet_option,
+    read_options,
+    write,
+)
+from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.cli.tables import grouped
+from tieeval.cli.whatif import stdout_console
+from tieeval.errors import InputError
+from tieeval.report import audit as audit_report
 
 
 @click.command(cls=Command)

@@ -8,12 +8,25 @@ from __future__ import annotations
 
 import click
 
-from ..check import DEFAULT_GATE, OPTION_NAMES, metrics_needed, parse_threshold, run_checks
-from ..errors import TieevalError
-from ..report.check import CHECK_FORMATS, to_github, to_json, to_text
-from .common import (EXIT_CHECK_FAILED, Command, chosen_metrics, metric_options, quiet_option,
-                     read_options, write)
-from .labels import evaluate_labelled, label_options
+from tieeval.analysis.check import (
+    DEFAULT_GATE,
+    OPTION_NAMES,
+    metrics_needed,
+    parse_threshold,
+    run_checks,
+)
+from tieeval.cli.common import (
+    EXIT_CHECK_FAILED,
+    Command,
+    chosen_metrics,
+    metric_options,
+    quiet_option,
+    read_options,
+    write,
+)
+from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.errors import TieevalError
+from tieeval.report.check import CHECK_FORMATS, to_github, to_json, to_text
 
 
 class ThresholdType(click.ParamType):

@@ -8,12 +8,14 @@ import sys
 
 import click
 
-from ..engine import DEFAULT_KS, evaluate_dump
-from ..errors import ParameterError, TieevalError
-from ..io import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES, open_dump
-from ..metrics import Metric, check_k, default_metrics, metric_names
-from ..report import render_tables, to_csv, to_json, to_markdown
-from ..ties import NAN_POLICIES
+from tieeval.engine.local import evaluate_dump
+from tieeval.errors import ParameterError, TieevalError
+from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
+from tieeval.io.open import open_dump
+from tieeval.kernels.counts import NAN_POLICIES
+from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
+from tieeval.metrics.registry import check_k, metric_names
+from tieeval.report import render_tables, to_csv, to_json, to_markdown
 
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
@@ -163,7 +165,9 @@ def read_options(f):
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
                           "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
-    from .relevance import relevance_options  # labels, positives/negatives, items, TREC
+    from tieeval.cli.relevance import (
+        relevance_options,  # labels, positives/negatives, items, TREC
+    )
     f = relevance_options(f)
     return f
 
@@ -224,8 +228,8 @@ def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="p
     """Evaluate every path (one run each) with the shared reading options; warnings go to
     stderr unless ``quiet``, and a progress bar while a terminal is watching. ``relevance``:
     the options of :func:`tieeval.cli.relevance.relevance_options`."""
-    from ..labelled_io import RelevanceReadOptions
-    from .relevance import gamma_warning, split_relevance
+    from tieeval.cli.relevance import gamma_warning, split_relevance
+    from tieeval.io.base import RelevanceReadOptions
     fields, rel_options, gamma_given = split_relevance(relevance)
     if relevance:
         raise TypeError(f"unexpected options: {', '.join(relevance)}")
@@ -238,14 +242,14 @@ def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="p
         gamma_warning(metrics)
     results = []
     if engine == "spark":
-        from ..labelled import refuse_spark
+        from tieeval.engine.spark import refuse_spark
         refuse_spark(paths, options, metrics, rel_options)  # labelled rows run locally
-        from ..spark import evaluate_path as spark_evaluate_path
+        from tieeval.engine.spark import evaluate_path as spark_evaluate_path
         for path in paths:
             results.append(spark_evaluate_path(path, metrics, options=options,
                                                nan_policy=nan_policy))
     else:
-        from ..progress import ProgressBar, wanted
+        from tieeval.cli.progress import ProgressBar, wanted
         with ProgressBar(wanted(quiet)) as bar:
             for path in paths:
                 dump = open_dump(path, options)

@@ -5,11 +5,28 @@ from __future__ import annotations
 
 import click
 
-from .common import Command, chosen_metrics, metric_options, quiet_option, read_options
-from .labels import label_options
-from .tables import (TABLE_CHOICES, default_table, format_option, grouped, seed_std_option,
-                     write_output)
-from .whatif import evaluate_runs, make_what_if, whatif_options, write_labelled_output
+from tieeval.cli.common import (
+    Command,
+    chosen_metrics,
+    metric_options,
+    quiet_option,
+    read_options,
+)
+from tieeval.cli.run_labels import label_options
+from tieeval.cli.tables import (
+    TABLE_CHOICES,
+    default_table,
+    format_option,
+    grouped,
+    seed_std_option,
+    write_output,
+)
+from tieeval.cli.whatif import (
+    evaluate_runs,
+    make_what_if,
+    whatif_options,
+    write_labelled_output,
+)
 
 
 @click.command(cls=Command)
@@ -55,7 +72,7 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
       tieeval compare scores.npz --cast bfloat16     (what-if: ties at lower precision)
     """
     if plot is not None:
-        from ..plot import check_plot_path, require_matplotlib
+        from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
     what_if = make_what_if(cast, tolerance)
@@ -66,8 +83,8 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
                           table=default_table(table, len(files), fmt), fmt=fmt,
                           seed_std=seed_std)
     if plot is not None:
-        from ..paper import figure1
-        from ..plot import draw_figure1
+        from tieeval.analysis.paper import figure1
+        from tieeval.report.plot import draw_figure1
         draw_figure1(figure1(groups), plot)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)

@@ -5,15 +5,33 @@ from __future__ import annotations
 
 import click
 
-from ..diff import (DEFAULT_CONFIDENCE, DEFAULT_PERMUTATIONS, INSTANCE_FIELD, diff_dumps,
-                    rank_groups)
-from ..io import open_dump
-from ..report import diff as diff_report
-from .common import Command, chosen_metrics, metric_options, quiet_option, read_options, write
-from .labels import label_options
-from .tables import grouped
-from .whatif import (evaluate_runs, make_what_if, read_options_from, require_local_engine,
-                     stdout_console, whatif_options)
+from tieeval.analysis.diff import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PERMUTATIONS,
+    INSTANCE_FIELD,
+    diff_dumps,
+    rank_groups,
+)
+from tieeval.cli.common import (
+    Command,
+    chosen_metrics,
+    metric_options,
+    quiet_option,
+    read_options,
+    write,
+)
+from tieeval.cli.run_labels import label_options
+from tieeval.cli.tables import grouped
+from tieeval.cli.whatif import (
+    evaluate_runs,
+    make_what_if,
+    read_options_from,
+    require_local_engine,
+    stdout_console,
+    whatif_options,
+)
+from tieeval.io.open import open_dump
+from tieeval.report import diff as diff_report
 
 
 def _format_option(f):

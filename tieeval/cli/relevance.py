@@ -2,7 +2,7 @@
 
 They join the shared reading options (:func:`tieeval.cli.common.read_options`), so every
 command that reads dumps accepts them; :func:`split_relevance` turns them into the reader's
-field names and the evaluation's :class:`~tieeval.labelled.RelOptions`.
+field names and the evaluation's :class:`~tieeval.metrics.options.RelOptions`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import math
 
 import click
 
-from ..labelled import RelOptions
-from ..relevance import AP_NORMS, DISCOUNTS, SHORT_LIST_POLICIES
+from tieeval.metrics.options import AP_NORMS, DISCOUNTS, SHORT_LIST_POLICIES, RelOptions
 
 GAIN_CHOICES = ("linear", "exponential")
 
@@ -101,7 +100,7 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
 
 def gamma_warning(metrics) -> None:
     """Say so when --gamma was given but no chosen metric depends on it."""
-    from ..registry import REGISTRY
+    from tieeval.metrics.registry import REGISTRY
     if not any(REGISTRY[m.name].signed for m in metrics or ()):
         click.echo("Warning: --gamma only changes SHR, SRecall, SDCG and SNDCG, and none of "
                    "them is selected (add e.g. -m SNDCG@20)", err=True)

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from ..groups import group_runs
-from ..paper import paper_table
-from ..report import paper as paper_report
-from ..report import runs as runs_report
-from .common import emit, write
+from tieeval.analysis.groups import group_runs
+from tieeval.analysis.paper import paper_table
+from tieeval.cli.common import emit, write
+from tieeval.report import paper as paper_report
+from tieeval.report import runs as runs_report
 
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 TABLE_CHOICES = ("runs", "1", "3", "4")

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import click
 
-from .common import Command, chosen_metrics, metric_options, quiet_option, read_options
-from .labels import evaluate_labelled, label_options
-from .tables import format_option, grouped, seed_std_option, write_output
+from tieeval.cli.common import (
+    Command,
+    chosen_metrics,
+    metric_options,
+    quiet_option,
+    read_options,
+)
+from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.cli.tables import format_option, grouped, seed_std_option, write_output
 
 
 @click.command(cls=Command)

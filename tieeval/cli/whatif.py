@@ -11,13 +11,19 @@ import sys
 
 import click
 
-from ..errors import TieevalError
-from ..io import ReadOptions, open_dump
-from ..labels import resolve_labels
-from ..report import whatif as whatif_report
-from ..whatif import CASTS, WhatIf, check_tolerance, evaluate_dump_what_if
-from .common import write
-from .labels import evaluate_labelled, meta_dict
+from tieeval.analysis.whatif import (
+    CASTS,
+    WhatIf,
+    check_tolerance,
+    evaluate_dump_what_if,
+)
+from tieeval.cli.common import write
+from tieeval.cli.run_labels import evaluate_labelled, meta_dict
+from tieeval.errors import TieevalError
+from tieeval.io.base import ReadOptions
+from tieeval.io.open import open_dump
+from tieeval.report import whatif as whatif_report
+from tieeval.run_labels import resolve_labels
 
 
 class ToleranceType(click.ParamType):
@@ -72,7 +78,7 @@ def read_options_from(read_kwargs) -> ReadOptions:
 
 def evaluate_runs(files, metrics, *, what_if: WhatIf | None = None, meta=(), template=None,
                   quiet=False, **read_kwargs):
-    """Labelled runs as :func:`tieeval.cli.labels.evaluate_labelled` gives, under
+    """Labelled runs as :func:`tieeval.cli.run_labels.evaluate_labelled` gives, under
     ``what_if`` when it is active (each run then reports a ``what_if`` key)."""
     if what_if is None or not what_if.active:
         return evaluate_labelled(files, metrics, meta=meta, template=template, quiet=quiet,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from ..audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
-from ..results import environment
-from .format import csv_text, fmt_value, md_escape, md_table, metric_title
-from .whatif import print_unwrapped
+from tieeval.analysis.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
+from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.whatif import print_unwrapped
+from tieeval.results import environment
 
 AUDIT_FORMATS = ("table", "json", "csv", "markdown")
 AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd", "First",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from ..check import Outcome
-from ..results import report_dict
-from .format import fmt_percent, fmt_value, metric_title
+from tieeval.analysis.check import Outcome
+from tieeval.report.format import fmt_percent, fmt_value, metric_title
+from tieeval.results import report_dict
 
 CHECK_FORMATS = ("text", "github", "json")
 

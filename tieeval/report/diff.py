@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 
-from ..diff import COMPARISON_KEYS, DiffResult, Ranking
-from ..results import environment
-from ..whatif import WhatIf
-from .format import csv_text, fmt_value, md_escape, md_table, metric_title
-from .whatif import markdown_note, note, print_unwrapped
+from tieeval.analysis.diff import COMPARISON_KEYS, DiffResult, Ranking
+from tieeval.analysis.whatif import WhatIf
+from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.whatif import markdown_note, note, print_unwrapped
+from tieeval.results import environment
 
 DIFF_FORMATS = ("table", "json", "csv", "markdown")
 DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)

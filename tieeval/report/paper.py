@@ -1,6 +1,6 @@
-"""Rendering of the paper's tables (:mod:`tieeval.paper`): rich, Markdown, LaTeX and CSV.
+"""Rendering of the paper's tables (:mod:`tieeval.analysis.paper`): rich, Markdown, LaTeX and CSV.
 
-Every writer consumes the same :class:`~tieeval.paper.PaperTable`; only the cell syntax
+Every writer consumes the same :class:`~tieeval.analysis.paper.PaperTable`; only the cell syntax
 differs. Means are shown with ``± across-seed sd`` when a group has several seeds (unless
 ``show_std`` is False); relative changes are computed from the means and carry no sd.
 CSV is tidy (one line per setting, row and method) with unrounded floats.
@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import io
 
-from .. import __version__
-from ..paper import Cell, PaperTable
-from .format import (csv_text, fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape,
-                     md_text, metric_title)
-from .runs import footer
+from tieeval import __version__
+from tieeval.analysis.paper import Cell, PaperTable
+from tieeval.report.format import (
+    csv_text,
+    fmt_change,
+    fmt_percent,
+    fmt_size,
+    fmt_value,
+    latex_escape,
+    md_text,
+    metric_title,
+)
+from tieeval.report.runs import footer
 
 MISSING = "–"
 

@@ -9,14 +9,22 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from ..results import RunResult, environment, report_dict
-from .format import (csv_text, fmt_change, fmt_percent, fmt_size, fmt_value, latex_escape,
-                     md_escape, md_table)
+from tieeval.report.format import (
+    csv_text,
+    fmt_change,
+    fmt_percent,
+    fmt_size,
+    fmt_value,
+    latex_escape,
+    md_escape,
+    md_table,
+)
+from tieeval.results import RunResult, environment, report_dict
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
 TABLE_FORMATS = ("table", "json", "csv", "markdown")
-# Rows of labelled dumps (tieeval.labelled) also carry these; CSV gains them when present.
+# Rows of labelled dumps (tieeval.kernels.general_sums) also carry these; CSV gains them when present.
 REL_CSV_FIELDS = ("gamma", "instances", "skipped")
 
 
@@ -49,7 +57,7 @@ METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
 def describe_run(run: RunResult) -> str:
     cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
              else f"{run.candidates_min}–{run.candidates_max}")
-    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.labelled)
+    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.kernels.general_sums)
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..whatif import WhatIf
+from tieeval.analysis.whatif import WhatIf
 
 WHAT_IF_COLUMN = "what_if"
 

@@ -1,0 +1,571 @@
+"""Judge a published number against what the score dumps allow.
+
+A paper prints, say, ``NDCG@10 = 0.4123`` for its method. Re-evaluating the method's saved
+scores gives four numbers for that metric: ``last <= tie_aware <= first`` and ``original``
+(the codebase's own ``np.argsort``), plus ``tie_aware_std``, the spread of the mean under
+random tie-breaking. :func:`judge_claim` compares the printed value with them:
+
+* ``'impossible'``: above ``first`` (or below ``last``) by more than the printed value's
+  rounding tolerance; no tie-breaking of these scores gives that number.
+* ``'tie-break only'``: not impossible, but above ``tie_aware`` by more than the spread
+  ``max(2 * tie_aware_std, tolerance)``; only a tie-breaker that favours the positive
+  (such as putting it first among equal scores) reaches it.
+* ``'consistent'``: everything else, including claims below ``tie_aware`` (flagged by the
+  ``detail`` field as ``'below tie-aware'``).
+
+The rounding tolerance is half a unit of the last printed digit: ``"0.4123"`` may stand for
+anything in [0.41225, 0.41235], so the tolerance is 5e-5, and ``"41.2%"`` gives 5e-4.
+
+:func:`read_claims` reads the published numbers from a CSV file.
+"""
+
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
+
+from tieeval.errors import InputError, ParameterError, TieevalError
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.registry import REGISTRY, parse_gamma, signed_names
+from tieeval.results import gammas_text, label_rows
+
+VERDICTS = ("impossible", "tie-break only", "consistent")
+DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
+           "matches tie-aware")
+DEFAULT_TOLERANCE = 5e-5  # half a unit of the 4th decimal, the usual printed precision
+CLAIM_COLUMNS = ("method", "dataset", "task", "metric", "k", "value")
+REQUIRED_COLUMNS = ("method", "dataset", "metric", "value")
+GAMMA_COLUMN = "gamma"  # optional: which --gamma row a claim on a signed metric is about
+
+# Slack for comparisons that sit exactly on a boundary: 0.12345 + 0.00005 need not round to
+# the float nearest 0.1235, and a claim exactly at a boundary must not flip with the rounding.
+_BOUNDARY_SLACK = 1e-9
+# Inputs that are meant to satisfy last <= tie_aware <= first may differ by float rounding.
+_ORDER_SLACK = 1e-9
+
+
+def parse_value(text: str) -> tuple[float, float]:
+    """A published value and its rounding tolerance, from the text as printed.
+
+    Parameters
+    ----------
+    text : str
+        A decimal number as printed in the paper (``"0.4123"``, ``".41"``, ``"4.1e-1"``) or
+        a percentage with a trailing ``%`` (``"41.23%"``, meaning 0.4123).
+
+    Returns
+    -------
+    value, tolerance : float, float
+        The value as a fraction and half a unit of its last printed digit (after the
+        ``%`` scaling): ``"0.4123"`` and ``"41.23%"`` both give ``(0.4123, 5e-05)``.
+
+    Raises
+    ------
+    ValueError
+        With a one-line reason: not a finite decimal number, or a bare number above 1
+        (the metrics are fractions; a percentage must say so with ``%``: a guess would
+        turn a typo into a verdict).
+
+    Examples
+    --------
+    >>> parse_value("41.23%")
+    (0.4123, 5e-05)
+    >>> parse_value("0.41")
+    (0.41, 0.005)
+    """
+    stripped = text.strip()
+    percent = stripped.endswith("%")
+    number = stripped[:-1].strip() if percent else stripped
+    try:
+        dec = Decimal(number)
+    except InvalidOperation:
+        raise ValueError(f"value {text.strip()!r} is not a number") from None
+    if not dec.is_finite():
+        raise ValueError(f"value {text.strip()!r} is not a finite number")
+    if percent:
+        dec = dec.scaleb(-2)  # exact: moves the decimal point, keeps the printed digits
+    elif abs(dec) > 1:
+        raise ValueError(f"value {number} is above 1: metrics are fractions; "
+                         f"write {number}% for a percentage")
+    exponent = dec.as_tuple().exponent
+    tolerance = float(Decimal(5).scaleb(exponent - 1))
+    return float(dec), tolerance
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a published value compares with what the dumps allow.
+
+    ``verdict`` is one of :data:`VERDICTS`; ``detail`` says where the value sits (one of
+    :data:`DETAILS`). ``tolerance`` is the rounding tolerance used, ``spread`` the band
+    ``max(2 * tie_aware_std, tolerance)`` around ``tie_aware``. ``matches_original`` is
+    whether the value equals ``original`` within ``tolerance`` (None without ``original``):
+    a claim that matches ``original`` but is 'tie-break only' is what the codebase's own
+    tie-breaking printed.
+    """
+
+    verdict: str
+    detail: str
+    value: float
+    tolerance: float
+    spread: float
+    first: float
+    last: float
+    tie_aware: float
+    tie_aware_std: float
+    original: float | None
+    matches_original: bool | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool) or value is None:
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ParameterError(f"{name} must be finite, got {out}")
+    return out
+
+
+def judge_claim(value, *, first, last, tie_aware, tie_aware_std, original,
+                tolerance=None) -> Verdict:
+    """Judge a published value against one metric's numbers from the dumps.
+
+    Parameters
+    ----------
+    value : str or float
+        The published value. As a string (``"0.4123"``, ``"41.23%"``) it sets the rounding
+        tolerance from its printed digits (see :func:`parse_value`); as a float the
+        tolerance is :data:`DEFAULT_TOLERANCE` (5e-5, four printed decimals).
+    first, last, tie_aware : float
+        Dataset means of the metric with every tie broken in favour of the positive, against
+        it, and in expectation; ``last <= tie_aware <= first``.
+    tie_aware_std : float
+        Standard deviation of the dataset mean under random tie-breaking, >= 0.
+    original : float or None
+        The value from the codebase's own ``np.argsort``, or None if unknown.
+    tolerance : float, optional
+        Override the rounding tolerance (>= 0).
+
+    Returns
+    -------
+    Verdict
+
+    Notes
+    -----
+    In order, with ``tol`` the tolerance and ``spread = max(2 * tie_aware_std, tol)``:
+
+    1. ``value > first + tol``: 'impossible', 'above first'.
+    2. ``value < last - tol``: 'impossible', 'below last'.
+    3. ``value > tie_aware + spread``: 'tie-break only', 'above tie-aware'.
+    4. ``value < tie_aware - spread``: 'consistent', 'below tie-aware' (a lower number is
+       what a pessimistic tie-breaker or an honest rounding down gives).
+    5. otherwise 'consistent', 'matches tie-aware'.
+
+    Boundaries belong to the milder verdict: a claim exactly ``tol`` above ``first`` is not
+    impossible (the comparisons allow ``1e-9 * tol`` for float rounding).
+
+    Examples
+    --------
+    >>> v = judge_claim("0.4123", first=0.4125, last=0.30, tie_aware=0.35,
+    ...                 tie_aware_std=0.001, original=0.4123)
+    >>> v.verdict, v.detail, v.matches_original
+    ('tie-break only', 'above tie-aware', True)
+    """
+    if isinstance(value, str):
+        try:
+            claimed, printed = parse_value(value)
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+    else:
+        claimed, printed = _number(value, "value"), DEFAULT_TOLERANCE
+    if tolerance is None:
+        tol = printed
+    else:
+        tol = _number(tolerance, "tolerance")
+        if tol < 0:
+            raise ParameterError(f"tolerance must be >= 0, got {tol}")
+    first = _number(first, "first")
+    last = _number(last, "last")
+    tie_aware = _number(tie_aware, "tie_aware")
+    tie_aware_std = _number(tie_aware_std, "tie_aware_std")
+    if tie_aware_std < 0:
+        raise ParameterError(f"tie_aware_std must be >= 0, got {tie_aware_std}")
+    original = None if original is None else _number(original, "original")
+    slack = _ORDER_SLACK * max(1.0, abs(first), abs(last))
+    if not last - slack <= tie_aware <= first + slack:
+        raise ParameterError(f"expected last <= tie_aware <= first, got last={last}, "
+                             f"tie_aware={tie_aware}, first={first}")
+    if original is not None and not last - slack <= original <= first + slack:
+        raise ParameterError(f"expected last <= original <= first, got last={last}, "
+                             f"original={original}, first={first}")
+
+    edge = tol * (1.0 + _BOUNDARY_SLACK)
+    spread = max(2.0 * tie_aware_std, tol)
+    band = spread * (1.0 + _BOUNDARY_SLACK)
+    if claimed - first > edge:
+        verdict, detail = "impossible", "above first"
+    elif last - claimed > edge:
+        verdict, detail = "impossible", "below last"
+    elif claimed - tie_aware > band:
+        verdict, detail = "tie-break only", "above tie-aware"
+    elif tie_aware - claimed > band:
+        verdict, detail = "consistent", "below tie-aware"
+    else:
+        verdict, detail = "consistent", "matches tie-aware"
+    matches = None if original is None else abs(claimed - original) <= edge
+    return Verdict(verdict, detail, claimed, tol, spread, first, last, tie_aware,
+                   tie_aware_std, original, matches)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published number: which method, where, which metric, and the value as printed.
+
+    ``metric`` is the canonical registry name (``"NDCG"``), ``k`` the cutoff (None for
+    MRR), ``task`` None when the file leaves it empty. ``value`` is the fraction (a
+    trailing ``%`` divided by 100), ``text`` the value exactly as written, ``tolerance``
+    half a unit of its last printed digit, ``line`` its line in the file. ``gamma`` is the
+    penalty of a signed metric (SHR, SRecall, SDCG, SNDCG) the value was printed for, None
+    when the file does not say.
+    """
+
+    method: str
+    dataset: str
+    task: str | None
+    metric: str
+    k: int | None
+    value: float
+    text: str
+    tolerance: float
+    line: int
+    gamma: float | None = None
+
+    @property
+    def label(self) -> str:
+        """``"NDCG@10"``-style, as :attr:`tieeval.results.MetricRow.label` prints it."""
+        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def judge_against(claim: Claim, row) -> Verdict:
+    """Judge ``claim`` against a metric row (anything with ``first``, ``last``,
+    ``tie_aware``, ``tie_aware_std`` and ``original``, such as a ``MetricRow``)."""
+    return judge_claim(claim.text, first=row.first, last=row.last, tie_aware=row.tie_aware,
+                       tie_aware_std=row.tie_aware_std, original=row.original)
+
+
+def _parse_gamma(text: str, metric: str, k: int | None) -> float | None:
+    # An empty cell says nothing; a value belongs to a signed metric only.
+    if not text:
+        return None
+    if not REGISTRY[metric].signed:
+        raise ValueError(f"{Metric(metric, k)} has no gamma; the {GAMMA_COLUMN} column is "
+                         f"for the signed metrics ({', '.join(signed_names())})")
+    try:
+        return parse_gamma(text)
+    except TieevalError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _parse_metric(name: str, k_text: str) -> tuple[str, int | None]:
+    # "NDCG@10" in the metric column, or "NDCG" with 10 in the k column; not both disagreeing.
+    k = None
+    if k_text:
+        try:
+            k = int(k_text)
+        except ValueError:
+            raise ValueError(f"k must be a whole number >= 1, got {k_text!r}") from None
+    try:
+        if "@" in name:
+            metric = Metric.parse(name)
+            if k is not None and metric.k != k:
+                raise ValueError(f"metric {name} and k {k} disagree")
+        else:
+            metric = Metric(name, k)
+    except TieevalError as exc:
+        raise ValueError(str(exc)) from None
+    return metric.name, metric.k
+
+
+def read_claims(path) -> list[Claim]:
+    """Read published numbers from a CSV file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A UTF-8 CSV file (a byte-order mark is allowed) whose first line is a header naming
+        the columns ``method, dataset, task, metric, k, value`` in any order. ``task`` and
+        ``k`` may be left empty or left out; an optional ``gamma`` column says which
+        ``--gamma`` row a signed metric's value is about; other columns (a source or a
+        note) are ignored.
+
+    Returns
+    -------
+    list of Claim
+        In file order. Blank lines and lines whose first cell starts with ``#`` are skipped.
+
+    Notes
+    -----
+    * ``metric`` is a registry name (HR, NDCG, MRR; case-insensitive), either with its
+      cutoff (``NDCG@10``) or with the cutoff in ``k``.
+    * ``value`` is the number as published, kept as text too, since its printed digits set
+      the rounding tolerance. A trailing ``%`` divides by 100 (``41.23%`` is 0.4123). A
+      bare number above 1 is refused rather than guessed to be a percentage.
+    * ``gamma``, when given, is a number >= 0 and only on a signed metric (SHR, SRecall,
+      SDCG, SNDCG); an empty cell leaves the claim's gamma to :func:`audit_groups`.
+
+    Raises
+    ------
+    InputError
+        One line naming the file and, for bad rows, the line: missing file, no header,
+        missing column, wrong cell count, empty required cell, unknown metric, bad value.
+
+    Examples
+    --------
+    A file such as::
+
+        method,dataset,task,metric,k,value
+        SASRec,ML-1M,,NDCG,10,0.4123
+        BERT4Rec,ML-1M,,HR@10,,71.20%
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a claims CSV file")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = list(_numbered_rows(fh))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    except csv.Error as exc:
+        raise InputError(f"{path}: malformed CSV ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    if not rows:
+        raise InputError(f"{path}: empty file; expected a header line "
+                         f"{','.join(CLAIM_COLUMNS)}")
+
+    header_line, header = rows[0]
+    names = [cell.strip().lower() for cell in header]
+    where = f"{path}: line {header_line}"
+    seen = set()
+    for name in names:
+        if name and name in seen:
+            raise InputError(f"{where}: column {name!r} appears twice")
+        seen.add(name)
+    missing = [c for c in REQUIRED_COLUMNS if c not in seen]
+    if missing:
+        raise InputError(f"{where}: missing column(s) {', '.join(missing)}; the first line "
+                         f"must be a header such as {','.join(CLAIM_COLUMNS)}")
+    index = {name: i for i, name in enumerate(names)}
+
+    claims: list[Claim] = []
+    for line, cells in rows[1:]:
+        where = f"{path}: line {line}"
+        if len(cells) != len(names):
+            raise InputError(f"{where}: {len(cells)} cells, but the header has {len(names)}")
+        cell = {c: (cells[index[c]].strip() if c in index else "")
+                for c in CLAIM_COLUMNS + (GAMMA_COLUMN,)}
+        for c in REQUIRED_COLUMNS:
+            if not cell[c]:
+                raise InputError(f"{where}: empty {c}")
+        try:
+            metric, k = _parse_metric(cell["metric"], cell["k"])
+            value, tolerance = parse_value(cell["value"])
+            gamma = _parse_gamma(cell[GAMMA_COLUMN], metric, k)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        claims.append(Claim(cell["method"], cell["dataset"], cell["task"] or None, metric, k,
+                            value, cell["value"], tolerance, line, gamma))
+    return claims
+
+
+def _numbered_rows(fh):
+    """``(line number, cells)`` of each non-blank, non-comment CSV record."""
+    reader = csv.reader(fh)
+    start = 1
+    for cells in reader:
+        line, start = start, reader.line_num + 1  # the record's first physical line
+        if not any(c.strip() for c in cells):
+            continue
+        if cells[0].lstrip().startswith("#"):
+            continue
+        yield line, cells
+
+
+# ---------------------------------------------------------------------------------------
+# Matching claims to runs (``tieeval audit``)
+
+UNMATCHED = "unmatched"
+FLAGGED = ("impossible", "tie-break only")
+
+
+@dataclass(frozen=True)
+class AuditItem:
+    """One claim and how it fared: the verdict against its matched run group, or no match.
+
+    ``labels`` are the matched group's labels, ``seeds`` how many runs were averaged and
+    ``paths`` their files; all empty when the claim matched no run (``verdict`` None).
+    ``gamma`` is the gamma of the row the claim was judged against (the claim's own, or
+    the only one evaluated; None for unsigned metrics), ``labelled`` whether that row is a
+    labelled run's, whose JSON carries ``gamma`` as its metric rows do.
+    """
+
+    claim: Claim
+    verdict: Verdict | None
+    labels: dict | None = None
+    seeds: int = 0
+    paths: tuple = ()
+    gamma: float | None = None
+    labelled: bool = False
+
+    @property
+    def has_gamma(self) -> bool:
+        """Whether the JSON and CSV name a gamma: a labelled row, or a claim naming one."""
+        return self.labelled or self.claim.gamma is not None
+
+    @property
+    def status(self) -> str:
+        """The verdict name, or ``'unmatched'``."""
+        return UNMATCHED if self.verdict is None else self.verdict.verdict
+
+    @property
+    def flagged(self) -> bool:
+        """'impossible' or 'tie-break only'."""
+        return self.status in FLAGGED
+
+    def to_dict(self) -> dict:
+        c = self.claim
+        out = {"line": c.line, "method": c.method, "dataset": c.dataset, "task": c.task,
+               "metric": c.metric, "k": c.k}
+        if self.has_gamma:
+            out["gamma"] = self.gamma
+        out.update(value=c.value, text=c.text, verdict=self.status)
+        v = self.verdict
+        for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
+                    "first", "original", "matches_original"):
+            out[key] = None if v is None else getattr(v, key)
+        out["seeds"] = self.seeds
+        out["paths"] = list(self.paths)
+        return out
+
+
+def _norm(text) -> str | None:
+    return None if text is None else str(text).strip().casefold()
+
+
+def _describe(labels: dict) -> str:
+    return "/".join(str(labels.get(k)) if labels.get(k) is not None else "?"
+                    for k in ("method", "dataset", "task"))
+
+
+def match_group(claim: Claim, groups, source: str = "claims"):
+    """The run group a claim is about, or None.
+
+    A group matches when its ``method`` and ``dataset`` labels equal the claim's (ignoring
+    case and surrounding spaces) and so does its ``task`` -- unless the claim leaves the
+    task empty, when any task matches. Several matching groups (an empty task over runs of
+    several tasks, or labels differing only in case) are an :class:`InputError`.
+    """
+    want = (_norm(claim.method), _norm(claim.dataset), _norm(claim.task))
+    found = [g for g in groups
+             if _norm(g.labels.get("method")) == want[0]
+             and _norm(g.labels.get("dataset")) == want[1]
+             and (want[2] is None or _norm(g.labels.get("task")) == want[2])]
+    if len(found) > 1:
+        which = ", ".join(_describe(g.labels) for g in found)
+        hint = "; fill in its task" if claim.task is None else ""
+        raise InputError(f"{source}: line {claim.line}: {claim.method}/{claim.dataset} "
+                         f"matches several run groups ({which}){hint}")
+    return found[0] if found else None
+
+
+def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[AuditItem]:
+    """Judge every claim against the seed means of its matching run group.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        From :func:`read_claims`.
+    groups : list of GroupResult
+        Seed-averaged runs (:func:`tieeval.analysis.groups.group_runs`) evaluated with every claimed
+        metric.
+    source : str
+        Name of the claims file, for error messages.
+
+    Returns
+    -------
+    list of AuditItem
+        In claim order; a claim that matches no group has ``verdict`` None (status
+        ``'unmatched'``).
+
+    Notes
+    -----
+    A signed metric evaluated at several gammas has one row per gamma: a claim on it names
+    its gamma (the ``gamma`` column), and one that does not is an :class:`InputError`
+    naming its line, unless a single gamma was evaluated. A gamma that was not evaluated
+    is an :class:`InputError` too.
+    """
+    items = []
+    for claim in claims:
+        group = match_group(claim, groups, source)
+        if group is None:
+            items.append(AuditItem(claim, None, gamma=claim.gamma))
+            continue
+        row = _claimed_row(claim, group, source)
+        items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
+                               group.seeds, tuple(r.path for r in group.runs),
+                               getattr(row, "gamma", None), hasattr(row, "gamma")))
+    return items
+
+
+def _claimed_row(claim: Claim, group, source: str):
+    """The group's row of the claim's metric, at the claim's gamma (see audit_groups)."""
+    rows = label_rows(group.metrics, claim.label)
+    if not rows:
+        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.labels)}")
+    where = f"{source}: line {claim.line}"
+    if claim.gamma is not None:
+        picked = label_rows(rows, claim.label, claim.gamma)
+        if not picked:
+            raise InputError(f"{where}: {claim.label} at gamma {claim.gamma:g} was not "
+                             f"evaluated ({gammas_text(rows)}); add it to --gamma")
+        return picked[0]
+    if len(rows) > 1:
+        raise InputError(f"{where}: {claim.label} has one row per gamma "
+                         f"({gammas_text(rows)}); say which in a '{GAMMA_COLUMN}' column, "
+                         "or evaluate one --gamma")
+    return rows[0]
+
+
+def claimed_metrics(claims: list[Claim]) -> list[Metric]:
+    """The distinct metrics the claims name, in file order."""
+    return list(dict.fromkeys(Metric(c.metric, c.k) for c in claims))
+
+
+def unmatched_message(items: list[AuditItem], groups, source: str) -> str | None:
+    """One line about the claims that match no run (None when every claim matched)."""
+    missing = [i.claim for i in items if i.verdict is None]
+    if not missing:
+        return None
+    c = missing[0]
+    task = f", task {c.task!r}" if c.task is not None else ""
+    runs = ", ".join(_describe(g.labels) for g in groups[:5])
+    more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+    return (f"{source}: line {c.line}: no run is labelled method {c.method!r}, dataset "
+            f"{c.dataset!r}{task} (runs: {runs}{more}); {len(missing)} claim(s) match no "
+            "run: label the dumps with --meta, --template or their metadata, or pass "
+            "--ignore-unmatched")

@@ -1,0 +1,252 @@
+"""Pass/fail logic of ``tieeval check``, the CI gate: thresholds parsed into values, and
+each run's figures compared with them. Nothing here prints or formats.
+
+Thresholds (every bound is inclusive: a figure equal to its bound passes, up to 1e-12 of
+float rounding):
+
+* ``max_inflation``: the relative gap between original and tie-aware,
+  ``|tie_aware - original| / original``, at most the bound (either direction: a figure
+  the tie-break decides is suspect whether it flatters or not);
+* ``max_gap``: the absolute gap ``|original - tie_aware|`` at most the bound;
+* ``min``: the tie-aware value at least the bound;
+* ``max_tie_frequency``: the share of instances whose top score is tied;
+* ``max_positive_tie_frequency``: the share of instances whose positive is tied.
+
+The first three name a metric (``NDCG@10=5%``) or, without one (``5%``), apply to every
+metric evaluated. Bounds are fractions (``0.05``) or percentages (``5%``).
+
+Several gammas. A signed metric of a labelled run evaluated at several ``--gamma`` values
+has one row per gamma, and a check is made per row, keyed by (metric, K, gamma): a
+threshold naming the metric alone (``SNDCG@10=5%``) applies to each of its gamma rows, one
+outcome per gamma; ``SNDCG@10[gamma=0.5]=5%`` applies to the gamma 0.5 row only (a gamma
+that was not evaluated is an error).
+"""
+
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tieeval.errors import ParameterError
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.registry import parse_gamma, signed_names
+from tieeval.results import MetricRow, RunResult, gammas_text, label_rows
+
+# kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
+KINDS = {
+    "max_inflation": (True, "max", "fraction"),
+    "max_gap": (True, "max", "value"),
+    "min": (True, "min", "value"),
+    "max_tie_frequency": (False, "max", "fraction"),
+    "max_positive_tie_frequency": (False, "max", "fraction"),
+}
+OPTION_NAMES = {kind: "--" + kind.replace("_", "-") for kind in KINDS}
+DEFAULT_GATE = "--max-inflation 5%"
+# Bounds are inclusive up to float rounding: |0.6 - 0.8| / 0.8 is 0.2500000000000001 in
+# binary floating point and must still pass "25%". Every figure checked lies within [0, a
+# few], so an absolute allowance far below any printed digit is enough.
+TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One bound: ``kind`` from :data:`KINDS`, an optional metric, the bound as a fraction,
+    and an optional ``gamma`` picking one gamma row of a signed metric (None: every row of
+    the metric)."""
+
+    kind: str
+    bound: float
+    metric: Metric | None = None
+    gamma: float | None = None
+
+    @property
+    def comparison(self) -> str:
+        return KINDS[self.kind][1]
+
+    @property
+    def unit(self) -> str:
+        return KINDS[self.kind][2]
+
+
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(%?)\s*$")
+# SNDCG@10[gamma=0.5]: one gamma row of a signed metric ("γ" is accepted for "gamma")
+_GAMMA = re.compile(r"^(.*?)\[\s*(?:gamma|γ)\s*=\s*([^\]]*?)\s*\]\s*$", re.IGNORECASE)
+
+
+def parse_metric_key(text: str, option: str = "metric") -> tuple[Metric, float | None]:
+    """``"NDCG@10"`` -> (NDCG@10, None); ``"SNDCG@10[gamma=0.5]"`` -> (SNDCG@10, 0.5).
+
+    The gamma form is for the signed metrics only (SHR, SRecall, SDCG, SNDCG).
+    """
+    m = _GAMMA.match(text)
+    if m is None:
+        return Metric.parse(text), None
+    metric = Metric.parse(m.group(1))
+    if not metric.spec.signed:
+        raise ParameterError(f"{option}: {metric} has no gamma; [gamma=...] picks a row of a "
+                             f"signed metric ({', '.join(signed_names())})")
+    try:
+        return metric, parse_gamma(m.group(2))
+    except ParameterError as exc:
+        raise ParameterError(f"{option}: {exc} in {text!r}") from None
+
+
+def parse_bound(text: str, option: str = "bound") -> float:
+    """``"5%"`` -> 0.05, ``"0.05"`` -> 0.05. A bare number above 1 is refused (ambiguous:
+    write ``10%`` or ``0.10``); negative bounds are refused."""
+    m = _NUMBER.match(str(text))
+    if not m:
+        raise ParameterError(f"{option}: expected a number or a percentage (0.05 or 5%), "
+                             f"got {text!r}")
+    value = float(m.group(1))
+    if value < 0:
+        raise ParameterError(f"{option}: the bound must be >= 0, got {text!r}")
+    if m.group(2):
+        return value / 100.0
+    if value > 1:
+        raise ParameterError(f"{option}: {text!r} is ambiguous; write it as a percentage "
+                             f"({m.group(1)}%) or a fraction (<= 1)")
+    return value
+
+
+def parse_threshold(kind: str, text: str) -> Threshold:
+    """Parse one option value: ``"NDCG@10=5%"``, ``"SNDCG@10[gamma=0.5]=5%"`` or ``"5%"``
+    for metric kinds, ``"10%"`` for the tie frequencies.
+
+    >>> parse_threshold("max_inflation", "NDCG@10=5%")
+    Threshold(kind='max_inflation', bound=0.05, metric=Metric(name='NDCG', k=10), gamma=None)
+    >>> parse_threshold("min", "SNDCG@10[gamma=0.5]=0.3").gamma
+    0.5
+    """
+    if kind not in KINDS:
+        raise ParameterError(f"unknown check {kind!r}; choose from {', '.join(KINDS)}")
+    takes_metric, _, unit = KINDS[kind]
+    option = OPTION_NAMES[kind]
+    metric = gamma = None
+    key, sep, value = str(text).rpartition("=")
+    if sep:
+        if not takes_metric:
+            raise ParameterError(f"{option} takes a bound only (e.g. {option} 10%), "
+                                 f"got {text!r}")
+        metric, gamma = parse_metric_key(key, option)
+    else:
+        value = text
+    bound = parse_bound(value, option)
+    if unit == "value" and bound > 1:
+        raise ParameterError(f"{option}: metrics lie in [0, 1], so a bound of {value!r} "
+                             "can never be met or missed")
+    if kind.endswith("frequency") and bound > 1:
+        raise ParameterError(f"{option}: a frequency lies in [0, 100%], got {value!r}")
+    return Threshold(kind, bound, metric, gamma)
+
+
+def metrics_needed(thresholds, default) -> list[Metric]:
+    """The metrics to evaluate: those named, plus ``default`` if a threshold names none."""
+    named = [t.metric for t in thresholds if t.metric is not None]
+    if any(t.metric is None and KINDS[t.kind][0] for t in thresholds) or not named:
+        named = list(default) + named
+    return list(dict.fromkeys(named))
+
+
+@dataclass
+class Outcome:
+    """One check on one run: what was measured, against which bound, and whether it passed.
+
+    ``measured`` is None when the figure is undefined (the relative gap of a metric whose
+    original value is 0 while its tie-aware value is not); such a check fails. ``row`` is
+    the metric row checked (None for the tie frequencies); ``gamma`` its gamma, for a
+    signed metric of a labelled run.
+    """
+
+    run: RunResult
+    threshold: Threshold
+    metric: Metric | None
+    measured: float | None
+    passed: bool
+    row: MetricRow | None = None
+
+    @property
+    def gamma(self) -> float | None:
+        return getattr(self.row, "gamma", None)
+
+    def to_dict(self) -> dict:
+        out = {"path": self.run.path, "check": self.threshold.kind,
+               "metric": None if self.metric is None else str(self.metric)}
+        if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
+            out["gamma"] = self.gamma
+        out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
+        return out
+
+
+def _labelled(run: RunResult) -> bool:
+    return any(hasattr(row, "gamma") for row in run.metrics)
+
+
+def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> list:
+    """The run's rows of ``metric``: one per gamma for a signed metric of a labelled run
+    (only the ``gamma`` row when given), else one. Raises ParameterError when none is."""
+    rows = label_rows(run.metrics, str(metric))
+    if gamma is not None:
+        picked = label_rows(rows, str(metric), gamma)
+        if not picked:
+            raise ParameterError(f"{run.path}: {metric}[gamma={gamma!r}] was not evaluated "
+                                 f"({gammas_text(rows)}); add it to --gamma")
+        rows = picked
+    if not rows:
+        raise ParameterError(f"{run.path}: {metric} was not evaluated")
+    return rows
+
+
+def relative_gap(original: float, tie_aware: float) -> float | None:
+    if original == 0:
+        return 0.0 if tie_aware == 0 else None
+    return abs(tie_aware - original) / original
+
+
+def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
+            row: MetricRow | None = None) -> float | None:
+    """The figure ``threshold`` bounds; ``row`` is the metric row to read (default: the
+    run's first row of ``metric``)."""
+    kind = threshold.kind
+    if kind == "max_tie_frequency":
+        return run.ties.top_tie_frequency
+    if kind == "max_positive_tie_frequency":
+        return run.ties.positive_tie_frequency
+    if row is None:
+        row = metric_rows(run, metric)[0]
+    if kind == "max_inflation":
+        return relative_gap(row.original, row.tie_aware)
+    if kind == "max_gap":
+        return abs(row.original - row.tie_aware)
+    return row.tie_aware  # "min"
+
+
+def run_checks(runs: list[RunResult], thresholds: list[Threshold],
+               default: list[Metric] | None = None) -> list[Outcome]:
+    """Every threshold on every run, in run order then threshold order. A metric-less
+    metric threshold applies to each of ``default`` (None: every metric the run has). A
+    threshold reaches every gamma row of a signed metric unless it names a gamma."""
+    outcomes = []
+    for run in runs:
+        for t in thresholds:
+            if not KINDS[t.kind][0]:
+                targets = [(None, None)]
+            else:
+                if t.metric is not None:
+                    metrics = [t.metric]
+                elif default is not None:
+                    metrics = list(default)
+                else:
+                    metrics = list(dict.fromkeys(Metric(m.metric, m.k) for m in run.metrics))
+                targets = [(m, row) for m in metrics for row in metric_rows(run, m, t.gamma)]
+            for metric, row in targets:
+                value = measure(run, t, metric, row)
+                if value is None:
+                    passed = False
+                elif t.comparison == "max":
+                    passed = value <= t.bound + TOLERANCE
+                else:
+                    passed = value >= t.bound - TOLERANCE
+                outcomes.append(Outcome(run, t, metric, value, passed, row))
+    return outcomes

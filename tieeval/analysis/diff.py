@@ -1,0 +1,575 @@
+"""Is B better than A once ties are treated fairly? Paired comparisons and rankings of runs.
+
+:func:`diff_dumps` compares two runs of the same test instances, metric by metric:
+
+1. **Alignment.** When both dumps carry instance ids (an NPZ array / Parquet column
+   ``instance`` beside a wide dump's scores, or the long layout's instance column;
+   integers or strings, one per row, unique), B's rows are matched to A's by id and both
+   must hold exactly the same ids. Otherwise rows are matched by position,
+   after checking that the dumps have the same number of instances and that every row has
+   the same number of candidates in both. Any mismatch is an :class:`InputError` with one
+   line naming the first offending row or id.
+2. **Per-instance values** under the tie-aware column (expectation and tie-break variance)
+   and the original column (the codebases' ``np.argsort``), from the exact counts
+   ``(a, b)`` -- optionally under a what-if (:mod:`tieeval.analysis.whatif`).
+3. **Paired tests** (:func:`tieeval.analysis.stats.paired_comparison`): the mean difference
+   ``B - A``, its standard deviation under random tie-breaking (``difference_std``; 0 for
+   the deterministic original column), the paired t-test, the paired sign-flip
+   randomization test (exact for up to 20 instances, else ``permutations`` Monte Carlo
+   sign vectors from ``seed``, drawn per distinct difference by
+   :func:`tieeval.analysis.stats.sign_flip_p_value`) and the t-based confidence interval of the
+   mean difference.
+4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
+   ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
+   tie-aware`` when they disagree.
+
+:func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
+dataset and task, with the original ranking beside it and each method's move: the reading of
+the paper's Table 5.
+"""
+
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from tieeval.analysis.stats import (
+    EXACT_RANDOMIZATION_MAX_N,
+    PairedResult,
+    check_permutations,
+    paired_comparison,
+    ranking_changes,
+)
+from tieeval.analysis.whatif import NO_WHAT_IF, WhatIf, iter_counts, read_with_restarts
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.base import Dump, ReadOptions, detect_format
+from tieeval.io.open import open_dump
+from tieeval.kernels.closed_forms import single_positive
+from tieeval.metrics.metric import Metric, default_metrics
+from tieeval.results import find_row
+from tieeval.run_labels import resolve_labels
+
+INSTANCE_FIELD = "instance"
+ALIGNMENTS = ("instance", "row order")
+WINNERS = ("A", "B", "tie")
+DEFAULT_PERMUTATIONS = 10000
+DEFAULT_CONFIDENCE = 0.95
+# The keys of one column's comparison, in JSON order.
+COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
+                   "p_value_randomization", "ci_low", "ci_high")
+
+
+# ---------------------------------------------------------------------------------------
+# reading: counts and instance ids
+
+@dataclass
+class RunCounts:
+    """Every instance's counts for one dump, concatenated over batches (int64 arrays)."""
+
+    path: str
+    dtype: str
+    labels: dict[str, str]
+    a: np.ndarray
+    b: np.ndarray
+    n: np.ndarray
+    original: np.ndarray
+
+    @property
+    def instances(self) -> int:
+        return int(self.a.size)
+
+    def take(self, order: np.ndarray) -> "RunCounts":
+        return RunCounts(self.path, self.dtype, self.labels, self.a[order], self.b[order],
+                         self.n[order], self.original[order])
+
+
+def collect_counts(dump: Dump, what_if: WhatIf | None = None, *, nan_policy: str = "raise",
+                   batch_rows: int | None = None) -> tuple[RunCounts, np.ndarray | None]:
+    """Read a whole dump into per-instance counts (32 bytes per instance), plus the
+    instance ids the reader attached to its batches (the long layout), else None."""
+
+    def consume():
+        parts, ids = [], []
+        for batch, counts in iter_counts(dump, what_if, nan_policy=nan_policy,
+                                         batch_rows=batch_rows):
+            parts.append(counts)
+            ids.append(getattr(batch, "ids", None))
+        return parts, ids
+
+    parts, ids = read_with_restarts(dump, consume)
+    if not parts:
+        raise InputError(f"{dump.path}: no instances (empty dump)")
+
+    def cat(name):
+        return np.concatenate([getattr(p, name) for p in parts]).astype(np.int64, copy=False)
+
+    batch_ids = None
+    if ids and all(i is not None for i in ids):
+        batch_ids = np.concatenate([np.asarray(i) for i in ids])
+        if batch_ids.dtype == object:
+            batch_ids = batch_ids.astype(str)
+    labels = resolve_labels(dump.path, dump.metadata)
+    run = RunCounts(dump.path, str(np.dtype(dump.dtype)), labels, cat("a"), cat("b"),
+                    cat("n"), cat("original"))
+    return run, batch_ids
+
+
+def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | None:
+    """The instance ids stored beside a wide dump's scores (NPZ array / Parquet column
+    ``name``, a Parquet file or dataset folder), or None if absent.
+
+    Ids must be integers or strings, one per row, without nulls; NPY dumps have none.
+    """
+    path = os.fspath(path)
+    ids = None
+    if os.path.isdir(path):
+        fmt = "parquet"
+    else:
+        try:
+            fmt = detect_format(path)
+        except InputError:
+            return None
+    if fmt == "npz":
+        with np.load(path, allow_pickle=False) as archive:
+            if name in archive.files:
+                try:
+                    ids = archive[name]
+                except ValueError:
+                    raise InputError(f"{path}: '{name}' holds pickled Python objects; "
+                                     "instance ids must be integers or strings") from None
+    elif fmt == "parquet":
+        import pyarrow.dataset as ds
+        dataset = ds.dataset(path, format="parquet")
+        if name in dataset.schema.names:
+            column = dataset.to_table(columns=[name]).column(name)
+            if column.null_count:
+                i = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+                raise InputError(f"{path}: row {i}: instance id '{name}' is null")
+            ids = column.to_numpy()
+            if ids.dtype == object:
+                try:
+                    ids = ids.astype(str)
+                except (TypeError, ValueError):
+                    ids = None
+                if ids is None or ids.dtype.kind != "U":
+                    raise InputError(f"{path}: instance ids '{name}' must be integers or "
+                                     f"strings, got {column.type}")
+    if ids is None:
+        return None
+    ids = np.asarray(ids)
+    if ids.ndim != 1:
+        raise InputError(f"{path}: instance ids '{name}' must be 1-D (one per row), got "
+                         f"shape {ids.shape}")
+    if ids.dtype.kind not in "iuUS":
+        raise InputError(f"{path}: instance ids '{name}' must be integers or strings, got "
+                         f"{ids.dtype}")
+    return ids
+
+
+def _id_text(value) -> str:
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _sorted_unique(path: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    dup = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if dup.size:
+        value = ordered[dup[0]]
+        rows = np.flatnonzero(ids == value)[:2]
+        raise InputError(f"{path}: instance id {_id_text(value)} appears more than once "
+                         f"(rows {rows[0]} and {rows[1]})")
+    return order, ordered
+
+
+def align_by_ids(a: RunCounts, b: RunCounts, a_ids: np.ndarray,
+                 b_ids: np.ndarray) -> np.ndarray:
+    """For each row of A, the row of B with the same instance id."""
+    for run, ids in ((a, a_ids), (b, b_ids)):
+        if ids.size != run.instances:
+            raise InputError(f"{run.path}: {ids.size} instance ids for {run.instances} "
+                             "instances")
+    numeric = [ids.dtype.kind in "iu" for ids in (a_ids, b_ids)]
+    if numeric[0] != numeric[1]:
+        kinds = ["integers" if x else "strings" for x in numeric]
+        raise InputError(f"{a.path} and {b.path}: instance ids are {kinds[0]} in one and "
+                         f"{kinds[1]} in the other; they cannot be matched")
+    order_a, sorted_a = _sorted_unique(a.path, a_ids)
+    order_b, sorted_b = _sorted_unique(b.path, b_ids)
+    if sorted_a.size != sorted_b.size or not np.array_equal(sorted_a, sorted_b):
+        for one, other, ids, other_ids in ((a, b, a_ids, sorted_b), (b, a, b_ids, sorted_a)):
+            missing = ~np.isin(ids, other_ids)
+            if missing.any():
+                first = int(np.flatnonzero(missing)[0])
+                raise InputError(f"{one.path}: instance id {_id_text(ids[first])} (row "
+                                 f"{first}) is not in {other.path}; {int(missing.sum())} "
+                                 f"id(s) of {one.path} are missing there (diff needs the "
+                                 "same instances)")
+    perm = np.empty(a.instances, dtype=np.int64)
+    perm[order_a] = order_b
+    return perm
+
+
+def check_same_rows(a: RunCounts, b: RunCounts, how: str) -> None:
+    """Same instance count and, row by row, the same candidate count."""
+    if a.instances != b.instances:
+        raise InputError(f"{a.path} has {a.instances} instances but {b.path} has "
+                         f"{b.instances}; diff needs the same instances (give both dumps an "
+                         f"'{INSTANCE_FIELD}' id field to align them by id)")
+    bad = np.flatnonzero(a.n != b.n)
+    if bad.size:
+        i = int(bad[0])
+        where = f"row {i}" if how == "row order" else f"row {i} (matched by instance id)"
+        raise InputError(f"{where} has {int(a.n[i])} candidates in {a.path} but "
+                         f"{int(b.n[i])} in {b.path}; the dumps do not rank the same "
+                         f"candidates ({bad.size} row(s) differ)")
+
+
+# ---------------------------------------------------------------------------------------
+# comparison records
+
+def winner_of(difference: float) -> str:
+    """``'B'`` when ``B - A > 0``, ``'A'`` when it is < 0, ``'tie'`` when it is 0."""
+    return "B" if difference > 0 else "A" if difference < 0 else "tie"
+
+
+_VERB = {"B": "wins", "A": "loses", "tie": "ties"}
+
+
+def verdict_text(original_winner: str, tie_aware_winner: str) -> str:
+    """``'B wins under original, loses under tie-aware'`` (or ``... under both ...``).
+
+    >>> verdict_text("B", "A")
+    'B wins under original, loses under tie-aware'
+    >>> verdict_text("A", "A")
+    'B loses under both original and tie-aware'
+    """
+    if original_winner == tie_aware_winner:
+        return f"B {_VERB[original_winner]} under both original and tie-aware"
+    return (f"B {_VERB[original_winner]} under original, {_VERB[tie_aware_winner]} under "
+            "tie-aware")
+
+
+@dataclass(frozen=True)
+class ColumnComparison(PairedResult):
+    """One column's paired comparison: a :class:`~tieeval.analysis.stats.PairedResult` that names
+    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS` and the winner."""
+
+    @classmethod
+    def from_paired(cls, r: PairedResult) -> "ColumnComparison":
+        return cls(**asdict(r))
+
+    @property
+    def winner(self) -> str:
+        return winner_of(self.difference)
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in COMPARISON_KEYS}
+        out["winner"] = self.winner
+        return out
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One metric: B versus A under the tie-aware column and under the original column."""
+
+    metric: str
+    k: int | None
+    tie_aware: ColumnComparison
+    original: ColumnComparison
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    @property
+    def winner_changed(self) -> bool:
+        return self.tie_aware.winner != self.original.winner
+
+    @property
+    def verdict(self) -> str:
+        return verdict_text(self.original.winner, self.tie_aware.winner)
+
+    def to_dict(self) -> dict:
+        """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
+        ``winner_changed`` and ``verdict``."""
+        return {"metric": self.metric, "k": self.k, **self.tie_aware.to_dict(),
+                "original": self.original.to_dict(), "winner_changed": self.winner_changed,
+                "verdict": self.verdict}
+
+
+@dataclass
+class DiffSide:
+    """What identifies one compared run."""
+
+    path: str
+    labels: dict[str, str]
+    dtype: str
+    instances: int
+
+    @property
+    def name(self) -> str:
+        return self.labels.get("method") or self.path
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "method": self.labels.get("method"),
+                "labels": dict(self.labels), "dtype": self.dtype, "instances": self.instances}
+
+
+@dataclass
+class DiffResult:
+    """B versus A on the same instances, one :class:`DiffRow` per metric."""
+
+    a: DiffSide
+    b: DiffSide
+    alignment: str
+    instances: int
+    rows: list[DiffRow]
+    permutations: int
+    seed: int | None
+    confidence: float
+    what_if: WhatIf = field(default_factory=WhatIf)
+
+    @property
+    def randomization_exact(self) -> bool:
+        return self.instances <= EXACT_RANDOMIZATION_MAX_N
+
+    def row(self, label: str) -> DiffRow:
+        return find_row(self.rows, label)
+
+    def to_dict(self) -> dict:
+        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "alignment": self.alignment,
+                "instances": self.instances, "confidence": self.confidence,
+                "randomization": {"exact": self.randomization_exact,
+                                  "permutations": (None if self.randomization_exact
+                                                   else self.permutations),
+                                  "seed": None if self.randomization_exact else self.seed},
+                "what_if": self.what_if.to_dict() if self.what_if.active else None,
+                "metrics": [r.to_dict() for r in self.rows]}
+
+
+# ---------------------------------------------------------------------------------------
+# the comparison
+
+def compare_counts(a: RunCounts, b: RunCounts, metrics: list[Metric], *,
+                   alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,
+                   seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
+                   what_if: WhatIf | None = None) -> DiffResult:
+    """Paired comparison of two already aligned runs (row i of ``a`` and ``b`` is one
+    instance)."""
+    if alignment not in ALIGNMENTS:
+        raise ParameterError(f"alignment must be one of {', '.join(ALIGNMENTS)}, "
+                             f"got {alignment!r}")
+    if a.instances != b.instances:
+        raise ParameterError(f"aligned runs need the same instances, got {a.instances} and "
+                             f"{b.instances}")
+    metrics = list(dict.fromkeys(metrics))
+    if not metrics:
+        raise ParameterError("no metrics to compare")
+    zeros = np.zeros(a.instances)
+    # Above the exact test's 20 instances, draw sign flips per distinct difference.
+    test = dict(permutations=permutations, seed=seed, confidence=confidence,
+                grouped_signs=True)
+    rows = []
+    for m in metrics:
+        va = single_positive(m, a.a, a.b, a.original)
+        vb = single_positive(m, b.a, b.b, b.original)
+        tie = paired_comparison(va.tie_aware, vb.tie_aware, a_variance=va.variance,
+                                b_variance=vb.variance, **test)
+        orig = paired_comparison(va.original, vb.original, a_variance=zeros,
+                                 b_variance=zeros, **test)
+        rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
+                            ColumnComparison.from_paired(orig)))
+    return DiffResult(DiffSide(a.path, a.labels, a.dtype, a.instances),
+                      DiffSide(b.path, b.labels, b.dtype, b.instances), alignment,
+                      a.instances, rows, int(permutations), seed, float(confidence),
+                      what_if or NO_WHAT_IF)
+
+
+def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, *,
+               what_if: WhatIf | None = None, permutations: int = DEFAULT_PERMUTATIONS,
+               seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
+               nan_policy: str = "raise", batch_rows: int | None = None,
+               instance_field: str = INSTANCE_FIELD, labels: tuple = (None, None),
+               warn=None) -> DiffResult:
+    """Compare run B with run A on the same instances (see the module docstring).
+
+    Parameters
+    ----------
+    a_dump, b_dump : Dump
+        Opened dumps (:func:`tieeval.io.open.open_dump`).
+    metrics : list of Metric, optional
+        Default HR@1/5/10, NDCG@1/5/10, MRR.
+    what_if : WhatIf, optional
+        Evaluate both runs under a precision what-if.
+    permutations, seed, confidence
+        Passed to :func:`tieeval.analysis.stats.paired_comparison`.
+    instance_field : str
+        Name of the instance id field used for alignment when both dumps have it.
+    labels : pair of dict or None
+        Labels of A and B overriding their metadata / file names.
+    warn : callable, optional
+        Called with a message when only one dump has instance ids (rows are then matched
+        by position).
+    """
+    metrics = default_metrics((1, 5, 10)) if metrics is None else list(metrics)
+    check_permutations(permutations)  # before any dump is read
+    runs = []
+    ids = []
+    for dump, override in zip((a_dump, b_dump), labels):
+        run, batch_ids = collect_counts(dump, what_if, nan_policy=nan_policy,
+                                        batch_rows=batch_rows)
+        if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
+            batch_ids = read_instance_ids(dump.path, instance_field)
+        ids.append(batch_ids)
+        if override:
+            run.labels = dict(override)
+        runs.append(run)
+    a, b = runs
+    if ids[0] is not None and ids[1] is not None:
+        b = b.take(align_by_ids(a, b, ids[0], ids[1]))
+        alignment = "instance"
+    else:
+        alignment = "row order"
+    check_same_rows(a, b, alignment)
+    if warn is not None and alignment == "row order" and any(i is not None for i in ids):
+        has, lacks = (a, b) if ids[0] is not None else (b, a)
+        warn(f"{has.path} has instance ids ('{instance_field}') but {lacks.path} has none; "
+             "rows are matched by position")
+    return compare_counts(a, b, metrics, alignment=alignment, permutations=permutations,
+                          seed=seed, confidence=confidence, what_if=what_if)
+
+
+def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
+               options: ReadOptions | None = None, **kwargs) -> DiffResult:
+    """Open two dump files and :func:`diff_dumps` them.
+
+    >>> import numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.savez(os.path.join(d, "A.npz"), scores=np.array([[1., 1.], [1., 0.]]))
+    >>> np.savez(os.path.join(d, "B.npz"), scores=np.array([[1., 0.], [1., 0.]]))
+    >>> r = diff_paths(os.path.join(d, "A.npz"), os.path.join(d, "B.npz"), ["HR@1"])
+    >>> row = r.row("HR@1")
+    >>> row.tie_aware.a, row.tie_aware.b, row.tie_aware.difference, row.tie_aware.winner
+    (0.75, 1.0, 0.25, 'B')
+    """
+    metrics = None if metrics is None else [m if isinstance(m, Metric) else Metric.parse(m)
+                                            for m in metrics]
+    return diff_dumps(open_dump(a_path, options), open_dump(b_path, options), metrics,
+                      **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# rankings of several methods (Table 5 reading)
+
+@dataclass(frozen=True)
+class RankEntry:
+    """A method's place in one setting and metric: tie-aware and original value and rank.
+
+    ``change = original_rank - tie_aware_rank``: positive when the method moves up once
+    ties are handled fairly.
+    """
+
+    method: str
+    tie_aware: float
+    tie_aware_std: float
+    original: float
+    tie_aware_rank: int
+    original_rank: int
+    change: int
+    seeds: int
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "tie_aware": self.tie_aware,
+                "tie_aware_std": self.tie_aware_std, "original": self.original,
+                "tie_aware_rank": self.tie_aware_rank, "original_rank": self.original_rank,
+                "change": self.change, "seeds": self.seeds}
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Methods of one dataset and task ranked by one metric (best first, tie-aware).
+
+    ``gamma`` is the penalty of a signed metric's row (one ranking per ``--gamma``), None
+    otherwise; ``labelled`` says the runs are labelled, whose JSON carries ``gamma`` as
+    their metric rows do.
+    """
+
+    dataset: str | None
+    task: str | None
+    metric: str
+    k: int | None
+    entries: tuple[RankEntry, ...]
+    gamma: float | None = None
+    labelled: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    @property
+    def changed(self) -> bool:
+        """Whether any method's rank differs between original and tie-aware."""
+        return any(e.change != 0 for e in self.entries)
+
+    def to_dict(self) -> dict:
+        out = {"dataset": self.dataset, "task": self.task, "metric": self.metric, "k": self.k}
+        if self.labelled:
+            out["gamma"] = self.gamma
+        out.update(changed=self.changed, methods=[e.to_dict() for e in self.entries])
+        return out
+
+
+def _method_name(group) -> str:
+    method = group.labels.get("method")
+    if method:
+        return str(method)
+    return os.path.basename(group.runs[0].path)
+
+
+def rank_groups(groups) -> list[Ranking]:
+    """Rank methods by tie-aware value within each (dataset, task), metric by metric.
+
+    Parameters
+    ----------
+    groups : list of GroupResult
+        Seed-averaged runs (:func:`tieeval.analysis.groups.group_runs`); a group's method is its
+        ``method`` label (the file name when it has none).
+
+    Returns
+    -------
+    list of Ranking
+        Settings in order of first appearance, metrics in the groups' order (a signed
+        metric of labelled runs once per gamma). Ranks are competition ranks (1, 2, 2, 4);
+        equal values share a rank.
+    """
+    settings: dict[tuple, list] = {}
+    for g in groups:
+        settings.setdefault((g.labels.get("dataset"), g.labels.get("task")), []).append(g)
+    out = []
+    layout = None
+    for g in groups:
+        mine = [(m.metric, m.k, getattr(m, "gamma", None)) for m in g.metrics]
+        if layout is None:
+            layout = mine
+        elif mine != layout:
+            raise ParameterError(f"{g.runs[0].path}: evaluated other metrics than the other "
+                                 "runs; a ranking needs the same metrics for every run")
+    for (dataset, task), members in settings.items():
+        names = [_method_name(g) for g in members]
+        if len(set(names)) != len(names):  # same method name, labels differing otherwise
+            names = [f"{n} ({g.runs[0].path})" for n, g in zip(names, members)]
+        by_name = dict(zip(names, members))
+        for i, row in enumerate(members[0].metrics):
+            rows = {name: g.metrics[i] for name, g in by_name.items()}
+            changes = ranking_changes({n: r.original for n, r in rows.items()},
+                                      {n: r.tie_aware for n, r in rows.items()})
+            entries = tuple(RankEntry(c.method, c.tie_aware, rows[c.method].tie_aware_std,
+                                      c.original, c.tie_aware_rank, c.original_rank,
+                                      c.change, by_name[c.method].seeds) for c in changes)
+            out.append(Ranking(dataset, task, row.metric, row.k, entries,
+                               getattr(row, "gamma", None), hasattr(row, "gamma")))
+    return out

@@ -1,0 +1,187 @@
+"""Seed averaging: runs whose labels are equal except ``seed`` become one group.
+
+Every figure of a group is the plain mean over its runs (one run per seed): the metrics in
+all four columns and the tie statistics. Alongside each mean the group keeps the
+across-seed sample standard deviation (``<column>_seed_std``, ``ddof=1``; None for a single
+seed) and the number of seeds. Relative changes are computed from the means, as the paper
+does ("the relative percentage change computed from these mean values").
+
+``tie_aware_std`` keeps its single-run meaning, the standard deviation of the reported
+figure under uniform random tie-breaking: the seeds' tie-breaks are independent, so for the
+mean of S seeds it is ``sqrt(sum of the seeds' tie_aware_std**2) / S``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tieeval.errors import ParameterError
+from tieeval.metrics.metric import COLUMNS
+
+pass
+from tieeval.results import MetricRow, RunResult, _LabelledRow, find_row
+from tieeval.run_labels import GROUP_KEYS
+
+TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
+              "positive_tie_frequency")
+
+
+def mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def seed_std(values: list[float]) -> float | None:
+    """Sample standard deviation across seeds (``ddof=1``); None for fewer than two."""
+    n = len(values)
+    if n < 2:
+        return None
+    m = mean(values)
+    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+
+
+@dataclass
+class GroupMetricRow(MetricRow):
+    """A metric row of a group: the single-run fields hold seed means, plus seed stds."""
+
+    original_seed_std: float | None = None
+    first_seed_std: float | None = None
+    last_seed_std: float | None = None
+    tie_aware_seed_std: float | None = None
+
+    def seed_std(self, column: str) -> float | None:
+        return getattr(self, f"{column}_seed_std")
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        for c in COLUMNS:
+            out[f"{c}_seed_std"] = self.seed_std(c)
+        return out
+
+
+@dataclass
+class GroupTies:
+    """Seed means of the tie statistics, with their across-seed standard deviations."""
+
+    means: dict[str, float]
+    seed_stds: dict[str, float | None]
+    tie_decided: dict[int, float] = field(default_factory=dict)
+    tie_decided_seed_std: dict[int, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out: dict = {}
+        for name in TIE_FIELDS:
+            out[name] = self.means[name]
+        for name in TIE_FIELDS:
+            out[f"{name}_seed_std"] = self.seed_stds[name]
+        out["tie_decided"] = {str(k): v for k, v in self.tie_decided.items()}
+        out["tie_decided_seed_std"] = {str(k): v for k, v in self.tie_decided_seed_std.items()}
+        return out
+
+
+@dataclass
+class GroupResult:
+    """The runs of one method / dataset / task, averaged over their seeds."""
+
+    labels: dict[str, str | None]
+    runs: list[RunResult]
+    metrics: list[GroupMetricRow]
+    ties: GroupTies
+
+    @property
+    def seeds(self) -> int:
+        return len(self.runs)
+
+    @property
+    def key(self) -> tuple:
+        return tuple(self.labels.get(k) for k in GROUP_KEYS)
+
+    def metric(self, label: str) -> GroupMetricRow:
+        """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
+        return find_row(self.metrics, label)
+
+    def to_dict(self) -> dict:
+        return {"labels": {k: self.labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
+                "paths": [r.path for r in self.runs],
+                "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}
+
+
+def group_key(run: RunResult) -> tuple:
+    return tuple(run.labels.get(k) for k in GROUP_KEYS)
+
+
+def average(runs: list[RunResult]) -> GroupResult:
+    """Average runs of one group (same metrics in the same order) over their seeds."""
+    if not runs:
+        raise ParameterError("cannot average an empty list of runs")
+    # gamma: signed metrics of labelled runs come once per gamma (tieeval.kernels.general_sums)
+    layout = [(m.metric, m.k, getattr(m, "gamma", None)) for m in runs[0].metrics]
+    for run in runs[1:]:
+        if [(m.metric, m.k, getattr(m, "gamma", None)) for m in run.metrics] != layout:
+            raise ParameterError(f"{run.path}: evaluated other metrics than {runs[0].path}; "
+                                 "runs of one group need the same metrics")
+    rows = []
+    for i, (name, k, _) in enumerate(layout):
+        per_seed = [run.metrics[i] for run in runs]
+        values = {c: [getattr(r, c) for r in per_seed] for c in COLUMNS}
+        # MAP of labelled runs has no closed-form tie-break sd (None)
+        std = (None if any(r.tie_aware_std is None for r in per_seed) else
+               math.sqrt(math.fsum(r.tie_aware_std ** 2 for r in per_seed)) / len(per_seed))
+        row = GroupMetricRow(
+            name, k, *(mean(values[c]) for c in COLUMNS), std,
+            instances=sum(r.instances for r in per_seed),
+            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
+        if hasattr(per_seed[0], "gamma"):
+            pass
+            row = group_row(row, per_seed)
+        rows.append(row)
+    stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
+    ks = list(runs[0].ties.tie_decided)
+    decided = {k: [run.ties.tie_decided.get(k) for run in runs] for k in ks}
+    decided = {k: v for k, v in decided.items() if None not in v}
+    ties = GroupTies({f: mean(v) for f, v in stats.items()},
+                     {f: seed_std(v) for f, v in stats.items()},
+                     {k: mean(v) for k, v in decided.items()},
+                     {k: seed_std(v) for k, v in decided.items()})
+    labels = {k: runs[0].labels.get(k) for k in GROUP_KEYS}
+    return GroupResult(labels, list(runs), rows, ties)
+
+
+def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
+    """Group runs whose labels are equal except ``seed`` and average each group.
+
+    Groups come in the order their first run appears. Also returns warnings for groups
+    whose runs repeat a seed (or have none while there are several runs): those are still
+    averaged, but their seed count is probably not what was meant.
+    """
+    order: dict[tuple, list[RunResult]] = {}
+    for run in runs:
+        order.setdefault(group_key(run), []).append(run)
+    groups, warnings = [], []
+    for key, members in order.items():
+        groups.append(average(members))
+        seeds = [m.labels.get("seed") for m in members]
+        name = "/".join(v for v in key if v is not None) or "(unlabelled)"
+        if len(members) > 1 and None in seeds:
+            warnings.append(f"{name}: {len(members)} runs averaged but "
+                            f"{seeds.count(None)} have no seed label "
+                            f"({', '.join(m.path for m in members)})")
+        else:
+            repeated = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
+            for s in repeated:
+                paths = [m.path for m in members if m.labels.get("seed") == s]
+                warnings.append(f"{name}: seed {s} appears in {len(paths)} runs "
+                                f"({', '.join(paths)}); all are averaged as separate seeds")
+    return groups, warnings
+
+def group_row(row, per_seed):
+    """A seed-averaged row (:class:`~tieeval.analysis.groups.GroupMetricRow`) of labelled runs, with
+    their gamma and the skipped instances summed over seeds."""
+    values = {f: getattr(row, f) for f in row.__dataclass_fields__}
+    return RelGroupMetricRow(**values, gamma=per_seed[0].gamma,
+                             skipped=sum(r.skipped for r in per_seed))
+
+
+@dataclass
+class RelGroupMetricRow(_LabelledRow, GroupMetricRow):
+    """A group row of labelled runs: ``gamma`` and ``skipped`` as in :class:`RelMetricRow`."""

@@ -1,0 +1,310 @@
+"""The paper's tables and figure, assembled from run groups as plain rows of floats.
+
+* Table 1: per method First | Last | % Change (first -> last);
+* Table 3: per method Original | Tie-aware | % Change (original -> tie-aware);
+* Table 4: per method the top-score tie statistics, plus the positive's own tie figures;
+* Figure 1: per (task, dataset) setting, one point per method: average top-score tie size
+  against inflation (the mean relative drop original -> tie-aware over the metrics), with
+  the Pearson correlation on the log tie sizes.
+
+Rows are grouped by task, then dataset, then metric (or statistic); methods are columns.
+Tasks, datasets and methods keep the order in which their first run was given. A metric
+row is keyed by (metric, K, gamma): a signed metric of labelled runs evaluated at several
+``--gamma`` values gives one row per gamma (``Row.gamma``; the renderers title it
+``SNDCG@10 γ=0.5``). Nothing here formats a number: :mod:`tieeval.report.paper` renders
+these records.
+"""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tieeval.analysis.groups import GroupResult
+from tieeval.errors import ParameterError
+from tieeval.results import relative_change
+
+TABLES = (1, 3, 4)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One sub-column repeated under every method.
+
+    ``kind`` says how a value reads: ``value`` (a metric in [0, 1]), ``change`` (a relative
+    change, a fraction), ``size`` (a count), ``fraction`` (a share shown as a percentage)
+    or ``row`` (the row decides, as in Table 4).
+    """
+
+    key: str
+    title: str
+    kind: str
+
+
+@dataclass
+class Cell:
+    """One figure: a seed mean, its across-seed std (None: one seed or a change), seeds."""
+
+    value: float | None
+    seed_std: float | None = None
+    seeds: int = 0  # 0: no run of this method in this setting
+
+
+@dataclass
+class Row:
+    """One table row: a metric (``metric``/``k`` set, and ``gamma`` for a signed metric of
+    labelled runs) or a tie statistic (``statistic``). ``title`` is the metric label
+    (``SNDCG@10``) without its gamma, which the renderers add."""
+
+    title: str
+    cells: dict[str, list[Cell]]  # method -> one cell per column
+    metric: str | None = None
+    k: int | None = None
+    statistic: str | None = None
+    kind: str | None = None  # for Table 4: "size" or "fraction"
+    gamma: float | None = None
+
+
+@dataclass
+class Block:
+    dataset: str | None
+    rows: list[Row]
+
+
+@dataclass
+class Section:
+    task: str | None
+    blocks: list[Block]
+
+
+@dataclass
+class PaperTable:
+    number: int
+    title: str
+    row_header: str  # "Metric" or "Statistic"
+    methods: list[str]
+    columns: list[Column]
+    sections: list[Section]
+    groups: list[GroupResult] = field(default_factory=list)
+    change_note: str | None = None
+
+    def rows(self):
+        """Every row with its setting: ``(task, dataset, row)``."""
+        for section in self.sections:
+            for block in section.blocks:
+                for row in block.rows:
+                    yield section.task, block.dataset, row
+
+    @property
+    def labelled(self) -> bool:
+        """Whether the runs are labelled (their metric rows carry ``gamma``)."""
+        return any(hasattr(m, "gamma") for g in self.groups for m in g.metrics)
+
+    def cell(self, task, dataset, row_title: str, method: str, column: str,
+             gamma: float | None = None) -> Cell:
+        """Look up one cell, e.g. ``cell("group", "Mafengwo", "HR@1", "ConsRec", "tie_aware")``;
+        ``gamma`` picks the row of a signed metric (``cell(..., "SNDCG@10", ..., gamma=0.5)``)."""
+        index = [c.key for c in self.columns].index(column)
+        for t, d, row in self.rows():
+            if t == task and d == dataset and row.title == row_title and row.gamma == gamma:
+                return row.cells[method][index]
+        raise KeyError((task, dataset, row_title, gamma))
+
+
+def _ordered(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _method_name(group: GroupResult) -> str:
+    return group.labels.get("method") or "(no method)"
+
+
+def _settings(groups: list[GroupResult]):
+    """Tasks in first-seen order, each with its datasets in first-seen order."""
+    tasks = _ordered(g.labels.get("task") for g in groups)
+    return [(task, _ordered(g.labels.get("dataset") for g in groups
+                            if g.labels.get("task") == task)) for task in tasks]
+
+
+def _index(groups):
+    return {(g.labels.get("task"), g.labels.get("dataset"), _method_name(g)): g
+            for g in groups}
+
+
+def _check_groups(groups: list[GroupResult]) -> None:
+    if not groups:
+        raise ParameterError("no runs to tabulate")
+
+
+TABLE1_COLUMNS = [Column("first", "First", "value"), Column("last", "Last", "value"),
+                  Column("change_first_to_last", "% Change", "change")]
+TABLE3_COLUMNS = [Column("original", "Original", "value"),
+                  Column("tie_aware", "Tie-aware", "value"),
+                  Column("change_original_to_tie_aware", "% Change", "change")]
+TABLE4_STATISTICS = [("top_tie_size", "Avg. top-score tie size", "size"),
+                     ("top_tie_ratio", "Avg. top-score tie ratio", "fraction"),
+                     ("top_tie_frequency", "Top-score tie frequency", "fraction"),
+                     ("positive_tie_size", "Avg. positive tie size", "size"),
+                     ("positive_tie_frequency", "Positive tie frequency", "fraction")]
+
+
+def _metric_table(number, title, columns, change_note, groups) -> PaperTable:
+    _check_groups(groups)
+    index = _index(groups)
+    methods = _ordered(_method_name(g) for g in groups)
+    # (metric, K, gamma): labelled runs give a signed metric once per gamma
+    layout = _ordered((m.metric, m.k, getattr(m, "gamma", None), m.label)
+                      for g in groups for m in g.metrics)
+    sections = []
+    for task, datasets in _settings(groups):
+        blocks = []
+        for dataset in datasets:
+            rows = []
+            for name, k, gamma, label in layout:
+                cells = {}
+                for method in methods:
+                    group = index.get((task, dataset, method))
+                    row = None
+                    if group is not None:
+                        row = next((m for m in group.metrics
+                                    if m.metric == name and m.k == k
+                                    and getattr(m, "gamma", None) == gamma), None)
+                    if row is None:
+                        cells[method] = [Cell(None) for _ in columns]
+                        continue
+                    cells[method] = [
+                        Cell(getattr(row, c.key),
+                             None if c.kind == "change" else row.seed_std(c.key),
+                             group.seeds) for c in columns]
+                rows.append(Row(label, cells, metric=name, k=k, gamma=gamma))
+            blocks.append(Block(dataset, rows))
+        sections.append(Section(task, blocks))
+    return PaperTable(number, title, "Metric", methods, list(columns), sections, list(groups),
+                      change_note)
+
+
+def table1(groups: list[GroupResult]) -> PaperTable:
+    """Table 1: the positive first vs. last in its tied block, per method."""
+    return _metric_table(1, "First vs. last feasible position of the positive in its tied "
+                            "block", TABLE1_COLUMNS, "% Change = (Last - First) / First, "
+                            "from the means", groups)
+
+
+def table3(groups: list[GroupResult]) -> PaperTable:
+    """Table 3: original (the codebase's np.argsort) vs. tie-aware, per method."""
+    return _metric_table(3, "Performance under the original protocol vs. tie-aware "
+                            "evaluation", TABLE3_COLUMNS, "% Change = (Tie-aware - Original) "
+                            "/ Original, from the means", groups)
+
+
+def table4(groups: list[GroupResult]) -> PaperTable:
+    """Table 4: top-score tie statistics per method, plus the positive's own ties."""
+    _check_groups(groups)
+    index = _index(groups)
+    methods = _ordered(_method_name(g) for g in groups)
+    column = Column("value", "", "row")
+    sections = []
+    for task, datasets in _settings(groups):
+        blocks = []
+        for dataset in datasets:
+            rows = []
+            for key, title, kind in TABLE4_STATISTICS:
+                cells = {}
+                for method in methods:
+                    group = index.get((task, dataset, method))
+                    cells[method] = ([Cell(None)] if group is None else
+                                     [Cell(group.ties.means[key], group.ties.seed_stds[key],
+                                           group.seeds)])
+                rows.append(Row(title, cells, statistic=key, kind=kind))
+            blocks.append(Block(dataset, rows))
+        sections.append(Section(task, blocks))
+    return PaperTable(4, "Top-score tie statistics", "Statistic", methods, [column], sections,
+                      list(groups))
+
+
+def paper_table(number: int, groups: list[GroupResult]) -> PaperTable:
+    """Table ``number`` (1, 3 or 4) of the paper from run groups."""
+    builders = {1: table1, 3: table3, 4: table4}
+    if number not in builders:
+        raise ParameterError(f"table must be one of {', '.join(map(str, TABLES))}, "
+                             f"got {number!r}")
+    return builders[number](groups)
+
+
+# ---------------------------------------------------------------------------------------
+# Figure 1
+
+def inflation(group: GroupResult) -> float | None:
+    """Mean relative drop ``(original - tie_aware) / original`` over the group's metrics.
+
+    Computed from the seed means; metrics whose original mean is 0 have no relative drop
+    and are left out (None when every metric is).
+    """
+    drops = []
+    for row in group.metrics:
+        change = relative_change(row.original, row.tie_aware)
+        if change is not None:
+            drops.append(-change)
+    return math.fsum(drops) / len(drops) if drops else None
+
+
+def pearson(x, y) -> float | None:
+    """Pearson correlation of two equally long sequences; None below 3 points or when
+    either has no spread."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ParameterError("pearson needs two 1-D sequences of equal length")
+    if len(x) < 3:
+        return None
+    dx, dy = x - x.mean(), y - y.mean()
+    sx, sy = math.sqrt(float(dx @ dx)), math.sqrt(float(dy @ dy))
+    if sx == 0 or sy == 0:
+        return None
+    return float(dx @ dy) / (sx * sy)
+
+
+@dataclass
+class FigurePoint:
+    method: str
+    top_tie_size: float
+    inflation: float
+    seeds: int
+
+
+@dataclass
+class FigurePanel:
+    """One (task, dataset) setting of Figure 1; ``r`` is Pearson on log10 tie sizes."""
+
+    task: str | None
+    dataset: str | None
+    points: list[FigurePoint]
+    r: float | None
+
+
+def figure1(groups: list[GroupResult]) -> list[FigurePanel]:
+    """Figure 1's data: per setting, tie size vs. inflation per method, and Pearson r.
+
+    Groups without a defined inflation, or with a top-score tie size below 1 (never
+    happens for a real dump), are left out of the panel.
+    """
+    _check_groups(groups)
+    panels = []
+    for task, datasets in _settings(groups):
+        for dataset in datasets:
+            points = []
+            for g in groups:
+                if g.labels.get("task") != task or g.labels.get("dataset") != dataset:
+                    continue
+                infl = inflation(g)
+                size = g.ties.means["top_tie_size"]
+                if infl is None or not size >= 1:
+                    continue
+                points.append(FigurePoint(_method_name(g), size, infl, g.seeds))
+            r = pearson([math.log10(p.top_tie_size) for p in points],
+                        [p.inflation for p in points]) if points else None
+            panels.append(FigurePanel(task, dataset, points, r))
+    return panels

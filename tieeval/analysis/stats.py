@@ -1,0 +1,767 @@
+"""Paired comparison of two methods evaluated on the same instances, and rankings of methods.
+
+A user-level paired test (as in sign-aware evaluation papers that compare a method with a
+baseline user by user) takes one value per instance for method A and one for method B --
+for example the tie-aware NDCG@10 of every user -- and asks whether the mean of the
+differences ``d = b - a`` is distinguishable from zero. Two tests are reported:
+
+* the paired Student t-test on ``d`` (``t = mean(d) / (sd(d) / sqrt(n))``, ``n - 1``
+  degrees of freedom), with its t-based confidence interval for the mean difference;
+* the paired sign-flip randomization test: under the null hypothesis A and B are
+  exchangeable within each pair, so every ``d_i`` is equally likely to have either sign.
+
+When per-instance tie-break variances are given, the result also carries the standard
+deviation of the mean difference under random tie-breaking, the spread a re-run with a
+different tie-breaker would show (the two runs' tie-breaks being independent).
+
+Only numpy and the standard library are used: the Student t distribution is computed from
+the regularized incomplete beta function (a modified Lentz continued fraction, as in
+Numerical Recipes ``betacf``) and its quantile by a safeguarded Newton iteration.
+"""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from tieeval.errors import ParameterError
+from tieeval.kernels.summation import ExactSum
+
+EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
+
+_EPS = 2.220446049250313e-16  # float64 machine epsilon
+_TINY = 1e-300  # Lentz's guard against a zero denominator
+_MAX_TERMS = 1_000_000  # continued-fraction terms; O(sqrt(df)) are needed, ~1000 at df=1e6
+_STIRLING_MIN = 10.0  # below this lgamma differences are small and taken directly
+# Coefficients B_2k / (2k (2k - 1)) of Stirling's series for lgamma, k = 1..7.
+_STIRLING = (1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360,
+             1.0 / 156)
+
+
+# ---------------------------------------------------------------------------------------
+# Special functions (scalar, pure Python floats)
+
+def _stirling_correction(x: float) -> float:
+    """``lgamma(x) - ((x - 0.5) log x - x + log(2 pi) / 2)`` for x >= 10 (error < 1e-17)."""
+    inv = 1.0 / x
+    inv2 = inv * inv
+    total = 0.0
+    for coef in reversed(_STIRLING):
+        total = total * inv2 + coef
+    return total * inv
+
+
+def _lgamma_ratio(large: float, small: float) -> float:
+    """``lgamma(large + small) - lgamma(large)`` for ``large >= 10``, without cancellation.
+
+    Taking the two ``lgamma`` values and subtracting cancels numbers of size
+    ``large * log(large)`` (about 6e6 at 5e5, so 1e-9 absolute error); Stirling's series
+    gives the difference as ``(L - 1/2) log1p(s / L) + s log(L + s) - s`` plus corrections.
+    """
+    return ((large - 0.5) * math.log1p(small / large) + small * math.log(large + small) - small
+            + _stirling_correction(large + small) - _stirling_correction(large))
+
+
+def _log_beta(a: float, b: float) -> float:
+    """``log B(a, b)``, accurate to a few ulps when one argument is small and the other huge."""
+    small, large = (a, b) if a <= b else (b, a)
+    if large < _STIRLING_MIN:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    return math.lgamma(small) - _lgamma_ratio(large, small)
+
+
+def _lentz_step(aa: float, c: float, d: float) -> tuple[float, float]:
+    """One modified-Lentz update of ``(C, D)`` for partial numerator ``aa`` (denominator 1),
+    each kept away from zero by :data:`_TINY`."""
+    d = 1.0 + aa * d
+    if abs(d) < _TINY:
+        d = _TINY
+    c = 1.0 + aa / c
+    if abs(c) < _TINY:
+        c = _TINY
+    return c, 1.0 / d
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz, NR ``betacf``)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 - qab * x / qap
+    if abs(d) < _TINY:
+        d = _TINY
+    d = 1.0 / d
+    h = d
+    for m in range(1, _MAX_TERMS + 1):
+        m2 = 2 * m
+        # even step of the recurrence
+        c, d = _lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), c, d)
+        h *= d * c
+        # odd step
+        c, d = _lentz_step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), c, d)
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) <= 2 * _EPS:
+            return h
+    raise ArithmeticError(f"incomplete beta continued fraction did not converge "
+                          f"(a={a!r}, b={b!r}, x={x!r})")  # pragma: no cover - a bug
+
+
+def _erfc_scaled_over_root(z: float) -> float:
+    """``sqrt(pi / z) * exp(z) * erfc(sqrt(z))`` for z > 0: ``Q(1/2, z)`` over its leading term."""
+    if z < 600.0:
+        return math.sqrt(math.pi / z) * math.exp(z) * math.erfc(math.sqrt(z))
+    # exp(z) would overflow: the asymptotic series of erfcx(s) = exp(s^2) erfc(s), whose
+    # terms (2k-1)!! / (-2 z)^k shrink far below 1e-17 long before they start to grow.
+    total, term, k = 1.0, 1.0, 1
+    while abs(term) > 1e-17 * total:
+        term *= -(2 * k - 1) / (2.0 * z)
+        total += term
+        k += 1
+    return total / z
+
+
+def _betainc_large_a_half(a: float, log_x: float) -> float | None:
+    """``I_x(a, 1/2)`` for ``a >= 15`` and ``x`` near 1, by an expansion in ``Q(1/2, z)``.
+
+    This is the asymptotic expansion of DiDonato & Morris (ACM TOMS 708, 1992, routine
+    BGRAT; Temme 1987) specialised to ``b = 1/2``, where the incomplete gamma ratio is
+    ``Q(1/2, z) = erfc(sqrt(z))``. It is the regime of a t-test with many degrees of freedom,
+    where the continued fraction needs O(sqrt(a)) terms and loses about ``a * eps``. With
+    ``nu = a - 1/4`` and ``z = -nu log x``::
+
+        I_x(a, 1/2) = U * sum_n d_n J_n,   U = exp(-z) sqrt(z) Gamma(a + 1/2)
+                                               / (Gamma(1/2) Gamma(a) sqrt(nu)),
+
+    ``J_0 = Q(1/2, z) / (exp(-z) sqrt(z) / Gamma(1/2))`` and a three-term recurrence for
+    ``J_n`` in powers of ``(log x / 2)^2`` and ``1 / (4 nu^2)``. Returns None if the series
+    does not settle (the caller then falls back to the continued fraction).
+    """
+    b = 0.5
+    nu = a + 0.5 * (b - 1.0)
+    z = -nu * log_x
+    if not z > 0.0:
+        return None
+    log_u = (-z + b * math.log(z) - math.lgamma(b) + _lgamma_ratio(a, b)
+             - b * math.log(nu))
+    j = _erfc_scaled_over_root(z)  # J_0
+    total = j
+    v = 0.25 / (nu * nu)
+    half_log_sq = 0.25 * log_x * log_x
+    power = 1.0  # (log x / 2)^(2 (n - 1))
+    c: list[float] = []  # c_n = 1 / (2n + 1)!
+    d: list[float] = []  # d_n, the expansion coefficients
+    cn = 1.0
+    for n in range(1, 61):
+        b2n = b + 2.0 * (n - 1)
+        j = (b2n * (b2n + 1.0) * j + (z + b2n + 1.0) * power) * v
+        power *= half_log_sq
+        cn /= (2.0 * n) * (2.0 * n + 1.0)
+        c.append(cn)
+        s = sum((i * b - n) * c[i - 1] * d[n - i - 1] for i in range(1, n))
+        d.append((b - 1.0) * cn + s / n)
+        term = d[-1] * j
+        total += term
+        if not total > 0.0:
+            return None
+        if abs(term) <= 0.5 * _EPS * total:
+            return math.exp(log_u) * total
+    return None
+
+
+def _betainc(a: float, b: float, x: float, y: float, log_x: float, log_y: float) -> float:
+    """``I_x(a, b)`` given ``x``, ``y = 1 - x`` and their logarithms, each computed directly.
+
+    Passing ``y`` and the logarithms separately keeps full relative accuracy when ``x`` is
+    within a few ulps of 1 (a small t against a large df), where ``1 - x`` would cancel.
+    """
+    if log_x == -math.inf:
+        return 0.0
+    if log_y == -math.inf:
+        return 1.0
+    if b == 0.5 and a >= 15.0 and x >= 0.7:
+        value = _betainc_large_a_half(a, log_x)
+        if value is not None:
+            return value
+    front = math.exp(a * log_x + b * log_y - _log_beta(a, b))
+    # The fraction converges fast only below the mean of Beta(a, b); above it, use the
+    # symmetry I_x(a, b) = 1 - I_{1-x}(b, a). Above the mean I_x(a, b) is not small, so the
+    # subtraction costs no relative accuracy.
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, y) / b
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta function ``I_x(a, b)``.
+
+    Parameters
+    ----------
+    a, b : float
+        Shape parameters, both > 0.
+    x : float
+        Upper limit of integration, in [0, 1].
+
+    Returns
+    -------
+    float
+        ``B(x; a, b) / B(a, b)``, computed with the continued fraction of Numerical Recipes
+        (``betai`` / ``betacf``) using a modified Lentz evaluation.
+
+    Examples
+    --------
+    >>> round(betainc(2.0, 3.0, 0.4), 12)  # 1 - sum_{j<2} C(4, j) 0.4^j 0.6^(4-j)
+    0.5248
+    """
+    a, b, x = float(a), float(b), float(x)
+    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise ParameterError(f"betainc needs finite a > 0 and b > 0, got a={a!r}, b={b!r}")
+    if not 0.0 <= x <= 1.0:
+        raise ParameterError(f"betainc needs 0 <= x <= 1, got {x!r}")
+    y = 1.0 - x
+    log_x = math.log(x) if x > 0 else -math.inf
+    log_y = math.log1p(-x) if y > 0 else -math.inf
+    return _betainc(a, b, x, y, log_x, log_y)
+
+
+def _check_df(df: float) -> float:
+    df = float(df)
+    if not (df > 0 and math.isfinite(df)):
+        raise ParameterError(f"degrees of freedom must be a finite number > 0, got {df!r}")
+    return df
+
+
+def _upper_tail(t: float, df: float) -> float:
+    """``P(T > t)`` for finite t > 0: ``I_{df/(df+t^2)}(df/2, 1/2) / 2``."""
+    # x = df / (df + t^2) and y = t^2 / (df + t^2) through r, never forming t^2 when it
+    # could overflow, with log(x) and log(y) from log1p so neither loses digits.
+    if t > math.sqrt(df):
+        r = df / t / t  # x = r / (1 + r), y = 1 / (1 + r); r may underflow, log r cannot
+        x, y = r / (1.0 + r), 1.0 / (1.0 + r)
+        log_x, log_y = math.log(df) - 2.0 * math.log(t) - math.log1p(r), -math.log1p(r)
+    else:
+        r = t * t / df  # x = 1 / (1 + r), y = r / (1 + r)
+        x, y = 1.0 / (1.0 + r), r / (1.0 + r)
+        log_x, log_y = -math.log1p(r), math.log(r) - math.log1p(r)
+    return 0.5 * _betainc(0.5 * df, 0.5, x, y, log_x, log_y)
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """Survival function ``P(T > t)`` of Student's t distribution with ``df`` degrees of freedom.
+
+    Uses ``P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2`` for t > 0 and symmetry otherwise;
+    relative error below about 1e-12 in both tails, for any real ``df > 0``.
+
+    Examples
+    --------
+    >>> round(student_t_sf(1.0, 1), 12)  # Cauchy: 1/2 - arctan(1)/pi
+    0.25
+    """
+    t, df = float(t), _check_df(df)
+    if math.isnan(t):
+        return math.nan
+    if t == 0.0:
+        return 0.5
+    tail = 0.0 if math.isinf(t) else _upper_tail(abs(t), df)
+    return tail if t > 0 else 1.0 - tail
+
+
+def _log_pdf(t: float, df: float) -> float:
+    """``log`` of the t density: ``-log(sqrt(df) B(df/2, 1/2)) - (df+1)/2 log1p(t^2/df)``."""
+    u = t / math.sqrt(df)
+    # (1 + u^2)^(-(df+1)/2) through hypot, which cannot overflow for huge t
+    return -_log_beta(0.5 * df, 0.5) - 0.5 * math.log(df) - (df + 1.0) * math.log(
+        math.hypot(1.0, u))
+
+
+def student_t_isf(q: float, df: float) -> float:
+    """Inverse survival function: the ``t`` with ``P(T > t) = q``.
+
+    Found by Newton's method on ``log P(T > t)`` (nearly linear in the tails), kept inside a
+    bracket that every evaluation narrows; a step leaving the bracket is replaced by
+    bisection (geometric while the bracket spans orders of magnitude), so it cannot diverge.
+    Small ``q`` keeps its relative precision, unlike ``ppf(1 - q)``.
+
+    Examples
+    --------
+    >>> round(student_t_isf(0.25, 1), 12)  # Cauchy: tan(pi/4)
+    1.0
+    """
+    q, df = float(q), _check_df(df)
+    if math.isnan(q) or not 0.0 <= q <= 1.0:
+        raise ParameterError(f"tail probability must be in [0, 1], got {q!r}")
+    if q == 0.5:
+        return 0.0
+    if q > 0.5:
+        return -student_t_isf(1.0 - q, df)
+    if q == 0.0:
+        return math.inf
+    log_q = math.log(q)
+    lo, hi = 0.0, 1.0
+    while _upper_tail(hi, df) > q:  # expand until the root is bracketed
+        lo, hi = hi, hi * 16.0
+        if math.isinf(hi):
+            return math.inf  # pragma: no cover - q below ~1e-308 at df = 1
+    t = 0.5 * (lo + hi)
+    for _ in range(400):
+        s = _upper_tail(t, df)
+        if s == q:
+            return t
+        if s > q:
+            lo = t
+        else:
+            hi = t
+        step = math.nan
+        if s > 0.0:
+            dlog = -math.exp(_log_pdf(t, df)) / s  # d/dt log P(T > t)
+            if dlog != 0.0:
+                step = (math.log(s) - log_q) / dlog
+        new = t - step
+        if not lo < new < hi:  # also catches NaN
+            new = math.sqrt(lo) * math.sqrt(hi) if lo > 0.0 and hi > 4.0 * lo else 0.5 * (lo + hi)
+        if abs(new - t) <= 2 * _EPS * new or hi - lo <= 2 * _EPS * hi:
+            return new
+        t = new
+    return t  # pragma: no cover - Newton converges in well under 100 steps
+
+
+def student_t_ppf(p: float, df: float) -> float:
+    """Quantile (percent point) function: the ``t`` with ``P(T <= t) = p``.
+
+    Examples
+    --------
+    >>> round(student_t_ppf(0.975, 1), 12)  # Cauchy: tan(0.475 pi)
+    12.706204736175
+    """
+    p = float(p)
+    if math.isnan(p) or not 0.0 <= p <= 1.0:
+        raise ParameterError(f"probability must be in [0, 1], got {p!r}")
+    if p < 0.5:
+        return -student_t_isf(p, df)
+    return student_t_isf(1.0 - p, df)
+
+
+# ---------------------------------------------------------------------------------------
+# Paired comparison
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Paired comparison of method A and method B on the same ``n`` instances.
+
+    ``a`` and ``b`` are the two means, ``difference`` the mean of ``b - a`` (positive:
+    B is higher). ``difference_std`` is the standard deviation of ``difference`` under
+    random tie-breaking, None without variances. ``statistic`` is the paired t,
+    ``p_value_t`` its two-sided p-value and ``ci_low`` / ``ci_high`` the t-based
+    ``confidence`` interval of the mean difference; all four are None when ``n < 2``.
+    ``p_value_randomization`` is the two-sided sign-flip p-value (None when ``n < 2``),
+    exact over all ``2**n`` sign vectors when ``randomization_exact``, else Monte Carlo.
+    """
+
+    n: int
+    a: float
+    b: float
+    difference: float
+    difference_std: float | None
+    p_value_t: float | None
+    p_value_randomization: float | None
+    ci_low: float | None
+    ci_high: float | None
+    statistic: float | None
+    confidence: float
+    randomization_exact: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _as_values(values, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be an array of numbers") from None
+    if arr.ndim != 1:
+        raise ParameterError(f"{name} must be 1-D (one value per instance), got shape "
+                             f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ParameterError(f"{name}[{bad}] is {arr[bad]}; values must be finite")
+    return arr
+
+
+def check_permutations(permutations) -> int:
+    """``permutations`` as an int, or a ParameterError naming the bad value."""
+    if isinstance(permutations, (bool, np.bool_)) or not isinstance(permutations,
+                                                                     (int, np.integer)):
+        raise ParameterError(f"permutations must be a whole number >= 1, got {permutations!r}")
+    if permutations < 1:
+        raise ParameterError(f"permutations must be >= 1, got {permutations}")
+    return int(permutations)
+
+
+def _exact_mean(values: np.ndarray) -> float:
+    # The same exact, order-independent mean the engine reports for a run's column.
+    total = ExactSum()
+    total.add(values)
+    return total.mean(values.size)
+
+
+def _sign_flip_tolerance(d: np.ndarray) -> float:
+    # Two computed sums of +-d_i that are equal in exact arithmetic differ by at most
+    # 2 (n-1) eps sum|d_i| (the classic bound for any summation order); count such sums as
+    # ties, as the exact test would. Distinct sums closer than this do not occur in practice.
+    return 2.0 * d.size * _EPS * float(np.sum(np.abs(d)))
+
+
+def _signed_sums(d: np.ndarray) -> np.ndarray:
+    """All ``2**len(d)`` sums ``sum_i s_i d_i``, the all-plus sum first."""
+    sums = np.zeros(1)
+    for value in d:
+        sums = np.concatenate((sums + value, sums - value))
+    return sums
+
+
+def _randomization_exact(d: np.ndarray) -> float:
+    # Meet in the middle: sums over each half, then all 2**n combinations by broadcasting.
+    half = d.size // 2
+    left, right = _signed_sums(d[:half]), _signed_sums(d[half:])
+    observed = abs(left[0] + right[0])  # the identity flip, computed like the others
+    tol = _sign_flip_tolerance(d)
+    count = 0
+    for start in range(0, left.size, 64):  # blocks keep the broadcast near 8 MB
+        block = np.abs(left[start:start + 64, None] + right[None, :])
+        count += int(np.count_nonzero(block >= observed - tol))
+    return count / float(1 << d.size)
+
+
+def _randomization_monte_carlo(d: np.ndarray, permutations: int, seed) -> float:
+    rng = np.random.default_rng(seed)
+    n = d.size
+    observed = abs(float(np.sum(d)))
+    tol = _sign_flip_tolerance(d)
+    rows = max(1, min(permutations, (1 << 22) // n))  # about 32 MB of float64 signs
+    buffer = np.empty((rows, n), dtype=np.float64)  # reused: no page faults per block
+    count = 0
+    done = 0
+    while done < permutations:
+        m = min(rows, permutations - done)
+        # One random byte gives eight independent fair signs.
+        packed = rng.integers(0, 256, size=(m, (n + 7) // 8), dtype=np.uint8)
+        signs = buffer[:m]
+        np.copyto(signs, np.unpackbits(packed, axis=1, count=n))
+        signs *= 2.0
+        signs -= 1.0
+        count += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+        done += m
+    return (count + 1) / (permutations + 1)
+
+
+_BLOCK_BYTES = 1 << 24  # random bytes drawn at a time by sign_flip_p_value (16 MB)
+
+
+def _popcount_bytes(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(x)
+    return _POPCOUNT[x]  # pragma: no cover - numpy 1.x
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def sign_flip_p_value(d, permutations: int = 10000, seed=0) -> float:
+    """Monte Carlo p-value of the paired sign-flip test on differences ``d``, grouped by value.
+
+    The statistic is ``|sum_i s_i d_i|`` over independent fair signs ``s_i``, as in
+    :func:`paired_comparison`, and ``p = (count + 1) / (permutations + 1)`` with ``count``
+    the sign vectors whose statistic reaches the observed one (sums equal up to float
+    rounding count as reaching it). Instances with the same ``|d_i| = v`` enter only through
+    how many of their signs are +1, so each draw needs one popcount of ``c_v`` random bits
+    per distinct value rather than one sign per instance: the same distribution, at a cost
+    that follows the number of distinct values (a handful for HR, a few thousand for MRR)
+    instead of the number of instances.
+
+    >>> sign_flip_p_value(np.zeros(50))
+    1.0
+    """
+    d = np.asarray(d, dtype=np.float64)
+    mags = np.abs(d)
+    values, inverse = np.unique(mags, return_inverse=True)
+    counts = np.bincount(inverse, minlength=values.size)
+    positives = np.bincount(inverse, weights=(d > 0), minlength=values.size)
+    keep = values > 0
+    values, counts, positives = values[keep], counts[keep], positives[keep].astype(np.int64)
+    if values.size == 0:
+        return 1.0
+    observed = abs(float((2 * positives - counts) @ values))
+    tol = _sign_flip_tolerance(d)
+    # Each value's signs are the bits of ceil(c_v / 8) random bytes, the last byte masked.
+    nbytes = (counts + 7) // 8
+    starts = np.concatenate(([0], np.cumsum(nbytes)[:-1]))
+    width = int(nbytes.sum())
+    mask = np.full(width, 0xFF, dtype=np.uint8)
+    partial = counts % 8 != 0
+    mask[(starts + nbytes - 1)[partial]] = ((1 << (counts[partial] % 8)) - 1).astype(np.uint8)
+    offset = float(counts @ values)
+    rng = np.random.default_rng(seed)
+    rows = max(1, min(permutations, _BLOCK_BYTES // width))
+    hits = 0
+    done = 0
+    while done < permutations:
+        m = min(rows, permutations - done)
+        bits = rng.integers(0, 256, size=(m, width), dtype=np.uint8)
+        bits &= mask
+        ones = np.add.reduceat(_popcount_bytes(bits), starts, axis=1, dtype=np.int64)
+        sums = 2.0 * (ones @ values) - offset
+        hits += int(np.count_nonzero(np.abs(sums) >= observed - tol))
+        done += m
+    return (hits + 1) / (permutations + 1)
+
+
+def paired_comparison(a_values, b_values, *, a_variance=None, b_variance=None,
+                      permutations: int = 10000, seed=0, confidence: float = 0.95,
+                      grouped_signs: bool = False) -> PairedResult:
+    """Compare method B with method A instance by instance (a user-level paired test).
+
+    Parameters
+    ----------
+    a_values, b_values : array_like of float, shape (n,)
+        Per-instance values of the same metric for methods A and B on the same instances,
+        in the same order (for example each user's tie-aware NDCG@10). Must be finite.
+    a_variance, b_variance : array_like of float, shape (n,), optional
+        Per-instance tie-break variances of ``a_values`` and ``b_values``. Give both or
+        neither; pass zeros for a run without ties (or an 'original' column, which is
+        deterministic).
+    permutations : int, default 10000
+        Number of Monte Carlo sign-flip vectors when ``n > 20``.
+    seed : int or None, default 0
+        Seed of ``np.random.default_rng`` for the Monte Carlo sign flips; the same seed
+        gives the same p-value.
+    confidence : float, default 0.95
+        Level of the confidence interval, in (0, 1).
+    grouped_signs : bool, default False
+        Draw the Monte Carlo sign flips per distinct ``|d_i|`` (:func:`sign_flip_p_value`):
+        the same test, much faster when the differences take few values (HR, NDCG), but
+        another random stream, so another p-value for the same seed.
+
+    Returns
+    -------
+    PairedResult
+        See :class:`PairedResult` for the fields.
+
+    Notes
+    -----
+    With ``d = b_values - a_values``:
+
+    * Means are exact (order-independent, rounded once), like the run means.
+    * ``difference_std = sqrt(sum(a_variance + b_variance)) / n``: tie-breaks are
+      independent across instances and between the two runs, so variances add.
+    * Paired t-test: ``t = mean(d) / (s / sqrt(n))`` with ``s`` the sample standard
+      deviation (``ddof=1``), two-sided ``p = 2 P(T_{n-1} > |t|)``, and the interval
+      ``mean(d) -+ t_{n-1, (1+confidence)/2} s / sqrt(n)``. This matches
+      ``scipy.stats.ttest_rel(b_values, a_values)``.
+    * Sign-flip randomization test: the statistic is ``|sum(s_i d_i)|``. Because
+      ``sum d_i^2`` does not change under sign flips, this orders sign vectors exactly as
+      ``|t|`` does, so it is the randomization version of the same t-test. For
+      ``n <= 20`` all ``2**n`` sign vectors are enumerated and ``p`` is the exact share with
+      ``|sum| >= |observed sum|`` (the identity included). For larger ``n``,
+      ``permutations`` random sign vectors are drawn and ``p = (count + 1) /
+      (permutations + 1)``, which is never 0 and is a valid p-value (Phipson & Smyth 2010).
+      Sums equal up to floating-point rounding count as ties.
+
+    Edge cases, chosen so that every field stays JSON-friendly (None, never NaN):
+
+    * ``n == 0`` raises :class:`~tieeval.errors.ParameterError`.
+    * ``n == 1``: nothing can be tested; ``statistic``, both p-values and the interval are
+      None.
+    * All differences zero: ``statistic = 0.0``, both p-values 1.0 and the interval
+      (0.0, 0.0). (``scipy.stats.ttest_rel`` returns NaN here.)
+    * All differences equal and non-zero: ``s = 0``, so ``statistic`` is +-inf,
+      ``p_value_t = 0.0`` and the interval is ``(d, d)``; the randomization p-value is
+      the smallest possible: ``2 / 2**n`` exact, ``1 / (permutations + 1)`` typically by
+      Monte Carlo. "Equal" means equal in float64: ``b - a`` is rounded once per instance,
+      so differences that are equal in exact arithmetic come out equal.
+
+    Costs: O(n) for the t-test, O(2**n) (at most about 1e6) for the exact test and
+    O(permutations * n) for the Monte Carlo test.
+
+    Examples
+    --------
+    >>> r = paired_comparison([0.2, 0.4, 0.1, 0.3], [0.3, 0.6, 0.1, 0.5])
+    >>> round(r.difference, 12), r.randomization_exact, r.p_value_randomization
+    (0.125, True, 0.25)
+    """
+    a = _as_values(a_values, "a_values")
+    b = _as_values(b_values, "b_values")
+    if a.shape != b.shape:
+        raise ParameterError(f"a_values and b_values must have one value per instance each, "
+                             f"got {a.size} and {b.size}")
+    n = int(a.size)
+    if n == 0:
+        raise ParameterError("no instances to compare (a_values and b_values are empty)")
+    if (a_variance is None) != (b_variance is None):
+        raise ParameterError("give both a_variance and b_variance or neither "
+                             "(pass zeros for a run without ties)")
+    check_permutations(permutations)
+    confidence = float(confidence)
+    if not 0.0 < confidence < 1.0:
+        raise ParameterError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
+
+    difference_std = None
+    if a_variance is not None:
+        total = ExactSum()
+        for name, var in (("a_variance", a_variance), ("b_variance", b_variance)):
+            var = _as_values(var, name)
+            if var.shape != a.shape:
+                raise ParameterError(f"{name} must have one value per instance ({n}), "
+                                     f"got {var.size}")
+            if np.any(var < 0):
+                bad = int(np.flatnonzero(var < 0)[0])
+                raise ParameterError(f"{name}[{bad}] is {var[bad]}; variances must be >= 0")
+            total.add(var)
+        difference_std = math.sqrt(total.value()) / n
+
+    d = b - a
+    constant = bool(np.all(d == d[0]))
+    # For constant differences use d[0] itself: the rounded mean could differ by an ulp.
+    difference = float(d[0]) if constant else _exact_mean(d)
+    mean_a, mean_b = _exact_mean(a), _exact_mean(b)
+    exact = n <= EXACT_RANDOMIZATION_MAX_N
+    if n < 2:
+        return PairedResult(n, mean_a, mean_b, difference, difference_std, None, None, None,
+                            None, None, confidence, exact)  # nothing to test with one pair
+
+    if exact:
+        p_rand = _randomization_exact(d)
+    elif grouped_signs:
+        p_rand = sign_flip_p_value(d, int(permutations), seed)
+    else:
+        p_rand = _randomization_monte_carlo(d, int(permutations), seed)
+
+    if constant and difference == 0.0:
+        statistic, p_t, ci = 0.0, 1.0, (0.0, 0.0)
+    elif constant:
+        statistic, p_t, ci = math.copysign(math.inf, difference), 0.0, (difference, difference)
+    else:
+        df = n - 1
+        se = math.sqrt(float(np.sum((d - difference) ** 2)) / df) / math.sqrt(n)
+        statistic = difference / se
+        p_t = min(1.0, 2.0 * student_t_sf(abs(statistic), df))
+        half_width = student_t_isf(0.5 * (1.0 - confidence), df) * se
+        ci = (difference - half_width, difference + half_width)
+    return PairedResult(n, mean_a, mean_b, difference, difference_std, p_t, p_rand,
+                        float(ci[0]), float(ci[1]), float(statistic), confidence, exact)
+
+
+# ---------------------------------------------------------------------------------------
+# Rankings of methods
+
+@dataclass(frozen=True)
+class RankedMethod:
+    """A method, its value and its competition rank (1 is best)."""
+
+    method: str
+    value: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class RankChange:
+    """A method's rank under the original and the tie-aware values.
+
+    ``change = original_rank - tie_aware_rank``: positive when the method moves up (to a
+    better rank) once ties are accounted for, negative when it moves down.
+    """
+
+    method: str
+    original: float
+    tie_aware: float
+    original_rank: int
+    tie_aware_rank: int
+    change: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def rank_methods(values: dict, *, tolerance: float = 0.0) -> list[RankedMethod]:
+    """Rank methods by value, highest first, with competition ranks (1, 2, 2, 4).
+
+    Parameters
+    ----------
+    values : dict of str to float
+        One value per method (higher is better).
+    tolerance : float, default 0.0
+        Values within ``tolerance`` of the highest value of the current tie group share its
+        rank. The default treats only equal values as tied.
+
+    Returns
+    -------
+    list of RankedMethod
+        Sorted by rank; methods sharing a rank keep the order of ``values``.
+
+    Examples
+    --------
+    >>> [(r.method, r.rank) for r in rank_methods({"A": 0.3, "B": 0.5, "C": 0.3, "D": 0.1})]
+    [('B', 1), ('A', 2), ('C', 2), ('D', 4)]
+    """
+    tolerance = float(tolerance)
+    if not tolerance >= 0.0:
+        raise ParameterError(f"tolerance must be >= 0, got {tolerance}")
+    items = []
+    for method, value in values.items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"value of method {method!r} is not a number: "
+                                 f"{value!r}") from None
+        if math.isnan(value):
+            raise ParameterError(f"value of method {method!r} is NaN; it cannot be ranked")
+        items.append((method, value))
+    items.sort(key=lambda item: -item[1])  # stable: ties keep the input order
+    ranked: list[RankedMethod] = []
+    group_top = math.nan
+    rank = 0
+    for position, (method, value) in enumerate(items, start=1):
+        if not group_top - value <= tolerance:  # a new tie group (NaN on the first item)
+            group_top, rank = value, position
+        ranked.append(RankedMethod(method, value, rank))
+    return ranked
+
+
+def ranking_changes(original: dict, tie_aware: dict, *,
+                    tolerance: float = 0.0) -> list[RankChange]:
+    """How each method's rank moves from the original to the tie-aware values.
+
+    Parameters
+    ----------
+    original, tie_aware : dict of str to float
+        The same methods, with their original (``np.argsort``) and tie-aware values.
+    tolerance : float, default 0.0
+        Passed to :func:`rank_methods` for both rankings.
+
+    Returns
+    -------
+    list of RankChange
+        In tie-aware rank order (ties in the order of ``tie_aware``).
+
+    Examples
+    --------
+    >>> [(c.method, c.original_rank, c.tie_aware_rank, c.change) for c in
+    ...  ranking_changes({"A": 0.5, "B": 0.4}, {"A": 0.3, "B": 0.4})]
+    [('B', 2, 1, 1), ('A', 1, 2, -1)]
+    """
+    if set(original) != set(tie_aware):
+        only_o = sorted(set(original) - set(tie_aware))
+        only_t = sorted(set(tie_aware) - set(original))
+        parts = []
+        if only_o:
+            parts.append("only in original: " + ", ".join(map(str, only_o)))
+        if only_t:
+            parts.append("only in tie_aware: " + ", ".join(map(str, only_t)))
+        raise ParameterError("original and tie_aware must name the same methods ("
+                             + "; ".join(parts) + ")")
+    before = {r.method: r for r in rank_methods(original, tolerance=tolerance)}
+    return [RankChange(r.method, before[r.method].value, r.value, before[r.method].rank,
+                       r.rank, before[r.method].rank - r.rank)
+            for r in rank_methods(tie_aware, tolerance=tolerance)]

@@ -1,0 +1,351 @@
+"""Precision what-ifs: how would the metrics read if the scores were stored less precisely,
+or if near-equal scores counted as tied?
+
+These are *what-if analyses*, not evaluations of the stored scores: every result they
+produce carries a :class:`WhatIf` record and every output format labels it. Two transforms,
+applied in this order when both are given:
+
+* **cast** (``--cast float16|bfloat16|float32``): round every score to a lower precision
+  with round-to-nearest-even, then judge ties and order on the rounded values. Rounding is
+  many-to-one, so distinct scores collapse into new ties (sigmoid outputs for logits
+  17..30 all become exactly ``1.0`` in float32). NaN stays
+  NaN, infinities stay infinite, values beyond the target's range become ``+-inf`` and
+  values below half its smallest subnormal become ``+-0`` (IEEE 754 overflow and underflow).
+
+  - ``float16`` and ``float32`` use numpy's own ``astype``, correctly rounded from float64.
+  - ``bfloat16`` (1 sign, 8 exponent, 7 stored significand bits; float32's range) needs no
+    new dependency: scores are rounded to nearest-even on the float32 bit pattern (add
+    ``0x7FFF`` plus the lowest kept bit, clear the low 16 bits) and kept in a float32
+    container, whose comparisons give exactly the bfloat16 order. float64 scores first go
+    to float32 with round-to-odd, so that the two roundings equal one correct rounding
+    (Boldo & Melquiond 2008; float32 keeps 16 > 2 extra bits); float16 scores widen
+    exactly. Integer scores are converted to float64 first (exact up to 2**53).
+
+* **tolerance** (``--tolerance ATOL``): scores within ``ATOL`` of the positive count as
+  tied with it. For the single-positive protocol, with ``s+`` the positive's score and
+  differences taken in float64::
+
+      b = #{i : s_i == s+  or  |s_i - s+| <= ATOL}      (the positive's tolerance block)
+      a = #{i : s_i >  s+  and not tied as above}         (= #(s_i - s+ > ATOL) for finite s)
+
+  The positive's rank is then taken as uniform on ``a+1 .. a+b`` and every column follows
+  as usual. Equality is tested first so that ``inf`` still ties with ``inf`` (``inf - inf``
+  is NaN). The top-score tie statistics are defined likewise relative to the row maximum:
+  ``m = #{i : s_i == max  or  |s_i - max| <= ATOL}``. ``ATOL = 0`` gives the exact counts.
+  Note that "within ATOL" is not transitive: the block is the positive's neighbourhood,
+  not an equivalence class. The ``original`` column stays the codebase's
+  ``np.argsort(scores * -1)`` rank on the (possibly cast) scores; it always lies in
+  ``a+1 .. a+b``, because the tolerance block contains the exact tie block.
+
+NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refuses them,
+``'worst'`` ranks them below every number (a NaN is never within ATOL of anything).
+"""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.base import Batch, Dump, ReadAgain
+from tieeval.kernels.counts import RowCounts, check_nan_policy
+from tieeval.kernels.single import Accumulator, batch_counts
+from tieeval.metrics.metric import Metric, default_metrics
+from tieeval.results import RunResult
+
+CASTS = ("float16", "bfloat16", "float32")
+
+_DEFAULT_KS = (1, 5, 10)
+
+
+# ---------------------------------------------------------------------------------------
+# casts
+
+def _to_float64(scores: np.ndarray) -> np.ndarray:
+    return scores.astype(np.float64)
+
+
+def _float32_round_to_odd(x: np.ndarray) -> np.ndarray:
+    """float64 -> float32, rounding toward zero and setting the last bit when inexact.
+
+    Round-to-odd keeps the information a second rounding needs: rounding its result to any
+    format with at least two fewer significand bits equals rounding ``x`` directly.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = x.astype(np.float32)  # round-to-nearest-even; may overflow to inf
+    back = t.astype(np.float64)
+    inexact = (back != x) & ~np.isnan(x)
+    away = inexact & (np.abs(back) > np.abs(x))  # rounded away from zero: step back
+    t[away] = np.nextafter(t[away], np.float32(0.0))
+    bits = t.view(np.uint32)
+    bits[inexact] |= np.uint32(1)
+    return t
+
+
+def round_to_bfloat16(scores) -> np.ndarray:
+    """Round scores to bfloat16 (nearest, ties to even), returned in a float32 container.
+
+    Parameters
+    ----------
+    scores : array_like of float or int
+        Any shape. float32 input is rounded on its bit pattern; float16 widens exactly
+        first; float64 (and integers, via float64) go to float32 with round-to-odd first, so
+        the result is the correctly rounded bfloat16 of the input.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        Each value is exactly representable in bfloat16 (its low 16 bits are zero). NaN
+        stays NaN (quiet, sign kept), infinities stay infinite, values that round beyond
+        the largest bfloat16 (about 3.39e38) become ``+-inf``.
+
+    Examples
+    --------
+    >>> round_to_bfloat16(np.array([1.0, 1.00390625, 1.01171875, 3.14159], np.float32))
+    array([1.      , 1.      , 1.015625, 3.140625], dtype=float32)
+    """
+    arr = np.asarray(scores)
+    if arr.dtype == np.float32:
+        f32 = arr
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize <= 2:
+        f32 = arr.astype(np.float32)  # exact widening
+    elif arr.dtype.kind in "fiu":
+        f32 = _float32_round_to_odd(_to_float64(arr))
+    else:
+        raise ParameterError(f"cannot round {arr.dtype} scores to bfloat16")
+    bits = np.ascontiguousarray(f32).view(np.uint32)
+    keep_lsb = (bits >> np.uint32(16)) & np.uint32(1)
+    # No wrap-around: the largest non-NaN pattern is -inf (0xFF800000).
+    rounded = (bits + np.uint32(0x7FFF) + keep_lsb) & np.uint32(0xFFFF0000)
+    nan = np.isnan(f32)
+    if nan.any():
+        rounded = np.where(nan, (bits & np.uint32(0xFFFF0000)) | np.uint32(0x00400000),
+                           rounded)
+    return rounded.astype(np.uint32).view(np.float32).reshape(np.shape(arr))
+
+
+def cast_scores(scores, target: str) -> np.ndarray:
+    """Round ``scores`` to ``target`` precision (``'float16'``, ``'bfloat16'``, ``'float32'``).
+
+    float16 and float32 are numpy's correctly rounded ``astype`` (overflow to ``+-inf``
+    without a warning); bfloat16 is :func:`round_to_bfloat16` (a float32 container).
+    Casting to an equal or wider type changes nothing.
+
+    >>> cast_scores(np.array([1.0 + k * 1e-10 for k in range(5)]), "float32")
+    array([1., 1., 1., 1., 1.], dtype=float32)
+    """
+    target = check_cast(target)
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "fiu":
+        raise ParameterError(f"cannot cast {arr.dtype} scores to {target}")
+    if target == "bfloat16":
+        return round_to_bfloat16(arr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(np.float16 if target == "float16" else np.float32)
+
+
+def check_cast(target) -> str:
+    if target not in CASTS:
+        raise ParameterError(f"cast must be one of {', '.join(CASTS)}, got {target!r}")
+    return target
+
+
+def check_tolerance(atol) -> float:
+    if isinstance(atol, (bool, np.bool_)):
+        raise ParameterError(f"tolerance must be a number >= 0, got {atol!r}")
+    try:
+        value = float(atol)
+    except (TypeError, ValueError):
+        raise ParameterError(f"tolerance must be a number >= 0, got {atol!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ParameterError(f"tolerance must be a finite number >= 0, got {atol!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# tolerance kernel
+
+def _tolerance_tied(values: np.ndarray, ref: np.ndarray, atol: float) -> np.ndarray:
+    """``values == ref or |values - ref| <= atol`` (differences in float64; NaN never tied)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(_to_float64(values) - _to_float64(ref))
+    return (values == ref) | (diff <= atol)
+
+
+def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
+                     nan_policy: str = "raise") -> RowCounts:
+    """Counts of one batch with scores within ``atol`` of the positive counted as tied.
+
+    ``exact`` are the batch's exact counts (from :func:`tieeval.kernels.single.batch_counts`, which
+    also applies ``nan_policy``); their ``n`` and ``original`` are kept, ``a``, ``b`` and
+    ``top`` are recomputed as described in the module docstring. Rows whose positive is NaN
+    (``nan_policy='worst'``) keep their exact counts, and so do all-NaN rows for ``top``.
+    """
+    atol = check_tolerance(atol)
+    s = batch.scores
+    worst = nan_policy == "worst" and s.dtype.kind == "f"
+    if batch.offsets is None:
+        rows = s.shape[0]
+        p = s[np.arange(rows), batch.positive][:, None]
+        tied = _tolerance_tied(s, p, atol)
+        a = np.count_nonzero((s > p) & ~tied, axis=1).astype(np.int64)
+        b = np.count_nonzero(tied, axis=1).astype(np.int64)
+        row_max = (np.fmax.reduce(s, axis=1) if worst else s.max(axis=1))[:, None]
+        top = np.count_nonzero(_tolerance_tied(s, row_max, atol), axis=1).astype(np.int64)
+    else:
+        starts = batch.offsets[:-1]
+        n = np.diff(batch.offsets)
+        p = np.repeat(s[starts + batch.positive], n)
+        tied = _tolerance_tied(s, p, atol)
+        a = np.add.reduceat((s > p) & ~tied, starts, dtype=np.int64)
+        b = np.add.reduceat(tied, starts, dtype=np.int64)
+        row_max = (np.fmax if worst else np.maximum).reduceat(s, starts)
+        top = np.add.reduceat(_tolerance_tied(s, np.repeat(row_max, n), atol), starts,
+                              dtype=np.int64)
+        row_max = row_max[:, None]
+    if worst:
+        pos = (s[np.arange(s.shape[0]), batch.positive] if batch.offsets is None
+               else s[batch.offsets[:-1] + batch.positive])
+        nan_pos = np.isnan(pos)
+        a[nan_pos] = exact.a[nan_pos]
+        b[nan_pos] = exact.b[nan_pos]
+        all_nan = np.isnan(row_max[:, 0])
+        top[all_nan] = exact.top[all_nan]
+    return RowCounts(a=a, b=b, n=exact.n, top=top, original=exact.original)
+
+
+# ---------------------------------------------------------------------------------------
+# the what-if record and the evaluation pipeline
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Which what-if transforms to apply: ``cast`` (a :data:`CASTS` name or None), then
+    ``tolerance`` (an absolute ATOL >= 0 or None). Both None: no what-if."""
+
+    cast: str | None = None
+    tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.cast is not None:
+            check_cast(self.cast)
+        if self.tolerance is not None:
+            object.__setattr__(self, "tolerance", check_tolerance(self.tolerance))
+
+    @property
+    def active(self) -> bool:
+        return self.cast is not None or self.tolerance is not None
+
+    def describe(self) -> str:
+        """One sentence for titles and notes, e.g. ``scores rounded to bfloat16``."""
+        parts = []
+        if self.cast is not None:
+            parts.append(f"scores rounded to {self.cast} (nearest, ties to even)")
+        if self.tolerance is not None:
+            parts.append(f"scores within {self.tolerance:g} of the positive (and of the row "
+                         "maximum) counted as tied")
+        if not parts:
+            return "none"
+        return "; then ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"cast": self.cast, "tolerance": self.tolerance,
+                "description": self.describe()}
+
+    # -- applied to batches --------------------------------------------------------------
+
+    def transform(self, batch: Batch) -> Batch:
+        """The batch with its scores cast (a new Batch; the input is untouched)."""
+        if self.cast is None:
+            return batch
+        return replace(batch, scores=cast_scores(batch.scores, self.cast))
+
+    def counts(self, batch: Batch, nan_policy: str = "raise", path: str = "") -> RowCounts:
+        """The row counts of one (untransformed) batch under this what-if."""
+        batch = self.transform(batch)
+        exact = batch_counts(batch, nan_policy, path)
+        if self.tolerance is None:
+            return exact
+        return tolerance_counts(batch, exact, self.tolerance, nan_policy)
+
+
+NO_WHAT_IF = WhatIf()
+
+
+@dataclass
+class WhatIfRunResult(RunResult):
+    """A :class:`~tieeval.results.RunResult` measured under a what-if; its ``to_dict()``
+    adds a ``what_if`` key (``cast``, ``tolerance``, ``description``)."""
+
+    what_if: WhatIf = field(default_factory=WhatIf)
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out["what_if"] = self.what_if.to_dict()
+        return out
+
+
+def check_single_positive(dump: Dump) -> None:
+    """Refuse a dump the engine would send down its relevance-label path (graded or
+    multi-positive labels): what-ifs and diffs cover the single-positive protocol."""
+    try:
+        from tieeval.engine.local import wants_general_path
+    except ImportError:  # pragma: no cover - no relevance support in this build
+        return
+    if wants_general_path(dump, [], None):
+        raise InputError(f"{dump.path}: has relevance labels; what-if analyses and diffs "
+                         "cover the single-positive protocol only")
+
+
+def iter_counts(dump: Dump, what_if: WhatIf | None = None, *, nan_policy: str = "raise",
+                batch_rows: int | None = None) -> Iterator[tuple[Batch, RowCounts]]:
+    """``(batch, counts)`` for every batch of ``dump``, under ``what_if`` when given.
+
+    A reader may raise :class:`tieeval.io.base.ReadAgain` part-way (it changed how it reads);
+    use :func:`read_with_restarts` to start the consumer over.
+    """
+    check_nan_policy(nan_policy)
+    what_if = what_if or NO_WHAT_IF
+    check_single_positive(dump)
+    for batch in dump.batches(batch_rows):
+        yield batch, what_if.counts(batch, nan_policy, dump.path)
+
+
+def read_with_restarts(dump: Dump, consume):
+    """``consume()`` -- which reads ``dump`` from the start -- again if the reader asks to
+    start over (:class:`tieeval.io.base.ReadAgain`; a reader restarts at most once)."""
+    for _ in range(3):
+        try:
+            return consume()
+        except ReadAgain as exc:
+            dump.start_over(exc)  # e.g. a long label column holds relevance labels
+    raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
+
+
+def evaluate_dump_what_if(dump: Dump, metrics: list[Metric] | None = None,
+                          what_if: WhatIf | None = None, *, nan_policy: str = "raise",
+                          batch_rows: int | None = None,
+                          labels: dict | None = None) -> WhatIfRunResult:
+    """Evaluate an opened dump under ``what_if``; like :func:`tieeval.engine.local.evaluate_dump`
+    (in this process: what-ifs are not parallelised).
+
+    ``dtype`` in the result stays the stored dtype; the cast is recorded in ``what_if``.
+    """
+    metrics = default_metrics(_DEFAULT_KS) if metrics is None else list(metrics)
+    what_if = what_if or NO_WHAT_IF
+
+    def consume():
+        acc = Accumulator(metrics)
+        for _, counts in iter_counts(dump, what_if, nan_policy=nan_policy,
+                                     batch_rows=batch_rows):
+            acc.add(counts)
+        return acc
+
+    acc = read_with_restarts(dump, consume)
+    base = acc.result(dump.path, dump.dtype, {**dump.metadata, **(labels or {})})
+    base.warnings[:0] = list(getattr(dump, "warnings", []))
+    return WhatIfRunResult(**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                           what_if=what_if)

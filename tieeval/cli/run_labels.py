@@ -1,0 +1,77 @@
+"""Run labels on the command line: ``--meta KEY=VALUE`` and ``--template``, and evaluating
+files into labelled runs."""
+
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tieeval.cli.common import evaluate_files
+from tieeval.errors import TieevalError
+from tieeval.run_labels import LABEL_KEYS, Template, parse_meta, resolve_labels
+
+
+class MetaType(click.ParamType):
+    """``KEY=VALUE`` with KEY one of the run labels."""
+
+    name = "KEY=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            (key, text), = parse_meta([value]).items()
+        except TieevalError as exc:
+            self.fail(str(exc), param, ctx)
+        return key, text
+
+
+class TemplateType(click.ParamType):
+    name = "TEMPLATE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Template):
+            return value
+        try:
+            return Template.parse(value)
+        except TieevalError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def label_options(f):
+    """``--meta`` and ``--template``: where run labels come from besides the files."""
+    f = click.option("--template", type=TemplateType(), default=None,
+                     help="Read labels from the paths, e.g. "
+                          "'{method}/{dataset}_{task}_seed{seed}.npz' (matched against the "
+                          "end of each path; '*' matches within a folder name).")(f)
+    f = click.option("--meta", "meta", type=MetaType(), multiple=True,
+                     help=f"Set a label on every FILE, repeatable: --meta method=ConsRec "
+                          f"(labels: {', '.join(LABEL_KEYS)}). Beats --template, which "
+                          "beats the file's own metadata, which beats the file name.")(f)
+    return f
+
+
+def meta_dict(meta) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in meta:
+        if key in out and out[key] != value:
+            raise click.BadParameter(f"label {key!r} given twice ({out[key]!r} and "
+                                     f"{value!r})", param_hint="'--meta'")
+        out[key] = value
+    return out
+
+
+def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False, **read_kwargs):
+    """Evaluate every FILE and give each run its labels (see :mod:`tieeval.run_labels`)."""
+    overrides = meta_dict(meta)
+    if template is not None:  # a path that does not fit fails before any file is read
+        for path in files:
+            if os.path.exists(path):  # a missing file gets the reader's "no such file"
+                resolve_labels(path, {}, meta=overrides, template=template)
+    runs = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
+    for run in runs:
+        # evaluate_dump put the file's own metadata in run.labels
+        run.labels = resolve_labels(run.path, run.labels, meta=overrides, template=template)
+    return runs

@@ -1,0 +1,125 @@
+"""Evaluate a dump's batches in worker processes and merge their Accumulators.
+
+Batches are independent and an :class:`~tieeval.kernels.single.Accumulator` holds only exact sums
+(integer counts, :class:`~tieeval.kernels.summation.ExactSum`), so merging partial accumulators in
+any order gives bit-for-bit the result of one process.
+
+Two ways to feed workers:
+
+* a dump with *parts* (matrix row ranges, Parquet row groups, long-layout spill partitions):
+  each worker opens the file itself and reads its part, so no scores cross a pipe;
+* a dump that can only be read front to back (a compressed NPZ member, a sorted long
+  stream): this process reads, workers count; at most ``2 * jobs`` batches are in flight,
+  which bounds memory.
+
+Workers start with ``forkserver`` where available (a clean server process forks them; forking
+a process that already runs pyarrow threads is unsafe) and ``spawn`` elsewhere. Errors are
+raised in dump order, so the message is the one a single process would give.
+"""
+
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+
+from tieeval.io.base import Dump
+from tieeval.kernels import fused as fused
+from tieeval.kernels.single import Accumulator, accumulate, batch_counts
+
+# Below this many input bytes a pool costs more to start than it saves.
+MIN_PARALLEL_BYTES = 32 << 20
+MIN_JOBS_FOR_SHIPPING = 3
+
+_POOL: dict = {}
+
+
+def _context():
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["tieeval.engine.local", "tieeval.io.parquet", "tieeval.engine.parallel"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def pool(jobs: int) -> ProcessPoolExecutor:
+    """A process pool of ``jobs`` workers, kept for the next dump of the same run."""
+    if jobs not in _POOL:
+        for old in _POOL.values():
+            old.shutdown(wait=False, cancel_futures=True)
+        _POOL.clear()
+        _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    return _POOL[jobs]
+
+
+@atexit.register
+def _shutdown() -> None:
+    for executor in _POOL.values():
+        executor.shutdown(wait=True, cancel_futures=True)
+    _POOL.clear()
+
+
+def _run_part(part, metrics, nan_policy, batch_rows, path, kernel=False):
+    fused.use(kernel)
+    acc = accumulate(part.batches(batch_rows), metrics, nan_policy, path)
+    return acc, acc.instances, part.nbytes
+
+
+def _run_batch(batch, metrics, nan_policy, path, kernel=False):
+    fused.use(kernel)
+    acc = Accumulator(metrics)
+    acc.add(batch_counts(batch, nan_policy, path))
+    return acc
+
+
+def accumulate_parallel(dump: Dump, metrics, *, jobs: int, nan_policy: str = "raise",
+                        batch_rows: int, progress=None) -> Accumulator:
+    """The dump's Accumulator, computed by ``jobs`` worker processes (see module doc)."""
+    parts = dump.parts
+    small = dump.nbytes and dump.nbytes < MIN_PARALLEL_BYTES
+    # A front-to-back source keeps this process busy reading (and decompressing): workers
+    # pay off only with cores to spare beside it. Measured on 2 cores, shipping batches to
+    # one worker was 1.7x slower than counting them here (benchmarks/README.md).
+    serial_source = parts is None and jobs < MIN_JOBS_FOR_SHIPPING
+    if jobs <= 1 or small or serial_source or (parts is not None and len(parts) < 2):
+        return accumulate(dump.batches(batch_rows), metrics, nan_policy, dump.path, progress)
+    executor = pool(jobs)
+    total = Accumulator(metrics)
+    if parts is not None:
+        futures = [executor.submit(_run_part, part, metrics, nan_policy, batch_rows, dump.path,
+                               fused.active())
+                   for part in parts]
+        try:
+            for fut in futures:  # in dump order, so the first error is the first in the dump
+                acc, rows, nbytes = fut.result()
+                total.merge(acc)
+                if progress is not None:
+                    progress(rows, nbytes)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+        return total
+    pending: deque = deque()
+
+    def drain(limit):
+        while len(pending) > limit:
+            fut, rows, nbytes = pending.popleft()
+            total.merge(fut.result())
+            if progress is not None:
+                progress(rows, nbytes)
+    try:
+        for batch in dump.batches(batch_rows):
+            pending.append((executor.submit(_run_batch, batch, metrics, nan_policy, dump.path,
+                                            fused.active()),
+                            batch.rows, batch.nbytes))
+            drain(2 * jobs)
+        drain(0)
+    except BaseException:
+        for fut, _, _ in pending:
+            fut.cancel()
+        raise
+    return total

@@ -1,0 +1,114 @@
+"""Shared pyarrow helpers: open Parquet files for streaming, turn list columns into
+flat numpy arrays with row offsets, and name a damaged file in one line.
+
+pyarrow is imported on first use only, so NPY and NPZ dumps never pay for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from tieeval.errors import InputError
+
+# ---------------------------------------------------------------------------------------
+# Parquet
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a run-time dependency
+        raise InputError("reading Parquet needs pyarrow: pip install pyarrow") from None
+    return pa, pq
+
+
+def parquet_file(path: str):
+    """A ParquetFile that streams: no pre-buffering, pages read through a 1 MB buffer.
+
+    Measured with pyarrow 26 (benchmarks/README.md): ``iter_batches`` over a whole file
+    with the default ``pre_buffer=True`` keeps every row group's column chunks cached until
+    the iterator ends, so memory grows with the file; one row group at a time with
+    ``pre_buffer=False`` and a read buffer stays near one batch, whatever the row group size.
+    """
+    st = os.stat(path)
+    return _parquet_file(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parquet_file(path: str, mtime_ns: int, size: int):
+    _, pq = _pyarrow()
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+
+
+def _parquet_error(path: str, exc: Exception, where: str = "") -> InputError:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return InputError(f"{path}: corrupted or truncated Parquet file ({where}{text})")
+
+
+def check_same_columns(first: str, schema, others, columns) -> None:
+    """Every ``(file, schema)`` of ``others`` has each of ``columns`` with the type it has in
+    ``schema``, the schema of the dataset's ``first`` file."""
+    for file, other in others:
+        for col in columns:
+            if col not in other.names or other.field(col).type != schema.field(col).type:
+                found = other.field(col).type if col in other.names else "no such column"
+                raise InputError(f"{file}: column '{col}' differs from {first} "
+                                 f"({found} vs {schema.field(col).type}); a dataset's files "
+                                 "must share one schema")
+
+
+def compressed_size(rg) -> int:
+    """Bytes a row group occupies in its file (the sum of its column chunks)."""
+    return int(sum(rg.column(i).total_compressed_size for i in range(rg.num_columns)))
+
+
+def arrow_lists(path: str, column, what: str, where) -> tuple[np.ndarray, np.ndarray]:
+    """A list-typed Arrow column -> (flat numpy values, int64 offsets from 0); a null row or
+    value is an InputError naming the row as ``where(i)`` (i counted in this column)."""
+    pa, _ = _pyarrow()
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if arr.null_count:
+        i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"{path}: {where(i)}: '{what}' is null")
+    if pa.types.is_fixed_size_list(arr.type):
+        flat = arr.flatten()
+        offsets = np.arange(len(arr) + 1, dtype=np.int64) * arr.type.list_size
+    else:
+        offsets = arr.offsets.to_numpy().astype(np.int64)
+        flat = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        offsets = offsets - offsets[0]
+    if flat.null_count:
+        pos = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
+        i = int(np.searchsorted(offsets, pos, side="right") - 1)
+        raise InputError(f"{path}: {where(i)}: '{what}' holds a null value")
+    return flat.to_numpy(zero_copy_only=False), offsets
+
+
+def list_to_numpy(path: str, column, start: int, what: str):
+    """A list-typed Arrow column -> (values, offsets) or a dense 2-D array (offsets None)."""
+    values, offsets = arrow_lists(path, column, what, lambda i: f"row {start + i}")
+    lengths = np.diff(offsets)
+    if lengths.size and lengths.min() < 1:
+        i = int(np.flatnonzero(lengths < 1)[0])
+        raise InputError(f"{path}: row {start + i}: no candidates (a row needs at least one)")
+    if lengths.size and lengths.min() == lengths.max():
+        return values.reshape(len(lengths), int(lengths[0])), None
+    return values, offsets
+
+
+
+def open_parquet_files(files: list[str]) -> list:
+    """``[(file, ParquetFile, schema)]`` for each file, a damaged one named in one line."""
+    pa, _ = _pyarrow()
+    opened = []
+    for file in files:
+        try:
+            pf = parquet_file(file)
+            schema = pf.schema_arrow
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _parquet_error(file, exc) from None
+        opened.append((file, pf, schema))
+    return opened

@@ -1,0 +1,285 @@
+"""The types every reader shares: :class:`ReadOptions`, one :class:`Batch` (scores plus
+whatever relevance the dump carries), :class:`Dump`, and the format and path helpers."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+
+pass
+
+FORMATS = ("npy", "npz", "parquet", "csv")
+LAYOUTS = ("auto", "wide", "long")
+_SUFFIXES = {".npy": "npy", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet",
+             ".csv": "csv", ".gz": "csv"}
+_MAGIC = ((b"\x93NUMPY", "npy"), (b"PK\x03\x04", "npz"), (b"PAR1", "parquet"))
+DEFAULT_BATCH_ROWS = 1 << 16  # the most rows in one batch
+TARGET_BATCH_BYTES = 16 << 20  # automatic batches hold about this many bytes of scores
+PART_BYTES = 64 << 20  # matrix dumps are cut into parts of about this size for workers
+LARGE_ROW_GROUP_BYTES = 512 << 20
+SCORE_DTYPES = ("float16", "float32", "float64")
+
+
+class ReadAgain(Exception):
+    """Raised by a dump's batch iterator that changed how it reads (the long layout found
+    its rows were not sorted by instance and regrouped them): start the run over.
+
+    A consumer that catches it calls :meth:`Dump.start_over` with it before reading again.
+    """
+
+
+class RelevanceLabelsFound(ReadAgain):
+    """Raised by a long-layout reader whose ``label`` column turned out to hold relevance
+    labels: a value other than 0 and 1 (``by_value``), or an instance without exactly one
+    positive. :meth:`Dump.start_over` then switches the dump to the relevance-label path
+    (it gains ``relevance``, as a wide dump with a ``labels`` field), and the run starts
+    over."""
+
+    def __init__(self, message: str = "", by_value: bool = False):
+        super().__init__(message, by_value)  # both in args: it crosses process boundaries
+        self.by_value = by_value
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+@dataclass
+class ReadOptions:
+    """Names of the fields to read, the layout, and where the positive sits.
+
+    Wide layout: ``scores`` (a matrix or list column) and ``positive``. Long layout:
+    ``instance``, ``position``, ``score`` and ``label`` columns (None: the defaults
+    ``instance``, ``position``, ``score``, ``label``). ``score_dtype`` parses CSV scores
+    (text has no dtype; default float64).
+    """
+
+    scores: str = "scores"
+    positive: str = "positive"
+    positive_index: int | None = None  # None: column 0 unless the dump has a positive field
+    layout: str = "auto"
+    instance: str | None = None
+    position: str | None = None
+    score: str | None = None
+    label: str | None = None
+    score_dtype: str | None = None
+
+    @property
+    def long_columns(self) -> dict[str, str]:
+        return {"instance": self.instance or "instance", "position": self.position or "position",
+                "score": self.score or "score", "label": self.label or "label"}
+
+    @property
+    def long_options_given(self) -> list[str]:
+        return [f"--{k}-column" for k in ("instance", "position", "score", "label")
+                if getattr(self, k) is not None] + (
+                    ["--score-dtype"] if self.score_dtype is not None else [])
+
+
+@dataclass
+class Batch:
+    """Consecutive rows of a dump.
+
+    Dense: ``scores`` is 2-D and ``offsets`` is None. Ragged: ``scores`` is the flat values
+    and row i is ``scores[offsets[i]:offsets[i+1]]``. ``positive`` holds each row's positive
+    column (int64, already range-checked); ``start`` is the dump row of the first row.
+    ``labels``, when the dump carries relevance labels, has the same layout as ``scores``
+    (graded gains > 0, 0 unobserved, < 0 explicit negatives); ``positive`` is then unused.
+    ``ids`` (long layout) holds each row's instance id, for messages; ``nbytes`` is the
+    share of the input this batch accounts for (for progress reports). ``items``, when the
+    dump carries candidate ids, has the scores' layout too (see :mod:`tieeval.io.relevance`).
+    """
+
+    scores: np.ndarray
+    positive: np.ndarray
+    start: int
+    offsets: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    ids: np.ndarray | None = None
+    nbytes: int = 0
+    items: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.positive)
+
+    def lengths(self) -> np.ndarray:
+        if self.offsets is None:
+            return np.full(self.rows, self.scores.shape[1], dtype=np.int64)
+        return np.diff(self.offsets).astype(np.int64)
+
+    def where(self, i: int) -> str:
+        """How messages name batch row ``i``: the dump row, or the long layout's instance."""
+        if self.ids is not None:
+            return f"instance {instance_name(self.ids[i])}"
+        return f"row {self.start + i}"
+
+
+def instance_name(value) -> str:
+    """An instance id as messages show it: integers plain, strings quoted."""
+    if isinstance(value, (str, bytes)):
+        return repr(value)
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return str(value)
+
+
+@dataclass
+class Dump:
+    """An opened score dump: its format, score dtype, metadata, and a batch iterator.
+
+    ``rows`` is the instance count when known before reading (None for the long layout),
+    ``nbytes`` the input size for progress reports, ``row_bytes`` the bytes of one row of
+    scores (for automatic batch sizes), ``warnings`` what the reader noticed on opening.
+    ``parts``, when not None, lists independently readable pieces in dump order.
+    """
+
+    path: str
+    format: str
+    dtype: np.dtype
+    metadata: dict[str, str] = field(default_factory=dict)
+    _batches: object = None
+    layout: str = "wide"
+    rows: int | None = None
+    nbytes: int = 0
+    row_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)
+    parts: list | None = None
+    _settle: object = None
+    _verify: object = None
+    _start_over: object = None
+
+    def verify(self) -> None:
+        """Raise the input's own corruption error, if it has one. Called when a batch gave a
+        data error: a damaged compressed member decodes to garbage (say, a NaN) before its
+        CRC is checked at the end, and the damage is the error to report."""
+        if self._verify is not None:
+            self._verify()
+
+    def settle(self) -> None:
+        """Make :meth:`batches` a single pass that never raises :class:`ReadAgain` (the
+        long layout checks its order, and what its label column holds, first); callers
+        that cannot start over call this."""
+        if self._settle is not None:
+            self._settle()
+
+    def start_over(self, reason: ReadAgain) -> None:
+        """Prepare to be read from the start after :meth:`batches` raised ``reason`` (a
+        :class:`ReadAgain`, possibly from a worker process reading a part)."""
+        if self._start_over is not None:
+            self._start_over(reason)
+
+    def batch_size(self, batch_rows: int | None = None) -> int:
+        """``batch_rows``, or (None) as many rows as fit :data:`TARGET_BATCH_BYTES`."""
+        if batch_rows is not None:
+            if isinstance(batch_rows, bool) or int(batch_rows) < 1:
+                raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}")
+            return int(batch_rows)
+        if self.row_bytes <= 0:
+            return DEFAULT_BATCH_ROWS
+        return int(max(64, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
+
+    def batches(self, batch_rows: int | None = None) -> Iterator[Batch]:
+        size = self.batch_size(batch_rows)
+        if self.parts is not None:
+            return self._part_batches(self.parts, size)
+        return self._batches(size)
+
+    def _part_batches(self, parts, size: int) -> Iterator[Batch]:
+        try:
+            for part in parts:
+                yield from part.batches(size)
+        except ReadAgain as exc:  # a part learned something about the dump: tell it
+            self.start_over(exc)
+            raise
+
+
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def remote_uri(path) -> bool:
+    """True for a URI only Spark can open (``hdfs://``, ``s3a://``, ``gs://``, ...): nothing
+    here may look for it on the local disk. Plain paths and ``file://`` URIs are local."""
+    m = _URI_SCHEME.match(os.fspath(path))
+    return m is not None and m.group(1).lower() != "file"
+
+
+def local_path(path) -> str:
+    """A local path or ``file://`` URI as a path of this machine's file system."""
+    path = os.fspath(path)
+    if path.lower().startswith("file://"):
+        return unquote(urlparse(path).path)
+    return path
+
+
+def detect_format(path: str) -> str:
+    """The dump format from the file suffix, else from its first bytes."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".gz" and not path.lower().endswith(".csv.gz"):
+        suffix = ""
+    if suffix in _SUFFIXES:
+        return _SUFFIXES[suffix]
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    for magic, fmt in _MAGIC:
+        if head.startswith(magic):
+            return fmt
+    raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); long-layout "
+                     "dumps may also be .csv")
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ParameterError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return layout
+
+RELEVANCE_FIELDS = ("labels", "positives", "negatives", "items")
+
+
+@dataclass
+class RelevanceReadOptions(ReadOptions):
+    """:class:`~tieeval.io.base.ReadOptions` plus the names of the relevance fields.
+
+    ``qrels``: a TREC qrels file; the path opened is then a TREC run (:mod:`tieeval.io.trec`).
+    """
+
+    labels: str = "labels"
+    positives: str = "positives"
+    negatives: str = "negatives"
+    items: str = "items"
+    qrels: str | None = None
+
+
+@dataclass(frozen=True)
+class RelevanceInfo:
+    """What a dump carries besides scores.
+
+    ``source``: where the labels come from, ``"labels"``, ``"positives"`` (the
+    ``positives`` / ``negatives`` fields) or ``"trec"`` (a run and its qrels); None for a
+    single-positive dump. ``items``: candidate ids are present. ``original``: the
+    'original' ordering, ``"argsort"`` (``np.argsort(row * -1)``) or ``"given"`` (rows are
+    listed as the system ranked them). ``unranked``: batches carry judged items missing
+    from the ranking (TREC). ``fields``: the field names read.
+    """
+
+    source: str | None
+    items: bool = False
+    original: str = "argsort"
+    unranked: bool = False
+    fields: tuple = ()
+
+
+@dataclass
+class LabelledDump(Dump):
+    """A :class:`~tieeval.io.base.Dump` whose batches carry relevance fields (see module doc)."""
+
+    relevance: RelevanceInfo | None = None

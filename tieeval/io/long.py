@@ -1,0 +1,716 @@
+"""The long (tidy) layout: one row per (instance, candidate), rows in any order.
+
+SQL and Spark pipelines write scores this way. Columns (names configurable):
+
+* ``instance``: the test instance (integer or string id);
+* ``position``: the candidate's place in the codebase's candidate list (integers, distinct
+  within an instance). The engines that write long tables do not keep row order, and the
+  Original column needs the list order back: rows are regrouped per instance and ordered by
+  position, so ``np.argsort(scores * -1)`` sees the same row the codebase saw;
+* ``score``: the score, in its stored dtype (CSV text is parsed as ``score_dtype``);
+* ``label`` (optional): 1 for the positive and 0 otherwise, exactly one positive per
+  instance: the single-positive protocol and its sort-free path. Any other content -- a
+  graded or continuous gain, a negative value (an explicit dislike), several positives in an
+  instance, or none -- makes them relevance labels, read as a wide dump's ``labels`` field
+  (:mod:`tieeval.io.relevance`): ``> 0`` relevant with that gain, ``0`` unobserved, ``< 0``
+  an explicit negative. Without the column the positive is the candidate at
+  ``positive_index`` in position order (default the first), as in the wide layout.
+
+Which of the two a label column holds is known only once every instance has been seen, so
+the reader starts on the single-positive path and, at the first instance that says
+otherwise, raises :class:`~tieeval.io.base.RelevanceLabelsFound`: the consumer calls
+:meth:`~tieeval.io.base.Dump.start_over`, which gives the dump ``relevance`` (source
+``"labels"``), and the run starts over on the relevance path. Single-positive dumps never
+pay for the check beyond a comparison per row.
+
+Memory. Rows sorted by instance (``ORDER BY instance``; the order inside an instance does
+not matter) stream in one pass with memory bounded by the batch: an instance is complete
+when the next one starts. Otherwise, the first out-of-order row makes the reader start over
+and regroup through temporary Arrow files (hash partitions of about
+:data:`SPILL_PART_BYTES` under ``$TMPDIR``, at most :data:`MAX_SPILL_PARTS` of them), one
+partition in memory at a time: memory stays bounded, at the cost of writing the data once
+more to disk. Either way one instance must fit in memory.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import tempfile
+import weakref
+import zlib
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.arrow import _parquet_error, _pyarrow, compressed_size, parquet_file
+from tieeval.io.base import (
+    DEFAULT_BATCH_ROWS,
+    Batch,
+    Dump,
+    ReadAgain,
+    ReadOptions,
+    RelevanceLabelsFound,
+    instance_name,
+)
+from tieeval.io.checks import (
+    check_score_dtype,
+    positive_index_conflict,
+    resolve_positive,
+)
+
+SPILL_PART_BYTES = 16 << 20  # measured: smaller partitions group faster and leaner
+MAX_SPILL_PARTS = 512  # open files at once while spilling
+CSV_BLOCK_BYTES = 8 << 20
+
+
+# ---------------------------------------------------------------------------------------
+# rows as they come from a source: arrays of one chunk
+
+@dataclass
+class Rows:
+    """A chunk of long-layout rows: instance ids (an Arrow array), position, score, label."""
+
+    ids: object  # pyarrow.Array (integer or string)
+    position: np.ndarray
+    score: np.ndarray
+    label: np.ndarray | None
+    nbytes: int = 0
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def slice(self, lo: int, hi: int | None = None) -> "Rows":
+        hi = len(self) if hi is None else hi
+        return Rows(self.ids.slice(lo, hi - lo), self.position[lo:hi], self.score[lo:hi],
+                    None if self.label is None else self.label[lo:hi], 0)
+
+    @staticmethod
+    def concat(a: "Rows | None", b: "Rows") -> "Rows":
+        if a is None or len(a) == 0:
+            return b
+        pa, _ = _pyarrow()
+        return Rows(pa.concat_arrays([a.ids, b.ids]), np.concatenate([a.position, b.position]),
+                    np.concatenate([a.score, b.score]),
+                    None if b.label is None else np.concatenate([a.label, b.label]), b.nbytes)
+
+
+def _is_int_ids(ids) -> bool:
+    pa, _ = _pyarrow()
+    return pa.types.is_integer(ids.type)
+
+
+def _run_starts(ids) -> np.ndarray:
+    """Indices where a new instance id starts (ids compared with their predecessor)."""
+    n = len(ids)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        if _is_int_ids(ids):
+            v = ids.to_numpy()
+            new[1:] = v[1:] != v[:-1]
+        else:
+            import pyarrow.compute as pc
+            new[1:] = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(
+                zero_copy_only=False)
+    return new
+
+
+def _is_sorted(ids) -> bool:
+    n = len(ids)
+    if n < 2:
+        return True
+    if _is_int_ids(ids):
+        v = ids.to_numpy()
+        return not bool(np.any(v[1:] < v[:-1]))
+    import pyarrow.compute as pc
+    return not pc.any(pc.less(ids.slice(1), ids.slice(0, n - 1))).as_py()
+
+
+def _id_values(ids, index: np.ndarray) -> np.ndarray:
+    taken = ids.take(index)
+    if _is_int_ids(ids):
+        return taken.to_numpy()
+    return np.array(taken.to_pylist(), dtype=object)
+
+
+# ---------------------------------------------------------------------------------------
+# complete instances -> batches
+
+def _order(codes: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """Row order by (instance code, position): one argsort of a combined int64 key when the
+    ranges allow it (about 4x faster than the two-key lexsort), else the lexsort."""
+    cmin, cmax = int(codes.min()), int(codes.max())
+    pmin, pmax = int(position.min()), int(position.max())
+    span = pmax - pmin + 1
+    if (cmax - cmin + 1) * span < (1 << 62):
+        key = (codes - cmin) * span + (position - pmin)
+        return np.argsort(key)
+    return np.lexsort((position, codes))
+
+
+def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
+               batch_rows: int, start: int = 0, relevance: bool = False) -> Iterator[Batch]:
+    """Batches of the complete instances in ``rows``; ``codes`` numbers each row's instance.
+
+    Candidates are ordered by position inside each instance; instances in code order.
+    ``relevance``: the label column holds relevance labels (batches carry them, ``positive``
+    is unused); otherwise labels other than one 1 per instance raise
+    :class:`~tieeval.io.base.RelevanceLabelsFound`.
+    """
+    n = len(rows)
+    if n == 0:
+        return
+    order = _order(codes, rows.position)
+    c = codes[order]
+    p = rows.position[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = c[1:] != c[:-1]
+    starts = np.flatnonzero(new)
+    ids = _id_values(rows.ids, order[starts])
+    dup = np.flatnonzero(~new[1:] & (p[1:] == p[:-1]))
+    if dup.size:
+        g = int(np.searchsorted(starts, dup[0] + 1, side="right") - 1)
+        raise InputError(f"{path}: instance {instance_name(ids[g])}: position "
+                         f"{int(p[dup[0] + 1])} appears twice (positions must be distinct "
+                         "within an instance)")
+    scores = rows.score[order]
+    offsets = np.append(starts, n).astype(np.int64)
+    lengths = np.diff(offsets)
+    labels = None
+    if rows.label is not None:
+        labels = rows.label[order]
+        if relevance:
+            _check_finite(path, labels, starts, ids, options.long_columns["label"])
+            positive = np.zeros(len(starts), dtype=np.int64)
+        else:
+            positive = _single_positive(path, labels, starts, ids,
+                                        options.long_columns["label"])
+    else:
+        index = 0 if options.positive_index is None else options.positive_index
+        try:
+            positive = resolve_positive(path, np.full(len(starts), index, dtype=np.int64),
+                                        lengths, 0)
+        except InputError:
+            g = int(np.flatnonzero((index >= lengths) | (index < -lengths))[0])
+            raise InputError(f"{path}: instance {instance_name(ids[g])}: positive index "
+                             f"{index} is out of range for {int(lengths[g])} candidate(s)"
+                             ) from None
+    share = rows.nbytes
+    total = len(starts)
+    for lo in range(0, total, batch_rows):
+        hi = min(lo + batch_rows, total)
+        a, b = int(offsets[lo]), int(offsets[hi])
+        off = offsets[lo:hi + 1] - a
+        lens = lengths[lo:hi]
+        s = scores[a:b]
+        lab = None if labels is None else labels[a:b]
+        if lens.min() == lens.max():  # equal lengths: the dense kernel
+            s = s.reshape(hi - lo, int(lens[0]))
+            lab = None if lab is None else lab.reshape(hi - lo, int(lens[0]))
+            off = None
+        yield Batch(s, positive[lo:hi], start + lo, off, lab, ids[lo:hi],
+                    share * (hi - lo) // total)
+
+
+def _single_positive(path, labels, starts, ids, name) -> np.ndarray:
+    """Each instance's positive when the labels are one 1 per instance and 0 elsewhere;
+    else :class:`~tieeval.io.base.RelevanceLabelsFound` naming the first instance that differs."""
+    is_pos = labels == 1
+    count = np.add.reduceat(is_pos.astype(np.int64), starts)
+    other = np.flatnonzero((labels != 0) & ~is_pos)
+    if other.size or (count != 1).any():
+        first = (int(np.searchsorted(starts, other[0], side="right") - 1) if other.size
+                 else len(starts))
+        wrong = np.flatnonzero(count != 1)
+        g = min(first, int(wrong[0]) if wrong.size else len(starts))
+        what = (f"label {labels[other[0]].item()!r}" if g == first else
+                f"{int(count[g])} candidates with label 1")
+        raise RelevanceLabelsFound(f"{path}: instance {instance_name(ids[g])}: {what} in column "
+                                   f"'{name}', so it holds relevance labels", g == first)
+    return np.flatnonzero(is_pos) - starts
+
+
+def _check_finite(path, labels, starts, ids, name) -> None:
+    if labels.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(labels))
+        if bad.size:
+            g = int(np.searchsorted(starts, bad[0], side="right") - 1)
+            raise InputError(f"{path}: instance {instance_name(ids[g])}: '{name}' holds "
+                             f"{labels[bad[0]]} (labels must be finite)")
+
+
+# ---------------------------------------------------------------------------------------
+# sources: Parquet files or a CSV file -> Rows chunks
+
+def _check_columns(path, names, options, types, score_from_csv=False):
+    pa, _ = _pyarrow()
+    cols = options.long_columns
+    for key in ("instance", "position", "score"):
+        if cols[key] not in names:
+            need = {"instance": "the test instance each row belongs to",
+                    "position": "each candidate's place in the codebase's list, which the "
+                                "Original column needs",
+                    "score": "the candidate's score"}[key]
+            raise InputError(f"{path}: long layout: no column '{cols[key]}' ({need}; found: "
+                             f"{', '.join(names)}; rename with --{key}-column)")
+    has_label = cols["label"] in names
+    if has_label and options.positive_index is not None:
+        raise positive_index_conflict(path, cols["label"], "column")
+    itype = types(cols["instance"])
+    if not (pa.types.is_integer(itype) or pa.types.is_string(itype)
+            or pa.types.is_large_string(itype)):
+        raise InputError(f"{path}: column '{cols['instance']}' must hold integer or string "
+                         f"ids, got {itype}")
+    ptype = types(cols["position"])
+    if not pa.types.is_integer(ptype):
+        raise InputError(f"{path}: column '{cols['position']}' must hold integers, got {ptype}")
+    stype = types(cols["score"])
+    if not (pa.types.is_floating(stype) or pa.types.is_integer(stype)):
+        raise InputError(f"{path}: column '{cols['score']}' must hold numbers, got {stype}")
+    if has_label:
+        ltype = types(cols["label"])
+        if not (pa.types.is_integer(ltype) or pa.types.is_floating(ltype)
+                or pa.types.is_boolean(ltype)):
+            raise InputError(f"{path}: column '{cols['label']}' must hold numbers (1 for the "
+                             f"positive, or relevance labels), got {ltype}")
+    dtype = check_score_dtype(path, stype.to_pandas_dtype(), f"'{cols['score']}'")
+    return has_label, dtype
+
+
+def _rows_from(path: str, table, cols, has_label, nbytes: int) -> Rows:
+    pa, _ = _pyarrow()
+    arrays = {}
+    for key in ("instance", "position", "score") + (("label",) if has_label else ()):
+        col = table.column(cols[key])
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if col.null_count:
+            raise InputError(f"{path}: column '{cols[key]}' holds null values (every row needs "
+                             f"an {key})" if key == "instance" else
+                             f"{path}: column '{cols[key]}' holds null values (every row needs "
+                             f"a {key})")
+        arrays[key] = col
+    ids = arrays["instance"]
+    if pa.types.is_large_string(ids.type):
+        ids = ids.cast(pa.string())
+    label = None
+    if has_label:
+        label = arrays["label"].to_numpy(zero_copy_only=False)
+        if label.dtype == bool:
+            label = label.astype(np.int8)
+    return Rows(ids, arrays["position"].to_numpy().astype(np.int64, copy=False),
+                arrays["score"].to_numpy(zero_copy_only=False), label, nbytes)
+
+
+class _Source:
+    """Where long rows come from; ``chunks()`` reads them front to back."""
+
+    path: str
+    cols: dict
+    has_label: bool
+    dtype: np.dtype
+    size_hint: int  # uncompressed bytes, for the number of spill partitions
+
+    def chunks(self, rows: int) -> Iterator[Rows]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class _ParquetSource(_Source):
+    def __init__(self, path, files, options):
+        pa, _ = _pyarrow()
+        self.path, self.files = path, files
+        first = files[0]
+        schema = parquet_file(first).schema_arrow
+        self.cols = options.long_columns
+        self.has_label, self.dtype = _check_columns(
+            first if len(files) > 1 else path, schema.names, options,
+            lambda name: schema.field(name).type)
+        self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
+            [self.cols["label"]] if self.has_label else [])
+        total_rows, self.size_hint, self.nbytes = 0, 0, 0
+        for file in files:
+            pf = parquet_file(file)
+            other = pf.schema_arrow
+            for col in self.columns:
+                if col not in other.names or other.field(col).type != schema.field(col).type:
+                    raise InputError(f"{file}: column '{col}' differs from {first}; a "
+                                     "dataset's files must share one schema")
+            meta = pf.metadata
+            total_rows += meta.num_rows
+            for g in range(meta.num_row_groups):
+                rg = meta.row_group(g)
+                self.size_hint += rg.total_byte_size
+                self.nbytes += compressed_size(rg)
+        if total_rows == 0:
+            raise InputError(f"{path}: no instances (empty dump)")
+        raw = schema.metadata or {}
+        self.metadata = {k.decode(): v.decode() for k, v in raw.items()
+                         if not k.startswith(b"ARROW:") and k != b"pandas"}
+
+    def chunks(self, rows):
+        pa, _ = _pyarrow()
+        for file in self.files:
+            pf = parquet_file(file)
+            meta = pf.metadata
+            for g in range(meta.num_row_groups):
+                rg = meta.row_group(g)
+                if rg.num_rows == 0:
+                    continue
+                try:
+                    for record in pf.iter_batches(batch_size=rows, row_groups=[g],
+                                                  columns=self.columns, use_threads=False):
+                        share = compressed_size(rg) * record.num_rows // rg.num_rows
+                        yield _rows_from(file, record, self.cols, self.has_label, share)
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise _parquet_error(file, exc, f"row group {g}: ") from None
+
+
+class _CsvSource(_Source):
+    def __init__(self, path, options):
+        pa, _ = _pyarrow()
+        self.path = path
+        self.options = options
+        self.cols = options.long_columns
+        header = self._header()
+        self.metadata = {}
+        self.nbytes = os.path.getsize(path)
+        self.size_hint = self.nbytes * (4 if path.lower().endswith(".gz") else 1)
+        missing_core = [self.cols[k] for k in ("instance", "score") if self.cols[k] not in header]
+        if missing_core and options.layout == "auto" and not options.long_options_given:
+            raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); a "
+                             ".csv is read in the long layout, with columns instance, position, "
+                             f"score and optionally label (found: {', '.join(header)})")
+        dtype = options.score_dtype or "float64"
+        self.column_types = {self.cols["score"]: pa.from_numpy_dtype(np.dtype(dtype)),
+                             self.cols["position"]: pa.int64()}
+        probe, _ = self._reader(include=[c for c in header])
+        try:
+            schema = probe.schema
+        finally:
+            probe.close()
+        self.has_label, self.dtype = _check_columns(path, header, options,
+                                                    lambda name: schema.field(name).type)
+        self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
+            [self.cols["label"]] if self.has_label else [])
+        itype = schema.field(self.cols["instance"]).type
+        # fix the id type seen in the first block, so a later block cannot change it
+        self.column_types[self.cols["instance"]] = (itype if pa.types.is_integer(itype)
+                                                    else pa.string())
+
+    def _open(self):
+        pa, _ = _pyarrow()
+        raw = pa.OSFile(self.path)
+        stream = pa.CompressedInputStream(raw, "gzip") if self.path.lower().endswith(".gz") \
+            else raw
+        return raw, stream
+
+    def _header(self) -> list[str]:
+        import csv
+        import gzip
+        import io as _io
+        try:
+            if self.path.lower().endswith(".gz"):
+                fh = _io.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8")
+            else:
+                fh = open(self.path, encoding="utf-8", newline="")
+            with fh:
+                first = fh.readline()
+        except (OSError, UnicodeDecodeError, EOFError) as exc:
+            raise InputError(f"{self.path}: cannot read CSV header ({exc})") from None
+        return next(csv.reader([first]), [])
+
+    def _reader(self, include, block=CSV_BLOCK_BYTES):
+        pa, _ = _pyarrow()
+        import pyarrow.csv as pcsv
+        raw, stream = self._open()
+        try:
+            reader = pcsv.open_csv(
+                stream, read_options=pcsv.ReadOptions(block_size=block, use_threads=False),
+                convert_options=pcsv.ConvertOptions(
+                    include_columns=include, null_values=[""],  # "nan" is a NaN score
+                    column_types={k: v for k, v in self.column_types.items() if k in include}))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise InputError(f"{self.path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
+        return reader, raw
+
+    def chunks(self, rows):
+        pa, _ = _pyarrow()
+        reader, raw = self._reader(self.columns)
+        seen = 0
+        empty = True
+        try:
+            while True:
+                try:
+                    record = reader.read_next_batch()
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise InputError(f"{self.path}: unreadable CSV "
+                                     f"({str(exc).splitlines()[0]})") from None
+                if record.num_rows == 0:
+                    continue
+                empty = False
+                now = raw.tell()
+                for lo in range(0, record.num_rows, rows):
+                    part = record.slice(lo, rows)
+                    share = (now - seen) * part.num_rows // record.num_rows
+                    yield _rows_from(self.path, part, self.cols, self.has_label, share)
+                seen = now
+        finally:
+            reader.close()
+        if empty:
+            raise InputError(f"{self.path}: no instances (empty dump)")
+
+
+# ---------------------------------------------------------------------------------------
+# sorted streaming, and regrouping through spill partitions
+
+class NotSorted(InputError):
+    """Long-layout rows that were expected sorted by instance are not."""
+
+
+def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
+                   batch_rows: int, relevance: bool = False) -> Iterator[Batch]:
+    """Batches of long rows sorted by instance (any order inside an instance), streamed:
+    an instance is complete when the next one starts. Raises :class:`NotSorted` at the
+    first row whose instance id is below its predecessor's. ``relevance``: as for
+    :func:`group_rows`."""
+    carry = None
+    done = 0
+    for rows in chunks:
+        rows = Rows.concat(carry, rows)
+        if not _is_sorted(rows.ids):
+            raise NotSorted(f"{path}: rows are not sorted by instance")
+        new = _run_starts(rows.ids)
+        starts = np.flatnonzero(new)
+        last = int(starts[-1])
+        if last > 0:
+            complete = rows.slice(0, last)
+            complete.nbytes = rows.nbytes
+            codes = np.cumsum(new[:last]) - 1
+            yield from group_rows(path, complete, codes, options, batch_rows, done, relevance)
+            done += len(starts) - 1
+            carry = rows.slice(last)
+        else:
+            carry = rows
+            carry.nbytes = rows.nbytes
+    if carry is not None and len(carry):
+        codes = np.zeros(len(carry), dtype=np.int64)
+        yield from group_rows(path, carry, codes, options, batch_rows, done, relevance)
+
+
+class _LongReader:
+    """The batch iterator of a long-layout dump (see the module docstring)."""
+
+    def __init__(self, source: _Source, options: ReadOptions):
+        self.source = source
+        self.options = options
+        self.dump: Dump | None = None
+        # the label column holds relevance labels (found by RelevanceLabelsFound)
+        self.relevance = False
+        # every instance has been seen with one positive: nothing left to find
+        self.labels_checked = not source.has_label
+
+    def __call__(self, batch_rows: int) -> Iterator[Batch]:
+        # Input rows per chunk: enough for a few batches of typical instances.
+        chunk = max(batch_rows * 8, 1 << 16)
+        try:
+            yield from sorted_batches(self.source.path, self.source.chunks(chunk), self.options,
+                                      batch_rows, self.relevance)
+            self.labels_checked = True
+        except NotSorted:
+            self._regroup()
+            raise ReadAgain() from None
+        except RelevanceLabelsFound as exc:
+            # a label other than 0 and 1 is one wherever its row sits, but an instance cut
+            # in two by rows out of order can look like it has no positive or two: only
+            # sorted rows prove that such labels are relevance labels
+            if not exc.by_value and not self._verified_sorted(chunk):
+                self._regroup()
+                raise ReadAgain() from None
+            self.start_over(exc)
+            raise
+        except InputError:
+            # A grouping error (a repeated position, a label that is not finite) may only
+            # mean the rows were not sorted after all: regroup, which finds the real error
+            # if any.
+            if self.dump.parts is None and not self._verified_sorted(chunk):
+                self._regroup()
+                raise ReadAgain() from None
+            raise
+
+    def settle(self) -> None:
+        if self.dump.parts is None and not self._verified_sorted(1 << 16):
+            self._regroup()
+        if not self.labels_checked:
+            # one pass to learn what the label column holds, so that the caller's pass
+            # never has to start over
+            size = DEFAULT_BATCH_ROWS
+            batches = (self.dump.batches(size) if self.dump.parts is not None else
+                       sorted_batches(self.source.path, self.source.chunks(size * 8),
+                                      self.options, size))
+            try:
+                for _ in batches:
+                    pass
+            except RelevanceLabelsFound as exc:
+                self.start_over(exc)
+            self.labels_checked = True
+
+    def start_over(self, reason: ReadAgain) -> None:
+        """After :class:`~tieeval.io.base.RelevanceLabelsFound`: read the label column as
+        relevance labels from now on (the dump gains ``relevance``, source ``labels``)."""
+        if not isinstance(reason, RelevanceLabelsFound) or self.relevance:
+            return
+        from tieeval.io.base import RelevanceInfo
+        self.relevance = self.labels_checked = True
+        dump = self.dump
+        dump.relevance = RelevanceInfo("labels", fields=(self.source.cols["label"],))
+        if dump.parts is not None:
+            dump.parts = [dataclasses.replace(p, relevance=True) for p in dump.parts]
+
+    def _verified_sorted(self, chunk: int) -> bool:
+        last = None
+        for rows in self.source.chunks(chunk):
+            rows = Rows.concat(last, rows)
+            if not _is_sorted(rows.ids):
+                return False
+            last = rows.slice(len(rows) - 1)
+        return True
+
+    def _regroup(self) -> None:
+        dump = self.dump
+        parts, tmp = spill(self.source, self.options, self.relevance)
+        dump.parts = parts
+        dump.warnings.append(
+            f"{self.source.path}: rows are not sorted by instance, so they were regrouped "
+            "through temporary files (sort by instance to stream in one pass)")
+        weakref.finalize(dump, shutil.rmtree, tmp, True)
+
+
+def _partition_of(ids, parts: int) -> np.ndarray:
+    if parts == 1:
+        return np.zeros(len(ids), dtype=np.int64)
+    if _is_int_ids(ids):
+        h = ids.to_numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        return ((h >> np.uint64(33)) % np.uint64(parts)).astype(np.int64)
+    enc = ids.dictionary_encode()
+    words = enc.dictionary.to_pylist()
+    table = np.array([zlib.crc32(w.encode("utf-8")) % parts for w in words], dtype=np.int64)
+    return table[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def spill(source: _Source, options: ReadOptions, relevance: bool = False):
+    """Hash-partition the rows by instance into temporary Arrow files; one part per file.
+    ``relevance``: the label column holds relevance labels (see :func:`group_rows`)."""
+    pa, _ = _pyarrow()
+    parts_n = min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
+    tmp = tempfile.mkdtemp(prefix="tieeval-long-")
+    writers: dict[int, object] = {}
+    sizes = {}
+    try:
+        for rows in source.chunks(1 << 20):
+            fields = {"instance": rows.ids, "position": rows.position, "score": rows.score}
+            if rows.label is not None:
+                fields["label"] = rows.label
+            record = pa.record_batch([pa.array(v) if isinstance(v, np.ndarray) else v
+                                      for v in fields.values()], names=list(fields))
+            where = _partition_of(rows.ids, parts_n)
+            order = np.argsort(where, kind="stable")
+            bounds = np.searchsorted(where[order], np.arange(parts_n + 1))
+            for p in range(parts_n):
+                lo, hi = int(bounds[p]), int(bounds[p + 1])
+                if lo == hi:
+                    continue
+                if p not in writers:
+                    sink = pa.OSFile(os.path.join(tmp, f"part-{p:05d}.arrow"), "wb")
+                    writers[p] = (sink, pa.ipc.new_stream(sink, record.schema))
+                    sizes[p] = 0
+                writers[p][1].write_batch(record.take(pa.array(order[lo:hi])))
+                sizes[p] += rows.nbytes * (hi - lo) // max(1, len(rows))
+    except BaseException:
+        for sink, writer in writers.values():
+            writer.close()
+            sink.close()
+        shutil.rmtree(tmp, True)
+        raise
+    for sink, writer in writers.values():
+        writer.close()
+        sink.close()
+    cols = {"instance": "instance", "position": "position", "score": "score", "label": "label"}
+    parts = [SpillPart(source.path, os.path.join(tmp, f"part-{p:05d}.arrow"), options,
+                       source.has_label, sizes[p], cols, relevance) for p in sorted(writers)]
+    return parts, tmp
+
+
+@dataclass(frozen=True)
+class SpillPart:
+    """One hash partition of a regrouped long dump: whole instances, any order inside."""
+
+    path: str
+    file: str
+    options: ReadOptions
+    has_label: bool
+    nbytes: int
+    cols: dict
+    relevance: bool = False  # the label column holds relevance labels
+    rows = None  # instances are counted only once grouped
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        pa, _ = _pyarrow()
+        with pa.OSFile(self.file) as fh:
+            table = pa.ipc.open_stream(fh).read_all()
+        rows = _rows_from(self.path, table, self.cols, self.has_label, self.nbytes)
+        if _is_int_ids(rows.ids) and rows.ids.type.bit_width < 64 or \
+                str(rows.ids.type) == "int64":
+            codes = rows.ids.to_numpy().astype(np.int64, copy=False)  # ids order instances
+        elif _is_int_ids(rows.ids):  # uint64 ids may not fit int64
+            _, codes = np.unique(rows.ids.to_numpy(), return_inverse=True)
+        else:
+            words = rows.ids.dictionary_encode()
+            rank = np.argsort(np.array(words.dictionary.to_pylist(), dtype=object))
+            inverse = np.empty_like(rank)
+            inverse[rank] = np.arange(len(rank))
+            codes = inverse[words.indices.to_numpy(zero_copy_only=False)]
+        yield from group_rows(self.path, rows, codes.ravel().astype(np.int64), self.options,
+                              batch_rows, relevance=self.relevance)
+
+
+# ---------------------------------------------------------------------------------------
+# openers (called by tieeval.io.open.open_dump)
+
+def _dump(source: _Source, fmt: str, options: ReadOptions) -> Dump:
+    from tieeval.io.base import LabelledDump
+    reader = _LongReader(source, options)
+    # relevance stays None (single-positive) until the label column proves otherwise
+    dump = LabelledDump(source.path, fmt, source.dtype, dict(source.metadata), reader,
+                        layout="long", rows=None, nbytes=source.nbytes, row_bytes=0)
+    reader.dump = dump
+    dump._settle = reader.settle
+    dump._start_over = reader.start_over
+    return dump
+
+
+def csv_columns(dump: Dump) -> tuple[list[str], bool]:
+    """A long CSV dump's header and whether its instance ids are integers (for Spark)."""
+    pa, _ = _pyarrow()
+    source = dump._batches.source
+    return source._header(), pa.types.is_integer(source.column_types[source.cols["instance"]])
+
+
+def open_long_parquet(path: str, opened, options: ReadOptions) -> Dump:
+    """A long-layout Parquet file or dataset; ``opened`` is [(file, ParquetFile, schema)]."""
+    return _dump(_ParquetSource(path, [f for f, _, _ in opened], options), "parquet", options)
+
+
+def open_long_csv(path: str, options: ReadOptions) -> Dump:
+    """A long-layout CSV file (optionally gzip-compressed, ``.csv.gz``) with a header row."""
+    if options.score_dtype is not None and options.score_dtype not in ("float16", "float32",
+                                                                       "float64"):
+        raise ParameterError(f"score_dtype must be float16, float32 or float64, got "
+                             f"{options.score_dtype!r}")
+    return _dump(_CsvSource(path, options), "csv", options)

@@ -1,0 +1,175 @@
+"""NPZ dumps: array ``scores`` and optional ``positive``, never unpickled. Stored members
+are memory-mapped like NPY; compressed members are decompressed in row chunks."""
+
+
+from __future__ import annotations
+
+import os
+import zipfile
+import zlib
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.io.base import Batch, Dump, ReadOptions
+from tieeval.io.checks import _check_matrix, _check_positive_field, _positive_for
+from tieeval.io.npy import (
+    ArraySpec,
+    _check_extent,
+    _load_error,
+    _matrix_parts,
+    _npy_header,
+)
+
+
+class _NpzMember:
+    """One ``.npy`` member of an NPZ archive: its header, and where or how to read it."""
+
+    def __init__(self, path: str, archive: zipfile.ZipFile, name: str):
+        self.path, self.archive, self.name = path, archive, name
+        self.info = archive.getinfo(name)
+        try:
+            with archive.open(self.info) as fh:
+                self.dtype, self.shape, self.fortran = _npy_header(fh, path, name)
+                self.header_bytes = fh.tell()
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+                NotImplementedError, RuntimeError) as exc:
+            raise _load_error(path, exc) from None
+
+    @property
+    def stored(self) -> bool:
+        return self.info.compress_type == zipfile.ZIP_STORED and not self.info.flag_bits & 1
+
+    def spec(self) -> ArraySpec:
+        """Where the array's bytes lie in the archive file (stored members only)."""
+        with open(self.path, "rb") as fh:
+            fh.seek(self.info.header_offset)
+            local = fh.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise InputError(f"{self.path}: corrupted or truncated file (bad local header of "
+                             f"member {self.name})")
+        name_len = int.from_bytes(local[26:28], "little")
+        extra_len = int.from_bytes(local[28:30], "little")
+        data = self.info.header_offset + 30 + name_len + extra_len
+        spec = ArraySpec(self.path, data + self.header_bytes, self.dtype, self.shape,
+                         self.fortran)
+        _check_extent(self.path, spec, min(os.path.getsize(self.path),
+                                           data + self.info.file_size))
+        return spec
+
+    def load(self) -> np.ndarray:
+        """The whole array (for small members: metadata, or a Fortran-order matrix)."""
+        try:
+            with self.archive.open(self.info) as fh:
+                return np.lib.format.read_array(fh, allow_pickle=False)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+            raise _load_error(self.path, exc) from None
+
+
+class _RowStream:
+    """Row chunks of a compressed ``.npy`` member, decompressed as they are read."""
+
+    def __init__(self, member: _NpzMember):
+        self.member = member
+        self.fh = member.archive.open(member.info)
+        self.fh.read(member.header_bytes)
+        self.row_bytes = int(np.prod(member.shape[1:], dtype=np.int64)) * member.dtype.itemsize
+
+    def read(self, rows: int) -> np.ndarray:
+        m = self.member
+        want = rows * self.row_bytes
+        try:
+            data = self.fh.read(want)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                             ) from None
+        if len(data) != want:
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} ends "
+                             "early)")
+        return np.frombuffer(data, dtype=m.dtype).reshape((rows,) + m.shape[1:])
+
+    def finish(self) -> None:
+        """Read to the end, which makes zipfile check the member's CRC."""
+        rest = 0
+        try:
+            while True:
+                chunk = self.fh.read(1 << 22)
+                if not chunk:
+                    break
+                rest += len(chunk)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            m = self.member
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                             ) from None
+        finally:
+            self.fh.close()
+        if rest:
+            raise InputError(f"{self.member.path}: corrupted or truncated file (member "
+                             f"{self.member.name} is longer than its header says)")
+
+
+def _open_npz(path: str, options: ReadOptions) -> Dump:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        # not a zip at all: np.load says whether it is a pickle or damaged
+        try:
+            np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc2:
+            raise _load_error(path, exc2) from None
+        raise _load_error(path, exc) from None
+    names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+    if options.scores not in names:
+        raise InputError(f"{path}: no array '{options.scores}' (found: "
+                         f"{', '.join(sorted(names)) or 'nothing'})")
+    scores = _NpzMember(path, archive, names[options.scores])
+    positive = (_NpzMember(path, archive, names[options.positive])
+                if options.positive in names else None)
+    metadata = {}
+    for name in sorted(set(names) - {options.scores, options.positive}):
+        member = _NpzMember(path, archive, names[name])  # refuses object arrays
+        if member.dtype.kind == "U" and int(np.prod(member.shape, dtype=np.int64)) == 1:
+            metadata[name] = str(member.load().reshape(()))
+    _check_matrix(path, scores, f"'{options.scores}'")
+    _check_positive_field(path, options, positive, scores.shape[0])
+    rows = scores.shape[0]
+    row_bytes = int(np.prod(scores.shape[1:], dtype=np.int64)) * scores.dtype.itemsize
+    common = dict(rows=rows, nbytes=os.path.getsize(path), row_bytes=row_bytes)
+    if scores.stored and (positive is None or positive.stored):
+        spec = scores.spec()
+        pspec = positive.spec() if positive is not None else None
+        archive.close()
+        return Dump(path, "npz", scores.dtype, metadata, None,
+                    parts=_matrix_parts(path, spec, pspec, options), **common)
+
+    warnings = []
+    if scores.fortran and not scores.stored:
+        warnings.append(f"{path}: '{options.scores}' is a compressed Fortran-order array, "
+                        "which cannot be read by rows: it is loaded whole (save it in C order "
+                        "with np.ascontiguousarray to stream it)")
+
+    def gen(batch_rows):
+        pos_all = positive.load() if positive is not None else None
+        if scores.fortran and not scores.stored:
+            whole = scores.load()
+            stream = None
+        else:
+            stream = _RowStream(scores)
+        cols = scores.shape[1]
+        for start in range(0, rows, batch_rows):
+            n = min(batch_rows, rows - start)
+            block = whole[start:start + n] if stream is None else stream.read(n)
+            stored = None if pos_all is None else pos_all[start:start + n]
+            lengths = np.full(n, cols, dtype=np.int64)
+            yield Batch(block, _positive_for(path, options, lengths, start, stored), start,
+                        nbytes=n * row_bytes)
+        if stream is not None:
+            stream.finish()
+    def verify():
+        for member in (scores, positive):
+            if member is not None and not member.stored:
+                _RowStream(member).finish()
+    return Dump(path, "npz", scores.dtype, metadata, gen, warnings=warnings, _verify=verify,
+                **common)

@@ -1,0 +1,175 @@
+"""Readers: a score dump on disk -> batches of rows ready for the kernels, in bounded memory.
+
+Supported layouts (one path = one run):
+
+* NPY: a bare ``(instances, candidates)`` score matrix, memory-mapped; pages already read are
+  released after each batch, so the resident set stays near one batch.
+* NPZ: array ``scores`` (same shape) and optional integer array ``positive`` (one column
+  index per row); 0-d string entries become run metadata. Never unpickled. Members stored
+  uncompressed (``np.savez``) are memory-mapped in place like NPY; compressed members
+  (``np.savez_compressed``) are decompressed in row chunks through the zip member, never
+  whole, and their CRC is checked at the end.
+* Parquet, a file or a directory of files (a multi-file dataset as Spark writes it): column
+  ``scores`` of list / large_list / fixed_size_list of numbers (rows may differ in length)
+  and optional integer column ``positive``; key-value metadata becomes run metadata. Read
+  row group by row group, page by page (``pre_buffer`` off), so memory follows the batch,
+  not the file or the row group.
+* Long (tidy) layout, Parquet or CSV: one row per (instance, candidate); see
+  :mod:`tieeval.io.long`.
+
+Without a ``positive`` field the positive is column ``positive_index`` (default 0).
+Nothing here casts the scores: they reach the kernels in their stored dtype.
+
+A dump is cut into *parts* (row ranges of a matrix, Parquet row groups, spill partitions)
+that can be read independently, in another process; :mod:`tieeval.engine.parallel` hands them to
+workers. Sources that can only be read front to back (a compressed NPZ member, a sorted
+long-format stream) have no parts and are read by one process.
+"""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.arrow import (
+    _parquet_error,
+    _pyarrow,
+    check_same_columns,
+    compressed_size,
+    list_to_numpy,
+    parquet_file,
+)
+from tieeval.io.base import LARGE_ROW_GROUP_BYTES, Batch, Dump, ReadOptions
+from tieeval.io.checks import (
+    _positive_for,
+    check_score_dtype,
+    positive_index_conflict,
+    require_scores_column,
+)
+
+
+def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
+    """A wide Parquet dump from its opened files (``[(file, ParquetFile, schema)]``)."""
+    pa, pq = _pyarrow()
+    files = [file for file, _, _ in opened]
+    schema = opened[0][2]
+    names = schema.names
+    given = options.long_options_given
+    if given:
+        raise ParameterError(f"{', '.join(given)} only apply to long-layout Parquet or CSV "
+                             f"dumps; {path} has a '{options.scores}' list column")
+    where = path if len(files) == 1 else files[0]
+    require_scores_column(where, options, names)
+    stype = schema.field(options.scores).type
+    if not (pa.types.is_list(stype) or pa.types.is_large_list(stype)
+            or pa.types.is_fixed_size_list(stype)):
+        raise InputError(f"{where}: column '{options.scores}' must be a list of numbers per "
+                         f"row, got {stype}")
+    vtype = stype.value_type
+    if not (pa.types.is_floating(vtype) or pa.types.is_integer(vtype)):
+        raise InputError(f"{where}: column '{options.scores}' must hold numbers, got {vtype}")
+    dtype = check_score_dtype(where, vtype.to_pandas_dtype(), f"'{options.scores}'")
+    has_positive = options.positive in names
+    if has_positive:
+        ptype = schema.field(options.positive).type
+        if not pa.types.is_integer(ptype):
+            raise InputError(f"{where}: column '{options.positive}' must hold integer column "
+                             f"indices, got {ptype}")
+        if options.positive_index is not None:
+            raise positive_index_conflict(where, options.positive, "column")
+    wanted = [options.scores] + ([options.positive] if has_positive else [])
+    check_same_columns(files[0], schema, [(file, other) for file, _, other in opened[1:]],
+                       wanted)
+    raw = schema.metadata or {}
+    metadata = {k.decode(): v.decode() for k, v in raw.items()
+                if not k.startswith(b"ARROW:") and k != b"pandas"}
+    parts, warnings, total_rows, total_bytes = [], [], 0, 0
+    for file, pf, _ in opened:
+        meta = pf.metadata
+        start = 0
+        big = []
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            if rg.num_rows == 0:
+                continue
+            size = compressed_size(rg)
+            parts.append(RowGroupPart(file, g, start, rg.num_rows, wanted, has_positive,
+                                      options.scores, options.positive, options.positive_index,
+                                      int(size)))
+            if rg.total_byte_size > LARGE_ROW_GROUP_BYTES:
+                big.append(rg.total_byte_size)
+            start += rg.num_rows
+            total_bytes += int(size)
+        total_rows += start
+        if big:
+            warnings.append(
+                f"{file}: {len(big)} row group(s) of up to {max(big) / 2**20:.0f} MB; they are "
+                "streamed page by page, but a row group is the unit of parallel work (--jobs, "
+                "Spark tasks), so large ones serialise the run. Rewrite with smaller row groups, "
+                "e.g. pyarrow.parquet.write_table(table, path, row_group_size=N) with N rows "
+                "of about 64 MB, or Spark's parquet.block.size")
+    if total_rows == 0:
+        raise InputError(f"{path}: no instances (empty dump)")
+    row_bytes = dtype.itemsize * (stype.list_size if pa.types.is_fixed_size_list(stype) else 0)
+    if not row_bytes:  # variable-length lists: estimate from the uncompressed size
+        unc = sum(pf.metadata.row_group(g).total_byte_size for _, pf, _ in opened
+                  for g in range(pf.metadata.num_row_groups))
+        row_bytes = max(1, unc // max(1, total_rows))
+    return Dump(path, "parquet", dtype, metadata, None, rows=total_rows, nbytes=total_bytes,
+                row_bytes=int(row_bytes), warnings=warnings, parts=parts)
+
+
+@dataclass(frozen=True)
+class RowGroupPart:
+    """One row group of one Parquet file: rows ``start..start+rows`` of that file."""
+
+    path: str
+    group: int
+    start: int
+    rows: int
+    columns: list
+    has_positive: bool
+    scores: str
+    positive: str
+    positive_index: int | None
+    nbytes: int
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        pa, _ = _pyarrow()
+        options = ReadOptions(scores=self.scores, positive=self.positive,
+                              positive_index=self.positive_index)
+        start = self.start
+        try:
+            pf = parquet_file(self.path)
+            it = pf.iter_batches(batch_size=batch_rows, row_groups=[self.group],
+                                 columns=self.columns, use_threads=False)
+            for record in it:
+                if record.num_rows == 0:
+                    continue
+                share = self.nbytes * record.num_rows // max(1, self.rows)
+                batch = parquet_batch(self.path, options, record, self.has_positive, start)
+                batch.nbytes = share
+                yield batch
+                start += record.num_rows
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _parquet_error(self.path, exc, f"row group {self.group}: ") from None
+
+
+def parquet_batch(path, options, table, has_positive, start) -> Batch:
+    """An Arrow table or record batch of the wide layout -> a :class:`Batch`."""
+    scores, offsets = list_to_numpy(path, table.column(options.scores), start, options.scores)
+    lengths = (np.full(scores.shape[0], scores.shape[1], dtype=np.int64) if offsets is None
+               else np.diff(offsets).astype(np.int64))
+    stored = None
+    if has_positive:
+        col = table.column(options.positive)
+        if col.null_count:
+            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"{path}: row {start + i}: '{options.positive}' is null")
+        stored = col.to_numpy()
+    positive = _positive_for(path, options, lengths, start, stored)
+    return Batch(scores, positive, start, offsets)

@@ -1,0 +1,442 @@
+"""Reading relevance fields next to the scores: ``labels``, ``positives`` / ``negatives``
+and ``items``; and routing ``--qrels`` to the TREC reader.
+
+:func:`tieeval.io.open.open_dump` opens the scores as always (parts, streaming, memory maps) and
+then hands the dump to :func:`open_with_relevance`, which looks for these optional fields
+and, when one is there, wraps the dump so that every :class:`~tieeval.io.base.Batch` it yields
+carries them:
+
+* ``labels``: one label per candidate, in the scores' layout. Parquet: a list column
+  aligned with ``scores`` (same length per row); NPZ: an ``(instances, candidates)`` array.
+  ``label > 0`` is relevant with that gain (graded 0-4 or continuous), ``0`` unobserved,
+  ``< 0`` an explicit negative (a dislike). Integers, floats or booleans.
+* ``positives`` / ``negatives``: per-row candidate column indices, turned into labels +1 /
+  -1 (0 elsewhere). Parquet: ``list<int>`` columns (rows may hold any number, none
+  included). NPZ: an integer array ``(instances,)`` (one index per row) or
+  ``(instances, m)`` padded with ``-1``. In both formats ``-1`` entries are padding; any
+  other negative index, an index past the row's end, or one index in both lists is an
+  input error. Either field may be absent (no explicit negatives, say).
+* ``items``: candidate ids (integers or strings) in the scores' layout, for the duplicate
+  check of :mod:`tieeval.kernels.general_sums` (the same item twice in one row, e.g. the held-out
+  positive drawn again as a sampled negative). Works with labelled and single-positive
+  dumps alike.
+
+A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``positive``
+field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
+scores only. The long layout has one ``label`` column for both protocols; its reader
+(:mod:`tieeval.io.long`) gives the dump ``relevance`` (source ``labels``) once the column
+proves to hold relevance labels, and its batches then carry them as here. Field names are options (``--labels-column`` ...), see
+:class:`RelevanceReadOptions`.
+
+NPZ members stored uncompressed (``np.savez``) are memory-mapped and sliced per batch;
+compressed members (``np.savez_compressed``) are decompressed whole on first use.
+"""
+
+
+from __future__ import annotations
+
+import functools
+import os
+import zipfile
+from dataclasses import dataclass, field, fields
+from typing import Iterator
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.io.base import (
+    RELEVANCE_FIELDS,
+    Batch,
+    Dump,
+    LabelledDump,
+    ReadOptions,
+    RelevanceInfo,
+)
+
+
+def field_names(options: ReadOptions) -> dict[str, str]:
+    """``{kind: field name}`` for the relevance fields (defaults for plain ReadOptions)."""
+    return {kind: getattr(options, kind, kind) or kind for kind in RELEVANCE_FIELDS}
+
+
+def _check_renamed(path: str, names: dict, available) -> None:
+    """A field the user named explicitly (``--labels-column rel``) must exist."""
+    for kind, name in names.items():
+        if name != kind and name not in available:
+            raise InputError(f"{path}: no field '{name}' (--{kind}-column); found: "
+                             f"{', '.join(sorted(available)) or 'nothing'}")
+
+
+def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
+    """``opener(path, options)`` (the score reader), then attach any relevance fields."""
+    options = options or ReadOptions()
+    qrels = getattr(options, "qrels", None)
+    if qrels is not None:
+        from tieeval.io.trec import open_trec_run
+        return open_trec_run(os.fspath(path), qrels, options)
+    dump = opener(path, options)
+    if dump.layout != "wide" or dump.format not in ("npz", "parquet"):
+        if dump.format == "npy":
+            _check_renamed(dump.path, field_names(options), ())
+        return dump
+    if dump.format == "parquet":
+        return _attach_parquet(dump, options)
+    return _attach_npz(dump, options)
+
+
+def _relabel(dump: Dump, info: RelevanceInfo, parts=None, batches=None) -> LabelledDump:
+    values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
+    if parts is not None:
+        values["parts"] = parts
+    if batches is not None:
+        values["_batches"] = batches
+    return LabelledDump(**values, relevance=info)
+
+
+def _check_combination(path: str, present: dict[str, str], options: ReadOptions,
+                       has_positive: bool) -> str | None:
+    """The label source of a dump with these fields present; refuse contradictions."""
+    if "labels" in present and ("positives" in present or "negatives" in present):
+        other = present.get("positives") or present.get("negatives")
+        raise InputError(f"{path}: has both '{present['labels']}' and '{other}'; a dump gives "
+                         "relevance one way (keep one of them)")
+    source = ("labels" if "labels" in present else
+              "positives" if ("positives" in present or "negatives" in present) else None)
+    if source is not None:
+        name = present.get("labels") or present.get("positives") or present.get("negatives")
+        if has_positive:
+            raise InputError(f"{path}: has both '{name}' and the single-positive field "
+                             f"'{options.positive}'; keep one of them")
+        if options.positive_index is not None:
+            raise InputError(f"{path}: --positive-index does not apply to a dump with "
+                             f"relevance labels ('{name}')")
+    return source
+
+
+# ---------------------------------------------------------------------------------------
+# Converting one batch's relevance fields (shared by both formats)
+
+def _row_label(batch: Batch, i: int) -> str:
+    return batch.where(i) if hasattr(batch, "where") else f"row {batch.start + i}"
+
+
+def _check_layout(path: str, batch: Batch, name: str, values: np.ndarray,
+                  offsets: np.ndarray | None) -> np.ndarray:
+    """``values`` (flat with offsets, or 2-D) in the layout of ``batch.scores``."""
+    lengths = batch.lengths()
+    have = (np.full(values.shape[0], values.shape[1], dtype=np.int64)
+            if offsets is None else np.diff(offsets))
+    if have.shape != lengths.shape or (have != lengths).any():
+        i = int(np.flatnonzero(have != lengths)[0]) if have.shape == lengths.shape else 0
+        raise InputError(f"{path}: {_row_label(batch, i)}: '{name}' has {int(have[i])} "
+                         f"entries but the row has {int(lengths[i])} candidates")
+    if batch.offsets is None:
+        return values.reshape(batch.scores.shape) if offsets is not None else values
+    return values.reshape(-1)
+
+
+def _checked_labels(path: str, batch: Batch, name: str, values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind not in "biuf":
+        raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {values.dtype}")
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            flat = np.flatnonzero(bad.reshape(-1))[0]
+            row = (flat // batch.scores.shape[1] if batch.offsets is None else
+                   int(np.searchsorted(batch.offsets, flat, side="right") - 1))
+            raise InputError(f"{path}: {_row_label(batch, int(row))}: '{name}' holds "
+                             f"{values.reshape(-1)[flat]} (labels must be finite)")
+    return values
+
+
+def _indices_to_labels(path: str, batch: Batch, names: dict, lists: dict) -> np.ndarray:
+    """``{"positives": (idx, row), "negatives": ...}`` -> int8 labels in the batch layout."""
+    lengths = batch.lengths()
+    starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
+    labels = np.zeros(int(lengths.sum()), dtype=np.int8)
+    for kind, value in (("positives", 1), ("negatives", -1)):
+        if kind not in lists:
+            continue
+        idx, row = lists[kind]
+        if idx.dtype.kind not in "iu":
+            raise InputError(f"{path}: '{names[kind]}' must hold integer column indices, got "
+                             f"{idx.dtype}")
+        idx = idx.astype(np.int64)
+        keep = idx != -1  # padding
+        idx, row = idx[keep], row[keep]
+        bad = np.flatnonzero((idx < 0) | (idx >= lengths[row]))
+        if bad.size:
+            j = int(bad[0])
+            raise InputError(f"{path}: {_row_label(batch, int(row[j]))}: '{names[kind]}' index "
+                             f"{int(idx[j])} is out of range for {int(lengths[row[j]])} "
+                             "candidate(s) (-1 is padding)")
+        flat = starts[row] + idx
+        if value < 0:
+            clash = np.flatnonzero(labels[flat] > 0)
+            if clash.size:
+                j = int(clash[0])
+                raise InputError(f"{path}: {_row_label(batch, int(row[j]))}: candidate "
+                                 f"{int(idx[j])} is in both '{names['positives']}' and "
+                                 f"'{names['negatives']}'")
+        labels[flat] = value
+    if batch.offsets is None:
+        return labels.reshape(batch.scores.shape)
+    return labels
+
+
+# ---------------------------------------------------------------------------------------
+# Parquet
+
+def _parquet_files(dump: Dump) -> list[str]:
+    return list(dict.fromkeys(getattr(p, "path", dump.path) for p in (dump.parts or [])))
+
+
+def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
+    from tieeval.io.arrow import _pyarrow, check_same_columns, parquet_file
+    pa, _ = _pyarrow()
+    names = field_names(options)
+    files = _parquet_files(dump)
+    if not files or not all(hasattr(p, "group") for p in dump.parts):
+        return dump
+    schema = parquet_file(files[0]).schema_arrow
+    _check_renamed(files[0], names, schema.names)
+    present = {kind: name for kind, name in names.items() if name in schema.names}
+    if not present:
+        return dump
+    source = _check_combination(dump.path, present, options, options.positive in schema.names)
+    for kind, name in present.items():
+        _check_parquet_type(pa, files[0], schema.field(name).type, kind, name)
+    check_same_columns(files[0], schema,
+                       [(file, parquet_file(file).schema_arrow) for file in files[1:]],
+                       list(present.values()))
+    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
+    parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
+    return _relabel(dump, info, parts=parts)
+
+
+def _check_parquet_type(pa, path, typ, kind, name):
+    is_list = (pa.types.is_list(typ) or pa.types.is_large_list(typ)
+               or pa.types.is_fixed_size_list(typ))
+    value = typ.value_type if is_list else None
+    if kind == "labels":
+        ok = is_list and (pa.types.is_integer(value) or pa.types.is_floating(value)
+                          or pa.types.is_boolean(value))
+        want = "a list of numbers per row"
+    elif kind in ("positives", "negatives"):
+        ok = is_list and pa.types.is_integer(value)
+        want = "a list of integer column indices per row"
+    else:
+        ok = is_list and (pa.types.is_integer(value) or pa.types.is_string(value)
+                          or pa.types.is_large_string(value))
+        want = "a list of integer or string item ids per row"
+    if not ok:
+        raise InputError(f"{path}: column '{name}' must be {want}, got {typ}")
+
+
+class _Feeder:
+    """Exactly ``n`` rows at a time from an iterator of Arrow record batches."""
+
+    def __init__(self, records):
+        self.records = iter(records)
+        self.pending = []
+        self.rows = 0
+
+    def take(self, n: int):
+        import pyarrow as pa
+        while self.rows < n:
+            rec = next(self.records, None)
+            if rec is None:
+                break
+            if rec.num_rows:
+                self.pending.append(rec)
+                self.rows += rec.num_rows
+        table = pa.Table.from_batches(self.pending) if self.pending else None
+        if table is None or table.num_rows < n:
+            raise InputError("relevance columns end before the scores (corrupted file?)")
+        out, rest = table.slice(0, n), table.slice(n)
+        self.pending = rest.to_batches() if rest.num_rows else []
+        self.rows = rest.num_rows
+        return out
+
+
+class _WithRelevance:
+    """A part of the scores (``base``) whose batches gain relevance fields; its rows, size,
+    path and anything else a part offers (start, group, ...) are ``base``'s."""
+
+    @property
+    def rows(self) -> int:
+        return self.base.rows
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes
+
+    @property
+    def path(self) -> str:
+        return self.base.path
+
+    def __getattr__(self, name):
+        if name == "base":  # not set yet (unpickling): no recursion through __getattr__
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+
+@dataclass(frozen=True)
+class ParquetRelevancePart(_WithRelevance):
+    """A Parquet part (one row group) plus its relevance columns, read alongside."""
+
+    base: object
+    fields: tuple  # ((kind, column name), ...)
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        from tieeval.io.arrow import (
+            _parquet_error,
+            _pyarrow,
+            arrow_lists,
+            parquet_file,
+        )
+        pa, _ = _pyarrow()
+        path = self.base.path
+        names = dict(self.fields)
+        try:
+            records = parquet_file(path).iter_batches(
+                batch_size=batch_rows, row_groups=[self.base.group],
+                columns=[name for _, name in self.fields], use_threads=False)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
+        feeder = _Feeder(records)
+        for batch in self.base.batches(batch_rows):
+            try:
+                table = feeder.take(batch.rows)
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
+            columns = {kind: arrow_lists(path, table.column(name), name,
+                                         functools.partial(_row_label, batch))
+                       for kind, name in names.items()}
+            fill_batch(path, batch, names, columns)
+            yield batch
+
+
+def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
+    """Set ``batch.labels`` / ``batch.items`` from ``{kind: (values, offsets | None)}``."""
+    if "labels" in columns:
+        values, offsets = columns["labels"]
+        values = _check_layout(path, batch, names["labels"], values, offsets)
+        batch.labels = _checked_labels(path, batch, names["labels"], values)
+    lists = {}
+    for kind in ("positives", "negatives"):
+        if kind in columns:
+            values, offsets = columns[kind]
+            if offsets is None:  # 2-D padded (NPZ) or 1-D one index per row
+                values = values.reshape(values.shape[0], -1)
+                row = np.repeat(np.arange(values.shape[0], dtype=np.int64), values.shape[1])
+                values = values.reshape(-1)
+            else:
+                row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+            lists[kind] = (values, row)
+    if lists:
+        batch.labels = _indices_to_labels(path, batch, names, lists)
+    if "items" in columns:
+        values, offsets = columns["items"]
+        batch.items = _check_layout(path, batch, names["items"], values, offsets)
+    return batch
+
+
+# ---------------------------------------------------------------------------------------
+# NPZ
+
+class _NpzField:
+    """Rows of one NPZ member: memory-mapped when stored, else decompressed whole once."""
+
+    def __init__(self, path: str, name: str, spec=None, shape=None, dtype=None):
+        self.path, self.name, self.spec = path, name, spec
+        self.shape, self.dtype = shape, dtype
+        self._array = None
+        self._mm = None
+
+    def __getstate__(self):  # a worker maps or loads the member itself
+        return {**self.__dict__, "_array": None, "_mm": None}
+
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        if self._array is None:
+            if self.spec is not None:
+                self._array, self._mm = self.spec.map()
+            else:
+                from tieeval.io.npz import _NpzMember
+                with zipfile.ZipFile(self.path) as archive:
+                    self._array = _NpzMember(self.path, archive, self.name + ".npy").load()
+        return np.array(self._array[lo:hi])
+
+
+def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
+    from tieeval.io.npy import _load_error
+    from tieeval.io.npz import _NpzMember
+    names = field_names(options)
+    try:
+        archive = zipfile.ZipFile(dump.path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise _load_error(dump.path, exc) from None
+    with archive:
+        members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+        _check_renamed(dump.path, names, members)
+        present = {kind: name for kind, name in names.items() if name in members}
+        if not present:
+            return dump
+        source = _check_combination(dump.path, present, options, options.positive in members)
+        scores = _NpzMember(dump.path, archive, members[options.scores])
+        rows, cols = scores.shape[0], scores.shape[1]
+        sources = {}
+        for kind, name in present.items():
+            member = _NpzMember(dump.path, archive, members[name])
+            _check_npz_member(dump.path, kind, name, member, rows, cols)
+            spec = member.spec() if member.stored and not member.fortran else None
+            sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
+    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
+    names = {kind: present[kind] for kind in present}
+    if dump.parts is not None:
+        parts = [NpzRelevancePart(p, names, sources) for p in dump.parts]
+        return _relabel(dump, info, parts=parts)
+    base = dump._batches
+
+    def batches(batch_rows):
+        for batch in base(batch_rows):
+            yield _fill_npz(dump.path, batch, names, sources)
+    return _relabel(dump, info, batches=batches)
+
+
+def _check_npz_member(path, kind, name, member, rows, cols):
+    shape, dtype = tuple(member.shape), np.dtype(member.dtype)
+    if kind in ("labels", "items"):
+        if shape != (rows, cols):
+            raise InputError(f"{path}: '{name}' must have the scores' shape {(rows, cols)}, got "
+                             f"{shape}")
+        if kind == "labels" and dtype.kind not in "biuf":
+            raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {dtype}")
+        if kind == "items" and dtype.kind not in "iuU":
+            raise InputError(f"{path}: '{name}' must hold integer or string item ids, got "
+                             f"{dtype}")
+    else:
+        if len(shape) not in (1, 2) or shape[0] != rows:
+            raise InputError(f"{path}: '{name}' must be ({rows},) or ({rows}, m) column "
+                             f"indices padded with -1, got shape {shape}")
+        if dtype.kind not in "iu":
+            raise InputError(f"{path}: '{name}' must hold integer column indices, got {dtype}")
+
+
+def _fill_npz(path, batch, names, sources):
+    lo, hi = batch.start, batch.start + batch.rows
+    columns = {kind: (src.rows(lo, hi), None) for kind, src in sources.items()}
+    return fill_batch(path, batch, names, columns)
+
+
+@dataclass(frozen=True)
+class NpzRelevancePart(_WithRelevance):
+    """A matrix part of an NPZ dump plus the same rows of its relevance members."""
+
+    base: object
+    names: dict
+    sources: dict = field(hash=False)
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        for batch in self.base.batches(batch_rows):
+            yield _fill_npz(self.base.path, batch, self.names, self.sources)

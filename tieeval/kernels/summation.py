@@ -1,0 +1,110 @@
+"""Exact, order-independent summation of float64 arrays.
+
+A dataset mean must not depend on how the rows were split into batches, files or workers.
+Floating-point addition is not associative, so every per-instance value is added *exactly*:
+each float64 is split into its integer significand and binary exponent, significands are
+summed per exponent as integers, and the total is rounded once at the end. Partial sums
+merge by integer addition, so any split gives the bit-identical result.
+"""
+
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+_HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
+_MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53
+
+
+class ExactSum:
+    """An exact running sum of finite float64 values.
+
+    >>> s = ExactSum(); s.add(np.array([1e16, 1.0, -1e16])); s.value()
+    1.0
+    """
+
+    __slots__ = ("_total", "_shift")
+
+    def __init__(self) -> None:
+        # The sum is _total * 2**-_shift, held as a Python integer: exact and mergeable.
+        self._total = 0
+        self._shift = 0
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64).ravel()
+        for start in range(0, values.size, _MAX_ROWS):
+            self._add_chunk(values[start:start + _MAX_ROWS])
+
+    def _add_chunk(self, x: np.ndarray) -> None:
+        if x.size == 0:
+            return
+        mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (0 -> 0, 0)
+        # Split the 53-bit significand into a high part (< 2**27) and a low part (< 2**26),
+        # both exact integers in float64, so per-exponent sums of up to 2**25 of them are exact.
+        hi = np.floor(np.ldexp(mant, 53 - _HALF))
+        lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+        e0 = int(exp.min())
+        idx = exp - e0
+        hi_sums = np.bincount(idx, weights=hi)
+        lo_sums = np.bincount(idx, weights=lo)
+        total = 0
+        for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
+            total += (int(hi_sums[k]) << (_HALF + k)) + (int(lo_sums[k]) << k)
+        # total * 2**(e0 - 53) is the chunk's exact sum
+        self._merge(total, 53 - e0)
+
+    def _merge(self, total: int, shift: int) -> None:
+        if total == 0:
+            return
+        if shift > self._shift:
+            self._total <<= shift - self._shift
+            self._shift = shift
+        else:
+            total <<= self._shift - shift
+        self._total += total
+
+    def add_counts(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """Add ``counts[i]`` copies of ``values[i]``, exactly (for histograms of few values)."""
+        values = np.asarray(values, dtype=np.float64).ravel()
+        counts = np.asarray(counts, dtype=np.int64).ravel()
+        keep = (counts != 0) & (values != 0.0)
+        if not keep.any():
+            return
+        mant, exp = np.frexp(values[keep])
+        sig = np.ldexp(mant, 53).astype(np.int64)
+        e0 = int(exp.min())
+        total = 0
+        for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts[keep].tolist()):
+            total += (s * c) << e
+        self._merge(total, 53 - e0)
+
+    def merge(self, other: "ExactSum") -> None:
+        """Add another exact sum into this one (exact, commutative, associative)."""
+        self._merge(other._total, other._shift)
+
+    def state(self) -> list:
+        """``[total, shift]`` as JSON-able data (the big integer as a decimal string)."""
+        return [str(self._total), self._shift]
+
+    @classmethod
+    def from_state(cls, state) -> "ExactSum":
+        out = cls()
+        out._total, out._shift = int(state[0]), int(state[1])
+        return out
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ExactSum) and self.fraction() == other.fraction()
+
+    def fraction(self) -> Fraction:
+        return Fraction(self._total, 1 << self._shift) if self._shift >= 0 else Fraction(
+            self._total << -self._shift)
+
+    def value(self) -> float:
+        """The exact sum rounded once to the nearest float64."""
+        return float(self.fraction())
+
+    def mean(self, count: int) -> float:
+        """The exact sum divided by ``count``, rounded once."""
+        return float(self.fraction() / count)

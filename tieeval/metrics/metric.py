@@ -1,0 +1,97 @@
+"""A metric is a value: ``Metric.parse("NDCG@10")`` prints back as ``NDCG@10``, compares and
+hashes, so it can key a dict. Names come from the one registry
+(:mod:`tieeval.metrics.registry`); the default metric lists live here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tieeval.errors import ParameterError
+from tieeval.kernels import fused as fused
+
+# The one registry of metric names lives in tieeval.metrics.registry; these names stay importable
+# from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``):
+# __all__ below lists them with this module's own.
+from tieeval.metrics.registry import (
+    REGISTRY,
+    MetricSpec,
+    check_cutoff,
+    check_k,
+    lookup,
+    names_text,
+)
+
+COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:@\s*(\S+))?\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Metric:
+    """A metric at a cutoff: ``Metric("NDCG", 10)`` is ``NDCG@10``; ``k`` is None for MRR.
+
+    Any name of the registry (:mod:`tieeval.metrics.registry`) is accepted, in any case and with
+    ``-``/``_`` ignored, and prints back canonically: ``Metric("vauc")`` is ``V-AUC``,
+    ``Metric("ap", 100)`` is ``MAP@100``. Single-positive dumps evaluate HR@K, NDCG@K and
+    MRR with sort-free closed forms (:attr:`single_positive`); every other metric, and any
+    labelled dump, goes through the general kernel of :mod:`tieeval.kernels.general`.
+    """
+
+    name: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        spec = lookup(self.name)
+        object.__setattr__(self, "name", spec.name)
+        object.__setattr__(self, "k", check_cutoff(spec, self.k))
+
+    @property
+    def spec(self) -> MetricSpec:
+        return REGISTRY[self.name]
+
+    @property
+    def single_positive(self) -> bool:
+        """True when the sort-free single-positive closed forms cover this metric."""
+        return self.name in ("HR", "NDCG", "MRR") and (self.k is None) == (self.name == "MRR")
+
+    @classmethod
+    def parse(cls, text: str) -> "Metric":
+        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive)."""
+        m = _METRIC_RE.match(text) if isinstance(text, str) else None
+        if not m:
+            raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
+                                 f"NAME one of {names_text()}")
+        name, k = m.group(1), m.group(2)
+        lookup(name, text)
+        if k is not None:
+            try:
+                k = int(k)
+            except ValueError:
+                raise ParameterError(f"cutoff in {text!r} must be a whole number >= 1") from None
+        return cls(name, k)
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+
+class DefaultMetrics(list):
+    """The default metric list for ``ks``, marked as a default (not chosen by the user).
+
+    A labelled dump replaces it with its own default set
+    (:func:`tieeval.metrics.options.default_rel_metrics`); a single-positive dump uses it as is.
+    """
+
+    def __init__(self, metrics, ks):
+        super().__init__(metrics)
+        self.ks = list(ks)
+
+
+def default_metrics(ks) -> list[Metric]:
+    """HR@K for every K, then NDCG@K for every K, then MRR (the paper's row order)."""
+    ks = [check_k(k) for k in ks]
+    return DefaultMetrics([Metric("HR", k) for k in ks] + [Metric("NDCG", k) for k in ks]
+                          + [Metric("MRR")], ks)
+
+DEFAULT_KS = (1, 5, 10)

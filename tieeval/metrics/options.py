@@ -1,0 +1,302 @@
+"""Metric definitions with their options: :class:`RelMetric` (a registry metric with gain,
+discount, short-list policy, AP normalisation or gamma) and :class:`RelOptions`, the
+run-wide options of labelled dumps (``--gain``, ``--discount``, ``--gamma``, ``--both``...)
+and their defaults, as docs/METRICS.md defines them."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.errors import ParameterError
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.registry import (
+    REGISTRY,
+    MetricSpec,
+    check_k,
+    metric_names,
+    names_text,
+)
+from tieeval.metrics.registry import key as registry_key
+
+GAINS = ("linear", "exponential")
+DISCOUNTS = ("log2", "power", "news", "linear", "logb")
+SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
+AP_NORMS = ("R", "min")
+NAN_POLICIES = ("raise", "worst")
+ORIGINAL_ORDERS = ("argsort", "given")
+
+_DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
+             "short_list": "pad", "ap_norm": "R"}
+_OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm")
+
+
+# ---------------------------------------------------------------------------------------
+# Metric values and their registry
+
+
+# The registry is shared with the single-positive metrics (tieeval.metrics.registry): one list of
+# names drives --help, error messages and both parsers.
+RelSpec = MetricSpec
+REL_REGISTRY = REGISTRY
+_key = registry_key
+
+
+def rel_metric_names() -> list[str]:
+    """Canonical names in registry order (for help text and error messages)."""
+    return metric_names()
+
+
+def _names_text() -> str:
+    return names_text()
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        raise ParameterError(f"{name} must be a number >= 0, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or x < 0:
+        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}")
+    return x
+
+
+_CHOICE_ALIASES = {
+    "gain": {"linear": "linear", "lin": "linear", "exponential": "exponential",
+             "exp": "exponential"},
+    "discount": {d: d for d in DISCOUNTS},
+    "short_list": {p: p for p in SHORT_LIST_POLICIES},
+    "ap_norm": {"r": "R", "min": "min", "minkr": "min"},
+}
+
+
+def _choice(name: str, value: object) -> str:
+    table = _CHOICE_ALIASES[name]
+    canon = table.get(_key(value).lower() if isinstance(value, str) else None)
+    if canon is None:
+        raise ParameterError(f"{name} must be one of {', '.join(sorted(set(table.values())))}; "
+                             f"got {value!r}")
+    return canon
+
+
+@dataclass(frozen=True)
+class RelMetric:
+    """A general metric as a value: ``RelMetric("NDCG", 10)`` is ``NDCG@10``.
+
+    Fields (validated and canonicalised on construction; non-default options print back):
+
+    * ``name``: a registry name or alias (``"AP"`` becomes ``"MAP"``, ``"RR"`` ``"MRR"``).
+    * ``k``: the cutoff K (an int >= 1), or None for the whole list where allowed.
+    * ``gain`` (DCG/NDCG): ``"linear"`` (``rel``) or ``"exponential"`` (``2**rel - 1``).
+    * ``discount`` (DCG/NDCG/SDCG/SNDCG), weight of 1-based position ``r``:
+      ``"log2"`` ``1/log2(r+1)`` (standard); ``"power"`` ``r**-alpha``; ``"news"``
+      ``1/(1 + log2(r)**1.5)``; ``"linear"`` ``(K - r + 1)/K``; ``"logb"`` Järvelin &
+      Kekäläinen's log base b, ``1/max(1, log_b(r))`` (no discount above rank b, then
+      ``1/log_b(r)``). All are non-increasing, so 'first' stays the maximum. (Writing
+      ``1/log_b(r+1)`` instead would only rescale ``log2`` and leave NDCG unchanged.)
+    * ``alpha``: exponent of the power discount (>= 0; 0 means no discount).
+    * ``base``: the base b of the ``logb`` discount (> 1; default 2).
+    * ``gamma`` (signed metrics): the penalty of an explicit negative, >= 0; gamma = 0
+      gives the unsigned metric on binary labels.
+    * ``short_list``: rows with fewer candidates than K. ``"pad"`` (default) fills the
+      list with zero-gain positions and keeps K: Precision divides by K (TREC), the linear
+      discount uses K. ``"truncate"`` evaluates such a row at ``K = n`` (NDCG@n, the same
+      as ``min(K, n)``): Precision divides by n and the linear discount uses n. ``"skip"``
+      marks such rows undefined. HR, Recall, RR, AP and (S)NDCG with the other discounts
+      are the same under pad and truncate (the padding adds nothing, and IDCG / ISDCG
+      already stop at min(K, n) / min(K, R)).
+    * ``ap_norm`` (MAP@K): divide by ``"R"`` (trec_eval ``map_cut``, default) or by
+      ``"min"`` = min(K, R) (common in recommender toolkits). Full AP always divides by R.
+    """
+
+    name: str
+    k: int | None = None
+    gain: str = "linear"
+    discount: str = "log2"
+    alpha: float = 1.0
+    gamma: float = 1.0
+    short_list: str = "pad"
+    ap_norm: str = "R"
+    base: float = 2.0
+
+    def __post_init__(self) -> None:
+        spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
+        if spec is None:
+            raise ParameterError(f"unknown metric {self.name!r}; choose from {_names_text()}")
+        set_ = object.__setattr__
+        set_(self, "name", spec.name)
+        if spec.cutoff == "required" and self.k is None:
+            raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
+        if spec.cutoff == "none" and self.k is not None:
+            raise ParameterError(f"{spec.name} takes no cutoff (got {spec.name}@{self.k})")
+        if self.k is not None:
+            set_(self, "k", check_k(self.k))
+        for opt in ("gain", "discount", "short_list", "ap_norm"):
+            set_(self, opt, _choice(opt, getattr(self, opt)))
+        set_(self, "alpha", _number("alpha", self.alpha))
+        set_(self, "base", _number("base", self.base))
+        if self.base <= 1:
+            raise ParameterError(f"base must be a number > 1, got {self.base!r}")
+        set_(self, "gamma", _number("gamma", self.gamma))
+        allowed = set(spec.options)
+        if self.k is not None:
+            allowed.add("short_list")
+        if self.discount != "power":
+            allowed.discard("alpha")
+        if self.discount != "logb":
+            allowed.discard("base")
+        if self.k is None:
+            allowed.discard("ap_norm")
+        for opt in _OPTION_ORDER:
+            if opt not in allowed and getattr(self, opt) != _DEFAULTS[opt]:
+                where = ("without a cutoff" if opt in ("short_list", "ap_norm")
+                         else "unless discount=power" if opt == "alpha"
+                         else "unless discount=logb" if opt == "base" else "")
+                raise ParameterError(f"option {opt}={getattr(self, opt)!r} does not apply to "
+                                     f"{spec.name} {where}".rstrip())
+
+    @property
+    def signed(self) -> bool:
+        """True for the sign-aware metrics, whose value depends on gamma."""
+        return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
+
+    def options(self) -> dict:
+        """The non-default options, in a fixed order (what ``str`` prints)."""
+        return {opt: getattr(self, opt) for opt in _OPTION_ORDER
+                if getattr(self, opt) != _DEFAULTS[opt]}
+
+    def __str__(self) -> str:
+        opts = self.options()
+        text = self.name
+        if opts:
+            text += "(" + ", ".join(f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}"
+                                    for k, v in opts.items()) + ")"
+        return text if self.k is None else f"{text}@{self.k}"
+
+
+_REL_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
+
+
+def parse_rel_metric(text: str, **options) -> RelMetric:
+    """Parse ``"NDCG@10"``, ``"V-AUC"``, ``"P@5"`` or ``"NDCG(gain=exp)@10"``.
+
+    Names are case-insensitive; ``-`` and ``_`` inside names are ignored. Options may be
+    given in parentheses or as keyword arguments (not both for the same option).
+
+    >>> str(parse_rel_metric("sndcg@20", gamma=0.5)), str(parse_rel_metric("ap@100"))
+    ('SNDCG(gamma=0.5)@20', 'MAP@100')
+    """
+    if not isinstance(text, str):
+        raise ParameterError(f"metric must be text such as 'NDCG@10', got {text!r}")
+    m = _REL_RE.match(text)
+    if not m:
+        raise ParameterError(f"cannot parse metric {text!r}; expected NAME, NAME@K or "
+                             f"NAME(option=value, ...)@K with NAME one of {_names_text()}")
+    name, opt_text, k_text = m.groups()
+    if _key(name) not in REL_REGISTRY:
+        raise ParameterError(f"unknown metric {name!r} in {text!r}; choose from {_names_text()}")
+    k = None
+    if k_text is not None:
+        try:
+            k = int(k_text)
+        except ValueError:
+            raise ParameterError(f"cutoff in {text!r} must be a whole number >= 1") from None
+    merged = dict(options)
+    for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
+        key, sep, value = (s.strip() for s in item.partition("="))
+        if not sep or key not in _DEFAULTS:
+            raise ParameterError(f"bad option {item!r} in {text!r}; options are "
+                                 + ", ".join(_OPTION_ORDER))
+        if key in merged:
+            raise ParameterError(f"option {key} given twice for {text!r}")
+        if key in ("alpha", "gamma", "base"):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ParameterError(f"{key} must be a number, got {value!r}") from None
+        merged[key] = value
+    unknown = set(merged) - set(_DEFAULTS)
+    if unknown:
+        raise ParameterError(f"unknown option(s) {', '.join(sorted(unknown))}; options are "
+                             + ", ".join(_OPTION_ORDER))
+    return RelMetric(name, k, **merged)
+
+SUBSETS = ("all", "both")
+
+
+# ---------------------------------------------------------------------------------------
+# Options and metric lists
+
+
+@dataclass(frozen=True)
+class RelOptions:
+    """Run-wide options of the general path (see the module docstring for defaults)."""
+
+    gain: str = "linear"
+    discount: str = "log2"
+    alpha: float = 1.0
+    gammas: tuple = (1.0,)
+    short_list: str = "pad"
+    ap_norm: str = "R"
+    both: bool = False
+    base: float = 2.0
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        for name in ("gain", "discount", "short_list", "ap_norm"):
+            set_(self, name, _choice(name, getattr(self, name)))
+        set_(self, "alpha", _number("alpha", self.alpha))
+        set_(self, "base", _number("base", self.base))
+        if self.base <= 1:
+            raise ParameterError(f"the log base must be a number > 1, got {self.base!r}")
+        gammas = self.gammas
+        if isinstance(gammas, (int, float, np.integer, np.floating)) and not isinstance(
+                gammas, bool):
+            gammas = (gammas,)
+        gammas = tuple(dict.fromkeys(_number("gamma", g) for g in gammas))
+        if not gammas:
+            raise ParameterError("give at least one gamma")
+        set_(self, "gammas", gammas)
+        set_(self, "both", bool(self.both))
+
+    @property
+    def changes_single_positive(self) -> bool:
+        """True when an option changes HR@K, NDCG@K or MRR of a single-positive dump."""
+        return self.discount != "log2" or self.short_list != "pad" or self.both
+
+    def metric_options(self, spec, k) -> dict:
+        """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
+        out = {}
+        if "gain" in spec.options:
+            out["gain"] = self.gain
+        if "discount" in spec.options:
+            out["discount"] = self.discount
+            if self.discount == "power":
+                out["alpha"] = self.alpha
+            if self.discount == "logb":
+                out["base"] = self.base
+        if k is not None:
+            out["short_list"] = self.short_list
+            if "ap_norm" in spec.options:
+                out["ap_norm"] = self.ap_norm
+        return out
+
+    def to_dict(self) -> dict:
+        return {"gain": self.gain, "discount": self.discount,
+                "alpha": self.alpha if self.discount == "power" else None,
+                "log_base": self.base if self.discount == "logb" else None,
+                "short_list": self.short_list, "ap_norm": self.ap_norm,
+                "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
+
+
+DEFAULT_OPTIONS = RelOptions()
+
+
+def default_rel_metrics(ks) -> list[Metric]:
+    """HR@K, Recall@K, NDCG@K for every K, then MRR and MAP: a labelled dump's default."""
+    ks = [check_k(k) for k in ks]
+    return ([Metric("HR", k) for k in ks] + [Metric("Recall", k) for k in ks]
+            + [Metric("NDCG", k) for k in ks] + [Metric("MRR"), Metric("MAP")])
