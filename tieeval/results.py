@@ -13,8 +13,6 @@ import numpy as np
 
 from tieeval.run_labels import LABEL_KEYS
 
-pass
-
 
 def relative_change(before: float, after: float) -> float | None:
     """``(after - before) / before`` as a fraction, or None when ``before`` is 0."""
@@ -25,35 +23,67 @@ def relative_change(before: float, after: float) -> float | None:
 
 @dataclass
 class MetricRow:
-    """One metric at one cutoff under the four columns, averaged over the instances."""
+    """One metric at one cutoff under the four columns, averaged over the instances.
+
+    Rows of labelled runs (many positives, graded or signed relevance, TREC) also carry
+    ``gamma`` (signed metrics; None otherwise) and ``skipped`` (rows where the metric is
+    undefined or outside the subset): :attr:`labelled` is then true, the JSON row gains
+    ``gamma``, ``instances`` and ``skipped``, and a mean may be None when no row was
+    evaluated. ``tie_aware_std`` is None where no closed-form variance exists (MAP).
+    """
 
     metric: str
     k: int | None
-    original: float
-    first: float
-    last: float
-    tie_aware: float
-    tie_aware_std: float
+    original: float | None
+    first: float | None
+    last: float | None
+    tie_aware: float | None
+    tie_aware_std: float | None
     instances: int = 0
+    gamma: float | None = None
+    skipped: int | None = None
+
+    @property
+    def labelled(self) -> bool:
+        """True for a row of a labelled run (it has a ``skipped`` count)."""
+        return self.skipped is not None
 
     @property
     def label(self) -> str:
         return self.metric if self.k is None else f"{self.metric}@{self.k}"
 
     @property
+    def display(self) -> str:
+        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
+        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
+
+    @property
     def change_original_to_tie_aware(self) -> float | None:
-        return relative_change(self.original, self.tie_aware)
+        return _change(self.original, self.tie_aware)
 
     @property
     def change_first_to_last(self) -> float | None:
-        return relative_change(self.first, self.last)
+        return _change(self.first, self.last)
 
-    def to_dict(self) -> dict:
-        return {"metric": self.metric, "k": self.k, "original": self.original,
-                "first": self.first, "last": self.last, "tie_aware": self.tie_aware,
-                "tie_aware_std": self.tie_aware_std,
+    def _columns(self) -> dict:
+        return {"original": self.original, "first": self.first, "last": self.last,
+                "tie_aware": self.tie_aware, "tie_aware_std": self.tie_aware_std,
                 "change_original_to_tie_aware": self.change_original_to_tie_aware,
                 "change_first_to_last": self.change_first_to_last}
+
+    def to_dict(self) -> dict:
+        out: dict = {"metric": self.metric, "k": self.k}
+        if self.labelled:
+            out["gamma"] = self.gamma
+        out.update(self._columns())
+        if self.labelled:
+            out["instances"] = self.instances
+            out["skipped"] = self.skipped
+        return out
+
+
+def _change(before, after):
+    return None if before is None or after is None else relative_change(before, after)
 
 
 def label_rows(rows, label: str, gamma: float | None = None) -> list:
@@ -117,6 +147,29 @@ class RunResult:
     ties: TieStats
     labels: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    relevance: dict | None = None
+    data_warnings: list | None = None
+
+    @property
+    def labelled(self) -> bool:
+        """True when the run went through the general kernel: labelled rows, TREC runs,
+        or metrics and options beyond HR@K / NDCG@K / MRR (``relevance`` is then set)."""
+        return self.relevance is not None
+
+    @property
+    def caption_note(self) -> str:
+        """What a table caption adds: the label source, the subset, trec_eval's order."""
+        rel = self.relevance
+        if rel is None:
+            return ""
+        parts = [{"labels": "relevance labels", "positives": "positives/negatives lists",
+                  "trec": "TREC run and qrels", "positive": "one positive per row"}.get(
+                      rel["source"], rel["source"])]
+        if rel["subset"] == "both":
+            parts.append(f"Both P&N subset: {rel['instances_in_subset']} instances")
+        if rel["source"] == "trec":
+            parts.append("Original = trec_eval's order (score, then docno, descending)")
+        return "; " + "; ".join(parts)
 
     def metric(self, label: str) -> MetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
@@ -132,10 +185,15 @@ class RunResult:
         # any other metadata the run was given, so the keys do not depend on the input.
         labels = {k: self.labels.get(k) for k in LABEL_KEYS}
         labels.update((k, v) for k, v in self.labels.items() if k not in labels)
-        return {"path": self.path, "instances": self.instances,
-                "candidates": self.candidates,
-                "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
-                "ties": self.ties.to_dict(), "labels": labels}
+        out = {"path": self.path, "instances": self.instances,
+               "candidates": self.candidates,
+               "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
+               "ties": self.ties.to_dict(), "labels": labels}
+        if self.relevance is not None:
+            out["relevance"] = self.relevance
+        if self.data_warnings is not None:
+            out["data_warnings"] = self.data_warnings
+        return out
 
 
 def simd_level() -> str:
@@ -174,82 +232,3 @@ def report_dict(runs: list[RunResult], groups: list | None = None) -> dict:
     if groups is not None:
         out["groups"] = [g.to_dict() for g in groups]
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# Result records
-
-
-@dataclass
-class _LabelledRow:
-    """What a labelled run adds to a metric row (of one run or of a seed group): ``gamma``
-    (signed metrics; None otherwise) and ``skipped``; means may be None."""
-
-    gamma: float | None = None
-    skipped: int = 0
-
-    @property
-    def display(self) -> str:
-        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
-        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
-
-    @property
-    def change_original_to_tie_aware(self):
-        return _change(self.original, self.tie_aware)
-
-    @property
-    def change_first_to_last(self):
-        return _change(self.first, self.last)
-
-    def to_dict(self) -> dict:
-        """``metric, k, gamma``, then the usual keys, then ``instances, skipped``."""
-        base = super().to_dict()
-        out = {"metric": base["metric"], "k": base["k"], "gamma": self.gamma}
-        out.update((k, v) for k, v in base.items() if k not in out)
-        out["instances"] = self.instances
-        out["skipped"] = self.skipped
-        return out
-
-
-def _change(before, after):
-    return None if before is None or after is None else relative_change(before, after)
-
-
-@dataclass
-class RelMetricRow(_LabelledRow, MetricRow):
-    """A metric row of the general path: also ``gamma`` (signed metrics; None otherwise),
-    ``instances`` (rows evaluated) and ``skipped`` (rows where it is undefined or outside
-    the subset). The means are None when no row was evaluated."""
-
-
-@dataclass
-class LabelledRunResult(RunResult):
-    """A :class:`~tieeval.results.RunResult` with what the general path adds to the JSON:
-    ``relevance`` (label source, options, subset and skip counts; None for single-positive
-    dumps) and ``data_warnings`` (None when the dump has no item ids to check)."""
-
-    relevance: dict | None = None
-    data_warnings: list | None = None
-
-    @property
-    def caption_note(self) -> str:
-        """What a table caption adds: the label source, the subset, trec_eval's order."""
-        rel = self.relevance
-        if rel is None:
-            return ""
-        parts = [{"labels": "relevance labels", "positives": "positives/negatives lists",
-                  "trec": "TREC run and qrels", "positive": "one positive per row"}.get(
-                      rel["source"], rel["source"])]
-        if rel["subset"] == "both":
-            parts.append(f"Both P&N subset: {rel['instances_in_subset']} instances")
-        if rel["source"] == "trec":
-            parts.append("Original = trec_eval's order (score, then docno, descending)")
-        return "; " + "; ".join(parts)
-
-    def to_dict(self) -> dict:
-        out = super().to_dict()
-        if self.relevance is not None:
-            out["relevance"] = self.relevance
-        if self.data_warnings is not None:
-            out["data_warnings"] = self.data_warnings
-        return out

@@ -528,7 +528,7 @@ def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[Au
         row = _claimed_row(claim, group, source)
         items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
                                group.seeds, tuple(r.path for r in group.runs),
-                               getattr(row, "gamma", None), hasattr(row, "gamma")))
+                               row.gamma, row.labelled))
     return items
 
 

@@ -180,7 +180,7 @@ class Outcome:
 
 
 def _labelled(run: RunResult) -> bool:
-    return any(hasattr(row, "gamma") for row in run.metrics)
+    return run.labelled
 
 
 def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> list:

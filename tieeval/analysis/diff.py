@@ -571,5 +571,5 @@ def rank_groups(groups) -> list[Ranking]:
                                       c.original, c.tie_aware_rank, c.original_rank,
                                       c.change, by_name[c.method].seeds) for c in changes)
             out.append(Ranking(dataset, task, row.metric, row.k, entries,
-                               getattr(row, "gamma", None), hasattr(row, "gamma")))
+                               row.gamma, row.labelled))
     return out

@@ -20,7 +20,7 @@ from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
 
 pass
-from tieeval.results import MetricRow, RunResult, _LabelledRow, find_row
+from tieeval.results import MetricRow, RunResult, find_row
 from tieeval.run_labels import GROUP_KEYS
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
@@ -52,8 +52,8 @@ class GroupMetricRow(MetricRow):
     def seed_std(self, column: str) -> float | None:
         return getattr(self, f"{column}_seed_std")
 
-    def to_dict(self) -> dict:
-        out = super().to_dict()
+    def _columns(self) -> dict:
+        out = super()._columns()
         for c in COLUMNS:
             out[f"{c}_seed_std"] = self.seed_std(c)
         return out
@@ -131,9 +131,9 @@ def average(runs: list[RunResult]) -> GroupResult:
             name, k, *(mean(values[c]) for c in COLUMNS), std,
             instances=sum(r.instances for r in per_seed),
             **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
-        if hasattr(per_seed[0], "gamma"):
-            pass
-            row = group_row(row, per_seed)
+        if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
+            row.gamma = per_seed[0].gamma
+            row.skipped = sum(r.skipped for r in per_seed)
         rows.append(row)
     stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
     ks = list(runs[0].ties.tie_decided)
@@ -173,15 +173,3 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
                 warnings.append(f"{name}: seed {s} appears in {len(paths)} runs "
                                 f"({', '.join(paths)}); all are averaged as separate seeds")
     return groups, warnings
-
-def group_row(row, per_seed):
-    """A seed-averaged row (:class:`~tieeval.analysis.groups.GroupMetricRow`) of labelled runs, with
-    their gamma and the skipped instances summed over seeds."""
-    values = {f: getattr(row, f) for f in row.__dataclass_fields__}
-    return RelGroupMetricRow(**values, gamma=per_seed[0].gamma,
-                             skipped=sum(r.skipped for r in per_seed))
-
-
-@dataclass
-class RelGroupMetricRow(_LabelledRow, GroupMetricRow):
-    """A group row of labelled runs: ``gamma`` and ``skipped`` as in :class:`RelMetricRow`."""

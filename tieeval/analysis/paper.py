@@ -101,7 +101,7 @@ class PaperTable:
     @property
     def labelled(self) -> bool:
         """Whether the runs are labelled (their metric rows carry ``gamma``)."""
-        return any(hasattr(m, "gamma") for g in self.groups for m in g.metrics)
+        return any(m.labelled for g in self.groups for m in g.metrics)
 
     def cell(self, task, dataset, row_title: str, method: str, column: str,
              gamma: float | None = None) -> Cell:

@@ -25,7 +25,7 @@ from tieeval.kernels.general_sums import RelAccumulator, expand, one_hot, rel_ba
 from tieeval.kernels.single import Accumulator, accumulate, batch_counts
 from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
-from tieeval.results import LabelledRunResult, RunResult
+from tieeval.results import RunResult
 
 
 def wants_general_path(dump, metrics, options: RelOptions | None) -> bool:
@@ -102,10 +102,9 @@ def _evaluate_general(dump, metrics, nan_policy, batch_rows, labels, tick, relev
             tick(batch.rows, batch.nbytes)
         base = acc.result(dump.path, dump.dtype, merged)
         entries, lines = dups.report(dump.path) if dups is not None else (None, [])
-        result = LabelledRunResult(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                                   data_warnings=entries)
-        result.warnings[:0] = list(dump.warnings) + lines
-        return result
+        base.data_warnings = entries
+        base.warnings[:0] = list(dump.warnings) + lines
+        return base
     entries = expand(metrics, options)
     ks = [m.k for m in metrics if m.k is not None]
     acc = RelAccumulator(entries, ks, options.both)

@@ -55,7 +55,7 @@ from tieeval.kernels.summation import ExactSum
 from tieeval.metrics.metric import COLUMNS, Metric
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import REGISTRY
-from tieeval.results import LabelledRunResult, RelMetricRow, TieStats
+from tieeval.results import MetricRow, RunResult, TieStats
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class RelAccumulator:
                 sums.variance.add(v.variance[mask])
 
     def result(self, path: str, dtype, labels: dict | None, source: str,
-               options: RelOptions, data_warnings=None) -> LabelledRunResult:
+               options: RelOptions, data_warnings=None) -> RunResult:
         """The run's rows; ``source`` is where the labels came from (``labels``,
         ``positives``, ``trec`` or ``positive`` for one-hot single-positive rows)."""
         n = self.instances
@@ -181,7 +181,7 @@ class RelAccumulator:
             means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
             std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance
                    else None)
-            rows.append(RelMetricRow(entry.metric.name, entry.metric.k, means["original"],
+            rows.append(MetricRow(entry.metric.name, entry.metric.k, means["original"],
                                      means["first"], means["last"], means["tie_aware"], std,
                                      s.count, gamma=entry.gamma, skipped=n - s.count))
         kept = self.subset
@@ -204,7 +204,7 @@ class RelAccumulator:
         relevance = {"source": source, **options.to_dict(), "instances_in_subset": kept,
                      "instances_without_relevant": self.no_relevant,
                      "instances_without_negative": self.no_negative}
-        return LabelledRunResult(path, n, int(self.cand_min), int(self.cand_max),
+        return RunResult(path, n, int(self.cand_min), int(self.cand_max),
                                  str(np.dtype(dtype)), rows, ties, dict(labels or {}),
                                  warnings, relevance=relevance, data_warnings=data_warnings)
 
