@@ -16,6 +16,7 @@ from conftest import (
     lexsort_rank,
     random_row,
 )
+from helpers import CountsAccumulator as Accumulator
 
 from tieeval.engine.local import (
     evaluate,
@@ -27,7 +28,7 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Batch
 from tieeval.io.open import open_dump
 from tieeval.kernels.counts import dense_counts
-from tieeval.kernels.single import Accumulator, batch_counts
+from tieeval.kernels.single import batch_counts
 from tieeval.metrics.metric import Metric, default_metrics
 
 KS = (1, 2, 3, 5, 8)

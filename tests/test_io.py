@@ -9,13 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import CountsAccumulator as Accumulator
 
 from tieeval.engine.local import evaluate, evaluate_dump, evaluate_path
 from tieeval.errors import InputError
 from tieeval.io.base import ReadOptions, detect_format
 from tieeval.io.open import open_dump
 from tieeval.kernels.counts import dense_counts
-from tieeval.kernels.single import Accumulator
 from tieeval.metrics.metric import default_metrics
 
 FLOAT_DTYPES = (np.float16, np.float32, np.float64)

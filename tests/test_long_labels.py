@@ -21,13 +21,13 @@ import pytest
 from click.testing import CliRunner
 
 from tieeval.cli import cli
-from tieeval.engine import local as labelled
 from tieeval.engine import parallel
 from tieeval.engine.local import evaluate, evaluate_dump, iter_instance_values
 from tieeval.errors import InputError
 from tieeval.io import long as longformat
 from tieeval.io.base import ReadOptions
 from tieeval.io.open import open_dump
+from tieeval.kernels.general import GeneralKernel
 from tieeval.metrics.metric import Metric
 
 
@@ -157,22 +157,52 @@ def test_single_positive_long_dump_keeps_the_sort_free_path(tmp_path, rng, monke
     pq.write_table(long_table(list(scores), labels, rng), tmp_path / "one.parquet")
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a single-positive long dump reached the general path")
-    monkeypatch.setattr(labelled, "evaluate_general", refuse)
+        raise AssertionError("a single-positive long dump reached the general kernel")
+    monkeypatch.setattr(GeneralKernel, "add", refuse)
     r = evaluate_dump(open_dump(tmp_path / "one.parquet"), batch_rows=7)
     assert same(r) == same(evaluate(scores, positive=positive))
     assert "relevance" not in r.to_dict()
 
 
-def test_single_positive_consumers_refuse_relevance_labels(graded):
-    _, longs = graded
-    for path in longs[:2]:
-        result = CliRunner().invoke(cli, ["compare", str(path), "--cast", "bfloat16"])
-        assert result.exit_code == 2 and "has relevance labels" in result.output
-        result = CliRunner().invoke(cli, ["diff", str(path), str(path)])
-        assert result.exit_code == 2 and "has relevance labels" in result.output
-        with pytest.raises(InputError, match="has relevance labels"):
-            list(iter_instance_values(open_dump(path), [Metric("HR", 1)]))
+def test_what_ifs_and_diff_take_relevance_labels(graded):
+    """What-ifs, diff and per-instance values run on relevance labels too, through the
+    same kernel: a cast what-if equals evaluating the cast scores themselves, a run
+    diffed with itself differs by exactly 0, and the per-instance values average to the
+    run's figures."""
+    from tieeval.engine.local import evaluate_labels
+    from tieeval.kernels.whatif import cast_scores
+    wide, longs = graded
+    table = pq.read_table(wide)
+    scores = [np.asarray(s, dtype=np.float32) for s in table.column("scores").to_pylist()]
+    labels = [np.asarray(lab) for lab in table.column("labels").to_pylist()]
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in scores])))
+    flat = np.concatenate(scores)
+    want = evaluate_labels(cast_scores(flat, "float16"), np.concatenate(labels), offsets)
+    for path in [wide, *longs[:2]]:
+        result = CliRunner().invoke(cli, ["compare", str(path), "--cast", "float16",
+                                          "--format", "json", "--quiet"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert doc["what_if"]["cast"] == "float16"
+        for got, expected in zip(doc["runs"][0]["metrics"], want.to_dict()["metrics"]):
+            assert got == expected
+        result = CliRunner().invoke(cli, ["diff", str(path), str(path), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        plain = evaluate_dump(open_dump(path))
+        rows = json.loads(result.stdout)["metrics"]
+        assert [(r["metric"], r["k"]) for r in rows] == [(m.metric, m.k) for m in plain.metrics]
+        for row, m in zip(rows, plain.metrics):
+            assert row["difference"] == 0 and row["winner"] == "tie"
+            assert row["original"]["difference"] == 0
+            assert row["instances"] == m.instances  # rows without a relevant item left out
+    run = evaluate_dump(open_dump(wide))
+    values = list(iter_instance_values(open_dump(wide)))
+    for row in run.metrics:
+        v = [b[Metric(row.metric, row.k)] for _, b in values]
+        defined = np.concatenate([x.defined for x in v])
+        tie_aware = np.concatenate([x.tie_aware for x in v])[defined]
+        assert tie_aware.size == row.instances
+        assert tie_aware.mean() == pytest.approx(row.tie_aware, abs=1e-12)
 
 
 def test_general_metrics_on_a_long_dump_switch_without_settling(graded, tmp_path, rng):

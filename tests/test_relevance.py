@@ -1,4 +1,4 @@
-"""Tests for tieeval.kernels.general against independent oracles.
+"""Tests for tieeval.kernels.tie_blocks against independent oracles.
 
 The oracle here is a plain-Python definition of every metric on one fixed ordering of
 labels (``oracle_value``). Expectations, variances, first and last are checked against the
@@ -21,7 +21,12 @@ import pytest
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.closed_forms import single_positive
 from tieeval.kernels.counts import dense_counts
-from tieeval.kernels.general import RelBatch, RelValues, _rr_moments, relevance_values
+from tieeval.kernels.tie_blocks import (
+    InstanceValues,
+    RelBatch,
+    _rr_moments,
+    relevance_values,
+)
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import (
     REL_REGISTRY,
@@ -295,11 +300,11 @@ def _random_ragged(rng, rows, max_n, labels=(-1, 0, 1, 2, 3), levels=5, dtype=np
     return scores, lab, offsets
 
 
-def _rows(v: RelValues, rows) -> RelValues:
-    return RelValues(*(getattr(v, f)[rows] for f in COLUMNS + ("tie_decided", "defined")))
+def _rows(v: InstanceValues, rows) -> InstanceValues:
+    return InstanceValues(*(getattr(v, f)[rows] for f in COLUMNS + ("tie_decided", "defined")))
 
 
-def _assert_same(a: RelValues, b: RelValues, rtol=0.0):
+def _assert_same(a: InstanceValues, b: InstanceValues, rtol=0.0):
     for col in COLUMNS:
         x, y = getattr(a, col), getattr(b, col)
         if rtol and col in ("tie_aware", "variance"):
@@ -671,6 +676,6 @@ def test_registry_lists_every_name():
 def test_docstring_examples():
     import doctest
 
-    import tieeval.kernels.general
+    import tieeval.kernels.tie_blocks
 
-    assert doctest.testmod(tieeval.kernels.general).failed == 0
+    assert doctest.testmod(tieeval.kernels.tie_blocks).failed == 0

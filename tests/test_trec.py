@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from tieeval.cli import cli
-from tieeval.engine.local import evaluate_general
+from tieeval.engine.local import evaluate_dump
 from tieeval.errors import InputError
 from tieeval.io.base import RelevanceReadOptions
 from tieeval.io.open import open_dump
 from tieeval.io.trec import open_trec_run, read_qrels, read_run, trec_order
-from tieeval.kernels.general import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric
 
 RUN = """q1 Q0 d1 1 0.9 sys
@@ -50,7 +50,7 @@ def example(tmp_path):
 
 def evaluate(run, qrels, *metrics):
     dump = open_trec_run(run, qrels)
-    return evaluate_general(dump, list(metrics) or None)
+    return evaluate_dump(dump, list(metrics) or None)
 
 
 def test_parsing(example):

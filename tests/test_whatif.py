@@ -21,17 +21,17 @@ from click.testing import CliRunner
 from conftest import enumerated_ranks, hr_of_rank, ndcg_of_rank, rr_of_rank
 
 import tieeval
-import tieeval.analysis.whatif
-from tieeval.analysis.whatif import (
+import tieeval.kernels.whatif
+from tieeval.cli import cli
+from tieeval.engine.local import evaluate_dump
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.open import open_dump
+from tieeval.kernels.whatif import (
     CASTS,
     WhatIf,
     cast_scores,
-    evaluate_dump_what_if,
     round_to_bfloat16,
 )
-from tieeval.cli import cli
-from tieeval.errors import InputError, ParameterError
-from tieeval.io.open import open_dump
 from tieeval.metrics.metric import Metric
 
 METRICS = [Metric("HR", 1), Metric("HR", 3), Metric("NDCG", 3), Metric("MRR")]
@@ -45,7 +45,7 @@ def run(*args):
 
 
 def test_doctests():
-    assert doctest.testmod(tieeval.analysis.whatif).failed == 0
+    assert doctest.testmod(tieeval.kernels.whatif).failed == 0
 
 
 def brute_columns(scores: np.ndarray, metric: Metric, nan_worst: bool = False) -> dict:
@@ -78,7 +78,7 @@ def test_float32_cast_collapses_near_ties_as_astype_predicts(tmp_path, rng):
     np.savez(path, scores=scores)
     cast = scores.astype(np.float32)
     assert (cast == cast[:, :1]).sum() > (scores == scores[:, :1]).sum()  # new ties exist
-    got = evaluate_dump_what_if(open_dump(str(path)), METRICS, WhatIf(cast="float32"))
+    got = evaluate_dump(open_dump(str(path)), METRICS, what_if=WhatIf(cast="float32"))
     for m in METRICS:
         want = brute_columns(cast, m)
         row = got.metric(str(m))
@@ -221,8 +221,8 @@ def test_cast_preserves_nan_for_the_nan_policy(tmp_path, target):
     path = tmp_path / "nan.npz"
     np.savez(path, scores=scores)
     with pytest.raises(InputError, match=r"row 0: NaN score"):
-        evaluate_dump_what_if(open_dump(str(path)), METRICS, WhatIf(cast=target))
-    got = evaluate_dump_what_if(open_dump(str(path)), METRICS, WhatIf(cast=target),
+        evaluate_dump(open_dump(str(path)), METRICS, what_if=WhatIf(cast=target))
+    got = evaluate_dump(open_dump(str(path)), METRICS, what_if=WhatIf(cast=target),
                                 nan_policy="worst")
     cast = cast_scores(scores, target)
     for m in METRICS:
@@ -278,7 +278,7 @@ def test_tolerance_dense_against_definition(tmp_path, rng, atol):
     scores = np.array(rows, dtype=np.float32)
     path = tmp_path / "s.npz"
     np.savez(path, scores=scores)
-    got = evaluate_dump_what_if(open_dump(str(path)), METRICS, WhatIf(tolerance=atol))
+    got = evaluate_dump(open_dump(str(path)), METRICS, what_if=WhatIf(tolerance=atol))
     plain = tieeval.evaluate(scores, metrics=METRICS)
     for m in METRICS:
         want = brute_tolerance(scores, atol, m)
@@ -304,7 +304,7 @@ def test_tolerance_ragged_parquet_with_nan_worst(tmp_path, rng):
     path = tmp_path / "r.parquet"
     pq.write_table(table, path)
     atol = 2e-4
-    got = evaluate_dump_what_if(open_dump(str(path)), METRICS, WhatIf(tolerance=atol),
+    got = evaluate_dump(open_dump(str(path)), METRICS, what_if=WhatIf(tolerance=atol),
                                 nan_policy="worst", batch_rows=7)
     for m in METRICS:
         want = brute_tolerance(rows, atol, m, nan_worst=True)
@@ -320,7 +320,7 @@ def test_cast_then_tolerance(tmp_path, rng):
     path = tmp_path / "c.npz"
     np.savez(path, scores=scores)
     what_if = WhatIf(cast="bfloat16", tolerance=0.004)
-    got = evaluate_dump_what_if(open_dump(str(path)), METRICS, what_if)
+    got = evaluate_dump(open_dump(str(path)), METRICS, what_if=what_if)
     cast = round_to_bfloat16(scores)
     want = brute_tolerance(cast, 0.004, Metric("NDCG", 3))
     assert got.metric("NDCG@3").tie_aware == pytest.approx(want["tie_aware"], abs=1e-12)

@@ -10,12 +10,12 @@ __version__ = "0.1.0"
 from tieeval.analysis.audit import audit_groups, judge_claim, read_claims
 from tieeval.analysis.diff import DiffResult, diff_paths, rank_groups
 from tieeval.analysis.groups import GroupResult, group_runs
-from tieeval.analysis.whatif import WhatIf, cast_scores, round_to_bfloat16
 from tieeval.engine.local import evaluate, evaluate_labels, evaluate_path
 from tieeval.errors import InputError, ParameterError, TieevalError
 from tieeval.io.base import ReadOptions, RelevanceReadOptions
 from tieeval.io.open import open_dump
 from tieeval.io.writers import save_scores
+from tieeval.kernels.whatif import WhatIf, cast_scores, round_to_bfloat16
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import REGISTRY

@@ -149,6 +149,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     relevance: dict | None = None
     data_warnings: list | None = None
+    what_if: object = None  # a tieeval.kernels.whatif.WhatIf when measured under one
 
     @property
     def labelled(self) -> bool:
@@ -193,6 +194,8 @@ class RunResult:
             out["relevance"] = self.relevance
         if self.data_warnings is not None:
             out["data_warnings"] = self.data_warnings
+        if self.what_if is not None:
+            out["what_if"] = self.what_if.to_dict()
         return out
 
 
@@ -219,16 +222,19 @@ def environment() -> dict:
             "numpy_simd": simd_level(), "machine": platform.machine()}
 
 
-def report_dict(runs: list[RunResult], groups: list | None = None) -> dict:
+def report_dict(runs: list[RunResult], groups: list | None = None, what_if=None) -> dict:
     """The JSON document for a list of runs (the single-run contract).
 
     With ``groups`` (:class:`~tieeval.analysis.groups.GroupResult` records) a ``groups`` list of
-    seed-averaged figures follows ``runs``.
+    seed-averaged figures follows ``runs``; with an active ``what_if`` a ``what_if`` key
+    precedes them (every run carries one too).
     """
     env = environment()
     out = {"tieeval_version": env["tieeval_version"], "numpy_version": env["numpy_version"],
-           "numpy_simd": env["numpy_simd"], "machine": env["machine"],
-           "runs": [r.to_dict() for r in runs]}
+           "numpy_simd": env["numpy_simd"], "machine": env["machine"]}
+    if what_if is not None and what_if.active:
+        out["what_if"] = what_if.to_dict()
+    out["runs"] = [r.to_dict() for r in runs]
     if groups is not None:
         out["groups"] = [g.to_dict() for g in groups]
     return out

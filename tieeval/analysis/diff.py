@@ -11,7 +11,7 @@
    line naming the first offending row or id.
 2. **Per-instance values** under the tie-aware column (expectation and tie-break variance)
    and the original column (the codebases' ``np.argsort``), from the exact counts
-   ``(a, b)`` -- optionally under a what-if (:mod:`tieeval.analysis.whatif`).
+   ``(a, b)`` -- optionally under a what-if (:mod:`tieeval.kernels.whatif`).
 3. **Paired tests** (:func:`tieeval.analysis.stats.paired_comparison`): the mean difference
    ``B - A``, its standard deviation under random tie-breaking (``difference_std``; 0 for
    the deterministic original column), the paired t-test, the paired sign-flip
@@ -43,12 +43,13 @@ from tieeval.analysis.stats import (
     paired_comparison,
     ranking_changes,
 )
-from tieeval.analysis.whatif import NO_WHAT_IF, WhatIf, iter_counts, read_with_restarts
+from tieeval.engine.local import collect_instance_values
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions, detect_format
 from tieeval.io.open import open_dump
-from tieeval.kernels.closed_forms import single_positive
-from tieeval.metrics.metric import Metric, default_metrics
+from tieeval.kernels.values import InstanceValues
+from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
+from tieeval.metrics.metric import Metric
 from tieeval.results import find_row
 from tieeval.run_labels import resolve_labels
 
@@ -66,55 +67,112 @@ COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
 # reading: counts and instance ids
 
 @dataclass
-class RunCounts:
-    """Every instance's counts for one dump, concatenated over batches (int64 arrays)."""
+class RunValues:
+    """Every instance's values for one dump, concatenated over batches: one
+    :class:`~tieeval.kernels.base.InstanceValues` per kernel entry (a metric, once per
+    gamma for signed metrics), and per instance what identifies its candidates (``n``
+    candidates; for labelled rows also R and the label sum; with item ids a hash of the
+    sorted ids) so that two runs are never paired on different candidate sets."""
 
     path: str
     dtype: str
     labels: dict[str, str]
-    a: np.ndarray
-    b: np.ndarray
+    entries: list
+    values: list
     n: np.ndarray
-    original: np.ndarray
+    keys: dict
+    labelled: bool = False
 
     @property
     def instances(self) -> int:
-        return int(self.a.size)
+        return int(self.n.size)
 
-    def take(self, order: np.ndarray) -> "RunCounts":
-        return RunCounts(self.path, self.dtype, self.labels, self.a[order], self.b[order],
-                         self.n[order], self.original[order])
+    def take(self, order: np.ndarray) -> "RunValues":
+        return RunValues(self.path, self.dtype, self.labels, self.entries,
+                         [_take(v, order) for v in self.values], self.n[order],
+                         {k: v[order] for k, v in self.keys.items()}, self.labelled)
 
 
-def collect_counts(dump: Dump, what_if: WhatIf | None = None, *, nan_policy: str = "raise",
-                   batch_rows: int | None = None) -> tuple[RunCounts, np.ndarray | None]:
-    """Read a whole dump into per-instance counts (32 bytes per instance), plus the
-    instance ids the reader attached to its batches (the long layout), else None."""
+def _take(v: InstanceValues, order: np.ndarray) -> InstanceValues:
+    return InstanceValues(*(None if x is None else x[order] for x in
+                            (v.original, v.first, v.last, v.tie_aware, v.variance,
+                             v.tie_decided, v.defined)))
 
-    def consume():
-        parts, ids = [], []
-        for batch, counts in iter_counts(dump, what_if, nan_policy=nan_policy,
-                                         batch_rows=batch_rows):
-            parts.append(counts)
-            ids.append(getattr(batch, "ids", None))
-        return parts, ids
 
-    parts, ids = read_with_restarts(dump, consume)
-    if not parts:
-        raise InputError(f"{dump.path}: no instances (empty dump)")
+def _row_keys(batch, source: str | None) -> dict:
+    """Per row, what must agree between two runs of the same instance (see
+    :class:`RunValues`)."""
+    keys = {}
+    lengths = batch.lengths()
+    if source != "trec":  # retrieved lists differ between TREC runs by design
+        keys["candidates"] = lengths
+    if batch.labels is not None:
+        lab = np.asarray(batch.labels, dtype=np.float64).reshape(-1)
+        starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
+        rel = np.add.reduceat((lab > 0).astype(np.int64), starts) if lab.size else lengths * 0
+        total = np.add.reduceat(np.where(lab > 0, lab, 0.0), starts) if lab.size else lengths * 0.0
+        rel = np.where(lengths > 0, rel, 0)
+        total = np.where(lengths > 0, total, 0.0)
+        unranked = getattr(batch, "unranked", None)
+        if unranked is not None:
+            ulab, uoff = unranked
+            ulab = np.asarray(ulab, dtype=np.float64)
+            urow = np.repeat(np.arange(batch.rows), np.diff(uoff))
+            rel = rel + np.bincount(urow[ulab > 0], minlength=batch.rows)
+            total = total + np.bincount(urow, weights=np.where(ulab > 0, ulab, 0.0),
+                                        minlength=batch.rows)
+        keys["relevant"] = rel
+        keys["relevance sum"] = total
+    if batch.items is not None and source != "trec":
+        items = np.asarray(batch.items)
+        flat = items.reshape(-1)
+        bounds = np.concatenate(([0], np.cumsum(lengths)))
+        keys["candidate ids"] = np.array(
+            [hash(tuple(sorted(flat[bounds[i]:bounds[i + 1]].tolist())))
+             for i in range(batch.rows)], dtype=np.int64)
+    return keys
 
-    def cat(name):
-        return np.concatenate([getattr(p, name) for p in parts]).astype(np.int64, copy=False)
 
-    batch_ids = None
-    if ids and all(i is not None for i in ids):
-        batch_ids = np.concatenate([np.asarray(i) for i in ids])
-        if batch_ids.dtype == object:
-            batch_ids = batch_ids.astype(str)
+def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
+                   nan_policy: str = "raise", batch_rows: int | None = None,
+                   relevance=None) -> tuple[RunValues, np.ndarray | None]:
+    """Read a whole dump into per-instance values of every metric, plus the instance ids
+    the reader attached to its batches (the long layout, TREC query ids), else None."""
+    keys: list[dict] = []
+    lengths: list[np.ndarray] = []
+
+    kernel, values, batch_ids = collect_instance_values(
+        _Watched(dump, keys, lengths), metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+        relevance=relevance, what_if=what_if)
     labels = resolve_labels(dump.path, dump.metadata)
-    run = RunCounts(dump.path, str(np.dtype(dump.dtype)), labels, cat("a"), cat("b"),
-                    cat("n"), cat("original"))
+    n = np.concatenate(lengths).astype(np.int64, copy=False)
+    merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
+    run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(kernel.entries),
+                    values, n, merged, labelled=kernel.name == "general")
     return run, batch_ids
+
+
+class _Watched:
+    """A dump whose batches also record each row's candidate keys (restarts included)."""
+
+    def __init__(self, dump: Dump, keys: list, lengths: list):
+        self._dump, self._keys, self._lengths = dump, keys, lengths
+
+    def __getattr__(self, name):
+        return getattr(self._dump, name)
+
+    def start_over(self, reason) -> None:
+        self._keys.clear()
+        self._lengths.clear()
+        self._dump.start_over(reason)
+
+    def batches(self, batch_rows=None):
+        info = getattr(self._dump, "relevance", None)
+        source = info.source if info is not None else None
+        for batch in self._dump.batches(batch_rows):
+            self._keys.append(_row_keys(batch, source))
+            self._lengths.append(batch.lengths())
+            yield batch
 
 
 def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | None:
@@ -185,7 +243,7 @@ def _sorted_unique(path: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, ordered
 
 
-def align_by_ids(a: RunCounts, b: RunCounts, a_ids: np.ndarray,
+def align_by_ids(a: RunValues, b: RunValues, a_ids: np.ndarray,
                  b_ids: np.ndarray) -> np.ndarray:
     """For each row of A, the row of B with the same instance id."""
     for run, ids in ((a, a_ids), (b, b_ids)):
@@ -213,19 +271,33 @@ def align_by_ids(a: RunCounts, b: RunCounts, a_ids: np.ndarray,
     return perm
 
 
-def check_same_rows(a: RunCounts, b: RunCounts, how: str) -> None:
-    """Same instance count and, row by row, the same candidate count."""
+def check_same_rows(a: RunValues, b: RunValues, how: str) -> None:
+    """Same instance count and, row by row, the same candidates: the same number of them
+    (not for TREC runs, whose retrieved lists differ by design), for labelled rows the same
+    relevant items, and with item ids on both sides the same ids."""
     if a.instances != b.instances:
         raise InputError(f"{a.path} has {a.instances} instances but {b.path} has "
                          f"{b.instances}; diff needs the same instances (give both dumps an "
                          f"'{INSTANCE_FIELD}' id field to align them by id)")
-    bad = np.flatnonzero(a.n != b.n)
-    if bad.size:
+    for key in a.keys:
+        if key not in b.keys:
+            continue
+        bad = np.flatnonzero(a.keys[key] != b.keys[key])
+        if not bad.size:
+            continue
         i = int(bad[0])
         where = f"row {i}" if how == "row order" else f"row {i} (matched by instance id)"
-        raise InputError(f"{where} has {int(a.n[i])} candidates in {a.path} but "
-                         f"{int(b.n[i])} in {b.path}; the dumps do not rank the same "
-                         f"candidates ({bad.size} row(s) differ)")
+        if key == "candidates":
+            raise InputError(f"{where} has {int(a.n[i])} candidates in {a.path} but "
+                             f"{int(b.n[i])} in {b.path}; the dumps do not rank the same "
+                             f"candidates ({bad.size} row(s) differ)")
+        if key == "candidate ids":
+            raise InputError(f"{where} lists other candidate ids in {a.path} than in "
+                             f"{b.path} (different sampled negatives?); diff pairs only runs "
+                             f"that rank the same candidates ({bad.size} row(s) differ)")
+        raise InputError(f"{where} has other relevance labels in {a.path} than in {b.path} "
+                         f"({key}: {a.keys[key][i]:g} vs {b.keys[key][i]:g}); the dumps do "
+                         f"not describe the same instances ({bad.size} row(s) differ)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -280,10 +352,18 @@ class DiffRow:
     k: int | None
     tie_aware: ColumnComparison
     original: ColumnComparison
+    gamma: float | None = None
+    instances: int | None = None  # instances paired (labelled runs skip undefined ones)
+    labelled: bool = False
 
     @property
     def label(self) -> str:
         return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    @property
+    def display(self) -> str:
+        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
+        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
 
     @property
     def winner_changed(self) -> bool:
@@ -296,9 +376,13 @@ class DiffRow:
     def to_dict(self) -> dict:
         """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
         ``winner_changed`` and ``verdict``."""
-        return {"metric": self.metric, "k": self.k, **self.tie_aware.to_dict(),
-                "original": self.original.to_dict(), "winner_changed": self.winner_changed,
-                "verdict": self.verdict}
+        out = {"metric": self.metric, "k": self.k}
+        if self.labelled:  # labelled runs: gamma, and the instances actually paired
+            out.update(gamma=self.gamma, instances=self.instances)
+        out.update(self.tie_aware.to_dict())
+        out.update(original=self.original.to_dict(), winner_changed=self.winner_changed,
+                   verdict=self.verdict)
+        return out
 
 
 @dataclass
@@ -354,35 +438,55 @@ class DiffResult:
 # ---------------------------------------------------------------------------------------
 # the comparison
 
-def compare_counts(a: RunCounts, b: RunCounts, metrics: list[Metric], *,
+def compare_values(a: RunValues, b: RunValues, *,
                    alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,
                    seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
                    what_if: WhatIf | None = None) -> DiffResult:
     """Paired comparison of two already aligned runs (row i of ``a`` and ``b`` is one
-    instance)."""
+    instance), entry by entry; on labelled runs only the instances where the metric is
+    defined in both are paired."""
     if alignment not in ALIGNMENTS:
         raise ParameterError(f"alignment must be one of {', '.join(ALIGNMENTS)}, "
                              f"got {alignment!r}")
     if a.instances != b.instances:
         raise ParameterError(f"aligned runs need the same instances, got {a.instances} and "
                              f"{b.instances}")
-    metrics = list(dict.fromkeys(metrics))
-    if not metrics:
+    if [(e.metric, e.gamma) for e in a.entries] != [(e.metric, e.gamma) for e in b.entries]:
+        raise InputError(f"{a.path} and {b.path} evaluate other metrics (one has relevance "
+                         "labels, the other one positive per row?); diff needs runs of one kind")
+    if not a.entries:
         raise ParameterError("no metrics to compare")
-    zeros = np.zeros(a.instances)
     # Above the exact test's 20 instances, draw sign flips per distinct difference.
     test = dict(permutations=permutations, seed=seed, confidence=confidence,
                 grouped_signs=True)
+    labelled = a.labelled or b.labelled
     rows = []
-    for m in metrics:
-        va = single_positive(m, a.a, a.b, a.original)
-        vb = single_positive(m, b.a, b.b, b.original)
-        tie = paired_comparison(va.tie_aware, vb.tie_aware, a_variance=va.variance,
-                                b_variance=vb.variance, **test)
-        orig = paired_comparison(va.original, vb.original, a_variance=zeros,
+    for entry, va, vb in zip(a.entries, a.values, b.values):
+        keep = None
+        if va.defined is not None or vb.defined is not None:
+            keep = np.ones(a.instances, dtype=bool)
+            for v in (va, vb):
+                if v.defined is not None:
+                    keep &= v.defined
+            if not keep.any():
+                raise InputError(f"{entry.label} is undefined for every instance of "
+                                 f"{a.path} and {b.path} (no relevant item)")
+
+        def pick(x):
+            return x if keep is None or x is None else x[keep]
+        variances = (None if va.variance is None or vb.variance is None
+                     else (pick(va.variance), pick(vb.variance)))
+        paired = int(keep.sum()) if keep is not None else a.instances
+        zeros = np.zeros(paired)
+        tie = paired_comparison(pick(va.tie_aware), pick(vb.tie_aware),
+                                a_variance=None if variances is None else variances[0],
+                                b_variance=None if variances is None else variances[1], **test)
+        orig = paired_comparison(pick(va.original), pick(vb.original), a_variance=zeros,
                                  b_variance=zeros, **test)
+        m = entry.metric
         rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
-                            ColumnComparison.from_paired(orig)))
+                            ColumnComparison.from_paired(orig), gamma=entry.gamma,
+                            instances=paired, labelled=labelled))
     return DiffResult(DiffSide(a.path, a.labels, a.dtype, a.instances),
                       DiffSide(b.path, b.labels, b.dtype, b.instances), alignment,
                       a.instances, rows, int(permutations), seed, float(confidence),
@@ -394,15 +498,18 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
                seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
                nan_policy: str = "raise", batch_rows: int | None = None,
                instance_field: str = INSTANCE_FIELD, labels: tuple = (None, None),
-               warn=None) -> DiffResult:
+               warn=None, relevance=None) -> DiffResult:
     """Compare run B with run A on the same instances (see the module docstring).
 
     Parameters
     ----------
     a_dump, b_dump : Dump
         Opened dumps (:func:`tieeval.io.open.open_dump`).
-    metrics : list of Metric, optional
-        Default HR@1/5/10, NDCG@1/5/10, MRR.
+    metrics : list of Metric or names, optional
+        Default: the defaults of the dumps' kind (HR@1/5/10, NDCG@1/5/10, MRR for one
+        positive per row; also Recall@K and MAP for relevance labels).
+    relevance : RelOptions, optional
+        Options of labelled metrics (gain, discount, gamma, ``both``, ...).
     what_if : WhatIf, optional
         Evaluate both runs under a precision what-if.
     permutations, seed, confidence
@@ -415,13 +522,12 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         Called with a message when only one dump has instance ids (rows are then matched
         by position).
     """
-    metrics = default_metrics((1, 5, 10)) if metrics is None else list(metrics)
     check_permutations(permutations)  # before any dump is read
     runs = []
     ids = []
     for dump, override in zip((a_dump, b_dump), labels):
-        run, batch_ids = collect_counts(dump, what_if, nan_policy=nan_policy,
-                                        batch_rows=batch_rows)
+        run, batch_ids = collect_values(dump, metrics, what_if, nan_policy=nan_policy,
+                                        batch_rows=batch_rows, relevance=relevance)
         if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
             batch_ids = read_instance_ids(dump.path, instance_field)
         ids.append(batch_ids)
@@ -439,7 +545,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         has, lacks = (a, b) if ids[0] is not None else (b, a)
         warn(f"{has.path} has instance ids ('{instance_field}') but {lacks.path} has none; "
              "rows are matched by position")
-    return compare_counts(a, b, metrics, alignment=alignment, permutations=permutations,
+    return compare_values(a, b, alignment=alignment, permutations=permutations,
                           seed=seed, confidence=confidence, what_if=what_if)
 
 
@@ -552,7 +658,7 @@ def rank_groups(groups) -> list[Ranking]:
     out = []
     layout = None
     for g in groups:
-        mine = [(m.metric, m.k, getattr(m, "gamma", None)) for m in g.metrics]
+        mine = [(m.metric, m.k, m.gamma) for m in g.metrics]
         if layout is None:
             layout = mine
         elif mine != layout:

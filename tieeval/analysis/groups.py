@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
-
-pass
 from tieeval.results import MetricRow, RunResult, find_row
 from tieeval.run_labels import GROUP_KEYS
 
@@ -114,7 +112,7 @@ def average(runs: list[RunResult]) -> GroupResult:
     """Average runs of one group (same metrics in the same order) over their seeds."""
     if not runs:
         raise ParameterError("cannot average an empty list of runs")
-    # gamma: signed metrics of labelled runs come once per gamma (tieeval.kernels.general_sums)
+    # gamma: signed metrics of labelled runs come once per gamma (tieeval.kernels.general)
     layout = [(m.metric, m.k, getattr(m, "gamma", None)) for m in runs[0].metrics]
     for run in runs[1:]:
         if [(m.metric, m.k, getattr(m, "gamma", None)) for m in run.metrics] != layout:

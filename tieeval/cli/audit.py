@@ -21,11 +21,11 @@ from tieeval.cli.common import (
     Command,
     quiet_option,
     read_options,
+    stdout_console,
     write,
 )
 from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.cli.tables import grouped
-from tieeval.cli.whatif import stdout_console
 from tieeval.errors import InputError
 from tieeval.report import audit as audit_report
 

@@ -213,18 +213,23 @@ def emit(results, fmt: str) -> None:
     elif fmt == "markdown":
         write(to_markdown(results))
     else:
-        from rich.console import Console
-        out = sys.stdout
-        console = Console(file=out, width=None if out.isatty() else 120,
-                          color_system="auto" if out.isatty() else None)
-        render_tables(results, console)
+        render_tables(results, stdout_console())
+
+
+def stdout_console():
+    """The console for data on stdout: terminal width and colour only on a terminal (rich
+    would wrap at 80 columns when piped)."""
+    from rich.console import Console
+    out = sys.stdout
+    tty = out.isatty()
+    return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
 
 
 def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="positive",
                    positive_index=None, nan_policy="raise", batch_rows=None, quiet=False,
                    layout="auto", instance_column=None, position_column=None,
                    score_column=None, label_column=None, score_dtype=None, jobs=0,
-                   engine="local", **relevance):
+                   engine="local", what_if=None, **relevance):
     """Evaluate every path (one run each) with the shared reading options; warnings go to
     stderr unless ``quiet``, and a progress bar while a terminal is watching. ``relevance``:
     the options of :func:`tieeval.cli.relevance.relevance_options`."""
@@ -256,7 +261,7 @@ def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="p
                 results.append(evaluate_dump(dump, metrics, nan_policy=nan_policy,
                                              batch_rows=batch_rows, jobs=jobs,
                                              progress=bar.task(dump),
-                                             relevance=rel_options))
+                                             relevance=rel_options, what_if=what_if))
     if not quiet:
         for result in results:
             for warning in result.warnings:

@@ -25,7 +25,6 @@ from tieeval.cli.whatif import (
     evaluate_runs,
     make_what_if,
     whatif_options,
-    write_labelled_output,
 )
 
 
@@ -79,9 +78,8 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
-    write_labelled_output(write_output, runs, groups, what_if=what_if,
-                          table=default_table(table, len(files), fmt), fmt=fmt,
-                          seed_std=seed_std)
+    write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
+                 seed_std=seed_std, what_if=what_if)
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1

@@ -18,6 +18,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    stdout_console,
     write,
 )
 from tieeval.cli.run_labels import label_options
@@ -27,7 +28,6 @@ from tieeval.cli.whatif import (
     make_what_if,
     read_options_from,
     require_local_engine,
-    stdout_console,
     whatif_options,
 )
 from tieeval.io.open import open_dump

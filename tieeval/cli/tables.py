@@ -9,9 +9,10 @@ import click
 
 from tieeval.analysis.groups import group_runs
 from tieeval.analysis.paper import paper_table
-from tieeval.cli.common import emit, write
+from tieeval.cli.common import emit, stdout_console, write
 from tieeval.report import paper as paper_report
 from tieeval.report import runs as runs_report
+from tieeval.report import whatif as whatif_report
 
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 TABLE_CHOICES = ("runs", "1", "3", "4")
@@ -47,20 +48,34 @@ def warn(lines, quiet: bool) -> None:
             click.echo(f"Warning: {line}", err=True)
 
 
-def write_output(runs, groups, *, table: str, fmt: str, seed_std: bool = True) -> None:
-    """Print ``runs`` (and their ``groups``) as ``table`` in ``fmt`` on stdout."""
+def write_output(runs, groups, *, table: str, fmt: str, seed_std: bool = True,
+                 what_if=None) -> None:
+    """Print ``runs`` (and their ``groups``) as ``table`` in ``fmt`` on stdout; under an
+    active ``what_if`` every format says so: a note above tables, Markdown and LaTeX, a
+    ``what_if`` column in CSV, and a ``what_if`` key in JSON."""
+    active = what_if is not None and what_if.active
     if fmt == "json":
-        write(runs_report.to_json(runs, groups))
+        write(runs_report.to_json(runs, groups, what_if if active else None))
         return
+    if active and fmt == "markdown":
+        write(whatif_report.markdown_note(what_if))
+    elif active and fmt == "latex":
+        write(whatif_report.latex_note(what_if))
+    elif active and fmt == "table":
+        stdout_console().print(whatif_report.note(what_if), style="bold yellow")
     if table == "runs":
         if fmt == "latex":
             write(runs_report.to_latex(runs))
+        elif fmt == "csv":
+            text = runs_report.to_csv(runs)
+            write(whatif_report.add_csv_column(text, what_if) if active else text)
         else:
             emit(runs, fmt)
         return
     assembled = paper_table(int(table), groups)
     if fmt == "csv":
-        write(paper_report.to_csv(assembled))
+        text = paper_report.to_csv(assembled)
+        write(whatif_report.add_csv_column(text, what_if) if active else text)
     elif fmt == "markdown":
         write(paper_report.to_markdown(assembled, seed_std))
     elif fmt == "latex":

@@ -3,27 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import os
-import sys
 
 import click
 
-from tieeval.analysis.whatif import (
-    CASTS,
-    WhatIf,
-    check_tolerance,
-    evaluate_dump_what_if,
-)
-from tieeval.cli.common import write
-from tieeval.cli.run_labels import evaluate_labelled, meta_dict
+from tieeval.cli.run_labels import evaluate_labelled
 from tieeval.errors import TieevalError
 from tieeval.io.base import ReadOptions
-from tieeval.io.open import open_dump
-from tieeval.report import whatif as whatif_report
-from tieeval.run_labels import resolve_labels
+from tieeval.kernels.whatif import CASTS, WhatIf, check_tolerance
 
 
 class ToleranceType(click.ParamType):
@@ -80,68 +67,9 @@ def evaluate_runs(files, metrics, *, what_if: WhatIf | None = None, meta=(), tem
                   quiet=False, **read_kwargs):
     """Labelled runs as :func:`tieeval.cli.run_labels.evaluate_labelled` gives, under
     ``what_if`` when it is active (each run then reports a ``what_if`` key)."""
-    if what_if is None or not what_if.active:
-        return evaluate_labelled(files, metrics, meta=meta, template=template, quiet=quiet,
-                                 **read_kwargs)
-    require_local_engine(read_kwargs, "--cast and --tolerance")
-    overrides = meta_dict(meta)
-    if template is not None:  # a path that does not fit fails before any file is read
-        for path in files:
-            if os.path.exists(path):
-                resolve_labels(path, {}, meta=overrides, template=template)
-    options = read_options_from(read_kwargs)
-    runs = []
-    for path in files:
-        run = evaluate_dump_what_if(open_dump(path, options), metrics, what_if,
-                                    nan_policy=read_kwargs.get("nan_policy", "raise"),
-                                    batch_rows=read_kwargs.get("batch_rows"))
-        if not quiet:
-            for warning in run.warnings:
-                click.echo(f"Warning: {warning}", err=True)
-        run.labels = resolve_labels(run.path, run.labels, meta=overrides, template=template)
-        runs.append(run)
-    return runs
-
-
-def _captured(fn, *args, **kwargs) -> str:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        fn(*args, **kwargs)
-    return buf.getvalue()
-
-
-def write_labelled_output(write_output, runs, groups, *, what_if: WhatIf | None, fmt: str,
-                          **kwargs) -> None:
-    """``write_output(runs, groups, fmt=fmt, **kwargs)``, labelled when ``what_if`` is
-    active: a note above tables, Markdown and LaTeX, a ``what_if`` column in CSV, and a
-    top-level ``what_if`` key in JSON (every run also carries one)."""
-    if what_if is None or not what_if.active:
-        write_output(runs, groups, fmt=fmt, **kwargs)
-        return
-    if fmt == "json":
-        import json
-        doc = json.loads(_captured(write_output, runs, groups, fmt=fmt, **kwargs))
-        head = {k: doc.pop(k) for k in ("tieeval_version", "numpy_version", "numpy_simd",
-                                        "machine") if k in doc}
-        write(json.dumps({**head, "what_if": what_if.to_dict(), **doc}, indent=2,
-                         allow_nan=False) + "\n")
-    elif fmt == "csv":
-        write(whatif_report.add_csv_column(_captured(write_output, runs, groups, fmt=fmt,
-                                                     **kwargs), what_if))
-    elif fmt == "markdown":
-        write(whatif_report.markdown_note(what_if))
-        write_output(runs, groups, fmt=fmt, **kwargs)
-    elif fmt == "latex":
-        write(whatif_report.latex_note(what_if))
-        write_output(runs, groups, fmt=fmt, **kwargs)
+    if what_if is not None and what_if.active:
+        require_local_engine(read_kwargs, "--cast and --tolerance")
     else:
-        stdout_console().print(whatif_report.note(what_if), style="bold yellow")
-        write_output(runs, groups, fmt=fmt, **kwargs)
-
-
-def stdout_console():
-    """The console for data on stdout: terminal width and colour only on a terminal."""
-    from rich.console import Console
-    out = sys.stdout
-    tty = out.isatty()
-    return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
+        what_if = None
+    return evaluate_labelled(files, metrics, meta=meta, template=template, quiet=quiet,
+                             what_if=what_if, **read_kwargs)

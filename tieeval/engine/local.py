@@ -1,8 +1,16 @@
-"""Run evaluation: batches of a dump -> per-instance values -> exact dataset means.
+"""The pipeline on this machine: open -> batches -> kernel -> accumulator -> result.
 
-The accumulator keeps only sums (integer counts and :class:`~tieeval.kernels.summation.ExactSum`),
-so batches can be processed in any order, on any number of workers, and merged, and the
-result does not depend on the split.
+:func:`evaluate_dump` reads every batch of an opened dump through the kernel chosen for it
+(:func:`tieeval.kernels.choose.choose_kernel`, once per pass over the dump) into one
+:class:`~tieeval.kernels.accumulator.Accumulator`, in this process or in worker processes
+(:mod:`tieeval.engine.parallel`), and returns one :class:`~tieeval.results.RunResult`.
+The accumulator keeps only exact sums, so the result does not depend on the batch size,
+the split or the number of workers.
+
+A reader may learn part-way that it must read differently (a long layout whose rows are
+not sorted by instance, or whose label column holds relevance labels): it raises
+:class:`~tieeval.io.base.ReadAgain`, and the run starts over with the kernel chosen anew
+for what the dump now says it carries.
 """
 
 from __future__ import annotations
@@ -14,186 +22,19 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, Dump, ReadAgain, ReadOptions
+from tieeval.io.base import Batch, Dump, ReadAgain, ReadOptions, RelevanceInfo
 from tieeval.io.checks import resolve_positive
 from tieeval.io.open import open_dump
 from tieeval.kernels import fused as fused
-from tieeval.kernels.closed_forms import single_positive
+from tieeval.kernels.base import Entry, InstanceValues, Kernel
+from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
-from tieeval.kernels.duplicates import DuplicateCheck
-from tieeval.kernels.general_sums import RelAccumulator, expand, one_hot, rel_batch
-from tieeval.kernels.single import Accumulator, accumulate, batch_counts
-from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
-from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
+from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
+from tieeval.metrics.options import RelOptions, default_rel_metrics
 from tieeval.results import RunResult
 
-
-def wants_general_path(dump, metrics, options: RelOptions | None) -> bool:
-    """Whether ``dump`` with ``metrics`` needs this module rather than the sort-free path."""
-    info = getattr(dump, "relevance", None)
-    if info is not None and (info.source is not None or info.items):
-        return True
-    if options is not None and options.changes_single_positive:
-        return True
-    return metrics is not None and not all(m.single_positive for m in metrics)
-
-
-def _tick(progress):
-    pass
-    return progress_callback(progress) or (lambda rows, nbytes: None)
-
-
-def choose_metrics(metrics, info) -> list[Metric]:
-    """The user's metrics, or the default set of the dump's kind."""
-    if metrics is None:
-        from tieeval.metrics.metric import DEFAULT_KS
-        return default_rel_metrics(DEFAULT_KS)
-    if isinstance(metrics, DefaultMetrics) and info is not None and info.source is not None:
-        return default_rel_metrics(metrics.ks)
-    return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
-
-
-def evaluate_general(dump, metrics=None, *, nan_policy: str = "raise", batch_rows=None,
-                     labels: dict | None = None, progress=None,
-                     relevance: RelOptions | None = None) -> RunResult:
-    """Evaluate an opened dump through the general kernel (see the module docstring).
-
-    A reader that changes how it reads part-way (:class:`tieeval.io.base.ReadAgain`: long rows
-    not sorted by instance, or a long label column found to hold relevance labels) starts
-    the run over; ``progress`` then receives negative values that take back what it saw.
-    """
-    from tieeval.io.base import ReadAgain
-    from tieeval.kernels.counts import check_nan_policy
-    check_nan_policy(nan_policy)
-    tick = _tick(progress)
-    for _ in range(3):
-        done = [0, 0]
-
-        def counted(rows, nbytes):
-            done[0] += rows
-            done[1] += nbytes
-            tick(rows, nbytes)
-        try:
-            return _evaluate_general(dump, metrics, nan_policy, batch_rows, labels, counted,
-                                     relevance)
-        except ReadAgain as exc:
-            if done[0] or done[1]:
-                tick(-done[0], -done[1])
-            dump.start_over(exc)
-    raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
-
-
-def _evaluate_general(dump, metrics, nan_policy, batch_rows, labels, tick, relevance):
-    from tieeval.kernels.single import Accumulator, batch_counts
-    options = relevance or DEFAULT_OPTIONS
-    info = getattr(dump, "relevance", None)
-    source = info.source if info is not None else None
-    metrics = choose_metrics(metrics, info)
-    dups = DuplicateCheck() if info is not None and info.items else None
-    merged = {**dump.metadata, **(labels or {})}
-    fast = (source is None and all(m.single_positive for m in metrics)
-            and not options.changes_single_positive)
-    if fast:  # a single-positive dump with item ids: the sort-free path plus the check
-        acc = Accumulator(list(metrics))
-        for batch in dump.batches(batch_rows):
-            acc.add(batch_counts(batch, nan_policy, dump.path))
-            if dups is not None and batch.items is not None:
-                dups.add(batch.scores, batch.items, batch.offsets, one_hot(batch))
-            tick(batch.rows, batch.nbytes)
-        base = acc.result(dump.path, dump.dtype, merged)
-        entries, lines = dups.report(dump.path) if dups is not None else (None, [])
-        base.data_warnings = entries
-        base.warnings[:0] = list(dump.warnings) + lines
-        return base
-    entries = expand(metrics, options)
-    ks = [m.k for m in metrics if m.k is not None]
-    acc = RelAccumulator(entries, ks, options.both)
-    original = info.original if info is not None else "argsort"
-    for batch in dump.batches(batch_rows):
-        lab = batch.labels if source is not None else one_hot(batch)
-        if lab is None:
-            raise InputError(f"{dump.path}: {batch.where(0)}: no relevance labels")
-        rb = rel_batch(batch, lab, nan_policy, dump.path, original)
-        acc.add(rb)
-        if dups is not None and batch.items is not None:
-            dups.add(batch.scores, batch.items, batch.offsets, np.asarray(lab) > 0)
-        tick(batch.rows, batch.nbytes)
-    data_entries, lines = dups.report(dump.path) if dups is not None else (None, [])
-    result = acc.result(dump.path, dump.dtype, merged, source or "positive", options,
-                        data_entries)
-    result.warnings[:0] = list(dump.warnings) + lines
-    return result
-
-
-def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
-                    items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
-                    alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
-                    ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
-                    path: str = "<array>") -> RunResult:
-    """Evaluate in-memory labelled rows: the Python form of ``tieeval compare`` on a dump
-    with ``labels``.
-
-    ``scores`` and ``labels`` are ``(instances, candidates)`` arrays, or flat arrays with
-    ``offsets`` (``instances + 1`` row boundaries). Labels: ``> 0`` relevant with that gain,
-    ``0`` unobserved, ``< 0`` an explicit negative. ``items`` (same layout) enables the
-    duplicate check. ``gamma`` is one value or several (one row per gamma for signed
-    metrics). Without ``metrics``: HR@K, Recall@K, NDCG@K for every ``k``, MRR and MAP.
-
-    >>> import numpy as np
-    >>> r = evaluate_labels(np.array([[0.9, 0.9, 0.1]]), np.array([[1, 0, 2]]),
-    ...                     metrics=["HR@1", "NDCG@3"])
-    >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
-    (1.0, 0.0, 0.5)
-    """
-    from tieeval.io.base import Batch
-    s = np.asarray(scores)
-    lab = np.asarray(labels)
-    if s.dtype == object or lab.dtype == object:
-        raise InputError("scores and labels must be numeric arrays (ragged rows? pass flat "
-                         "arrays with offsets)")
-    if offsets is None and s.ndim != 2:
-        raise InputError(f"{path}: scores must be a 2-D (instances, candidates) array or flat "
-                         f"with offsets, got shape {s.shape}")
-    if s.shape != lab.shape:
-        raise InputError(f"{path}: scores and labels differ in shape: {s.shape} vs "
-                         f"{lab.shape}")
-    if s.shape[0] == 0:
-        raise InputError(f"{path}: no instances (empty dump)")
-    options = RelOptions(gain=gain, discount=discount, alpha=alpha, gammas=gamma,
-                         short_list=short_list, ap_norm=ap_norm, both=both, base=log_base)
-    if metrics is None:
-        chosen = default_rel_metrics(list(k))
-    else:
-        chosen = [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
-    off = None if offsets is None else np.asarray(offsets)
-    rows = s.shape[0] if off is None else off.size - 1
-    batch = Batch(s, np.zeros(rows, dtype=np.int64), 0, off)
-    entries = expand(chosen, options)
-    acc = RelAccumulator(entries, [m.k for m in chosen if m.k is not None], options.both)
-    acc.add(rel_batch(batch, lab, nan_policy, path))
-    dup_entries, lines = None, []
-    if items is not None:
-        dups = DuplicateCheck()
-        it = np.asarray(items)
-        if it.shape != s.shape:
-            raise InputError(f"{path}: items and scores differ in shape: {it.shape} vs "
-                             f"{s.shape}")
-        dups.add(s, it, off, lab > 0)
-        dup_entries, lines = dups.report(path)
-    result = acc.result(path, s.dtype, {}, "labels", options, dup_entries)
-    result.warnings[:0] = lines
-    return result
-
-
-def evaluate_scores_general(arr, positive, metrics, *, nan_policy="raise",
-                            path="<array>") -> RunResult:
-    """:func:`tieeval.evaluate` for metrics beyond HR@K / NDCG@K / MRR: one-hot labels."""
-    from tieeval.io.base import Batch
-    batch = Batch(arr, positive, 0)
-    acc = RelAccumulator(expand(metrics, DEFAULT_OPTIONS),
-                         [m.k for m in metrics if m.k is not None])
-    acc.add(rel_batch(batch, one_hot(batch), nan_policy, path))
-    return acc.result(path, arr.dtype, {}, "positive", DEFAULT_OPTIONS)
+_MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
 
 
 def progress_callback(progress):
@@ -223,32 +64,21 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
-                  batch_rows: int | None = None, labels: dict | None = None,
-                  progress=None, jobs: int = 1, relevance=None) -> RunResult:
-    """Evaluate an opened dump.
+def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
+               nan_policy: str = "raise", what_if=None) -> Kernel:
+    """The kernel that evaluates ``dump`` as it reads now (see
+    :func:`tieeval.kernels.choose.spec_for`)."""
+    spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
+                    nan_policy=nan_policy, what_if=what_if, path=dump.path)
+    return choose_kernel(spec)
 
-    ``batch_rows``: rows per batch (None: about 16 MB of scores); the result does not depend
-    on it. ``jobs``: worker processes (1: this process; 0: one per core); the result does
-    not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
-    after each batch or part; negative values take back a run that had to start over.
-    ``relevance``: options of the general path (:class:`tieeval.metrics.options.RelOptions`).
 
-    A long-layout dump whose label column turns out to hold relevance labels (graded,
-    signed, several positives) is handed to the general path part-way, from the start.
-    """
-    requested = metrics = default_metrics(DEFAULT_KS) if metrics is None else metrics
-    pass
-    if wants_general_path(dump, metrics, relevance):  # labelled rows, or other metrics
-        return evaluate_general(dump, metrics, nan_policy=nan_policy, batch_rows=batch_rows,
-                                labels=labels, progress=progress, relevance=relevance)
-    metrics = list(metrics)
-    check_nan_policy(nan_policy)
-    jobs = check_jobs(jobs)
-    size = dump.batch_size(batch_rows)
+def run_passes(dump: Dump, make_kernel, consume, progress=None):
+    """``consume(kernel, tick)`` over ``dump`` with the kernel ``make_kernel()`` picks,
+    again from the start when the reader asks to (:class:`ReadAgain`); ``progress``
+    receives negative values that take back what a restarted pass reported."""
     report = progress_callback(progress)
-    fused.use(fused.wanted(dump.nbytes))
-    for _ in range(3):
+    for _ in range(_MAX_PASSES):
         done = [0, 0]
 
         def tick(rows, nbytes):
@@ -256,14 +86,9 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
             done[1] += nbytes
             if report is not None:
                 report(rows, nbytes)
+        kernel = make_kernel()
         try:
-            if jobs > 1:
-                from tieeval.engine.parallel import accumulate_parallel
-                acc = accumulate_parallel(dump, metrics, jobs=jobs, nan_policy=nan_policy,
-                                          batch_rows=size, progress=tick)
-            else:
-                acc = accumulate(dump.batches(size), metrics, nan_policy, dump.path, tick)
-            break
+            return kernel, consume(kernel, tick)
         except InputError:
             dump.verify()  # a damaged input explains the data error: report the damage
             raise
@@ -271,16 +96,44 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
             if report is not None and (done[0] or done[1]):
                 report(-done[0], -done[1])
             dump.start_over(exc)
-            if wants_general_path(dump, requested, relevance):  # relevance labels after all
-                return evaluate_general(dump, requested, nan_policy=nan_policy,
-                                        batch_rows=batch_rows, labels=labels,
-                                        progress=progress, relevance=relevance)
-    else:  # pragma: no cover - a reader restarts at most twice
-        raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
-    merged = {**dump.metadata, **(labels or {})}
-    result = acc.result(dump.path, dump.dtype, merged)
-    result.warnings[:0] = list(dump.warnings)
-    return result
+    raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
+
+
+def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
+                  batch_rows: int | None = None, labels: dict | None = None,
+                  progress=None, jobs: int = 1, relevance: RelOptions | None = None,
+                  what_if=None) -> RunResult:
+    """Evaluate an opened dump.
+
+    ``metrics``: Metric values or names (None: the defaults of the dump's kind).
+    ``batch_rows``: rows per batch (None: about 16 MB of scores); the result does not depend
+    on it. ``jobs``: worker processes (1: this process; 0: one per core); the result does
+    not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
+    after each batch or part; negative values take back a run that had to start over.
+    ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
+    ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
+    result then carries it.
+    """
+    check_nan_policy(nan_policy)
+    jobs = check_jobs(jobs)
+    size = dump.batch_size(batch_rows)
+
+    def make_kernel():
+        kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
+                            what_if=what_if)
+        # the fused numba count kernel serves the single-positive counts of big dumps
+        fused.use(isinstance(kernel, SinglePositiveKernel) and fused.wanted(dump.nbytes))
+        return kernel
+
+    def consume(kernel, tick):
+        if jobs > 1:
+            from tieeval.engine.parallel import accumulate_parallel
+            return accumulate_parallel(dump, kernel, jobs=jobs, batch_rows=size, progress=tick)
+        return kernel.accumulate(dump.batches(size), tick)
+
+    kernel, acc = run_passes(dump, make_kernel, consume, progress)
+    return kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **(labels or {})},
+                         dump.warnings)
 
 
 def evaluate_path(path: str, metrics: list[Metric] | None = None, *,
@@ -289,61 +142,203 @@ def evaluate_path(path: str, metrics: list[Metric] | None = None, *,
     return evaluate_dump(open_dump(path, options), metrics, **kwargs)
 
 
-def _as_array(scores) -> np.ndarray:
+def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
+                         nan_policy: str = "raise", batch_rows: int | None = None,
+                         relevance: RelOptions | None = None, what_if=None
+                         ) -> Iterator[tuple[Batch, dict]]:
+    """Per-batch, per-instance values: ``(batch, {key: InstanceValues})`` in the kernel's
+    entry order; the key is the :class:`Metric`, or ``(Metric, gamma)`` for a signed
+    metric (one entry per gamma).
+
+    The dump is settled first (a long layout checks its order and labels), so this is a
+    single pass.
+    """
+    check_nan_policy(nan_policy)
+    dump.settle()
+    kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
+                        what_if=what_if)
+    for batch in dump.batches(batch_rows):
+        values = kernel.instance_values(batch)
+        yield batch, {(e.metric if e.gamma is None else (e.metric, e.gamma)): v
+                      for e, v in zip(kernel.entries, values)}
+
+
+def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "raise",
+                            batch_rows: int | None = None, relevance: RelOptions | None = None,
+                            what_if=None, progress=None
+                            ) -> tuple[Kernel, list[InstanceValues], np.ndarray | None]:
+    """Every instance's values for each of the kernel's entries, concatenated over
+    batches, and the instance ids the reader attached to its batches (the long layout and
+    TREC runs; else None). Restarts with the reader when it asks to."""
+
+    def make_kernel():
+        return kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
+                          what_if=what_if)
+
+    def consume(kernel, tick):
+        parts, ids = [], []
+        for batch in dump.batches(batch_rows):
+            parts.append(kernel.instance_values(batch))
+            ids.append(batch.ids)
+            tick(batch.rows, batch.nbytes)
+        return parts, ids
+
+    kernel, (parts, ids) = run_passes(dump, make_kernel, consume, progress)
+    if not parts:
+        raise InputError(f"{dump.path}: no instances (empty dump)")
+    values = [_concat([p[i] for p in parts]) for i in range(len(kernel.entries))]
+    batch_ids = None
+    if ids and all(i is not None for i in ids):
+        batch_ids = np.concatenate([np.asarray(i) for i in ids])
+        if batch_ids.dtype == object:
+            batch_ids = batch_ids.astype(str)
+    return kernel, values, batch_ids
+
+
+def _concat(values: list[InstanceValues]) -> InstanceValues:
+    def cat(name):
+        got = [getattr(v, name) for v in values]
+        if any(g is None for g in got):
+            return None
+        return np.concatenate(got)
+    return InstanceValues(*(cat(name) for name in ("original", "first", "last", "tie_aware",
+                                                   "variance", "tie_decided", "defined")))
+
+
+# ---------------------------------------------------------------------------------------
+# In-memory arrays
+
+
+def _as_array(scores, what: str = "scores") -> np.ndarray:
     # Accept anything with __array__ (a CPU torch tensor, a list of lists) without importing
     # the library it comes from; never cast the dtype.
-    arr = np.asarray(scores)
+    try:
+        arr = np.asarray(scores)
+    except ValueError:
+        arr = np.asarray(scores, dtype=object)
     if arr.dtype == object:
-        raise InputError("scores must be a numeric (instances, candidates) array, "
-                         "got an object array (ragged rows?)")
+        raise InputError(f"{what} must be a numeric (instances, candidates) array, "
+                         "got an object array (ragged rows? pass flat arrays with offsets)")
     return arr
 
 
-def evaluate(scores, k: Iterable[int] = DEFAULT_KS, positive=None, *,
+def _metric_list(metrics, k, *, labelled: bool) -> list[Metric] | None:
+    """``metrics`` (names or Metric values; one string is one metric) or the defaults for
+    ``k`` (an int or several)."""
+    if metrics is not None:
+        if isinstance(metrics, (str, Metric)):
+            metrics = [metrics]
+        return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
+    ks = [k] if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else list(k)
+    return default_rel_metrics(ks) if labelled else default_metrics(ks)
+
+
+class _ArrayDump:
+    """An in-memory batch dressed as a dump, so arrays take the one pipeline too."""
+
+    def __init__(self, batch: Batch, path: str, dtype, relevance: RelevanceInfo | None):
+        self.batch, self.path, self.dtype, self.relevance = batch, path, dtype, relevance
+        self.metadata: dict = {}
+        self.warnings: list = []
+        self.nbytes = 0
+        self.parts = None
+
+    def batch_size(self, batch_rows=None) -> int:
+        return max(1, self.batch.rows)
+
+    def batches(self, batch_rows=None):
+        yield self.batch
+
+    def verify(self) -> None:
+        pass
+
+    def settle(self) -> None:
+        pass
+
+    def start_over(self, reason) -> None:  # pragma: no cover - arrays never restart
+        raise InputError(f"{self.path}: {reason}")
+
+
+def evaluate(scores, k: Iterable[int] | int = DEFAULT_KS, positive=None, *,
              metrics: Iterable[Metric | str] | None = None, nan_policy: str = "raise",
-             path: str = "<array>") -> RunResult:
+             path: str = "<array>", relevance: RelOptions | None = None,
+             what_if=None) -> RunResult:
     """Evaluate an in-memory score matrix ``scores[instances, candidates]``.
 
     ``positive`` is each row's positive column (an int, or one int per row; default 0).
-    Returns a :class:`~tieeval.results.RunResult` whose ``to_dict()`` matches the JSON
-    contract of ``tieeval compare``.
+    ``k`` is one cutoff or several; ``metrics`` (names such as ``"NDCG@10"`` or Metric
+    values) overrides it. Returns a :class:`~tieeval.results.RunResult` whose
+    ``to_dict()`` matches the JSON contract of ``tieeval compare``.
 
     >>> import numpy as np
     >>> r = evaluate(np.array([[1.0, 1.0, 0.5], [0.9, 0.1, 0.2]], dtype=np.float32), k=[1])
     >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
     (1.0, 0.5, 0.75)
     """
-    arr = _as_array(scores)
     from tieeval.io.checks import _check_matrix
+    arr = _as_array(scores)
     _check_matrix(path, arr, "scores")
-    if metrics is None:
-        chosen = default_metrics(list(k))
-    else:
-        chosen = [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
-    lengths = np.full(arr.shape[0], arr.shape[1], dtype=np.int64)
-    pos = np.zeros(arr.shape[0], dtype=np.int64) if positive is None else positive
-    pos = np.broadcast_to(np.asarray(pos), (arr.shape[0],))
-    pos = resolve_positive(path, pos, lengths, 0)
+    chosen = _metric_list(metrics, k, labelled=False)
+    rows = arr.shape[0]
+    lengths = np.full(rows, arr.shape[1], dtype=np.int64)
+    pos = np.zeros(rows, dtype=np.int64) if positive is None else positive
+    pos = _as_array(pos, "positive")
+    if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
+        raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
+                         f"shape {pos.shape}")
+    pos = resolve_positive(path, np.broadcast_to(pos, (rows,)), lengths, 0)
     check_nan_policy(nan_policy)
-    if not all(m.single_positive for m in chosen):  # e.g. Recall@K: the general kernel
-        pass
-        return evaluate_scores_general(arr, pos, chosen, nan_policy=nan_policy, path=path)
-    acc = Accumulator(chosen)
-    acc.add(batch_counts(Batch(arr, pos, 0), nan_policy, path))
-    return acc.result(path, arr.dtype)
+    dump = _ArrayDump(Batch(arr, pos, 0), path, arr.dtype, None)
+    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=relevance,
+                         what_if=what_if)
 
 
-def iter_instance_values(dump: Dump, metrics: list[Metric], *, nan_policy: str = "raise",
-                         batch_rows: int | None = None) -> Iterator[tuple[Batch, dict]]:
-    """Per-batch, per-instance values: ``(batch, {metric: InstanceValues})``, for
-    single-positive dumps."""
-    check_nan_policy(nan_policy)
-    dump.settle()
-    pass
-    if wants_general_path(dump, [], None):
-        raise InputError(f"{dump.path}: has relevance labels; per-instance values cover the "
-                         "single-positive protocol only")
-    for batch in dump.batches(batch_rows):
-        counts = batch_counts(batch, nan_policy, dump.path)
-        yield batch, {m: single_positive(m, counts.a, counts.b, counts.original)
-                      for m in metrics}
+def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
+                    items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
+                    alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
+                    ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
+                    path: str = "<array>", what_if=None) -> RunResult:
+    """Evaluate in-memory labelled rows: the Python form of ``tieeval compare`` on a dump
+    with ``labels``.
+
+    ``scores`` and ``labels`` are ``(instances, candidates)`` arrays, or flat arrays with
+    ``offsets`` (``instances + 1`` row boundaries). Labels: ``> 0`` relevant with that gain,
+    ``0`` unobserved, ``< 0`` an explicit negative. ``items`` (same layout) enables the
+    duplicate check. ``gamma`` is one value or several (one row per gamma for signed
+    metrics). Without ``metrics``: HR@K, Recall@K, NDCG@K for every ``k``, MRR and MAP.
+
+    >>> import numpy as np
+    >>> r = evaluate_labels(np.array([[0.9, 0.9, 0.1]]), np.array([[1, 0, 2]]),
+    ...                     metrics=["HR@1", "NDCG@3"])
+    >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
+    (1.0, 0.0, 0.5)
+    """
+    s = _as_array(scores)
+    lab = _as_array(labels, "labels")
+    if offsets is None and s.ndim != 2:
+        raise InputError(f"{path}: scores must be a 2-D (instances, candidates) array or flat "
+                         f"with offsets, got shape {s.shape}")
+    if s.shape != lab.shape:
+        raise InputError(f"{path}: scores and labels differ in shape: {s.shape} vs "
+                         f"{lab.shape}")
+    if s.shape[0] == 0:
+        raise InputError(f"{path}: no instances (empty dump)")
+    options = RelOptions(gain=gain, discount=discount, alpha=alpha, gammas=gamma,
+                         short_list=short_list, ap_norm=ap_norm, both=both, base=log_base)
+    chosen = _metric_list(metrics, k, labelled=True)
+    off = None if offsets is None else np.asarray(offsets)
+    rows = s.shape[0] if off is None else off.size - 1
+    it = None
+    if items is not None:
+        it = np.asarray(items)
+        if it.shape != s.shape:
+            raise InputError(f"{path}: items and scores differ in shape: {it.shape} vs "
+                             f"{s.shape}")
+    batch = Batch(s, np.zeros(rows, dtype=np.int64), 0, off, labels=lab, items=it)
+    info = RelevanceInfo("labels", items=it is not None)
+    return evaluate_dump(_ArrayDump(batch, path, s.dtype, info), chosen,
+                         nan_policy=nan_policy, relevance=options, what_if=what_if)
+
+
+__all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
+           "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]

@@ -1,6 +1,7 @@
-"""Evaluate a dump's batches in worker processes and merge their Accumulators.
+"""Evaluate a dump's batches in worker processes and merge their accumulators.
 
-Batches are independent and an :class:`~tieeval.kernels.single.Accumulator` holds only exact sums
+Workers run the kernel chosen for the dump (a picklable value), whichever it is. Batches
+are independent and an :class:`~tieeval.kernels.accumulator.Accumulator` holds only exact sums
 (integer counts, :class:`~tieeval.kernels.summation.ExactSum`), so merging partial accumulators in
 any order gives bit-for-bit the result of one process.
 
@@ -27,7 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from tieeval.io.base import Dump
 from tieeval.kernels import fused as fused
-from tieeval.kernels.single import Accumulator, accumulate, batch_counts
+from tieeval.kernels.accumulator import Accumulator
+from tieeval.kernels.base import Kernel
 
 # Below this many input bytes a pool costs more to start than it saves.
 MIN_PARALLEL_BYTES = 32 << 20
@@ -40,7 +42,8 @@ def _context():
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["tieeval.engine.local", "tieeval.io.parquet", "tieeval.engine.parallel"])
+        ctx.set_forkserver_preload(["tieeval.engine.local", "tieeval.io.open",
+                                   "tieeval.engine.parallel"])
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -62,22 +65,23 @@ def _shutdown() -> None:
     _POOL.clear()
 
 
-def _run_part(part, metrics, nan_policy, batch_rows, path, kernel=False):
-    fused.use(kernel)
-    acc = accumulate(part.batches(batch_rows), metrics, nan_policy, path)
+def _run_part(part, kernel, batch_rows, fused_on=False):
+    fused.use(fused_on)
+    acc = kernel.accumulate(part.batches(batch_rows))
     return acc, acc.instances, part.nbytes
 
 
-def _run_batch(batch, metrics, nan_policy, path, kernel=False):
-    fused.use(kernel)
-    acc = Accumulator(metrics)
-    acc.add(batch_counts(batch, nan_policy, path))
+def _run_batch(batch, kernel, fused_on=False):
+    fused.use(fused_on)
+    acc = kernel.new()
+    kernel.add(acc, batch)
     return acc
 
 
-def accumulate_parallel(dump: Dump, metrics, *, jobs: int, nan_policy: str = "raise",
-                        batch_rows: int, progress=None) -> Accumulator:
-    """The dump's Accumulator, computed by ``jobs`` worker processes (see module doc)."""
+def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: int,
+                        progress=None) -> Accumulator:
+    """The dump's accumulator under ``kernel``, computed by ``jobs`` worker processes (see
+    the module doc)."""
     parts = dump.parts
     small = dump.nbytes and dump.nbytes < MIN_PARALLEL_BYTES
     # A front-to-back source keeps this process busy reading (and decompressing): workers
@@ -85,12 +89,11 @@ def accumulate_parallel(dump: Dump, metrics, *, jobs: int, nan_policy: str = "ra
     # one worker was 1.7x slower than counting them here (benchmarks/README.md).
     serial_source = parts is None and jobs < MIN_JOBS_FOR_SHIPPING
     if jobs <= 1 or small or serial_source or (parts is not None and len(parts) < 2):
-        return accumulate(dump.batches(batch_rows), metrics, nan_policy, dump.path, progress)
+        return kernel.accumulate(dump.batches(batch_rows), progress)
     executor = pool(jobs)
-    total = Accumulator(metrics)
+    total = kernel.new()
     if parts is not None:
-        futures = [executor.submit(_run_part, part, metrics, nan_policy, batch_rows, dump.path,
-                               fused.active())
+        futures = [executor.submit(_run_part, part, kernel, batch_rows, fused.active())
                    for part in parts]
         try:
             for fut in futures:  # in dump order, so the first error is the first in the dump
@@ -113,8 +116,7 @@ def accumulate_parallel(dump: Dump, metrics, *, jobs: int, nan_policy: str = "ra
                 progress(rows, nbytes)
     try:
         for batch in dump.batches(batch_rows):
-            pending.append((executor.submit(_run_batch, batch, metrics, nan_policy, dump.path,
-                                            fused.active()),
+            pending.append((executor.submit(_run_batch, batch, kernel, fused.active()),
                             batch.rows, batch.nbytes))
             drain(2 * jobs)
         drain(0)

@@ -35,8 +35,9 @@ from tieeval.io.checks import (
 )
 from tieeval.io.open import open_dump
 from tieeval.io.parquet import parquet_batch
+from tieeval.kernels.accumulator import Accumulator
+from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
-from tieeval.kernels.single import Accumulator, batch_counts
 from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
@@ -155,17 +156,18 @@ def _state_batch(acc: Accumulator | None, error: str | None = None):
     return pa.RecordBatch.from_arrays([pa.array([text], pa.string())], names=["state"])
 
 
-def _wide_partition(path, options, has_positive, metrics, nan_policy):
+def _wide_partition(path, options, has_positive, kernel):
     def run(batches):
         where = f"{path} (Spark partition {_partition_id()})"
-        acc = Accumulator(metrics)
+        part_kernel = type(kernel)(kernel.spec.at(where))
+        acc = part_kernel.new()
         start = 0
         try:
             for record in batches:
                 if record.num_rows == 0:
                     continue
                 batch = parquet_batch(where, options, record, has_positive, start)
-                acc.add(batch_counts(batch, nan_policy, where))
+                part_kernel.add(acc, batch)
                 start += record.num_rows
         except TieevalError as exc:
             yield _state_batch(None, str(exc))
@@ -174,19 +176,18 @@ def _wide_partition(path, options, has_positive, metrics, nan_policy):
     return run
 
 
-def _long_partition(path, options, has_label, metrics, nan_policy, batch_rows):
-    pass
+def _long_partition(path, options, has_label, kernel, batch_rows):
     from tieeval.io.long import _rows_from, sorted_batches
 
     def run(batches):
         cols = {"instance": "instance", "position": "position", "score": "score",
                 "label": "label"}
-        acc = Accumulator(metrics)
+        acc = kernel.new()
         try:
             chunks = (_rows_from(path, record, cols, has_label, 0)
                       for record in batches if record.num_rows)
             for batch in sorted_batches(path, chunks, options, batch_rows):
-                acc.add(batch_counts(batch, nan_policy, path))
+                kernel.add(acc, batch)
         except TieevalError as exc:
             yield _state_batch(None, str(exc))
             return
@@ -226,7 +227,6 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    pass
     from tieeval.io.relevance import field_names
     options = options or ReadOptions()
     if layout != "auto":
@@ -237,6 +237,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     other = [m for m in chosen if not m.single_positive]
     if other:
         raise ParameterError(spark_refusal(f"{other[0]} is not one of them"))
+    kernel = choose_kernel(spec_for(None, chosen, nan_policy=nan_policy, path=path))
     names = dataframe.columns
     cols = options.long_columns
     schema = {f.name: f.dataType for f in dataframe.schema.fields}
@@ -256,7 +257,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         if has_positive and options.positive_index is not None:
             raise positive_index_conflict(path, options.positive, "column")
         selected = dataframe.select(options.scores, *([options.positive] if has_positive else []))
-        run = _wide_partition(path, options, has_positive, chosen, nan_policy)
+        run = _wide_partition(path, options, has_positive, kernel)
     else:
         for key in ("instance", "position", "score"):
             if cols[key] not in names:
@@ -272,7 +273,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         selected = (dataframe.select(*picked)
                     .repartition("instance")
                     .sortWithinPartitions("instance", "position"))
-        run = _long_partition(path, options, has_label, chosen, nan_policy, batch_rows)
+        run = _long_partition(path, options, has_label, kernel, batch_rows)
     with warnings.catch_warnings():
         # pyspark warns about pandas versions it has not certified; mapInArrow needs none
         warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support",
@@ -282,10 +283,10 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     errors = [s["error"] for s in states if "error" in s]
     if errors:
         raise InputError(errors[0])
-    total = Accumulator(chosen)
+    total = kernel.new()
     for state in states:
         total.merge(Accumulator.from_state(state))
-    return total.result(path, dtype, dict(metadata or {}))
+    return kernel.result(total, path, dtype, dict(metadata or {}))
 
 
 def _spark_cast(column: str, dtype: str):
@@ -321,7 +322,6 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
                          "dumps run with --engine local")
     info = getattr(dump, "relevance", None)
     if info is not None:  # refuse before Spark starts (evaluate would, from the schema)
-        pass
         raise InputError(spark_refusal(f"{path}: a dump with relevance fields "
                                        f"({', '.join(info.fields)})"))
     spark = spark or session()

@@ -13,8 +13,6 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 
-pass
-
 FORMATS = ("npy", "npz", "parquet", "csv")
 LAYOUTS = ("auto", "wide", "long")
 _SUFFIXES = {".npy": "npy", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet",

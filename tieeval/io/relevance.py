@@ -17,7 +17,7 @@ carries them:
   other negative index, an index past the row's end, or one index in both lists is an
   input error. Either field may be absent (no explicit negatives, say).
 * ``items``: candidate ids (integers or strings) in the scores' layout, for the duplicate
-  check of :mod:`tieeval.kernels.general_sums` (the same item twice in one row, e.g. the held-out
+  check of :mod:`tieeval.kernels.general` (the same item twice in one row, e.g. the held-out
   positive drawn again as a sampled negative). Works with labelled and single-positive
   dumps alike.
 

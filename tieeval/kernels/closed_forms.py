@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric
 
 # The one registry of metric names lives in tieeval.metrics.registry; these names stay importable
@@ -98,18 +98,6 @@ def harmonic2(n: np.ndarray) -> np.ndarray:
     return _tabulated(n, _H2_EXACT, _harmonic2_series)
 
 
-@dataclass
-class InstanceValues:
-    """Per-instance values of one metric (float64 arrays of one entry per instance)."""
-
-    original: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-    tie_aware: np.ndarray
-    variance: np.ndarray
-    tie_decided: np.ndarray  # bool: first != last
-
-
 def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
     """The metric's value for a positive at the deterministic 1-based ``rank`` (float64).
 
@@ -130,7 +118,7 @@ def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
 def _check_single_positive(metric: Metric) -> None:
     if not metric.single_positive:
         raise ParameterError(f"{metric} is not defined for the single-positive protocol "
-                             "(use tieeval.kernels.general_sums for it)")
+                             "(use tieeval.kernels.general for it)")
 
 
 def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:

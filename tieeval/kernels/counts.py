@@ -17,8 +17,6 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels import fused as fused
 
-pass
-
 NAN_POLICIES = ("raise", "worst")
 
 

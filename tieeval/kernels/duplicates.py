@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# ---------------------------------------------------------------------------------------
-# Duplicate candidates
+_FIELDS = ("rows", "instances", "copies", "relevant_rows", "mismatch_rows")
 
 
 class DuplicateCheck:
@@ -60,6 +59,21 @@ class DuplicateCheck:
         with np.errstate(invalid="ignore"):
             differ[1:] = same[1:] & (s[1:] != s[:-1])
         self.mismatch_rows += np.unique(r[differ]).size
+
+    def merge(self, other: "DuplicateCheck") -> None:
+        """Add another part's counts (every field is a per-row count)."""
+        for name in _FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def state(self) -> dict:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "DuplicateCheck":
+        check = cls()
+        for name in _FIELDS:
+            setattr(check, name, int(state[name]))
+        return check
 
     def report(self, path: str) -> tuple[list[dict], list[str]]:
         """``(data_warnings, stderr lines)``; empty when no row holds a duplicate."""

@@ -1,879 +1,235 @@
-"""The general exact tie-aware kernel: many positives, graded gains, signed labels.
+"""The general kernel: labelled rows (many positives, graded gains, explicit negatives),
+TREC runs, and any metric the single-positive closed forms do not cover.
 
-Where :func:`tieeval.kernels.closed_forms.single_positive` handles one held-out positive from two counts,
-this module evaluates any labelling of a ragged batch of candidate lists. Every formula is
-from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging generalised to
-expectations *and* variances under uniform random tie-breaking.
+:func:`tieeval.kernels.choose.choose_kernel` picks it for a dump that carries relevance
+labels (:mod:`tieeval.io.relevance`; or a long-layout ``label`` column found to hold them
+part-way, :mod:`tieeval.io.long`), when a metric other than HR@K / NDCG@K / MRR is asked
+for, or when an option changes those (a discount, a short-list policy, ``--both``). A
+single-positive dump that comes here is evaluated with a one-hot label at its positive, so
+every metric of the registry works on every dump; with the default metrics and options it
+keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Layout. A batch is flat: ``scores`` (any real dtype, never cast), ``labels`` (integers or
-floats) and ``offsets`` (``rows + 1`` non-decreasing integers); row ``i`` is
-``scores[offsets[i]:offsets[i+1]]``. Labels are read as:
+Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie blocks and
+every metric is read off it (:meth:`RelBatch.values`); dataset means are exact sums
+(:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is defined, so they
+do not depend on batch size.
 
-* ``rel = max(label, 0)`` is the graded relevance (the gain of DCG/NDCG);
-* ``label > 0``: relevant, the set P with ``R = |P|``;
-* ``label < 0``: an explicit negative, the set N (only the signed metrics and V-AUC use it);
-* ``label == 0``: unobserved (or judged non-relevant).
+Definitions and defaults (the choices the README documents):
 
-Method (docs/METRICS.md 14a). One sort per row: ``np.argsort(row * -1)`` on the stored dtype,
-numpy's default kind, over all rows of one length at once (a loop over the distinct row
-lengths, never over rows). That is the codebases' own call, so the same order gives the
-'original' column. Equal scores of a row form a tie block; labels inside blocks of two or
-more are then put in descending order ('first') by one small sort of the tied positions
-only. Block sums come from ``np.add.reduceat`` / ``np.bincount``; the DCG family works on
-the blocks that reach into the top K only, and the ideal DCG@K takes ``np.partition``, not a
-sort. The only other loops run over bounded quantities: the hypergeometric miss probability
-of HR/SHR (``min(m, p) <= K`` factors) and the reciprocal-rank series (power-of-two buckets
-of rows).
-
-Definitions (the choices docs/METRICS.md leaves open are recorded here and on :class:`RelMetric`):
-
-* HR@K is the probability that *at least one* relevant item is in the top K (not a share).
-* Recall@K divides the relevant items in the top K by R; Precision@K divides them by K,
-  also when the row has fewer than K candidates (TREC; see ``short_list``).
-* MRR / RR@K: reciprocal rank of the first relevant item, 0 when it is below K.
-* MAP / AP@K: ``(1/Z) sum_{r <= K, relevant} precision@r`` with ``Z = R`` by default
-  (trec_eval), ``Z = min(K, R)`` with ``ap_norm="min"``. It has no closed-form variance.
-* NDCG@K: IDCG from the row's own labels sorted, over ``min(K, n)`` positions.
-* SHR, SRecall, SDCG, SNDCG: gain +1 on P, -gamma on N, 0 otherwise (the sign-aware paper's
-  definitions). SNDCG divides by ``ISDCG = D[min(K, R)]`` (all positives first, no
-  negative counted), which stays > 0; it equals the literal ideal whenever
-  ``K <= n - |N|`` and never lets a forced negative flip the sign (docs/METRICS.md 9).
-* V-AUC: the share of (positive, negative) pairs with the positive ranked first. The
-  tie-aware value counts a tied pair 1/2; the strict one (``y_p > y_n``) counts it 0 and is
-  the ``last`` column; ``first`` counts it 1.
-* Every metric is undefined (``defined`` False, NaN values) for a row with R = 0, HR
-  included, so all metrics share one denominator; V-AUC also needs ``|N| >= 1``.
-
-Columns of :class:`RelValues`, one float64 entry per row:
-
-* ``first`` / ``last``: the metric after sorting every tie block by label descending /
-  ascending. One ordering maximises every metric here and its reverse minimises it.
-* ``original``: the metric on ``np.argsort(row * -1)`` (numpy's default kind, stored dtype),
-  the ordering the evaluated codebases computed. It is platform dependent (docs/METRICS.md 1).
-* ``tie_aware``: the exact expectation under uniform random tie-breaking.
-* ``variance``: the exact tie-break variance (NaN for AP, which has no closed form).
-* ``tie_decided``: ``first != last``, from the exact conditions of docs/METRICS.md 10.
-* ``defined``: the rows where the metric exists (R >= 1; V-AUC also needs ``|N| >= 1``).
-  Undefined rows hold NaN and are never divided by zero.
-
->>> import numpy as np
->>> v = relevance_values(np.array([0.9, 0.9, 0.1]), np.array([1, 0, 1]), np.array([0, 3]),
-...                      parse_rel_metric("HR@1"))
->>> float(v.first[0]), float(v.last[0]), float(v.tie_aware[0]), float(v.variance[0])
-(1.0, 0.0, 0.5, 0.25)
+* Default metrics of a labelled dump: HR@K, Recall@K and NDCG@K for every ``--k``, then MRR
+  and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
+* Options, run-wide: gain ``linear`` (or ``exponential``, 2^rel - 1) for DCG/NDCG; discount
+  ``log2`` (or ``power`` with ``alpha``, ``news`` 1/(1 + log2(r)^1.5), ``linear``
+  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
+  for rows with fewer than K candidates; MAP@K normalised by ``R`` (or ``min``);
+  ``gamma`` 1 for the signed metrics, several values giving one row per gamma (the
+  gamma-sensitivity table).
+* Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
+  explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
+  out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out).
+  ``both`` keeps only rows with a relevant item *and* an explicit negative (the "Both P&N"
+  subset of the sign-aware paper); the other rows are skipped by every metric.
+* Tie statistics on labelled rows: the top-score tie figures as for single-positive dumps;
+  ``positive_tie_size`` / ``positive_tie_frequency`` describe the tie block of the first
+  (highest-scored) relevant item, over rows that rank one; ``tie_decided`` is the share of
+  those rows whose HR@K differs between first and last. With ``both``, all of them are
+  over the subset.
+* V-AUC: the Last column is the strict V-AUC (a tied pair counts 0), the tie-aware column
+  counts it 1/2, First counts it 1.
+* MAP has no closed-form tie-break variance: its ``tie_aware_std`` is null.
 """
 
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from tieeval.errors import InputError, ParameterError
+from tieeval.errors import InputError
+from tieeval.io.base import Batch
+from tieeval.kernels.accumulator import Accumulator
+from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
 from tieeval.kernels.counts import NanScoreError
-from tieeval.metrics.options import (
-    NAN_POLICIES,
-    ORIGINAL_ORDERS,
-    RelMetric,
-    _key,
-    parse_rel_metric,
-)
-
-# ---------------------------------------------------------------------------------------
-# Results
+from tieeval.kernels.single import one_hot
+from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.metrics.metric import COLUMNS
+from tieeval.metrics.options import RelMetric, RelOptions
+from tieeval.metrics.registry import REGISTRY
+from tieeval.results import MetricRow, RunResult, TieStats
 
 
-@dataclass
-class RelValues:
-    """Per-row values of one metric (float64 arrays, bool masks; one entry per row)."""
-
-    original: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-    tie_aware: np.ndarray
-    variance: np.ndarray
-    tie_decided: np.ndarray  # bool: first != last (False where undefined)
-    defined: np.ndarray  # bool: the metric exists for the row
-
-
-# ---------------------------------------------------------------------------------------
-# Numerical helpers (private: they trust their input)
-
-_DIRECT = 64  # power sums over at most this many terms are added directly
-_CHUNK = 1 << 22  # elements per 2-D work array
-
-
-def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
-    """``sum_{j=lo+1..hi} j**-power`` (power 1 or 2) for int64 ``0 <= lo <= hi``.
-
-    No prefix differences (``H[hi] - H[lo]`` cancels when the range is short and deep, and
-    a cumsum table drifts by ~1e-13 over a few thousand terms): terms up to position 64 are
-    added directly, and the rest comes from the asymptotic expansion of the tail with every
-    difference of powers factored (``1/x - 1/y = (y - x)/(x y)``), which has no cancellation.
-    At x >= 64 the truncated series is accurate to about 1e-17 relative.
-    """
-    lo = np.asarray(lo, dtype=np.int64)
-    hi = np.asarray(hi, dtype=np.int64)
-    out = np.zeros(lo.shape, dtype=np.float64)
-    # Direct part: the whole range when it is short, else the stretch below position 64.
-    cut = np.where(hi - lo <= _DIRECT, hi, np.maximum(lo, np.minimum(hi, _DIRECT)))
-    direct = np.flatnonzero(cut > lo)
-    for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
-        if chunk.size:
-            j = (lo[chunk, None] + np.arange(1, _DIRECT + 1)).astype(np.float64)
-            out[chunk] = np.where(j <= cut[chunk, None], j ** -power, 0.0).sum(axis=1)
-    deep = np.flatnonzero(hi > cut)  # then cut >= 64
-    if deep.size:
-        x, y = cut[deep].astype(np.float64), hi[deep].astype(np.float64)
-        df = (hi[deep] - cut[deep]).astype(np.float64)
-        ix, iy = 1.0 / x, 1.0 / y
-        q1 = df * ix * iy  # 1/x - 1/y
-        q2 = q1 * (ix + iy)  # 1/x^2 - 1/y^2
-        if power == 1:
-            q4 = q2 * (ix * ix + iy * iy)
-            q6 = q2 * (ix ** 4 + (ix * iy) ** 2 + iy ** 4)
-            # H(y) - H(x), H(x) ~ ln x + C + 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6)
-            out[deep] += np.log1p(df * ix) - 0.5 * q1 + q2 / 12 - q4 / 120 + q6 / 252
+def expand(metrics, options: RelOptions) -> list[Entry]:
+    """One entry per metric, one per gamma for the signed metrics (metric-major order);
+    each entry's ``form`` is the metric with its options (:class:`RelMetric`)."""
+    out = []
+    for m in metrics:
+        spec = REGISTRY[m.name]
+        opts = options.metric_options(spec, m.k)
+        if spec.signed:
+            out += [Entry(m, g, RelMetric(m.name, m.k, gamma=g, **opts))
+                    for g in options.gammas]
         else:
-            q3 = q1 * (ix * ix + ix * iy + iy * iy)
-            q5 = q1 * sum(ix ** (4 - e) * iy ** e for e in range(5))
-            q7 = q1 * sum(ix ** (6 - e) * iy ** e for e in range(7))
-            # T(x) - T(y), T(x) = sum_{j>x} j^-2
-            #                   ~ 1/x - 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7)
-            out[deep] += q1 - 0.5 * q2 + q3 / 6 - q5 / 30 + q7 / 42
+            out.append(Entry(m, None, RelMetric(m.name, m.k, **opts)))
     return out
 
 
-def _pmiss(n: np.ndarray, p: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """``C(n-p, m) / C(n, m)``: no marked item among m uniform draws from n with p marked.
+class GeneralKernel(Kernel):
+    """Every metric of the registry on any relevance: one sort per row into tie blocks."""
 
-    Multiplies ``min(m, p)`` factors in [0, 1] (never forms a binomial, which overflows
-    float64 near n = 1030); the loop runs over factor index, shrinking to the rows left.
-    """
-    out = np.ones(n.shape, dtype=np.float64)
-    zero = m > n - p
-    length = np.where(zero, 0, np.minimum(m, p))
-    c = np.where(m <= p, p, m)  # factors (n - c - i)/(n - i), i < length
-    order = np.argsort(-length, kind="stable")
-    counts = np.bincount(length, minlength=1)
-    alive = length.size - np.cumsum(counts)  # alive[i] = #rows with length > i
-    for i in range(int(length.max(initial=0))):
-        rows = order[:alive[i]]
-        out[rows] *= (n[rows] - c[rows] - i) / (n[rows] - i)
-    out[zero] = 0.0
-    return out
+    name = "general"
 
+    @classmethod
+    def supports(cls, spec: EvalSpec) -> bool:
+        return True
 
-def _rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
-                shortcut: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``E[RR@K]`` and ``E[RR@K^2]`` for a first relevant block (a above, nb items, p relevant).
+    def __init__(self, spec: EvalSpec):
+        super().__init__(spec)
+        self.entries = expand(spec.metrics, spec.options)
+        self.both = spec.options.both
+        self._hr = {k: RelMetric("HR", k) for k in sorted(set(spec.ks))}
 
-    The first relevant item sits at in-block position J with
-    ``P(J = j) = C(nb-j, p-1) / C(nb, p)``, ``j = 1..nb-p+1`` (docs/METRICS.md 7). With p = 1
-    (and ``shortcut``) J is uniform and the sums are harmonic differences (section 2);
-    otherwise the pmf comes from its recurrence as a product per row, in power-of-two
-    buckets of rows so a row's arithmetic never depends on its neighbours.
-    """
-    a, nb, p, k = (np.asarray(x, dtype=np.int64) for x in (a, nb, p, k))
-    length = np.clip(np.minimum(nb - p + 1, k - a), 0, None)
-    e1 = np.zeros(a.shape, dtype=np.float64)
-    e2 = np.zeros(a.shape, dtype=np.float64)
-    general = length > 0
-    if shortcut:
-        one = general & (p == 1)
-        general &= p != 1
-        nbf = nb[one].astype(np.float64)
-        e1[one] = _recip_sum(a[one], a[one] + length[one], 1) / nbf
-        e2[one] = _recip_sum(a[one], a[one] + length[one], 2) / nbf
-    idx = np.flatnonzero(general)
-    if idx.size == 0:
-        return e1, e2
-    bucket = np.ceil(np.log2(length[idx])).astype(np.int64)
-    for b in np.unique(bucket):
-        width = 1 << int(b)
-        sel = idx[bucket == b]
-        for rows in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
-            if rows.size == 0:
-                continue
-            j = np.arange(1, width + 1, dtype=np.int64)
-            nr, pr, ar, lr = (x[rows, None] for x in (nb, p, a, length))
-            inside = j <= lr
-            # pi_1 = p/nb; pi_j = pi_{j-1} (nb - j - p + 2)/(nb - j + 1)
-            num = np.where(j == 1, pr, nr - j - pr + 2)
-            den = np.where(j == 1, nr, nr - j + 1)
-            f = np.where(inside, num / np.where(inside, den, 1), 0.0)
-            pi = np.cumprod(f, axis=1)
-            inv = 1.0 / (ar + j)
-            t = pi * inv
-            e1[rows] = t.sum(axis=1)
-            e2[rows] = (t * inv).sum(axis=1)
-    return e1, e2
+    def labels(self, batch: Batch):
+        if self.spec.source is None:
+            return one_hot(batch)
+        if batch.labels is None:
+            raise InputError(f"{self.spec.path}: {batch.where(0)}: no relevance labels")
+        return batch.labels
 
+    def block_table(self, batch: Batch, labels) -> RelBatch:
+        """The :class:`RelBatch` of one prepared batch; a NaN becomes an error naming the
+        dump row."""
+        atol = None if self.spec.what_if is None else self.spec.what_if.tolerance
+        path = self.spec.path
+        try:
+            return RelBatch(batch.scores, labels, batch.offsets,
+                            nan_policy=self.spec.nan_policy, original=self.spec.original,
+                            unranked=getattr(batch, "unranked", None), tolerance=atol)
+        except NanScoreError as exc:
+            raise self.nan_error(batch, exc.row) from None
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
 
-def _sort_key_desc(x: np.ndarray) -> np.ndarray:
-    """``x * -1``, the codebases' key, where it reverses the order; else ``~x``.
+    def add(self, acc: Accumulator, batch: Batch) -> None:
+        batch = self.prepare(batch)
+        lab = self.labels(batch)
+        self.add_rows(acc, self.block_table(batch, lab))
+        if acc.duplicates is not None and batch.items is not None:
+            self._duplicates(acc, batch, np.asarray(lab) > 0)
 
-    The rule the single-positive kernel in :mod:`tieeval.kernels.counts` uses for its 'original'
-    rank: ``* -1`` overflows the signed integer minimum and raises for unsigned dtypes,
-    where ``~x`` gives the same descending order.
-    """
-    kind = x.dtype.kind
-    if kind == "f" or (kind == "i" and not (x == np.iinfo(x.dtype).min).any()):
-        return x * -1
-    return ~x
-
-
-def _gain(rel: np.ndarray, gain: str) -> np.ndarray:
-    if gain == "linear":
-        return rel
-    with np.errstate(over="ignore"):
-        # 2**rel - 1: exp2 is exact on integers; expm1 keeps the digits of small rel.
-        g = np.where(rel >= 1, np.exp2(rel) - 1.0, np.expm1(rel * math.log(2.0)))
-    if not np.isfinite(g).all():
-        raise ParameterError("exponential gain 2**label - 1 overflows float64; labels must "
-                             "be below 1024")
-    return g
-
-
-def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Discount of the 1-based positions ``r`` (float64) given the row cutoffs ``k``."""
-    if metric.discount == "log2":
-        return 1.0 / np.log2(r + 1.0)
-    if metric.discount == "power":
-        return r ** -metric.alpha
-    if metric.discount == "news":
-        return 1.0 / (1.0 + np.log2(r) ** 1.5)
-    if metric.discount == "logb":
-        return 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
-    kf = k.astype(np.float64)
-    return (kf - r + 1.0) / kf
-
-
-def _check_unranked(unranked, rows: int):
-    try:
-        labels, offsets = unranked
-    except (TypeError, ValueError):
-        raise ParameterError("unranked must be a (labels, offsets) pair") from None
-    lab = np.asarray(labels)
-    off = np.asarray(offsets)
-    if lab.ndim != 1 or lab.dtype.kind not in "biuf":
-        raise ParameterError("unranked labels must be a 1-D integer, float or bool array")
-    if (off.ndim != 1 or off.size != rows + 1 or off.dtype.kind not in "iu" or off[0] != 0
-            or off[-1] != lab.size or (np.diff(off) < 0).any()):
-        raise ParameterError(f"unranked offsets must be {rows + 1} non-decreasing integers "
-                             f"from 0 to {lab.size}")
-    labf = lab.astype(np.float64)
-    if not np.isfinite(labf).all():
-        raise InputError("labels must be finite (no NaN or inf)")
-    return labf, off.astype(np.int64)
-
-
-# ---------------------------------------------------------------------------------------
-# The block table
-
-
-class RelBatch:
-    """A ragged batch sorted once into tie blocks; evaluate any number of metrics on it.
-
-    Parameters
-    ----------
-    scores : ndarray, shape (M,) or (rows, n)
-        Scores in their stored dtype (float or integer); ties are ``==`` on that dtype.
-    labels : ndarray, same shape
-        Integer, float or bool labels (see the module docstring for their meaning).
-    offsets : ndarray of int, shape (rows + 1,), optional
-        Row boundaries into the flat arrays; omit it for a 2-D (dense) batch.
-    nan_policy : {'raise', 'worst'}
-        NaN scores raise :class:`~tieeval.kernels.counts.NanScoreError` (an ``InputError`` whose
-        ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
-        a row forming one tie block.
-    original : {'argsort', 'given'}
-        What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
-        the evaluated codebases' call. ``'given'``: each row is already listed in the order
-        the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
-        must then be non-increasing in score, or the order is not a ranking of the scores.
-    unranked : (labels, offsets), optional
-        Labels of judged items that are *not* among a row's candidates (a TREC run that
-        did not retrieve every relevant document): flat labels and ``rows + 1`` offsets.
-        They count in R (Recall, MAP, SRecall and ISDCG divide by it, and a row whose only
-        relevant items are unranked is defined and scores 0) and in the ideal DCG (IDCG@K
-        takes the best K gains of ranked and unranked items, as trec_eval does). They are
-        never ranked, so they add nothing to DCG, hits or V-AUC pairs.
-
-    Attributes
-    ----------
-    rows, size : int
-        Number of rows and of candidates.
-    n, offsets, row, pos : ndarray of int64
-        Row lengths, row boundaries, and per sorted position its row and 0-based rank.
-    bst, bsz, bend, brow, ba, p_t, q_t : ndarray of int64
-        The block table: each tie block's first position, size, last position, row,
-        candidates above it (a_t), relevant items (p_t) and explicit negatives (q_t).
-    lab_first, lab_last : ndarray of float64
-        Labels by position in the 'first' and 'last' orderings.
-    n_pos, n_neg : ndarray of int64
-        Per row R = |P| (unranked relevant items included) and |N| (ranked only).
-    n_pos_ranked : ndarray of int64
-        Per row the relevant items among the candidates (``n_pos`` without unranked ones).
-    """
-
-    def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise",
-                 original: str = "argsort", unranked=None):
-        s = np.asarray(scores)
-        lab = np.asarray(labels)
-        if nan_policy not in NAN_POLICIES:
-            raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
-                                 f"got {nan_policy!r}")
-        if original not in ORIGINAL_ORDERS:
-            raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
-                                 f"got {original!r}")
-        if s.shape != lab.shape:
-            raise ParameterError(f"scores and labels differ in shape: {s.shape} vs {lab.shape}")
-        if offsets is None:
-            if s.ndim != 2:
-                raise ParameterError("offsets are required unless scores is 2-D (rows, n)")
-            offsets = np.arange(s.shape[0] + 1, dtype=np.int64) * s.shape[1]
-            s, lab = s.ravel(), lab.ravel()
-        elif s.ndim != 1:
-            raise ParameterError(f"with offsets, scores must be 1-D; got shape {s.shape}")
-        if s.dtype.kind not in "fiu":
-            raise ParameterError(f"scores must be a float or integer array, got {s.dtype}")
-        if lab.dtype.kind not in "biuf":
-            raise ParameterError(f"labels must be integer, float or bool, got {lab.dtype}")
-        labf = lab.astype(np.float64)
-        if not np.isfinite(labf).all():
-            raise InputError("labels must be finite (no NaN or inf)")
-        offsets = np.asarray(offsets)
-        if (offsets.ndim != 1 or offsets.size < 1 or offsets.dtype.kind not in "iu"
-                or offsets[0] != 0 or offsets[-1] != s.size or (np.diff(offsets) < 0).any()):
-            raise ParameterError("offsets must be non-decreasing integers from 0 to "
-                                 f"len(scores) = {s.size}")
-        offsets = offsets.astype(np.int64)
-        n = np.diff(offsets)
-        rows, size = n.size, s.size
-        rw = np.repeat(np.arange(rows, dtype=np.int64), n)
-        nan = np.isnan(s) if s.dtype.kind == "f" else None
-        if nan is not None and not nan.any():
-            nan = None
-        if nan is not None and nan_policy == "raise":
-            bad = np.unique(rw[nan])
-            raise NanScoreError(int(bad[0]), int(bad.size))
-        self.rows, self.size = rows, size
-        self.n, self.offsets, self.row = n, offsets, rw
-        self.original = original
-        if original == "given":
-            self._check_given_order(s, nan, rw)
-            order = np.arange(size, dtype=np.int64)
-        else:
-            # The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
-            # dtype, exactly the codebases' call (so it is also the 'original' ordering): score
-            # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
-            # row on its own, as the 1-D call would), several times faster than a flat sort.
-            order = np.empty(size, dtype=np.int64)
-            for base, idx in self._by_length(np.arange(rows)):
-                order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1)
-        ss = s[order]
-        new = np.ones(size, dtype=bool)
-        if size > 1:
-            differ = ss[1:] != ss[:-1]
-            if nan is not None:
-                sn = nan[order]
-                differ &= ~(sn[1:] & sn[:-1])
-            new[1:] = differ | (rw[1:] != rw[:-1])
-        bst = np.flatnonzero(new)
-        self.pos = np.arange(size, dtype=np.int64) - offsets[rw]
-        self.bst = bst
-        self.bsz = np.diff(np.append(bst, size))
-        self.bend = bst + self.bsz - 1
-        self.bid = np.cumsum(new) - 1
-        self.brow = rw[bst]
-        self.ba = self.pos[bst]
-        self._scores, self._labf = s, labf
-        lab = labf[order]
-        # 'first': labels descending inside every tie block. Only positions in blocks of two
-        # or more are reordered, by one small sort of those positions (block, then label).
-        first = lab.copy()
-        tied = np.flatnonzero(np.repeat(self.bsz > 1, self.bsz))
-        if tied.size:
-            first[tied] = lab[tied][np.lexsort((-lab[tied], self.bid[tied]))]
-        self.lab_first = first
-        # 'last' reverses every block of the 'first' order: label ascending inside ties.
-        self.lab_last = self.lab_first[2 * bst[self.bid] + self.bsz[self.bid] - 1
-                                       - np.arange(size)]
-        self._lab_original = lab  # the argsort order, or the given order
-        self._lab_ideal = {}
-        self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
-        self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
-        self.n_pos_ranked = self.n_pos
-        self.unranked = None
-        if unranked is not None:
-            self.unranked = _check_unranked(unranked, rows)
-            ulab, uoff = self.unranked
-            urow = np.repeat(np.arange(rows, dtype=np.int64), np.diff(uoff))
-            self.n_pos = self.n_pos + np.bincount(urow[ulab > 0], minlength=rows)
-        self.p_t = self._block_sum((self.lab_first > 0).astype(np.int64))
-        self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
-        newrow = np.ones(bst.size, dtype=bool)
-        newrow[1:] = self.brow[1:] != self.brow[:-1]
-        self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
-
-    def _by_length(self, rows: np.ndarray):
-        """Groups of ``rows`` of one length: ``(base, idx)`` with 2-D ``idx = base + arange``.
-
-        The loop runs over distinct row lengths, at most sqrt(2 * size) of them.
-        """
-        lens = self.n[rows]
-        for length in np.unique(lens):
-            if length == 0:
-                continue
-            group = rows[lens == length]
-            for part in np.array_split(group, group.size * int(length) // _CHUNK + 1):
-                if part.size:
-                    base = self.offsets[part][:, None]
-                    yield base, base + np.arange(length)
-
-    # -- sums ------------------------------------------------------------------------------
-    def _block_sum(self, x: np.ndarray) -> np.ndarray:
-        if self.bst.size == 0:
-            return np.zeros(0, dtype=x.dtype)
-        return np.add.reduceat(x, self.bst)
-
-    def _row_any(self, block_mask: np.ndarray) -> np.ndarray:
-        return np.bincount(self.brow[block_mask], minlength=self.rows) > 0
-
-    def _within_row_exclusive(self, x_t: np.ndarray) -> np.ndarray:
-        """For each block, the sum of ``x_t`` over the earlier blocks of its row.
-
-        Exact for integer counts (held as int64, or as float64 below 2**53).
-        """
-        c = np.cumsum(x_t) - x_t
-        return c - c[self._row_first_block]
-
-    def _first_block(self, mask_t: np.ndarray) -> np.ndarray:
-        """Index of each row's first block with ``mask_t`` (rows without one are absent)."""
-        idx = np.flatnonzero(mask_t)
-        if idx.size:
-            r = self.brow[idx]
-            keep = np.ones(idx.size, dtype=bool)
-            keep[1:] = r[1:] != r[:-1]
-            idx = idx[keep]
-        return idx
-
-    # -- orderings ------------------------------------------------------------------------
-    def _check_given_order(self, s: np.ndarray, nan, rw: np.ndarray) -> None:
-        if s.size < 2:
+    def add_rows(self, acc: Accumulator, rb: RelBatch) -> None:
+        rows = rb.rows
+        if rows == 0:
             return
-        same = rw[1:] == rw[:-1]
-        rising = s[1:] > s[:-1]
-        if nan is not None:  # NaN ranks last: a number after a NaN rises, NaN after NaN not
-            rising = (rising | (nan[:-1] & ~nan[1:])) & ~(nan[:-1] & nan[1:])
-        bad = np.flatnonzero(same & rising)
-        if bad.size:
-            raise InputError(f"row {int(rw[bad[0]])}: candidates are not listed best first "
-                             "(original='given' needs each row sorted by score, descending)")
+        acc.instances += rows
+        n = rb.n
+        acc.add_lengths(int(n.min()), int(n.max()))
+        has_pos, has_neg = rb.n_pos >= 1, rb.n_neg >= 1
+        acc.no_relevant += int(np.count_nonzero(~has_pos))
+        acc.no_negative += int(np.count_nonzero(~has_neg))
+        keep = has_pos & has_neg if self.both else np.ones(rows, dtype=bool)
+        acc.subset += int(np.count_nonzero(keep))
+        # Tie statistics over the kept rows: each row's first block is its top-score tie.
+        first = rb.ba == 0
+        top_rows, top = rb.brow[first], rb.bsz[first]
+        sel = keep[top_rows]
+        acc.top_size += int(top[sel].sum())
+        acc.top_ratio.add(top[sel] / n[top_rows[sel]])
+        acc.top_tied += int(np.count_nonzero(top[sel] > 1))
+        t = rb._first_block(rb.p_t > 0)
+        prow, psize = rb.brow[t], rb.bsz[t]
+        sel = keep[prow]
+        acc.pos_rows += int(np.count_nonzero(sel))
+        acc.pos_size += int(psize[sel].sum())
+        acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
+        ranked_pos = np.zeros(rows, dtype=bool)
+        ranked_pos[prow] = True
+        for k in acc.ks:
+            v = rb.values(self._hr[k], original_order=False)
+            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+        for entry, sums in zip(self.entries, acc.sums):
+            v = rb.values(entry.form)
+            mask = v.defined & keep
+            sums.count += int(np.count_nonzero(mask))
+            for c in COLUMNS:
+                sums.columns[c].add(getattr(v, c)[mask])
+            if entry.metric.name == "MAP":
+                sums.has_variance = False
+            else:
+                sums.variance.add(v.variance[mask])
 
-    def lab_original(self) -> np.ndarray:
-        """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
-        (``original='given'``)."""
-        return self._lab_original
-
-    def _ideal_labels(self, k: int | None = None) -> np.ndarray:
-        """Each row's labels sorted descending, by position (cached per ``k``).
-
-        With a cutoff only the first ``k`` positions are needed (the others get 0): they
-        come from ``np.partition`` and a sort of ``k`` labels, not a sort of the row.
-        """
-        if k not in self._lab_ideal:
-            ideal = np.zeros(self.size)
-            for _, idx in self._by_length(np.arange(self.rows)):
-                lab = self._labf[idx]
-                if k is not None and k < idx.shape[1]:
-                    top = np.partition(-lab, k - 1, axis=1)[:, :k]
-                    ideal[idx[:, :k]] = -np.sort(top, axis=1)
-                else:
-                    ideal[idx] = -np.sort(-lab, axis=1)
-            self._lab_ideal[k] = ideal
-        return self._lab_ideal[k]
-
-    # -- evaluation -----------------------------------------------------------------------
-    def values(self, metric: RelMetric, *, original_order: bool = True) -> RelValues:
-        """Per-row original, first, last, tie-aware, variance, tie_decided and defined."""
-        if not isinstance(metric, RelMetric):
-            raise ParameterError(f"metric must be a RelMetric (see parse_rel_metric), "
-                                 f"got {metric!r}")
-        return _Evaluation(self, metric, original_order).run()
-
-
-class _Evaluation:
-    """One metric on one :class:`RelBatch` (private; trusts its input)."""
-
-    def __init__(self, batch: RelBatch, metric: RelMetric, original_order: bool):
-        self.b, self.m, self.original_order = batch, metric, original_order
-        n = batch.n
-        if metric.k is None:
-            k = n.copy()
-        else:
-            k = np.full(batch.rows, metric.k, dtype=np.int64)
-            if metric.short_list == "truncate":
-                k = np.minimum(k, n)
-        self.k = k
-        self.in_k = batch.pos < k[batch.row]
-        self.m_t = np.clip(k[batch.brow] - batch.ba, 0, batch.bsz)
-        defined = batch.n_pos >= 1
-        if metric.name == "V-AUC":  # pairs of ranked items only
-            defined = (batch.n_pos_ranked >= 1) & (batch.n_neg >= 1)
-        if metric.k is not None and metric.short_list == "skip":
-            defined &= n >= metric.k
-        self.defined = defined
-        self.R = np.where(defined, batch.n_pos, 1).astype(np.float64)  # safe denominator
-
-    def run(self) -> RelValues:
-        name = self.m.name
-        if name in ("DCG", "NDCG", "SDCG", "SNDCG"):
-            closed, realise = self._dcg()
-        else:
-            closed = getattr(self, "_closed_" + _key(name).lower())
-            realise = getattr(self, "_realise_" + _key(name).lower())
-        e, var, decided = closed()
-        b = self.b
-        first = realise(b.lab_first)
-        last = realise(b.lab_last)
-        original = (realise(b.lab_original()) if self.original_order
-                    else np.full(b.rows, np.nan))
-        # Where ties cannot matter the one realised value is exact; elsewhere rounding must
-        # not push the expectation outside [last, first].
-        e = np.where(decided, np.clip(e, last, first), first)
-        if var is not None:
-            var = np.where(decided, np.maximum(var, 0.0), 0.0)
-        else:
-            var = np.full(b.rows, np.nan)
-        undef = ~self.defined
-        for arr in (original, first, last, e, var):
-            arr[undef] = np.nan
-        return RelValues(original=original, first=first, last=last, tie_aware=e, variance=var,
-                         tie_decided=decided & self.defined, defined=self.defined.copy())
-
-    # -- shared pieces --------------------------------------------------------------------
-    def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
-        mask = (lab > 0 if sign > 0 else lab < 0) & self.in_k
-        return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
-
-    def _first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):
-        b = self.b
-        t = b._first_block(mark_t)
-        rows = b.brow[t]
-        return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
-
-    # -- HR -------------------------------------------------------------------------------
-    def _closed_hr(self):
-        b = self.b
-        e = np.zeros(b.rows)
-        decided = np.zeros(b.rows, dtype=bool)
-        _, rows, _, nb, p, m = self._first_block_stats(b.p_t > 0, b.p_t)
-        e[rows] = 1.0 - _pmiss(nb, p, m)
-        decided[rows] = (m >= 1) & (m <= nb - p)
-        return e, e * (1.0 - e), decided
-
-    def _realise_hr(self, lab):
-        return (self._hits(lab, +1) > 0).astype(np.float64)
-
-    # -- Recall / Precision ---------------------------------------------------------------
-    def _hits_moments(self, x_t: np.ndarray):
-        """E and Var of #(marked in top K), x_t marked items per block (hypergeometric).
-
-        Only blocks reaching into the top K (m_t > 0) contribute, so only they are summed.
-        """
-        b = self.b
-        live = self._live_blocks()
-        m, n, x = self.m_t[live], b.bsz[live].astype(np.float64), x_t[live]
-        rows = b.brow[live]
-        straddle = m < n
-        e = np.bincount(rows, weights=x * m / n, minlength=b.rows)
-        var_t = np.where(straddle, m * (n - m) * x * (n - x)
-                         / (n * n * np.maximum(n - 1, 1.0)), 0.0)
-        decided = np.bincount(rows[straddle & (x > 0) & (x < n)], minlength=b.rows) > 0
-        return e, np.bincount(rows, weights=var_t, minlength=b.rows), decided
-
-    def _live_blocks(self) -> np.ndarray:
-        if not hasattr(self, "_live"):
-            self._live = np.flatnonzero(self.m_t > 0)
-        return self._live
-
-    def _row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
-        return np.bincount(self.b.brow, weights=x_t, minlength=self.b.rows)
-
-    def _closed_recall(self):
-        e, v, d = self._hits_moments(self.b.p_t)
-        return e / self.R, v / self.R ** 2, d
-
-    def _realise_recall(self, lab):
-        return self._hits(lab, +1) / self.R
-
-    def _closed_precision(self):
-        e, v, d = self._hits_moments(self.b.p_t)
-        return e / self._k_safe(), v / self._k_safe() ** 2, d
-
-    def _realise_precision(self, lab):
-        return self._hits(lab, +1) / self._k_safe()
-
-    def _k_safe(self) -> np.ndarray:
-        # K as a denominator; 'truncate' makes it n, which is 0 for an (undefined) empty row.
-        return np.where(self.defined, self.k, 1).astype(np.float64)
-
-    # -- SRecall --------------------------------------------------------------------------
-    def _closed_srecall(self):
-        b, g = self.b, self.m.gamma
-        live = self._live_blocks()  # blocks reaching into the top K
-        rows = b.brow[live]
-        m, n, p, q = self.m_t[live], b.bsz[live].astype(np.float64), b.p_t[live], b.q_t[live]
-        mu = (p - g * q) / n
-        e = np.bincount(rows, weights=(p - g * q) * m / n, minlength=b.rows)
-        ssg = p * (1.0 - mu) ** 2 + q * (g + mu) ** 2 + (n - p - q) * mu ** 2
-        straddle = m < n
-        var_t = np.where(straddle, m * (n - m) / (n * np.maximum(n - 1, 1.0)) * ssg, 0.0)
-        mixed = (p > 0) & (p < n)
-        if g > 0:
-            mixed |= (q > 0) & (q < n)
-        decided = np.bincount(rows[straddle & mixed], minlength=b.rows) > 0
-        var = np.bincount(rows, weights=var_t, minlength=b.rows)
-        return e / self.R, var / self.R ** 2, decided
-
-    def _realise_srecall(self, lab):
-        return (self._hits(lab, +1) - self.m.gamma * self._hits(lab, -1)) / self.R
-
-    # -- SHR ------------------------------------------------------------------------------
-    def _closed_shr(self):
-        b, g = self.b, self.m.gamma
-        hp = np.zeros(b.rows)
-        hn = np.zeros(b.rows)
-        cov = np.zeros(b.rows)
-        tp, rp, _, npb, p, mp = self._first_block_stats(b.p_t > 0, b.p_t)
-        tn, rn, _, nnb, q, mn = self._first_block_stats(b.q_t > 0, b.q_t)
-        miss_p = _pmiss(npb, p, mp)
-        miss_n = _pmiss(nnb, q, mn)
-        hp[rp] = 1.0 - miss_p
-        hn[rn] = 1.0 - miss_n
-        # Both first blocks are the same block: the events are dependent (docs/METRICS.md 9).
-        block_of_p = np.full(b.rows, -1)
-        block_of_p[rp] = tp
-        same = block_of_p[rn] == tn
-        if same.any():
-            rs = rn[same]
-            nb_, m_ = nnb[same], mn[same]
-            p_, q_ = b.p_t[tn[same]], q[same]
-            p00 = _pmiss(nb_, p_ + q_, m_)
-            p11 = 1.0 - (1.0 - hp[rs]) - miss_n[same] + p00
-            cov[rs] = p11 - hp[rs] * hn[rs]
-        e = hp - g * hn
-        var = hp * (1.0 - hp) + g * g * hn * (1.0 - hn) - 2.0 * g * cov
-        decided = np.zeros(b.rows, dtype=bool)
-        decided[rp] = (mp >= 1) & (mp <= npb - p)
-        if g > 0:
-            decided[rn] |= (mn >= 1) & (mn <= nnb - q)
-        return e, var, decided
-
-    def _realise_shr(self, lab):
-        return ((self._hits(lab, +1) > 0).astype(np.float64)
-                - self.m.gamma * (self._hits(lab, -1) > 0))
-
-    # -- DCG family -----------------------------------------------------------------------
-    def _dcg(self):
-        b, metric = self.b, self.m
-        signed = metric.name in ("SDCG", "SNDCG")
-        # Only blocks reaching into the top K carry weight. Every other position has w = 0
-        # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
-        # of the live blocks ('idx'), which hold every position above the cutoff.
-        live = np.flatnonzero(self.m_t > 0)
-        sizes = b.bsz[live]
-        local = np.repeat(np.arange(live.size), sizes)
-        head = np.cumsum(sizes) - sizes
-        idx = b.bst[live][local] + (np.arange(local.size) - head[local])
-        row = b.row[idx]
-        r = b.pos[idx].astype(np.float64) + 1.0
-        w = np.where(self.in_k[idx], _weights(metric, r, self.k[row]), 0.0)
-        gamma = metric.gamma
-
-        def item_gain(lab):
-            if signed:
-                return (lab > 0) - gamma * (lab < 0)
-            return _gain(np.maximum(lab, 0.0), metric.gain)
-
-        if metric.name in ("NDCG", "SNDCG") and b.unranked is not None:
-            norm = self._extended_norm(item_gain)
-            self.defined &= norm > 0
-        elif metric.name == "NDCG":
-            ideal = b._ideal_labels(metric.k)[idx]
-            norm = np.bincount(row, weights=w * item_gain(ideal), minlength=b.rows)
-            self.defined &= norm > 0
-        elif metric.name == "SNDCG":
-            # ISDCG = D[min(K, R)]: positives first, no negative counted (docs/METRICS.md 9).
-            norm = np.bincount(row, weights=w * (b.pos[idx] < b.n_pos[row]), minlength=b.rows)
-        else:
-            norm = np.ones(b.rows)
-        norm = np.where(self.defined, norm, 1.0)
-        brow = b.brow[live]
-
-        def per_block(x):
-            return np.bincount(local, weights=x, minlength=live.size)
-
-        def closed():
-            g = item_gain(b.lab_first[idx])
-            n = sizes.astype(np.float64)
-            gsum, wsum = per_block(g), per_block(w)
-            e = np.bincount(brow, weights=gsum * wsum / n, minlength=b.rows)
-            ssg = per_block((g - (gsum / n)[local]) ** 2)
-            ssw = per_block((w - (wsum / n)[local]) ** 2)
-            var_t = np.where(sizes > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
-            # first != last iff some block has two different gains and two different
-            # weights (rearrangement); inside a block 'first' runs from high to low gain.
-            tail = head + sizes - 1
-            mixed = (g[head] != g[tail]) & (w[head] != w[tail])
-            decided = np.bincount(brow[mixed], minlength=b.rows) > 0
-            var = np.bincount(brow, weights=var_t, minlength=b.rows)
-            return e / norm, var / norm ** 2, decided
-
-        def realise(lab):
-            return np.bincount(row, weights=w * item_gain(lab[idx]), minlength=b.rows) / norm
-
-        return closed, realise
-
-    def _extended_norm(self, item_gain) -> np.ndarray:
-        """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
-
-        The ideal list holds every judged item of the row, best label first, so it may be
-        longer than the ranked list; it is cut at K (at ``n + unranked`` without a cutoff).
-        ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
-        """
-        b, metric = self.b, self.m
-        ulab, uoff = b.unranked
-        u = np.diff(uoff)
-        lab = np.concatenate((b._labf, ulab))
-        rows = np.concatenate((b.row, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
-        order = np.lexsort((-lab, rows))
-        lab, rows = lab[order], rows[order]
-        start = np.concatenate(([0], np.cumsum(b.n + u)))[:-1]
-        pos = np.arange(lab.size, dtype=np.int64) - start[rows]
-        k = self.k if metric.k is not None else b.n + u
-        cut = k
-        if metric.name == "SNDCG":
-            cut = np.minimum(k, b.n_pos)
-            gain = np.ones(lab.size)
-        else:
-            gain = item_gain(lab)
-        inside = pos < cut[rows]
-        w = np.where(inside, _weights(metric, pos + 1.0, np.maximum(k, 1)[rows]), 0.0)
-        return np.bincount(rows, weights=w * gain, minlength=b.rows)
-
-    # -- reciprocal rank ------------------------------------------------------------------
-    def _closed_mrr(self):
-        b = self.b
-        e = np.zeros(b.rows)
-        e2 = np.zeros(b.rows)
-        decided = np.zeros(b.rows, dtype=bool)
-        _, rows, a, nb, p, _ = self._first_block_stats(b.p_t > 0, b.p_t)
-        k = self.k[rows]
-        e[rows], e2[rows] = _rr_moments(a, nb, p, k)
-        decided[rows] = (a < k) & (p < nb)
-        return e, e2 - e * e, decided
-
-    def _realise_mrr(self, lab):
-        b = self.b
-        out = np.zeros(b.rows)
-        hit = np.flatnonzero((lab > 0) & self.in_k)
-        if hit.size:
-            r = b.row[hit]
-            keep = np.ones(hit.size, dtype=bool)
-            keep[1:] = r[1:] != r[:-1]
-            out[r[keep]] = 1.0 / (b.pos[hit[keep]] + 1.0)
+    def instance_values(self, batch: Batch) -> list[InstanceValues]:
+        batch = self.prepare(batch)
+        rb = self.block_table(batch, self.labels(batch))
+        keep = None
+        if self.both:
+            keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
+        out = []
+        for entry in self.entries:
+            v = rb.values(entry.form)
+            if keep is not None:
+                v.defined = v.defined & keep
+            if entry.metric.name == "MAP":
+                v.variance = None
+            out.append(v)
         return out
 
-    # -- average precision ----------------------------------------------------------------
-    def _ap_norm(self) -> np.ndarray:
-        if self.m.k is not None and self.m.ap_norm == "min":
-            return np.minimum(self._k_safe(), self.R)
-        return self.R
-
-    def _closed_map(self):
-        b = self.b
-        n = b.bsz.astype(np.float64)
-        p = b.p_t
-        inv = np.where(self.in_k, 1.0 / (b.pos + 1.0), 0.0)
-        # Segment sums over each block's own positions (no prefix differences at depth).
-        s1 = b._block_sum(inv)
-        s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
-        r_before = b._within_row_exclusive(p)
-        c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
-        term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
-        e = self._row_sum_blocks(term) / self._ap_norm()
-        decided = b._row_any((self.m_t >= 1) & (p > 0) & (p < b.bsz))
-        return e, None, decided
-
-    def _realise_map(self, lab):
-        b = self.b
-        rel = lab > 0
-        c = np.cumsum(rel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        hits_so_far = c - base[b.row]
-        mask = rel & self.in_k
-        return (np.bincount(b.row[mask], weights=hits_so_far[mask] / (b.pos[mask] + 1.0),
-                            minlength=b.rows) / self._ap_norm())
-
-    # -- V-AUC ----------------------------------------------------------------------------
-    def _vauc_pairs(self) -> np.ndarray:
-        return np.where(self.defined, self.b.n_pos_ranked * self.b.n_neg, 1).astype(np.float64)
-
-    def _closed_vauc(self):
-        b = self.b
-        p, q = b.p_t.astype(np.float64), b.q_t.astype(np.float64)
-        below = b.n_neg[b.brow] - b._within_row_exclusive(q) - q
-        pairs = self._vauc_pairs()
-        greater = self._row_sum_blocks(p * below)
-        tied = self._row_sum_blocks(p * q)
-        e = (greater + 0.5 * tied) / pairs
-        var = self._row_sum_blocks(p * q * (p + q + 1.0)) / 12.0 / pairs ** 2
-        return e, var, b._row_any((p > 0) & (q > 0))
-
-    def _realise_vauc(self, lab):
-        b = self.b
-        neg = lab < 0
-        c = np.cumsum(neg, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        below = b.n_neg[b.row] - (c - base[b.row])
-        pos = lab > 0
-        return (np.bincount(b.row[pos], weights=below[pos].astype(np.float64),
-                            minlength=b.rows) / self._vauc_pairs())
+    def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
+               warnings=()) -> RunResult:
+        """The run's rows; the relevance source is ``labels``, ``positives``, ``trec`` or
+        ``positive`` (one-hot single-positive rows)."""
+        n = acc.instances
+        options = self.spec.options
+        if n == 0:
+            raise InputError(f"{path}: no instances (empty dump)")
+        if self.both and acc.subset == 0:
+            raise InputError(f"{path}: no instance has both a relevant item (label > 0) and "
+                             "an explicit negative (label < 0); --both leaves nothing to "
+                             "evaluate")
+        rows, own = [], []
+        for entry, s in zip(self.entries, acc.sums):
+            if s.count == 0:
+                raise InputError(f"{path}: {entry.metric} is undefined for every instance "
+                                 f"({_why_undefined(entry.form, acc.no_relevant < n)})")
+            means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
+            std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance
+                   else None)
+            rows.append(MetricRow(entry.metric.name, entry.metric.k, means["original"],
+                                  means["first"], means["last"], means["tie_aware"], std,
+                                  s.count, gamma=entry.gamma, skipped=n - s.count))
+        kept = acc.subset
+        pos = acc.pos_rows
+        ties = TieStats(acc.top_size / kept, acc.top_ratio.mean(kept), acc.top_tied / kept,
+                        acc.pos_size / pos if pos else 0.0, acc.pos_tied / pos if pos else 0.0,
+                        {k: (acc.decided[k] / pos if pos else 0.0) for k in acc.ks})
+        if self.both:
+            own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
+                       "a relevant item and an explicit negative")
+        elif acc.no_relevant:
+            own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
+                       "item (label > 0); every metric skips them")
+        if (any(e.metric.name == "V-AUC" for e in self.entries) and not self.both
+                and acc.no_negative):
+            own.append(f"{path}: V-AUC skips the {acc.no_negative} instance(s) without "
+                       "an explicit negative (label < 0)")
+        own += [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"
+                for k, c in acc.k_over_n.items() if c]
+        relevance = {"source": self.spec.source or "positive", **options.to_dict(),
+                     "instances_in_subset": kept,
+                     "instances_without_relevant": acc.no_relevant,
+                     "instances_without_negative": acc.no_negative}
+        result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
+                           str(np.dtype(dtype)), rows, ties, dict(labels or {}), own,
+                           relevance=relevance)
+        return self._finish(result, acc, path, warnings)
 
 
-def relevance_values(scores, labels, offsets, metric, *, original_order: bool = True,
-                     nan_policy: str = "raise", original: str = "argsort",
-                     unranked=None) -> RelValues:
-    """Exact tie-aware values of one metric for every row of a ragged batch.
-
-    Parameters
-    ----------
-    scores : ndarray, shape (M,)
-        Flat scores in their stored dtype (never cast; ties are ``==`` on that dtype).
-    labels : ndarray, shape (M,)
-        Integer/float/bool labels: ``> 0`` relevant (graded gain ``max(label, 0)``),
-        ``< 0`` explicit negative, ``0`` unobserved.
-    offsets : ndarray of int, shape (rows + 1,), or None for 2-D ``scores``/``labels``
-    metric : RelMetric or str
-        For example ``parse_rel_metric("NDCG@10")`` or just ``"NDCG@10"``.
-    original_order : bool
-        Also evaluate the ``np.argsort(row * -1)`` ordering (NaN column when False).
-    nan_policy : {'raise', 'worst'}
-    original, unranked
-        See :class:`RelBatch`.
-
-    Returns
-    -------
-    RelValues
-        One entry per row. Evaluating several metrics? Build one :class:`RelBatch` and call
-        :meth:`RelBatch.values` for each, so the batch is sorted only once.
-    """
-    if isinstance(metric, str):
-        metric = parse_rel_metric(metric)
-    return RelBatch(scores, labels, offsets, nan_policy=nan_policy, original=original,
-                    unranked=unranked).values(metric, original_order=original_order)
+def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
+    if metric.name == "V-AUC":
+        return "it needs a relevant item and an explicit negative (label < 0) in one row"
+    if (some_relevant and metric.k is not None
+            and getattr(metric, "short_list", None) == "skip"):
+        return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
+                "candidates")
+    return "no instance has a relevant item (label > 0)"

@@ -36,7 +36,7 @@ class Metric:
     ``-``/``_`` ignored, and prints back canonically: ``Metric("vauc")`` is ``V-AUC``,
     ``Metric("ap", 100)`` is ``MAP@100``. Single-positive dumps evaluate HR@K, NDCG@K and
     MRR with sort-free closed forms (:attr:`single_positive`); every other metric, and any
-    labelled dump, goes through the general kernel of :mod:`tieeval.kernels.general`.
+    labelled dump, goes through the general kernel of :mod:`tieeval.kernels.tie_blocks`.
     """
 
     name: str

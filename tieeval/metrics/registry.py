@@ -2,7 +2,7 @@
 
 Every metric tieeval computes is listed once here, whatever protocol it is evaluated under:
 the single held-out positive (:mod:`tieeval.kernels.closed_forms`, sort-free closed forms) or labelled
-rows with many positives, graded gains and explicit negatives (:mod:`tieeval.kernels.general`).
+rows with many positives, graded gains and explicit negatives (:mod:`tieeval.kernels.tie_blocks`).
 ``Metric.parse`` and ``parse_rel_metric`` both look names up here, so help text, error
 messages and accepted spellings cannot drift apart.
 

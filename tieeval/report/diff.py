@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from tieeval.analysis.diff import COMPARISON_KEYS, DiffResult, Ranking
-from tieeval.analysis.whatif import WhatIf
+from tieeval.kernels.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment

@@ -24,7 +24,7 @@ from tieeval.results import RunResult, environment, report_dict
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
 TABLE_FORMATS = ("table", "json", "csv", "markdown")
-# Rows of labelled dumps (tieeval.kernels.general_sums) also carry these; CSV gains them when present.
+# Rows of labelled dumps (tieeval.kernels.general) also carry these; CSV gains them when present.
 REL_CSV_FIELDS = ("gamma", "instances", "skipped")
 
 
@@ -57,7 +57,7 @@ METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
 def describe_run(run: RunResult) -> str:
     cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
              else f"{run.candidates_min}–{run.candidates_max}")
-    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.kernels.general_sums)
+    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.kernels.general)
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
@@ -96,9 +96,9 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
     console.print(footer(runs), style="dim")
 
 
-def to_json(runs: list[RunResult], groups: list | None = None) -> str:
+def to_json(runs: list[RunResult], groups: list | None = None, what_if=None) -> str:
     """The JSON contract; with ``groups`` (seed averages) a ``groups`` list follows ``runs``."""
-    return json.dumps(report_dict(runs, groups), indent=2, allow_nan=False) + "\n"
+    return json.dumps(report_dict(runs, groups, what_if), indent=2, allow_nan=False) + "\n"
 
 
 def _csv_fields(runs) -> tuple:

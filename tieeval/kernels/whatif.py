@@ -37,6 +37,13 @@ applied in this order when both are given:
   ``np.argsort(scores * -1)`` rank on the (possibly cast) scores; it always lies in
   ``a+1 .. a+b``, because the tolerance block contains the exact tie block.
 
+  Labelled rows (several relevant items, graded or signed labels, TREC runs) need tie
+  blocks that are an equivalence relation, so there the tolerance joins *chains*: in each
+  row's descending order, neighbours whose scores are equal or within ``ATOL`` (float64
+  difference) fall in one block, which may then span more than ``ATOL``. Every column of
+  the general kernel follows from those blocks as from exact ties; Original keeps the
+  codebase's order of the (possibly cast) scores, which lies inside the blocks.
+
 NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refuses them,
 ``'worst'`` ranks them below every number (a NaN is never within ATOL of anything).
 """
@@ -45,17 +52,13 @@ NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refus
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, Dump, ReadAgain
-from tieeval.kernels.counts import RowCounts, check_nan_policy
-from tieeval.kernels.single import Accumulator, batch_counts
-from tieeval.metrics.metric import Metric, default_metrics
-from tieeval.results import RunResult
+from tieeval.errors import ParameterError
+from tieeval.io.base import Batch
+from tieeval.kernels.counts import RowCounts
 
 CASTS = ("float16", "bfloat16", "float32")
 
@@ -263,89 +266,6 @@ class WhatIf:
             return batch
         return replace(batch, scores=cast_scores(batch.scores, self.cast))
 
-    def counts(self, batch: Batch, nan_policy: str = "raise", path: str = "") -> RowCounts:
-        """The row counts of one (untransformed) batch under this what-if."""
-        batch = self.transform(batch)
-        exact = batch_counts(batch, nan_policy, path)
-        if self.tolerance is None:
-            return exact
-        return tolerance_counts(batch, exact, self.tolerance, nan_policy)
 
 
 NO_WHAT_IF = WhatIf()
-
-
-@dataclass
-class WhatIfRunResult(RunResult):
-    """A :class:`~tieeval.results.RunResult` measured under a what-if; its ``to_dict()``
-    adds a ``what_if`` key (``cast``, ``tolerance``, ``description``)."""
-
-    what_if: WhatIf = field(default_factory=WhatIf)
-
-    def to_dict(self) -> dict:
-        out = super().to_dict()
-        out["what_if"] = self.what_if.to_dict()
-        return out
-
-
-def check_single_positive(dump: Dump) -> None:
-    """Refuse a dump the engine would send down its relevance-label path (graded or
-    multi-positive labels): what-ifs and diffs cover the single-positive protocol."""
-    try:
-        from tieeval.engine.local import wants_general_path
-    except ImportError:  # pragma: no cover - no relevance support in this build
-        return
-    if wants_general_path(dump, [], None):
-        raise InputError(f"{dump.path}: has relevance labels; what-if analyses and diffs "
-                         "cover the single-positive protocol only")
-
-
-def iter_counts(dump: Dump, what_if: WhatIf | None = None, *, nan_policy: str = "raise",
-                batch_rows: int | None = None) -> Iterator[tuple[Batch, RowCounts]]:
-    """``(batch, counts)`` for every batch of ``dump``, under ``what_if`` when given.
-
-    A reader may raise :class:`tieeval.io.base.ReadAgain` part-way (it changed how it reads);
-    use :func:`read_with_restarts` to start the consumer over.
-    """
-    check_nan_policy(nan_policy)
-    what_if = what_if or NO_WHAT_IF
-    check_single_positive(dump)
-    for batch in dump.batches(batch_rows):
-        yield batch, what_if.counts(batch, nan_policy, dump.path)
-
-
-def read_with_restarts(dump: Dump, consume):
-    """``consume()`` -- which reads ``dump`` from the start -- again if the reader asks to
-    start over (:class:`tieeval.io.base.ReadAgain`; a reader restarts at most once)."""
-    for _ in range(3):
-        try:
-            return consume()
-        except ReadAgain as exc:
-            dump.start_over(exc)  # e.g. a long label column holds relevance labels
-    raise InputError(f"{dump.path}: the reader could not settle on a way to read it")
-
-
-def evaluate_dump_what_if(dump: Dump, metrics: list[Metric] | None = None,
-                          what_if: WhatIf | None = None, *, nan_policy: str = "raise",
-                          batch_rows: int | None = None,
-                          labels: dict | None = None) -> WhatIfRunResult:
-    """Evaluate an opened dump under ``what_if``; like :func:`tieeval.engine.local.evaluate_dump`
-    (in this process: what-ifs are not parallelised).
-
-    ``dtype`` in the result stays the stored dtype; the cast is recorded in ``what_if``.
-    """
-    metrics = default_metrics(_DEFAULT_KS) if metrics is None else list(metrics)
-    what_if = what_if or NO_WHAT_IF
-
-    def consume():
-        acc = Accumulator(metrics)
-        for _, counts in iter_counts(dump, what_if, nan_policy=nan_policy,
-                                     batch_rows=batch_rows):
-            acc.add(counts)
-        return acc
-
-    acc = read_with_restarts(dump, consume)
-    base = acc.result(dump.path, dump.dtype, {**dump.metadata, **(labels or {})})
-    base.warnings[:0] = list(getattr(dump, "warnings", []))
-    return WhatIfRunResult(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                           what_if=what_if)

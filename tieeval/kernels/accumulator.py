@@ -1,0 +1,122 @@
+"""One mergeable accumulator for every kernel: exact sums of one run, nothing per row.
+
+Whichever kernel fills it (:mod:`~tieeval.kernels.single` or :mod:`~tieeval.kernels.general`),
+an :class:`Accumulator` holds integer counts and :class:`~tieeval.kernels.summation.ExactSum`
+totals only, so batches can be added in any order, on any number of workers or Spark
+executors, and merged: the result does not depend on the split, bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tieeval.kernels.duplicates import DuplicateCheck
+from tieeval.kernels.summation import ExactSum
+from tieeval.metrics.metric import COLUMNS
+
+_COUNTS = ("instances", "subset", "no_relevant", "no_negative", "top_size", "top_tied",
+           "pos_rows", "pos_size", "pos_tied")
+
+
+@dataclass
+class EntrySums:
+    """The sums of one output row (a metric, at one gamma for signed metrics): the four
+    columns, the tie-break variance, and the rows where the metric is defined."""
+
+    columns: dict = field(default_factory=lambda: {c: ExactSum() for c in COLUMNS})
+    variance: ExactSum = field(default_factory=ExactSum)
+    count: int = 0
+    has_variance: bool = True
+
+    def merge(self, other: "EntrySums") -> None:
+        for c in COLUMNS:
+            self.columns[c].merge(other.columns[c])
+        self.variance.merge(other.variance)
+        self.count += other.count
+        self.has_variance = self.has_variance and other.has_variance
+
+    def state(self) -> dict:
+        return {"columns": {c: self.columns[c].state() for c in COLUMNS},
+                "variance": self.variance.state(), "count": str(self.count),
+                "has_variance": self.has_variance}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "EntrySums":
+        return cls({c: ExactSum.from_state(state["columns"][c]) for c in COLUMNS},
+                   ExactSum.from_state(state["variance"]), int(state["count"]),
+                   bool(state["has_variance"]))
+
+
+class Accumulator:
+    """Exact, mergeable sums of one run.
+
+    ``entries``: how many output rows the kernel produces; ``ks``: the cutoffs whose
+    tie-decided share and short-row count are kept; ``duplicates``: keep the
+    duplicate-candidate check (dumps with item ids).
+
+    Counts (all integers): ``instances`` rows read; ``subset`` rows evaluated (``--both``
+    keeps fewer); ``no_relevant`` / ``no_negative`` rows without a relevant item / an
+    explicit negative; ``top_size``, ``top_tied`` the top-score tie; ``pos_rows``,
+    ``pos_size``, ``pos_tied`` the tie block of the (first) relevant item over the rows that
+    rank one; per K, ``decided`` (HR@K differs between first and last) and ``k_over_n``
+    (fewer than K candidates).
+    """
+
+    def __init__(self, entries: int, ks=(), duplicates: bool = False):
+        self.sums = [EntrySums() for _ in range(entries)]
+        self.ks = sorted(set(ks))
+        for name in _COUNTS:
+            setattr(self, name, 0)
+        self.cand_min: int | None = None
+        self.cand_max: int | None = None
+        self.top_ratio = ExactSum()
+        self.decided = {k: 0 for k in self.ks}
+        self.k_over_n = {k: 0 for k in self.ks}
+        self.duplicates = DuplicateCheck() if duplicates else None
+
+    def add_lengths(self, lo: int, hi: int) -> None:
+        """Widen the candidate-count range by a batch's shortest and longest row."""
+        self.cand_min = lo if self.cand_min is None else min(self.cand_min, lo)
+        self.cand_max = hi if self.cand_max is None else max(self.cand_max, hi)
+
+    def merge(self, other: "Accumulator") -> None:
+        if other.instances == 0:
+            return
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.cand_min is not None:
+            self.add_lengths(other.cand_min, other.cand_max)
+        self.top_ratio.merge(other.top_ratio)
+        for k in self.ks:
+            self.decided[k] += other.decided[k]
+            self.k_over_n[k] += other.k_over_n[k]
+        for mine, theirs in zip(self.sums, other.sums):
+            mine.merge(theirs)
+        if self.duplicates is not None and other.duplicates is not None:
+            self.duplicates.merge(other.duplicates)
+
+    def to_state(self) -> dict:
+        """The sums as plain JSON-able data (big integers as strings), e.g. to ship between
+        Spark executors and the driver; :meth:`from_state` rebuilds an equal Accumulator."""
+        return {"ks": self.ks, "counts": {name: str(getattr(self, name)) for name in _COUNTS},
+                "cand_min": self.cand_min, "cand_max": self.cand_max,
+                "top_ratio": self.top_ratio.state(),
+                "decided": {str(k): str(v) for k, v in self.decided.items()},
+                "k_over_n": {str(k): str(v) for k, v in self.k_over_n.items()},
+                "sums": [s.state() for s in self.sums],
+                "duplicates": (None if self.duplicates is None
+                               else self.duplicates.state())}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Accumulator":
+        acc = cls(0, state["ks"], state["duplicates"] is not None)
+        for name in _COUNTS:
+            setattr(acc, name, int(state["counts"][name]))
+        acc.cand_min, acc.cand_max = state["cand_min"], state["cand_max"]
+        acc.top_ratio = ExactSum.from_state(state["top_ratio"])
+        acc.decided = {int(k): int(v) for k, v in state["decided"].items()}
+        acc.k_over_n = {int(k): int(v) for k, v in state["k_over_n"].items()}
+        acc.sums = [EntrySums.from_state(s) for s in state["sums"]]
+        if state["duplicates"] is not None:
+            acc.duplicates = DuplicateCheck.from_state(state["duplicates"])
+        return acc

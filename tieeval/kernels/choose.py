@@ -1,0 +1,52 @@
+"""The one place that decides which kernel evaluates a dump.
+
+:func:`spec_for` turns what a dump carries (its :class:`~tieeval.io.base.RelevanceInfo`)
+and what was asked (metrics, labelled options, nan policy, a what-if) into an
+:class:`~tieeval.kernels.base.EvalSpec`; :func:`choose_kernel` asks each kernel, fastest
+first, whether it :meth:`~tieeval.kernels.base.Kernel.supports` the spec. Nothing
+downstream looks at the dump's kind again: the engines, ``diff`` and the what-ifs run
+whichever kernel they are handed.
+"""
+
+from __future__ import annotations
+
+from tieeval.kernels.base import EvalSpec, Kernel
+from tieeval.kernels.general import GeneralKernel
+from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
+from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
+
+KERNELS = (SinglePositiveKernel, GeneralKernel)
+
+
+def resolve_metrics(metrics, source: str | None) -> list[Metric]:
+    """The user's metrics (Metric values or names), or the default set of the dump's kind:
+    HR@K, NDCG@K and MRR for one positive per row; HR@K, Recall@K, NDCG@K, MRR and MAP
+    for relevance labels."""
+    if metrics is None:
+        metrics = default_metrics(DEFAULT_KS)
+    if isinstance(metrics, DefaultMetrics) and source is not None:
+        return default_rel_metrics(metrics.ks)
+    return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
+
+
+def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,
+             nan_policy: str = "raise", what_if=None, path: str = "") -> EvalSpec:
+    """The :class:`EvalSpec` of a dump whose relevance is ``relevance`` (a
+    :class:`~tieeval.io.base.RelevanceInfo`, or None for a plain single-positive dump)."""
+    source = relevance.source if relevance is not None else None
+    if what_if is not None and not what_if.active:
+        what_if = None
+    return EvalSpec(tuple(resolve_metrics(metrics, source)), options or DEFAULT_OPTIONS,
+                    nan_policy, source, bool(relevance is not None and relevance.items),
+                    relevance.original if relevance is not None else "argsort", what_if,
+                    path)
+
+
+def choose_kernel(spec: EvalSpec) -> Kernel:
+    """The first kernel of :data:`KERNELS` that supports ``spec``: the sort-free
+    single-positive kernel when it can, else the general kernel."""
+    for kind in KERNELS:
+        if kind.supports(spec):
+            return kind(spec)
+    raise AssertionError("the general kernel supports every spec")  # pragma: no cover
