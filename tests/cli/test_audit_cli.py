@@ -25,7 +25,7 @@ from tieeval.analysis.groups import group_runs
 from tieeval.cli import cli
 from tieeval.errors import InputError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = "method,dataset,task,metric,k,value\n"
 
 

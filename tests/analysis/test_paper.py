@@ -30,7 +30,7 @@ from tieeval.analysis.paper import (
 from tieeval.cli import cli
 from tieeval.report import paper as render
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATE = "{method}/{dataset}_{task}_seed{seed}.npz"
 # names that need escaping in LaTeX and Markdown
 METHODS = ("Cons_Rec", "Align%Group", "DH#MAE")

@@ -275,7 +275,7 @@ def test_seed_groups_keep_gamma_rows(tmp_path, signed):
 
 def test_readme_labelled_python_example(capsys):
     import os
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
     block = readme.split("Relevance labels in memory", 1)[1].split("```python", 1)[1]
     block = block.split("```", 1)[0]
@@ -294,7 +294,7 @@ def test_spark_engine_refuses_labelled_rows(graded):
 
 def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
     """The check before Spark starts opens local paths only: an hdfs:// or s3a:// dump is
-    refused by the Spark engine from its schema instead (tests/test_spark.py)."""
+    refused by the Spark engine from its schema instead (tests/engine/test_spark.py)."""
     import tieeval.engine.spark as tspark
     import tieeval.io.open as tio
     from tieeval.engine.spark import refuse_spark

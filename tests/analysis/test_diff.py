@@ -34,7 +34,7 @@ from tieeval.analysis.stats import sign_flip_p_value
 from tieeval.cli import cli
 from tieeval.errors import InputError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIFF_KEYS = {"metric", "k", "a", "b", "difference", "difference_std", "p_value_t",
              "p_value_randomization", "ci_low", "ci_high"}
 

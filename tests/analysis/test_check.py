@@ -26,7 +26,7 @@ from tieeval.metrics.metric import Metric
 from tieeval.report.check import github_line, to_text
 from tieeval.results import MetricRow, RunResult, TieStats
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SATURATED = os.path.join(ROOT, "sample_scores", "sigmoid_saturated.parquet")
 TIE_FREE = os.path.join(ROOT, "sample_scores", "tie_free.parquet")
 ALL_GATES = ["--max-inflation", "NDCG@10=5%", "--max-gap", "HR@1=0.01", "--max-tie-frequency",

@@ -34,7 +34,7 @@ import tieeval
 from tieeval.cli import cli
 from tieeval.results import environment
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 BLOCKS = [(m.group(1), m.group(2)) for m in FENCE.finditer(README)]
@@ -261,7 +261,7 @@ def test_example_command_runs(command, user_files):
 # ---------------------------------------------------------------------------- Python blocks
 
 def python_blocks() -> list[str]:
-    # The Spark driver script needs a cluster; tests/test_spark.py covers tieeval.spark.
+    # The Spark driver script needs a cluster; tests/engine/test_spark.py covers tieeval.spark.
     return [body for lang, body in BLOCKS if lang == "python" and "pyspark" not in body]
 
 

@@ -15,7 +15,7 @@ from tieeval.cli import cli
 from tieeval.errors import ParameterError
 from tieeval.io.open import open_dump
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 LABELS = {"method": "ConsRec", "dataset": "Mafengwo", "task": "group", "seed": "1"}
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import tieeval
 from tieeval.cli import cli, expand_multi_value
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, "sample_scores", "sigmoid_saturated.parquet")
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tieeval.cli import cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROW = re.compile(r"\s+(HR|NDCG|MRR)(@\d+)?\s+\d")
 README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 
