@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
+import re
+import time
 
 import numpy as np
 import pytest
@@ -55,6 +58,72 @@ def test_template_wildcards_and_literal_braces():
     assert t.match("r/M/anything/{v}_3.npz") == {"method": "M", "seed": "3"}
     assert t.match("M/a/b/{v}_3.npz") == {"method": "a", "seed": "3"}  # '*' is one folder
     assert t.match("M/{v}_3.npz") is None
+
+
+def test_template_wildcards_take_as_little_as_they_can():
+    # left to right, each field and '*' as short as the rest of the component allows
+    assert Template.parse("{method}_{seed}.npz").match("a_b_c.npz") == {
+        "method": "a", "seed": "b_c"}
+    assert Template.parse("*_{method}_*.npz").match("x_y_z_w.npz") == {"method": "y"}
+    assert Template.parse("*{method}.npz").match("abc.npz") == {"method": "abc"}
+    assert Template.parse("{method}*.npz").match("abc.npz") == {"method": "a"}
+    assert Template.parse("{method}*{seed}").match("abcd") == {"method": "a", "seed": "bcd"}
+    assert Template.parse("{method}.npz").match(".npz") is None  # a field is never empty
+    assert Template.parse("*{method}.npz").match("dir/.npz") is None
+
+
+def _regex_oracle(template: str):
+    """The template as a regular expression with lazy wildcards, for Python's ``re``.
+
+    Used only on short names, where backtracking is cheap.
+    """
+    out = []
+    for token in re.findall(r"\{\{|\}\}|\{[a-z]+\}|\*|[^{}*]", template):
+        if token in ("{{", "}}"):
+            out.append(re.escape(token[0]))
+        elif token == "*":
+            out.append("[^/]*?")
+        elif token.startswith("{"):
+            out.append(f"(?P<{token[1:-1]}>[^/]+?)")
+        else:
+            out.append(re.escape(token))
+    return re.compile("(?:^|/)" + "".join(out) + "$")
+
+
+def test_template_agrees_with_a_backtracking_regex_on_short_paths():
+    rnd = random.Random(3)
+    pieces = ["a", "b", "ab", "_", "/", "*", "{method}", "{seed}", "{task}", ".", "{{", "}}"]
+    checked = matched = 0
+    while checked < 1500:
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 7)))
+        try:
+            template = Template.parse(text)
+        except TemplateError:
+            continue
+        oracle = _regex_oracle(text)
+        checked += 1
+        for _ in range(20):
+            path = "".join(rnd.choice("ab_/.{}") for _ in range(rnd.randint(0, 12)))
+            m = oracle.search(path)
+            want = None if m is None else m.groupdict()
+            assert template.match(path) == want, (text, path)
+            matched += want is not None
+    assert matched > 1000
+
+
+@pytest.mark.parametrize("name", ["runs/" + "a" * 200, "a" * 196 + ".npy",
+                                  "a" * 180 + "ab" * 8 + "xyz.npy", ("a" * 200 + "/") * 20])
+def test_hostile_template_matches_in_linear_time(name):
+    # Many '*' around one repeated letter: a backtracking regex tries O(n^8) splits of a
+    # 200-character name before it gives up.
+    t = Template.parse("*a*a*a*a*a*a*a*a*b{method}.npy")
+    start = time.perf_counter()
+    for _ in range(10):
+        got = t.match(name)
+    assert time.perf_counter() - start < 0.5
+    # the eight a's come first, then the first 'b' (the second character of "ab" * 8);
+    # the field, as short as it can be, still has to run to ".npy"
+    assert got == ({"method": "ab" * 7 + "xyz"} if name.endswith("xyz.npy") else None)
 
 
 @pytest.mark.parametrize("template,fragment", [

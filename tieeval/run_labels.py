@@ -65,6 +65,53 @@ def parse_meta(items) -> dict[str, str]:
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# One path component of a template: the literal text before the first wildcard, then
+# (wildcards, literal) pairs, where the wildcards are a run of adjacent ``*`` (None) and
+# fields (their names) and the literal is the text up to the next run (empty only at the
+# end of the component).
+_Segment = tuple  # (str, tuple[tuple[tuple[str | None, ...], str], ...])
+
+
+def _match_segment(segment: _Segment, text: str, found: dict[str, str]) -> bool:
+    """Match one path component against one template segment, in linear time.
+
+    Wildcards never cross a ``/``, so each component is matched on its own. Every literal
+    between two wildcard runs is placed at its leftmost occurrence that leaves the run
+    before it long enough (a field needs one character, a ``*`` none): any later occurrence
+    only leaves less room for the rest, so if the leftmost one fails, all do. The last
+    literal must end the component. This is the match a backtracking regex with lazy
+    wildcards (``[^/]*?``, ``[^/]+?``) would find -- each wildcard as short as possible,
+    left to right -- without its exponential worst case. Fills ``found`` with the fields.
+    """
+    head, runs = segment
+    if not runs:
+        return text == head
+    if not text.startswith(head):
+        return False
+    pos = len(head)
+    spans = []
+    for i, (wildcards, literal) in enumerate(runs):
+        need = sum(1 for w in wildcards if w is not None)
+        if i == len(runs) - 1:
+            end = len(text) - len(literal)
+            if end - pos < need or not text.endswith(literal):
+                return False
+        else:
+            end = text.find(literal, pos + need)
+            if end < 0:
+                return False
+        spans.append((wildcards, pos, end))
+        pos = end + len(literal)
+    for wildcards, start, end in spans:
+        # Within a run, every wildcard but the last takes its minimum; the last the rest.
+        for j, name in enumerate(wildcards):
+            width = end - start if j == len(wildcards) - 1 else (0 if name is None else 1)
+            if name is not None:
+                found[name] = text[start:start + width]
+            start += width
+    return True
+
+
 @dataclass(frozen=True)
 class Template:
     """A compiled path template: ``{label}`` fields, ``*`` wildcards, literal text.
@@ -72,7 +119,9 @@ class Template:
     A field matches one or more characters inside one path component (never a ``/``);
     ``*`` matches any characters inside one component; ``{{`` and ``}}`` are literal braces.
     The template is matched against the end of the path, so a template written relative to
-    the runs folder works whatever folder the paths start with.
+    the runs folder works whatever folder the paths start with. When a component can be
+    split in several ways, each field and ``*`` takes as few characters as it can, left to
+    right. Matching takes time linear in the length of the path for a given template.
 
     >>> Template.parse("{method}/{dataset}_{task}_seed{seed}.npz").match(
     ...     "runs/ConsRec/Mafengwo_group_seed1.npz")
@@ -81,22 +130,37 @@ class Template:
 
     text: str
     fields: tuple[str, ...]
-    regex: re.Pattern
+    segments: tuple[_Segment, ...]  # one per path component, from the first to the file
 
     @classmethod
     def parse(cls, text: str) -> "Template":
         if not text:
             raise TemplateError("template is empty")
-        parts: list[str] = []
+        segments: list[_Segment] = []
+        head: str | None = None  # literal before the first wildcard of the current segment
+        runs: list[tuple[tuple[str | None, ...], str]] = []
+        wildcards: list[str | None] = []  # the current run of adjacent wildcards
         fields: list[str] = []
         literal: list[str] = []
         previous_field = False  # the last thing emitted was a field (two in a row: ambiguous)
         i = 0
 
         def flush():
-            if literal:
-                parts.append(re.escape("".join(literal)))
-                literal.clear()
+            # close the literal pending after the current wildcard run (or the head)
+            nonlocal head
+            if head is None:
+                head = "".join(literal)
+            elif wildcards:
+                runs.append((tuple(wildcards), "".join(literal)))
+                wildcards.clear()
+            literal.clear()
+
+        def end_segment():
+            nonlocal head
+            flush()
+            segments.append((head, tuple(runs)))
+            head = None
+            runs.clear()
 
         while i < len(text):
             ch = text[i]
@@ -127,35 +191,43 @@ class Template:
                 if previous_field:
                     raise TemplateError(f"fields {{{fields[-1]}}}{{{name}}} touch in template "
                                         f"{text!r}; put a separator between them")
-                flush()
-                parts.append(f"(?P<{name}>[^/]+?)")
+                if literal or head is None:
+                    flush()
+                wildcards.append(name)
                 fields.append(name)
                 previous_field = True
                 i = end + 1
                 continue
             if ch == "*":
-                flush()
-                parts.append("[^/]*?")
+                if literal or head is None:
+                    flush()
+                wildcards.append(None)
                 previous_field = False
                 i += 1
                 continue
-            literal.append("/" if ch == os.sep else ch)
+            if ch in ("/", os.sep):
+                end_segment()
+            else:
+                literal.append(ch)
             previous_field = False
             i += 1
-        flush()
+        end_segment()
         if not fields:
             raise TemplateError(f"template {text!r} has no fields; use "
                                 + ", ".join("{%s}" % k for k in LABEL_KEYS))
-        pattern = "(?:^|/)" + "".join(parts) + "$"
-        return cls(text, tuple(fields), re.compile(pattern))
+        return cls(text, tuple(fields), tuple(segments))
 
     def match(self, path: str) -> dict[str, str] | None:
         """The labels in ``path``, or None when the path does not fit the template."""
-        norm = os.fspath(path).replace(os.sep, "/")
-        m = self.regex.search(norm)
-        if m is None:
+        parts = os.fspath(path).replace(os.sep, "/").split("/")
+        if len(parts) < len(self.segments):
             return None
-        return {k: v for k, v in m.groupdict().items()}
+        found: dict[str, str] = {}
+        tail = parts[len(parts) - len(self.segments):]
+        for segment, part in zip(self.segments, tail):
+            if not _match_segment(segment, part, found):
+                return None
+        return {name: found[name] for name in self.fields}
 
 
 def file_stem(path: str) -> str:

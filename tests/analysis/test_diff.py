@@ -2,7 +2,8 @@
 
 Oracles: per-instance values computed here from the definition (the positive's rank uniform
 over its tied block, enumerated rank by rank; the original rank from ``np.argsort`` in this
-file), ``scipy.stats.ttest_rel`` and its confidence interval, brute-force enumeration of
+file), ``scipy.stats.ttest_rel`` and its confidence interval, the closed forms of the t
+distribution for two instances (df = 1), brute-force enumeration of
 sign vectors, and ``scipy.stats.permutation_test`` for the Monte Carlo test.
 """
 
@@ -237,6 +238,34 @@ def test_alignment_by_instance_ids(tmp_path, rng):
     a_str = save(tmp_path, "Astr", sa, instance=np.array([f"u{i}" for i in range(30)]))
     from_parquet = diff_paths(a_str, str(tmp_path / "B.parquet"), ["NDCG@3", "HR@1"])
     assert [r.tie_aware for r in from_parquet.rows] == [r.tie_aware for r in by_row.rows]
+
+
+def test_two_instances_aligned_by_id_closed_forms(tmp_path):
+    # Two instances (df = 1, the Cauchy distribution), B's rows stored in the other order:
+    # aligned by id, the tie-aware t p-value is 2 atan2(1, |t|) / pi with
+    # t = (d0 + d1) / |d0 - d1|, the interval mean -+ tan(0.95 pi / 2) |d0 - d1| / 2, and
+    # difference_std = sqrt(sum of both runs' tie-break variances) / 2.
+    sa = np.array([[1, 1, 1, 1, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=np.float32)
+    sb = np.array([[1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]], dtype=np.float32)
+    a = save(tmp_path, "A", sa, instance=np.array([7, 3]))
+    b = save(tmp_path, "B", sb[::-1], instance=np.array([3, 7]))
+    result = diff_paths(a, b, ["NDCG@3"])
+    assert result.alignment == "instance"
+    c = result.rows[0].tie_aware
+    ta, va, _ = instance_values(sa, "NDCG", 3)
+    tb, vb, _ = instance_values(sb, "NDCG", 3)
+    d0, d1 = tb - ta
+    t = (d0 + d1) / abs(d0 - d1)
+    assert c.p_value_t == pytest.approx(2 * math.atan2(1.0, abs(t)) / math.pi, rel=1e-12)
+    half = math.tan(0.95 * math.pi / 2) * abs(d0 - d1) / 2
+    assert (c.ci_low, c.ci_high) == pytest.approx(((d0 + d1) / 2 - half, (d0 + d1) / 2 + half),
+                                                  rel=1e-12)
+    assert c.difference_std == pytest.approx(math.sqrt(math.fsum(va) + math.fsum(vb)) / 2,
+                                             rel=1e-12)
+    # the exact sign flip over four sign vectors: |d0 + d1| is reached by the identity, the
+    # all-minus flip and, since |d0 - d1| > |d0 + d1| here, the two mixed ones
+    assert abs(d0 - d1) > abs(d0 + d1)
+    assert c.p_value_randomization == 1.0
 
 
 def test_long_layout_ids_align(tmp_path, rng):

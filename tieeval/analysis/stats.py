@@ -14,9 +14,10 @@ When per-instance tie-break variances are given, the result also carries the sta
 deviation of the mean difference under random tie-breaking, the spread a re-run with a
 different tie-breaker would show (the two runs' tie-breaks being independent).
 
-Only numpy and the standard library are used: the Student t distribution is computed from
-the regularized incomplete beta function (a modified Lentz continued fraction, as in
-Numerical Recipes ``betacf``) and its quantile by a safeguarded Newton iteration.
+The Student t distribution comes from ``scipy.special`` (``stdtr`` / ``stdtrit``, as in
+``scipy.stats.t``), imported only when a t-test is computed. The sign-flip test is tieeval's
+own: an exact count over all sign vectors for small ``n`` and seeded Monte Carlo draws
+otherwise, whose p-values are part of the documented output.
 """
 
 
@@ -33,314 +34,28 @@ from tieeval.kernels.summation import ExactSum
 EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
-_TINY = 1e-300  # Lentz's guard against a zero denominator
-_MAX_TERMS = 1_000_000  # continued-fraction terms; O(sqrt(df)) are needed, ~1000 at df=1e6
-_STIRLING_MIN = 10.0  # below this lgamma differences are small and taken directly
-# Coefficients B_2k / (2k (2k - 1)) of Stirling's series for lgamma, k = 1..7.
-_STIRLING = (1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360,
-             1.0 / 156)
 
 
 # ---------------------------------------------------------------------------------------
-# Special functions (scalar, pure Python floats)
+# Student t distribution (scipy, imported here so that ``import tieeval`` stays light)
 
-def _stirling_correction(x: float) -> float:
-    """``lgamma(x) - ((x - 0.5) log x - x + log(2 pi) / 2)`` for x >= 10 (error < 1e-17)."""
-    inv = 1.0 / x
-    inv2 = inv * inv
-    total = 0.0
-    for coef in reversed(_STIRLING):
-        total = total * inv2 + coef
-    return total * inv
+def _t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value ``2 P(T_df > |t|)`` of a finite t, capped at 1."""
+    t = abs(t)
+    if df == 1:
+        # Cauchy: 2 atan2(1, t) / pi, accurate in both tails. scipy 1.17's stdtr(1, x)
+        # returns exactly 0.5 for |x| below about 7e-9 (scipy issue 25667).
+        return min(1.0, 2.0 * math.atan2(1.0, t) / math.pi)
+    from scipy import special
 
-
-def _lgamma_ratio(large: float, small: float) -> float:
-    """``lgamma(large + small) - lgamma(large)`` for ``large >= 10``, without cancellation.
-
-    Taking the two ``lgamma`` values and subtracting cancels numbers of size
-    ``large * log(large)`` (about 6e6 at 5e5, so 1e-9 absolute error); Stirling's series
-    gives the difference as ``(L - 1/2) log1p(s / L) + s log(L + s) - s`` plus corrections.
-    """
-    return ((large - 0.5) * math.log1p(small / large) + small * math.log(large + small) - small
-            + _stirling_correction(large + small) - _stirling_correction(large))
+    return min(1.0, 2.0 * float(special.stdtr(df, -t)))
 
 
-def _log_beta(a: float, b: float) -> float:
-    """``log B(a, b)``, accurate to a few ulps when one argument is small and the other huge."""
-    small, large = (a, b) if a <= b else (b, a)
-    if large < _STIRLING_MIN:
-        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
-    return math.lgamma(small) - _lgamma_ratio(large, small)
+def _t_upper_quantile(q: float, df: int) -> float:
+    """The ``t`` with ``P(T_df > t) = q``, for ``0 < q <= 1/2`` (``scipy.stats.t.isf``)."""
+    from scipy import special
 
-
-def _lentz_step(aa: float, c: float, d: float) -> tuple[float, float]:
-    """One modified-Lentz update of ``(C, D)`` for partial numerator ``aa`` (denominator 1),
-    each kept away from zero by :data:`_TINY`."""
-    d = 1.0 + aa * d
-    if abs(d) < _TINY:
-        d = _TINY
-    c = 1.0 + aa / c
-    if abs(c) < _TINY:
-        c = _TINY
-    return c, 1.0 / d
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz, NR ``betacf``)."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    if abs(d) < _TINY:
-        d = _TINY
-    d = 1.0 / d
-    h = d
-    for m in range(1, _MAX_TERMS + 1):
-        m2 = 2 * m
-        # even step of the recurrence
-        c, d = _lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), c, d)
-        h *= d * c
-        # odd step
-        c, d = _lentz_step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), c, d)
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) <= 2 * _EPS:
-            return h
-    raise ArithmeticError(f"incomplete beta continued fraction did not converge "
-                          f"(a={a!r}, b={b!r}, x={x!r})")  # pragma: no cover - a bug
-
-
-def _erfc_scaled_over_root(z: float) -> float:
-    """``sqrt(pi / z) * exp(z) * erfc(sqrt(z))`` for z > 0: ``Q(1/2, z)`` over its leading term."""
-    if z < 600.0:
-        return math.sqrt(math.pi / z) * math.exp(z) * math.erfc(math.sqrt(z))
-    # exp(z) would overflow: the asymptotic series of erfcx(s) = exp(s^2) erfc(s), whose
-    # terms (2k-1)!! / (-2 z)^k shrink far below 1e-17 long before they start to grow.
-    total, term, k = 1.0, 1.0, 1
-    while abs(term) > 1e-17 * total:
-        term *= -(2 * k - 1) / (2.0 * z)
-        total += term
-        k += 1
-    return total / z
-
-
-def _betainc_large_a_half(a: float, log_x: float) -> float | None:
-    """``I_x(a, 1/2)`` for ``a >= 15`` and ``x`` near 1, by an expansion in ``Q(1/2, z)``.
-
-    This is the asymptotic expansion of DiDonato & Morris (ACM TOMS 708, 1992, routine
-    BGRAT; Temme 1987) specialised to ``b = 1/2``, where the incomplete gamma ratio is
-    ``Q(1/2, z) = erfc(sqrt(z))``. It is the regime of a t-test with many degrees of freedom,
-    where the continued fraction needs O(sqrt(a)) terms and loses about ``a * eps``. With
-    ``nu = a - 1/4`` and ``z = -nu log x``::
-
-        I_x(a, 1/2) = U * sum_n d_n J_n,   U = exp(-z) sqrt(z) Gamma(a + 1/2)
-                                               / (Gamma(1/2) Gamma(a) sqrt(nu)),
-
-    ``J_0 = Q(1/2, z) / (exp(-z) sqrt(z) / Gamma(1/2))`` and a three-term recurrence for
-    ``J_n`` in powers of ``(log x / 2)^2`` and ``1 / (4 nu^2)``. Returns None if the series
-    does not settle (the caller then falls back to the continued fraction).
-    """
-    b = 0.5
-    nu = a + 0.5 * (b - 1.0)
-    z = -nu * log_x
-    if not z > 0.0:
-        return None
-    log_u = (-z + b * math.log(z) - math.lgamma(b) + _lgamma_ratio(a, b)
-             - b * math.log(nu))
-    j = _erfc_scaled_over_root(z)  # J_0
-    total = j
-    v = 0.25 / (nu * nu)
-    half_log_sq = 0.25 * log_x * log_x
-    power = 1.0  # (log x / 2)^(2 (n - 1))
-    c: list[float] = []  # c_n = 1 / (2n + 1)!
-    d: list[float] = []  # d_n, the expansion coefficients
-    cn = 1.0
-    for n in range(1, 61):
-        b2n = b + 2.0 * (n - 1)
-        j = (b2n * (b2n + 1.0) * j + (z + b2n + 1.0) * power) * v
-        power *= half_log_sq
-        cn /= (2.0 * n) * (2.0 * n + 1.0)
-        c.append(cn)
-        s = sum((i * b - n) * c[i - 1] * d[n - i - 1] for i in range(1, n))
-        d.append((b - 1.0) * cn + s / n)
-        term = d[-1] * j
-        total += term
-        if not total > 0.0:
-            return None
-        if abs(term) <= 0.5 * _EPS * total:
-            return math.exp(log_u) * total
-    return None
-
-
-def _betainc(a: float, b: float, x: float, y: float, log_x: float, log_y: float) -> float:
-    """``I_x(a, b)`` given ``x``, ``y = 1 - x`` and their logarithms, each computed directly.
-
-    Passing ``y`` and the logarithms separately keeps full relative accuracy when ``x`` is
-    within a few ulps of 1 (a small t against a large df), where ``1 - x`` would cancel.
-    """
-    if log_x == -math.inf:
-        return 0.0
-    if log_y == -math.inf:
-        return 1.0
-    if b == 0.5 and a >= 15.0 and x >= 0.7:
-        value = _betainc_large_a_half(a, log_x)
-        if value is not None:
-            return value
-    front = math.exp(a * log_x + b * log_y - _log_beta(a, b))
-    # The fraction converges fast only below the mean of Beta(a, b); above it, use the
-    # symmetry I_x(a, b) = 1 - I_{1-x}(b, a). Above the mean I_x(a, b) is not small, so the
-    # subtraction costs no relative accuracy.
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, y) / b
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function ``I_x(a, b)``.
-
-    Parameters
-    ----------
-    a, b : float
-        Shape parameters, both > 0.
-    x : float
-        Upper limit of integration, in [0, 1].
-
-    Returns
-    -------
-    float
-        ``B(x; a, b) / B(a, b)``, computed with the continued fraction of Numerical Recipes
-        (``betai`` / ``betacf``) using a modified Lentz evaluation.
-
-    Examples
-    --------
-    >>> round(betainc(2.0, 3.0, 0.4), 12)  # 1 - sum_{j<2} C(4, j) 0.4^j 0.6^(4-j)
-    0.5248
-    """
-    a, b, x = float(a), float(b), float(x)
-    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
-        raise ParameterError(f"betainc needs finite a > 0 and b > 0, got a={a!r}, b={b!r}")
-    if not 0.0 <= x <= 1.0:
-        raise ParameterError(f"betainc needs 0 <= x <= 1, got {x!r}")
-    y = 1.0 - x
-    log_x = math.log(x) if x > 0 else -math.inf
-    log_y = math.log1p(-x) if y > 0 else -math.inf
-    return _betainc(a, b, x, y, log_x, log_y)
-
-
-def _check_df(df: float) -> float:
-    df = float(df)
-    if not (df > 0 and math.isfinite(df)):
-        raise ParameterError(f"degrees of freedom must be a finite number > 0, got {df!r}")
-    return df
-
-
-def _upper_tail(t: float, df: float) -> float:
-    """``P(T > t)`` for finite t > 0: ``I_{df/(df+t^2)}(df/2, 1/2) / 2``."""
-    # x = df / (df + t^2) and y = t^2 / (df + t^2) through r, never forming t^2 when it
-    # could overflow, with log(x) and log(y) from log1p so neither loses digits.
-    if t > math.sqrt(df):
-        r = df / t / t  # x = r / (1 + r), y = 1 / (1 + r); r may underflow, log r cannot
-        x, y = r / (1.0 + r), 1.0 / (1.0 + r)
-        log_x, log_y = math.log(df) - 2.0 * math.log(t) - math.log1p(r), -math.log1p(r)
-    else:
-        r = t * t / df  # x = 1 / (1 + r), y = r / (1 + r)
-        x, y = 1.0 / (1.0 + r), r / (1.0 + r)
-        log_x, log_y = -math.log1p(r), math.log(r) - math.log1p(r)
-    return 0.5 * _betainc(0.5 * df, 0.5, x, y, log_x, log_y)
-
-
-def student_t_sf(t: float, df: float) -> float:
-    """Survival function ``P(T > t)`` of Student's t distribution with ``df`` degrees of freedom.
-
-    Uses ``P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2`` for t > 0 and symmetry otherwise;
-    relative error below about 1e-12 in both tails, for any real ``df > 0``.
-
-    Examples
-    --------
-    >>> round(student_t_sf(1.0, 1), 12)  # Cauchy: 1/2 - arctan(1)/pi
-    0.25
-    """
-    t, df = float(t), _check_df(df)
-    if math.isnan(t):
-        return math.nan
-    if t == 0.0:
-        return 0.5
-    tail = 0.0 if math.isinf(t) else _upper_tail(abs(t), df)
-    return tail if t > 0 else 1.0 - tail
-
-
-def _log_pdf(t: float, df: float) -> float:
-    """``log`` of the t density: ``-log(sqrt(df) B(df/2, 1/2)) - (df+1)/2 log1p(t^2/df)``."""
-    u = t / math.sqrt(df)
-    # (1 + u^2)^(-(df+1)/2) through hypot, which cannot overflow for huge t
-    return -_log_beta(0.5 * df, 0.5) - 0.5 * math.log(df) - (df + 1.0) * math.log(
-        math.hypot(1.0, u))
-
-
-def student_t_isf(q: float, df: float) -> float:
-    """Inverse survival function: the ``t`` with ``P(T > t) = q``.
-
-    Found by Newton's method on ``log P(T > t)`` (nearly linear in the tails), kept inside a
-    bracket that every evaluation narrows; a step leaving the bracket is replaced by
-    bisection (geometric while the bracket spans orders of magnitude), so it cannot diverge.
-    Small ``q`` keeps its relative precision, unlike ``ppf(1 - q)``.
-
-    Examples
-    --------
-    >>> round(student_t_isf(0.25, 1), 12)  # Cauchy: tan(pi/4)
-    1.0
-    """
-    q, df = float(q), _check_df(df)
-    if math.isnan(q) or not 0.0 <= q <= 1.0:
-        raise ParameterError(f"tail probability must be in [0, 1], got {q!r}")
-    if q == 0.5:
-        return 0.0
-    if q > 0.5:
-        return -student_t_isf(1.0 - q, df)
-    if q == 0.0:
-        return math.inf
-    log_q = math.log(q)
-    lo, hi = 0.0, 1.0
-    while _upper_tail(hi, df) > q:  # expand until the root is bracketed
-        lo, hi = hi, hi * 16.0
-        if math.isinf(hi):
-            return math.inf  # pragma: no cover - q below ~1e-308 at df = 1
-    t = 0.5 * (lo + hi)
-    for _ in range(400):
-        s = _upper_tail(t, df)
-        if s == q:
-            return t
-        if s > q:
-            lo = t
-        else:
-            hi = t
-        step = math.nan
-        if s > 0.0:
-            dlog = -math.exp(_log_pdf(t, df)) / s  # d/dt log P(T > t)
-            if dlog != 0.0:
-                step = (math.log(s) - log_q) / dlog
-        new = t - step
-        if not lo < new < hi:  # also catches NaN
-            new = math.sqrt(lo) * math.sqrt(hi) if lo > 0.0 and hi > 4.0 * lo else 0.5 * (lo + hi)
-        if abs(new - t) <= 2 * _EPS * new or hi - lo <= 2 * _EPS * hi:
-            return new
-        t = new
-    return t  # pragma: no cover - Newton converges in well under 100 steps
-
-
-def student_t_ppf(p: float, df: float) -> float:
-    """Quantile (percent point) function: the ``t`` with ``P(T <= t) = p``.
-
-    Examples
-    --------
-    >>> round(student_t_ppf(0.975, 1), 12)  # Cauchy: tan(0.475 pi)
-    12.706204736175
-    """
-    p = float(p)
-    if math.isnan(p) or not 0.0 <= p <= 1.0:
-        raise ParameterError(f"probability must be in [0, 1], got {p!r}")
-    if p < 0.5:
-        return -student_t_isf(p, df)
-    return student_t_isf(1.0 - p, df)
+    return -float(special.stdtrit(df, q))
 
 
 # ---------------------------------------------------------------------------------------
@@ -646,8 +361,8 @@ def paired_comparison(a_values, b_values, *, a_variance=None, b_variance=None,
         df = n - 1
         se = math.sqrt(float(np.sum((d - difference) ** 2)) / df) / math.sqrt(n)
         statistic = difference / se
-        p_t = min(1.0, 2.0 * student_t_sf(abs(statistic), df))
-        half_width = student_t_isf(0.5 * (1.0 - confidence), df) * se
+        p_t = _t_two_sided_p(statistic, df)
+        half_width = _t_upper_quantile(0.5 * (1.0 - confidence), df) * se
         ci = (difference - half_width, difference + half_width)
     return PairedResult(n, mean_a, mean_b, difference, difference_std, p_t, p_rand,
                         float(ci[0]), float(ci[1]), float(statistic), confidence, exact)
