@@ -130,7 +130,7 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
     metadata = {}
     for name in sorted(set(names) - {options.scores, options.positive}):
         member = _NpzMember(path, archive, names[name])  # refuses object arrays
-        if member.dtype.kind == "U" and int(np.prod(member.shape, dtype=np.int64)) == 1:
+        if member.dtype.kind == "U" and tuple(member.shape) == ():  # 0-d: run metadata
             metadata[name] = str(member.load().reshape(()))
     _check_matrix(path, scores, f"'{options.scores}'")
     _check_positive_field(path, options, positive, scores.shape[0])
