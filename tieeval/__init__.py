@@ -3,27 +3,55 @@
 Re-evaluates the scores a recommender or IR codebase ranked and reports, side by side, the
 number its own ``np.argsort`` gives (original), the optimistic and pessimistic bounds
 (first / last) and the exact expectation under uniform random tie-breaking (tie-aware).
+
+The public names below are imported on first use, so ``import tieeval`` (and the command
+line's start-up) costs only what a command needs.
 """
 
-__version__ = "0.1.0"
+from tieeval._version import __version__
 
-from tieeval.analysis.audit import audit_groups, judge_claim, read_claims
-from tieeval.analysis.diff import DiffResult, diff_paths, rank_groups
-from tieeval.analysis.groups import GroupResult, group_runs
-from tieeval.engine.local import evaluate, evaluate_labels, evaluate_path
-from tieeval.errors import InputError, ParameterError, TieevalError
-from tieeval.io.base import ReadOptions, RelevanceReadOptions
-from tieeval.io.open import open_dump
-from tieeval.io.writers import save_scores
-from tieeval.kernels.whatif import WhatIf, cast_scores, round_to_bfloat16
-from tieeval.metrics.metric import Metric
-from tieeval.metrics.options import RelOptions
-from tieeval.metrics.registry import REGISTRY
-from tieeval.results import MetricRow, RunResult, TieStats
+_PUBLIC = {
+    "evaluate": "tieeval.engine.local",
+    "evaluate_path": "tieeval.engine.local",
+    "evaluate_labels": "tieeval.engine.local",
+    "open_dump": "tieeval.io.open",
+    "ReadOptions": "tieeval.io.base",
+    "RelevanceReadOptions": "tieeval.io.base",
+    "save_scores": "tieeval.io.writers",
+    "Metric": "tieeval.metrics.metric",
+    "REGISTRY": "tieeval.metrics.registry",
+    "RelOptions": "tieeval.metrics.options",
+    "MetricRow": "tieeval.results",
+    "RunResult": "tieeval.results",
+    "TieStats": "tieeval.results",
+    "TieevalError": "tieeval.errors",
+    "InputError": "tieeval.errors",
+    "ParameterError": "tieeval.errors",
+    "WhatIf": "tieeval.kernels.whatif",
+    "cast_scores": "tieeval.kernels.whatif",
+    "round_to_bfloat16": "tieeval.kernels.whatif",
+    "group_runs": "tieeval.analysis.groups",
+    "GroupResult": "tieeval.analysis.groups",
+    "DiffResult": "tieeval.analysis.diff",
+    "diff_paths": "tieeval.analysis.diff",
+    "rank_groups": "tieeval.analysis.diff",
+    "audit_groups": "tieeval.analysis.audit",
+    "judge_claim": "tieeval.analysis.audit",
+    "read_claims": "tieeval.analysis.audit",
+}
 
-__all__ = ["__version__", "evaluate", "evaluate_path", "open_dump", "ReadOptions", "Metric",
-           "REGISTRY", "MetricRow", "RunResult", "TieStats", "TieevalError", "InputError",
-           "ParameterError", "save_scores", "group_runs", "GroupResult", "WhatIf",
-           "cast_scores", "round_to_bfloat16", "DiffResult", "diff_paths", "rank_groups",
-           "audit_groups", "judge_claim", "read_claims", "evaluate_labels", "RelOptions",
-           "RelevanceReadOptions"]
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tieeval' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -217,7 +217,7 @@ def simd_level() -> str:
 
 def environment() -> dict:
     """numpy version, its SIMD level and the machine: what the 'original' column depends on."""
-    from tieeval import __version__
+    from tieeval._version import __version__
     return {"tieeval_version": __version__, "numpy_version": np.__version__,
             "numpy_simd": simd_level(), "machine": platform.machine()}
 

@@ -396,7 +396,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path, rng):
 # the optional fused kernel
 
 def test_fused_kernel_matches_numpy(rng, monkeypatch):
-    from tieeval.kernels import fused as fused
+    from tieeval.kernels import fused
     if not fused.available():
         pytest.skip("numba not installed (pip install 'tieeval[fast]'): numpy path only")
     monkeypatch.setattr(fused, "MIN_SCORES", 0)

@@ -25,7 +25,7 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Batch, Dump, ReadAgain, ReadOptions, RelevanceInfo
 from tieeval.io.checks import resolve_positive
 from tieeval.io.open import open_dump
-from tieeval.kernels import fused as fused
+from tieeval.kernels import fused
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy

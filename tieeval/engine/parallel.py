@@ -27,7 +27,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 
 from tieeval.io.base import Dump
-from tieeval.kernels import fused as fused
+from tieeval.kernels import fused
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.kernels import fused as fused
 
 NAN_POLICIES = ("raise", "worst")
 

@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 
 from tieeval.errors import ParameterError
-from tieeval.kernels import fused as fused
 
 # The one registry of metric names lives in tieeval.metrics.registry; these names stay importable
 # from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``):

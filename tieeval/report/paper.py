@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 
-from tieeval import __version__
+from tieeval._version import __version__
 from tieeval.analysis.paper import Cell, PaperTable
 from tieeval.report.format import (
     csv_text,

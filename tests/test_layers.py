@@ -1,0 +1,47 @@
+"""The package's layers: imports point only downward, and there are no import cycles.
+
+The contracts live in pyproject.toml ([tool.importlinter]); import-linter checks them on
+the installed package, the way `lint-imports` does in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_import_contracts_are_kept():
+    pytest.importorskip("importlinter")
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys; from importlinter.cli import lint_imports_command; "
+                           "sys.exit(lint_imports_command())"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_no_import_cycles():
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("tieeval")
+    modules = sorted(graph.modules)
+    cycles = []
+    for module in modules:
+        for other in graph.find_modules_directly_imported_by(module):
+            if other != module and graph.chain_exists(importer=other, imported=module):
+                cycles.append((module, other))
+    assert cycles == []
+
+
+def test_importing_tieeval_loads_no_heavy_dependency():
+    """``import tieeval`` and ``tieeval --version`` load neither pyarrow, rich nor scipy."""
+    code = ("import sys, tieeval; from tieeval.cli import main; "
+            "print(sorted(m for m in ('pyarrow', 'rich', 'scipy', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
