@@ -225,14 +225,11 @@ def stdout_console():
     return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
 
 
-def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="positive",
-                   positive_index=None, nan_policy="raise", batch_rows=None, quiet=False,
-                   layout="auto", instance_column=None, position_column=None,
-                   score_column=None, label_column=None, score_dtype=None, jobs=0,
-                   engine="local", what_if=None, **relevance):
-    """Evaluate every path (one run each) with the shared reading options; warnings go to
-    stderr unless ``quiet``, and a progress bar while a terminal is watching. ``relevance``:
-    the options of :func:`tieeval.cli.relevance.relevance_options`."""
+def reading(*, scores_column="scores", positive_column="positive", positive_index=None,
+            layout="auto", instance_column=None, position_column=None, score_column=None,
+            label_column=None, score_dtype=None, quiet=False, metrics=None, **relevance):
+    """The reading options and labelled-metric options the shared command-line options ask
+    for: ``(RelevanceReadOptions, RelOptions or None)``. Unknown keys are an error."""
     from tieeval.cli.relevance import gamma_warning, split_relevance
     from tieeval.io.base import RelevanceReadOptions
     fields, rel_options, gamma_given = split_relevance(relevance)
@@ -245,6 +242,15 @@ def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="p
                                    score_dtype=score_dtype, **fields)
     if gamma_given and not quiet:
         gamma_warning(metrics)
+    return options, rel_options
+
+
+def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet=False,
+                   jobs=0, engine="local", what_if=None, **read_kwargs):
+    """Evaluate every path (one run each) with the shared reading options; warnings go to
+    stderr unless ``quiet``, and a progress bar while a terminal is watching.
+    ``read_kwargs``: the options of :func:`read_options` (see :func:`reading`)."""
+    options, rel_options = reading(quiet=quiet, metrics=metrics, **read_kwargs)
     results = []
     if engine == "spark":
         from tieeval.engine.spark import refuse_spark

@@ -18,6 +18,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    reading,
     stdout_console,
     write,
 )
@@ -26,7 +27,6 @@ from tieeval.cli.tables import grouped
 from tieeval.cli.whatif import (
     evaluate_runs,
     make_what_if,
-    read_options_from,
     require_local_engine,
     whatif_options,
 )
@@ -81,15 +81,19 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
                                "use 'tieeval rank FILE...' to rank several runs")
     require_local_engine(read_kwargs, "diff")
     what_if = make_what_if(cast, tolerance)
-    options = read_options_from(read_kwargs)
+    nan_policy = read_kwargs.pop("nan_policy", "raise")
+    batch_rows = read_kwargs.pop("batch_rows", None)
+    for unused in ("jobs", "engine"):
+        read_kwargs.pop(unused, None)
+    chosen = chosen_metrics(k_values, metrics)
+    options, relevance = reading(quiet=quiet, metrics=chosen, **read_kwargs)
     warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
     dumps = [open_dump(path, options) for path in files]
-    result = diff_dumps(*dumps, chosen_metrics(k_values, metrics), what_if=what_if,
+    result = diff_dumps(*dumps, chosen, what_if=what_if,
                         permutations=permutations, seed=seed, confidence=confidence,
-                        nan_policy=read_kwargs.get("nan_policy", "raise"),
-                        batch_rows=read_kwargs.get("batch_rows"),
-                        instance_field=getattr(options, "instance", None) or INSTANCE_FIELD,
-                        warn=warn)
+                        nan_policy=nan_policy, batch_rows=batch_rows,
+                        instance_field=options.instance or INSTANCE_FIELD,
+                        warn=warn, relevance=relevance)
     if fmt == "json":
         write(diff_report.diff_json(result))
     elif fmt == "csv":

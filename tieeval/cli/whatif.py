@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import click
 
 from tieeval.cli.run_labels import evaluate_labelled
 from tieeval.errors import TieevalError
-from tieeval.io.base import ReadOptions
 from tieeval.kernels.whatif import CASTS, WhatIf, check_tolerance
 
 
@@ -49,18 +47,6 @@ def require_local_engine(read_kwargs, what: str) -> None:
     engine = read_kwargs.get("engine", "local")
     if engine not in (None, "local"):
         raise click.UsageError(f"{what} run on the local engine only (got --engine {engine})")
-
-
-def read_options_from(read_kwargs) -> ReadOptions:
-    """The :class:`ReadOptions` the shared reading options ask for: each field from the
-    ``<field>_column`` option (``--scores-column``) or the option of its own name."""
-    given = {}
-    for f in dataclasses.fields(ReadOptions):
-        for key in (f"{f.name}_column", f.name):
-            if key in read_kwargs:
-                given[f.name] = read_kwargs[key]
-                break
-    return ReadOptions(**given)
 
 
 def evaluate_runs(files, metrics, *, what_if: WhatIf | None = None, meta=(), template=None,

@@ -59,7 +59,7 @@ def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
         diff = fmt_diff(c.difference)
         if column == "tie_aware":
             diff = f"{diff} ± {fmt_value(c.difference_std)}"
-        rows.append([row.label, fmt_value(c.a), fmt_value(c.b), diff,
+        rows.append([row.display, fmt_value(c.a), fmt_value(c.b), diff,
                      fmt_ci(c.ci_low, c.ci_high), fmt_p(c.p_value_t),
                      fmt_p(c.p_value_randomization), c.winner])
     return rows
@@ -101,7 +101,7 @@ def verdict_lines(result: DiffResult) -> list[str]:
     changed = [r for r in result.rows if r.winner_changed]
     if not changed:
         return ["Same winner under original and tie-aware for every metric."]
-    return [f"{r.label}: {r.verdict}" for r in changed]
+    return [f"{r.display}: {r.verdict}" for r in changed]
 
 
 # ---------------------------------------------------------------------------------------
