@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import EvalSpec
 from tieeval.kernels.single import SinglePositiveKernel
@@ -31,3 +33,18 @@ class CountsAccumulator:
 
     def result(self, path: str, dtype, labels=None):
         return self.kernel.result(self.acc, path, dtype, labels)
+
+
+def tie_orderings(scores, labels):
+    """Every distinct label sequence of an ordering consistent with the scores.
+
+    Blocks of equal scores (IEEE ``==``, so -0.0 ties 0.0) are permuted independently with
+    ``itertools.permutations``. Each distinct sequence arises from the same number of
+    orderings (the product over blocks of the factorials of each label's count), so the
+    plain mean over distinct sequences is the mean over all orderings.
+    """
+    values = [x.item() for x in scores]  # exact: Python floats, or ints for integer rows
+    levels = sorted(set(values), reverse=True)
+    blocks = [[lab for v, lab in zip(values, labels) if v == level] for level in levels]
+    per_block = [sorted(set(itertools.permutations(b))) for b in blocks]
+    return [sum(parts, ()) for parts in itertools.product(*per_block)]

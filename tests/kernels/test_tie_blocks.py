@@ -17,6 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import tie_orderings
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.closed_forms import single_positive
@@ -120,21 +121,6 @@ def oracle_value(spec: dict, seq, k):
         good = sum(1 for i in range(n) for j in range(i + 1, n) if seq[i] > 0 and seq[j] < 0)
         return good / (n_pos * n_neg)
     raise AssertionError(name)
-
-
-def tie_orderings(scores, labels):
-    """Every distinct label sequence of an ordering consistent with the scores.
-
-    Blocks of equal scores (IEEE ``==``, so -0.0 ties 0.0) are permuted independently with
-    ``itertools.permutations``. Each distinct sequence arises from the same number of
-    orderings (the product over blocks of the factorials of each label's count), so the
-    plain mean over distinct sequences is the mean over all orderings.
-    """
-    values = [x.item() for x in scores]  # exact: Python floats, or ints for integer rows
-    levels = sorted(set(values), reverse=True)
-    blocks = [[lab for v, lab in zip(values, labels) if v == level] for level in levels]
-    per_block = [sorted(set(itertools.permutations(b))) for b in blocks]
-    return [sum(parts, ()) for parts in itertools.product(*per_block)]
 
 
 def spec_metric(spec: dict, k) -> RelMetric:

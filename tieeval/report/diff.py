@@ -153,7 +153,12 @@ def diff_csv(result: DiffResult) -> str:
                       "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
                       **{f"original_{k}": v for k, v in d["original"].items()},
                       "winner_changed": d["winner_changed"], "what_if": what_if})
-    return csv_text(DIFF_CSV_FIELDS, lines)
+        if row.labelled:
+            lines[-1].update(gamma=row.gamma, instances=row.instances)
+    fields = DIFF_CSV_FIELDS
+    if any(row.labelled for row in result.rows):  # labelled runs: gamma and pairs counted
+        fields = fields + ("gamma", "instances")
+    return csv_text(fields, lines)
 
 
 def _with_environment(body: dict) -> str:
