@@ -392,3 +392,46 @@ def test_bad_what_if_options_exit_2(near_npz, args, fragment):
     result = CliRunner().invoke(cli, ["compare", path, *args])
     assert result.exit_code == 2
     assert fragment in result.output
+
+
+def _chain_snapped(row, atol):
+    """Each score replaced by the top of its chain: neighbours in descending order whose
+    float64 gap is at most ``atol`` share a block (computed independently of the kernel)."""
+    order = sorted(range(len(row)), key=lambda i: -row[i])
+    out = list(row)
+    top = row[order[0]]
+    for prev, cur in zip(order, order[1:]):
+        if row[prev] - row[cur] > atol:
+            top = row[cur]
+        out[cur] = top
+    out[order[0]] = row[order[0]]
+    return np.array(out)
+
+
+def test_tolerance_on_labelled_rows_chains_neighbours(rng):
+    """On labelled rows the tolerance joins chains of neighbours within ATOL; every column
+    then equals enumeration over the chained blocks."""
+    import math
+
+    from helpers import tie_orderings
+
+    from tieeval.engine.local import evaluate_labels
+
+    def ndcg3(seq):
+        dcg = sum(x / math.log2(r + 1) for r, x in enumerate(seq[:3], 1) if x > 0)
+        ideal = sorted((x for x in seq if x > 0), reverse=True)[:3]
+        return dcg / sum(x / math.log2(r + 1) for r, x in enumerate(ideal, 1))
+
+    atol = 0.011
+    scores = np.round(rng.integers(0, 6, size=(12, 6)) * 0.01 + rng.integers(0, 2, size=(12, 6)) * 0.5, 3)
+    labels = rng.choice([0, 1, 2], size=scores.shape)
+    labels[:, 0] = 1
+    got = evaluate_labels(scores, labels, metrics=["NDCG@3"], what_if=WhatIf(tolerance=atol))
+    row = got.metric("NDCG@3")
+    values = [[ndcg3(list(seq)) for seq in tie_orderings(_chain_snapped(s, atol), lab)]
+              for s, lab in zip(scores, labels)]
+    assert row.tie_aware == pytest.approx(np.mean([np.mean(v) for v in values]), abs=1e-12)
+    assert row.first == pytest.approx(np.mean([max(v) for v in values]), abs=1e-12)
+    assert row.last == pytest.approx(np.mean([min(v) for v in values]), abs=1e-12)
+    assert row.last <= row.original <= row.first
+    assert "chained" in got.to_dict()["what_if"]["description"]

@@ -43,6 +43,7 @@ Definitions and defaults (the choices the README documents):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -222,7 +223,10 @@ class GeneralKernel(Kernel):
         result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
                            str(np.dtype(dtype)), rows, ties, dict(labels or {}), own,
                            relevance=relevance)
-        return self._finish(result, acc, path, warnings)
+        result = self._finish(result, acc, path, warnings)
+        if result.what_if is not None and result.what_if.tolerance is not None:
+            result.what_if = replace(result.what_if, chained=True)
+        return result
 
 
 def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:

@@ -52,7 +52,7 @@ NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refus
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -227,10 +227,12 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
 @dataclass(frozen=True)
 class WhatIf:
     """Which what-if transforms to apply: ``cast`` (a :data:`CASTS` name or None), then
-    ``tolerance`` (an absolute ATOL >= 0 or None). Both None: no what-if."""
+    ``tolerance`` (an absolute ATOL >= 0 or None). Both None: no what-if. ``chained``:
+    the tolerance was applied to labelled rows, as chains of neighbours (module doc)."""
 
     cast: str | None = None
     tolerance: float | None = None
+    chained: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.cast is not None:
@@ -247,7 +249,10 @@ class WhatIf:
         parts = []
         if self.cast is not None:
             parts.append(f"scores rounded to {self.cast} (nearest, ties to even)")
-        if self.tolerance is not None:
+        if self.tolerance is not None and self.chained:
+            parts.append(f"neighbouring scores within {self.tolerance:g} of each other "
+                         "chained into tie blocks")
+        elif self.tolerance is not None:
             parts.append(f"scores within {self.tolerance:g} of the positive (and of the row "
                          "maximum) counted as tied")
         if not parts:
