@@ -1,10 +1,4 @@
-"""Metric specifications, their registry, and the single-positive closed forms.
-
-A metric is a value: ``Metric.parse("NDCG@10")`` prints back as ``NDCG@10``, compares and
-hashes, so it can key a dict. The registry :data:`REGISTRY` is the one list of what tieeval
-accepts; help text and error messages are generated from it.
-
-Single-positive closed forms (McSherry & Najork, ECIR 2008, specialised to one relevant
+"""The single-positive closed forms (McSherry & Najork, ECIR 2008, specialised to one relevant
 item). With ``a`` candidates strictly above the positive and ``b`` tied with it (itself
 included), the positive's rank under uniform random tie-breaking is uniform on
 ``a+1 .. a+b``; with ``lo = min(a, K)`` and ``hi = min(a+b, K)``:
