@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import click
 
 from tieeval.cli.run_labels import evaluate_labelled

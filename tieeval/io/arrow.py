@@ -112,3 +112,19 @@ def open_parquet_files(files: list[str]) -> list:
             raise _parquet_error(file, exc) from None
         opened.append((file, pf, schema))
     return opened
+
+
+def numpy_dtype(arrow_type) -> np.dtype:
+    """The numpy dtype of an Arrow value type, without pandas (pyarrow's own
+    ``to_pandas_dtype`` imports pandas in some versions). Non-numeric types map to
+    ``object``, which the callers refuse by name."""
+    pa, _ = _pyarrow()
+    t = pa.types
+    if t.is_boolean(arrow_type):
+        return np.dtype(bool)
+    if t.is_floating(arrow_type):
+        return np.dtype({16: "f2", 32: "f4", 64: "f8"}[arrow_type.bit_width])
+    if t.is_integer(arrow_type):
+        kind = "i" if t.is_signed_integer(arrow_type) else "u"
+        return np.dtype(f"{kind}{arrow_type.bit_width // 8}")
+    return np.dtype(object)

@@ -48,7 +48,13 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.arrow import _parquet_error, _pyarrow, compressed_size, parquet_file
+from tieeval.io.arrow import (
+    _parquet_error,
+    _pyarrow,
+    compressed_size,
+    numpy_dtype,
+    parquet_file,
+)
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
     Batch,
@@ -278,7 +284,7 @@ def _check_columns(path, names, options, types, score_from_csv=False):
                 or pa.types.is_boolean(ltype)):
             raise InputError(f"{path}: column '{cols['label']}' must hold numbers (1 for the "
                              f"positive, or relevance labels), got {ltype}")
-    dtype = check_score_dtype(path, stype.to_pandas_dtype(), f"'{cols['score']}'")
+    dtype = check_score_dtype(path, numpy_dtype(stype), f"'{cols['score']}'")
     return has_label, dtype
 
 

@@ -20,6 +20,7 @@ from tieeval.io.arrow import (
     check_same_columns,
     compressed_size,
     list_to_numpy,
+    numpy_dtype,
     parquet_file,
 )
 from tieeval.io.base import LARGE_ROW_GROUP_BYTES, Batch, Dump, ReadOptions
@@ -51,7 +52,7 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
     vtype = stype.value_type
     if not (pa.types.is_floating(vtype) or pa.types.is_integer(vtype)):
         raise InputError(f"{where}: column '{options.scores}' must hold numbers, got {vtype}")
-    dtype = check_score_dtype(where, vtype.to_pandas_dtype(), f"'{options.scores}'")
+    dtype = check_score_dtype(where, numpy_dtype(vtype), f"'{options.scores}'")
     has_positive = options.positive in names
     if has_positive:
         ptype = schema.field(options.positive).type
