@@ -15,23 +15,40 @@ for what the dump now says it carries.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
-from typing import Iterable, Iterator
+from typing import Iterator
 
 import numpy as np
 
+from tieeval.engine.arguments import (
+    check_batch_rows,
+    check_engine,
+    check_path,
+    metric_list,
+    rel_options,
+    run_labels_of,
+    what_if_of,
+)
+from tieeval.engine.arrays import array_batch
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, Dump, ReadAgain, ReadOptions, RelevanceInfo
-from tieeval.io.checks import resolve_positive
+from tieeval.io.base import (
+    Batch,
+    Dump,
+    ReadAgain,
+    ReadOptions,
+    RelevanceInfo,
+    RelevanceReadOptions,
+)
 from tieeval.io.open import open_dump
 from tieeval.kernels import fused
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.single import SinglePositiveKernel
-from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
-from tieeval.metrics.options import RelOptions, default_rel_metrics
+from tieeval.metrics.metric import DEFAULT_KS, Metric
+from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
 _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
@@ -102,7 +119,7 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
 def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
                   batch_rows: int | None = None, labels: dict | None = None,
                   progress=None, jobs: int = 1, relevance: RelOptions | None = None,
-                  what_if=None) -> RunResult:
+                  what_if=None, run_labels: dict | None = None) -> RunResult:
     """Evaluate an opened dump.
 
     ``metrics``: Metric values or names (None: the defaults of the dump's kind).
@@ -112,10 +129,13 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
     ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
-    result then carries it.
+    result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
+    task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
+    which a dump carries in its ``labels`` field.
     """
     check_nan_policy(nan_policy)
     jobs = check_jobs(jobs)
+    given = {**(labels or {}), **(run_labels or {})}
     size = dump.batch_size(batch_rows)
 
     def make_kernel():
@@ -132,14 +152,76 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
         return kernel.accumulate(dump.batches(size), tick)
 
     kernel, acc = run_passes(dump, make_kernel, consume, progress)
-    return kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **(labels or {})},
+    return kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},
                          dump.warnings)
 
 
-def evaluate_path(path: str, metrics: list[Metric] | None = None, *,
-                  options: ReadOptions | None = None, **kwargs) -> RunResult:
-    """Open and evaluate one dump file."""
-    return evaluate_dump(open_dump(path, options), metrics, **kwargs)
+def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
+                  engine: str = "local", options: ReadOptions | None = None,
+                  nan_policy: str = "raise", batch_rows: int | None = None, progress=None,
+                  gamma=1.0, gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
+                  log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
+                  both: bool = False, qrels=None, what_if=None, cast: str | None = None,
+                  tolerance: float | None = None, run_labels: dict | None = None,
+                  relevance: RelOptions | None = None, labels: dict | None = None
+                  ) -> RunResult:
+    """Open and evaluate one dump file: the Python form of ``tieeval compare PATH``.
+
+    ``metrics``: a name (``"NDCG@10"``, ``"MRR"``), a :class:`Metric`, or a list of them;
+    None gives the defaults for ``k`` (one cutoff or several) of the dump's kind.
+    ``jobs``: worker processes (1: this process; 0 or None: one per core); ``engine``:
+    ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark).
+    ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
+    :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
+    reads ``path`` as a TREC run judged by that qrels file. ``gamma``, ``gain``,
+    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``: the
+    labelled options, as on the command line (or ``relevance=RelOptions(...)``).
+    ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
+    ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
+    file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
+    never change the result. Bad arguments raise :class:`~tieeval.errors.ParameterError`,
+    bad data :class:`~tieeval.errors.InputError`, with the command line's messages.
+    """
+    path = check_path(path)
+    chosen = metric_list(metrics, k)
+    check_nan_policy(nan_policy)
+    jobs = check_jobs(jobs)
+    batch_rows = check_batch_rows(batch_rows)
+    rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+    what_if = what_if_of(what_if, cast, tolerance)
+    names = run_labels_of(run_labels, labels)
+    engine = check_engine(engine)
+    read = _read_options(options, qrels)
+    if engine == "spark":
+        if what_if is not None:
+            raise ParameterError("cast and tolerance run on the local engine only (got "
+                                 "engine='spark')")
+        from tieeval.engine.spark import evaluate_path as spark_evaluate_path
+        from tieeval.engine.spark import refuse_spark
+        refuse_spark([path], read, chosen, rel)  # labelled rows run locally
+        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy)
+        result.labels = {**result.labels, **names}
+        return result
+    return evaluate_dump(open_dump(path, read), chosen, nan_policy=nan_policy,
+                         batch_rows=batch_rows, run_labels=names, progress=progress,
+                         jobs=jobs, relevance=rel, what_if=what_if)
+
+
+def _read_options(options, qrels) -> ReadOptions | None:
+    """``options`` with ``qrels`` set (a :class:`RelevanceReadOptions` then)."""
+    if options is not None and not isinstance(options, ReadOptions):
+        raise ParameterError(f"options must be a tieeval.ReadOptions, got {options!r}")
+    if qrels is None:
+        return options
+    qrels = check_path(qrels)
+    if isinstance(options, RelevanceReadOptions):
+        if options.qrels is not None and options.qrels != qrels:
+            raise ParameterError("give qrels= or options.qrels, not both")
+        return dataclasses.replace(options, qrels=qrels)
+    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(ReadOptions)
+             } if options is not None else {}
+    return RelevanceReadOptions(**given, qrels=qrels)
 
 
 def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
@@ -209,30 +291,6 @@ def _concat(values: list[InstanceValues]) -> InstanceValues:
 # In-memory arrays
 
 
-def _as_array(scores, what: str = "scores") -> np.ndarray:
-    # Accept anything with __array__ (a CPU torch tensor, a list of lists) without importing
-    # the library it comes from; never cast the dtype.
-    try:
-        arr = np.asarray(scores)
-    except ValueError:
-        arr = np.asarray(scores, dtype=object)
-    if arr.dtype == object:
-        raise InputError(f"{what} must be a numeric (instances, candidates) array, "
-                         "got an object array (ragged rows? pass flat arrays with offsets)")
-    return arr
-
-
-def _metric_list(metrics, k, *, labelled: bool) -> list[Metric] | None:
-    """``metrics`` (names or Metric values; one string is one metric) or the defaults for
-    ``k`` (an int or several)."""
-    if metrics is not None:
-        if isinstance(metrics, (str, Metric)):
-            metrics = [metrics]
-        return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
-    ks = [k] if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else list(k)
-    return default_rel_metrics(ks) if labelled else default_metrics(ks)
-
-
 class _ArrayDump:
     """An in-memory batch dressed as a dump, so arrays take the one pipeline too."""
 
@@ -259,47 +317,68 @@ class _ArrayDump:
         raise InputError(f"{self.path}: {reason}")
 
 
-def evaluate(scores, k: Iterable[int] | int = DEFAULT_KS, positive=None, *,
-             metrics: Iterable[Metric | str] | None = None, nan_policy: str = "raise",
-             path: str = "<array>", relevance: RelOptions | None = None,
-             what_if=None) -> RunResult:
-    """Evaluate an in-memory score matrix ``scores[instances, candidates]``.
+def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None,
+             negatives=None, items=None, offsets=None, metrics=None, gamma=1.0,
+             gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
+             log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
+             both: bool = False, nan_policy: str = "raise", what_if=None,
+             cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
+             relevance: RelOptions | None = None, run_labels: dict | None = None
+             ) -> RunResult:
+    """Evaluate in-memory scores: the Python form of ``tieeval compare`` on a dump.
 
-    ``positive`` is each row's positive column (an int, or one int per row; default 0).
-    ``k`` is one cutoff or several; ``metrics`` (names such as ``"NDCG@10"`` or Metric
-    values) overrides it. Returns a :class:`~tieeval.results.RunResult` whose
-    ``to_dict()`` matches the JSON contract of ``tieeval compare``.
+    ``scores``: an ``(instances, candidates)`` array (numpy, a list of equal-length lists,
+    anything with ``__array__`` such as a CPU torch tensor; never cast), ragged rows as a
+    list of 1-D numpy arrays, or flat values with ``offsets`` (``instances + 1`` row
+    boundaries). Relevance, as a dump gives it:
+
+    * ``positive``: each row's one positive column (an int, or one per row; default 0;
+      negative counts from the end), the single-positive protocol;
+    * ``labels`` in the scores' layout (``> 0`` relevant with that gain, ``0`` unobserved,
+      ``< 0`` an explicit negative);
+    * ``positives`` / ``negatives``: column indices per row (one int per row, a ``-1``-padded
+      2-D array, or a list of lists), read as labels +1 / -1 exactly as from a file.
+
+    ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
+    several; ``metrics`` (a name such as ``"NDCG@10"``, a :class:`Metric`, or a list)
+    overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
+    ``log_base``, ``short_list``, ``ap_norm``, ``both``: the labelled options of the command
+    line (or ``relevance=RelOptions(...)``). ``cast`` / ``tolerance`` (or ``what_if``): a
+    precision what-if. ``run_labels``: method / dataset / task / seed. ``path`` names the
+    data in messages and in the result. Returns a :class:`~tieeval.results.RunResult` whose
+    ``to_dict()`` is what ``tieeval compare --format json`` gives for the same data in a
+    file. Bad arguments raise :class:`~tieeval.errors.ParameterError`, bad data
+    :class:`~tieeval.errors.InputError`.
 
     >>> import numpy as np
     >>> r = evaluate(np.array([[1.0, 1.0, 0.5], [0.9, 0.1, 0.2]], dtype=np.float32), k=[1])
     >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
     (1.0, 0.5, 0.75)
+    >>> r = evaluate(np.array([[0.9, 0.9, 0.1]]), positives=[[0, 2]], metrics="HR@1")
+    >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
+    (1.0, 0.0, 0.5)
     """
-    from tieeval.io.checks import _check_matrix
-    arr = _as_array(scores)
-    _check_matrix(path, arr, "scores")
-    chosen = _metric_list(metrics, k, labelled=False)
-    rows = arr.shape[0]
-    lengths = np.full(rows, arr.shape[1], dtype=np.int64)
-    pos = np.zeros(rows, dtype=np.int64) if positive is None else positive
-    pos = _as_array(pos, "positive")
-    if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
-        raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
-                         f"shape {pos.shape}")
-    pos = resolve_positive(path, np.broadcast_to(pos, (rows,)), lengths, 0)
+    path = check_path(path)
+    chosen = metric_list(metrics, k)
     check_nan_policy(nan_policy)
-    dump = _ArrayDump(Batch(arr, pos, 0), path, arr.dtype, None)
-    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=relevance,
-                         what_if=what_if)
+    rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+    what_if = what_if_of(what_if, cast, tolerance)
+    names = run_labels_of(run_labels)
+    batch, info = array_batch(scores, positive, labels=labels, positives=positives,
+                              negatives=negatives, items=items, offsets=offsets, path=path)
+    dump = _ArrayDump(batch, path, batch.scores.dtype, info)
+    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=rel, what_if=what_if,
+                         run_labels=names)
 
 
-def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
+def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
                     items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
                     alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
                     ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
-                    path: str = "<array>", what_if=None) -> RunResult:
-    """Evaluate in-memory labelled rows: the Python form of ``tieeval compare`` on a dump
-    with ``labels``.
+                    path: str = "<array>", what_if=None, cast: str | None = None,
+                    tolerance: float | None = None) -> RunResult:
+    """Evaluate in-memory labelled rows: ``evaluate(scores, labels=labels, ...)``.
 
     ``scores`` and ``labels`` are ``(instances, candidates)`` arrays, or flat arrays with
     ``offsets`` (``instances + 1`` row boundaries). Labels: ``> 0`` relevant with that gain,
@@ -313,31 +392,13 @@ def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
     >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
     (1.0, 0.0, 0.5)
     """
-    s = _as_array(scores)
-    lab = _as_array(labels, "labels")
-    if offsets is None and s.ndim != 2:
-        raise InputError(f"{path}: scores must be a 2-D (instances, candidates) array or flat "
-                         f"with offsets, got shape {s.shape}")
-    if s.shape != lab.shape:
-        raise InputError(f"{path}: scores and labels differ in shape: {s.shape} vs "
-                         f"{lab.shape}")
-    if s.shape[0] == 0:
-        raise InputError(f"{path}: no instances (empty dump)")
-    options = RelOptions(gain=gain, discount=discount, alpha=alpha, gammas=gamma,
-                         short_list=short_list, ap_norm=ap_norm, both=both, base=log_base)
-    chosen = _metric_list(metrics, k, labelled=True)
-    off = None if offsets is None else np.asarray(offsets)
-    rows = s.shape[0] if off is None else off.size - 1
-    it = None
-    if items is not None:
-        it = np.asarray(items)
-        if it.shape != s.shape:
-            raise InputError(f"{path}: items and scores differ in shape: {it.shape} vs "
-                             f"{s.shape}")
-    batch = Batch(s, np.zeros(rows, dtype=np.int64), 0, off, labels=lab, items=it)
-    info = RelevanceInfo("labels", items=it is not None)
-    return evaluate_dump(_ArrayDump(batch, path, s.dtype, info), chosen,
-                         nan_policy=nan_policy, relevance=options, what_if=what_if)
+    if labels is None:
+        raise ParameterError("evaluate_labels needs labels (for one positive per row use "
+                             "evaluate(scores, positive=...))")
+    return evaluate(scores, k, labels=labels, offsets=offsets, items=items, metrics=metrics,
+                    gamma=gamma, gain=gain, discount=discount, alpha=alpha, log_base=log_base,
+                    short_list=short_list, ap_norm=ap_norm, both=both, nan_policy=nan_policy,
+                    path=path, what_if=what_if, cast=cast, tolerance=tolerance)
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",

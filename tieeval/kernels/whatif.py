@@ -152,7 +152,7 @@ def cast_scores(scores, target: str) -> np.ndarray:
 
 
 def check_cast(target) -> str:
-    if target not in CASTS:
+    if not isinstance(target, str) or target not in CASTS:
         raise ParameterError(f"cast must be one of {', '.join(CASTS)}, got {target!r}")
     return target
 

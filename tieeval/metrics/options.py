@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,6 +257,9 @@ class RelOptions:
         if isinstance(gammas, (int, float, np.integer, np.floating)) and not isinstance(
                 gammas, bool):
             gammas = (gammas,)
+        if isinstance(gammas, (str, bytes)) or not isinstance(gammas, Iterable):
+            raise ParameterError(f"gamma must be a number >= 0 or a list of them, got "
+                                 f"{gammas!r}")
         gammas = tuple(dict.fromkeys(_number("gamma", g) for g in gammas))
         if not gammas:
             raise ParameterError("give at least one gamma")
