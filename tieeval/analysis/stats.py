@@ -52,7 +52,14 @@ def _t_two_sided_p(t: float, df: int) -> float:
 
 
 def _t_upper_quantile(q: float, df: int) -> float:
-    """The ``t`` with ``P(T_df > t) = q``, for ``0 < q <= 1/2`` (``scipy.stats.t.isf``)."""
+    """The ``t`` with ``P(T_df > t) = q``, for ``0 < q <= 1/2`` (``scipy.stats.t.isf``).
+
+    One and two degrees of freedom have closed forms, used here because scipy's
+    ``stdtrit`` is accurate there only in recent versions (1.10 is off by 1e-11)."""
+    if df == 1:  # Cauchy: tan(pi (1/2 - q))
+        return math.tan(math.pi * (0.5 - q))
+    if df == 2:  # t = (1 - 2q) / sqrt(2 q (1 - q))
+        return (1.0 - 2.0 * q) / math.sqrt(2.0 * q * (1.0 - q))
     from scipy import special
 
     return -float(special.stdtrit(df, q))
