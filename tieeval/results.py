@@ -21,8 +21,22 @@ def relative_change(before: float, after: float) -> float | None:
     return (after - before) / before
 
 
+class MetricName:
+    """How a row names its metric: ``label`` (``NDCG@10``) and ``display`` (with gamma
+    for signed metrics, ``SNDCG@20 γ=0.5``). Needs ``metric``, ``k`` and ``gamma``."""
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+
+    @property
+    def display(self) -> str:
+        """The label with gamma for signed metrics, for tables."""
+        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
+
+
 @dataclass
-class MetricRow:
+class MetricRow(MetricName):
     """One metric at one cutoff under the four columns, averaged over the instances.
 
     Rows of labelled runs (many positives, graded or signed relevance, TREC) also carry
@@ -47,15 +61,6 @@ class MetricRow:
     def labelled(self) -> bool:
         """True for a row of a labelled run (it has a ``skipped`` count)."""
         return self.skipped is not None
-
-    @property
-    def label(self) -> str:
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
-
-    @property
-    def display(self) -> str:
-        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
-        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
 
     @property
     def change_original_to_tie_aware(self) -> float | None:

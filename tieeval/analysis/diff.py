@@ -50,7 +50,7 @@ from tieeval.io.open import open_dump
 from tieeval.kernels.values import InstanceValues
 from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
 from tieeval.metrics.metric import Metric
-from tieeval.results import find_row
+from tieeval.results import MetricName, find_row
 from tieeval.run_labels import resolve_labels
 
 INSTANCE_FIELD = "instance"
@@ -345,7 +345,7 @@ class ColumnComparison(PairedResult):
 
 
 @dataclass(frozen=True)
-class DiffRow:
+class DiffRow(MetricName):
     """One metric: B versus A under the tie-aware column and under the original column."""
 
     metric: str
@@ -355,15 +355,6 @@ class DiffRow:
     gamma: float | None = None
     instances: int | None = None  # instances paired (labelled runs skip undefined ones)
     labelled: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
-
-    @property
-    def display(self) -> str:
-        """The label with gamma for signed metrics (``SNDCG@20 γ=0.5``), for tables."""
-        return self.label if self.gamma is None else f"{self.label} γ={self.gamma:g}"
 
     @property
     def winner_changed(self) -> bool:
