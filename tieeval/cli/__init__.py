@@ -17,7 +17,9 @@ from tieeval.cli.common import Group, expand_multi_value
 __all__ = ["cli", "main", "expand_multi_value"]
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="User guide: see docs/index.md; every command's options: see "
+                    "docs/commands.md.")
 @click.version_option(__version__, "--version", prog_name="tieeval")
 def cli():
     """Exact tie-aware evaluation of saved ranking score dumps.

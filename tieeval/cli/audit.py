@@ -19,6 +19,7 @@ from tieeval.analysis.audit import (
 from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
     Command,
+    guide,
     quiet_option,
     read_options,
     stdout_console,
@@ -30,7 +31,7 @@ from tieeval.errors import InputError
 from tieeval.report import audit as audit_report
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("audit"))
 @click.argument("files", nargs=-1, required=True, metavar="DUMP...")
 @click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv",
               help="CSV of published numbers with a header naming method, dataset, task, "

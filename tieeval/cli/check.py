@@ -19,6 +19,7 @@ from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
     Command,
     chosen_metrics,
+    guide,
     metric_options,
     quiet_option,
     read_options,
@@ -57,7 +58,7 @@ def _frequency_threshold(kind, help_text):
                         metavar="BOUND", help=help_text)
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("check"))
 @click.argument("files", nargs=-1, required=True, metavar="DUMP...")
 @_metric_threshold("max_inflation",
                    "Fail when |tie-aware - original| / original exceeds BOUND, e.g. "

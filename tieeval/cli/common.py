@@ -62,6 +62,11 @@ def expand_multi_value(args: list[str]) -> list[str]:
     return out
 
 
+def guide(command: str) -> str:
+    """The last line of a command's --help: where the user guide documents it."""
+    return f"Every option, with examples: see docs/commands.md#tieeval-{command}"
+
+
 class Command(click.Command):
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, expand_multi_value(list(args)))

@@ -8,6 +8,7 @@ import click
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
+    guide,
     metric_options,
     quiet_option,
     read_options,
@@ -28,7 +29,7 @@ from tieeval.cli.whatif import (
 )
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("compare"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
 @format_option

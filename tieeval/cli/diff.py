@@ -15,6 +15,7 @@ from tieeval.analysis.diff import (
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
+    guide,
     metric_options,
     quiet_option,
     read_options,
@@ -41,7 +42,7 @@ def _format_option(f):
                              "markdown.")(f)
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("diff"))
 @click.argument("files", nargs=-1, required=True, metavar="A B")
 @metric_options
 @_format_option
@@ -104,7 +105,7 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
         diff_report.render_diff(result, stdout_console())
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("rank"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
 @_format_option

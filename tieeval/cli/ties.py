@@ -8,6 +8,7 @@ import click
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
+    guide,
     metric_options,
     quiet_option,
     read_options,
@@ -16,7 +17,7 @@ from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.cli.tables import format_option, grouped, seed_std_option, write_output
 
 
-@click.command(cls=Command)
+@click.command(cls=Command, epilog=guide("ties"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @format_option
 @label_options
