@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import sys
 
+import guide
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -503,7 +504,7 @@ def test_python_m_diff_subprocess(tmp_path, rng):
 # the README's examples of diff, rank and audit are real
 
 
-README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+README = guide.all_text()  # the README, then every page of the user guide
 
 
 def readme_example(command: str) -> tuple[list[str], list[str]]:

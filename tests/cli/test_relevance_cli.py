@@ -273,13 +273,12 @@ def test_seed_groups_keep_gamma_rows(tmp_path, signed):
     assert group["metrics"][2]["tie_aware_std"] is None
 
 
-def test_readme_labelled_python_example(capsys):
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
-    block = readme.split("Relevance labels in memory", 1)[1].split("```python", 1)[1]
+def test_guide_labelled_python_example(capsys):
+    from guide import read
+    page = read("docs/python.md")
+    block = page.split("Relevance labels in memory", 1)[1].split("```python", 1)[1]
     block = block.split("```", 1)[0]
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "docs/python.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     shown = [line[2:] for line in block.splitlines() if line.startswith("# ")]
     assert printed == shown

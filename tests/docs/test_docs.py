@@ -1,4 +1,5 @@
-"""The README's promises: its quickstart commands run, its output is real, its API runs."""
+"""The README's and the guide's promises: the quickstart commands run, their output is real,
+the Python API example runs, every command is documented."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import shlex
 
 import numpy as np
 from click.testing import CliRunner
+from guide import ROOT, read
 
 from tieeval.cli import cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROW = re.compile(r"\s+(HR|NDCG|MRR)(@\d+)?\s+\d")
-README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+README = read("README.md")
 
 
 def quickstart_commands() -> list[str]:
@@ -50,16 +51,24 @@ def test_quickstart_output_is_real():
         assert shown_line.split()[-1] in out
 
 
-def test_readme_python_example_runs(capsys):
-    block = README.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    exec(compile(block, "README.md", "exec"), {})
+def test_guide_python_example_runs(capsys):
+    block = read("docs/python.md").split("# Python API", 1)[1].split("```python", 1)[1]
+    block = block.split("```", 1)[0]
+    exec(compile(block, "docs/python.md", "exec"), {})
     printed = capsys.readouterr().out.split()
     assert printed[1:4] == ["1.0", "0.5", "0.75"] and printed[4] == "0.5"
 
 
 def test_every_command_is_documented():
+    """The README shows every command, and the guide's commands page has a section for each,
+    the one its --help points to."""
+    commands_page = read("docs/commands.md")
     for name in cli.commands:
         assert f"tieeval {name}" in README, name
+        assert re.search(f"^## `tieeval {name}`$", commands_page, re.M), name
+        help_text = CliRunner().invoke(cli, [name, "--help"], terminal_width=200).output
+        assert f"docs/commands.md#tieeval-{name}" in help_text, name
+    assert "docs/index.md" in CliRunner().invoke(cli, ["--help"]).output
 
 
 def test_changelog_has_unreleased_on_top():

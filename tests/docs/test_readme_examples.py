@@ -1,6 +1,7 @@
-"""Every tieeval command the README shows runs, and every output it shows is real.
+"""Every tieeval command the README and the user guide show runs, and every output is real.
 
-The README shows two kinds of example:
+The README and every page of the guide (``docs/*.md``; the tests are parametrized over the
+pages) show two kinds of example:
 
 * ``$ tieeval ...`` blocks on the shipped ``sample_scores/``: the command is run here and its
   stdout must equal the block, line for line, on the platform the README's footers name
@@ -9,8 +10,13 @@ The README shows two kinds of example:
 * commands on the reader's own files (``runs/*/*.npz``, ``graded.parquet``, a TREC run ...):
   those files are built in a temporary directory and every such command must succeed there.
 
-The key lists the README gives for each command's ``--format json`` are checked against the
-keys that command really prints.
+The key lists the guide gives for each command's ``--format json`` are checked against the
+keys that command really prints, and every link between the pages names a heading.
+
+What is not run: ``text`` blocks that do not start with ``$ tieeval``, lines of ``bash`` and
+``yaml`` blocks that do not start with ``tieeval`` (``pip``, ``spark-submit`` ...), Python
+blocks that use pyspark (they need a cluster; tests/engine/test_spark.py covers
+tieeval.spark), and inline ``tieeval ...`` spans that name no file or hold ``...``.
 """
 
 from __future__ import annotations
@@ -29,17 +35,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from guide import PAGES, ROOT, read
 
 import tieeval
 from tieeval.cli import cli
 from tieeval.results import environment
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+README = read("README.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
-BLOCKS = [(m.group(1), m.group(2)) for m in FENCE.finditer(README)]
+TEXTS = {page: read(page) for page in PAGES}
+BLOCKS = {page: [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+          for page, text in TEXTS.items()}
 # Prose outside the fenced blocks, where inline code spans live.
-PROSE = FENCE.sub("", README)
+PROSE = {page: FENCE.sub("", text) for page, text in TEXTS.items()}
 
 
 def runner() -> CliRunner:
@@ -64,50 +72,61 @@ def this_platform() -> tuple[str, str, str, str]:
 SAME_PLATFORM = readme_platform() == this_platform()
 
 
-# ---------------------------------------------------------------------------- the README's examples
+# ---------------------------------------------------------------------------- the pages' examples
 
-def shown_outputs() -> list[tuple[str, list[str]]]:
-    """(command, output lines) of every ```text block that starts with ``$ tieeval``."""
+def shown_outputs(pages=PAGES) -> list[tuple[str, str, list[str]]]:
+    """(page, command, output lines) of every ```text block that starts with ``$ tieeval``."""
     out = []
-    for lang, body in BLOCKS:
-        lines = body.rstrip("\n").split("\n")
-        if lang == "text" and lines[0].startswith("$ tieeval "):
-            out.append((lines[0][2:], lines[1:]))
+    for page in pages:
+        for lang, body in BLOCKS[page]:
+            lines = body.rstrip("\n").split("\n")
+            if lang == "text" and lines[0].startswith("$ tieeval "):
+                out.append((page, lines[0][2:], lines[1:]))
     return out
 
 
-def example_commands() -> list[str]:
-    """Every other tieeval command line: in bash / yaml blocks and inline code spans (and the
-    one ``sample_scores/README.md`` shows)."""
+def example_commands(pages=PAGES) -> list[tuple[str, str]]:
+    """(page, command) of every other tieeval command line: in bash / yaml blocks and inline
+    code spans (and the one ``sample_scores/README.md`` shows)."""
     commands = []
-    for lang, body in BLOCKS:
-        if lang not in ("bash", "yaml"):
-            continue
-        for line in body.splitlines():
-            line = line.strip()
-            if line.startswith("- run: "):
-                line = line[len("- run: "):]
-            if line.startswith("tieeval "):
-                commands.append(line)
+    for page in pages:
+        for lang, body in BLOCKS[page]:
+            if lang not in ("bash", "yaml"):
+                continue
+            for line in body.splitlines():
+                line = line.strip()
+                if line.startswith("- run: "):
+                    line = line[len("- run: "):]
+                if line.startswith("tieeval "):
+                    commands.append((page, line))
+        for span in re.findall(r"`(tieeval [^`]+)`", PROSE[page]):
+            span = " ".join(span.split())
+            # Spans such as `tieeval compare ... | head -1` or `tieeval diff A B` are syntax,
+            # not examples; an example names a file.
+            if "..." not in span and re.search(r"\S+\.(npz|npy|parquet|csv|txt)\b", span):
+                commands.append((page, span))
     with open(os.path.join(ROOT, "sample_scores", "README.md"), encoding="utf-8") as f:
         samples_readme = f.read()
     for lang, body in FENCE.findall(samples_readme):
-        commands += [line.strip() for line in body.splitlines()
+        commands += [("sample_scores/README.md", line.strip()) for line in body.splitlines()
                      if lang == "bash" and line.startswith("tieeval ")]
-    for span in re.findall(r"`(tieeval [^`]+)`", PROSE):
-        span = " ".join(span.split())
-        # Spans such as `tieeval compare ... | head -1` or `tieeval diff A B` are syntax,
-        # not examples; an example names a file.
-        if "..." not in span and re.search(r"\S+\.(npz|npy|parquet|csv|txt)\b", span):
-            commands.append(span)
     return commands
 
 
-def test_the_readme_has_examples_to_check():
-    shown = [command.split()[1] for command, _ in shown_outputs()]
+@pytest.mark.parametrize("pages", [["README.md"], ["docs/commands.md"]])
+def test_every_command_shows_real_output(pages):
+    """The README shows one real output per command, and so does the guide's commands page."""
+    shown = [command.split()[1] for _, command, _ in shown_outputs(pages)]
     for name in cli.commands:
-        assert name in shown, f"the README shows no real output of tieeval {name}"
-    assert len(example_commands()) >= 10
+        assert name in shown, f"{pages[0]} shows no real output of tieeval {name}"
+
+
+def test_the_pages_have_examples_to_check():
+    assert len(example_commands(["README.md"])) >= 2
+    assert len(example_commands()) >= 15
+    assert len(shown_outputs()) >= 15
+    pages = {page for page, _, _ in shown_outputs()} | {page for page, _ in example_commands()}
+    assert {"README.md", "docs/getting-started.md", "docs/commands.md"} <= pages
 
 
 def split_pipe(command: str) -> tuple[list[str], list[str] | None]:
@@ -132,7 +151,7 @@ def invoke(command: str):
 
 
 def jq(filter_args: list[str], text: str) -> list:
-    """The subset of jq the README uses: ``jq -c '.a[0].b, .c'`` (paths separated by commas)."""
+    """The subset of jq the pages use: ``jq -c '.a[0].b, .c'`` (paths separated by commas)."""
     assert filter_args[:2] == ["jq", "-c"] and len(filter_args) == 3, filter_args
     doc, values = json.loads(text), []
     for path in filter_args[2].split(","):
@@ -150,11 +169,15 @@ def strip(lines: list[str]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("command,shown", shown_outputs(), ids=lambda v: v if isinstance(v, str) else "")
-def test_shown_output_is_real(command, shown, monkeypatch):
+def example_id(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+@pytest.mark.parametrize("page,command,shown", shown_outputs(), ids=example_id)
+def test_shown_output_is_real(page, command, shown, monkeypatch):
     monkeypatch.chdir(ROOT)
     result, pipe = invoke(command)
-    # The README's check and audit examples fail on purpose, and say so in their last lines.
+    # The check and audit examples fail on purpose, and say so in their last lines.
     failing = re.search(r"\b[1-9]\d* of \d+ (checks failed|claims flagged)", "\n".join(shown))
     assert result.exit_code == (1 if failing else 0), result.stderr
     if pipe:  # compare the JSON values, not jq's spelling of floats
@@ -168,7 +191,7 @@ def test_shown_output_is_real(command, shown, monkeypatch):
         assert len(real) == len(strip(shown)) and real[0] == strip(shown)[0]
 
 
-# ---------------------------------------------------------------------------- the reader's own files
+# ------------------------------------------------------------------------ the reader's own files
 
 def list_table(**columns) -> pa.Table:
     return pa.table({name: pa.array([list(row) for row in rows], typ)
@@ -177,7 +200,7 @@ def list_table(**columns) -> pa.Table:
 
 @pytest.fixture
 def user_files(tmp_path, monkeypatch):
-    """The files the README's examples name, small and seeded, in a fresh working directory."""
+    """The files the pages' examples name, small and seeded, in a fresh working directory."""
     rng = np.random.default_rng(7)
     os.symlink(os.path.join(ROOT, "sample_scores"), tmp_path / "sample_scores")
     monkeypatch.chdir(tmp_path)
@@ -225,14 +248,14 @@ def spark_available() -> bool:
     return importlib.util.find_spec("pyspark") is not None
 
 
-@pytest.mark.parametrize("command", example_commands())
-def test_example_command_runs(command, user_files):
+@pytest.mark.parametrize("page,command", example_commands(), ids=example_id)
+def test_example_command_runs(page, command, user_files):
     argv, pipe = split_pipe(command)
     assert pipe is None, command
     spark = "--engine" in argv and argv[argv.index("--engine") + 1] == "spark"
     if spark:
         if not spark_available():
-            # What the README promises when pyspark is missing.
+            # What the guide promises when pyspark is missing.
             result, _ = invoke(command)
             assert result.exit_code == 2
             assert ("Error: the Spark engine needs pyspark: pip install 'tieeval[spark]'"
@@ -260,9 +283,14 @@ def test_example_command_runs(command, user_files):
 
 # ---------------------------------------------------------------------------- Python blocks
 
-def python_blocks() -> list[str]:
-    # The Spark driver script needs a cluster; tests/engine/test_spark.py covers tieeval.spark.
-    return [body for lang, body in BLOCKS if lang == "python" and "pyspark" not in body]
+def python_blocks() -> list[tuple[str, int, str]]:
+    """(page, number on the page, code) of every Python block. The Spark driver script needs
+    a cluster; tests/engine/test_spark.py covers tieeval.spark."""
+    out = []
+    for page in PAGES:
+        blocks = [body for lang, body in BLOCKS[page] if lang == "python"]
+        out += [(page, i + 1, body) for i, body in enumerate(blocks) if "pyspark" not in body]
+    return out
 
 
 def trailing_comments(block: str) -> list[str]:
@@ -274,12 +302,12 @@ def trailing_comments(block: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_python_block_runs_and_prints_what_it_says(index, user_files):
-    block = python_blocks()[index]
+@pytest.mark.parametrize("page,number,block", python_blocks(),
+                         ids=[f"{page} block {number}" for page, number, _ in python_blocks()])
+def test_python_block_runs_and_prints_what_it_says(page, number, block, user_files):
     buffer = io.StringIO()
     with redirect_stdout(buffer):
-        exec(compile(block, f"README.md python block {index + 1}", "exec"), {})
+        exec(compile(block, f"{page} python block {number}", "exec"), {})
     printed = strip(buffer.getvalue().split("\n"))
     expected = trailing_comments(block)
     if expected:
@@ -307,10 +335,11 @@ def keys_and_strings(doc) -> set:
 
 
 def section(title: str) -> str:
-    """From a heading to the next heading of level 2 or more."""
-    start = README.index(title)
-    end = re.compile(r"^#{2,} ", re.M).search(README, start + len(title))
-    return README[start:end.start() if end else None]
+    """From a heading to the next heading of level 2 or more, on the page that has it."""
+    (text,) = [text for text in TEXTS.values() if re.search(f"^{re.escape(title)}", text, re.M)]
+    start = re.search(f"^{re.escape(title)}", text, re.M).start()
+    end = re.compile(r"^#{2,} ", re.M).search(text, start + len(title))
+    return text[start:end.start() if end else None]
 
 
 def between(text: str, start: str, end: str) -> str:
@@ -319,7 +348,7 @@ def between(text: str, start: str, end: str) -> str:
 
 
 def named(text: str) -> set:
-    """The JSON names a README passage gives: quoted strings and backticked identifiers."""
+    """The JSON names a passage of the guide gives: quoted strings and backticked identifiers."""
     text = " ".join(text.split())
     quoted = set(re.findall(r'"([^"]+)"', text))
     backticked = set(re.findall(r"`([a-z_][a-z0-9_]*)`", text))
@@ -336,13 +365,13 @@ def json_of(*args) -> dict:
 
 
 @pytest.mark.parametrize("title,start,end,args", [
-    ("### `tieeval check`", '{"passed"', "plus the version fields",
+    ("## `tieeval check`", '{"passed"', "plus the version fields",
      ["check", *SAMPLES]),
-    ("### `tieeval diff`", "`--format json` (the contract)", "`--format csv`",
+    ("## `tieeval diff`", "`--format json` (the contract)", "`--format csv`",
      ["diff", *SAMPLES, "-m", "HR@1"]),
-    ("### `tieeval rank`", "`--format json` gives", "`--format csv`",
+    ("## `tieeval rank`", "`--format json` gives", "`--format csv`",
      ["rank", *SAMPLES, "-m", "HR@1"]),
-    ("### `tieeval audit`", "`--format json` gives", "`csv` and `markdown`",
+    ("## `tieeval audit`", "`--format json` gives", "`csv` and `markdown`",
      ["audit", *SAMPLES, "--claims", "sample_scores/claims.csv"]),
 ])
 def test_documented_json_keys_exist(title, start, end, args, monkeypatch):
@@ -354,7 +383,7 @@ def test_documented_json_keys_exist(title, start, end, args, monkeypatch):
 
 
 def test_documented_relevance_sources_and_subsets_exist(user_files):
-    passage = between(section("### Labelled runs in JSON and CSV"), "`relevance.source`",
+    passage = between(section("## Labelled runs in JSON and CSV"), "`relevance.source`",
                       "Runs with item ids")
     names = named(passage) - {"relevance"}
     np.savez("positives.npz", scores=np.array([[0.5, 0.5, 0.1]] * 3, dtype=np.float32),
@@ -369,7 +398,7 @@ def test_documented_relevance_sources_and_subsets_exist(user_files):
 
 
 def test_documented_data_warning_keys_exist(tmp_path, monkeypatch):
-    passage = between(section("### Relevance labels, positives and negatives, item ids"),
+    passage = between(section("## Relevance labels, positives and negatives, item ids"),
                       '"data_warnings"', "(an empty list")
     names = named(passage)
     scores = np.random.default_rng(3).random((20, 6)).astype(np.float32)
@@ -384,18 +413,31 @@ def test_documented_data_warning_keys_exist(tmp_path, monkeypatch):
 
 def test_documented_what_if_keys_exist(monkeypatch):
     monkeypatch.chdir(ROOT)
-    passage = between(section("## What-if analyses"), "a `what_if` object", "in every run")
+    passage = between(section("# What-if analyses"), "a `what_if` object", "in every run")
     names = named(passage) - {"what_if"}
     doc = json_of("compare", SAMPLES[1], "--cast", "bfloat16", "-m", "HR@1")
     assert set(doc["what_if"]) == names
     assert all(run["what_if"] == doc["what_if"] for run in doc["runs"])
 
 
-def test_internal_links_resolve():
-    """Every ``(#anchor)`` link names a heading, as GitHub spells its anchors."""
-    anchors = set()
-    for heading in re.findall(r"^#+ (.+)$", FENCE.sub("", README), re.M):
-        anchor = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-        anchors.add(anchor)
-    for link in re.findall(r"\]\(#([^)]+)\)", README):
-        assert link in anchors, link
+def anchors(page: str) -> set:
+    """The anchors of a page's headings, as GitHub spells them (mkdocs.yml spells them the
+    same way: pymdownx.slugs)."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", PROSE[page], re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_links_resolve(page):
+    """Every relative link names a file, and every ``#anchor`` a heading of its page, so the
+    links work on GitHub as on the built guide (where ``mkdocs build --strict`` checks them
+    too)."""
+    for target in re.findall(r"\]\(([^)\s]+)\)", PROSE[page]):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        assert os.path.exists(os.path.join(ROOT, linked)), (page, target)
+        if anchor:
+            assert linked in TEXTS, (page, target)
+            assert anchor in anchors(linked), (page, target)
