@@ -65,11 +65,13 @@ def available_cores() -> int:
 
 
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
-               nan_policy: str = "raise", what_if=None) -> Kernel:
+               nan_policy: str = "raise", what_if=None, original: str | None = None) -> Kernel:
     """The kernel that evaluates ``dump`` as it reads now (see
-    :func:`tieeval.kernels.choose.spec_for`)."""
+    :func:`tieeval.kernels.choose.spec_for`); ``original``: the Original column's rule
+    (None: the dump's default)."""
     spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
-                    nan_policy=nan_policy, what_if=what_if, path=dump.path)
+                    nan_policy=nan_policy, what_if=what_if, path=dump.path,
+                    original=original)
     return choose_kernel(spec)
 
 
@@ -102,7 +104,7 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
 def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
                   batch_rows: int | None = None, labels: dict | None = None,
                   progress=None, jobs: int = 1, relevance: RelOptions | None = None,
-                  what_if=None) -> RunResult:
+                  what_if=None, original: str | None = None) -> RunResult:
     """Evaluate an opened dump.
 
     ``metrics``: Metric values or names (None: the defaults of the dump's kind).
@@ -112,7 +114,10 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
     ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
-    result then carries it.
+    result then carries it. ``original``: the Original column's rule, one of
+    :data:`tieeval.results.ORIGINAL_RULES` (None: ``argsort``, or ``trec`` for TREC runs;
+    ``given`` reads the dump's ``ranking`` field); the result records a rule other than
+    that default as ``original_rule``.
     """
     check_nan_policy(nan_policy)
     jobs = check_jobs(jobs)
@@ -120,7 +125,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 
     def make_kernel():
         kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                            what_if=what_if)
+                            what_if=what_if, original=original)
         # the fused numba count kernel serves the single-positive counts of big dumps
         fused.use(isinstance(kernel, SinglePositiveKernel) and fused.wanted(dump.nbytes))
         return kernel
@@ -144,8 +149,8 @@ def evaluate_path(path: str, metrics: list[Metric] | None = None, *,
 
 def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
                          nan_policy: str = "raise", batch_rows: int | None = None,
-                         relevance: RelOptions | None = None, what_if=None
-                         ) -> Iterator[tuple[Batch, dict]]:
+                         relevance: RelOptions | None = None, what_if=None,
+                         original: str | None = None) -> Iterator[tuple[Batch, dict]]:
     """Per-batch, per-instance values: ``(batch, {key: InstanceValues})`` in the kernel's
     entry order; the key is the :class:`Metric`, or ``(Metric, gamma)`` for a signed
     metric (one entry per gamma).
@@ -156,7 +161,7 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
     check_nan_policy(nan_policy)
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                        what_if=what_if)
+                        what_if=what_if, original=original)
     for batch in dump.batches(batch_rows):
         values = kernel.instance_values(batch)
         yield batch, {(e.metric if e.gamma is None else (e.metric, e.gamma)): v
@@ -165,7 +170,7 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
 
 def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "raise",
                             batch_rows: int | None = None, relevance: RelOptions | None = None,
-                            what_if=None, progress=None
+                            what_if=None, progress=None, original: str | None = None
                             ) -> tuple[Kernel, list[InstanceValues], np.ndarray | None]:
     """Every instance's values for each of the kernel's entries, concatenated over
     batches, and the instance ids the reader attached to its batches (the long layout and
@@ -173,7 +178,7 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
 
     def make_kernel():
         return kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                          what_if=what_if)
+                          what_if=what_if, original=original)
 
     def consume(kernel, tick):
         parts, ids = [], []
