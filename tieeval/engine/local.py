@@ -200,6 +200,102 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
     return kernel, values, batch_ids
 
 
+PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+def per_instance_name(entry: Entry, column: str) -> str:
+    """``NDCG@10_tie_aware``; a signed metric's gamma as ``SNDCG@10_g0.5_tie_aware``."""
+    label = str(entry.metric) if entry.gamma is None else f"{entry.metric}_g{entry.gamma:g}"
+    return f"{label}_{column}"
+
+
+def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
+                 nan_policy: str = "raise", batch_rows: int | None = None,
+                 relevance: RelOptions | None = None, what_if=None,
+                 original: str | None = None, ids=None, progress=None) -> int:
+    """Write one Parquet row per instance of ``dump`` to ``out``; returns the row count.
+
+    Columns: ``instance`` (the ids the reader attaches to batches (long layout, TREC
+    query ids); else ``ids``, one per dump row, when given; else the row number), for
+    single-positive dumps ``a`` (candidates above the positive), ``b`` (tied with it,
+    itself included) and ``original_rank``, then per metric
+    ``<metric>_original``, ``_first``, ``_last`` and ``_tie_aware`` (a signed metric once
+    per gamma, ``<metric>_g<gamma>_...``); a value is null where the metric is undefined
+    for the instance (no relevant item, say), so the mean of a column over its non-null
+    rows is the run's figure.
+
+    One pass over the dump, batch by batch (bounded memory), in this process: the rows do
+    not depend on ``batch_rows`` or on how the run itself was split. The file is written
+    beside ``out`` under a temporary name and renamed when complete.
+    """
+    import tempfile
+
+    from tieeval.io.arrow import _pyarrow
+    pa, pq = _pyarrow()
+    check_nan_policy(nan_policy)
+    dump.settle()
+    kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
+                        what_if=what_if, original=original)
+    single = isinstance(kernel, SinglePositiveKernel)
+    report = progress_callback(progress)
+    ids = None if ids is None else np.asarray(ids)
+    if ids is not None and ids.dtype == object:
+        ids = ids.astype(str)
+    out = os.fspath(out)
+    folder = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(out)}.",
+                               suffix=".tmp")
+    os.close(fd)
+    writer = None
+    rows = 0
+    try:
+        for batch in dump.batches(batch_rows):
+            if single:
+                counts, values = kernel.instance_counts(batch)
+            else:
+                counts, values = None, kernel.instance_values(batch)
+            if batch.ids is not None:
+                inst = np.asarray(batch.ids)
+                inst = inst.astype(str) if inst.dtype == object else inst
+            elif ids is not None:
+                if batch.start + batch.rows > ids.size:
+                    raise InputError(f"{dump.path}: {ids.size} instance id(s) for more rows")
+                inst = ids[batch.start:batch.start + batch.rows]
+            else:
+                inst = np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
+            columns = {"instance": pa.array(inst)}
+            if counts is not None:
+                columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
+                               original_rank=pa.array(counts.original))
+            for entry, v in zip(kernel.entries, values):
+                mask = None if v.defined is None else ~np.asarray(v.defined)
+                for column in PER_INSTANCE_COLUMNS:
+                    data = np.asarray(getattr(v, column), dtype=np.float64)
+                    columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
+            table = pa.table(columns)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            rows += batch.rows
+            if report is not None:
+                report(batch.rows, batch.nbytes)
+        if writer is None:
+            raise InputError(f"{dump.path}: no instances (empty dump)")
+        writer.close()
+        writer = None
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # a temporary file is private; the output is not
+        os.replace(tmp, out)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return rows
+
+
 def _concat(values: list[InstanceValues]) -> InstanceValues:
     def cat(name):
         got = [getattr(v, name) for v in values]
@@ -346,4 +442,4 @@ def evaluate_labels(scores, labels, offsets=None, *, k=(1, 5, 10), metrics=None,
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
-           "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]
+           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]

@@ -128,8 +128,13 @@ class SinglePositiveKernel(Kernel):
                 sums.variance.add(np.maximum(e2 - e * e, 0.0))
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
+        return self.instance_counts(batch)[1]
+
+    def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
+        """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""
         counts = self.counts(self.prepare(batch))
-        return [single_positive(m, counts.a, counts.b, counts.original) for m in self.metrics]
+        return counts, [single_positive(m, counts.a, counts.b, counts.original)
+                        for m in self.metrics]
 
     def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
                warnings=()) -> RunResult:
