@@ -21,6 +21,13 @@ carries them:
   positive drawn again as a sampled negative). Works with labelled and single-positive
   dumps alike.
 
+* ``ranking``: each row's candidate indices in the order the codebase ranked them, top
+  first (at least K of them), as ``save_scores(..., ranking=...)`` writes it. Parquet: a
+  list of integers per row; NPZ: an integer array ``(instances, K)``. Batches carry it as
+  :class:`~tieeval.io.base.RankLists` (``batch.ranking``); ``--original given`` reads the
+  Original column from it (:mod:`tieeval.kernels.original`). It is not a relevance field:
+  a dump with only scores and ``ranking`` stays a single-positive dump.
+
 A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``positive``
 field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
 scores only. The long layout has one ``label`` column for both protocols; its reader
@@ -49,9 +56,12 @@ from tieeval.io.base import (
     Batch,
     Dump,
     LabelledDump,
+    RankLists,
     ReadOptions,
     RelevanceInfo,
 )
+
+RANKING_FIELD = "ranking"
 
 
 def field_names(options: ReadOptions) -> dict[str, str]:
@@ -84,13 +94,25 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
     return _attach_npz(dump, options)
 
 
-def _relabel(dump: Dump, info: RelevanceInfo, parts=None, batches=None) -> LabelledDump:
+def _relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None) -> Dump:
+    """The dump with new parts or batches; a :class:`LabelledDump` when ``info`` is set
+    (a dump whose only extra field is ``ranking`` stays a plain dump)."""
     values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
     if parts is not None:
         values["parts"] = parts
     if batches is not None:
         values["_batches"] = batches
+    if info is None:
+        return Dump(**values)
     return LabelledDump(**values, relevance=info)
+
+
+def _info(source, present: dict) -> RelevanceInfo | None:
+    relevance = {k: v for k, v in present.items() if k != RANKING_FIELD}
+    if not relevance:
+        return None
+    return RelevanceInfo(source, items="items" in relevance,
+                         fields=tuple(relevance.values()))
 
 
 def _check_combination(path: str, present: dict[str, str], options: ReadOptions,
@@ -200,6 +222,7 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
         return dump
     schema = parquet_file(files[0]).schema_arrow
     _check_renamed(files[0], names, schema.names)
+    names[RANKING_FIELD] = RANKING_FIELD
     present = {kind: name for kind, name in names.items() if name in schema.names}
     if not present:
         return dump
@@ -209,7 +232,7 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
     check_same_columns(files[0], schema,
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
-    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
+    info = _info(source, present)
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
     return _relabel(dump, info, parts=parts)
 
@@ -225,6 +248,9 @@ def _check_parquet_type(pa, path, typ, kind, name):
     elif kind in ("positives", "negatives"):
         ok = is_list and pa.types.is_integer(value)
         want = "a list of integer column indices per row"
+    elif kind == RANKING_FIELD:
+        ok = is_list and pa.types.is_integer(value)
+        want = "a list of integer candidate indices per row, top first"
     else:
         ok = is_list and (pa.types.is_integer(value) or pa.types.is_string(value)
                           or pa.types.is_large_string(value))
@@ -339,6 +365,9 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
     if "items" in columns:
         values, offsets = columns["items"]
         batch.items = _check_layout(path, batch, names["items"], values, offsets)
+    if RANKING_FIELD in columns:
+        values, offsets = columns[RANKING_FIELD]
+        batch.ranking = RankLists.from_rows(values, offsets)
     return batch
 
 
@@ -379,6 +408,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
     with archive:
         members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
         _check_renamed(dump.path, names, members)
+        names[RANKING_FIELD] = RANKING_FIELD
         present = {kind: name for kind, name in names.items() if name in members}
         if not present:
             return dump
@@ -391,7 +421,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
             _check_npz_member(dump.path, kind, name, member, rows, cols)
             spec = member.spec() if member.stored and not member.fortran else None
             sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
-    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
+    info = _info(source, present)
     names = {kind: present[kind] for kind in present}
     if dump.parts is not None:
         parts = [NpzRelevancePart(p, names, sources) for p in dump.parts]
@@ -414,6 +444,13 @@ def _check_npz_member(path, kind, name, member, rows, cols):
             raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {dtype}")
         if kind == "items" and dtype.kind not in "iuU":
             raise InputError(f"{path}: '{name}' must hold integer or string item ids, got "
+                             f"{dtype}")
+    elif kind == RANKING_FIELD:
+        if len(shape) != 2 or shape[0] != rows:
+            raise InputError(f"{path}: '{name}' must be a ({rows}, K) array of candidate "
+                             f"indices, top first, got shape {shape}")
+        if dtype.kind not in "iu":
+            raise InputError(f"{path}: '{name}' must hold integer candidate indices, got "
                              f"{dtype}")
     else:
         if len(shape) not in (1, 2) or shape[0] != rows:

@@ -276,9 +276,11 @@ class RelBatch:
         NaN scores raise :class:`~tieeval.kernels.counts.NanScoreError` (an ``InputError`` whose
         ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
         a row forming one tie block.
-    original : {'argsort', 'given'}
+    original : {'argsort', 'stable', 'reverse-stable', 'given'}
         What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
-        the evaluated codebases' call. ``'given'``: each row is already listed in the order
+        the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
+        ascending position); ``'reverse-stable'``: ties by descending position (see
+        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already listed in the order
         the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
         must then be non-increasing in score, or the order is not a ranking of the scores.
     unranked : (labels, offsets), optional
@@ -359,8 +361,16 @@ class RelBatch:
             # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
             # row on its own, as the 1-D call would), several times faster than a flat sort.
             order = np.empty(size, dtype=np.int64)
+            kind = None if original == "argsort" else "stable"
             for base, idx in self._by_length(np.arange(rows)):
-                order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1)
+                if original == "reverse-stable":
+                    # a stable sort of the reversed row: ties by descending position
+                    back = idx[:, ::-1]
+                    order[idx] = np.take_along_axis(
+                        back, np.argsort(_sort_key_desc(s[back]), axis=1, kind=kind), axis=1)
+                else:
+                    order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
+        self._order = order
         ss = s[order]
         new = np.ones(size, dtype=bool)
         if size > 1:
@@ -465,6 +475,12 @@ class RelBatch:
         if bad.size:
             raise InputError(f"row {int(rw[bad[0]])}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
+
+    def use_order(self, listed) -> None:
+        """Take the 'original' ordering from a checked listed ranking
+        (:class:`tieeval.kernels.original.Listed`): each row's listed candidates, then the
+        rest in score order (they never decide a metric the list covers)."""
+        self._lab_original = self._labf[listed.order(self._order, self.offsets)]
 
     def lab_original(self) -> np.ndarray:
         """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
