@@ -247,12 +247,13 @@ def evaluate_files(paths, metrics, *, scores_column="scores", positive_column="p
         gamma_warning(metrics)
     results = []
     if engine == "spark":
-        from tieeval.engine.spark import refuse_spark
-        refuse_spark(paths, options, metrics, rel_options)  # labelled rows run locally
         from tieeval.engine.spark import evaluate_path as spark_evaluate_path
+        from tieeval.engine.spark import refuse_spark
+        refuse_spark(options)  # TREC runs are read by the local engine
         for path in paths:
             results.append(spark_evaluate_path(path, metrics, options=options,
-                                               nan_policy=nan_policy))
+                                               nan_policy=nan_policy,
+                                               relevance=rel_options))
     else:
         from tieeval.cli.progress import ProgressBar, wanted
         with ProgressBar(wanted(quiet)) as bar:
