@@ -3,13 +3,22 @@ for single-positive and labelled dumps alike.
 
 One SparkSession for the module and tiny data keep this near a minute. Skipped, with the
 reason shown by ``pytest -ra``, only when pyspark or Java is missing
-(``pip install "tieeval[spark]"``; Java 17 or later).
+(``pip install "tieeval[spark]"``; Java 17 or later). The test on a real standalone cluster
+(a master and a worker started from the pyspark install, on 127.0.0.1) runs only with
+``TIEEVAL_SPARK_STANDALONE=1``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -380,3 +389,94 @@ def test_what_remains_local_is_refused_in_one_line(spark, dumps, tmp_path):
         assert len(res.output.strip().splitlines()) == 1
 
 
+
+# ---------------------------------------------------------------------------------------
+# a real standalone cluster: one master, one worker, the driver in a subprocess
+
+STANDALONE_TIMEOUT = 240  # seconds for the whole test, cluster start included
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(log: Path, text: str, proc, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"{log.name}: exited with {proc.returncode}:\n"
+                                 f"{log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.5)
+    raise AssertionError(f"{log.name}: no '{text}' in time:\n"
+                         f"{log.read_text(errors='replace')[-2000:]}")
+
+
+def stop(proc) -> None:
+    """Stop a daemon started below (its own session) and the executors it started."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait(timeout=20)
+
+
+@pytest.mark.skipif(os.environ.get("TIEEVAL_SPARK_STANDALONE") != "1",
+                    reason="set TIEEVAL_SPARK_STANDALONE=1 to start a Spark standalone master "
+                           "and worker on 127.0.0.1 and evaluate on them")
+def test_standalone_cluster_matches_local(dumps, labelled, tmp_path):
+    """``--engine spark`` against ``spark://127.0.0.1:PORT``: executors in their own JVM and
+    Python workers, the kernel shipped from the driver; labelled (wide and long) and
+    single-positive dumps give the local engine's JSON."""
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+    env.pop("SPARK_HOME", None)  # the pip install's own
+    deadline = time.monotonic() + STANDALONE_TIMEOUT
+    procs = []
+    try:
+        master_log = tmp_path / "master.log"
+        with open(master_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.master.Master", "--host",
+                 "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        wait_for(master_log, "I have been elected leader", procs[0], deadline)
+        worker_log = tmp_path / "worker.log"
+        with open(worker_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url,
+                 "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port",
+                 str(free_port()), "--cores", "2", "--memory", "1g", "--work-dir",
+                 str(tmp_path / "work")],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        wait_for(worker_log, "Successfully registered with master", procs[1], deadline)
+        paths = [labelled / "labels.parquet", labelled / "long", dumps / "wide.parquet"]
+        command = [sys.executable, "-m", "tieeval", "compare", *map(str, paths), "--format",
+                   "json", "--quiet"]
+        done = subprocess.run(command + ["--engine", "spark"], capture_output=True,
+                              text=True, timeout=max(10, deadline - time.monotonic()),
+                              env={**env, "TIEEVAL_SPARK_MASTER": master_url})
+        assert done.returncode == 0, done.stderr[-3000:]
+        res = CliRunner().invoke(cli, command[3:])
+        assert res.exit_code == 0, res.output
+        local = json.loads(res.stdout)["runs"]
+        assert json.loads(done.stdout)["runs"] == local
+        assert [run.get("relevance", {}).get("source") for run in local] == [
+            "labels", "labels", None]
+        # the work ran on the cluster's executor, not in the driver
+        assert "Registered app tieeval" in master_log.read_text(errors="replace")
+        assert "Asked to launch executor" in worker_log.read_text(errors="replace")
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
