@@ -266,12 +266,13 @@ def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet
         raise click.UsageError(f"--original {original} runs on the local engine only "
                                "(got --engine spark)")
     if engine == "spark":
-        from tieeval.engine.spark import refuse_spark
-        refuse_spark(paths, options, metrics, rel_options)  # labelled rows run locally
         from tieeval.engine.spark import evaluate_path as spark_evaluate_path
+        from tieeval.engine.spark import refuse_spark
+        refuse_spark(options)  # TREC runs are read by the local engine
         for path in paths:
             results.append(spark_evaluate_path(path, metrics, options=options,
-                                               nan_policy=nan_policy))
+                                               nan_policy=nan_policy,
+                                               relevance=rel_options))
     else:
         from tieeval.cli.progress import ProgressBar, wanted
         with ProgressBar(wanted(quiet)) as bar:

@@ -206,8 +206,9 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                                  "engine='spark')")
         from tieeval.engine.spark import evaluate_path as spark_evaluate_path
         from tieeval.engine.spark import refuse_spark
-        refuse_spark([path], read, chosen, rel)  # labelled rows run locally
-        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy)
+        refuse_spark(read)  # TREC runs are read by the local engine
+        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy,
+                                     relevance=rel)
         result.labels = {**result.labels, **names}
         return result
     return evaluate_dump(open_dump(path, read), chosen, nan_policy=nan_policy,

@@ -214,27 +214,43 @@ def _parquet_files(dump: Dump) -> list[str]:
 
 
 def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
-    from tieeval.io.arrow import _pyarrow, check_same_columns, parquet_file
-    pa, _ = _pyarrow()
-    names = field_names(options)
+    from tieeval.io.arrow import check_same_columns, parquet_file
     files = _parquet_files(dump)
     if not files or not all(hasattr(p, "group") for p in dump.parts):
         return dump
     schema = parquet_file(files[0]).schema_arrow
-    _check_renamed(files[0], names, schema.names)
-    names[RANKING_FIELD] = RANKING_FIELD
-    present = {kind: name for kind, name in names.items() if name in schema.names}
+    present, info = schema_relevance(dump.path, files[0], options, schema.names,
+                                     lambda name: schema.field(name).type, with_ranking=True)
     if not present:
         return dump
-    source = _check_combination(dump.path, present, options, options.positive in schema.names)
-    for kind, name in present.items():
-        _check_parquet_type(pa, files[0], schema.field(name).type, kind, name)
     check_same_columns(files[0], schema,
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
-    info = _info(source, present)
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
     return _relabel(dump, info, parts=parts)
+
+
+def schema_relevance(path: str, where: str, options: ReadOptions, names, type_of,
+                     with_ranking: bool = False) -> tuple[dict, RelevanceInfo | None]:
+    """The relevance fields of a wide Arrow schema (a Parquet file's, or a Spark
+    DataFrame's converted to Arrow): ``({kind: column name}, RelevanceInfo)``, or
+    ``({}, None)`` when it has none. ``names``: the schema's column names; ``type_of(name)``:
+    a column's Arrow type. Contradictions and wrong types are input errors naming ``where``
+    (a file of the dataset) or ``path``. ``with_ranking``: also the codebase's ``ranking``
+    field (in ``present``; it is not relevance, so it alone gives no RelevanceInfo)."""
+    from tieeval.io.arrow import _pyarrow
+    pa, _ = _pyarrow()
+    wanted = field_names(options)
+    _check_renamed(where, wanted, names)
+    if with_ranking:
+        wanted[RANKING_FIELD] = RANKING_FIELD
+    present = {kind: name for kind, name in wanted.items() if name in names}
+    if not present:
+        return {}, None
+    source = _check_combination(path, present, options, options.positive in names)
+    for kind, name in present.items():
+        _check_parquet_type(pa, where, type_of(name), kind, name)
+    return present, _info(source, present)
 
 
 def _check_parquet_type(pa, path, typ, kind, name):
@@ -315,12 +331,7 @@ class ParquetRelevancePart(_WithRelevance):
     fields: tuple  # ((kind, column name), ...)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
-        from tieeval.io.arrow import (
-            _parquet_error,
-            _pyarrow,
-            arrow_lists,
-            parquet_file,
-        )
+        from tieeval.io.arrow import _parquet_error, _pyarrow, parquet_file
         pa, _ = _pyarrow()
         path = self.base.path
         names = dict(self.fields)
@@ -336,11 +347,18 @@ class ParquetRelevancePart(_WithRelevance):
                 table = feeder.take(batch.rows)
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
-            columns = {kind: arrow_lists(path, table.column(name), name,
-                                         functools.partial(_row_label, batch))
-                       for kind, name in names.items()}
-            fill_batch(path, batch, names, columns)
+            fill_from_arrow(path, batch, names, table)
             yield batch
+
+
+def fill_from_arrow(path: str, batch: Batch, names: dict, table) -> Batch:
+    """Set ``batch.labels`` / ``batch.items`` from the list columns ``names``
+    (``{kind: column name}``) of an Arrow table or record batch holding the batch's rows."""
+    from tieeval.io.arrow import arrow_lists
+    columns = {kind: arrow_lists(path, table.column(name), name,
+                                 functools.partial(_row_label, batch))
+               for kind, name in names.items()}
+    return fill_batch(path, batch, names, columns)
 
 
 def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
