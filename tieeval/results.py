@@ -13,7 +13,6 @@ import numpy as np
 
 from tieeval.run_labels import LABEL_KEYS
 
-
 # The rules the Original column can rank by (``--original``; see tieeval.kernels.original).
 # A run records its rule in ``original_rule`` only when it is not its dump's default:
 # ``argsort`` (``trec`` for TREC runs), so the absence of the key means the default.

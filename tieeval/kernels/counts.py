@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
+from tieeval.kernels.threads import map_blocks
 
 NAN_POLICIES = ("raise", "worst")
 
@@ -91,15 +92,21 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
         return RowCounts(a=a, b=b, n=np.full(rows, cols, dtype=np.int64), top=top,
                          original=original_ranks(scores, positive, a, b, rule))
     step = max(1, BLOCK_SCORES // max(1, cols))
+    # a, b and the top tie in cache-sized blocks; the tied rows' sorts over the whole batch
+    # at once, so that they can be spread over threads
     if rows <= step:
-        return _dense_block(scores, positive, nan_policy, 0, rule)
-    parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo, rule)
-             for lo in range(0, rows, step)]
-    return RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
-                       for f in ("a", "b", "n", "top", "original")))
+        counts = _dense_block(scores, positive, nan_policy, 0)
+    else:
+        parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo)
+                 for lo in range(0, rows, step)]
+        counts = RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
+                             for f in ("a", "b", "n", "top", "original")))
+    counts.original = original_ranks(scores, positive, counts.a, counts.b, rule)
+    return counts
 
 
-def _dense_block(scores, positive, nan_policy, row0, rule="argsort") -> RowCounts:
+def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
+    """``a``, ``b``, ``n`` and the top tie of a block; ``original`` is left at ``a + 1``."""
     rows, cols = scores.shape
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
     if worst:
@@ -132,8 +139,7 @@ def _dense_block(scores, positive, nan_policy, row0, rule="argsort") -> RowCount
             b[nan_pos] = nans
         all_nan = np.isnan(row_max)
         top[all_nan] = cols
-    return RowCounts(a=a, b=b, n=n, top=top,
-                     original=original_ranks(scores, positive, a, b, rule))
+    return RowCounts(a=a, b=b, n=n, top=top, original=a + 1)
 
 
 def _tied_with(values: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -160,21 +166,28 @@ def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
         return original
     tied = np.flatnonzero(b > 1)
     step = max(1, BLOCK_SCORES // max(1, scores.shape[1]))
-    for lo in range(0, tied.size, step):
-        rows = tied[lo:lo + step]
-        if rule != "argsort":
-            sub = scores[rows]
-            pos = positive[rows][:, None]
-            eq = _tied_with(sub, scores[rows, positive[rows]][:, None])
-            cols = np.arange(sub.shape[1])
-            side = cols < pos if rule == "stable" else cols > pos
-            original[rows] += np.count_nonzero(eq & side, axis=1)
-            continue
+    if rule == "argsort":
         # Exactly the released codebases' call: np.argsort(pred_score * -1, axis=1), default
-        # kind, stored dtype. Each row is sorted independently, so sorting only the tied rows
-        # gives the same per-row order as sorting the whole matrix.
-        order = np.argsort(_negated(scores[rows]), axis=1)
-        original[rows] = np.argmax(order == positive[rows][:, None], axis=1) + 1
+        # kind, stored dtype. Each row is sorted independently, so sorting only the tied
+        # rows, in blocks and on several threads, gives the same per-row order as sorting
+        # the whole matrix at once.
+        blocks = [tied[lo:lo + step] for lo in range(0, tied.size, step)]
+
+        def ranks(rows):
+            order = np.argsort(_negated(scores[rows]), axis=1)
+            return np.argmax(order == positive[rows][:, None], axis=1) + 1
+        for rows, got in zip(blocks, map_blocks(ranks, blocks,
+                                                [r.size * scores.shape[1] for r in blocks])):
+            original[rows] = got
+        return original
+    for lo in range(0, tied.size, step):  # stable / reverse-stable: counted, no sort
+        rows = tied[lo:lo + step]
+        sub = scores[rows]
+        pos = positive[rows][:, None]
+        eq = _tied_with(sub, scores[rows, positive[rows]][:, None])
+        cols = np.arange(sub.shape[1])
+        side = cols < pos if rule == "stable" else cols > pos
+        original[rows] += np.count_nonzero(eq & side, axis=1)
     return original
 
 

@@ -72,6 +72,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
+from tieeval.kernels.threads import map_blocks
 from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.options import (
     NAN_POLICIES,
@@ -90,6 +91,7 @@ from tieeval.metrics.options import (
 
 _DIRECT = 64  # power sums over at most this many terms are added directly
 _CHUNK = 1 << 22  # elements per 2-D work array
+_SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
 
 
 def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
@@ -360,16 +362,23 @@ class RelBatch:
             # dtype, exactly the codebases' call (so it is also the 'original' ordering): score
             # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
             # row on its own, as the 1-D call would), several times faster than a flat sort.
+            # Groups are sorted on several threads (argsort releases the GIL); each row's
+            # order is the same as from one call.
             order = np.empty(size, dtype=np.int64)
             kind = None if original == "argsort" else "stable"
-            for base, idx in self._by_length(np.arange(rows)):
+
+            def sort(group):
+                base, idx = group
                 if original == "reverse-stable":
                     # a stable sort of the reversed row: ties by descending position
                     back = idx[:, ::-1]
-                    order[idx] = np.take_along_axis(
+                    return np.take_along_axis(
                         back, np.argsort(_sort_key_desc(s[back]), axis=1, kind=kind), axis=1)
-                else:
-                    order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
+                return base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
+            groups = list(self._by_length(np.arange(rows)))
+            for (_, idx), got in zip(groups, map_blocks(sort, groups,
+                                                        [g[1].size for g in groups])):
+                order[idx] = got
         self._order = order
         ss = s[order]
         new = np.ones(size, dtype=bool)
@@ -431,7 +440,7 @@ class RelBatch:
             if length == 0:
                 continue
             group = rows[lens == length]
-            for part in np.array_split(group, group.size * int(length) // _CHUNK + 1):
+            for part in np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1):
                 if part.size:
                     base = self.offsets[part][:, None]
                     yield base, base + np.arange(length)
