@@ -142,7 +142,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     check_nan_policy(nan_policy)
     jobs = check_jobs(jobs)
     given = {**(labels or {}), **(run_labels or {})}
-    size = dump.batch_size(batch_rows)
+    dump.batch_size(batch_rows)  # a bad batch_rows fails before any reading
 
     def make_kernel():
         kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
@@ -152,6 +152,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
         return kernel
 
     def consume(kernel, tick):
+        size = kernel.batch_rows(dump, batch_rows)
         if jobs > 1:
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=jobs, batch_rows=size, progress=tick)

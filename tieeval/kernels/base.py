@@ -83,6 +83,9 @@ class Kernel(ABC):
     """Per-batch math of one kind of dump, behind one interface (see the module doc)."""
 
     name = "kernel"
+    # Working memory per score relative to the single-positive kernel's: automatic batch
+    # sizes are divided by it, so every kernel stays near the same footprint.
+    memory_factor = 1
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec
@@ -92,6 +95,13 @@ class Kernel(ABC):
     @abstractmethod
     def supports(cls, spec: EvalSpec) -> bool:
         """Whether this kernel evaluates dumps of ``spec`` exactly."""
+
+    def batch_rows(self, dump, batch_rows: int | None = None) -> int:
+        """Rows per batch: ``batch_rows``, or the dump's automatic size for this kernel."""
+        size = dump.batch_size(batch_rows)
+        if batch_rows is None and self.memory_factor > 1:
+            size = max(64, size // self.memory_factor)
+        return size
 
     def new(self) -> Accumulator:
         """An empty accumulator for this kernel's entries."""

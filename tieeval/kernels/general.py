@@ -80,6 +80,8 @@ class GeneralKernel(Kernel):
     """Every metric of the registry on any relevance: one sort per row into tie blocks."""
 
     name = "general"
+    # the block table keeps about a dozen int64 or float64 arrays per score
+    memory_factor = 8
 
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:
