@@ -51,6 +51,7 @@ from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
+AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
 _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
 
 
@@ -140,7 +141,12 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     than that default as ``original_rule``.
     """
     check_nan_policy(nan_policy)
+    auto = jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs == 0)
     jobs = check_jobs(jobs)
+    if auto and dump.nbytes and dump.nbytes < AUTO_POOL_BYTES:
+        # Below this the sorts already use every core in this process (threads), and a
+        # pool of worker processes costs more to start than it saves.
+        jobs = 1
     given = {**(labels or {}), **(run_labels or {})}
     dump.batch_size(batch_rows)  # a bad batch_rows fails before any reading
 
