@@ -34,6 +34,7 @@ _PUBLIC = {
     "GroupResult": "tieeval.analysis.groups",
     "DiffResult": "tieeval.analysis.diff",
     "diff_paths": "tieeval.analysis.diff",
+    "write_per_instance": "tieeval.analysis.instances",
     "rank_groups": "tieeval.analysis.diff",
     "audit_groups": "tieeval.analysis.audit",
     "judge_claim": "tieeval.analysis.audit",

@@ -13,6 +13,21 @@ import numpy as np
 
 from tieeval.run_labels import LABEL_KEYS
 
+# The rules the Original column can rank by (``--original``; see tieeval.kernels.original).
+# A run records its rule in ``original_rule`` only when it is not its dump's default:
+# ``argsort`` (``trec`` for TREC runs), so the absence of the key means the default.
+ORIGINAL_RULES = ("argsort", "stable", "reverse-stable", "trec", "topk", "given")
+ORIGINAL_RULE_TEXT = {
+    "argsort": "np.argsort(scores * -1)",
+    "stable": "a stable descending sort, ties by ascending position "
+              "(np.argsort(-scores, kind='stable'))",
+    "reverse-stable": "a stable descending sort, ties by descending position",
+    "trec": "trec_eval's order (score, then docno, descending)",
+    "topk": "torch.topk(scores, K) on the CPU (K: the largest cutoff); GPU kernels may "
+            "order ties differently",
+    "given": "the ranking the dump carries (its 'ranking' field)",
+}
+
 
 def relative_change(before: float, after: float) -> float | None:
     """``(after - before) / before`` as a fraction, or None when ``before`` is 0."""
@@ -155,6 +170,7 @@ class RunResult:
     relevance: dict | None = None
     data_warnings: list | None = None
     what_if: object = None  # a tieeval.kernels.whatif.WhatIf when measured under one
+    original_rule: str | None = None  # set only when not the dump's default rule
 
     @property
     def labelled(self) -> bool:
@@ -201,6 +217,8 @@ class RunResult:
             out["data_warnings"] = self.data_warnings
         if self.what_if is not None:
             out["what_if"] = self.what_if.to_dict()
+        if self.original_rule is not None:
+            out["original_rule"] = self.original_rule
         return out
 
 

@@ -284,16 +284,24 @@ def test_guide_labelled_python_example(capsys):
     assert printed == shown
 
 
-def test_spark_engine_refuses_labelled_rows(graded):
+def test_spark_engine_leaves_npz_and_trec_runs_to_the_local_engine(graded, tmp_path):
+    """Labelled Parquet and CSV dumps run on Spark (tests/engine/test_spark.py); NPZ dumps
+    and TREC runs are refused in one line, before Spark starts."""
     path, *_ = graded
     for extra in ([], ["-m", "Recall@5"]):
         result = CliRunner().invoke(cli, ["compare", path, "--engine", "spark", *extra])
         assert result.exit_code == 2 and "run with --engine local" in result.output
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    result = CliRunner().invoke(cli, ["compare", path, "--qrels", str(qrels), "--engine",
+                                      "spark"])
+    assert result.exit_code == 2
+    assert "TREC runs (--qrels) are text files: run with --engine local" in result.output
 
 
-def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
-    """The check before Spark starts opens local paths only: an hdfs:// or s3a:// dump is
-    refused by the Spark engine from its schema instead (tests/engine/test_spark.py)."""
+def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
+    """The check before Spark starts looks at the options only: an hdfs:// or s3a:// dump's
+    relevance fields come from the DataFrame's schema (tests/engine/test_spark.py)."""
     import tieeval.engine.spark as tspark
     import tieeval.io.open as tio
     from tieeval.engine.spark import refuse_spark
@@ -309,18 +317,10 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(graded, monkeypatch):
         raise AssertionError("a remote URI was opened on the local disk")
     monkeypatch.setattr(tio, "open_dump", local)
     monkeypatch.setattr(tspark, "open_dump", local)
-    refuse_spark(["hdfs://namenode/scores", "s3a://bucket/scores.parquet"],
-                 RelevanceReadOptions(), None, None)
-    # a renamed relevance field asks for labels: refused without looking at the data
-    with pytest.raises(ParameterError,
-                       match=r"\(--labels-column rel\): run with --engine local"):
-        refuse_spark(["hdfs://namenode/scores"], RelevanceReadOptions(labels="rel"), None,
-                     None)
-    monkeypatch.undo()
-    path, *_ = graded
-    for given in (path, f"file://{path}"):  # local paths and file:// URIs are opened
-        with pytest.raises(ParameterError, match=r"relevance fields \(labels\)"):
-            refuse_spark([given], RelevanceReadOptions(), None, None)
+    refuse_spark(RelevanceReadOptions())
+    refuse_spark(RelevanceReadOptions(labels="rel"))  # renamed fields: the schema decides
+    with pytest.raises(ParameterError, match=r"TREC runs \(--qrels\)"):
+        refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))
 
 
 def test_other_commands_read_labelled_dumps(signed):

@@ -1,14 +1,24 @@
-"""The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline).
+"""The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline),
+for single-positive and labelled dumps alike.
 
-One SparkSession for the module and tiny data keep this under a minute. Skipped, with the
+One SparkSession for the module and tiny data keep this near a minute. Skipped, with the
 reason shown by ``pytest -ra``, only when pyspark or Java is missing
-(``pip install "tieeval[spark]"``; Java 17 or later).
+(``pip install "tieeval[spark]"``; Java 17 or later). The test on a real standalone cluster
+(a master and a worker started from the pyspark install, on 127.0.0.1) runs only with
+``TIEEVAL_SPARK_STANDALONE=1``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +39,10 @@ pytestmark = pytest.mark.filterwarnings(
 
 from tieeval.cli import cli  # noqa: E402
 from tieeval.engine import spark as tspark
-from tieeval.engine.local import evaluate_path
+from tieeval.engine.local import evaluate_labels, evaluate_path
 from tieeval.errors import InputError
-from tieeval.io.base import ReadOptions
+from tieeval.io.base import ReadOptions, RelevanceReadOptions
+from tieeval.metrics.options import RelOptions
 
 
 @pytest.fixture(scope="module")
@@ -123,19 +134,6 @@ def test_cli_engine_spark_equals_local(spark, dumps):
     assert outputs[0] == outputs[1]
 
 
-def test_relevance_labels_are_refused_from_the_schema_and_the_rows(spark):
-    wide = spark.createDataFrame([([0.5, 0.2], [2, 0])], "scores array<float>, labels array<int>")
-    with pytest.raises(InputError, match=r"x: a dump with relevance fields \(labels\): run "
-                                         "with --engine local"):
-        tspark.evaluate(wide, path="x")
-    # a long label column is known to hold relevance labels only once its rows are read
-    long = spark.createDataFrame([(1, 0, 0.5, 2), (1, 1, 0.2, 0)],
-                                 "instance long, position long, score double, label long")
-    with pytest.raises(InputError, match="instance 1: label 2 in column 'label', so it "
-                                         "holds relevance labels: run with --engine local"):
-        tspark.evaluate(long, path="y")
-
-
 def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch):
     """``--engine spark hdfs://...``: nothing is looked up on the local disk; a stand-in
     session maps the URI to the test's files, as a cluster's file system would."""
@@ -165,15 +163,320 @@ def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch)
     local_run = same(evaluate_path(str(dumps / "wide.parquet")))
     assert run["metrics"] == local_run["metrics"] and run["ties"] == local_run["ties"]
     assert run["path"] == "hdfs://namenode/wide.parquet"
+    # relevance fields are found in the DataFrame's schema: a labelled run, as locally
     monkeypatch.setattr(tspark, "session", lambda *args, **kwargs: Session())
     monkeypatch.setattr("tieeval.io.open.open_dump", local)
     res = CliRunner().invoke(cli, ["compare", "s3a://bucket/labelled.parquet", "--engine",
-                                   "spark"])
-    assert res.exit_code == 2
-    assert "relevance fields (labels): run with --engine local" in res.output
+                                   "spark", "-m", "MAP", "--format", "json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads(res.stdout)["runs"]
+    monkeypatch.undo()
+    res = CliRunner().invoke(cli, ["compare", str(tmp_path / "labelled.parquet"), "-m", "MAP",
+                                   "--format", "json", "--quiet"])
+    (local_run,) = json.loads(res.stdout)["runs"]
+    assert run["path"] == "s3a://bucket/labelled.parquet"
+    run["path"] = local_run["path"]
+    assert run == local_run and run["relevance"]["source"] == "labels"
 
 
 def test_file_uris_are_local_paths(spark, dumps):
     path = dumps / "wide.parquet"
     got = tspark.evaluate_path(path.as_uri(), spark=spark)
     assert same(got) == same(evaluate_path(str(path)))
+
+
+# ---------------------------------------------------------------------------------------
+# labelled dumps: the general kernel on Spark
+
+
+def lists(rows, typ):
+    return pa.array([r.tolist() for r in rows], type=pa.list_(typ))
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """Tiny tied labelled dumps, ragged rows: wide Parquet with ``labels`` (signed, graded),
+    ``positives``/``negatives`` lists, ``items`` with duplicates, a single-positive dump with
+    items; long Parquet (two files, shuffled) and CSV whose label column holds relevance
+    labels in a few instances only (the others one 1 each)."""
+    tmp = tmp_path_factory.mktemp("spark-labelled")
+    rng = np.random.default_rng(20261130)
+    n = 90
+    lengths = rng.integers(1, 14, size=n)
+    scores = [(rng.integers(0, 4, size=m) / 3).astype(np.float32) for m in lengths]
+    labels = [rng.choice([-1, 0, 0, 0, 1, 2, 3], size=m).astype(np.int8) for m in lengths]
+    items = [np.array([f"i{v}" for v in rng.integers(0, 15, size=m)]) for m in lengths]
+    pq.write_table(pa.table({"scores": lists(scores, pa.float32()),
+                             "labels": lists(labels, pa.int8())}
+                            ).replace_schema_metadata({"model": "L"}),
+                   tmp / "labels.parquet", row_group_size=16)
+    positives = [np.flatnonzero(lab > 0) for lab in labels]
+    negatives = [np.flatnonzero(lab < 0) for lab in labels]
+    pq.write_table(pa.table({"scores": lists(scores, pa.float32()),
+                             "positives": lists(positives, pa.int32()),
+                             "negatives": lists(negatives, pa.int64())}),
+                   tmp / "posneg.parquet", row_group_size=20)
+    pq.write_table(pa.table({"scores": lists(scores, pa.float32()),
+                             "rel": lists(labels, pa.int8()),
+                             "items": lists(items, pa.string())}),
+                   tmp / "items.parquet", row_group_size=25)
+    positive = np.array([rng.integers(0, m) for m in lengths])
+    ids = [rng.integers(0, 10, size=m) for m in lengths]
+    pq.write_table(pa.table({"scores": lists(scores, pa.float32()), "positive": positive,
+                             "items": lists(ids, pa.int64())}),
+                   tmp / "single_items.parquet", row_group_size=30)
+    # long: one 1 per instance, except a few instances with graded, signed or several
+    # positives (and one with none)
+    one_hot = [(np.arange(m) == p).astype(np.int64) for m, p in zip(lengths, positive)]
+    for i in (7, 40, 41, 77):
+        one_hot[i] = labels[i].astype(np.int64)
+    one_hot[60] = np.zeros(lengths[60], dtype=np.int64)
+    inst = np.concatenate([np.full(m, i) for i, m in enumerate(lengths)])
+    long = pa.table({"instance": inst, "position": np.concatenate([np.arange(m)
+                                                                   for m in lengths]),
+                     "score": np.concatenate(scores), "label": np.concatenate(one_hot)})
+    long = long.take(pa.array(rng.permutation(len(inst))))
+    (tmp / "long").mkdir()
+    half = len(long) // 2
+    pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
+    pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
+    pcsv.write_csv(long, tmp / "long.csv")
+    return tmp
+
+
+def both_engines(*args) -> list[dict]:
+    """``tieeval compare ARGS --format json`` with each engine; the runs, identical."""
+    runs = []
+    for engine in ("local", "spark"):
+        res = CliRunner().invoke(cli, ["compare", *map(str, args), "--engine", engine,
+                                       "--format", "json", "--quiet"])
+        assert res.exit_code == 0, res.output
+        runs.append(json.loads(res.stdout)["runs"])
+    assert runs[0] == runs[1]
+    return runs[1]
+
+
+def test_wide_labels_match_local(spark, labelled):
+    path = labelled / "labels.parquet"
+    (run,) = both_engines(path)  # the labelled defaults: HR, Recall, NDCG, MRR, MAP
+    assert run["relevance"]["source"] == "labels"
+    # the file's metadata, as through the Python API
+    api = tspark.evaluate_path(str(path), spark=spark)
+    assert api.to_dict() == evaluate_path(str(path)).to_dict() and api.labels["model"] == "L"
+    assert {m["metric"] for m in run["metrics"]} == {"HR", "Recall", "NDCG", "MRR", "MAP"}
+    (run,) = both_engines(path, "-m", "SNDCG@5", "-m", "SHR@3", "-m", "SRecall@10",
+                          "-m", "SDCG@5", "-m", "V-AUC", "-m", "Precision@5",
+                          "--gamma", "0", "0.5", "1", "2")
+    assert sorted({m["gamma"] for m in run["metrics"] if m["gamma"] is not None}) == [
+        0.0, 0.5, 1.0, 2.0]
+    (run,) = both_engines(path, "--both", "-m", "NDCG@5", "-m", "MAP@5", "-m", "SNDCG@5",
+                          "-m", "V-AUC", "--gamma", "0.5")
+    assert run["relevance"]["subset"] == "both"
+    both_engines(path, "--gain", "exponential", "--discount", "power", "--alpha", "0.5",
+                 "--short-list", "truncate", "--ap-norm", "min", "-m", "NDCG@5",
+                 "-m", "DCG@10", "-m", "MAP@5", "-m", "Precision@10")
+    both_engines(path, "--discount", "logb", "--log-base", "3", "--short-list", "skip",
+                 "-k", "3", "12")
+
+
+def test_positives_negatives_and_items_match_local(spark, labelled):
+    (run,) = both_engines(labelled / "posneg.parquet", "-m", "SNDCG@5", "-m", "MAP",
+                          "-m", "V-AUC", "--gamma", "0", "1")
+    assert run["relevance"]["source"] == "positives"
+    # the same labels, given as a list column: the same figures
+    (same_labels,) = both_engines(labelled / "labels.parquet", "-m", "SNDCG@5", "-m", "MAP",
+                                  "-m", "V-AUC", "--gamma", "0", "1")
+    assert run["metrics"] == same_labels["metrics"]
+    # string item ids with duplicates in rows, labels under another name
+    (run,) = both_engines(labelled / "items.parquet", "--labels-column", "rel",
+                          "-m", "NDCG@10", "-m", "Recall@5")
+    (warning,) = run["data_warnings"]
+    assert warning["kind"] == "duplicate_items" and warning["instances"] > 0
+    # integer item ids next to one positive per row
+    (run,) = both_engines(labelled / "single_items.parquet")
+    assert run["data_warnings"][0]["instances"] > 0
+
+
+def test_general_metrics_on_single_positive_dumps_match_local(spark, dumps):
+    for path in (dumps / "wide.parquet", dumps / "long"):
+        (run,) = both_engines(path, "-m", "Recall@5", "-m", "MAP", "-m", "Precision@3", "-m", "NDCG@10", "--short-list", "skip")
+        assert run["relevance"]["source"] == "positive"
+    (run,) = both_engines(dumps / "long.csv", "--score-dtype", "float32", "-m", "MAP@5",
+                          "--discount", "news", "-m", "NDCG@5")
+
+
+def test_long_relevance_labels_match_local(spark, labelled):
+    """Most instances hold one 1: a partition may finish on the single-positive path while
+    another finds relevance labels, and the job runs again with the general kernel."""
+    for args in ((labelled / "long",),
+                 (labelled / "long.csv", "--score-dtype", "float32"),
+                 (labelled / "long", "-m", "SNDCG@5", "-m", "SHR@1", "--gamma", "0", "1",
+                  "--both")):
+        (run,) = both_engines(*args)
+        assert run["relevance"]["source"] == "labels"
+        assert run["instances"] == 90
+
+
+def test_evaluate_dataframe_with_labels(spark):
+    """The DataFrame API against the local engine's in-memory entry (ragged rows, a label
+    list column; then the same rows in the long layout)."""
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 9, size=40)
+    scores = [rng.integers(0, 3, size=m).astype(np.float64) for m in lengths]
+    labels = [rng.choice([-1, 0, 0, 1, 2], size=m) for m in lengths]
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    metrics = ["HR@3", "NDCG@5", "SNDCG@5", "MAP", "V-AUC"]
+    local = evaluate_labels(np.concatenate(scores), np.concatenate(labels), offsets,
+                            metrics=metrics, gamma=[0.0, 1.0], path="frame").to_dict()
+    options = RelOptions(gammas=(0.0, 1.0))
+    wide = spark.createDataFrame([(s.tolist(), lab.tolist()) for s, lab in zip(scores, labels)],
+                                 "scores array<double>, labels array<long>").repartition(3)
+    got = tspark.evaluate(wide, metrics, relevance=options, path="frame")
+    assert got.to_dict() == local
+    long = spark.createDataFrame(
+        [(i, j, float(s[j]), int(lab[j])) for i, (s, lab) in enumerate(zip(scores, labels))
+         for j in range(len(s))],
+        "instance long, position long, score double, label long").repartition(4)
+    assert tspark.evaluate(long, metrics, relevance=options, path="frame").to_dict() == local
+
+
+def test_labelled_errors_are_one_line(spark, tmp_path):
+    # a labels row shorter than its scores row: the local reader's message, per partition
+    frame = spark.createDataFrame([([0.5, 0.2], [1, 0]), ([0.1, 0.3], [1])],
+                                  "scores array<float>, labels array<int>").coalesce(1)
+    with pytest.raises(InputError) as info:
+        tspark.evaluate(frame, path="short")
+    assert "'labels' has 1 entries but the row has 2 candidates" in str(info.value)
+    assert "\n" not in str(info.value)
+    # relevance one way only, and no positive field next to labels (the schema says so)
+    frame = spark.createDataFrame([([0.5, 0.2], [1, 0], 0)],
+                                  "scores array<float>, labels array<int>, positive long")
+    with pytest.raises(InputError, match="has both 'labels' and the single-positive field"):
+        tspark.evaluate(frame, path="both")
+    frame = spark.createDataFrame([([0.5, 0.2], ["a", "b"])],
+                                  "scores array<float>, labels array<string>")
+    with pytest.raises(InputError, match="column 'labels' must be a list of numbers per row"):
+        tspark.evaluate(frame, path="text")
+    # a renamed field must exist, as locally
+    with pytest.raises(InputError, match=r"no field 'rel' \(--labels-column\)"):
+        tspark.evaluate(frame.drop("labels"), path="renamed",
+                        options=RelevanceReadOptions(labels="rel"))
+    # a long label that is not finite, found on the relevance pass
+    long = spark.createDataFrame([(1, 0, 0.5, 2.0), (1, 1, 0.2, float("nan"))],
+                                 "instance long, position long, score double, label double")
+    with pytest.raises(InputError, match="labels must be finite"):
+        tspark.evaluate(long, path="y")
+
+
+def test_what_remains_local_is_refused_in_one_line(spark, dumps, tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 0.5 tag\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    np.save(tmp_path / "s.npy", np.zeros((2, 3), dtype=np.float32))
+    pq.write_table(pa.table({"scores": pa.array([np.array([0.5, 0.25], dtype=np.float16)],
+                                                type=pa.list_(pa.float16()))}),
+                   tmp_path / "half.parquet")
+    for args, message in (
+            ([run, "--qrels", qrels], "Error: --engine spark reads Parquet and CSV dumps; "
+                                      "TREC runs (--qrels) are text files: run with --engine "
+                                      "local"),
+            ([tmp_path / "s.npy"], "the Spark engine reads Parquet and CSV; .npy dumps run "
+                                   "with --engine local"),
+            ([tmp_path / "half.parquet"], "Spark has no float16: run with --engine local")):
+        res = CliRunner().invoke(cli, ["compare", *map(str, args), "--engine", "spark"])
+        assert res.exit_code == 2 and message in res.output
+        assert len(res.output.strip().splitlines()) == 1
+
+
+
+# ---------------------------------------------------------------------------------------
+# a real standalone cluster: one master, one worker, the driver in a subprocess
+
+STANDALONE_TIMEOUT = 240  # seconds for the whole test, cluster start included
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(log: Path, text: str, proc, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"{log.name}: exited with {proc.returncode}:\n"
+                                 f"{log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.5)
+    raise AssertionError(f"{log.name}: no '{text}' in time:\n"
+                         f"{log.read_text(errors='replace')[-2000:]}")
+
+
+def stop(proc) -> None:
+    """Stop a daemon started below (its own session) and the executors it started."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait(timeout=20)
+
+
+@pytest.mark.skipif(os.environ.get("TIEEVAL_SPARK_STANDALONE") != "1",
+                    reason="set TIEEVAL_SPARK_STANDALONE=1 to start a Spark standalone master "
+                           "and worker on 127.0.0.1 and evaluate on them")
+def test_standalone_cluster_matches_local(dumps, labelled, tmp_path):
+    """``--engine spark`` against ``spark://127.0.0.1:PORT``: executors in their own JVM and
+    Python workers, the kernel shipped from the driver; labelled (wide and long) and
+    single-positive dumps give the local engine's JSON."""
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+    env.pop("SPARK_HOME", None)  # the pip install's own
+    deadline = time.monotonic() + STANDALONE_TIMEOUT
+    procs = []
+    try:
+        master_log = tmp_path / "master.log"
+        with open(master_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.master.Master", "--host",
+                 "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        wait_for(master_log, "I have been elected leader", procs[0], deadline)
+        worker_log = tmp_path / "worker.log"
+        with open(worker_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url,
+                 "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port",
+                 str(free_port()), "--cores", "2", "--memory", "1g", "--work-dir",
+                 str(tmp_path / "work")],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        wait_for(worker_log, "Successfully registered with master", procs[1], deadline)
+        paths = [labelled / "labels.parquet", labelled / "long", dumps / "wide.parquet"]
+        command = [sys.executable, "-m", "tieeval", "compare", *map(str, paths), "--format",
+                   "json", "--quiet"]
+        done = subprocess.run(command + ["--engine", "spark"], capture_output=True,
+                              text=True, timeout=max(10, deadline - time.monotonic()),
+                              env={**env, "TIEEVAL_SPARK_MASTER": master_url})
+        assert done.returncode == 0, done.stderr[-3000:]
+        res = CliRunner().invoke(cli, command[3:])
+        assert res.exit_code == 0, res.output
+        local = json.loads(res.stdout)["runs"]
+        assert json.loads(done.stdout)["runs"] == local
+        assert [run.get("relevance", {}).get("source") for run in local] == [
+            "labels", "labels", None]
+        # the work ran on the cluster's executor, not in the driver
+        assert "Registered app tieeval" in master_log.read_text(errors="replace")
+        assert "Asked to launch executor" in worker_log.read_text(errors="replace")
+    finally:
+        for proc in reversed(procs):
+            stop(proc)

@@ -241,3 +241,21 @@ def test_given_order_must_be_a_ranking():
                  original="given")
     v = b.values(RelMetric("MRR"))
     assert v.original[0] == 1 / 3 and v.first[0] == 1 / 2  # the given order, not argsort
+
+
+def test_trec_rule_is_the_default_and_only_rule_of_trec_runs(example):
+    """--original trec changes nothing (no original_rule key); other rules are refused."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tieeval.cli import cli
+    run, qrels = example
+    base = ["compare", str(run), "--qrels", str(qrels), "-f", "json", "-q", "-m", "P@2"]
+    plain = CliRunner().invoke(cli, base)
+    trec = CliRunner().invoke(cli, base + ["--original", "trec"])
+    assert plain.exit_code == 0 and trec.exit_code == 0, trec.output
+    assert json.loads(plain.output) == json.loads(trec.output)
+    assert "original_rule" not in json.loads(trec.output)["runs"][0]
+    other = CliRunner().invoke(cli, base + ["--original", "stable"])
+    assert other.exit_code == 2 and "trec_eval's order" in other.output

@@ -135,7 +135,8 @@ def _row_keys(batch, source: str | None) -> dict:
 
 def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
                    nan_policy: str = "raise", batch_rows: int | None = None,
-                   relevance=None) -> tuple[RunValues, np.ndarray | None]:
+                   relevance=None, original: str | None = None
+                   ) -> tuple[RunValues, np.ndarray | None]:
     """Read a whole dump into per-instance values of every metric, plus the instance ids
     the reader attached to its batches (the long layout, TREC query ids), else None."""
     keys: list[dict] = []
@@ -143,7 +144,7 @@ def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
 
     kernel, values, batch_ids = collect_instance_values(
         _Watched(dump, keys, lengths), metrics, nan_policy=nan_policy, batch_rows=batch_rows,
-        relevance=relevance, what_if=what_if)
+        relevance=relevance, what_if=what_if, original=original)
     labels = resolve_labels(dump.path, dump.metadata)
     n = np.concatenate(lengths).astype(np.int64, copy=False)
     merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
@@ -489,7 +490,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
                seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
                nan_policy: str = "raise", batch_rows: int | None = None,
                instance_field: str = INSTANCE_FIELD, labels: tuple = (None, None),
-               warn=None, relevance=None) -> DiffResult:
+               warn=None, relevance=None, original: str | None = None) -> DiffResult:
     """Compare run B with run A on the same instances (see the module docstring).
 
     Parameters
@@ -512,13 +513,16 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
     warn : callable, optional
         Called with a message when only one dump has instance ids (rows are then matched
         by position).
+    original : str, optional
+        The Original column's rule (:data:`tieeval.results.ORIGINAL_RULES`) of both runs.
     """
     check_permutations(permutations)  # before any dump is read
     runs = []
     ids = []
     for dump, override in zip((a_dump, b_dump), labels):
         run, batch_ids = collect_values(dump, metrics, what_if, nan_policy=nan_policy,
-                                        batch_rows=batch_rows, relevance=relevance)
+                                        batch_rows=batch_rows, relevance=relevance,
+                                        original=original)
         if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
             batch_ids = read_instance_ids(dump.path, instance_field)
         ids.append(batch_ids)

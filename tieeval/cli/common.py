@@ -16,6 +16,7 @@ from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
 from tieeval.metrics.registry import check_k, metric_names
 from tieeval.report import render_tables, to_csv, to_json, to_markdown
+from tieeval.results import ORIGINAL_RULES
 
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
@@ -164,9 +165,19 @@ def read_options(f):
     f = click.option("--score-dtype", type=click.Choice(SCORE_DTYPES), default=None,
                      help="Long-layout CSV: parse scores as this dtype (text has none; "
                           "default float64). Use the dtype the model scored in.")(f)
+    f = click.option("--original", "original", type=click.Choice(ORIGINAL_RULES),
+                     default=None, metavar="RULE",
+                     help="The codebase's own ranking rule behind the Original column: "
+                          "argsort (default: np.argsort(scores * -1)), stable (ties by "
+                          "ascending position), reverse-stable (ties by descending "
+                          "position), trec (trec_eval's docno rule; the default for TREC "
+                          "runs), topk (torch.topk(scores, K) on the CPU; "
+                          "pip install 'tieeval[torch]'), given (the dump's 'ranking' "
+                          "field: per row, candidate indices top first).")(f)
     f = click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Worker processes; 0 = one per core (dumps under 32 MB run in "
-                          "one process). Results do not depend on it.")(f)
+                     help="Worker processes; 0 = automatic: one per core for dumps of 256 MB or "
+                          "more, else this process (its row sorts use every core). Results "
+                          "do not depend on it.")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
                           "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
@@ -251,19 +262,23 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
 
 
 def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet=False,
-                   jobs=0, engine="local", what_if=None, **read_kwargs):
+                   jobs=0, engine="local", what_if=None, original=None, **read_kwargs):
     """Evaluate every path (one run each) with the shared reading options; warnings go to
     stderr unless ``quiet``, and a progress bar while a terminal is watching.
     ``read_kwargs``: the options of :func:`read_options` (see :func:`reading`)."""
     options, rel_options = reading(quiet=quiet, metrics=metrics, **read_kwargs)
     results = []
+    if engine == "spark" and original not in (None, "argsort"):
+        raise click.UsageError(f"--original {original} runs on the local engine only "
+                               "(got --engine spark)")
     if engine == "spark":
-        from tieeval.engine.spark import refuse_spark
-        refuse_spark(paths, options, metrics, rel_options)  # labelled rows run locally
         from tieeval.engine.spark import evaluate_path as spark_evaluate_path
+        from tieeval.engine.spark import refuse_spark
+        refuse_spark(options)  # TREC runs are read by the local engine
         for path in paths:
             results.append(spark_evaluate_path(path, metrics, options=options,
-                                               nan_policy=nan_policy))
+                                               nan_policy=nan_policy,
+                                               relevance=rel_options))
     else:
         from tieeval.cli.progress import ProgressBar, wanted
         with ProgressBar(wanted(quiet)) as bar:
@@ -272,7 +287,8 @@ def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet
                 results.append(evaluate_dump(dump, metrics, nan_policy=nan_policy,
                                              batch_rows=batch_rows, jobs=jobs,
                                              progress=bar.task(dump),
-                                             relevance=rel_options, what_if=what_if))
+                                             relevance=rel_options, what_if=what_if,
+                                             original=original))
     if not quiet:
         for result in results:
             for warning in result.warnings:

@@ -12,6 +12,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    reading,
 )
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import (
@@ -25,6 +26,7 @@ from tieeval.cli.tables import (
 from tieeval.cli.whatif import (
     evaluate_runs,
     make_what_if,
+    require_local_engine,
     whatif_options,
 )
 
@@ -44,13 +46,19 @@ from tieeval.cli.whatif import (
               help="Also draw the paper's Figure 1 (inflation vs. average top-score tie "
                    "size, log axis, Pearson r) to FILE.png / .pdf / .svg. Needs "
                    "'pip install tieeval[plot]'.")
+@click.option("--per-instance", "per_instance", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE.parquet",
+              help="Also write one row per instance of the (one) FILE: its id, a and b "
+                   "(single-positive dumps), the original rank, and every metric's "
+                   "<metric>_original / _first / _last / _tie_aware value (null where "
+                   "undefined), streamed in one pass.")
 @label_options
 @seed_std_option
 @whatif_options
 @read_options
 @quiet_option
-def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std, cast,
-            tolerance, quiet, **read_kwargs):
+def compare(files, k_values, metrics, fmt, table, plot, per_instance, meta, template,
+            seed_std, cast, tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.
 
     Each FILE is one run: an .npz (array 'scores', optional 'positive'), an .npy score
@@ -70,20 +78,49 @@ def compare(files, k_values, metrics, fmt, table, plot, meta, template, seed_std
       tieeval compare run1.npz run2.npz --format json | jq '.groups[].metrics[0]'
       tieeval compare runs/*/*.npz --plot figure1.png
       tieeval compare scores.npz --cast bfloat16     (what-if: ties at lower precision)
+      tieeval compare scores.npz --original stable --per-instance rows.parquet
     """
     if plot is not None:
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
     what_if = make_what_if(cast, tolerance)
+    if per_instance is not None:
+        if len(files) != 1:
+            raise click.UsageError(f"--per-instance writes the instances of one FILE, got "
+                                   f"{len(files)}")
+        require_local_engine(read_kwargs, "--per-instance")
+        from tieeval.analysis.instances import check_output
+        check_output(per_instance)  # before the (possibly long) evaluation
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
     write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
                  seed_std=seed_std, what_if=what_if)
+    if per_instance is not None:
+        rows = _write_instances(files[0], per_instance, chosen_metrics(k_values, metrics),
+                                what_if, dict(read_kwargs))
+        if not quiet:
+            click.echo(f"Wrote {rows} instance row(s) to {per_instance}", err=True)
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1
         draw_figure1(figure1(groups), plot)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)
+
+
+def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:
+    """The per-instance file of one dump: a separate single pass, whatever --jobs is."""
+    from tieeval.analysis.diff import INSTANCE_FIELD
+    from tieeval.analysis.instances import write_per_instance
+    nan_policy = read_kwargs.pop("nan_policy", "raise")
+    batch_rows = read_kwargs.pop("batch_rows", None)
+    original = read_kwargs.pop("original", None)
+    for unused in ("jobs", "engine"):
+        read_kwargs.pop(unused, None)
+    options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
+    return write_per_instance(path, out, metrics, options=options, nan_policy=nan_policy,
+                              batch_rows=batch_rows, relevance=relevance, what_if=what_if,
+                              original=original,
+                              instance_field=options.instance or INSTANCE_FIELD)

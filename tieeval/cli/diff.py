@@ -84,6 +84,7 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
     what_if = make_what_if(cast, tolerance)
     nan_policy = read_kwargs.pop("nan_policy", "raise")
     batch_rows = read_kwargs.pop("batch_rows", None)
+    original = read_kwargs.pop("original", None)
     for unused in ("jobs", "engine"):
         read_kwargs.pop(unused, None)
     chosen = chosen_metrics(k_values, metrics)
@@ -94,7 +95,7 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
                         permutations=permutations, seed=seed, confidence=confidence,
                         nan_policy=nan_policy, batch_rows=batch_rows,
                         instance_field=options.instance or INSTANCE_FIELD,
-                        warn=warn, relevance=relevance)
+                        warn=warn, relevance=relevance, original=original)
     if fmt == "json":
         write(diff_report.diff_json(result))
     elif fmt == "csv":

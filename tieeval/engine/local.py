@@ -51,6 +51,7 @@ from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
+AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
 _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
 
 
@@ -82,11 +83,13 @@ def available_cores() -> int:
 
 
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
-               nan_policy: str = "raise", what_if=None) -> Kernel:
+               nan_policy: str = "raise", what_if=None, original: str | None = None) -> Kernel:
     """The kernel that evaluates ``dump`` as it reads now (see
-    :func:`tieeval.kernels.choose.spec_for`)."""
+    :func:`tieeval.kernels.choose.spec_for`); ``original``: the Original column's rule
+    (None: the dump's default)."""
     spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
-                    nan_policy=nan_policy, what_if=what_if, path=dump.path)
+                    nan_policy=nan_policy, what_if=what_if, path=dump.path,
+                    original=original)
     return choose_kernel(spec)
 
 
@@ -119,7 +122,8 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
 def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy: str = "raise",
                   batch_rows: int | None = None, labels: dict | None = None,
                   progress=None, jobs: int = 1, relevance: RelOptions | None = None,
-                  what_if=None, run_labels: dict | None = None) -> RunResult:
+                  what_if=None, run_labels: dict | None = None,
+                  original: str | None = None) -> RunResult:
     """Evaluate an opened dump.
 
     ``metrics``: Metric values or names (None: the defaults of the dump's kind).
@@ -131,21 +135,30 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
     result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
     task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
-    which a dump carries in its ``labels`` field.
+    which a dump carries in its ``labels`` field. ``original``: the Original column's rule,
+    one of :data:`tieeval.results.ORIGINAL_RULES` (None: ``argsort``, or ``trec`` for TREC
+    runs; ``given`` reads the dump's ``ranking`` field); the result records a rule other
+    than that default as ``original_rule``.
     """
     check_nan_policy(nan_policy)
+    auto = jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs == 0)
     jobs = check_jobs(jobs)
+    if auto and dump.nbytes and dump.nbytes < AUTO_POOL_BYTES:
+        # Below this the sorts already use every core in this process (threads), and a
+        # pool of worker processes costs more to start than it saves.
+        jobs = 1
     given = {**(labels or {}), **(run_labels or {})}
-    size = dump.batch_size(batch_rows)
+    dump.batch_size(batch_rows)  # a bad batch_rows fails before any reading
 
     def make_kernel():
         kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                            what_if=what_if)
+                            what_if=what_if, original=original)
         # the fused numba count kernel serves the single-positive counts of big dumps
         fused.use(isinstance(kernel, SinglePositiveKernel) and fused.wanted(dump.nbytes))
         return kernel
 
     def consume(kernel, tick):
+        size = kernel.batch_rows(dump, batch_rows)
         if jobs > 1:
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=jobs, batch_rows=size, progress=tick)
@@ -163,6 +176,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
                   both: bool = False, qrels=None, what_if=None, cast: str | None = None,
                   tolerance: float | None = None, run_labels: dict | None = None,
+                  original: str | None = None,
                   relevance: RelOptions | None = None, labels: dict | None = None
                   ) -> RunResult:
     """Open and evaluate one dump file: the Python form of ``tieeval compare PATH``.
@@ -199,12 +213,14 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                                  "engine='spark')")
         from tieeval.engine.spark import evaluate_path as spark_evaluate_path
         from tieeval.engine.spark import refuse_spark
-        refuse_spark([path], read, chosen, rel)  # labelled rows run locally
-        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy)
+        refuse_spark(read)  # TREC runs are read by the local engine
+        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy,
+                                     relevance=rel)
         result.labels = {**result.labels, **names}
         return result
     return evaluate_dump(open_dump(path, read), chosen, nan_policy=nan_policy,
                          batch_rows=batch_rows, run_labels=names, progress=progress,
+                         original=original,
                          jobs=jobs, relevance=rel, what_if=what_if)
 
 
@@ -226,8 +242,8 @@ def _read_options(options, qrels) -> ReadOptions | None:
 
 def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
                          nan_policy: str = "raise", batch_rows: int | None = None,
-                         relevance: RelOptions | None = None, what_if=None
-                         ) -> Iterator[tuple[Batch, dict]]:
+                         relevance: RelOptions | None = None, what_if=None,
+                         original: str | None = None) -> Iterator[tuple[Batch, dict]]:
     """Per-batch, per-instance values: ``(batch, {key: InstanceValues})`` in the kernel's
     entry order; the key is the :class:`Metric`, or ``(Metric, gamma)`` for a signed
     metric (one entry per gamma).
@@ -238,7 +254,7 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
     check_nan_policy(nan_policy)
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                        what_if=what_if)
+                        what_if=what_if, original=original)
     for batch in dump.batches(batch_rows):
         values = kernel.instance_values(batch)
         yield batch, {(e.metric if e.gamma is None else (e.metric, e.gamma)): v
@@ -247,7 +263,7 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
 
 def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "raise",
                             batch_rows: int | None = None, relevance: RelOptions | None = None,
-                            what_if=None, progress=None
+                            what_if=None, progress=None, original: str | None = None
                             ) -> tuple[Kernel, list[InstanceValues], np.ndarray | None]:
     """Every instance's values for each of the kernel's entries, concatenated over
     batches, and the instance ids the reader attached to its batches (the long layout and
@@ -255,7 +271,7 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
 
     def make_kernel():
         return kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                          what_if=what_if)
+                          what_if=what_if, original=original)
 
     def consume(kernel, tick):
         parts, ids = [], []
@@ -275,6 +291,102 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
         if batch_ids.dtype == object:
             batch_ids = batch_ids.astype(str)
     return kernel, values, batch_ids
+
+
+PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+def per_instance_name(entry: Entry, column: str) -> str:
+    """``NDCG@10_tie_aware``; a signed metric's gamma as ``SNDCG@10_g0.5_tie_aware``."""
+    label = str(entry.metric) if entry.gamma is None else f"{entry.metric}_g{entry.gamma:g}"
+    return f"{label}_{column}"
+
+
+def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
+                 nan_policy: str = "raise", batch_rows: int | None = None,
+                 relevance: RelOptions | None = None, what_if=None,
+                 original: str | None = None, ids=None, progress=None) -> int:
+    """Write one Parquet row per instance of ``dump`` to ``out``; returns the row count.
+
+    Columns: ``instance`` (the ids the reader attaches to batches (long layout, TREC
+    query ids); else ``ids``, one per dump row, when given; else the row number), for
+    single-positive dumps ``a`` (candidates above the positive), ``b`` (tied with it,
+    itself included) and ``original_rank``, then per metric
+    ``<metric>_original``, ``_first``, ``_last`` and ``_tie_aware`` (a signed metric once
+    per gamma, ``<metric>_g<gamma>_...``); a value is null where the metric is undefined
+    for the instance (no relevant item, say), so the mean of a column over its non-null
+    rows is the run's figure.
+
+    One pass over the dump, batch by batch (bounded memory), in this process: the rows do
+    not depend on ``batch_rows`` or on how the run itself was split. The file is written
+    beside ``out`` under a temporary name and renamed when complete.
+    """
+    import tempfile
+
+    from tieeval.io.arrow import _pyarrow
+    pa, pq = _pyarrow()
+    check_nan_policy(nan_policy)
+    dump.settle()
+    kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
+                        what_if=what_if, original=original)
+    single = isinstance(kernel, SinglePositiveKernel)
+    report = progress_callback(progress)
+    ids = None if ids is None else np.asarray(ids)
+    if ids is not None and ids.dtype == object:
+        ids = ids.astype(str)
+    out = os.fspath(out)
+    folder = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(out)}.",
+                               suffix=".tmp")
+    os.close(fd)
+    writer = None
+    rows = 0
+    try:
+        for batch in dump.batches(batch_rows):
+            if single:
+                counts, values = kernel.instance_counts(batch)
+            else:
+                counts, values = None, kernel.instance_values(batch)
+            if batch.ids is not None:
+                inst = np.asarray(batch.ids)
+                inst = inst.astype(str) if inst.dtype == object else inst
+            elif ids is not None:
+                if batch.start + batch.rows > ids.size:
+                    raise InputError(f"{dump.path}: {ids.size} instance id(s) for more rows")
+                inst = ids[batch.start:batch.start + batch.rows]
+            else:
+                inst = np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
+            columns = {"instance": pa.array(inst)}
+            if counts is not None:
+                columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
+                               original_rank=pa.array(counts.original))
+            for entry, v in zip(kernel.entries, values):
+                mask = None if v.defined is None else ~np.asarray(v.defined)
+                for column in PER_INSTANCE_COLUMNS:
+                    data = np.asarray(getattr(v, column), dtype=np.float64)
+                    columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
+            table = pa.table(columns)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            rows += batch.rows
+            if report is not None:
+                report(batch.rows, batch.nbytes)
+        if writer is None:
+            raise InputError(f"{dump.path}: no instances (empty dump)")
+        writer.close()
+        writer = None
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # a temporary file is private; the output is not
+        os.replace(tmp, out)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return rows
 
 
 def _concat(values: list[InstanceValues]) -> InstanceValues:
@@ -402,4 +514,4 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
-           "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]
+           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]

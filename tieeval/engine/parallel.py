@@ -27,7 +27,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 
 from tieeval.io.base import Dump
-from tieeval.kernels import fused
+from tieeval.kernels import fused, threads
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
 
@@ -67,12 +67,14 @@ def _shutdown() -> None:
 
 def _run_part(part, kernel, batch_rows, fused_on=False):
     fused.use(fused_on)
+    threads.set_threads(1)  # the pool's workers already use every core
     acc = kernel.accumulate(part.batches(batch_rows))
     return acc, acc.instances, part.nbytes
 
 
 def _run_batch(batch, kernel, fused_on=False):
     fused.use(fused_on)
+    threads.set_threads(1)
     acc = kernel.new()
     kernel.add(acc, batch)
     return acc

@@ -1,17 +1,28 @@
-"""Run tieeval inside Spark: the same numpy kernel per Arrow batch, merged on the driver.
+"""Run tieeval inside Spark: the same kernels per Arrow batch, merged on the driver.
 
 ``pip install "tieeval[spark]"`` (pyspark; Spark needs Java 17 or later). Nothing else in
 tieeval imports this module, and it imports pyspark only when called.
 
-* Wide layout (a ``scores`` array column, optional ``positive``): every partition runs
-  :func:`tieeval.kernels.single.batch_counts` on each Arrow batch inside ``DataFrame.mapInArrow`` and
-  yields its :class:`~tieeval.kernels.single.Accumulator` state (JSON, big integers as strings).
+The kernel is chosen once, on the driver, from the DataFrame's schema and the options
+(:func:`tieeval.kernels.choose.spec_for`, as the local engine does), and shipped to the
+executors (kernels are picklable values). Every partition runs it on each Arrow batch inside
+``DataFrame.mapInArrow`` and yields its :class:`~tieeval.kernels.accumulator.Accumulator`
+state (JSON, big integers as strings).
+
+* Wide layout (a ``scores`` array column, optional ``positive``, or relevance fields
+  ``labels``, ``positives`` / ``negatives`` and ``items``): each Arrow batch becomes the
+  :class:`~tieeval.io.base.Batch` the local reader builds, relevance fields filled by the
+  same code (:func:`tieeval.io.relevance.fill_from_arrow`).
 * Long layout (``instance``, ``position``, ``score``, ``label``): rows are repartitioned by
   instance and sorted within partitions by (instance, position), then grouped per instance by
   the same streaming code as the local reader, so each instance is the row the codebase saw.
+  A ``label`` column is read as one positive per instance until a partition finds relevance
+  labels (graded, signed, several positives or none); the driver then runs the job again
+  with the general kernel, as the local engine starts over.
 
 The driver merges the partial sums exactly, so the result is bit-for-bit the local engine's,
 whatever the partitioning. Local mode binds to 127.0.0.1 and runs workers on this Python.
+TREC runs (``--qrels``) and NPY/NPZ dumps are left to the local engine.
 """
 
 from __future__ import annotations
@@ -27,7 +38,13 @@ import warnings
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError, TieevalError
-from tieeval.io.base import ReadOptions, RelevanceLabelsFound, local_path, remote_uri
+from tieeval.io.base import (
+    ReadOptions,
+    RelevanceInfo,
+    RelevanceLabelsFound,
+    local_path,
+    remote_uri,
+)
 from tieeval.io.checks import (
     positive_index_conflict,
     require_scores_column,
@@ -35,57 +52,27 @@ from tieeval.io.checks import (
 )
 from tieeval.io.open import open_dump
 from tieeval.io.parquet import parquet_batch
+from tieeval.io.relevance import fill_from_arrow, schema_relevance
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
-from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
+from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
 
 def spark_refusal(why: str) -> str:
-    """The message of everything ``--engine spark`` leaves to the local engine."""
-    return ("--engine spark evaluates HR@K, NDCG@K and MRR of single-positive dumps; "
-            f"{why}: run with --engine local")
+    """The message of what ``--engine spark`` leaves to the local engine."""
+    return f"--engine spark reads Parquet and CSV dumps; {why}: run with --engine local"
 
 
-def refuse_spark(paths, options, metrics, relevance: RelOptions | None) -> None:
-    """``--engine spark`` evaluates the single-positive protocol only: refuse labelled
-    dumps, TREC runs and the general metrics before any Spark work starts.
-
-    Local paths (and ``file://`` URIs) are opened here, reading only footers and headers.
-    A URI only Spark can open (``hdfs://``, ``s3a://``, ...) is not: the Spark engine
-    refuses relevance fields from the DataFrame's schema instead
-    (:func:`tieeval.engine.spark.evaluate`), and a long label column holding relevance labels
-    from the rows. Field names renamed on the command line (``--labels-column``) ask for
-    relevance labels, so they are refused up front.
-    """
-    why = None
+def refuse_spark(options) -> None:
+    """Refuse, before any Spark work starts, what ``--engine spark`` leaves to the local
+    engine and can tell from the options alone: TREC runs (``--qrels``; small text files
+    that the local engine reads in one pass). NPY/NPZ dumps are refused by
+    :func:`evaluate_path` from their format, before Spark starts too."""
     if getattr(options, "qrels", None) is not None:
-        why = "TREC runs (--qrels)"
-    elif relevance is not None:
-        why = "the options of labelled rows (--gain, --discount, --gamma, --both, ...)"
-    elif metrics is not None and not all(m.single_positive for m in metrics):
-        other = next(m for m in metrics if not m.single_positive)
-        why = f"{other} is not one of them"
-    if why is None:
-        from tieeval.io.base import local_path, remote_uri
-        from tieeval.io.open import open_dump
-        from tieeval.io.relevance import field_names
-        renamed = [f"--{kind}-column {name}" for kind, name in field_names(options).items()
-                   if name != kind]
-        for path in paths:
-            if remote_uri(path):
-                if renamed:
-                    why = f"relevance fields ({', '.join(renamed)})"
-                    break
-                continue
-            info = getattr(open_dump(local_path(path), options), "relevance", None)
-            if info is not None:
-                why = f"{path}: a dump with relevance fields ({', '.join(info.fields)})"
-                break
-    if why is not None:
-        raise ParameterError(spark_refusal(why))
+        raise ParameterError(spark_refusal("TREC runs (--qrels) are text files"))
 
 
 class SparkUnavailable(TieevalError):
@@ -150,13 +137,18 @@ def _partition_id() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def _state_batch(acc: Accumulator | None, error: str | None = None):
+def _state_batch(acc: Accumulator | None, error: str | None = None, again: str | None = None):
+    """One partition's answer: its accumulator state, an input error, or (``again``) the
+    reason the driver must run the job again with relevance labels."""
     import pyarrow as pa
-    text = json.dumps({"error": error} if error is not None else acc.to_state())
-    return pa.RecordBatch.from_arrays([pa.array([text], pa.string())], names=["state"])
+    state = ({"error": error} if error is not None else {"again": again} if again is not None
+             else acc.to_state())
+    return pa.RecordBatch.from_arrays([pa.array([json.dumps(state)], pa.string())],
+                                      names=["state"])
 
 
-def _wide_partition(path, options, has_positive, kernel):
+def _wide_partition(path, options, has_positive, fields, kernel):
+    """``fields``: ``{kind: column}`` of the relevance fields to attach (may be empty)."""
     def run(batches):
         where = f"{path} (Spark partition {_partition_id()})"
         part_kernel = type(kernel)(kernel.spec.at(where))
@@ -167,6 +159,8 @@ def _wide_partition(path, options, has_positive, kernel):
                 if record.num_rows == 0:
                     continue
                 batch = parquet_batch(where, options, record, has_positive, start)
+                if fields:
+                    fill_from_arrow(where, batch, fields, record)
                 part_kernel.add(acc, batch)
                 start += record.num_rows
         except TieevalError as exc:
@@ -176,7 +170,9 @@ def _wide_partition(path, options, has_positive, kernel):
     return run
 
 
-def _long_partition(path, options, has_label, kernel, batch_rows):
+def _long_partition(path, options, has_label, kernel, batch_rows, relevance):
+    """``relevance``: the label column holds relevance labels (else one positive per
+    instance, until an instance says otherwise)."""
     from tieeval.io.long import _rows_from, sorted_batches
 
     def run(batches):
@@ -186,13 +182,13 @@ def _long_partition(path, options, has_label, kernel, batch_rows):
         try:
             chunks = (_rows_from(path, record, cols, has_label, 0)
                       for record in batches if record.num_rows)
-            for batch in sorted_batches(path, chunks, options, batch_rows):
+            for batch in sorted_batches(path, chunks, options, batch_rows, relevance):
                 kernel.add(acc, batch)
         except TieevalError as exc:
             yield _state_batch(None, str(exc))
             return
         except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
-            yield _state_batch(None, spark_refusal(str(exc)))
+            yield _state_batch(None, again=str(exc))
             return
         yield _state_batch(acc)
     return run
@@ -212,52 +208,90 @@ def _numpy_dtype(path: str, spark_type, what: str) -> np.dtype:
     return np.dtype(_NUMPY_OF_SPARK[name])
 
 
+def _arrow_type(path: str, spark_type, name: str):
+    """The Arrow type Spark hands ``mapInArrow`` for a column of ``spark_type``."""
+    from pyspark.sql.pandas.types import to_arrow_type
+    try:
+        return to_arrow_type(spark_type)
+    except Exception:  # a type Arrow cannot carry: no relevance field can have it
+        raise InputError(f"{path}: column '{name}' has Spark type "
+                         f"{spark_type.simpleString()}, which no relevance field has") from None
+
+
+def _metric_list(metrics, k):
+    """Metric values (names parsed), or the default set for ``k``; a default set stays
+    marked as one, so that a labelled dump gets its own defaults (as locally)."""
+    if metrics is None:
+        return default_metrics(list(k))
+    if isinstance(metrics, DefaultMetrics):
+        return metrics
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
+
+
+def _collect(selected, run) -> list[dict]:
+    with warnings.catch_warnings():
+        # pyspark warns about pandas versions it has not certified; mapInArrow needs none
+        warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support",
+                                category=FutureWarning)
+        return [json.loads(row.state) for row in
+                selected.mapInArrow(run, "state string").collect()]
+
+
 def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
              options: ReadOptions | None = None, nan_policy: str = "raise",
              path: str = "<dataframe>", metadata: dict | None = None,
-             batch_rows: int = 4096) -> RunResult:
+             batch_rows: int = 4096, relevance: RelOptions | None = None,
+             warnings: list | tuple = ()) -> RunResult:
     """Evaluate a Spark DataFrame of scores; the same :class:`RunResult` as the local engine.
 
-    ``dataframe`` holds the wide layout (array column ``options.scores``, optional integer
-    ``options.positive``) or the long layout (``instance``, ``position``, ``score`` and
-    optional ``label`` columns, names from ``options``); ``layout='auto'`` picks by the
-    columns, as the local reader does. ``metrics`` (Metric objects or names) overrides ``k``.
+    ``dataframe`` holds the wide layout (array column ``options.scores``; optional integer
+    ``options.positive``, or relevance fields: array columns ``labels``,
+    ``positives``/``negatives``, ``items``, names from ``options`` when it is a
+    :class:`~tieeval.io.base.RelevanceReadOptions`) or the long layout (``instance``,
+    ``position``, ``score`` and optional ``label`` columns, names from ``options``);
+    ``layout='auto'`` picks by the columns, as the local reader does. ``metrics`` (Metric
+    objects or names) overrides ``k``; without it a labelled dump gets HR@K, Recall@K,
+    NDCG@K, MRR and MAP. ``relevance``: options of labelled metrics
+    (:class:`~tieeval.metrics.options.RelOptions`: gain, discount, gammas, ``both`` ...).
+    ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
     _require()
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    from tieeval.io.relevance import field_names
     options = options or ReadOptions()
     if layout != "auto":
         options = dataclasses.replace(options, layout=layout)
     check_nan_policy(nan_policy)
-    chosen = (default_metrics(list(k)) if metrics is None else
-              [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics])
-    other = [m for m in chosen if not m.single_positive]
-    if other:
-        raise ParameterError(spark_refusal(f"{other[0]} is not one of them"))
-    kernel = choose_kernel(spec_for(None, chosen, nan_policy=nan_policy, path=path))
+    chosen = _metric_list(metrics, k)
+
+    def kernel_for(info: RelevanceInfo | None):
+        return choose_kernel(spec_for(info, chosen, options=relevance, nan_policy=nan_policy,
+                                      path=path))
+
     names = dataframe.columns
     cols = options.long_columns
     schema = {f.name: f.dataType for f in dataframe.schema.fields}
-    if table_layout(options, names) == "wide":
+    long = table_layout(options, names) != "wide"
+    if not long:
         require_scores_column(path, options, names)
-        # the schema decides, as the local reader's does: relevance fields run locally
-        present = [name for name in field_names(options).values() if name in names]
-        if present:
-            raise InputError(spark_refusal(f"{path}: a dump with relevance fields "
-                                           f"({', '.join(present)})"))
         stype = schema[options.scores]
         if not isinstance(stype, ArrayType):
             raise InputError(f"{path}: column '{options.scores}' must be a list of numbers per "
                              f"row, got {stype.simpleString()}")
         dtype = _numpy_dtype(path, stype.elementType, f"column '{options.scores}'")
+        # the schema decides, as the local reader's does
+        fields, info = schema_relevance(path, path, options, names,
+                                        lambda name: _arrow_type(path, schema[name], name))
         has_positive = options.positive in names
         if has_positive and options.positive_index is not None:
             raise positive_index_conflict(path, options.positive, "column")
-        selected = dataframe.select(options.scores, *([options.positive] if has_positive else []))
-        run = _wide_partition(path, options, has_positive, kernel)
+        selected = dataframe.select(options.scores, *([options.positive] if has_positive else []),
+                                    *fields.values())
+        kernel = kernel_for(info)
+        states = _collect(selected, _wide_partition(path, options, has_positive, fields, kernel))
     else:
         for key in ("instance", "position", "score"):
             if cols[key] not in names:
@@ -273,20 +307,22 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
         selected = (dataframe.select(*picked)
                     .repartition("instance")
                     .sortWithinPartitions("instance", "position"))
-        run = _long_partition(path, options, has_label, kernel, batch_rows)
-    with warnings.catch_warnings():
-        # pyspark warns about pandas versions it has not certified; mapInArrow needs none
-        warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support",
-                                category=FutureWarning)
-        states = [json.loads(row.state) for row in
-                  selected.mapInArrow(run, "state string").collect()]
+        kernel = kernel_for(None)
+        states = _collect(selected, _long_partition(path, options, has_label, kernel,
+                                                    batch_rows, False))
+        if any("again" in s for s in states):
+            # the label column holds relevance labels: read it as a labels field, from the
+            # start, as the local reader does after RelevanceLabelsFound
+            kernel = kernel_for(RelevanceInfo("labels", fields=(cols["label"],)))
+            states = _collect(selected, _long_partition(path, options, has_label, kernel,
+                                                        batch_rows, True))
     errors = [s["error"] for s in states if "error" in s]
     if errors:
         raise InputError(errors[0])
     total = kernel.new()
     for state in states:
         total.merge(Accumulator.from_state(state))
-    return kernel.result(total, path, dtype, dict(metadata or {}))
+    return kernel.result(total, path, dtype, dict(metadata or {}), warnings)
 
 
 def _spark_cast(column: str, dtype: str):
@@ -297,14 +333,18 @@ def _spark_cast(column: str, dtype: str):
 
 
 def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None,
-                  nan_policy: str = "raise", spark=None) -> RunResult:
+                  nan_policy: str = "raise", spark=None,
+                  relevance: RelOptions | None = None) -> RunResult:
     """``tieeval compare --engine spark PATH``: a Parquet file or dataset directory, or a
     long-layout CSV, read by Spark; the result (JSON, tables) is the local engine's.
 
     The schema, metadata and warnings come from the same local checks as the local engine
-    (only file footers and headers are read here); Spark reads the rows.
+    (only file footers and headers are read here); Spark reads the rows. ``relevance``:
+    options of labelled metrics, as for :func:`evaluate`.
     """
     options = options or ReadOptions()
+    refuse_spark(options)
+    more = {"relevance": relevance, "nan_policy": nan_policy}
     if remote_uri(path):
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
         spark = spark or session()
@@ -315,35 +355,42 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
                      .withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
         else:
             frame = spark.read.parquet(path)
-        return evaluate(frame, metrics, options=options, nan_policy=nan_policy, path=path)
+        return evaluate(frame, metrics, options=options, path=path, **more)
     dump = open_dump(local_path(path), options)  # the local engine's checks and messages
     if dump.format in ("npy", "npz"):
         raise InputError(f"{path}: the Spark engine reads Parquet and CSV; .{dump.format} "
                          "dumps run with --engine local")
-    info = getattr(dump, "relevance", None)
-    if info is not None:  # refuse before Spark starts (evaluate would, from the schema)
-        raise InputError(spark_refusal(f"{path}: a dump with relevance fields "
-                                       f"({', '.join(info.fields)})"))
+    if str(dump.dtype) == "float16":
+        raise InputError(f"{path}: Spark has no float16" + (
+            "; use --score-dtype float32" if dump.format == "csv" else
+            ": run with --engine local"))
     spark = spark or session()
     if dump.format == "csv":
         import pyspark.sql.types as T
 
         from tieeval.io.long import csv_columns
-        if str(dump.dtype) == "float16":
-            raise InputError(f"{path}: Spark has no float16; use --score-dtype float32")
         cols = options.long_columns
-        header, int_ids = csv_columns(dump)
+        header, int_ids, label_type = csv_columns(dump)
         score_type = T.FloatType() if str(dump.dtype) == "float32" else T.DoubleType()
         types = {cols["instance"]: T.LongType() if int_ids else T.StringType(),
                  cols["position"]: T.LongType(), cols["score"]: score_type,
-                 cols["label"]: T.DoubleType()}
+                 cols["label"]: _spark_label_type(label_type)}
         schema = T.StructType([T.StructField(name, types.get(name, T.StringType()), True)
                                for name in header])
         frame = spark.read.option("header", True).schema(schema).csv(path)
     else:
         frame = spark.read.parquet(path)
-    layout = dump.layout
-    result = evaluate(frame, metrics, layout=layout, options=options, nan_policy=nan_policy,
-                      path=dump.path, metadata=dump.metadata)
-    result.warnings[:0] = [w for w in dump.warnings if "regrouped" not in w]
-    return result
+    return evaluate(frame, metrics, layout=dump.layout, options=options, path=dump.path,
+                    metadata=dump.metadata, **more,
+                    warnings=[w for w in dump.warnings if "regrouped" not in w])
+
+
+def _spark_label_type(arrow_type):
+    """The Spark type that reads a CSV label column as the local reader's Arrow type."""
+    import pyarrow as pa
+    import pyspark.sql.types as T
+    if arrow_type is not None and pa.types.is_boolean(arrow_type):
+        return T.BooleanType()
+    if arrow_type is not None and pa.types.is_integer(arrow_type):
+        return T.LongType()
+    return T.DoubleType()

@@ -92,6 +92,8 @@ class Batch:
     ``ids`` (long layout) holds each row's instance id, for messages; ``nbytes`` is the
     share of the input this batch accounts for (for progress reports). ``items``, when the
     dump carries candidate ids, has the scores' layout too (see :mod:`tieeval.io.relevance`).
+    ``ranking``, when the dump has a ``ranking`` field, holds each row's candidate indices
+    in the order the codebase ranked them, top first (:class:`RankLists`).
     """
 
     scores: np.ndarray
@@ -102,6 +104,7 @@ class Batch:
     ids: np.ndarray | None = None
     nbytes: int = 0
     items: np.ndarray | None = None
+    ranking: "RankLists | None" = None
 
     @property
     def rows(self) -> int:
@@ -117,6 +120,32 @@ class Batch:
         if self.ids is not None:
             return f"instance {instance_name(self.ids[i])}"
         return f"row {self.start + i}"
+
+
+@dataclass
+class RankLists:
+    """Per-row candidate indices in rank order, top first: row i is
+    ``values[offsets[i]:offsets[i + 1]]`` (rows may list fewer indices than candidates)."""
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_rows(cls, values: np.ndarray, offsets: np.ndarray | None) -> "RankLists":
+        """From flat values with offsets, or a 2-D ``(rows, K)`` array (offsets None)."""
+        values = np.asarray(values)
+        if offsets is None:
+            rows = values.shape[0]
+            width = values.shape[1] if values.ndim == 2 else 1
+            return cls(values.reshape(-1), np.arange(rows + 1, dtype=np.int64) * width)
+        return cls(values.reshape(-1), np.asarray(offsets, dtype=np.int64))
+
+    @property
+    def rows(self) -> int:
+        return self.offsets.size - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
 
 
 def instance_name(value) -> str:

@@ -404,6 +404,7 @@ class _CsvSource(_Source):
         self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
             [self.cols["label"]] if self.has_label else [])
         itype = schema.field(self.cols["instance"]).type
+        self.label_type = schema.field(self.cols["label"]).type if self.has_label else None
         # fix the id type seen in the first block, so a later block cannot change it
         self.column_types[self.cols["instance"]] = (itype if pa.types.is_integer(itype)
                                                     else pa.string())
@@ -701,11 +702,13 @@ def _dump(source: _Source, fmt: str, options: ReadOptions) -> Dump:
     return dump
 
 
-def csv_columns(dump: Dump) -> tuple[list[str], bool]:
-    """A long CSV dump's header and whether its instance ids are integers (for Spark)."""
+def csv_columns(dump: Dump) -> tuple[list[str], bool, object]:
+    """A long CSV dump's header, whether its instance ids are integers, and the Arrow type
+    its label column is read as (None without one): for Spark, to read it alike."""
     pa, _ = _pyarrow()
     source = dump._batches.source
-    return source._header(), pa.types.is_integer(source.column_types[source.cols["instance"]])
+    return (source._header(), pa.types.is_integer(source.column_types[source.cols["instance"]]),
+            source.label_type)
 
 
 def open_long_parquet(path: str, opened, options: ReadOptions) -> Dump:

@@ -21,6 +21,13 @@ carries them:
   positive drawn again as a sampled negative). Works with labelled and single-positive
   dumps alike.
 
+* ``ranking``: each row's candidate indices in the order the codebase ranked them, top
+  first (at least K of them), as ``save_scores(..., ranking=...)`` writes it. Parquet: a
+  list of integers per row; NPZ: an integer array ``(instances, K)``. Batches carry it as
+  :class:`~tieeval.io.base.RankLists` (``batch.ranking``); ``--original given`` reads the
+  Original column from it (:mod:`tieeval.kernels.original`). It is not a relevance field:
+  a dump with only scores and ``ranking`` stays a single-positive dump.
+
 A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``positive``
 field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
 scores only. The long layout has one ``label`` column for both protocols; its reader
@@ -49,9 +56,12 @@ from tieeval.io.base import (
     Batch,
     Dump,
     LabelledDump,
+    RankLists,
     ReadOptions,
     RelevanceInfo,
 )
+
+RANKING_FIELD = "ranking"
 
 
 def field_names(options: ReadOptions) -> dict[str, str]:
@@ -84,13 +94,25 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
     return _attach_npz(dump, options)
 
 
-def _relabel(dump: Dump, info: RelevanceInfo, parts=None, batches=None) -> LabelledDump:
+def _relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None) -> Dump:
+    """The dump with new parts or batches; a :class:`LabelledDump` when ``info`` is set
+    (a dump whose only extra field is ``ranking`` stays a plain dump)."""
     values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
     if parts is not None:
         values["parts"] = parts
     if batches is not None:
         values["_batches"] = batches
+    if info is None:
+        return Dump(**values)
     return LabelledDump(**values, relevance=info)
+
+
+def _info(source, present: dict) -> RelevanceInfo | None:
+    relevance = {k: v for k, v in present.items() if k != RANKING_FIELD}
+    if not relevance:
+        return None
+    return RelevanceInfo(source, items="items" in relevance,
+                         fields=tuple(relevance.values()))
 
 
 def _check_combination(path: str, present: dict[str, str], options: ReadOptions,
@@ -192,26 +214,43 @@ def _parquet_files(dump: Dump) -> list[str]:
 
 
 def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
-    from tieeval.io.arrow import _pyarrow, check_same_columns, parquet_file
-    pa, _ = _pyarrow()
-    names = field_names(options)
+    from tieeval.io.arrow import check_same_columns, parquet_file
     files = _parquet_files(dump)
     if not files or not all(hasattr(p, "group") for p in dump.parts):
         return dump
     schema = parquet_file(files[0]).schema_arrow
-    _check_renamed(files[0], names, schema.names)
-    present = {kind: name for kind, name in names.items() if name in schema.names}
+    present, info = schema_relevance(dump.path, files[0], options, schema.names,
+                                     lambda name: schema.field(name).type, with_ranking=True)
     if not present:
         return dump
-    source = _check_combination(dump.path, present, options, options.positive in schema.names)
-    for kind, name in present.items():
-        _check_parquet_type(pa, files[0], schema.field(name).type, kind, name)
     check_same_columns(files[0], schema,
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
-    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
     return _relabel(dump, info, parts=parts)
+
+
+def schema_relevance(path: str, where: str, options: ReadOptions, names, type_of,
+                     with_ranking: bool = False) -> tuple[dict, RelevanceInfo | None]:
+    """The relevance fields of a wide Arrow schema (a Parquet file's, or a Spark
+    DataFrame's converted to Arrow): ``({kind: column name}, RelevanceInfo)``, or
+    ``({}, None)`` when it has none. ``names``: the schema's column names; ``type_of(name)``:
+    a column's Arrow type. Contradictions and wrong types are input errors naming ``where``
+    (a file of the dataset) or ``path``. ``with_ranking``: also the codebase's ``ranking``
+    field (in ``present``; it is not relevance, so it alone gives no RelevanceInfo)."""
+    from tieeval.io.arrow import _pyarrow
+    pa, _ = _pyarrow()
+    wanted = field_names(options)
+    _check_renamed(where, wanted, names)
+    if with_ranking:
+        wanted[RANKING_FIELD] = RANKING_FIELD
+    present = {kind: name for kind, name in wanted.items() if name in names}
+    if not present:
+        return {}, None
+    source = _check_combination(path, present, options, options.positive in names)
+    for kind, name in present.items():
+        _check_parquet_type(pa, where, type_of(name), kind, name)
+    return present, _info(source, present)
 
 
 def _check_parquet_type(pa, path, typ, kind, name):
@@ -225,6 +264,9 @@ def _check_parquet_type(pa, path, typ, kind, name):
     elif kind in ("positives", "negatives"):
         ok = is_list and pa.types.is_integer(value)
         want = "a list of integer column indices per row"
+    elif kind == RANKING_FIELD:
+        ok = is_list and pa.types.is_integer(value)
+        want = "a list of integer candidate indices per row, top first"
     else:
         ok = is_list and (pa.types.is_integer(value) or pa.types.is_string(value)
                           or pa.types.is_large_string(value))
@@ -289,12 +331,7 @@ class ParquetRelevancePart(_WithRelevance):
     fields: tuple  # ((kind, column name), ...)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
-        from tieeval.io.arrow import (
-            _parquet_error,
-            _pyarrow,
-            arrow_lists,
-            parquet_file,
-        )
+        from tieeval.io.arrow import _parquet_error, _pyarrow, parquet_file
         pa, _ = _pyarrow()
         path = self.base.path
         names = dict(self.fields)
@@ -310,11 +347,18 @@ class ParquetRelevancePart(_WithRelevance):
                 table = feeder.take(batch.rows)
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
-            columns = {kind: arrow_lists(path, table.column(name), name,
-                                         functools.partial(_row_label, batch))
-                       for kind, name in names.items()}
-            fill_batch(path, batch, names, columns)
+            fill_from_arrow(path, batch, names, table)
             yield batch
+
+
+def fill_from_arrow(path: str, batch: Batch, names: dict, table) -> Batch:
+    """Set ``batch.labels`` / ``batch.items`` from the list columns ``names``
+    (``{kind: column name}``) of an Arrow table or record batch holding the batch's rows."""
+    from tieeval.io.arrow import arrow_lists
+    columns = {kind: arrow_lists(path, table.column(name), name,
+                                 functools.partial(_row_label, batch))
+               for kind, name in names.items()}
+    return fill_batch(path, batch, names, columns)
 
 
 def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
@@ -339,6 +383,9 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
     if "items" in columns:
         values, offsets = columns["items"]
         batch.items = _check_layout(path, batch, names["items"], values, offsets)
+    if RANKING_FIELD in columns:
+        values, offsets = columns[RANKING_FIELD]
+        batch.ranking = RankLists.from_rows(values, offsets)
     return batch
 
 
@@ -379,6 +426,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
     with archive:
         members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
         _check_renamed(dump.path, names, members)
+        names[RANKING_FIELD] = RANKING_FIELD
         present = {kind: name for kind, name in names.items() if name in members}
         if not present:
             return dump
@@ -391,7 +439,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
             _check_npz_member(dump.path, kind, name, member, rows, cols)
             spec = member.spec() if member.stored and not member.fortran else None
             sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
-    info = RelevanceInfo(source, items="items" in present, fields=tuple(present.values()))
+    info = _info(source, present)
     names = {kind: present[kind] for kind in present}
     if dump.parts is not None:
         parts = [NpzRelevancePart(p, names, sources) for p in dump.parts]
@@ -414,6 +462,13 @@ def _check_npz_member(path, kind, name, member, rows, cols):
             raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {dtype}")
         if kind == "items" and dtype.kind not in "iuU":
             raise InputError(f"{path}: '{name}' must hold integer or string item ids, got "
+                             f"{dtype}")
+    elif kind == RANKING_FIELD:
+        if len(shape) != 2 or shape[0] != rows:
+            raise InputError(f"{path}: '{name}' must be a ({rows}, K) array of candidate "
+                             f"indices, top first, got shape {shape}")
+        if dtype.kind not in "iu":
+            raise InputError(f"{path}: '{name}' must hold integer candidate indices, got "
                              f"{dtype}")
     else:
         if len(shape) not in (1, 2) or shape[0] != rows:

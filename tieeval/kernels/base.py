@@ -19,6 +19,7 @@ from tieeval.errors import InputError
 from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.counts import NAN_POLICIES
+from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
 from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
@@ -32,8 +33,9 @@ class EvalSpec:
     ``metrics``: the metrics asked for (already resolved to the dump's kind);
     ``options``: run-wide options of labelled metrics; ``source``: where relevance comes
     from (None: one positive per row; ``labels``, ``positives`` or ``trec``); ``items``:
-    the dump carries candidate ids (the duplicate check runs); ``original``: the ordering
-    behind the Original column (``argsort``, or ``trec`` for TREC runs); ``what_if``: a
+    the dump carries candidate ids (the duplicate check runs); ``original``: the rule
+    behind the Original column (:data:`~tieeval.results.ORIGINAL_RULES`: ``argsort`` by
+    default, ``trec`` for TREC runs; :mod:`tieeval.kernels.original`); ``what_if``: a
     :class:`~tieeval.kernels.whatif.WhatIf` (cast and/or tolerance) or None.
     """
 
@@ -81,6 +83,9 @@ class Kernel(ABC):
     """Per-batch math of one kind of dump, behind one interface (see the module doc)."""
 
     name = "kernel"
+    # Working memory per score relative to the single-positive kernel's: automatic batch
+    # sizes are divided by it, so every kernel stays near the same footprint.
+    memory_factor = 1
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec
@@ -90,6 +95,13 @@ class Kernel(ABC):
     @abstractmethod
     def supports(cls, spec: EvalSpec) -> bool:
         """Whether this kernel evaluates dumps of ``spec`` exactly."""
+
+    def batch_rows(self, dump, batch_rows: int | None = None) -> int:
+        """Rows per batch: ``batch_rows``, or the dump's automatic size for this kernel."""
+        size = dump.batch_size(batch_rows)
+        if batch_rows is None and self.memory_factor > 1:
+            size = max(64, size // self.memory_factor)
+        return size
 
     def new(self) -> Accumulator:
         """An empty accumulator for this kernel's entries."""
@@ -139,4 +151,13 @@ class Kernel(ABC):
         result.warnings[:0] = list(warnings) + lines
         if self.spec.what_if is not None:
             result.what_if = self.spec.what_if
+        if self.spec.original != default_rule(self.spec.source == "trec"):
+            result.original_rule = self.spec.original
         return result
+
+    def listed(self, batch: Batch):
+        """The checked ranking of a batch under ``--original given`` / ``topk``, else None."""
+        if self.spec.original not in LISTED_RULES:
+            return None
+        metrics = [e.metric for e in self.entries]
+        return listed_ranking(batch, self.spec.original, metrics, self.spec.path)

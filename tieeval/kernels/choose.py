@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tieeval.kernels.base import EvalSpec, Kernel
 from tieeval.kernels.general import GeneralKernel
+from tieeval.kernels.original import check_rule_for, default_rule
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
@@ -31,16 +32,24 @@ def resolve_metrics(metrics, source: str | None) -> list[Metric]:
 
 
 def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,
-             nan_policy: str = "raise", what_if=None, path: str = "") -> EvalSpec:
+             nan_policy: str = "raise", what_if=None, path: str = "",
+             original: str | None = None) -> EvalSpec:
     """The :class:`EvalSpec` of a dump whose relevance is ``relevance`` (a
-    :class:`~tieeval.io.base.RelevanceInfo`, or None for a plain single-positive dump)."""
+    :class:`~tieeval.io.base.RelevanceInfo`, or None for a plain single-positive dump).
+
+    ``original``: the Original column's rule (:mod:`tieeval.kernels.original`); None is
+    the dump's default, ``argsort`` (``trec`` for TREC runs, whose rows are listed in
+    trec_eval's order)."""
     source = relevance.source if relevance is not None else None
     if what_if is not None and not what_if.active:
         what_if = None
-    return EvalSpec(tuple(resolve_metrics(metrics, source)), options or DEFAULT_OPTIONS,
+    trec = relevance is not None and relevance.original == "given"
+    chosen = tuple(resolve_metrics(metrics, source))
+    rule = default_rule(trec) if original is None else check_rule_for(
+        original, trec=trec, metrics=chosen, path=path)
+    return EvalSpec(chosen, options or DEFAULT_OPTIONS,
                     nan_policy, source, bool(relevance is not None and relevance.items),
-                    relevance.original if relevance is not None else "argsort", what_if,
-                    path)
+                    rule, what_if, path)
 
 
 def choose_kernel(spec: EvalSpec) -> Kernel:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
+from tieeval.kernels.threads import map_blocks
 
 NAN_POLICIES = ("raise", "worst")
 
@@ -75,11 +76,13 @@ def _negated(scores: np.ndarray) -> np.ndarray:
 BLOCK_SCORES = 1 << 18
 
 
-def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise") -> RowCounts:
+def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
+                 rule: str = "argsort") -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
     With ``nan_policy='raise'`` a NaN raises :class:`NanScoreError`; with ``'worst'`` NaN
-    ranks below every number and all NaNs of a row tie with each other.
+    ranks below every number and all NaNs of a row tie with each other. ``rule``: the
+    ranking rule of the ``original`` ranks (see :func:`original_ranks`).
     """
     rows, cols = scores.shape
     from tieeval.kernels.fused import dense_abt
@@ -87,17 +90,23 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     if fused is not None:
         a, b, top = fused
         return RowCounts(a=a, b=b, n=np.full(rows, cols, dtype=np.int64), top=top,
-                         original=original_ranks(scores, positive, a, b))
+                         original=original_ranks(scores, positive, a, b, rule))
     step = max(1, BLOCK_SCORES // max(1, cols))
+    # a, b and the top tie in cache-sized blocks; the tied rows' sorts over the whole batch
+    # at once, so that they can be spread over threads
     if rows <= step:
-        return _dense_block(scores, positive, nan_policy, 0)
-    parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo)
-             for lo in range(0, rows, step)]
-    return RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
-                       for f in ("a", "b", "n", "top", "original")))
+        counts = _dense_block(scores, positive, nan_policy, 0)
+    else:
+        parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo)
+                 for lo in range(0, rows, step)]
+        counts = RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
+                             for f in ("a", "b", "n", "top", "original")))
+    counts.original = original_ranks(scores, positive, counts.a, counts.b, rule)
+    return counts
 
 
 def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
+    """``a``, ``b``, ``n`` and the top tie of a block; ``original`` is left at ``a + 1``."""
     rows, cols = scores.shape
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
     if worst:
@@ -130,30 +139,60 @@ def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
             b[nan_pos] = nans
         all_nan = np.isnan(row_max)
         top[all_nan] = cols
-    return RowCounts(a=a, b=b, n=n, top=top, original=original_ranks(scores, positive, a, b))
+    return RowCounts(a=a, b=b, n=n, top=top, original=a + 1)
 
 
-def original_ranks(scores, positive, a, b) -> np.ndarray:
-    """The positive's 1-based rank in ``np.argsort(scores * -1, axis=1)`` (dense batch).
+def _tied_with(values: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``values == p``, NaN tied with NaN (as ``nan_policy='worst'`` ranks them)."""
+    eq = values == p
+    if values.dtype.kind == "f":
+        eq |= np.isnan(values) & np.isnan(p)
+    return eq
+
+
+def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
+    """The positive's 1-based rank under ``rule`` (dense batch).
+
+    ``argsort``: its place in ``np.argsort(scores * -1, axis=1)``; ``stable``: ties by
+    ascending position (``np.argsort(-scores, kind="stable")``), ``reverse-stable``: ties
+    by descending position, both counted without a sort. Any other rule (a ranking the
+    dump carries, ``torch.topk``) is filled in by the kernel: ``a + 1`` here.
 
     An untied positive sits at ``a + 1`` whatever the sort does; only rows whose positive
-    is tied are sorted, in blocks, so the int64 order array stays in cache.
+    is tied are sorted (or counted), in blocks, so the work arrays stay in cache.
     """
     original = a + 1
+    if rule not in ("argsort", "stable", "reverse-stable"):
+        return original
     tied = np.flatnonzero(b > 1)
     step = max(1, BLOCK_SCORES // max(1, scores.shape[1]))
-    for lo in range(0, tied.size, step):
-        rows = tied[lo:lo + step]
+    if rule == "argsort":
         # Exactly the released codebases' call: np.argsort(pred_score * -1, axis=1), default
-        # kind, stored dtype. Each row is sorted independently, so sorting only the tied rows
-        # gives the same per-row order as sorting the whole matrix.
-        order = np.argsort(_negated(scores[rows]), axis=1)
-        original[rows] = np.argmax(order == positive[rows][:, None], axis=1) + 1
+        # kind, stored dtype. Each row is sorted independently, so sorting only the tied
+        # rows, in blocks and on several threads, gives the same per-row order as sorting
+        # the whole matrix at once.
+        blocks = [tied[lo:lo + step] for lo in range(0, tied.size, step)]
+
+        def ranks(rows):
+            order = np.argsort(_negated(scores[rows]), axis=1)
+            return np.argmax(order == positive[rows][:, None], axis=1) + 1
+        for rows, got in zip(blocks, map_blocks(ranks, blocks,
+                                                [r.size * scores.shape[1] for r in blocks])):
+            original[rows] = got
+        return original
+    for lo in range(0, tied.size, step):  # stable / reverse-stable: counted, no sort
+        rows = tied[lo:lo + step]
+        sub = scores[rows]
+        pos = positive[rows][:, None]
+        eq = _tied_with(sub, scores[rows, positive[rows]][:, None])
+        cols = np.arange(sub.shape[1])
+        side = cols < pos if rule == "stable" else cols > pos
+        original[rows] += np.count_nonzero(eq & side, axis=1)
     return original
 
 
 def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
-                  nan_policy: str = "raise") -> RowCounts:
+                  nan_policy: str = "raise", rule: str = "argsort") -> RowCounts:
     """Counts for a ragged batch: row i is ``values[offsets[i]:offsets[i+1]]``."""
     starts = offsets[:-1]
     n = np.diff(offsets).astype(np.int64)
@@ -175,10 +214,17 @@ def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
         all_nan = np.isnan(row_max)
         top[all_nan] = n[all_nan]
     original = a + 1
-    for i in np.flatnonzero(b > 1):
-        row = values[offsets[i]:offsets[i + 1]]
-        order = np.argsort(_negated(row))
-        original[i] = int(np.flatnonzero(order == positive[i])[0]) + 1
+    if rule in ("stable", "reverse-stable") and (b > 1).any():
+        # tied candidates before (stable) or after (reverse-stable) the positive's position
+        col = np.arange(values.size) - np.repeat(starts, n)
+        pos = np.repeat(positive, n)
+        side = col < pos if rule == "stable" else col > pos
+        original += np.add.reduceat(_tied_with(values, rep) & side, starts, dtype=np.int64)
+    elif rule == "argsort":
+        for i in np.flatnonzero(b > 1):
+            row = values[offsets[i]:offsets[i + 1]]
+            order = np.argsort(_negated(row))
+            original[i] = int(np.flatnonzero(order == positive[i])[0]) + 1
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 
 

@@ -52,6 +52,7 @@ from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
 from tieeval.kernels.counts import NanScoreError
+from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.metric import COLUMNS
@@ -79,6 +80,8 @@ class GeneralKernel(Kernel):
     """Every metric of the registry on any relevance: one sort per row into tie blocks."""
 
     name = "general"
+    # the block table keeps about a dozen int64 or float64 arrays per score
+    memory_factor = 8
 
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:
@@ -102,14 +105,21 @@ class GeneralKernel(Kernel):
         dump row."""
         atol = None if self.spec.what_if is None else self.spec.what_if.tolerance
         path = self.spec.path
+        rule = self.spec.original
+        order = ("given" if rule == "trec" else  # TREC rows come in trec_eval's order
+                 "argsort" if rule in LISTED_RULES else rule)
         try:
-            return RelBatch(batch.scores, labels, batch.offsets,
-                            nan_policy=self.spec.nan_policy, original=self.spec.original,
-                            unranked=getattr(batch, "unranked", None), tolerance=atol)
+            rb = RelBatch(batch.scores, labels, batch.offsets,
+                          nan_policy=self.spec.nan_policy, original=order,
+                          unranked=getattr(batch, "unranked", None), tolerance=atol)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
+        listed = self.listed(batch)
+        if listed is not None:
+            rb.use_order(listed)
+        return rb
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
         batch = self.prepare(batch)

@@ -2,7 +2,8 @@
 
 Per row it counts ``a`` (candidates strictly above the positive) and ``b`` (tied with it,
 itself included) in the stored dtype, plus the rank numpy's ``np.argsort(scores * -1)``
-gives the positive, only for rows whose positive is tied (:mod:`tieeval.kernels.counts`).
+gives the positive, only for rows whose positive is tied (:mod:`tieeval.kernels.counts`),
+or the rank another Original rule gives it (:mod:`tieeval.kernels.original`).
 Every column then follows from closed forms (:mod:`tieeval.kernels.closed_forms`) without
 a sort. Deterministic columns are summed through rank histograms, tie-aware values only
 for tied rows; all sums are exact, so the result does not depend on the split.
@@ -30,12 +31,15 @@ from tieeval.metrics.metric import COLUMNS, Metric
 from tieeval.results import MetricRow, RunResult, TieStats
 
 
-def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "") -> RowCounts:
-    """Run the tie kernel on one batch, turning a NaN into an error naming the dump row."""
+def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",
+                 rule: str = "argsort") -> RowCounts:
+    """Run the tie kernel on one batch, turning a NaN into an error naming the dump row.
+    ``rule``: the Original rule of the ``original`` ranks (argsort, stable, reverse-stable;
+    other rules leave them to the kernel)."""
     try:
         if batch.offsets is None:
-            return dense_counts(batch.scores, batch.positive, nan_policy)
-        return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy)
+            return dense_counts(batch.scores, batch.positive, nan_policy, rule)
+        return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy, rule)
     except NanScoreError as exc:
         where = f"{path}: " if path else ""
         raise InputError(f"{where}{batch.where(exc.row)}: NaN score "
@@ -72,7 +76,10 @@ class SinglePositiveKernel(Kernel):
     def counts(self, batch: Batch) -> RowCounts:
         """``a``, ``b``, the top tie and the original rank of one (prepared) batch, under
         the what-if's tolerance when one is set."""
-        exact = batch_counts(batch, self.spec.nan_policy, self.spec.path)
+        exact = batch_counts(batch, self.spec.nan_policy, self.spec.path, self.spec.original)
+        listed = self.listed(batch)
+        if listed is not None:
+            exact.original = listed.positive_ranks(batch.positive, exact.a)
         what_if = self.spec.what_if
         if what_if is None or what_if.tolerance is None:
             return exact
@@ -121,8 +128,13 @@ class SinglePositiveKernel(Kernel):
                 sums.variance.add(np.maximum(e2 - e * e, 0.0))
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
+        return self.instance_counts(batch)[1]
+
+    def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
+        """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""
         counts = self.counts(self.prepare(batch))
-        return [single_positive(m, counts.a, counts.b, counts.original) for m in self.metrics]
+        return counts, [single_positive(m, counts.a, counts.b, counts.original)
+                        for m in self.metrics]
 
     def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
                warnings=()) -> RunResult:

@@ -72,6 +72,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
+from tieeval.kernels.threads import map_blocks
 from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.options import (
     NAN_POLICIES,
@@ -90,6 +91,7 @@ from tieeval.metrics.options import (
 
 _DIRECT = 64  # power sums over at most this many terms are added directly
 _CHUNK = 1 << 22  # elements per 2-D work array
+_SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
 
 
 def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
@@ -276,9 +278,11 @@ class RelBatch:
         NaN scores raise :class:`~tieeval.kernels.counts.NanScoreError` (an ``InputError`` whose
         ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
         a row forming one tie block.
-    original : {'argsort', 'given'}
+    original : {'argsort', 'stable', 'reverse-stable', 'given'}
         What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
-        the evaluated codebases' call. ``'given'``: each row is already listed in the order
+        the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
+        ascending position); ``'reverse-stable'``: ties by descending position (see
+        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already listed in the order
         the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
         must then be non-increasing in score, or the order is not a ranking of the scores.
     unranked : (labels, offsets), optional
@@ -358,9 +362,24 @@ class RelBatch:
             # dtype, exactly the codebases' call (so it is also the 'original' ordering): score
             # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
             # row on its own, as the 1-D call would), several times faster than a flat sort.
+            # Groups are sorted on several threads (argsort releases the GIL); each row's
+            # order is the same as from one call.
             order = np.empty(size, dtype=np.int64)
-            for base, idx in self._by_length(np.arange(rows)):
-                order[idx] = base + np.argsort(_sort_key_desc(s[idx]), axis=1)
+            kind = None if original == "argsort" else "stable"
+
+            def sort(group):
+                base, idx = group
+                if original == "reverse-stable":
+                    # a stable sort of the reversed row: ties by descending position
+                    back = idx[:, ::-1]
+                    return np.take_along_axis(
+                        back, np.argsort(_sort_key_desc(s[back]), axis=1, kind=kind), axis=1)
+                return base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
+            groups = list(self._by_length(np.arange(rows)))
+            for (_, idx), got in zip(groups, map_blocks(sort, groups,
+                                                        [g[1].size for g in groups])):
+                order[idx] = got
+        self._order = order
         ss = s[order]
         new = np.ones(size, dtype=bool)
         if size > 1:
@@ -421,7 +440,7 @@ class RelBatch:
             if length == 0:
                 continue
             group = rows[lens == length]
-            for part in np.array_split(group, group.size * int(length) // _CHUNK + 1):
+            for part in np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1):
                 if part.size:
                     base = self.offsets[part][:, None]
                     yield base, base + np.arange(length)
@@ -465,6 +484,12 @@ class RelBatch:
         if bad.size:
             raise InputError(f"row {int(rw[bad[0]])}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
+
+    def use_order(self, listed) -> None:
+        """Take the 'original' ordering from a checked listed ranking
+        (:class:`tieeval.kernels.original.Listed`): each row's listed candidates, then the
+        rest in score order (they never decide a metric the list covers)."""
+        self._lab_original = self._labf[listed.order(self._order, self.offsets)]
 
     def lab_original(self) -> np.ndarray:
         """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order

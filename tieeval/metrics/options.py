@@ -28,7 +28,7 @@ DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
 NAN_POLICIES = ("raise", "worst")
-ORIGINAL_ORDERS = ("argsort", "given")
+ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R"}

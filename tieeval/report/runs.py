@@ -19,7 +19,7 @@ from tieeval.report.format import (
     md_escape,
     md_table,
 )
-from tieeval.results import RunResult, environment, report_dict
+from tieeval.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
@@ -62,13 +62,45 @@ def describe_run(run: RunResult) -> str:
 
 
 def footer(runs: Iterable[RunResult] = ()) -> str:
+    """What the Original column ranks by (each rule the runs used), and the versions."""
+    runs = list(runs)
     env = environment()
-    text = (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
-            f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order among "
-            f"ties is platform-dependent.")
-    if any((getattr(r, "relevance", None) or {}).get("source") == "trec" for r in runs):
-        text += " TREC runs: trec_eval's order (score, then docno, descending) instead."
-    return f"{text} tieeval {env['tieeval_version']}."
+    argsort = (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
+               f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order "
+               f"among ties is platform-dependent.")
+    chosen = list(dict.fromkeys(r.original_rule for r in runs
+                                if getattr(r, "original_rule", None) is not None))
+    trec = any((getattr(r, "relevance", None) or {}).get("source") == "trec"
+               and getattr(r, "original_rule", None) is None for r in runs)
+    if not chosen:
+        text = argsort
+        if trec:
+            text += " TREC runs: trec_eval's order (score, then docno, descending) instead."
+        return f"{text} tieeval {env['tieeval_version']}."
+    parts = []
+    if len(chosen) < len(runs) and any(getattr(r, "original_rule", None) is None
+                                       and not _is_trec(r) for r in runs):
+        parts.append(argsort)
+    if trec:
+        parts.append("TREC runs: trec_eval's order (score, then docno, descending).")
+    for rule in chosen:
+        text = ORIGINAL_RULE_TEXT[rule]
+        if rule == "topk":
+            text += f" (torch {_torch_version()})"
+        parts.append(f"Original (--original {rule}) = {text}.")
+    return f"{' '.join(parts)} tieeval {env['tieeval_version']}."
+
+
+def _is_trec(run: RunResult) -> bool:
+    return (getattr(run, "relevance", None) or {}).get("source") == "trec"
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - a topk run was evaluated with torch
+        return "not installed"
+    return str(torch.__version__)
 
 
 def render_tables(runs: Iterable[RunResult], console) -> None:

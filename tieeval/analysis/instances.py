@@ -1,0 +1,55 @@
+"""Per-instance output: one Parquet row per instance with every metric's four columns.
+
+:func:`write_per_instance` opens a dump, finds its instance ids (the long layout's and TREC
+runs' come with the batches; a wide dump's ``instance`` field is read beside the scores)
+and streams the rows with :func:`tieeval.engine.local.per_instance`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tieeval.analysis.diff import INSTANCE_FIELD, read_instance_ids
+from tieeval.engine.local import per_instance
+from tieeval.errors import ParameterError
+from tieeval.io.base import ReadOptions
+from tieeval.io.open import open_dump
+
+
+def check_output(out) -> str:
+    """``out`` is a writable place for a Parquet file (checked before any evaluation)."""
+    out = os.fspath(out)
+    folder = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise ParameterError(f"{out}: is a directory; --per-instance needs a file name "
+                             "(e.g. instances.parquet)")
+    if not os.path.isdir(folder):
+        raise ParameterError(f"{out}: folder {folder} does not exist")
+    return out
+
+
+def write_per_instance(path: str, out: str, metrics=None, *,
+                       options: ReadOptions | None = None,
+                       instance_field: str = INSTANCE_FIELD, **kwargs) -> int:
+    """Evaluate the dump at ``path`` per instance into the Parquet file ``out`` (see
+    :func:`tieeval.engine.local.per_instance` for the columns and ``kwargs``: ``nan_policy``,
+    ``batch_rows``, ``relevance``, ``what_if``, ``original``, ``progress``); returns the
+    number of rows written.
+
+    >>> import numpy as np, tempfile, os, pyarrow.parquet as pq
+    >>> from tieeval import save_scores
+    >>> d = tempfile.mkdtemp()
+    >>> save_scores(os.path.join(d, "run.npz"), np.array([[1., 1.], [1., 0.]]))  # doctest: +ELLIPSIS
+    '...'
+    >>> write_per_instance(os.path.join(d, "run.npz"), os.path.join(d, "rows.parquet"),
+    ...                    ["HR@1"])
+    2
+    >>> pq.read_table(os.path.join(d, "rows.parquet")).column("HR@1_tie_aware").to_pylist()
+    [0.5, 1.0]
+    """
+    out = check_output(out)
+    dump = open_dump(path, options)
+    ids = None
+    if getattr(dump, "layout", "wide") == "wide" and dump.format in ("npz", "parquet"):
+        ids = read_instance_ids(dump.path, instance_field)
+    return per_instance(dump, out, metrics, ids=ids, **kwargs)

@@ -1,0 +1,249 @@
+"""The Original column's ranking rule: how the evaluated codebase ordered tied scores.
+
+The First, Last and Tie-aware columns do not depend on any ordering of ties; the Original
+column is the metric under one particular ordering, the codebase's own. The rules
+(:data:`~tieeval.results.ORIGINAL_RULES`, ``--original RULE``, ``original=`` in the API):
+
+* ``argsort`` (default): ``np.argsort(scores * -1, axis=1)``, numpy's default kind on the
+  stored dtype, as the released codebases call it (:mod:`tieeval.kernels.counts`);
+* ``stable``: a stable descending sort, ties by ascending position
+  (``np.argsort(-scores, kind="stable")``); ``reverse-stable``: ties by descending position.
+  Both negate without overflow (``~x`` where ``* -1`` would overflow an integer dtype) and
+  rank NaN last (``nan_policy='worst'``);
+* ``trec``: trec_eval's order (score, then docno, descending), the default and only rule of
+  TREC runs (:mod:`tieeval.io.trec` lists their rows in that order);
+* ``topk``: ``torch.topk(scores, K)`` on the CPU, K the largest cutoff asked (torch is an
+  optional extra, ``pip install 'tieeval[torch]'``); GPU kernels may order ties differently;
+* ``given``: the ranking the dump carries in its ``ranking`` field (per row, candidate
+  indices top first, at least K of them), exact whatever the codebase used.
+
+``topk`` and ``given`` rank only the listed top of a row: a metric with cutoff K needs at
+least ``min(K, candidates)`` listed indices per row, a metric without a cutoff (MRR, MAP)
+the whole ranking. A listed ranking must rank the scores: non-increasing along the list,
+every unlisted candidate scored no higher than the last listed one; then the Original
+value lies between Last and First, as for every rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.base import Batch, RankLists
+from tieeval.results import ORIGINAL_RULES
+
+LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list per row
+TORCH_HINT = "pip install 'tieeval[torch]'"
+
+
+def check_rule(rule) -> str:
+    if rule not in ORIGINAL_RULES:
+        raise ParameterError(f"original must be one of {', '.join(ORIGINAL_RULES)}, "
+                             f"got {rule!r}")
+    return rule
+
+
+def default_rule(trec: bool) -> str:
+    """The Original rule of a dump that names none: trec_eval's for TREC runs."""
+    return "trec" if trec else "argsort"
+
+
+def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
+    """``rule`` checked against the dump kind and the metrics (one-line errors)."""
+    where = f"{path}: " if path else ""
+    check_rule(rule)
+    if trec and rule != "trec":
+        raise ParameterError(f"{where}a TREC run's Original is trec_eval's order "
+                             f"(--original trec); --original {rule} does not apply to it")
+    if not trec and rule == "trec":
+        raise ParameterError(f"{where}--original trec is trec_eval's docno rule and applies "
+                             "to TREC runs (--qrels) only")
+    if rule == "topk":
+        uncut = [m for m in metrics if m.k is None]
+        if uncut:
+            m = uncut[0]
+            raise ParameterError(
+                f"--original topk ranks the top K of each row (torch.topk(scores, K), K the "
+                f"largest cutoff asked); {m} has no cutoff: ask for {m.name}@K instead "
+                f"(e.g. -m {m.name}@{max([x.k for x in metrics if x.k] or [10])})")
+        require_torch()
+    return rule
+
+
+def require_torch():
+    try:
+        import torch
+    except ImportError:
+        raise ParameterError(f"--original topk needs torch ({TORCH_HINT})") from None
+    return torch
+
+
+# ---------------------------------------------------------------------------------------
+# Listed rankings (given, topk)
+
+
+def _greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x`` ranks strictly above ``y`` (NaN below every number, NaN ties NaN)."""
+    out = x > y
+    if x.dtype.kind == "f":
+        out |= np.isnan(y) & ~np.isnan(x)
+    return out
+
+
+class Listed:
+    """A batch's listed ranking, checked against its scores (see the module doc).
+
+    ``row``: the row of each listed entry; ``flat``: its index into the flat scores;
+    ``place``: its 1-based place in the row's list; ``length``: entries per row.
+    """
+
+    def __init__(self, scores: np.ndarray, offsets: np.ndarray, ranking: RankLists, where,
+                 name: str = "ranking"):
+        n = np.diff(offsets)
+        rows = n.size
+        if ranking.rows != rows:
+            raise InputError(f"'{name}' has {ranking.rows} rows, the scores {rows}")
+        values = np.asarray(ranking.values)
+        if values.size and values.dtype.kind not in "iu":
+            raise InputError(f"'{name}' must hold integer candidate indices, got "
+                             f"{values.dtype}")
+        values = values.astype(np.int64, copy=False)
+        length = ranking.lengths().astype(np.int64)
+        row = np.repeat(np.arange(rows, dtype=np.int64), length)
+        bad = np.flatnonzero((values < 0) | (values >= n[row]))
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{where(int(row[i]))}: '{name}' index {int(values[i])} is out "
+                             f"of range for {int(n[row[i]])} candidate(s)")
+        flat = offsets[:-1][row] + values
+        seen = np.bincount(flat, minlength=scores.size)
+        if (seen > 1).any():
+            i = int(np.flatnonzero(seen[flat] > 1)[0])
+            raise InputError(f"{where(int(row[i]))}: '{name}' lists candidate "
+                             f"{int(values[i])} twice")
+        s = scores[flat]
+        if s.size > 1:
+            up = np.flatnonzero((row[1:] == row[:-1]) & _greater(s[1:], s[:-1]))
+            if up.size:
+                i = int(up[0])
+                raise InputError(
+                    f"{where(int(row[i]))}: '{name}' lists candidate {int(values[i + 1])} "
+                    f"(score {s[i + 1]!r}) below candidate {int(values[i])} (score {s[i]!r}); "
+                    "it is not a ranking of these scores (were they saved from another "
+                    "dtype or run?)")
+        short = np.flatnonzero((length < n) & (length > 0))
+        if short.size:
+            listed = np.zeros(scores.size, dtype=bool)
+            listed[flat] = True
+            starts = offsets[:-1]
+            if scores.dtype.kind == "f":
+                rest = np.where(listed, np.nan, scores)
+                best = np.fmax.reduceat(rest, starts)
+            else:
+                rest = np.where(listed, np.iinfo(scores.dtype).min, scores)
+                best = np.maximum.reduceat(rest, starts)
+            last = scores[flat[ranking.offsets[1:][short] - 1]]
+            above = np.flatnonzero(_greater(best[short], last))
+            if above.size:
+                r = int(short[above[0]])
+                raise InputError(
+                    f"{where(r)}: '{name}' leaves out a candidate scored {best[r]!r}, above "
+                    f"its last listed score {scores[flat[ranking.offsets[r + 1] - 1]]!r}; it "
+                    "is not a ranking of these scores")
+        self.row, self.flat, self.length, self.n = row, flat, length, n
+        self.values = values
+        self.place = np.arange(values.size, dtype=np.int64) - ranking.offsets[:-1][row] + 1
+
+    def check_cutoffs(self, metrics, where, rule: str) -> None:
+        """Each metric's cutoff is covered by every row's list (see the module doc)."""
+        for m in metrics:
+            need = self.n if m.k is None else np.minimum(self.n, m.k)
+            bad = np.flatnonzero(self.length < need)
+            if bad.size:
+                i = int(bad[0])
+                what = ("'ranking' lists" if rule == "given"
+                        else "torch.topk(scores, K) ranks")
+                hint = (f"; a metric without a cutoff needs the whole ranking (ask for "
+                        f"{m.name}@K with K <= {int(self.length[i])}, or save every "
+                        "candidate)" if m.k is None else "; save a longer ranking")
+                raise InputError(f"{where(i)}: {what} {int(self.length[i])} of "
+                                 f"{int(self.n[i])} candidates, but {m} needs the top "
+                                 f"{int(need[i])}{hint}")
+
+    def positive_ranks(self, positive: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """The positive's 1-based place in each row's list; a positive left out of a
+        shorter list ranks below it: ``max(a + 1, length + 1)``, beyond every cutoff
+        the list covers, and within the positive's tie block."""
+        out = np.maximum(a + 1, self.length + 1)
+        hit = np.flatnonzero(self.values == positive[self.row])
+        out[self.row[hit]] = self.place[hit]
+        return out
+
+    def order(self, order: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The flat positions of every row in list order, then the unlisted candidates in
+        the order ``order`` (a full descending sort) gives them."""
+        size = order.size
+        n = np.diff(offsets)
+        rw = np.repeat(np.arange(n.size, dtype=np.int64), n)
+        key = np.empty(size, dtype=np.int64)
+        key[order] = self.length[rw] + np.arange(size, dtype=np.int64) - offsets[:-1][rw]
+        key[self.flat] = self.place - 1
+        return np.lexsort((key, rw))
+
+
+def batch_offsets(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """Flat scores and row offsets of a dense or ragged batch."""
+    if batch.offsets is None:
+        rows, cols = batch.scores.shape
+        return batch.scores.reshape(-1), np.arange(rows + 1, dtype=np.int64) * cols
+    return batch.scores, np.asarray(batch.offsets, dtype=np.int64)
+
+
+def topk_ranking(scores: np.ndarray, offsets: np.ndarray, k: int) -> RankLists:
+    """Each row's ``torch.topk(row, min(K, candidates)).indices`` on the CPU."""
+    torch = require_torch()
+    n = np.diff(offsets)
+    if scores.dtype.kind == "f" and np.isnan(scores).any():
+        raise InputError("--original topk: torch.topk ranks NaN above every number, tieeval "
+                         "below (--nan-policy worst); no exact Original for NaN scores")
+    if scores.dtype.kind == "u" and scores.dtype.itemsize > 1:
+        # torch has no unsigned dtypes wider than 8 bits: widen, which keeps every order
+        scores = scores.astype(np.int64)
+    if n.size and n.min() == n.max():
+        kk = int(min(k, n[0]))
+        dense = torch.from_numpy(np.ascontiguousarray(scores.reshape(n.size, int(n[0]))))
+        idx = torch.topk(dense, kk, dim=1).indices.numpy()
+        return RankLists.from_rows(idx, None)
+    parts = []
+    for i in range(n.size):
+        row = torch.from_numpy(np.ascontiguousarray(scores[offsets[i]:offsets[i + 1]]))
+        parts.append(torch.topk(row, int(min(k, n[i]))).indices.numpy())
+    lengths = np.array([p.size for p in parts], dtype=np.int64)
+    return RankLists(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64),
+                     np.concatenate(([0], np.cumsum(lengths))))
+
+
+def listed_ranking(batch: Batch, rule: str, metrics, path: str = "") -> Listed:
+    """The checked list of a ``given`` or ``topk`` batch (its cutoffs covered)."""
+    prefix = f"{path}: " if path else ""
+
+    def where(i):
+        return f"{prefix}{batch.where(i)}"
+
+    scores, offsets = batch_offsets(batch)
+    if rule == "given":
+        if batch.ranking is None:
+            raise InputError(f"{prefix}--original given needs a 'ranking' field: per row, "
+                             "the candidate indices the codebase ranked, top first "
+                             "(save_scores(..., ranking=...))")
+        ranking, name = batch.ranking, "ranking"
+    else:
+        k = max([m.k for m in metrics if m.k is not None] or [1])
+        ranking, name = topk_ranking(scores, offsets, k), "torch.topk"
+    try:
+        listed = Listed(scores, offsets, ranking, where, name)
+    except InputError as exc:
+        text = str(exc)
+        raise InputError(text if text.startswith(prefix) else f"{prefix}{text}") from None
+    listed.check_cutoffs(metrics, where, rule)
+    return listed
