@@ -8,6 +8,7 @@ import re
 import shlex
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from guide import ROOT, read
 
@@ -17,8 +18,8 @@ ROW = re.compile(r"\s+(HR|NDCG|MRR)(@\d+)?\s+\d")
 README = read("README.md")
 
 
-def quickstart_commands() -> list[str]:
-    block = README.split("## Quickstart", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+def quickstart_commands(text: str = README) -> list[str]:
+    block = text.split("## Quickstart", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     return [line.strip() for line in block.strip().splitlines()]
 
 
@@ -30,14 +31,18 @@ def test_ci_runs_the_readme_quickstart_verbatim():
         assert command in ci.splitlines()
 
 
-def test_quickstart_output_is_real():
-    install_and_run = quickstart_commands()[0]
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_quickstart_output_is_real(page):
+    """The README's quickstart, and the guide's copy of it."""
+    text = read(page)
+    assert quickstart_commands(text) == quickstart_commands()
+    install_and_run = quickstart_commands(text)[0]
     compare = install_and_run.split("&& ")[-1]
     args = shlex.split(compare)[1:]
     assert args[0] == "compare"
     os.chdir(ROOT)
     out = CliRunner().invoke(cli, args, catch_exceptions=False, terminal_width=100).output
-    shown = README.split("The first command prints", 1)[1].split("```text", 1)[1]
+    shown = text.split("The first command prints", 1)[1].split("```text", 1)[1]
     shown = shown.split("```", 1)[0]
     # Every metric row's First, Last and Tie-aware cells are platform-independent.
     rows = [l.split() for l in shown.splitlines() if ROW.match(l)]
