@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
+import warnings
 
 import click
 
@@ -20,6 +22,7 @@ from tieeval.report import render_tables, to_csv, to_json, to_markdown
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 ENGINES = ("local", "spark")
 
 
@@ -31,6 +34,17 @@ class CliError(click.ClickException):
 
 class InternalError(click.ClickException):
     exit_code = EXIT_INTERNAL
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line, exit 130; workers stopped, nothing half-written."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def _numeric_error(exc: Warning) -> CliError:
+    return CliError(f"a computation left float64's range ({exc}); the input holds scores or "
+                    "labels too large to evaluate")
 
 
 _MULTI_VALUE = ("--k", "-k", "--gamma")
@@ -107,11 +121,21 @@ class Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # numpy's RuntimeWarnings (overflow, invalid value) never print: where a
+                # value is handled the code silences them itself, anywhere else they mean
+                # the input left float64's range and are an input error
+                warnings.simplefilter("error", RuntimeWarning)
+                return super().invoke(ctx)
         except TieevalError as exc:
             raise CliError(str(exc)) from None
+        except KeyboardInterrupt:
+            _stop_workers()
+            raise Interrupted("interrupted") from None
+        except RuntimeWarning as exc:
+            raise _numeric_error(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
-                KeyboardInterrupt, BrokenPipeError):
+                BrokenPipeError):
             raise
         except Exception as exc:  # a bug: say so, never let it pass as exit 1
             if os.environ.get("TIEEVAL_DEBUG"):
@@ -196,8 +220,63 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
     return default_metrics(_flatten_ks(k_values))
 
 
+def _stop_workers() -> None:
+    import signal
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+    from tieeval.engine.parallel import stop_workers
+    stop_workers()
+
+
+def _output_error(exc: OSError) -> CliError:
+    """Writing stdout failed (a full disk, a closed pipe or descriptor): one line, exit 2.
+    The descriptor is pointed at /dev/null so that the interpreter's final flush of what is
+    still buffered cannot fail a second time."""
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    return CliError(f"cannot write the output to stdout: {reason}")
+
+
+class _Stdout:
+    """stdout for data: an OSError while writing becomes :func:`_output_error`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _stdout() -> _Stdout:
+    if sys.stdout is None:
+        raise CliError("cannot write the output to stdout: it is closed")
+    return _Stdout(sys.stdout)
+
+
 def write(text: str) -> None:
-    click.echo(text, nl=False)
+    out = _stdout()
+    click.echo(text, nl=False, file=out)
+    out.flush()
 
 
 def stderr_console():
@@ -220,8 +299,11 @@ def stdout_console():
     """The console for data on stdout: terminal width and colour only on a terminal (rich
     would wrap at 80 columns when piped)."""
     from rich.console import Console
-    out = sys.stdout
-    tty = out.isatty()
+    out = _stdout()
+    try:
+        tty = out.isatty()
+    except (OSError, ValueError):
+        tty = False
     return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
 
 
@@ -235,6 +317,9 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
     fields, rel_options, gamma_given = split_relevance(relevance)
     if relevance:
         raise TypeError(f"unexpected options: {', '.join(relevance)}")
+    if positive_index is not None and not -(1 << 62) <= positive_index < (1 << 62):
+        raise ParameterError(f"--positive-index {positive_index} is out of range (a column "
+                             "index of a row)")
     options = RelevanceReadOptions(scores=scores_column, positive=positive_column,
                                    positive_index=positive_index, layout=layout,
                                    instance=instance_column, position=position_column,

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import signal
+import warnings
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 
@@ -54,8 +56,46 @@ def pool(jobs: int) -> ProcessPoolExecutor:
         for old in _POOL.values():
             old.shutdown(wait=False, cancel_futures=True)
         _POOL.clear()
-        _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+        _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
+                                          initializer=_worker_init,
+                                          initargs=(_runtime_warnings_raise(),))
     return _POOL[jobs]
+
+
+def _runtime_warnings_raise() -> bool:
+    """Whether this process turns RuntimeWarnings into errors (the command line does):
+    workers do as their parent does."""
+    for action, _, category, _, _ in warnings.filters:
+        if issubclass(RuntimeWarning, category):
+            return action == "error"
+    return False
+
+
+def _worker_init(runtime_errors: bool = False) -> None:
+    # Ctrl-C reaches the whole process group: the main process stops the workers
+    # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if runtime_errors:
+        warnings.simplefilter("error", RuntimeWarning)
+
+
+def stop_workers() -> None:
+    """Cancel what is queued and end the worker processes now (on an interrupt): nothing
+    waits for work in progress."""
+    for executor in list(_POOL.values()):
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            try:
+                proc.terminate()
+            except (OSError, ValueError, AttributeError):  # pragma: no cover - already gone
+                pass
+        for proc in processes:
+            try:
+                proc.join(5)
+            except (OSError, ValueError, AssertionError):  # pragma: no cover
+                pass
+    _POOL.clear()
 
 
 @atexit.register
