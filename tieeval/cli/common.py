@@ -119,6 +119,35 @@ class MetricType(click.ParamType):
 class Group(click.Group):
     command_class = Command
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        """click's standalone mode, except that Ctrl-C (even while options are parsed)
+        is one ``Error: interrupted`` line and exit 130, not "Aborted!" and exit 1."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            try:
+                rv = super().main(args, prog_name, complete_var, False, **extra)
+            except click.Abort as exc:
+                if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise
+        except KeyboardInterrupt:
+            _stop_workers()
+            click.echo("Error: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                sys.exit(1)
+            raise
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
             with warnings.catch_warnings():

@@ -6,12 +6,13 @@ pyarrow is imported on first use only, so NPY and NPZ dumps never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
 import numpy as np
 
-from tieeval.errors import InputError
+from tieeval.errors import InputError, TieevalError
 
 # ---------------------------------------------------------------------------------------
 # Parquet
@@ -80,6 +81,19 @@ def check_same_fields(opened, fields) -> None:
 def _parquet_error(path: str, exc: Exception, where: str = "") -> InputError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return InputError(f"{path}: corrupted or truncated Parquet file ({where}{text})")
+
+
+@contextlib.contextmanager
+def damaged_metadata(path: str):
+    """Errors pyarrow raises from a damaged file's metadata (a name that is not UTF-8, an
+    index out of range) as the one-line input error they are."""
+    pa, _ = _pyarrow()
+    try:
+        yield
+    except TieevalError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, KeyError, IndexError) as exc:
+        raise _parquet_error(path, exc) from None
 
 
 def check_same_columns(first: str, schema, others, columns) -> None:

@@ -115,8 +115,12 @@ class _RowStream:
 
     def __init__(self, member: _NpzMember):
         self.member = member
-        self.fh = member.archive.open(member.info)
-        self.fh.read(member.header_bytes)
+        try:
+            self.fh = member.archive.open(member.info)
+            self.fh.read(member.header_bytes)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+                NotImplementedError, RuntimeError) as exc:
+            raise _load_error(member.path, exc) from None
         self.row_bytes = math.prod(int(n) for n in member.shape[1:]) * member.dtype.itemsize
         self.done = 0  # rows read
 
@@ -125,7 +129,8 @@ class _RowStream:
         want = rows * self.row_bytes
         try:
             data = self.fh.read(want)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                RuntimeError) as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                              ) from None
@@ -147,7 +152,8 @@ class _RowStream:
                 if not chunk:
                     break
                 got += len(chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                RuntimeError) as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                              ) from None
@@ -165,11 +171,13 @@ class _RowStream:
 def _open_npz(path: str, options: ReadOptions) -> Dump:
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            RuntimeError) as exc:
         # not a zip at all: np.load says whether it is a pickle or damaged
         try:
             np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc2:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                RuntimeError) as exc2:
             raise _load_error(path, exc2) from None
         raise _load_error(path, exc) from None
     names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.arrow import open_parquet_files
+from tieeval.io.arrow import damaged_metadata, open_parquet_files
 from tieeval.io.base import (
     SCORE_DTYPES,
     Dump,
@@ -94,6 +94,7 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
     """A Parquet file or dataset, wide (a list column of scores) or long (one row per
     instance and candidate), as its schema and ``options.layout`` say."""
     opened = open_parquet_files(files)
-    if table_layout(options, opened[0][2].names) == "long":
-        return open_long_parquet(path, opened, options)
-    return open_wide_parquet(path, opened, options)
+    with damaged_metadata(path if len(files) == 1 else files[0]):
+        if table_layout(options, opened[0][2].names) == "long":
+            return open_long_parquet(path, opened, options)
+        return open_wide_parquet(path, opened, options)

@@ -81,7 +81,9 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
             _check_renamed(dump.path, field_names(options), ())
         return dump
     if dump.format == "parquet":
-        return _attach_parquet(dump, options)
+        from tieeval.io.arrow import damaged_metadata
+        with damaged_metadata(dump.path):
+            return _attach_parquet(dump, options)
     return _attach_npz(dump, options)
 
 
