@@ -345,7 +345,14 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tieeval", "compare", str(path), "-j", "2",
                              "--format", "json", "--tolerance", "1e-3"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
-    time.sleep(2.0)  # the workers are running
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        # interrupt once the workers run (the fork server is a child of the process)
+        if not os.path.exists(children) or open(children).read().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: the whole group
     out, err = proc.communicate(timeout=60)
     if proc.returncode == 0:

@@ -232,12 +232,17 @@ def _run_batches(tmp, cases):
     chunks = [cases[i::BATCHES] for i in range(BATCHES)]
     results, procs = [], []
     for i, chunk in enumerate(chunks):
+        procs.append((i, chunk, os.path.join(tmp, f"out{i}.json"), None))
+    running = []
+
+    def start(i, chunk, out_path):
         cases_path = os.path.join(tmp, f"cases{i}.json")
-        out_path = os.path.join(tmp, f"out{i}.json")
         with open(cases_path, "w") as fh:
             json.dump(chunk, fh)
-        procs.append((i, chunk, out_path, [sys.executable, DRIVER, cases_path, out_path]))
-    running = []
+        proc = subprocess.Popen([sys.executable, DRIVER, cases_path, out_path],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                preexec_fn=_limit_memory)
+        return (i, chunk, out_path, proc)
 
     def finish(entry):
         i, chunk, out_path, proc = entry
@@ -250,15 +255,16 @@ def _run_batches(tmp, cases):
         if os.path.exists(out_path):
             with open(out_path) as fh:
                 done = json.load(fh)
+            os.unlink(out_path)
         results.extend(done)
-        if len(done) < len(chunk):  # the driver died: the case after the last recorded
-            case = chunk[len(done)][0]
-            results.append([case, f"driver died ({proc.returncode})",
+        if len(done) < len(chunk):  # the driver died on the case after the last recorded
+            results.append([chunk[len(done)][0], f"driver died ({proc.returncode})",
                             err.decode(errors="replace")[-2000:]])
-    for i, chunk, out_path, cmd in procs:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=env, preexec_fn=_limit_memory)
-        running.append((i, chunk, out_path, proc))
+            rest = chunk[len(done) + 1:]
+            if rest:
+                finish(start(f"{i}r{len(done)}", rest, out_path))
+    for i, chunk, out_path, _ in procs:
+        running.append(start(i, chunk, out_path))
         if len(running) >= max(2, os.cpu_count() or 1):
             finish(running.pop(0))
     while running:
