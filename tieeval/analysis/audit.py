@@ -61,7 +61,9 @@ def parse_value(text: str) -> tuple[float, float]:
     -------
     value, tolerance : float, float
         The value as a fraction and half a unit of its last printed digit (after the
-        ``%`` scaling): ``"0.4123"`` and ``"41.23%"`` both give ``(0.4123, 5e-05)``.
+        ``%`` scaling): ``"0.4123"`` and ``"41.23%"`` both give ``(0.4123, 5e-05)``. A
+        bare integer (``"0"``, ``"1"``) is exact: tolerance 0 (a printed ``0`` is not
+        "anything below 0.5"); write ``0.0`` for one printed digit.
 
     Raises
     ------
@@ -76,6 +78,8 @@ def parse_value(text: str) -> tuple[float, float]:
     (0.4123, 5e-05)
     >>> parse_value("0.41")
     (0.41, 0.005)
+    >>> parse_value("0")
+    (0.0, 0.0)
     """
     stripped = text.strip()
     percent = stripped.endswith("%")
@@ -91,6 +95,8 @@ def parse_value(text: str) -> tuple[float, float]:
     elif abs(dec) > 1:
         raise ValueError(f"value {number} is above 1: metrics are fractions; "
                          f"write {number}% for a percentage")
+    if not percent and number.lstrip("+-").isdigit():
+        return float(dec), 0.0  # an integer claim is exact
     exponent = dec.as_tuple().exponent
     tolerance = float(Decimal(5).scaleb(exponent - 1))
     return float(dec), tolerance

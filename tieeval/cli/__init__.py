@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 only when a ``check`` threshold fails or an ``audit`` flags a
 claim; 2 usage or input error (one ``Error: ...`` line on stderr); 3 an internal error (a
-bug: please report it). Each command lives in its own module and is registered here.
+bug: please report it); 130 interrupted (Ctrl-C). Each command lives in its own module and is registered here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def cli():
       tieeval compare sample_scores/sigmoid_saturated.parquet --k 1 5 10
 
     Exit codes: 0 success, 1 a check failed or an audit flagged a claim, 2 usage or
-    input error, 3 internal error.
+    input error, 3 internal error, 130 interrupted.
     """
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
+import warnings
 
 import click
 
@@ -21,6 +23,7 @@ from tieeval.results import ORIGINAL_RULES
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 ENGINES = ("local", "spark")
 
 
@@ -32,6 +35,17 @@ class CliError(click.ClickException):
 
 class InternalError(click.ClickException):
     exit_code = EXIT_INTERNAL
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line, exit 130; workers stopped, nothing half-written."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def _numeric_error(exc: Warning) -> CliError:
+    return CliError(f"a computation left float64's range ({exc}); the input holds scores or "
+                    "labels too large to evaluate")
 
 
 _MULTI_VALUE = ("--k", "-k", "--gamma")
@@ -111,13 +125,52 @@ class MetricType(click.ParamType):
 class Group(click.Group):
     command_class = Command
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        """click's standalone mode, except that Ctrl-C (even while options are parsed)
+        is one ``Error: interrupted`` line and exit 130, not "Aborted!" and exit 1."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            try:
+                rv = super().main(args, prog_name, complete_var, False, **extra)
+            except click.Abort as exc:
+                if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise
+        except KeyboardInterrupt:
+            _stop_workers()
+            click.echo("Error: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                sys.exit(1)
+            raise
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # numpy's RuntimeWarnings (overflow, invalid value) never print: where a
+                # value is handled the code silences them itself, anywhere else they mean
+                # the input left float64's range and are an input error
+                warnings.simplefilter("error", RuntimeWarning)
+                return super().invoke(ctx)
         except TieevalError as exc:
             raise CliError(str(exc)) from None
+        except KeyboardInterrupt:
+            _stop_workers()
+            raise Interrupted("interrupted") from None
+        except RuntimeWarning as exc:
+            raise _numeric_error(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
-                KeyboardInterrupt, BrokenPipeError):
+                BrokenPipeError):
             raise
         except Exception as exc:  # a bug: say so, never let it pass as exit 1
             if os.environ.get("TIEEVAL_DEBUG"):
@@ -212,8 +265,63 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
     return default_metrics(_flatten_ks(k_values))
 
 
+def _stop_workers() -> None:
+    import signal
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+    from tieeval.engine.parallel import stop_workers
+    stop_workers()
+
+
+def _output_error(exc: OSError) -> CliError:
+    """Writing stdout failed (a full disk, a closed pipe or descriptor): one line, exit 2.
+    The descriptor is pointed at /dev/null so that the interpreter's final flush of what is
+    still buffered cannot fail a second time."""
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    return CliError(f"cannot write the output to stdout: {reason}")
+
+
+class _Stdout:
+    """stdout for data: an OSError while writing becomes :func:`_output_error`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _stdout() -> _Stdout:
+    if sys.stdout is None:
+        raise CliError("cannot write the output to stdout: it is closed")
+    return _Stdout(sys.stdout)
+
+
 def write(text: str) -> None:
-    click.echo(text, nl=False)
+    out = _stdout()
+    click.echo(text, nl=False, file=out)
+    out.flush()
 
 
 def stderr_console():
@@ -236,8 +344,11 @@ def stdout_console():
     """The console for data on stdout: terminal width and colour only on a terminal (rich
     would wrap at 80 columns when piped)."""
     from rich.console import Console
-    out = sys.stdout
-    tty = out.isatty()
+    out = _stdout()
+    try:
+        tty = out.isatty()
+    except (OSError, ValueError):
+        tty = False
     return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
 
 
@@ -251,6 +362,9 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
     fields, rel_options, gamma_given = split_relevance(relevance)
     if relevance:
         raise TypeError(f"unexpected options: {', '.join(relevance)}")
+    if positive_index is not None and not -(1 << 62) <= positive_index < (1 << 62):
+        raise ParameterError(f"--positive-index {positive_index} is out of range (a column "
+                             "index of a row)")
     options = RelevanceReadOptions(scores=scores_column, positive=positive_column,
                                    positive_index=positive_index, layout=layout,
                                    instance=instance_column, position=position_column,

@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import signal
+import threading
+import warnings
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 
 from tieeval.io.base import Dump
@@ -48,14 +52,76 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
+@contextmanager
+def _sigint_blocked():
+    """SIGINT held back while helper processes start: a process started meanwhile (the
+    fork server, the resource tracker, a worker) inherits the mask and never gets a
+    Ctrl-C halfway through its imports; this process gets it right after."""
+    if (hasattr(signal, "pthread_sigmask")
+            and threading.current_thread() is threading.main_thread()):
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    else:  # pragma: no cover - not POSIX, or not the main thread
+        yield
+
+
+def _submit(executor, *args):
+    with _sigint_blocked():
+        return executor.submit(*args)
+
+
 def pool(jobs: int) -> ProcessPoolExecutor:
     """A process pool of ``jobs`` workers, kept for the next dump of the same run."""
     if jobs not in _POOL:
         for old in _POOL.values():
             old.shutdown(wait=False, cancel_futures=True)
         _POOL.clear()
-        _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+        with _sigint_blocked():
+            _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
+                                              initializer=_worker_init,
+                                              initargs=(_runtime_warnings_raise(),))
     return _POOL[jobs]
+
+
+def _runtime_warnings_raise() -> bool:
+    """Whether this process turns RuntimeWarnings into errors (the command line does):
+    workers do as their parent does."""
+    for action, _, category, _, _ in warnings.filters:
+        if issubclass(RuntimeWarning, category):
+            return action == "error"
+    return False
+
+
+def _worker_init(runtime_errors: bool = False) -> None:
+    # Ctrl-C reaches the whole process group: the main process stops the workers
+    # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if runtime_errors:
+        warnings.simplefilter("error", RuntimeWarning)
+
+
+def stop_workers() -> None:
+    """End the worker processes now (on an interrupt) and cancel what is queued: nothing
+    waits for work in progress."""
+    if hasattr(signal, "SIGPIPE"):
+        # the pool's feeder may still write to a worker that is gone: an error there, not
+        # a kill of this process
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    for executor in list(_POOL.values()):
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        for proc in processes:
+            try:
+                proc.terminate()
+            except (OSError, ValueError, AttributeError):  # pragma: no cover - already gone
+                pass
+        try:
+            executor.shutdown(wait=True, cancel_futures=True)
+        except Exception:  # pragma: no cover - a broken pool is what we want here
+            pass
+    _POOL.clear()
 
 
 @atexit.register
@@ -95,7 +161,7 @@ def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: in
     executor = pool(jobs)
     total = kernel.new()
     if parts is not None:
-        futures = [executor.submit(_run_part, part, kernel, batch_rows, fused.active())
+        futures = [_submit(executor, _run_part, part, kernel, batch_rows, fused.active())
                    for part in parts]
         try:
             for fut in futures:  # in dump order, so the first error is the first in the dump
@@ -118,7 +184,7 @@ def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: in
                 progress(rows, nbytes)
     try:
         for batch in dump.batches(batch_rows):
-            pending.append((executor.submit(_run_batch, batch, kernel, fused.active()),
+            pending.append((_submit(executor, _run_batch, batch, kernel, fused.active()),
                             batch.rows, batch.nbytes))
             drain(2 * jobs)
         drain(0)

@@ -6,12 +6,13 @@ pyarrow is imported on first use only, so NPY and NPZ dumps never pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
 import numpy as np
 
-from tieeval.errors import InputError
+from tieeval.errors import InputError, TieevalError
 
 # ---------------------------------------------------------------------------------------
 # Parquet
@@ -40,12 +41,59 @@ def parquet_file(path: str):
 @functools.lru_cache(maxsize=8)
 def _parquet_file(path: str, mtime_ns: int, size: int):
     _, pq = _pyarrow()
-    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    # page checksums, where the writer stored them, are verified as pages are read
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20,
+                          page_checksum_verification=True)
+
+
+def arrow_metadata(schema) -> dict[str, str]:
+    """A schema's key-value metadata as run metadata (pandas and Arrow keys left out);
+    bytes that are not UTF-8 are shown escaped, never an error."""
+    raw = schema.metadata or {}
+    return {k.decode("utf-8", "backslashreplace"): v.decode("utf-8", "backslashreplace")
+            for k, v in raw.items() if not k.startswith(b"ARROW:") and k != b"pandas"}
+
+
+def check_unique_names(where: str, names) -> None:
+    """A table whose columns share a name cannot say which one is meant."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{where}: two columns are named '{name}' (column names must be "
+                             "unique)")
+        seen.add(name)
+
+
+def check_same_fields(opened, fields) -> None:
+    """Every file of a dataset has the same optional ``fields`` as its first file: a field
+    present in some files only would be used or ignored depending on file order."""
+    if len(opened) < 2:
+        return
+    first, _, schema = opened[0]
+    for file, _, other in opened[1:]:
+        for name in fields:
+            if (name in schema.names) != (name in other.names):
+                has, lacks = (first, file) if name in schema.names else (file, first)
+                raise InputError(f"{has} has a column '{name}' and {lacks} has not; the "
+                                 "files of a dataset must have the same columns")
 
 
 def _parquet_error(path: str, exc: Exception, where: str = "") -> InputError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return InputError(f"{path}: corrupted or truncated Parquet file ({where}{text})")
+
+
+@contextlib.contextmanager
+def damaged_metadata(path: str):
+    """Errors pyarrow raises from a damaged file's metadata (a name that is not UTF-8, an
+    index out of range) as the one-line input error they are."""
+    pa, _ = _pyarrow()
+    try:
+        yield
+    except TieevalError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, KeyError, IndexError) as exc:
+        raise _parquet_error(path, exc) from None
 
 
 def check_same_columns(first: str, schema, others, columns) -> None:
@@ -91,6 +139,11 @@ def list_to_numpy(path: str, column, start: int, what: str):
     """A list-typed Arrow column -> (values, offsets) or a dense 2-D array (offsets None)."""
     values, offsets = arrow_lists(path, column, what, lambda i: f"row {start + i}")
     lengths = np.diff(offsets)
+    if lengths.size:
+        from tieeval.io.base import check_row_length, max_row_candidates
+        if int(lengths.max()) > max_row_candidates():
+            i = int(np.argmax(lengths))
+            check_row_length(path, int(lengths[i]), f"row {start + i}")
     if lengths.size and lengths.min() < 1:
         i = int(np.flatnonzero(lengths < 1)[0])
         raise InputError(f"{path}: row {start + i}: no candidates (a row needs at least one)")
@@ -108,8 +161,9 @@ def open_parquet_files(files: list[str]) -> list:
         try:
             pf = parquet_file(file)
             schema = pf.schema_arrow
-        except (pa.ArrowException, OSError, ValueError) as exc:
+        except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
             raise _parquet_error(file, exc) from None
+        check_unique_names(file, schema.names)
         opened.append((file, pf, schema))
     return opened
 

@@ -23,6 +23,35 @@ TARGET_BATCH_BYTES = 16 << 20  # automatic batches hold about this many bytes of
 PART_BYTES = 64 << 20  # matrix dumps are cut into parts of about this size for workers
 LARGE_ROW_GROUP_BYTES = 512 << 20
 SCORE_DTYPES = ("float16", "float32", "float64")
+# The most candidates one row (instance, query) may have. Rows are evaluated whole, and
+# the kernels hold a few arrays of a row's size: this bound keeps one process's memory
+# under about 1.5 GB for any input. TIEEVAL_MAX_ROW_CANDIDATES raises (or lowers) it.
+MAX_ROW_CANDIDATES = 5_000_000
+MAX_ROW_ENV = "TIEEVAL_MAX_ROW_CANDIDATES"
+
+
+def max_row_candidates() -> int:
+    """The per-row candidate bound: ``$TIEEVAL_MAX_ROW_CANDIDATES`` or the default."""
+    raw = os.environ.get(MAX_ROW_ENV)
+    if raw is None or not raw.strip():
+        return MAX_ROW_CANDIDATES
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ParameterError(f"{MAX_ROW_ENV} must be a whole number >= 1, got {raw!r}")
+    return value
+
+
+def check_row_length(where: str, candidates: int, what: str = "a row") -> None:
+    """Refuse a row longer than :func:`max_row_candidates` before it is read."""
+    limit = max_row_candidates()
+    if candidates > limit:
+        raise InputError(f"{where}: {what} has {candidates} candidates, more than the "
+                         f"{limit} one row may have (a bound that keeps memory in check; "
+                         f"raise it with {MAX_ROW_ENV}={candidates}, at about 150 bytes of "
+                         "memory per candidate)")
 
 
 class ReadAgain(Exception):
@@ -210,7 +239,8 @@ class Dump:
             return int(batch_rows)
         if self.row_bytes <= 0:
             return DEFAULT_BATCH_ROWS
-        return int(max(64, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
+        # at least one row, never a fixed minimum: a long row alone may fill a batch
+        return int(max(1, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
 
     def batches(self, batch_rows: int | None = None) -> Iterator[Batch]:
         size = self.batch_size(batch_rows)
@@ -245,9 +275,28 @@ def local_path(path) -> str:
     return path
 
 
+def require_regular_file(path: str) -> None:
+    """Refuse a FIFO, socket or device without opening it (a FIFO would block forever)."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(f"{path}: not a regular file (a FIFO, socket or device); tieeval "
+                         "reads files it can seek in")
+
+
+_OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd",
+                      ".lz4": "lz4", ".zip": "zip", ".br": "brotli", ".snappy": "snappy"}
+
+
 def detect_format(path: str) -> str:
     """The dump format from the file suffix, else from its first bytes."""
     suffix = os.path.splitext(path)[1].lower()
+    if suffix in _OTHER_COMPRESSION and ".csv" in path.lower():
+        raise InputError(f"{path}: {_OTHER_COMPRESSION[suffix]}-compressed CSV is not read; "
+                         "decompress it, or compress it with gzip (.csv.gz)")
     if suffix == ".gz" and not path.lower().endswith(".csv.gz"):
         suffix = ""
     if suffix in _SUFFIXES:
@@ -260,6 +309,9 @@ def detect_format(path: str) -> str:
     for magic, fmt in _MAGIC:
         if head.startswith(magic):
             return fmt
+    if head.startswith(b"\x1f\x8b"):
+        raise InputError(f"{path}: gzip-compressed; a gzip-compressed long-layout CSV is read "
+                         "when its name ends in .csv.gz")
     raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); long-layout "
                      "dumps may also be .csv")
 

@@ -28,6 +28,21 @@ def require_scores_column(where: str, options: ReadOptions, names) -> None:
         raise InputError(f"{where}: no column '{options.scores}' (found: {', '.join(names)})")
 
 
+def check_named_field(where: str, name: str, default: str, names, what: str = "column",
+                      options: ReadOptions | None = None) -> None:
+    """A field the user named (``--positive-column pos``, ``--label-column rel``) must exist:
+    falling back to column 0 or to no labels would give silently wrong figures. The one
+    exception is a name given together with ``--positive-index``, which then only says
+    which stored field not to use."""
+    if name == default or name in names:
+        return
+    if options is not None and options.positive_index is not None:
+        return
+    option = "--label-column" if default == "label" else "--positive-column"
+    raise InputError(f"{where}: no {what} '{name}' ({option}); found: "
+                     f"{', '.join(sorted(map(str, names))) or 'nothing'}")
+
+
 def positive_index_conflict(where: str, name: str, what: str) -> InputError:
     """A dump with its own positive (or label) ``what`` ``name`` and --positive-index."""
     return InputError(f"{where}: the dump has a '{name}' {what}; --positive-index would "

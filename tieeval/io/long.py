@@ -51,6 +51,7 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import (
     _parquet_error,
     _pyarrow,
+    arrow_metadata,
     compressed_size,
     numpy_dtype,
     parquet_file,
@@ -58,6 +59,8 @@ from tieeval.io.arrow import (
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
     Batch,
+    check_row_length,
+    max_row_candidates,
     Dump,
     ReadAgain,
     ReadOptions,
@@ -187,6 +190,9 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     scores = rows.score[order]
     offsets = np.append(starts, n).astype(np.int64)
     lengths = np.diff(offsets)
+    if int(lengths.max()) > max_row_candidates():
+        g = int(np.argmax(lengths))
+        check_row_length(path, int(lengths[g]), f"instance {instance_name(ids[g])}")
     labels = None
     if rows.label is not None:
         labels = rows.label[order]
@@ -265,6 +271,9 @@ def _check_columns(path, names, options, types, score_from_csv=False):
             raise InputError(f"{path}: long layout: no column '{cols[key]}' ({need}; found: "
                              f"{', '.join(names)}; rename with --{key}-column)")
     has_label = cols["label"] in names
+    if options.label is not None and not has_label and options.positive_index is None:
+        raise InputError(f"{path}: long layout: no column '{cols['label']}' (--label-column; "
+                         f"found: {', '.join(names)})")
     if has_label and options.positive_index is not None:
         raise positive_index_conflict(path, cols["label"], "column")
     itype = types(cols["instance"])
@@ -339,6 +348,9 @@ class _ParquetSource(_Source):
         self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
             [self.cols["label"]] if self.has_label else [])
         total_rows, self.size_hint, self.nbytes = 0, 0, 0
+        from tieeval.io.arrow import check_same_fields
+        check_same_fields([(f, None, parquet_file(f).schema_arrow) for f in files],
+                          [self.cols["label"]])
         for file in files:
             pf = parquet_file(file)
             other = pf.schema_arrow
@@ -354,9 +366,7 @@ class _ParquetSource(_Source):
                 self.nbytes += compressed_size(rg)
         if total_rows == 0:
             raise InputError(f"{path}: no instances (empty dump)")
-        raw = schema.metadata or {}
-        self.metadata = {k.decode(): v.decode() for k, v in raw.items()
-                         if not k.startswith(b"ARROW:") and k != b"pandas"}
+        self.metadata = arrow_metadata(schema)
 
     def chunks(self, rows):
         pa, _ = _pyarrow()
@@ -392,22 +402,77 @@ class _CsvSource(_Source):
                              ".csv is read in the long layout, with columns instance, position, "
                              f"score and optionally label (found: {', '.join(header)})")
         dtype = options.score_dtype or "float64"
-        self.column_types = {self.cols["score"]: pa.from_numpy_dtype(np.dtype(dtype)),
+        # text is parsed as float64 and rounded to float16 by numpy (pyarrow parses no
+        # float16): ties are then judged in float16, as the model stored them
+        self.half = dtype == "float16"
+        parse = "float64" if self.half else dtype
+        self.column_types = {self.cols["score"]: pa.from_numpy_dtype(np.dtype(parse)),
                              self.cols["position"]: pa.int64()}
         probe, _ = self._reader(include=[c for c in header])
         try:
             schema = probe.schema
         finally:
             probe.close()
+        if self._no_rows():
+            raise InputError(f"{path}: no rows (the CSV has a header only)")
         self.has_label, self.dtype = _check_columns(path, header, options,
                                                     lambda name: schema.field(name).type)
+        if self.half:
+            self.dtype = np.dtype(np.float16)
         self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
             [self.cols["label"]] if self.has_label else [])
         itype = schema.field(self.cols["instance"]).type
         self.label_type = schema.field(self.cols["label"]).type if self.has_label else None
-        # fix the id type seen in the first block, so a later block cannot change it
-        self.column_types[self.cols["instance"]] = (itype if pa.types.is_integer(itype)
-                                                    else pa.string())
+        # Fix the id type for the whole file, so a later block cannot change it. Ids are
+        # integers only when every one is written as a canonical integer: "1" and "01"
+        # are different ids, and read as integers they would be merged.
+        self.column_types[self.cols["instance"]] = (
+            pa.int64() if pa.types.is_integer(itype) and self._canonical_ids() else
+            pa.string())
+
+    def _no_rows(self) -> bool:
+        pa, _ = _pyarrow()
+        reader, _ = self._reader([], block=1 << 16)
+        try:
+            while True:
+                try:
+                    if reader.read_next_batch().num_rows:
+                        return False
+                except StopIteration:
+                    return True
+                except (pa.ArrowException, OSError, ValueError):
+                    return False  # the real reading reports it
+        finally:
+            reader.close()
+
+    def _canonical_ids(self) -> bool:
+        """Every instance id of the file is a canonical int64 (one pass over the ids)."""
+        pa, _ = _pyarrow()
+        import pyarrow.compute as pc
+        name = self.cols["instance"]
+        saved = dict(self.column_types)
+        self.column_types[name] = pa.string()
+        reader, _ = self._reader([name])
+        self.column_types = saved
+        try:
+            while True:
+                try:
+                    record = reader.read_next_batch()
+                except StopIteration:
+                    return True
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise InputError(f"{self.path}: unreadable CSV "
+                                     f"({str(exc).splitlines()[0]})") from None
+                ids = record.column(0)
+                ok = pc.match_substring_regex(ids, r"^-?(0|[1-9][0-9]{0,18})$")
+                if ok.null_count or not pc.all(ok).as_py():
+                    return False
+                try:
+                    pc.cast(ids, pa.int64())
+                except (pa.ArrowException, ValueError):
+                    return False
+        finally:
+            reader.close()
 
     def _open(self):
         pa, _ = _pyarrow()
@@ -421,10 +486,11 @@ class _CsvSource(_Source):
         import gzip
         import io as _io
         try:
+            # utf-8-sig: a byte-order mark is not part of the first column's name
             if self.path.lower().endswith(".gz"):
-                fh = _io.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8")
+                fh = _io.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8-sig")
             else:
-                fh = open(self.path, encoding="utf-8", newline="")
+                fh = open(self.path, encoding="utf-8-sig", newline="")
             with fh:
                 first = fh.readline()
         except (OSError, UnicodeDecodeError, EOFError) as exc:
@@ -466,12 +532,27 @@ class _CsvSource(_Source):
                 for lo in range(0, record.num_rows, rows):
                     part = record.slice(lo, rows)
                     share = (now - seen) * part.num_rows // record.num_rows
-                    yield _rows_from(self.path, part, self.cols, self.has_label, share)
+                    got = _rows_from(self.path, part, self.cols, self.has_label, share)
+                    if self.half:
+                        got.score = _to_half(self.path, got.score, self.cols["score"])
+                    yield got
                 seen = now
         finally:
             reader.close()
         if empty:
             raise InputError(f"{self.path}: no instances (empty dump)")
+
+
+def _to_half(path: str, score: np.ndarray, name: str) -> np.ndarray:
+    """float64 scores parsed from text -> float16 (round to nearest even); a finite score
+    beyond float16's range is an error, not an infinity that would tie with others."""
+    with np.errstate(over="ignore"):
+        half = score.astype(np.float16)
+    bad = np.flatnonzero(np.isinf(half) & np.isfinite(score))
+    if bad.size:
+        raise InputError(f"{path}: '{name}' holds {score[bad[0]].item()!r}, beyond the "
+                         "range of float16 (--score-dtype float16)")
+    return half
 
 
 # ---------------------------------------------------------------------------------------
@@ -506,6 +587,9 @@ def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
         else:
             carry = rows
             carry.nbytes = rows.nbytes
+        if len(carry) > max_row_candidates():  # one instance still growing: refuse it early
+            check_row_length(path, len(carry),
+                             f"instance {instance_name(_id_values(carry.ids, np.array([0]))[0])}")
     if carry is not None and len(carry):
         codes = np.zeros(len(carry), dtype=np.int64)
         yield from group_rows(path, carry, codes, options, batch_rows, done, relevance)

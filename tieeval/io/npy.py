@@ -1,10 +1,12 @@
-"""NPY dumps: a bare ``(instances, candidates)`` score matrix, memory-mapped and cut into
-parts; pages already read are released after each batch."""
+"""NPY dumps: a bare ``(instances, candidates)`` score matrix, cut into parts and read one
+batch at a time with positioned reads (``os.pread``-style ``readinto``), never memory-mapped:
+a file truncated or rewritten while it is read gives a short read, reported as an input
+error, where a memory map would kill the process with SIGBUS."""
 
 
 from __future__ import annotations
 
-import mmap
+import math
 import os
 import zipfile
 import zlib
@@ -14,7 +16,7 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions
+from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
 from tieeval.io.checks import _check_matrix, _positive_for
 
 # ---------------------------------------------------------------------------------------
@@ -22,7 +24,7 @@ from tieeval.io.checks import _check_matrix, _positive_for
 
 @dataclass(frozen=True)
 class ArraySpec:
-    """Where an uncompressed .npy array lies in a file: enough to memory-map it anywhere."""
+    """Where an uncompressed .npy array lies in a file: enough to read its rows anywhere."""
 
     file: str
     offset: int
@@ -32,34 +34,68 @@ class ArraySpec:
 
     @property
     def row_bytes(self) -> int:
-        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+        # Python ints: a hostile header's extents must not wrap around in int64
+        return math.prod(int(n) for n in self.shape[1:]) * self.dtype.itemsize
 
-    def map(self):
-        """(array view, mmap) of the whole array; read-only, nothing read yet."""
-        with open(self.file, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        if hasattr(mmap, "MADV_SEQUENTIAL"):
-            mm.madvise(mmap.MADV_SEQUENTIAL)
-        arr = np.ndarray(self.shape, self.dtype, buffer=mm, offset=self.offset,
-                         order="F" if self.fortran else "C")
-        return arr, mm
+    def reader(self) -> "RowReader":
+        return RowReader(self)
 
-    def release(self, mm, lo: int, hi: int) -> None:
-        """Drop the pages of rows lo..hi from this process's resident set (C order only).
 
-        The mapping is read-only and file-backed, so the kernel re-reads them from the page
-        cache if they are touched again; this only keeps RSS near one batch.
-        """
-        if self.fortran or not hasattr(mmap, "MADV_DONTNEED"):
-            return
-        begin = self.offset + lo * self.row_bytes
-        end = self.offset + hi * self.row_bytes
-        begin -= begin % mmap.PAGESIZE
-        if end > begin:
+class RowReader:
+    """Rows of an :class:`ArraySpec` read into fresh arrays by positioned reads.
+
+    Reading cannot fault: a file that shrank under us gives a short read, an
+    :class:`InputError` ("the file changed while it was read").
+    """
+
+    def __init__(self, spec: ArraySpec):
+        self.spec = spec
+        try:
+            self.fh = open(spec.file, "rb", buffering=0)
+        except OSError as exc:
+            raise InputError(f"{spec.file}: cannot open: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fill(self, view: memoryview, pos: int) -> None:
+        done = 0
+        want = len(view)
+        while done < want:
+            self.fh.seek(pos + done)
             try:
-                mm.madvise(mmap.MADV_DONTNEED, begin, end - begin)
-            except (OSError, ValueError):  # pragma: no cover - advisory only
-                pass
+                got = self.fh.readinto(view[done:])
+            except OSError as exc:
+                raise InputError(f"{self.spec.file}: cannot read: {exc.strerror or exc}"
+                                 ) from None
+            if not got:
+                raise InputError(f"{self.spec.file}: the file changed while it was read (it "
+                                 "ends before the array does)")
+            done += got
+
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        spec = self.spec
+        n = max(0, hi - lo)
+        rest = tuple(int(x) for x in spec.shape[1:])
+        if spec.fortran and len(spec.shape) == 2 and n:
+            out = np.empty((n,) + rest, dtype=spec.dtype, order="F")
+            rows = int(spec.shape[0])
+            size = spec.dtype.itemsize
+            for j in range(rest[0]):
+                col = out[:, j]
+                self._fill(memoryview(col).cast("B"), spec.offset + (j * rows + lo) * size)
+            return out
+        out = np.empty((n,) + rest, dtype=spec.dtype)
+        if out.nbytes:
+            self._fill(memoryview(out.reshape(-1)).cast("B"),
+                       spec.offset + lo * spec.row_bytes)
+        return out
 
 
 def _npy_header(fh, path: str, what: str):
@@ -73,8 +109,18 @@ def _npy_header(fh, path: str, what: str):
             shape, fortran, dtype = fmt.read_array_header_2_0(fh)
         else:  # pragma: no cover - numpy raises first
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, SyntaxError,
+            TypeError, MemoryError, RecursionError, OverflowError) as exc:
+        # numpy parses the header with the tokenizer and literal_eval: a damaged header can
+        # raise any of these (tokenize.TokenError is a SyntaxError subclass in recent Pythons)
         raise _load_error(path, exc) from None
+    except Exception as exc:
+        if type(exc).__name__ == "TokenError":
+            raise _load_error(path, exc) from None
+        raise
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise InputError(f"{path}: corrupted or truncated file (bad shape {shape!r} in the "
+                         f"header of {what})")
     if dtype.hasobject:
         raise InputError(f"{path}: holds pickled Python objects; tieeval never unpickles "
                          "(save plain numeric arrays)")
@@ -124,21 +170,22 @@ class MatrixPart:
         return self.rows * self.scores.row_bytes
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
-        scores, mm = self.scores.map()
-        positive = self.positive.map()[0] if self.positive is not None else None
-        cols = scores.shape[1]
         options = ReadOptions(positive_index=self.positive_index)
-        for start in range(self.lo, self.hi, batch_rows):
-            stop = min(start + batch_rows, self.hi)
+        cols = int(self.scores.shape[1])
+        with self.scores.reader() as scores:
+            positive = self.positive.reader() if self.positive is not None else None
             try:
-                block = np.asarray(scores[start:stop])
-                stored = None if positive is None else np.array(positive[start:stop])
-            except (OSError, ValueError) as exc:  # pragma: no cover - file shrank under us
-                raise InputError(f"{self.path}: corrupted or truncated file ({exc})") from None
-            lengths = np.full(stop - start, cols, dtype=np.int64)
-            yield Batch(block, _positive_for(self.path, options, lengths, start, stored), start,
-                        nbytes=(stop - start) * self.scores.row_bytes)
-            self.scores.release(mm, start, stop)
+                for start in range(self.lo, self.hi, batch_rows):
+                    stop = min(start + batch_rows, self.hi)
+                    block = scores.rows(start, stop)
+                    stored = None if positive is None else positive.rows(start, stop)
+                    lengths = np.full(stop - start, cols, dtype=np.int64)
+                    yield Batch(block, _positive_for(self.path, options, lengths, start,
+                                                     stored), start,
+                                nbytes=(stop - start) * self.scores.row_bytes)
+            finally:
+                if positive is not None:
+                    positive.close()
 
 
 def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart]:
@@ -149,7 +196,7 @@ def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart
 
 
 def _check_extent(path: str, spec: ArraySpec, limit: int) -> None:
-    need = spec.offset + int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+    need = spec.offset + math.prod(int(n) for n in spec.shape) * spec.dtype.itemsize
     if need > limit:
         raise InputError(f"{path}: corrupted or truncated file (the array needs {need} bytes, "
                          f"{limit} are there)")
@@ -171,5 +218,6 @@ def _open_npy(path: str, options: ReadOptions) -> Dump:
     spec = ArraySpec(path, offset, dtype, shape, fortran)
     _check_matrix(path, spec, "scores")
     _check_extent(path, spec, os.path.getsize(path))
+    check_row_length(path, shape[1])
     return Dump(path, "npy", dtype, {}, None, rows=shape[0], nbytes=os.path.getsize(path),
                 row_bytes=spec.row_bytes, parts=_matrix_parts(path, spec, None, options))

@@ -1,9 +1,12 @@
 """NPZ dumps: array ``scores`` and optional ``positive``, never unpickled. Stored members
-are memory-mapped like NPY; compressed members are decompressed in row chunks."""
+are read by rows like NPY (their CRC-32 is checked first, in one streamed pass); compressed
+members are decompressed in row chunks and their CRC-32 is checked at the member's end,
+before any result is reported."""
 
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 import zlib
@@ -11,8 +14,13 @@ import zlib
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch, Dump, ReadOptions
-from tieeval.io.checks import _check_matrix, _check_positive_field, _positive_for
+from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
+from tieeval.io.checks import (
+    _check_matrix,
+    _check_positive_field,
+    _positive_for,
+    check_named_field,
+)
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
@@ -55,14 +63,50 @@ class _NpzMember:
                          self.fortran)
         _check_extent(self.path, spec, min(os.path.getsize(self.path),
                                            data + self.info.file_size))
+        self._check_crc(data)
         return spec
 
+    def _check_crc(self, data: int) -> None:
+        """The stored member's CRC-32, streamed over its bytes (zipfile checks it only for
+        members read through it; a stored member is read in place)."""
+        crc, left, pos = 0, self.info.file_size, data
+        try:
+            with open(self.path, "rb", buffering=0) as fh:
+                while left:
+                    fh.seek(pos)
+                    chunk = fh.read(min(left, 4 << 20))
+                    if not chunk:
+                        raise InputError(f"{self.path}: corrupted or truncated file (member "
+                                         f"{self.name} ends early)")
+                    crc = zlib.crc32(chunk, crc)
+                    left -= len(chunk)
+                    pos += len(chunk)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        if crc != self.info.CRC:
+            raise InputError(f"{self.path}: corrupted file (member {self.name}: bad CRC-32, "
+                             "its bytes are not the ones written)")
+
+    @property
+    def nbytes(self) -> int:
+        """The array's bytes as its header declares them (Python ints: never wraps)."""
+        return math.prod(int(n) for n in self.shape) * self.dtype.itemsize
+
     def load(self) -> np.ndarray:
-        """The whole array (for small members: metadata, or a Fortran-order matrix)."""
+        """The whole array (for small members: metadata, or a small Fortran-order matrix);
+        read to the member's end, so its CRC is checked."""
+        if self.nbytes > PART_BYTES:
+            raise InputError(f"{self.path}: member {self.name} would be read whole and holds "
+                             f"{self.nbytes} bytes, more than {PART_BYTES}")
         try:
             with self.archive.open(self.info) as fh:
-                return np.lib.format.read_array(fh, allow_pickle=False)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+                arr = np.lib.format.read_array(fh, allow_pickle=False)
+                if fh.read(1 << 16):
+                    raise InputError(f"{self.path}: corrupted or truncated file (member "
+                                     f"{self.name} is longer than its header says)")
+                return arr
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+                NotImplementedError, RuntimeError) as exc:
             raise _load_error(self.path, exc) from None
 
 
@@ -71,53 +115,69 @@ class _RowStream:
 
     def __init__(self, member: _NpzMember):
         self.member = member
-        self.fh = member.archive.open(member.info)
-        self.fh.read(member.header_bytes)
-        self.row_bytes = int(np.prod(member.shape[1:], dtype=np.int64)) * member.dtype.itemsize
+        try:
+            self.fh = member.archive.open(member.info)
+            self.fh.read(member.header_bytes)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+                NotImplementedError, RuntimeError) as exc:
+            raise _load_error(member.path, exc) from None
+        self.row_bytes = math.prod(int(n) for n in member.shape[1:]) * member.dtype.itemsize
+        self.done = 0  # rows read
 
     def read(self, rows: int) -> np.ndarray:
         m = self.member
         want = rows * self.row_bytes
         try:
             data = self.fh.read(want)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                RuntimeError) as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                              ) from None
         if len(data) != want:
-            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} ends "
-                             "early)")
-        return np.frombuffer(data, dtype=m.dtype).reshape((rows,) + m.shape[1:])
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
+                             "shorter than its header says)")
+        self.done += rows
+        return np.frombuffer(data, dtype=m.dtype).reshape((rows,) + tuple(m.shape[1:]))
 
-    def finish(self) -> None:
-        """Read to the end, which makes zipfile check the member's CRC."""
-        rest = 0
+    def check_all(self) -> None:
+        """Read the whole member from here (decompressing, never holding it) and check its
+        length against its header and its CRC-32."""
+        m = self.member
+        want = m.nbytes - self.done * self.row_bytes
+        got = 0
         try:
             while True:
                 chunk = self.fh.read(1 << 22)
                 if not chunk:
                     break
-                rest += len(chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-            m = self.member
+                got += len(chunk)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                RuntimeError) as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                              ) from None
         finally:
             self.fh.close()
-        if rest:
-            raise InputError(f"{self.member.path}: corrupted or truncated file (member "
-                             f"{self.member.name} is longer than its header says)")
+        if got < want:
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
+                             "shorter than its header says)")
+        if got > want:
+            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
+                             "longer than its header says)")
+
 
 
 def _open_npz(path: str, options: ReadOptions) -> Dump:
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            RuntimeError) as exc:
         # not a zip at all: np.load says whether it is a pickle or damaged
         try:
             np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc2:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                RuntimeError) as exc2:
             raise _load_error(path, exc2) from None
         raise _load_error(path, exc) from None
     names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
@@ -132,10 +192,12 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         member = _NpzMember(path, archive, names[name])  # refuses object arrays
         if member.dtype.kind == "U" and tuple(member.shape) == ():  # 0-d: run metadata
             metadata[name] = str(member.load().reshape(()))
+    check_named_field(path, options.positive, "positive", names, "array", options)
     _check_matrix(path, scores, f"'{options.scores}'")
     _check_positive_field(path, options, positive, scores.shape[0])
+    check_row_length(path, int(scores.shape[1]))
     rows = scores.shape[0]
-    row_bytes = int(np.prod(scores.shape[1:], dtype=np.int64)) * scores.dtype.itemsize
+    row_bytes = math.prod(int(n) for n in scores.shape[1:]) * scores.dtype.itemsize
     common = dict(rows=rows, nbytes=os.path.getsize(path), row_bytes=row_bytes)
     if scores.stored and (positive is None or positive.stored):
         spec = scores.spec()
@@ -146,30 +208,38 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
 
     warnings = []
     if scores.fortran and not scores.stored:
+        if scores.nbytes > PART_BYTES:
+            raise InputError(f"{path}: '{options.scores}' is a compressed Fortran-order array "
+                             f"of {scores.nbytes} bytes, which cannot be read by rows and is "
+                             f"too big to load whole (the limit is {PART_BYTES}); save it in C "
+                             "order (np.ascontiguousarray) or uncompressed (np.savez)")
         warnings.append(f"{path}: '{options.scores}' is a compressed Fortran-order array, "
                         "which cannot be read by rows: it is loaded whole (save it in C order "
                         "with np.ascontiguousarray to stream it)")
 
     def gen(batch_rows):
-        pos_all = positive.load() if positive is not None else None
         if scores.fortran and not scores.stored:
             whole = scores.load()
             stream = None
         else:
             stream = _RowStream(scores)
+        pstream = _RowStream(positive) if positive is not None else None
         cols = scores.shape[1]
         for start in range(0, rows, batch_rows):
             n = min(batch_rows, rows - start)
             block = whole[start:start + n] if stream is None else stream.read(n)
-            stored = None if pos_all is None else pos_all[start:start + n]
+            stored = None if pstream is None else pstream.read(n)
             lengths = np.full(n, cols, dtype=np.int64)
             yield Batch(block, _positive_for(path, options, lengths, start, stored), start,
                         nbytes=n * row_bytes)
-        if stream is not None:
-            stream.finish()
+        # the end of each member: its length and CRC-32, before any result is reported
+        for s in (stream, pstream):
+            if s is not None:
+                s.check_all()
+
     def verify():
         for member in (scores, positive):
             if member is not None and not member.stored:
-                _RowStream(member).finish()
+                _RowStream(member).check_all()
     return Dump(path, "npz", scores.dtype, metadata, gen, warnings=warnings, _verify=verify,
                 **common)

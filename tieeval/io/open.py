@@ -10,8 +10,15 @@ from __future__ import annotations
 import os
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.arrow import open_parquet_files
-from tieeval.io.base import SCORE_DTYPES, Dump, ReadOptions, check_layout, detect_format
+from tieeval.io.arrow import damaged_metadata, open_parquet_files
+from tieeval.io.base import (
+    SCORE_DTYPES,
+    Dump,
+    ReadOptions,
+    check_layout,
+    detect_format,
+    require_regular_file,
+)
 from tieeval.io.checks import table_layout
 from tieeval.io.long import open_long_csv, open_long_parquet
 from tieeval.io.npy import _open_npy
@@ -46,6 +53,7 @@ def _open_scores(path: str, options: ReadOptions | None = None) -> Dump:
         return _open_parquet(path, files, options)
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
+    require_regular_file(path)
     fmt = detect_format(path)
     if os.path.getsize(path) == 0:
         raise InputError(f"{path}: empty file")
@@ -75,6 +83,9 @@ def dataset_files(directory: str) -> list[str]:
             if name.startswith((".", "_")):
                 continue
             if name.lower().endswith((".parquet", ".pq")):
+                # a FIFO (or socket, device) named like a Parquet file would block the
+                # reader forever: refused by name, never opened
+                require_regular_file(os.path.join(root, name))
                 found.append(os.path.join(root, name))
     return sorted(found)
 
@@ -83,6 +94,7 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
     """A Parquet file or dataset, wide (a list column of scores) or long (one row per
     instance and candidate), as its schema and ``options.layout`` say."""
     opened = open_parquet_files(files)
-    if table_layout(options, opened[0][2].names) == "long":
-        return open_long_parquet(path, opened, options)
-    return open_wide_parquet(path, opened, options)
+    with damaged_metadata(path if len(files) == 1 else files[0]):
+        if table_layout(options, opened[0][2].names) == "long":
+            return open_long_parquet(path, opened, options)
+        return open_wide_parquet(path, opened, options)

@@ -17,15 +17,26 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import (
     _parquet_error,
     _pyarrow,
+    arrow_metadata,
     check_same_columns,
+    check_same_fields,
     compressed_size,
     list_to_numpy,
     numpy_dtype,
     parquet_file,
 )
-from tieeval.io.base import LARGE_ROW_GROUP_BYTES, Batch, Dump, ReadOptions
+from tieeval.io.base import (
+    LARGE_ROW_GROUP_BYTES,
+    RELEVANCE_FIELDS,
+    Batch,
+    Dump,
+    ReadOptions,
+    check_row_length,
+    max_row_candidates,
+)
 from tieeval.io.checks import (
     _positive_for,
+    check_named_field,
     check_score_dtype,
     positive_index_conflict,
     require_scores_column,
@@ -53,6 +64,10 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
     if not (pa.types.is_floating(vtype) or pa.types.is_integer(vtype)):
         raise InputError(f"{where}: column '{options.scores}' must hold numbers, got {vtype}")
     dtype = check_score_dtype(where, numpy_dtype(vtype), f"'{options.scores}'")
+    check_named_field(where, options.positive, "positive", names, "column", options)
+    optional = [options.positive] + [getattr(options, kind, kind) or kind
+                                     for kind in RELEVANCE_FIELDS]
+    check_same_fields(opened, optional)
     has_positive = options.positive in names
     if has_positive:
         ptype = schema.field(options.positive).type
@@ -64,10 +79,9 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
     wanted = [options.scores] + ([options.positive] if has_positive else [])
     check_same_columns(files[0], schema, [(file, other) for file, _, other in opened[1:]],
                        wanted)
-    raw = schema.metadata or {}
-    metadata = {k.decode(): v.decode() for k, v in raw.items()
-                if not k.startswith(b"ARROW:") and k != b"pandas"}
+    metadata = arrow_metadata(schema)
     parts, warnings, total_rows, total_bytes = [], [], 0, 0
+    limit = max_row_candidates()
     for file, pf, _ in opened:
         meta = pf.metadata
         start = 0
@@ -76,6 +90,11 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
             rg = meta.row_group(g)
             if rg.num_rows == 0:
                 continue
+            values = _column_values(rg, options.scores)
+            if values > limit * rg.num_rows:
+                # more values than rows times the bound: some row is over it
+                check_row_length(file, -(-values // rg.num_rows),
+                                 f"row group {g}: a row")
             size = compressed_size(rg)
             parts.append(RowGroupPart(file, g, start, rg.num_rows, wanted, has_positive,
                                       options.scores, options.positive, options.positive_index,
@@ -101,6 +120,16 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
         row_bytes = max(1, unc // max(1, total_rows))
     return Dump(path, "parquet", dtype, metadata, None, rows=total_rows, nbytes=total_bytes,
                 row_bytes=int(row_bytes), warnings=warnings, parts=parts)
+
+
+def _column_values(rg, name: str) -> int:
+    """Values stored in a row group for column ``name`` (its leaf column chunk)."""
+    total = 0
+    for i in range(rg.num_columns):
+        col = rg.column(i)
+        if col.path_in_schema.split(".")[0] == name:
+            total = max(total, int(col.num_values))
+    return total
 
 
 @dataclass(frozen=True)

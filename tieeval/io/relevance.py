@@ -35,8 +35,9 @@ scores only. The long layout has one ``label`` column for both protocols; its re
 proves to hold relevance labels, and its batches then carry them as here. Field names are options (``--labels-column`` ...), see
 :class:`RelevanceReadOptions`.
 
-NPZ members stored uncompressed (``np.savez``) are memory-mapped and sliced per batch;
-compressed members (``np.savez_compressed``) are decompressed whole on first use.
+NPZ members stored uncompressed (``np.savez``) are read by rows per batch (positioned
+reads, after a check of their CRC-32); compressed members (``np.savez_compressed``) are
+decompressed in row chunks as the batches go, never whole, and checked at their end.
 """
 
 
@@ -90,7 +91,9 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
             _check_renamed(dump.path, field_names(options), ())
         return dump
     if dump.format == "parquet":
-        return _attach_parquet(dump, options)
+        from tieeval.io.arrow import damaged_metadata
+        with damaged_metadata(dump.path):
+            return _attach_parquet(dump, options)
     return _attach_npz(dump, options)
 
 
@@ -393,26 +396,39 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
 # NPZ
 
 class _NpzField:
-    """Rows of one NPZ member: memory-mapped when stored, else decompressed whole once."""
+    """Rows of one NPZ member: positioned reads when stored, else decompressed in row
+    chunks (rows are asked for in order; a request out of order starts the member over)."""
 
     def __init__(self, path: str, name: str, spec=None, shape=None, dtype=None):
         self.path, self.name, self.spec = path, name, spec
         self.shape, self.dtype = shape, dtype
-        self._array = None
-        self._mm = None
+        self._reader = None
+        self._archive = None
+        self._next = 0
 
-    def __getstate__(self):  # a worker maps or loads the member itself
-        return {**self.__dict__, "_array": None, "_mm": None}
+    def __getstate__(self):  # a worker opens the member itself
+        return {**self.__dict__, "_reader": None, "_archive": None, "_next": 0}
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
-        if self._array is None:
-            if self.spec is not None:
-                self._array, self._mm = self.spec.map()
-            else:
-                from tieeval.io.npz import _NpzMember
-                with zipfile.ZipFile(self.path) as archive:
-                    self._array = _NpzMember(self.path, archive, self.name + ".npy").load()
-        return np.array(self._array[lo:hi])
+        if self.spec is not None:
+            if self._reader is None:
+                self._reader = self.spec.reader()
+            return self._reader.rows(lo, hi)
+        from tieeval.io.npz import _NpzMember, _RowStream
+        if self._reader is None or lo != self._next:
+            if self._archive is None:
+                self._archive = zipfile.ZipFile(self.path)
+            self._reader = _RowStream(_NpzMember(self.path, self._archive,
+                                                 self.name + ".npy"))
+            if lo:
+                self._reader.read(lo)
+        out = np.array(self._reader.read(hi - lo))
+        self._next = hi
+        if hi == self.shape[0]:
+            self._reader.check_all()
+            self._reader = None
+            self._next = 0
+        return out
 
 
 def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
@@ -437,7 +453,12 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
         for kind, name in present.items():
             member = _NpzMember(dump.path, archive, members[name])
             _check_npz_member(dump.path, kind, name, member, rows, cols)
-            spec = member.spec() if member.stored and not member.fortran else None
+            if member.fortran and not member.stored and member.nbytes > 0 and \
+                    len(member.shape) > 1 and member.shape[1] > 1:
+                raise InputError(f"{dump.path}: '{name}' is a compressed Fortran-order array, "
+                                 "which cannot be read by rows; save it in C order "
+                                 "(np.ascontiguousarray) or uncompressed (np.savez)")
+            spec = member.spec() if member.stored else None
             sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
     info = _info(source, present)
     names = {kind: present[kind] for kind in present}

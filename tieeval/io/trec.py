@@ -38,7 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch, LabelledDump, RelevanceInfo
+from tieeval.io.base import (
+    Batch,
+    LabelledDump,
+    RelevanceInfo,
+    check_row_length,
+    require_regular_file,
+)
 
 
 @dataclass
@@ -49,6 +55,8 @@ class TrecBatch(Batch):
 
 
 def _lines(path: str, what: str):
+    if os.path.exists(path):
+        require_regular_file(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -66,9 +74,23 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", errors="replace")
 
 
-def _number(path, number, text: bytes, what: str):
+def _qid(path, number, text: bytes) -> str:
+    """A query id as text; an id that is not UTF-8 is refused (decoding it with
+    replacement characters would merge different queries)."""
     try:
-        value = int(text)
+        return text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: line {number}: query id {text!r} is not valid UTF-8 "
+                         "(query ids are compared as text)") from None
+
+
+def _number(path, number, text: bytes, what: str) -> float:
+    """A number of the file as float64 (relevance labels are float64 throughout); one
+    beyond float64's range is an error."""
+    try:
+        value = float(int(text))
+    except OverflowError:
+        value = float("inf")
     except ValueError:
         try:
             value = float(text)
@@ -89,6 +111,7 @@ def read_qrels(path: str) -> dict[str, dict[bytes, float]]:
         value = _number(path, number, rel, "relevance")
         if not np.isfinite(value):
             raise InputError(f"{path}: line {number}: relevance must be finite")
+        qid = _qid(path, number, qid).encode("utf-8")
         judged = qrels.setdefault(_text(qid), {})
         if doc in judged:
             raise InputError(f"{path}: line {number}: query {_text(qid)}: document "
@@ -113,7 +136,7 @@ def read_run(path: str) -> tuple[dict[str, tuple[list, list]], list[str]]:
         except ValueError:
             raise InputError(f"{path}: line {number}: score {_text(score)!r} is not a "
                              "number") from None
-        docs, scores = run.setdefault(_text(qid), ([], []))
+        docs, scores = run.setdefault(_qid(path, number, qid), ([], []))
         docs.append(doc)
         scores.append(value)
         tags[_text(tag)] = None
@@ -145,6 +168,7 @@ def load(run_path: str, qrels_path: str):
                          "(trec_eval: 'No queries with both results and relevance info')")
     scores, labels, docnos, lengths, un_labels, un_lengths = [], [], [], [], [], []
     for q in qids:
+        check_row_length(run_path, len(run[q][0]), f"query {q}")
         docs = np.array(run[q][0], dtype=bytes)
         s = np.array(run[q][1], dtype=np.float64)
         order = np.lexsort((docs,))

@@ -12,7 +12,7 @@ import math
 import os
 
 from tieeval.analysis.paper import FigurePanel
-from tieeval.errors import MissingExtraError, ParameterError
+from tieeval.errors import InputError, MissingExtraError, ParameterError
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -72,5 +72,23 @@ def draw_figure1(panels: list[FigurePanel], path: str) -> str:
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle("Inflation under the original protocol vs. top-score tie size")
-    fig.savefig(path, dpi=150)
+    _save_atomically(fig, path)
     return path
+
+
+def _save_atomically(fig, path: str) -> None:
+    """Draw into a temporary file beside ``path``, then rename it: a full disk or an
+    interrupt leaves the old file (or none), never a truncated one."""
+    import uuid
+    folder = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    ext = os.path.splitext(base)[1].lstrip(".").lower() or None
+    tmp = os.path.join(folder, f".{base}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        fig.savefig(tmp, dpi=150, format=ext)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,416 @@
+"""Hostile and broken input: every case is one ``Error:`` line and exit 2 (or the right
+figures), in bounded memory and time, with nothing half-written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from tieeval.analysis.audit import parse_value
+from tieeval.cli import cli
+from tieeval.engine.local import evaluate_path
+from tieeval.errors import InputError
+from tieeval.io.base import MAX_ROW_ENV, ReadOptions
+from tieeval.io.npy import ArraySpec
+from tieeval.io.open import open_dump
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def cli_proc(*args, stdout=subprocess.PIPE, **kw):
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)], stdout=stdout,
+                          stderr=subprocess.PIPE, env=env, timeout=120, **kw)
+
+
+def one_error(result, pattern):
+    """Exit 2 and exactly one line on stderr, matching ``pattern``."""
+    import re
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert lines[-1].startswith("Error: "), result.output
+    assert re.search(pattern, lines[-1]), lines[-1]
+    assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+def npy_header(shape, descr="<f4", fortran=False) -> bytes:
+    text = ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+            ).encode()
+    pad = 64 - (10 + len(text) + 1) % 64
+    return (b"\x93NUMPY\x01\x00" + (len(text) + pad + 1).to_bytes(2, "little") + text
+            + b" " * pad + b"\n")
+
+
+def scores_table(scores, **extra):
+    cols = {"scores": pa.array([list(r) for r in scores], type=pa.list_(pa.float32()))}
+    cols.update({k: pa.array(v) for k, v in extra.items()})
+    return pa.table(cols)
+
+
+@pytest.fixture
+def scores():
+    rng = np.random.default_rng(11)
+    s = np.round(rng.random((40, 12)), 1).astype(np.float32)
+    return s
+
+
+# ---------------------------------------------------------------------------------------
+# memory and hangs (1-4)
+
+@pytest.mark.parametrize("shape", ["(4611686018427387904, 4611686018427387904)",
+                                   "(4, 4611686018427387904)"])
+def test_shape_products_never_wrap(tmp_path, shape):
+    path = tmp_path / "huge.npy"
+    path.write_bytes(npy_header(shape) + b"\0" * 64)
+    one_error(run("compare", path), r"huge\.npy: corrupted or truncated file \(the array "
+                                    r"needs \d+ bytes, 192 are there\)")
+
+
+def test_stored_npz_member_shape_overflow(tmp_path):
+    path = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("scores.npy", npy_header("(4611686018427387904, 4)") + b"\0" * 64)
+    one_error(run("compare", path), r"corrupted or truncated file \(the array needs")
+
+
+def test_big_compressed_fortran_member_is_refused(tmp_path, monkeypatch):
+    import tieeval.io.npz as npz
+    monkeypatch.setattr(npz, "PART_BYTES", 1000)
+    path = tmp_path / "f.npz"
+    np.savez_compressed(path, scores=np.asfortranarray(np.zeros((100, 10), np.float32)))
+    with pytest.raises(InputError, match=r"compressed Fortran-order array of 4000 bytes, "
+                                         r"which cannot be read by rows and is too big"):
+        open_dump(str(path))
+
+
+def test_small_compressed_fortran_member_still_reads(tmp_path, scores):
+    np.savez_compressed(tmp_path / "f.npz", scores=np.asfortranarray(scores))
+    np.save(tmp_path / "c.npy", scores)
+    a = evaluate_path(str(tmp_path / "f.npz"))
+    b = evaluate_path(str(tmp_path / "c.npy"))
+    assert [m.tie_aware for m in a.metrics] == [m.tie_aware for m in b.metrics]
+
+
+def test_row_length_bound_npy_parquet_long(tmp_path, monkeypatch):
+    monkeypatch.setenv(MAX_ROW_ENV, "10")
+    s = np.zeros((2, 11), np.float32)
+    np.save(tmp_path / "a.npy", s)
+    one_error(run("compare", tmp_path / "a.npy"),
+              r"a\.npy: a row has 11 candidates, more than the 10 one row may have .*raise it "
+              r"with TIEEVAL_MAX_ROW_CANDIDATES=11")
+    pq.write_table(scores_table(s), tmp_path / "a.parquet")
+    one_error(run("compare", tmp_path / "a.parquet"),
+              r"a\.parquet: row group 0: a row has 11 candidates")
+    ragged = pa.table({"scores": pa.array([[0.5] * 3] * 5 + [[0.5] * 11],
+                                          type=pa.list_(pa.float32()))})
+    pq.write_table(ragged, tmp_path / "r.parquet")
+    one_error(run("compare", tmp_path / "r.parquet"), r"r\.parquet: row 5 has 11 candidates")
+    (tmp_path / "l.csv").write_text("instance,position,score\n" + "".join(
+        f"7,{i},0.5\n" for i in range(11)))
+    one_error(run("compare", tmp_path / "l.csv"), r"l\.csv: instance 7 has 11 candidates")
+    monkeypatch.setenv(MAX_ROW_ENV, "11")
+    assert run("compare", tmp_path / "a.npy").exit_code == 0
+    monkeypatch.setenv(MAX_ROW_ENV, "lots")
+    one_error(run("compare", tmp_path / "a.npy"),
+              r"TIEEVAL_MAX_ROW_CANDIDATES must be a whole number >= 1, got 'lots'")
+
+
+def test_fifo_in_a_dataset_is_refused_without_blocking(tmp_path, scores):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    pq.write_table(scores_table(scores), ds / "a.parquet")
+    os.mkfifo(ds / "b.parquet")
+    start = time.monotonic()
+    one_error(run("compare", ds), r"b\.parquet: not a regular file \(a FIFO, socket or "
+                                  r"device\)")
+    os.mkfifo(tmp_path / "x.npy")
+    one_error(run("compare", tmp_path / "x.npy"), r"x\.npy: not a regular file")
+    assert time.monotonic() - start < 30
+
+
+# ---------------------------------------------------------------------------------------
+# silently wrong numbers (6-11)
+
+def test_named_fields_must_exist(tmp_path, scores):
+    pq.write_table(scores_table(scores, positive=[3] * 40), tmp_path / "p.parquet")
+    one_error(run("compare", tmp_path / "p.parquet", "--positive-column", "pos"),
+              r"p\.parquet: no column 'pos' \(--positive-column\); found: positive, scores")
+    np.savez(tmp_path / "p.npz", scores=scores, positive=np.full(40, 3))
+    one_error(run("compare", tmp_path / "p.npz", "--positive-column", "pos"),
+              r"p\.npz: no array 'pos' \(--positive-column\); found: positive, scores")
+    (tmp_path / "l.csv").write_text("instance,position,score,label\n1,0,0.5,1\n1,1,0.4,0\n")
+    one_error(run("compare", tmp_path / "l.csv", "--label-column", "lab"),
+              r"l\.csv: long layout: no column 'lab' \(--label-column; found: instance, "
+              r"position, score, label\)")
+    # with --positive-index the renamed field only says which stored field not to use
+    assert run("compare", tmp_path / "p.npz", "--positive-column", "none",
+               "--positive-index", "1").exit_code == 0
+
+
+@pytest.mark.parametrize("first_has", [True, False])
+def test_dataset_files_must_agree_on_fields(tmp_path, scores, first_has):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    with_pos = scores_table(scores, positive=[3] * 40)
+    without = scores_table(scores)
+    pq.write_table(with_pos if first_has else without, ds / "a.parquet")
+    pq.write_table(without if first_has else with_pos, ds / "b.parquet")
+    has, lacks = ("a", "b") if first_has else ("b", "a")
+    one_error(run("compare", ds), rf"{has}\.parquet has a column 'positive' and "
+                                  rf".*{lacks}\.parquet has not; the files of a dataset must "
+                                  "have the same columns")
+
+
+def test_long_csv_ids_are_compared_as_written(tmp_path):
+    (tmp_path / "ids.csv").write_text("instance,position,score,label\n"
+                                      "1,0,0.5,1\n1,1,0.4,0\n01,0,0.3,0\n01,1,0.9,1\n")
+    r = evaluate_path(str(tmp_path / "ids.csv"), ["HR@1"])
+    assert r.instances == 2  # "1" and "01" are two instances
+    assert r.metrics[0].tie_aware == 1.0
+    (tmp_path / "int.csv").write_text("instance,position,score\n2,0,0.5\n2,1,0.4\n"
+                                      "10,0,0.3\n10,1,0.9\n")
+    dump = open_dump(str(tmp_path / "int.csv"))
+    assert [i for b in dump.batches() for i in b.ids.tolist()] == [2, 10]  # integers
+
+
+def test_npz_crc_is_verified_stored_and_compressed(tmp_path):
+    rng = np.random.default_rng(5)
+    s = rng.random((200, 50)).astype(np.float32)
+    for name, save in (("stored", np.savez), ("compressed", np.savez_compressed)):
+        path = tmp_path / f"{name}.npz"
+        save(path, scores=s)
+        data = bytearray(path.read_bytes())
+        with zipfile.ZipFile(path) as z:
+            info = z.getinfo("scores.npy")
+        if name == "stored":
+            data[info.header_offset + 30 + len("scores.npy") + 4000] ^= 0x40
+        else:  # corrupt the CRC itself: the data still inflates
+            pos = info.header_offset + 14
+            data[pos] ^= 0xFF
+            cd = data.rindex(b"PK\x01\x02")
+            data[cd + 16] ^= 0xFF
+        bad = tmp_path / f"bad_{name}.npz"
+        bad.write_bytes(bytes(data))
+        result = run("compare", bad, "--jobs", "1")
+        one_error(result, r"bad_%s\.npz: corrupted (file|or truncated file) \(member "
+                          r"scores(\.npy)?: (b|B)ad CRC-32" % name)
+
+
+def test_parquet_page_checksums_are_verified(tmp_path, scores):
+    path = tmp_path / "c.parquet"
+    pq.write_table(scores_table(scores), path, write_page_checksum=True, compression="none",
+                   use_dictionary=False)
+    data = bytearray(path.read_bytes())
+    marker = np.float32(scores[5, 3]).tobytes()
+    data[data.index(marker, 100)] ^= 0x01
+    (tmp_path / "bad.parquet").write_bytes(bytes(data))
+    one_error(run("compare", tmp_path / "bad.parquet"),
+              r"bad\.parquet: corrupted or truncated Parquet file \(row group 0: .*(CRC|checksum)")
+
+
+def test_trec_query_ids_must_be_utf8(tmp_path):
+    (tmp_path / "run").write_bytes(b"q\xff Q0 d1 1 0.5 r\nq\xfe Q0 d2 1 0.5 r\n")
+    (tmp_path / "qrels").write_bytes(b"q\xff 0 d1 1\n")
+    one_error(run("compare", tmp_path / "run", "--qrels", tmp_path / "qrels"),
+              r"run: line 1: query id b'q\\xff' is not valid UTF-8")
+
+
+@pytest.mark.parametrize("text,tolerance", [("0", 0.0), ("1", 0.0), ("0.0", 0.05),
+                                            ("0.466", 5e-4), ("47%", 5e-3)])
+def test_audit_integers_are_exact(text, tolerance):
+    assert parse_value(text)[1] == pytest.approx(tolerance)
+
+
+# ---------------------------------------------------------------------------------------
+# internal errors on bad input (12-16)
+
+def test_parquet_bad_metadata_key_and_duplicate_columns(tmp_path, scores):
+    t = scores_table(scores).replace_schema_metadata({b"\xff\xfe": b"x", b"method": b"m"})
+    pq.write_table(t, tmp_path / "k.parquet")
+    r = run("compare", tmp_path / "k.parquet", "--format", "json")
+    assert r.exit_code == 0
+    col = pa.array([list(x) for x in scores], type=pa.list_(pa.float32()))
+    pq.write_table(pa.Table.from_arrays([col, col], names=["scores", "scores"]),
+                   tmp_path / "d.parquet")
+    one_error(run("compare", tmp_path / "d.parquet"),
+              r"d\.parquet: two columns are named 'scores' \(column names must be unique\)")
+
+
+@pytest.mark.parametrize("shape", ["(2, 2, }", "(2, 'a')", "(-1, 2)", "[2, 2]", "(2.5, 2)"])
+def test_malformed_npy_headers(tmp_path, shape):
+    (tmp_path / "h.npy").write_bytes(npy_header(shape) + b"\0" * 16)
+    one_error(run("compare", tmp_path / "h.npy"), r"h\.npy: corrupted or truncated file")
+
+
+def test_huge_positive_index(tmp_path, scores):
+    np.save(tmp_path / "a.npy", scores)
+    one_error(run("compare", tmp_path / "a.npy", "--positive-index", "99999999999999999999"),
+              r"--positive-index 99999999999999999999 is out of range")
+
+
+def test_huge_relevance_and_labels(tmp_path):
+    (tmp_path / "run").write_text("q1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.4 r\nq1 Q0 d3 3 0.4 r\n")
+    (tmp_path / "q1").write_text("q1 0 d1 99999999999999999999999\nq1 0 d3 1\n")
+    assert run("compare", tmp_path / "run", "--qrels", tmp_path / "q1").exit_code == 0
+    (tmp_path / "q2").write_text("q1 0 d1 1e160\nq1 0 d3 1\n")
+    p = cli_proc("compare", tmp_path / "run", "--qrels", tmp_path / "q2", "-q", "-m",
+                 "NDCG@3")
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [
+        "Error: a computation left float64's range (overflow encountered in square); the "
+        "input holds scores or labels too large to evaluate"]
+    (tmp_path / "q3").write_text("q1 0 d1 1e400\n")
+    one_error(run("compare", tmp_path / "run", "--qrels", tmp_path / "q3"),
+              r"q3: line 1: relevance must be finite")
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_stdout_errors_are_input_errors(tmp_path, scores, fmt):
+    np.save(tmp_path / "a.npy", scores)
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, stdout=full)
+        assert p.returncode == 2
+        assert p.stderr.decode().splitlines() == [
+            "Error: cannot write the output to stdout: No space left on device"]
+    p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, stdout=subprocess.DEVNULL,
+                 preexec_fn=lambda: os.close(1))
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [
+        "Error: cannot write the output to stdout: it is closed"]
+
+
+# ---------------------------------------------------------------------------------------
+# faults and partial output (17-19)
+
+def test_file_shrinking_while_read_is_an_input_error(tmp_path, scores):
+    path = tmp_path / "a.npy"
+    np.save(path, np.tile(scores, (100, 1)))
+    dump = open_dump(str(path))
+    batches = dump.batches(50)
+    next(batches)
+    with open(path, "r+b") as fh:
+        fh.truncate(1000)
+    with pytest.raises(InputError, match=r"a\.npy: the file changed while it was read"):
+        list(batches)
+
+
+def test_fortran_rows_read_by_positioned_reads(tmp_path, scores):
+    np.save(tmp_path / "f.npy", np.asfortranarray(scores))
+    spec = ArraySpec(str(tmp_path / "f.npy"), 128, np.dtype("<f4"), scores.shape, True)
+    with spec.reader() as reader:
+        np.testing.assert_array_equal(reader.rows(7, 19), scores[7:19])
+
+
+def test_plot_is_written_atomically(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from tieeval.report import plot
+    target = tmp_path / "fig.png"
+    target.write_bytes(b"old")
+
+    class Fig:
+        def savefig(self, path, **kw):
+            with open(path, "wb") as fh:
+                fh.write(b"partial")
+            raise OSError(28, "No space left on device")
+    with pytest.raises(InputError, match=r"fig\.png: cannot write the plot: No space left"):
+        plot._save_atomically(Fig(), str(target))
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["fig.png"]
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "big.npy"
+    np.save(path, np.round(rng.random((60000, 1000)), 2).astype(np.float32))
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen([sys.executable, "-m", "tieeval", "compare", str(path), "-j", "2",
+                             "--format", "json", "--tolerance", "1e-3"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        # interrupt once the workers run (the fork server is a child of the process)
+        if not os.path.exists(children) or open(children).read().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: the whole group
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the interrupt")
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().splitlines() == ["Error: interrupted"]
+    assert out == b""
+
+
+# ---------------------------------------------------------------------------------------
+# misleading messages (20-23) and what-ifs (25)
+
+def test_float16_csv_judges_ties_in_float16(tmp_path):
+    # 0.50001 and 0.5 are one float16: tied; distinct in float64
+    (tmp_path / "h.csv").write_text("instance,position,score\n1,0,0.5\n1,1,0.50001\n")
+    half = evaluate_path(str(tmp_path / "h.csv"), ["HR@1"],
+                         options=ReadOptions(score_dtype="float16"))
+    assert str(half.dtype) == "float16" and half.metrics[0].tie_aware == 0.5
+    full = evaluate_path(str(tmp_path / "h.csv"), ["HR@1"])
+    assert full.metrics[0].tie_aware == 0.0
+    (tmp_path / "o.csv").write_text("instance,position,score\n1,0,70000\n1,1,0.5\n")
+    one_error(run("compare", tmp_path / "o.csv", "--score-dtype", "float16"),
+              r"o\.csv: 'score' holds 70000\.0, beyond the range of float16")
+
+
+def test_short_compressed_member_says_shorter(tmp_path):
+    path = tmp_path / "s.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("scores.npy", npy_header("(10, 4)") + np.zeros(20, "<f4").tobytes())
+    one_error(run("compare", path), r"s\.npz: corrupted or truncated file \(member "
+                                    r"scores\.npy is shorter than its header says\)")
+
+
+def test_bom_header_only_and_compressed_csv(tmp_path):
+    (tmp_path / "bom.csv").write_bytes("\ufeffinstance,position,score\n1,0,0.5\n1,1,0.4\n"
+                                       .encode())
+    assert evaluate_path(str(tmp_path / "bom.csv"), ["HR@1"]).instances == 1
+    (tmp_path / "h.csv").write_text("instance,position,score\n")
+    one_error(run("compare", tmp_path / "h.csv"), r"h\.csv: no rows \(the CSV has a header "
+                                                   r"only\)")
+    with gzip.open(tmp_path / "g.csv.gz", "wt") as fh:
+        fh.write("instance,position,score\n1,0,0.5\n1,1,0.4\n")
+    assert evaluate_path(str(tmp_path / "g.csv.gz"), ["HR@1"]).instances == 1
+    (tmp_path / "b.csv.bz2").write_bytes(b"BZh9")
+    one_error(run("compare", tmp_path / "b.csv.bz2"),
+              r"b\.csv\.bz2: bzip2-compressed CSV is not read; decompress it, or compress "
+              r"it with gzip \(\.csv\.gz\)")
+    with gzip.open(tmp_path / "scores.dat", "wt") as fh:
+        fh.write("instance,position,score\n")
+    one_error(run("compare", tmp_path / "scores.dat"), r"scores\.dat: gzip-compressed")
+
+
+def test_qrels_cast_what_if(tmp_path):
+    (tmp_path / "run").write_text("q1 Q0 d1 1 0.50001 r\nq1 Q0 d2 2 0.5 r\nq1 Q0 d3 3 0.4 r\n")
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    r = run("compare", tmp_path / "run", "--qrels", tmp_path / "qrels", "--cast", "bfloat16",
+            "-m", "HR@1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    metric = data["runs"][0]["metrics"][0]
+    assert metric["tie_aware"] == pytest.approx(0.5)  # d1 and d2 tie in bfloat16
