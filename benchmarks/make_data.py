@@ -23,7 +23,7 @@ from _common import DATA
 CHUNK_BYTES = 64 << 20
 
 SHAPES = {"sampled": (1_000_000, 101), "allitem": (20_000, 7_710), "big": (10_000_000, 101)}
-# Parquet row groups of about 32 MB of scores: streaming-friendly (see README, Performance).
+# Parquet row groups of about 32 MB of scores: streaming-friendly (see docs/performance.md).
 ROW_GROUP_BYTES = 32 << 20
 
 

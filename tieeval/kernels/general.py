@@ -14,7 +14,7 @@ every metric is read off it (:meth:`RelBatch.values`); dataset means are exact s
 (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is defined, so they
 do not depend on batch size.
 
-Definitions and defaults (the choices the README documents):
+Definitions and defaults (the choices docs/computed.md documents):
 
 * Default metrics of a labelled dump: HR@K, Recall@K and NDCG@K for every ``--k``, then MRR
   and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
