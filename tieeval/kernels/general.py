@@ -155,12 +155,11 @@ class GeneralKernel(Kernel):
         acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
         ranked_pos = np.zeros(rows, dtype=bool)
         ranked_pos[prow] = True
-        for k in acc.ks:
-            v = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
-            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+        hr_values = {}  # HR@K entries serve the tie-decided shares too
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
+            if entry.form == self._hr.get(entry.metric.k):
+                hr_values[entry.metric.k] = v
             mask = v.defined & keep
             sums.count += int(np.count_nonzero(mask))
             for c in COLUMNS:
@@ -169,6 +168,12 @@ class GeneralKernel(Kernel):
                 sums.has_variance = False
             else:
                 sums.variance.add(v.variance[mask])
+        for k in acc.ks:
+            v = hr_values.get(k)
+            if v is None:
+                v = rb.values(self._hr[k], original_order=False)
+            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
