@@ -172,9 +172,11 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   engine: str = "local", options: ReadOptions | None = None,
                   nan_policy: str = "raise", batch_rows: int | None = None, progress=None,
-                  gamma=1.0, gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
-                  log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
-                  both: bool = False, qrels=None, what_if=None, cast: str | None = None,
+                  gamma=1.0, gain: str | None = None, discount: str | None = None,
+                  alpha: float = 1.0, log_base: float = 2.0, short_list: str | None = None,
+                  ap_norm: str | None = None, both: bool = False,
+                  no_relevant: str | None = None, convention: str | None = None, qrels=None,
+                  what_if=None, cast: str | None = None,
                   tolerance: float | None = None, run_labels: dict | None = None,
                   original: str | None = None,
                   relevance: RelOptions | None = None, labels: dict | None = None
@@ -188,8 +190,11 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
     :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
     reads ``path`` as a TREC run judged by that qrels file. ``gamma``, ``gain``,
-    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``: the
-    labelled options, as on the command line (or ``relevance=RelOptions(...)``).
+    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``,
+    ``no_relevant``: the labelled options, as on the command line (or
+    ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
+    (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``: that
+    library's metrics at each ``k`` and its definitions; options given override it).
     ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
     ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
     file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
@@ -202,7 +207,8 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     jobs = check_jobs(jobs)
     batch_rows = check_batch_rows(batch_rows)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
+                      no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels, labels)
     engine = check_engine(engine)
@@ -431,9 +437,11 @@ class _ArrayDump:
 
 def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None,
              negatives=None, items=None, offsets=None, metrics=None, gamma=1.0,
-             gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
-             log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
-             both: bool = False, nan_policy: str = "raise", what_if=None,
+             gain: str | None = None, discount: str | None = None, alpha: float = 1.0,
+             log_base: float = 2.0, short_list: str | None = None,
+             ap_norm: str | None = None, both: bool = False,
+             no_relevant: str | None = None, convention: str | None = None,
+             nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None
              ) -> RunResult:
@@ -454,9 +462,10 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
     several; ``metrics`` (a name such as ``"NDCG@10"``, a :class:`Metric`, or a list)
     overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``both``: the labelled options of the command
-    line (or ``relevance=RelOptions(...)``). ``cast`` / ``tolerance`` (or ``what_if``): a
-    precision what-if. ``run_labels``: method / dataset / task / seed. ``path`` names the
+    ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
+    options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
+    the metrics and their definitions as :func:`evaluate_path` does. ``cast`` /
+    ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset / task / seed. ``path`` names the
     data in messages and in the result. Returns a :class:`~tieeval.results.RunResult` whose
     ``to_dict()`` is what ``tieeval compare --format json`` gives for the same data in a
     file. Bad arguments raise :class:`~tieeval.errors.ParameterError`, bad data
@@ -474,7 +483,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     chosen = metric_list(metrics, k)
     check_nan_policy(nan_policy)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
+                      no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels)
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
@@ -485,9 +495,11 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
-                    items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
-                    alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
-                    ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
+                    items=None, gamma=1.0, gain: str | None = None,
+                    discount: str | None = None, alpha: float = 1.0, log_base: float = 2.0,
+                    short_list: str | None = None, ap_norm: str | None = None,
+                    both: bool = False, no_relevant: str | None = None,
+                    convention: str | None = None, nan_policy: str = "raise",
                     path: str = "<array>", what_if=None, cast: str | None = None,
                     tolerance: float | None = None) -> RunResult:
     """Evaluate in-memory labelled rows: ``evaluate(scores, labels=labels, ...)``.
@@ -510,7 +522,8 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
     return evaluate(scores, k, labels=labels, offsets=offsets, items=items, metrics=metrics,
                     gamma=gamma, gain=gain, discount=discount, alpha=alpha, log_base=log_base,
                     short_list=short_list, ap_norm=ap_norm, both=both, nan_policy=nan_policy,
-                    path=path, what_if=what_if, cast=cast, tolerance=tolerance)
+                    no_relevant=no_relevant, convention=convention, path=path,
+                    what_if=what_if, cast=cast, tolerance=tolerance)
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",

@@ -26,7 +26,9 @@ Definitions and defaults (the choices the README documents):
   gamma-sensitivity table).
 * Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
   explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
-  out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out).
+  out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out);
+  with ``no_relevant="zero"`` (trec_eval, ranx, scikit-learn) a row without a relevant
+  item counts 0 in every column instead (V-AUC still skips it).
   ``both`` keeps only rows with a relevant item *and* an explicit negative (the "Both P&N"
   subset of the sign-aware paper); the other rows are skipped by every metric.
 * Tie statistics on labelled rows: the top-score tie figures as for single-positive dumps;
@@ -160,7 +162,7 @@ class GeneralKernel(Kernel):
             acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
         for entry, sums in zip(self.entries, acc.sums):
-            v = rb.values(entry.form)
+            v = self._counted(rb.values(entry.form), entry, has_pos)
             mask = v.defined & keep
             sums.count += int(np.count_nonzero(mask))
             for c in COLUMNS:
@@ -170,6 +172,23 @@ class GeneralKernel(Kernel):
             else:
                 sums.variance.add(v.variance[mask])
 
+    def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
+        """``no_relevant="zero"``: an instance without a relevant item that the metric
+        leaves undefined counts as 0 in every column (trec_eval, ranx, scikit-learn);
+        V-AUC, which needs a relevant item and a negative, still skips it."""
+        if self.spec.options.no_relevant != "zero" or entry.metric.name == "V-AUC":
+            return v
+        defined = np.ones(has_pos.shape, dtype=bool) if v.defined is None else v.defined
+        fill = ~has_pos & ~defined
+        if not fill.any():
+            return v
+
+        def zero(a, value=0.0):
+            return None if a is None else np.where(fill, value, a)
+        return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
+                              zero(v.tie_aware), zero(v.variance),
+                              zero(v.tie_decided, False), defined | fill)
+
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
         rb = self.block_table(batch, self.labels(batch))
@@ -177,8 +196,9 @@ class GeneralKernel(Kernel):
         if self.both:
             keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
         out = []
+        has_pos = rb.n_pos >= 1
         for entry in self.entries:
-            v = rb.values(entry.form)
+            v = self._counted(rb.values(entry.form), entry, has_pos)
             if keep is not None:
                 v.defined = v.defined & keep
             if entry.metric.name == "MAP":
@@ -217,6 +237,10 @@ class GeneralKernel(Kernel):
         if self.both:
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
+        elif acc.no_relevant and options.no_relevant == "zero":
+            own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
+                       "item (label > 0); every metric but V-AUC counts them as 0 "
+                       "(no_relevant=zero)")
         elif acc.no_relevant:
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
                        "item (label > 0); every metric skips them")
