@@ -134,6 +134,8 @@ class Batch:
     nbytes: int = 0
     items: np.ndarray | None = None
     ranking: "RankLists | None" = None
+    # True when no positive field or --positive-index gave the positive (column 0)
+    positive_defaulted: bool = False
 
     @property
     def rows(self) -> int:
@@ -291,9 +293,24 @@ _OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zs
                       ".lz4": "lz4", ".zip": "zip", ".br": "brotli", ".snappy": "snappy"}
 
 
+HOW_TO_DUMP = ("dump the scores as a numeric array: tieeval.save_scores(path, scores, "
+               "positive=...) or np.save('scores.npy', tensor.detach().cpu().numpy()) (one "
+               "row per instance; the positive in column 0, or --positive-index N)")
+_PICKLE_SUFFIXES = {".pt": "a torch.save file", ".pth": "a torch.save file",
+                    ".pkl": "a pickle", ".pickle": "a pickle", ".joblib": "a joblib pickle"}
+
+
+def not_a_dump(path: str, what: str) -> InputError:
+    """The error for a file that holds Python objects rather than score arrays."""
+    return InputError(f"{path}: {what}, which tieeval does not read (it never unpickles); "
+                      f"{HOW_TO_DUMP}")
+
+
 def detect_format(path: str) -> str:
     """The dump format from the file suffix, else from its first bytes."""
     suffix = os.path.splitext(path)[1].lower()
+    if suffix in _PICKLE_SUFFIXES:
+        raise not_a_dump(path, _PICKLE_SUFFIXES[suffix])
     if suffix in _OTHER_COMPRESSION and ".csv" in path.lower():
         raise InputError(f"{path}: {_OTHER_COMPRESSION[suffix]}-compressed CSV is not read; "
                          "decompress it, or compress it with gzip (.csv.gz)")
@@ -312,8 +329,10 @@ def detect_format(path: str) -> str:
     if head.startswith(b"\x1f\x8b"):
         raise InputError(f"{path}: gzip-compressed; a gzip-compressed long-layout CSV is read "
                          "when its name ends in .csv.gz")
+    if head.startswith(b"\x80"):  # pickle protocol 2 and later (torch, joblib, pickle)
+        raise not_a_dump(path, "a pickle")
     raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); long-layout "
-                     "dumps may also be .csv")
+                     f"dumps may also be .csv; {HOW_TO_DUMP}")
 
 
 def check_layout(layout: str) -> str:

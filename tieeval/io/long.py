@@ -58,6 +58,7 @@ from tieeval.io.arrow import (
 )
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
+    HOW_TO_DUMP,
     Batch,
     Dump,
     ReadAgain,
@@ -400,7 +401,9 @@ class _CsvSource(_Source):
         if missing_core and options.layout == "auto" and not options.long_options_given:
             raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); a "
                              ".csv is read in the long layout, with columns instance, position, "
-                             f"score and optionally label (found: {', '.join(header)})")
+                             f"score and optionally label (found: {', '.join(header)}; "
+                             "rename with --instance-column, --score-column ...); for a "
+                             f"score matrix, {HOW_TO_DUMP}")
         dtype = options.score_dtype or "float64"
         # text is parsed as float64 and rounded to float16 by numpy (pyarrow parses no
         # float16): ties are then judged in float16, as the model stored them

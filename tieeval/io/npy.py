@@ -16,7 +16,14 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
+from tieeval.io.base import (
+    HOW_TO_DUMP,
+    PART_BYTES,
+    Batch,
+    Dump,
+    ReadOptions,
+    check_row_length,
+)
 from tieeval.io.checks import _check_matrix, _positive_for
 
 # ---------------------------------------------------------------------------------------
@@ -135,8 +142,8 @@ def _load_error(path: str, exc: Exception) -> InputError:
         # (or any other non-pickle bytes) is damaged, not pickled.
         return InputError(f"{path}: corrupted or truncated file (no .npy/.npz header)")
     if "allow_pickle" in text or "Python objects" in text or "Object arrays" in text:
-        return InputError(f"{path}: holds pickled Python objects; tieeval never unpickles "
-                          "(save plain numeric arrays)")
+        return InputError(f"{path}: holds pickled Python objects; tieeval never unpickles: "
+                          f"{HOW_TO_DUMP}")
     return InputError(f"{path}: corrupted or truncated file ({type(exc).__name__}: "
                       f"{text.splitlines()[0] if text else 'unreadable'})")
 
@@ -182,7 +189,9 @@ class MatrixPart:
                     lengths = np.full(stop - start, cols, dtype=np.int64)
                     yield Batch(block, _positive_for(self.path, options, lengths, start,
                                                      stored), start,
-                                nbytes=(stop - start) * self.scores.row_bytes)
+                                nbytes=(stop - start) * self.scores.row_bytes,
+                                positive_defaulted=(stored is None
+                                                    and options.positive_index is None))
             finally:
                 if positive is not None:
                     positive.close()
