@@ -147,7 +147,7 @@ def test_exit_1_when_any_check_fails_one_line_per_check():
     assert lines[0] == (f"FAIL {SATURATED}: NDCG@10 inflation {infl * 100:.2f}% > max 5.00% "
                         f"(original {ndcg.original:.4f}, tie-aware {ndcg.tie_aware:.4f})")
     assert lines[2] == f"FAIL {SATURATED}: NDCG@10 tie-aware {ndcg.tie_aware:.4f} < min 0.3000"
-    assert all(l.startswith("PASS " + TIE_FREE) for l in lines[5:10])
+    assert all(line.startswith("PASS " + TIE_FREE) for line in lines[5:10])
 
 
 def test_default_gate_is_announced_on_stderr():

@@ -464,7 +464,7 @@ def compare_values(a: RunValues, b: RunValues, *,
                 raise InputError(f"{entry.label} is undefined for every instance of "
                                  f"{a.path} and {b.path} (no relevant item)")
 
-        def pick(x):
+        def pick(x, *, keep=keep):
             return x if keep is None or x is None else x[keep]
         variances = (None if va.variance is None or vb.variance is None
                      else (pick(va.variance), pick(vb.variance)))

@@ -101,7 +101,7 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
     for _ in range(_MAX_PASSES):
         done = [0, 0]
 
-        def tick(rows, nbytes):
+        def tick(rows, nbytes, *, done=done):
             done[0] += rows
             done[1] += nbytes
             if report is not None:
@@ -514,4 +514,5 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
-           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]
+           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for",
+           "check_jobs"]

@@ -27,8 +27,8 @@ import signal
 import threading
 import warnings
 from collections import deque
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 
 from tieeval.io.base import Dump
 from tieeval.kernels import fused, threads

@@ -59,13 +59,13 @@ from tieeval.io.arrow import (
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
     Batch,
-    check_row_length,
-    max_row_candidates,
     Dump,
     ReadAgain,
     ReadOptions,
     RelevanceLabelsFound,
+    check_row_length,
     instance_name,
+    max_row_candidates,
 )
 from tieeval.io.checks import (
     check_score_dtype,

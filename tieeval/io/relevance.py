@@ -32,8 +32,8 @@ A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``po
 field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
 scores only. The long layout has one ``label`` column for both protocols; its reader
 (:mod:`tieeval.io.long`) gives the dump ``relevance`` (source ``labels``) once the column
-proves to hold relevance labels, and its batches then carry them as here. Field names are options (``--labels-column`` ...), see
-:class:`RelevanceReadOptions`.
+proves to hold relevance labels, and its batches then carry them as here. Field names are
+options (``--labels-column`` ...), see :class:`RelevanceReadOptions`.
 
 NPZ members stored uncompressed (``np.savez``) are read by rows per batch (positioned
 reads, after a check of their CRC-32); compressed members (``np.savez_compressed``) are

@@ -9,10 +9,10 @@ single-positive dump that comes here is evaluated with a one-hot label at its po
 every metric of the registry works on every dump; with the default metrics and options it
 keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie blocks and
-every metric is read off it (:meth:`RelBatch.values`); dataset means are exact sums
-(:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is defined, so they
-do not depend on batch size.
+Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie
+blocks and every metric is read off it (:meth:`RelBatch.values`); dataset means are exact
+sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
+defined, so they do not depend on batch size.
 
 Definitions and defaults (the choices the README documents):
 
@@ -20,10 +20,10 @@ Definitions and defaults (the choices the README documents):
   and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
 * Options, run-wide: gain ``linear`` (or ``exponential``, 2^rel - 1) for DCG/NDCG; discount
   ``log2`` (or ``power`` with ``alpha``, ``news`` 1/(1 + log2(r)^1.5), ``linear``
-  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
-  for rows with fewer than K candidates; MAP@K normalised by ``R`` (or ``min``);
-  ``gamma`` 1 for the signed metrics, several values giving one row per gamma (the
-  gamma-sensitivity table).
+  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list
+  policy ``pad`` (or ``truncate``, ``skip``) for rows with fewer than K candidates; MAP@K
+  normalised by ``R`` (or ``min``); ``gamma`` 1 for the signed metrics, several values
+  giving one row per gamma (the gamma-sensitivity table).
 * Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
   explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
   out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out).

@@ -1,9 +1,9 @@
 """The general exact tie-aware kernel: many positives, graded gains, signed labels.
 
-Where :func:`tieeval.kernels.closed_forms.single_positive` handles one held-out positive from two counts,
-this module evaluates any labelling of a ragged batch of candidate lists. Every formula is
-from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging generalised to
-expectations *and* variances under uniform random tie-breaking.
+Where :func:`tieeval.kernels.closed_forms.single_positive` handles one held-out positive from
+two counts, this module evaluates any labelling of a ragged batch of candidate lists. Every
+formula is from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging
+generalised to expectations *and* variances under uniform random tie-breaking.
 
 Layout. A batch is flat: ``scores`` (any real dtype, never cast), ``labels`` (integers or
 floats) and ``offsets`` (``rows + 1`` non-decreasing integers); row ``i`` is
@@ -282,9 +282,10 @@ class RelBatch:
         What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
         the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
         ascending position); ``'reverse-stable'``: ties by descending position (see
-        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already listed in the order
-        the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
-        must then be non-increasing in score, or the order is not a ranking of the scores.
+        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already
+        listed in the order the system ranked it (for example a TREC run sorted by
+        trec_eval's rule); the rows must then be non-increasing in score, or the order is
+        not a ranking of the scores.
     unranked : (labels, offsets), optional
         Labels of judged items that are *not* among a row's candidates (a TREC run that
         did not retrieve every relevant document): flat labels and ``rows + 1`` offsets.

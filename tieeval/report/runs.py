@@ -57,7 +57,8 @@ METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
 def describe_run(run: RunResult) -> str:
     cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
              else f"{run.candidates_min}–{run.candidates_max}")
-    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.kernels.general)
+    # labelled dumps and TREC runs (tieeval.kernels.general)
+    note = getattr(run, "caption_note", "")
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
