@@ -171,8 +171,8 @@ class Outcome:
         return getattr(self.row, "gamma", None)
 
     def to_dict(self) -> dict:
-        out = {"path": self.run.path, "check": self.threshold.kind,
-               "metric": None if self.metric is None else str(self.metric)}
+        out: dict = {"path": self.run.path, "check": self.threshold.kind,
+                     "metric": None if self.metric is None else str(self.metric)}
         if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
             out["gamma"] = self.gamma
         out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
@@ -214,12 +214,17 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
     if kind == "max_positive_tie_frequency":
         return run.ties.positive_tie_frequency
     if row is None:
+        if metric is None:
+            raise ParameterError(f"{kind} needs a metric")
         row = metric_rows(run, metric)[0]
+    original, tie_aware = row.original, row.tie_aware
+    if original is None or tie_aware is None:  # no instance evaluated: nothing to bound
+        return None
     if kind == "max_inflation":
-        return relative_gap(row.original, row.tie_aware)
+        return relative_gap(original, tie_aware)
     if kind == "max_gap":
-        return abs(row.original - row.tie_aware)
-    return row.tie_aware  # "min"
+        return abs(original - tie_aware)
+    return tie_aware  # "min"
 
 
 def run_checks(runs: list[RunResult], thresholds: list[Threshold],
@@ -230,6 +235,7 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
     outcomes = []
     for run in runs:
         for t in thresholds:
+            targets: list[tuple[Metric | None, MetricRow | None]]
             if not KINDS[t.kind][0]:
                 targets = [(None, None)]
             else:

@@ -329,7 +329,6 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
                         what_if=what_if, original=original)
-    single = isinstance(kernel, SinglePositiveKernel)
     report = progress_callback(progress)
     ids = None if ids is None else np.asarray(ids)
     if ids is not None and ids.dtype == object:
@@ -343,7 +342,7 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     rows = 0
     try:
         for batch in dump.batches(batch_rows):
-            if single:
+            if isinstance(kernel, SinglePositiveKernel):
                 counts, values = kernel.instance_counts(batch)
             else:
                 counts, values = None, kernel.instance_values(batch)
@@ -376,9 +375,9 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
             raise InputError(f"{dump.path}: no instances (empty dump)")
         writer.close()
         writer = None
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # a temporary file is private; the output is not
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
         os.replace(tmp, out)
     except BaseException:
         if writer is not None:
@@ -480,8 +479,9 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
-    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=rel, what_if=what_if,
-                         run_labels=names)
+    # _ArrayDump has the part of the Dump interface evaluate_dump uses
+    return evaluate_dump(dump, chosen, nan_policy=nan_policy,  # type: ignore[arg-type]
+                         relevance=rel, what_if=what_if, run_labels=names)
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,

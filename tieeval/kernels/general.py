@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -161,14 +162,15 @@ class GeneralKernel(Kernel):
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
-            mask = v.defined & keep
+            # RelBatch.values always fills defined and variance (NaN for MAP)
+            mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
             for c in COLUMNS:
                 sums.columns[c].add(getattr(v, c)[mask])
             if entry.metric.name == "MAP":
                 sums.has_variance = False
             else:
-                sums.variance.add(v.variance[mask])
+                sums.variance.add(cast(np.ndarray, v.variance)[mask])
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
@@ -179,8 +181,8 @@ class GeneralKernel(Kernel):
         out = []
         for entry in self.entries:
             v = rb.values(entry.form)
-            if keep is not None:
-                v.defined = v.defined & keep
+            if keep is not None:  # RelBatch.values always fills defined
+                v.defined = cast(np.ndarray, v.defined) & keep
             if entry.metric.name == "MAP":
                 v.variance = None
             out.append(v)
@@ -192,7 +194,7 @@ class GeneralKernel(Kernel):
         ``positive`` (one-hot single-positive rows)."""
         n = acc.instances
         options = self.spec.options
-        if n == 0:
+        if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         if self.both and acc.subset == 0:
             raise InputError(f"{path}: no instance has both a relevant item (label > 0) and "

@@ -240,7 +240,7 @@ def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
     return (kf - r + 1.0) / kf
 
 
-def _check_unranked(unranked, rows: int):
+def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         labels, offsets = unranked
     except (TypeError, ValueError):
@@ -415,11 +415,11 @@ class RelBatch:
         self.lab_last = self.lab_first[2 * bst[self.bid] + self.bsz[self.bid] - 1
                                        - np.arange(size)]
         self._lab_original = lab  # the argsort order, or the given order
-        self._lab_ideal = {}
+        self._lab_ideal: dict = {}
         self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
         self.n_pos_ranked = self.n_pos
-        self.unranked = None
+        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         if unranked is not None:
             self.unranked = _check_unranked(unranked, rows)
             ulab, uoff = self.unranked
@@ -719,7 +719,7 @@ class _Evaluation:
             return _gain(np.maximum(lab, 0.0), metric.gain)
 
         if metric.name in ("NDCG", "SNDCG") and b.unranked is not None:
-            norm = self._extended_norm(item_gain)
+            norm = self._extended_norm(item_gain, b.unranked)
             self.defined &= norm > 0
         elif metric.name == "NDCG":
             ideal = b._ideal_labels(metric.k)[idx]
@@ -757,7 +757,7 @@ class _Evaluation:
 
         return closed, realise
 
-    def _extended_norm(self, item_gain) -> np.ndarray:
+    def _extended_norm(self, item_gain, unranked: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
 
         The ideal list holds every judged item of the row, best label first, so it may be
@@ -765,7 +765,7 @@ class _Evaluation:
         ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
         """
         b, metric = self.b, self.m
-        ulab, uoff = b.unranked
+        ulab, uoff = unranked
         u = np.diff(uoff)
         lab = np.concatenate((b._labf, ulab))
         rows = np.concatenate((b.row, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
