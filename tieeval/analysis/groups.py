@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import cast
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
@@ -119,6 +118,13 @@ def average(runs: list[RunResult]) -> GroupResult:
         if [(m.metric, m.k, getattr(m, "gamma", None)) for m in run.metrics] != layout:
             raise ParameterError(f"{run.path}: evaluated other metrics than {runs[0].path}; "
                                  "runs of one group need the same metrics")
+        if [m.labelled for m in run.metrics] != [m.labelled for m in runs[0].metrics]:
+            # rows of labelled runs carry skipped counts (and gamma), the others do not
+            kinds = [("labelled" if r.metrics and r.metrics[0].labelled else "single-positive")
+                     for r in (run, runs[0])]
+            raise ParameterError(f"{run.path}: evaluated as a {kinds[0]} run but "
+                                 f"{runs[0].path} as a {kinds[1]} one; runs of one group "
+                                 "need the same kind of evaluation")
     rows = []
     for i, (name, k, _) in enumerate(layout):
         per_seed = [run.metrics[i] for run in runs]
@@ -139,7 +145,7 @@ def average(runs: list[RunResult]) -> GroupResult:
             last_seed_std=spread["last"], tie_aware_seed_std=spread["tie_aware"])
         if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
             row.gamma = per_seed[0].gamma
-            row.skipped = sum(cast(int, r.skipped) for r in per_seed)
+            row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set
         rows.append(row)
     stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
     ks = list(runs[0].ties.tie_decided)
