@@ -197,12 +197,12 @@ def test_version_and_help():
 
 
 def test_internal_errors_are_not_exit_1(tied_npz, monkeypatch):
-    import tieeval.cli as cli_module
 
     def boom(*a, **k):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(cli_module.common, "evaluate_dump", boom)
+    import tieeval.engine.local
+    monkeypatch.setattr(tieeval.engine.local, "evaluate_dump", boom)
     result = CliRunner().invoke(cli, ["compare", tied_npz[0]])
     assert result.exit_code == 3 and "internal error" in result.output
 

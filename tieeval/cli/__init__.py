@@ -18,7 +18,36 @@ from tieeval.cli.common import Group, expand_multi_value
 __all__ = ["cli", "main", "expand_multi_value"]
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+# Each command's module is imported when the command runs (or --help lists them), so that
+# `tieeval --version` and every command load only what they use.
+COMMANDS = {"compare": "tieeval.cli.compare", "ties": "tieeval.cli.ties",
+            "check": "tieeval.cli.check", "diff": "tieeval.cli.diff",
+            "rank": "tieeval.cli.diff", "audit": "tieeval.cli.audit"}
+
+
+class LazyGroup(Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        module = COMMANDS.get(name)
+        if module is None:
+            return None
+        import importlib
+        return getattr(importlib.import_module(module), name)
+
+    @property
+    def commands(self):  # every command, for documentation and tests
+        return {name: self.get_command(None, name) for name in COMMANDS}
+
+    @commands.setter
+    def commands(self, value):  # click's Group.__init__ sets it; the table above rules
+        pass
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="tieeval")
 def cli():
     """Exact tie-aware evaluation of saved ranking score dumps.
@@ -37,17 +66,6 @@ def cli():
     """
 
 
-def _register() -> None:
-    from tieeval.cli.audit import audit
-    from tieeval.cli.check import check
-    from tieeval.cli.compare import compare
-    from tieeval.cli.diff import diff, rank
-    from tieeval.cli.ties import ties
-    for command in (compare, ties, check, diff, rank, audit):
-        cli.add_command(command)
-
-
-_register()
 
 
 def main(args=None, prog_name: str = "tieeval") -> None:

@@ -11,14 +11,11 @@ from typing import IO, cast
 
 import click
 
-from tieeval.engine.local import evaluate_dump
 from tieeval.errors import ParameterError, TieevalError
 from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
-from tieeval.io.open import open_dump
 from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
 from tieeval.metrics.registry import check_k, metric_names
-from tieeval.report import render_tables, to_csv, to_json, to_markdown
 from tieeval.results import ORIGINAL_RULES
 
 EXIT_CHECK_FAILED = 1
@@ -327,6 +324,7 @@ def stderr_console():
 
 
 def emit(results, fmt: str) -> None:
+    from tieeval.report import render_tables, to_csv, to_json, to_markdown
     if fmt == "json":
         write(to_json(results))
     elif fmt == "csv":
@@ -394,6 +392,8 @@ def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet
         from tieeval.cli.progress import ProgressBar, wanted
         with ProgressBar(wanted(quiet)) as bar:
             for path in paths:
+                from tieeval.engine.local import evaluate_dump
+                from tieeval.io.open import open_dump
                 dump = open_dump(path, options)
                 results.append(evaluate_dump(dump, metrics, nan_policy=nan_policy,
                                              batch_rows=batch_rows, jobs=jobs,

@@ -46,14 +46,14 @@ from tieeval.io.base import (
     local_path,
     remote_uri,
 )
-from tieeval.io.checks import (
+from tieeval.io.open import open_dump
+from tieeval.io.parquet import parquet_batch
+from tieeval.io.relevance import fill_from_arrow, schema_relevance
+from tieeval.io.validate import (
     positive_index_conflict,
     require_scores_column,
     table_layout,
 )
-from tieeval.io.open import open_dump
-from tieeval.io.parquet import parquet_batch
-from tieeval.io.relevance import fill_from_arrow, schema_relevance
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy

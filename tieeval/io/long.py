@@ -68,7 +68,7 @@ from tieeval.io.base import (
     instance_name,
     max_row_candidates,
 )
-from tieeval.io.checks import (
+from tieeval.io.validate import (
     check_score_dtype,
     positive_index_conflict,
     resolve_positive,

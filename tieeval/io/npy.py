@@ -17,7 +17,7 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
-from tieeval.io.checks import _check_matrix, _positive_for
+from tieeval.io.validate import _check_matrix, _positive_for
 
 # ---------------------------------------------------------------------------------------
 # NPY and NPZ: arrays located in a file (memory-mapped) or in a compressed zip member

@@ -15,18 +15,18 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
-from tieeval.io.checks import (
-    _check_matrix,
-    _check_positive_field,
-    _positive_for,
-    check_named_field,
-)
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
     _load_error,
     _matrix_parts,
     _npy_header,
+)
+from tieeval.io.validate import (
+    _check_matrix,
+    _check_positive_field,
+    _positive_for,
+    check_named_field,
 )
 
 

@@ -156,12 +156,13 @@ class GeneralKernel(Kernel):
         acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
         ranked_pos = np.zeros(rows, dtype=bool)
         ranked_pos[prow] = True
-        for k in acc.ks:
-            v = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
-            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+        # HR@K entries serve the tie-decided shares too
+        hr_values: dict[int, InstanceValues] = {}
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
+            k = entry.metric.k
+            if k is not None and entry.form == self._hr.get(k):
+                hr_values[k] = v
             # RelBatch.values always fills defined and variance (NaN for MAP)
             mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
@@ -171,6 +172,12 @@ class GeneralKernel(Kernel):
                 sums.has_variance = False
             else:
                 sums.variance.add(cast(np.ndarray, v.variance)[mask])
+        for k in acc.ks:
+            hr = hr_values.get(k)
+            if hr is None:
+                hr = rb.values(self._hr[k], original_order=False)
+            acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)

@@ -416,6 +416,7 @@ class RelBatch:
                                        - np.arange(size)]
         self._lab_original = lab  # the argsort order, or the given order
         self._lab_ideal: dict = {}
+        self._cutoffs: dict = {}
         self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
         self.n_pos_ranked = self.n_pos
@@ -530,15 +531,20 @@ class _Evaluation:
     def __init__(self, batch: RelBatch, metric: RelMetric, original_order: bool):
         self.b, self.m, self.original_order = batch, metric, original_order
         n = batch.n
-        if metric.k is None:
-            k = n.copy()
-        else:
-            k = np.full(batch.rows, metric.k, dtype=np.int64)
-            if metric.short_list == "truncate":
-                k = np.minimum(k, n)
-        self.k = k
-        self.in_k = batch.pos < k[batch.row]
-        self.m_t = np.clip(k[batch.brow] - batch.ba, 0, batch.bsz)
+        # the per-position and per-block cutoff arrays are shared by every metric of the
+        # batch with the same K and short-list policy (read-only from here on)
+        key = (metric.k, metric.short_list == "truncate")
+        cached = batch._cutoffs.get(key)
+        if cached is None:
+            if metric.k is None:
+                k = n.copy()
+            else:
+                k = np.full(batch.rows, metric.k, dtype=np.int64)
+                if metric.short_list == "truncate":
+                    k = np.minimum(k, n)
+            cached = (k, batch.pos < k[batch.row], np.clip(k[batch.brow] - batch.ba, 0, batch.bsz))
+            batch._cutoffs[key] = cached
+        self.k, self.in_k, self.m_t = cached
         defined = batch.n_pos >= 1
         if metric.name == "V-AUC":  # pairs of ranked items only
             defined = (batch.n_pos_ranked >= 1) & (batch.n_neg >= 1)
