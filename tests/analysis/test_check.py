@@ -151,7 +151,7 @@ def test_exit_1_when_any_check_fails_one_line_per_check():
     assert lines[11].startswith("Failed: --max-inflation NDCG@10=5.00% (1 check(s)); to "
                                 "relax it pass e.g. --max-inflation NDCG@10=")
     assert lines[2] == f"FAIL {SATURATED}: NDCG@10 tie-aware {ndcg.tie_aware:.4f} < min 0.3000"
-    assert all(l.startswith("PASS " + TIE_FREE) for l in lines[5:10])
+    assert all(line.startswith("PASS " + TIE_FREE) for line in lines[5:10])
 
 
 def test_default_gate_is_announced_on_stderr():

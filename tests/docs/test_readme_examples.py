@@ -150,7 +150,8 @@ def strip(lines: list[str]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("command,shown", shown_outputs(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("command,shown", shown_outputs(),
+                         ids=lambda v: v if isinstance(v, str) else "")
 def test_shown_output_is_real(command, shown, monkeypatch):
     monkeypatch.chdir(ROOT)
     result, pipe = invoke(command)
@@ -168,7 +169,7 @@ def test_shown_output_is_real(command, shown, monkeypatch):
         assert len(real) == len(strip(shown)) and real[0] == strip(shown)[0]
 
 
-# ---------------------------------------------------------------------------- the reader's own files
+# ------------------------------------------------------------------------ the reader's own files
 
 def list_table(**columns) -> pa.Table:
     return pa.table({name: pa.array([list(row) for row in rows], typ)

@@ -288,10 +288,9 @@ def test_fuzzed_dumps_exit_0_or_2(tmp_path):
 # option parsers: property tests
 
 hypothesis = pytest.importorskip("hypothesis")
+from click.testing import CliRunner  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from click.testing import CliRunner  # noqa: E402
 
 from tieeval.cli import cli  # noqa: E402
 

@@ -221,8 +221,8 @@ class Outcome:
         return signed_change(self.row)
 
     def to_dict(self) -> dict:
-        out = {"path": self.run.path, "check": self.threshold.kind,
-               "metric": None if self.metric is None else str(self.metric)}
+        out: dict = {"path": self.run.path, "check": self.threshold.kind,
+                     "metric": None if self.metric is None else str(self.metric)}
         if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
             out["gamma"] = self.gamma
         out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
@@ -250,9 +250,11 @@ def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> l
     return rows
 
 
-def within_floor(row: MetricRow) -> bool:
+def within_floor(row: MetricRow | None) -> bool:
     """True when ``|original - tie_aware|`` is at most :data:`SIGMA_FLOOR` of the
     original."""
+    if row is None or row.original is None or row.tie_aware is None:
+        return False
     diff = abs(row.original - row.tie_aware)
     return diff <= TOLERANCE or (row.original != 0
                                  and diff / abs(row.original) <= SIGMA_FLOOR + TOLERANCE)
@@ -261,6 +263,8 @@ def within_floor(row: MetricRow) -> bool:
 def signed_change(row: MetricRow) -> float | None:
     """``(tie_aware - original) / original``: negative when Original overstates the
     tie-aware value (None when the original is 0 and the tie-aware value is not)."""
+    if row.original is None or row.tie_aware is None:
+        return None
     if row.original == 0:
         return 0.0 if row.tie_aware == 0 else None
     return (row.tie_aware - row.original) / row.original
@@ -282,24 +286,33 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
     if kind == "max_positive_tie_frequency":
         return run.ties.positive_tie_frequency
     if kind == "max_tie_decided":
+        if metric is None or metric.k is None:
+            raise ParameterError("max_tie_decided needs a cutoff")
         return run.ties.tie_decided[metric.k]
     if row is None:
+        if metric is None:
+            raise ParameterError(f"{kind} needs a metric")
         row = metric_rows(run, metric)[0]
+    original, tie_aware = row.original, row.tie_aware
+    if original is None or tie_aware is None:  # no instance evaluated: nothing to bound
+        return None
     if kind in CHANGE_KINDS:
-        return relative_gap(row.original, row.tie_aware)
+        return relative_gap(original, tie_aware)
     if kind == "max_spread":
-        spread, value = abs(row.first - row.last), abs(row.tie_aware)
+        if row.first is None or row.last is None:
+            return None
+        spread, value = abs(row.first - row.last), abs(tie_aware)
         if value == 0:
             return 0.0 if spread == 0 else None
         return spread / value
     if kind == "max_change_sigma":
-        diff = abs(row.original - row.tie_aware)
+        diff = abs(original - tie_aware)
         if diff <= TOLERANCE:
             return 0.0
         return diff / row.tie_aware_std if row.tie_aware_std else None
     if kind == "max_gap":
-        return abs(row.original - row.tie_aware)
-    return row.tie_aware  # "min"
+        return abs(original - tie_aware)
+    return tie_aware  # "min"
 
 
 def run_checks(runs: list[RunResult], thresholds: list[Threshold],
@@ -310,6 +323,7 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
     outcomes = []
     for run in runs:
         for t in thresholds:
+            targets: list[tuple[Metric | None, MetricRow | None]]
             if t.kind == "max_tie_decided":
                 targets = [(Metric("HR", k), None) for k in sorted(run.ties.tie_decided)]
             elif not KINDS[t.kind][0]:
@@ -323,7 +337,8 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
                     metrics = list(dict.fromkeys(Metric(m.metric, m.k) for m in run.metrics))
                 targets = [(m, row) for m in metrics for row in metric_rows(run, m, t.gamma)]
                 if t.kind == "max_change_sigma":  # no closed-form variance (MAP): no check
-                    targets = [(m, row) for m, row in targets if row.tie_aware_std is not None]
+                    targets = [(m, row) for m, row in targets
+                               if row is not None and row.tie_aware_std is not None]
             for metric, row in targets:
                 value = measure(run, t, metric, row)
                 if t.kind == "max_change_sigma" and within_floor(row):

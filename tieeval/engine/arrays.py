@@ -19,8 +19,8 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import RELEVANCE_FIELDS, Batch, ReadOptions, RelevanceInfo
-from tieeval.io.checks import _check_matrix, check_score_dtype, resolve_positive
 from tieeval.io.relevance import _check_combination, fill_batch
+from tieeval.io.validate import _check_matrix, check_score_dtype, resolve_positive
 
 _NAMES = {kind: kind for kind in RELEVANCE_FIELDS}
 
@@ -28,6 +28,7 @@ _NAMES = {kind: kind for kind in RELEVANCE_FIELDS}
 def as_array(value, what: str = "scores", path: str = "<array>") -> np.ndarray:
     """``np.asarray(value)``, never cast; object arrays (ragged or mixed rows, huge
     integers) are an :class:`InputError`."""
+    arr: np.ndarray | None
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError, OverflowError):

@@ -101,7 +101,7 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
     for _ in range(_MAX_PASSES):
         done = [0, 0]
 
-        def tick(rows, nbytes):
+        def tick(rows, nbytes, *, done=done):
             done[0] += rows
             done[1] += nbytes
             if report is not None:
@@ -335,7 +335,6 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
                         what_if=what_if, original=original)
-    single = isinstance(kernel, SinglePositiveKernel)
     report = progress_callback(progress)
     ids = None if ids is None else np.asarray(ids)
     if ids is not None and ids.dtype == object:
@@ -349,7 +348,7 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     rows = 0
     try:
         for batch in dump.batches(batch_rows):
-            if single:
+            if isinstance(kernel, SinglePositiveKernel):
                 counts, values = kernel.instance_counts(batch)
             else:
                 counts, values = None, kernel.instance_values(batch)
@@ -382,9 +381,9 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
             raise InputError(f"{dump.path}: no instances (empty dump)")
         writer.close()
         writer = None
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # a temporary file is private; the output is not
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
         os.replace(tmp, out)
     except BaseException:
         if writer is not None:
@@ -465,11 +464,11 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does. ``cast`` /
-    ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset / task / seed. ``path`` names the
-    data in messages and in the result. Returns a :class:`~tieeval.results.RunResult` whose
-    ``to_dict()`` is what ``tieeval compare --format json`` gives for the same data in a
-    file. Bad arguments raise :class:`~tieeval.errors.ParameterError`, bad data
-    :class:`~tieeval.errors.InputError`.
+    ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
+    task / seed. ``path`` names the data in messages and in the result. Returns a
+    :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
+    --format json`` gives for the same data in a file. Bad arguments raise
+    :class:`~tieeval.errors.ParameterError`, bad data :class:`~tieeval.errors.InputError`.
 
     >>> import numpy as np
     >>> r = evaluate(np.array([[1.0, 1.0, 0.5], [0.9, 0.1, 0.2]], dtype=np.float32), k=[1])
@@ -490,8 +489,9 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
-    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=rel, what_if=what_if,
-                         run_labels=names)
+    # _ArrayDump has the part of the Dump interface evaluate_dump uses
+    return evaluate_dump(dump, chosen, nan_policy=nan_policy,  # type: ignore[arg-type]
+                         relevance=rel, what_if=what_if, run_labels=names)
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
@@ -527,4 +527,5 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
-           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]
+           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for",
+           "check_jobs"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -202,16 +202,16 @@ class Dump:
     format: str
     dtype: np.dtype
     metadata: dict[str, str] = field(default_factory=dict)
-    _batches: object = None
+    _batches: Callable[[int], Iterator[Batch]] | None = None  # or parts
     layout: str = "wide"
     rows: int | None = None
     nbytes: int = 0
     row_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     parts: list | None = None
-    _settle: object = None
-    _verify: object = None
-    _start_over: object = None
+    _settle: Callable[[], None] | None = None
+    _verify: Callable[[], None] | None = None
+    _start_over: Callable[[ReadAgain], None] | None = None
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
@@ -248,6 +248,8 @@ class Dump:
         size = self.batch_size(batch_rows)
         if self.parts is not None:
             return self._part_batches(self.parts, size)
+        if self._batches is None:  # a reader gives parts or a batch generator, never neither
+            raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
 
     def _part_batches(self, parts, size: int) -> Iterator[Batch]:

@@ -24,7 +24,7 @@ from tieeval.io.base import (
     ReadOptions,
     check_row_length,
 )
-from tieeval.io.checks import _check_matrix, _positive_for
+from tieeval.io.validate import _check_matrix, _positive_for
 
 # ---------------------------------------------------------------------------------------
 # NPY and NPZ: arrays located in a file (memory-mapped) or in a compressed zip member
@@ -96,11 +96,13 @@ class RowReader:
             size = spec.dtype.itemsize
             for j in range(rest[0]):
                 col = out[:, j]
-                self._fill(memoryview(col).cast("B"), spec.offset + (j * rows + lo) * size)
+                # ndarray has the buffer protocol (numpy's stubs declare it for Python 3.12+)
+                self._fill(memoryview(col).cast("B"),  # type: ignore[arg-type]
+                           spec.offset + (j * rows + lo) * size)
             return out
         out = np.empty((n,) + rest, dtype=spec.dtype)
         if out.nbytes:
-            self._fill(memoryview(out.reshape(-1)).cast("B"),
+            self._fill(memoryview(out.reshape(-1)).cast("B"),  # type: ignore[arg-type]
                        spec.offset + lo * spec.row_bytes)
         return out
 

@@ -23,18 +23,18 @@ from tieeval.io.base import (
     check_row_length,
     not_a_dump,
 )
-from tieeval.io.checks import (
-    _check_matrix,
-    _check_positive_field,
-    _positive_for,
-    check_named_field,
-)
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
     _load_error,
     _matrix_parts,
     _npy_header,
+)
+from tieeval.io.validate import (
+    _check_matrix,
+    _check_positive_field,
+    _positive_for,
+    check_named_field,
 )
 
 

@@ -19,11 +19,11 @@ from tieeval.io.base import (
     detect_format,
     require_regular_file,
 )
-from tieeval.io.checks import table_layout
 from tieeval.io.long import open_long_csv, open_long_parquet
 from tieeval.io.npy import _open_npy
 from tieeval.io.npz import _open_npz
 from tieeval.io.parquet import open_wide_parquet
+from tieeval.io.validate import table_layout
 
 
 def open_dump(path: str, options: ReadOptions | None = None) -> Dump:

@@ -34,7 +34,7 @@ from tieeval.io.base import (
     check_row_length,
     max_row_candidates,
 )
-from tieeval.io.checks import (
+from tieeval.io.validate import (
     _positive_for,
     check_named_field,
     check_score_dtype,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.results import RunResult
+
+if TYPE_CHECKING:
+    from tieeval.kernels.whatif import WhatIf
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class EvalSpec:
     source: str | None = None
     items: bool = False
     original: str = "argsort"
-    what_if: object = None
+    what_if: WhatIf | None = None
     path: str = ""
 
     def __post_init__(self) -> None:
@@ -73,7 +76,7 @@ class Entry:
 
     metric: Metric
     gamma: float | None = None
-    form: object = field(default=None, compare=False)  # the kernel's own form of it
+    form: Any = field(default=None, compare=False)  # the kernel's own form of it
 
     @property
     def label(self) -> str:

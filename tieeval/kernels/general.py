@@ -9,10 +9,10 @@ single-positive dump that comes here is evaluated with a one-hot label at its po
 every metric of the registry works on every dump; with the default metrics and options it
 keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie blocks and
-every metric is read off it (:meth:`RelBatch.values`); dataset means are exact sums
-(:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is defined, so they
-do not depend on batch size.
+Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie
+blocks and every metric is read off it (:meth:`RelBatch.values`); dataset means are exact
+sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
+defined, so they do not depend on batch size.
 
 Definitions and defaults (the choices the README documents):
 
@@ -20,10 +20,10 @@ Definitions and defaults (the choices the README documents):
   and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
 * Options, run-wide: gain ``linear`` (or ``exponential``, 2^rel - 1) for DCG/NDCG; discount
   ``log2`` (or ``power`` with ``alpha``, ``news`` 1/(1 + log2(r)^1.5), ``linear``
-  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
-  for rows with fewer than K candidates; MAP@K normalised by ``R`` (or ``min``);
-  ``gamma`` 1 for the signed metrics, several values giving one row per gamma (the
-  gamma-sensitivity table).
+  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list
+  policy ``pad`` (or ``truncate``, ``skip``) for rows with fewer than K candidates; MAP@K
+  normalised by ``R`` (or ``min``); ``gamma`` 1 for the signed metrics, several values
+  giving one row per gamma (the gamma-sensitivity table).
 * Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
   explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
   out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out);
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -157,20 +158,29 @@ class GeneralKernel(Kernel):
         acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
         ranked_pos = np.zeros(rows, dtype=bool)
         ranked_pos[prow] = True
-        for k in acc.ks:
-            v = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
-            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+        # HR@K entries serve the tie-decided shares too
+        hr_values: dict[int, InstanceValues] = {}
         for entry, sums in zip(self.entries, acc.sums):
-            v = self._counted(rb.values(entry.form), entry, has_pos)
-            mask = v.defined & keep
+            v = rb.values(entry.form)
+            k = entry.metric.k
+            if k is not None and entry.form == self._hr.get(k):
+                hr_values[k] = v
+            v = self._counted(v, entry, has_pos)
+            # RelBatch.values always fills defined and variance (NaN for MAP)
+            mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
             for c in COLUMNS:
                 sums.columns[c].add(getattr(v, c)[mask])
             if entry.metric.name == "MAP":
                 sums.has_variance = False
             else:
-                sums.variance.add(v.variance[mask])
+                sums.variance.add(cast(np.ndarray, v.variance)[mask])
+        for k in acc.ks:
+            hr = hr_values.get(k)
+            if hr is None:
+                hr = rb.values(self._hr[k], original_order=False)
+            acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
 
     def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
         """``no_relevant="zero"``: an instance without a relevant item that the metric
@@ -199,8 +209,8 @@ class GeneralKernel(Kernel):
         has_pos = rb.n_pos >= 1
         for entry in self.entries:
             v = self._counted(rb.values(entry.form), entry, has_pos)
-            if keep is not None:
-                v.defined = v.defined & keep
+            if keep is not None:  # RelBatch.values always fills defined
+                v.defined = cast(np.ndarray, v.defined) & keep
             if entry.metric.name == "MAP":
                 v.variance = None
             out.append(v)
@@ -212,7 +222,7 @@ class GeneralKernel(Kernel):
         ``positive`` (one-hot single-positive rows)."""
         n = acc.instances
         options = self.spec.options
-        if n == 0:
+        if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         if self.both and acc.subset == 0:
             raise InputError(f"{path}: no instance has both a relevant item (label > 0) and "

@@ -77,7 +77,7 @@ _CHOICE_ALIASES = {
 
 def _choice(name: str, value: object) -> str:
     table = _CHOICE_ALIASES[name]
-    canon = table.get(_key(value).lower() if isinstance(value, str) else None)
+    canon = table.get(_key(value).lower()) if isinstance(value, str) else None
     if canon is None:
         raise ParameterError(f"{name} must be one of {', '.join(sorted(set(table.values())))}; "
                              f"got {value!r}")
@@ -281,7 +281,7 @@ class RelOptions:
 
     def metric_options(self, spec, k) -> dict:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
-        out = {}
+        out: dict = {}
         if "gain" in spec.options:
             out["gain"] = self.gain
         if "discount" in spec.options:

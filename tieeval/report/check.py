@@ -58,7 +58,7 @@ def message(o: Outcome) -> str:
                and row.tie_aware_std is not None else "")
         context = (f" (original {fmt_value(row.original)}, "
                    f"tie-aware {fmt_value(row.tie_aware)}{std})")
-    elif t.kind == "max_spread":
+    elif t.kind == "max_spread" and o.row is not None:
         context = (f" (first {fmt_value(o.row.first)}, last {fmt_value(o.row.last)}, "
                    f"tie-aware {fmt_value(o.row.tie_aware)})")
     if t.kind in CHANGE_KINDS:

@@ -1,0 +1,135 @@
+"""tieeval against the exact-Original floor, and labelled rows against scikit-learn.
+
+    python benchmarks/bench_floor.py [--scale 1.0] [--repeat 5]
+
+The *exact-Original floor* of a single-positive dump is the least work any exact tool must
+do: read it (np.load with mmap), one pass computing each row's a (scores above the
+positive), b (tied with it), the row maximum and its count, and numpy's own
+``np.argsort(scores * -1)`` of the rows whose positive is tied, spread over the machine's
+cores (threads: argsort releases the GIL). Four seeded float32 dumps (scaled by
+``--scale``): sampled 200,000 x 101 and all-item 4,000 x 10,000, each tied (a sigmoid that
+saturates at 1.0) and tie-free (raw logits).
+
+Measured in one run, medians of ``--repeat``: the floor; ``tieeval compare`` with the
+default ``--jobs`` and with ``--jobs 1`` (a fresh process each, as a user runs it); the
+API in this process. Then graded labels (1-10 relevant items per row, ties): tieeval's
+NDCG@10 end to end against scikit-learn's tie-averaged ``ndcg_score`` (scaled from a
+subset: it loops over rows in Python), and tieeval's time per score against the
+single-positive time on the same matrix.
+
+The machine is small and shared: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from _common import DATA, median_time
+
+import tieeval
+
+
+def write(name: str, rows: int, cols: int, tied: bool, seed: int = 0) -> str:
+    path = os.path.join(DATA, f"floor_{name}_{rows}x{cols}_{'tied' if tied else 'free'}.npy")
+    if os.path.exists(path):
+        return path
+    os.makedirs(DATA, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, cols))
+    step = max(1, 4_000_000 // cols)
+    for lo in range(0, rows, step):
+        n = min(step, rows - lo)
+        logits = rng.normal(size=(n, cols)).astype(np.float32) * 8
+        logits[:, 0] += 2  # the positive (column 0) scores a little higher
+        if tied:  # an extra sigmoid on large logits: float32 saturates at exactly 1.0
+            out[lo:lo + n] = (1 / (1 + np.exp(-(logits + 8)))).astype(np.float32)
+        else:
+            out[lo:lo + n] = logits
+    out.flush()
+    del out
+    return path
+
+
+def floor(path: str) -> None:
+    s = np.load(path, mmap_mode="r")
+    cores = len(os.sched_getaffinity(0))
+    step = max(1, (1 << 22) // s.shape[1])
+    tied_rows = []
+    for lo in range(0, s.shape[0], step):
+        block = np.asarray(s[lo:lo + step])
+        p = block[:, :1]
+        (block > p).sum(1)
+        b = (block == p).sum(1)
+        m = block.max(1)
+        (block == m[:, None]).sum(1)
+        tied_rows.append(block[b > 1])
+    tied = [t for t in tied_rows if t.size]
+
+    def sort(block):
+        np.argsort(block * -1, axis=1)
+    with ThreadPoolExecutor(cores) as pool:
+        list(pool.map(sort, tied))
+
+
+def cli(path: str, *extra: str) -> None:
+    subprocess.run([sys.executable, "-m", "tieeval", "compare", path, "-q", "-f", "json",
+                    *extra], check=True, stdout=subprocess.DEVNULL)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    sampled, allitem = int(200_000 * args.scale), int(4_000 * args.scale)
+    print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
+          f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat}\n")
+    print("| dump | floor s | CLI default | CLI --jobs 1 | API | CLI / floor |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, rows, cols in (("sampled", sampled, 101), ("all-item", allitem, 10_000)):
+        for tied in (True, False):
+            path = write(name, rows, cols, tied)
+            t_floor = median_time(lambda path=path: floor(path), args.repeat)
+            t_cli = median_time(lambda path=path: cli(path), args.repeat)
+            t_cli1 = median_time(lambda path=path: cli(path, "--jobs", "1"), args.repeat)
+            t_api = median_time(lambda path=path: tieeval.evaluate_path(path), args.repeat)
+            print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
+                  f"{t_floor:.3f} | {t_cli:.3f} | {t_cli1:.3f} | {t_api:.3f} | "
+                  f"{t_cli / t_floor:.2f}x |")
+    # labelled rows: graded NDCG@10 against scikit-learn's tie-averaged ndcg_score
+    from sklearn.metrics import ndcg_score
+    rows = sampled // 2
+    s = np.load(write("sampled", sampled, 101, True), mmap_mode="r")[:rows]
+    s = np.ascontiguousarray(s)
+    rng = np.random.default_rng(1)
+    labels = np.zeros(s.shape, dtype=np.int8)
+    for i, r in enumerate(rng.integers(1, 11, size=rows)):
+        labels[i, rng.choice(101, size=r, replace=False)] = rng.integers(1, 5, size=r)
+    path = os.path.join(DATA, f"floor_graded_{rows}x101.npz")
+    if not os.path.exists(path):
+        np.savez(path, scores=s, labels=labels)
+    t_lab = median_time(lambda: cli(path, "-m", "NDCG@10"), args.repeat)
+    t_one = median_time(lambda: cli(write("sampled", sampled, 101, True), "-m", "NDCG@10"),
+                        args.repeat)
+    sub = min(rows, 5_000)
+    t_sk = median_time(lambda: ndcg_score(labels[:sub], s[:sub], k=10, ignore_ties=False),
+                       max(1, args.repeat // 2)) * rows / sub
+    print(f"\nGraded NDCG@10, {rows:,} x 101, 1-10 relevant per row, tied:")
+    print("| what | seconds | relative to tieeval |")
+    print("| --- | ---: | ---: |")
+    print(f"| tieeval CLI, end to end | {t_lab:.3f} | 1.00x |")
+    print(f"| scikit-learn ndcg_score(ignore_ties=False), scaled from {sub:,} rows | "
+          f"{t_sk:.3f} | {t_sk / t_lab:.2f}x |")
+    per_lab = t_lab / (rows * 101)
+    per_one = t_one / (sampled * 101)
+    print(f"| tieeval single-positive NDCG@10 on the {sampled:,}-row matrix, per score | "
+          f"{per_one * 1e9:.1f} ns | labelled / single = {per_lab / per_one:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
