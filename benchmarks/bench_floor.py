@@ -94,10 +94,10 @@ def main() -> None:
     for name, rows, cols in (("sampled", sampled, 101), ("all-item", allitem, 10_000)):
         for tied in (True, False):
             path = write(name, rows, cols, tied)
-            t_floor = median_time(lambda: floor(path), args.repeat)
-            t_cli = median_time(lambda: cli(path), args.repeat)
-            t_cli1 = median_time(lambda: cli(path, "--jobs", "1"), args.repeat)
-            t_api = median_time(lambda: tieeval.evaluate_path(path), args.repeat)
+            t_floor = median_time(lambda path=path: floor(path), args.repeat)
+            t_cli = median_time(lambda path=path: cli(path), args.repeat)
+            t_cli1 = median_time(lambda path=path: cli(path, "--jobs", "1"), args.repeat)
+            t_api = median_time(lambda path=path: tieeval.evaluate_path(path), args.repeat)
             print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
                   f"{t_floor:.3f} | {t_cli:.3f} | {t_cli1:.3f} | {t_api:.3f} | "
                   f"{t_cli / t_floor:.2f}x |")

@@ -6,8 +6,10 @@ is the JSON contract. Floats are kept unrounded; ratios and frequencies are frac
 
 from __future__ import annotations
 
+import importlib
 import platform
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,11 @@ def relative_change(before: float, after: float) -> float | None:
 class MetricName:
     """How a row names its metric: ``label`` (``NDCG@10``) and ``display`` (with gamma
     for signed metrics, ``SNDCG@20 γ=0.5``). Needs ``metric``, ``k`` and ``gamma``."""
+
+    # set by the dataclasses that use it (not fields here: MetricName is no dataclass)
+    metric: str
+    k: int | None
+    gamma: float | None
 
     @property
     def label(self) -> str:
@@ -169,7 +176,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     relevance: dict | None = None
     data_warnings: list | None = None
-    what_if: object = None  # a tieeval.kernels.whatif.WhatIf when measured under one
+    what_if: Any = None  # a tieeval.kernels.whatif.WhatIf when measured under one
     original_rule: str | None = None  # set only when not the dump's default rule
 
     @property
@@ -224,13 +231,15 @@ class RunResult:
 
 def simd_level() -> str:
     """The highest SIMD extension numpy dispatches to on this CPU (sort kernels depend on it)."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # pragma: no cover - older numpy layout
+    # numpy's private module (no type stubs): numpy._core from 2.0, numpy.core before
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
         try:
-            from numpy.core._multiarray_umath import __cpu_features__ as features
-        except ImportError:
-            return "unknown"
+            features = importlib.import_module(module).__cpu_features__
+            break
+        except (ImportError, AttributeError):  # pragma: no cover - older numpy layout
+            continue
+    else:
+        return "unknown"
     for name in ("AVX512_SPR", "AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "SSE42",
                  "SVE", "ASIMD", "NEON", "VSX4", "VSX3", "VSX2", "VX"):
         if features.get(name):

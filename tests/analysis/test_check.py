@@ -131,8 +131,8 @@ def test_exit_0_when_every_check_passes():
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert len(lines) == 6 and lines[-1] == "all 5 checks passed"
-    assert lines[0] == (f"PASS {TIE_FREE}: NDCG@10 inflation 0.00% <= max 5.00% "
-                        "(original 0.6425, tie-aware 0.6425)")
+    assert lines[0] == (f"PASS {TIE_FREE}: NDCG@10 change +0.00%: |change| 0.00% <= max "
+                        "5.00% (original 0.6425, tie-aware 0.6425)")
     assert lines[3] == f"PASS {TIE_FREE}: top-score tie frequency 0.00% <= max 10.00%"
 
 
@@ -140,21 +140,27 @@ def test_exit_1_when_any_check_fails_one_line_per_check():
     r = invoke(SATURATED, TIE_FREE, *ALL_GATES)
     assert r.exit_code == 1
     lines = r.stdout.splitlines()
-    assert len(lines) == 11 and lines[-1] == "5 of 10 checks failed"
+    assert len(lines) == 16 and lines[10] == "5 of 10 checks failed"
     run = tieeval.evaluate_path(SATURATED)
     ndcg = run.metric("NDCG@10")
-    infl = abs(ndcg.tie_aware - ndcg.original) / ndcg.original
-    assert lines[0] == (f"FAIL {SATURATED}: NDCG@10 inflation {infl * 100:.2f}% > max 5.00% "
+    change = (ndcg.tie_aware - ndcg.original) / ndcg.original  # a drop: negative
+    assert change < 0
+    assert lines[0] == (f"FAIL {SATURATED}: NDCG@10 change {change * 100:+.2f}%: |change| "
+                        f"{-change * 100:.2f}% > max 5.00% "
                         f"(original {ndcg.original:.4f}, tie-aware {ndcg.tie_aware:.4f})")
+    assert lines[11].startswith("Failed: --max-inflation NDCG@10=5.00% (1 check(s)); to "
+                                "relax it pass e.g. --max-inflation NDCG@10=")
     assert lines[2] == f"FAIL {SATURATED}: NDCG@10 tie-aware {ndcg.tie_aware:.4f} < min 0.3000"
-    assert all(l.startswith("PASS " + TIE_FREE) for l in lines[5:10])
+    assert all(line.startswith("PASS " + TIE_FREE) for line in lines[5:10])
 
 
 def test_default_gate_is_announced_on_stderr():
     r = invoke(TIE_FREE)
     assert r.exit_code == 0
-    assert "using the default gate --max-inflation 5%" in r.stderr
-    assert len(r.stdout.splitlines()) == 8  # 7 default metrics + summary
+    assert ("using the default gate --max-tie-decided 5% --max-spread 10% "
+            "--max-change-sigma 3") in r.stderr
+    # 3 cutoffs decided by the tie-break, 7 spreads and 7 sigma changes, then the summary
+    assert len(r.stdout.splitlines()) == 18
 
 
 @pytest.mark.parametrize("args,fragment", [
@@ -185,7 +191,9 @@ def test_a_crash_is_exit_3_never_1(monkeypatch):
 def test_github_annotations_escape_percent_signs():
     r = invoke(SATURATED, TIE_FREE, "--max-tie-frequency", "10%", "--format", "github")
     assert r.exit_code == 1
-    fail, ok, summary = r.stdout.splitlines()
+    fail, ok, summary, advice = r.stdout.splitlines()
+    assert advice.startswith("Failed: --max-tie-frequency 10.00% (1 check(s)); to relax it "
+                             "pass e.g. --max-tie-frequency 99.7%")
     assert fail.startswith(f"::error file={SATURATED},title=tieeval check::FAIL top-score")
     assert fail.endswith("99.70%25 > max 10.00%25")
     assert ok.startswith(f"::notice file={TIE_FREE},title=tieeval check::PASS")
@@ -203,8 +211,9 @@ def test_json_format():
     assert doc["passed"] is False and doc["failed"] == 5
     assert len(doc["checks"]) == 10 and len(doc["runs"]) == 2
     first = doc["checks"][0]
-    assert set(first) == {"path", "check", "metric", "measured", "bound", "passed"}
+    assert set(first) == {"path", "check", "metric", "measured", "bound", "passed", "change"}
     assert first["check"] == "max_inflation" and first["metric"] == "NDCG@10"
+    assert first["change"] == pytest.approx(-first["measured"])  # a drop, signed
     assert first["bound"] == 0.05 and first["passed"] is False
     assert doc["runs"][0]["labels"]["method"] == "sigmoid-bpr"
 
@@ -225,7 +234,7 @@ def test_real_subprocess_exit_codes():
 def test_rounding_at_the_bound_passes_and_reads_plainly():
     run = fake_run(original=0.80, tie_aware=0.60)
     (o,) = run_checks([run], [parse_threshold("max_inflation", "NDCG@10=25%")])
-    assert o.passed and "inflation 25.00% <= max 25.00%" in to_text([o])
+    assert o.passed and "change -25.00%: |change| 25.00% <= max 25.00%" in to_text([o])
 
 
 # ---------------------------------------------------------------------------------------

@@ -529,8 +529,8 @@ def test_readme_diff_example():
     assert result.exit_code == 0
     out = [line.rstrip() for line in result.stdout.splitlines()]
     # the tie-aware table and the verdicts do not depend on numpy's order among ties
-    tie_table = shown[:shown.index(next(l for l in shown if "Original (np.argsort" in l))]
-    for line in tie_table + [l for l in shown if "under original" in l]:
+    tie_table = shown[:shown.index(next(s for s in shown if "Original (np.argsort" in s))]
+    for line in tie_table + [s for s in shown if "under original" in s]:
         if line.strip():
             assert line in out, line
 

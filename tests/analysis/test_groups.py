@@ -130,6 +130,21 @@ def test_average_refuses_runs_with_different_metrics():
         average([labelled(m, 1, method="A"), labelled(m, 5, method="A")])
 
 
+def test_average_refuses_a_labelled_and_a_single_positive_run():
+    # the same metric rows, but only the labelled run's rows count skipped instances: a
+    # group of both used to end in an internal error (int + None)
+    rng = np.random.default_rng(2)
+    m = tied_scores(rng)
+    one_hot = np.zeros(m.shape, dtype=np.int64)
+    one_hot[:, 0] = 1
+    graded = tieeval.evaluate(m, k=[1], labels=one_hot, metrics=["HR@1", "NDCG@1", "MRR"])
+    graded.labels = {"method": "A"}
+    single = labelled(m, 1, method="A")
+    for runs in ([graded, single], [single, graded]):
+        with pytest.raises(ParameterError, match="need the same kind of evaluation"):
+            average(runs)
+
+
 def test_group_json_keys_extend_the_single_run_contract():
     rng = np.random.default_rng(3)
     runs = [labelled(tied_scores(rng), 1, method="A", seed=s) for s in (1, 2)]

@@ -181,8 +181,8 @@ def md_cells(line: str) -> int:
 @pytest.mark.parametrize("number", [1, 3, 4])
 def test_markdown_tables_have_equal_column_counts_and_escapes(groups, number):
     md = render.to_markdown(paper_table(number, groups))
-    lines = [l for l in md.splitlines() if l.startswith("|")]
-    widths = {md_cells(l) for l in lines}
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    widths = {md_cells(line) for line in lines}
     per = 1 if number == 4 else 3
     assert widths == {2 + per * len(METHODS)}
     assert "Cons\\_Rec" in md and "Align%Group" in md
@@ -333,7 +333,7 @@ def test_json_ignores_table_and_holds_runs_and_groups(tmp_path, study):
 def test_latex_for_single_runs(tmp_path, study):
     files = _write_study(tmp_path, study)
     tex = _invoke("compare", files[0], "--format", "latex")
-    rows = [l for l in tex.splitlines() if l.rstrip().endswith("\\\\")]
+    rows = [line for line in tex.splitlines() if line.rstrip().endswith("\\\\")]
     assert rows and {latex_cells(r) for r in rows} == {7}
     assert "Tie-aware $\\pm$ sd" in tex and "\\% Chg orig$\\rightarrow$tie" in tex
 

@@ -423,7 +423,8 @@ def test_tolerance_on_labelled_rows_chains_neighbours(rng):
         return dcg / sum(x / math.log2(r + 1) for r, x in enumerate(ideal, 1))
 
     atol = 0.011
-    scores = np.round(rng.integers(0, 6, size=(12, 6)) * 0.01 + rng.integers(0, 2, size=(12, 6)) * 0.5, 3)
+    scores = np.round(rng.integers(0, 6, size=(12, 6)) * 0.01
+                      + rng.integers(0, 2, size=(12, 6)) * 0.5, 3)
     labels = rng.choice([0, 1, 2], size=scores.shape)
     labels[:, 0] = 1
     got = evaluate_labels(scores, labels, metrics=["NDCG@3"], what_if=WhatIf(tolerance=atol))

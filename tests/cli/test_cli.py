@@ -90,7 +90,8 @@ def test_csv_one_line_per_metric_with_path(tied_npz):
 def test_markdown_and_table_render(tied_npz):
     path, _ = tied_npz
     md = run("compare", path, "--format", "markdown").output
-    table_lines = [l for l in md.splitlines() if l.startswith("| HR@") and l.count("|") == 8]
+    table_lines = [line for line in md.splitlines()
+                   if line.startswith("| HR@") and line.count("|") == 8]
     assert len(table_lines) == 3
     out = run("compare", path).output
     assert "Tie-aware" in out and "Top-score tie frequency" in out
@@ -138,8 +139,10 @@ def test_huge_k_saturates_without_a_k_sized_table(tied_npz):
     # K far beyond every row's length acts as that length: no int64 overflow (exit 3) and no
     # discount table of K entries (K = 2**31 used to allocate ~15 GB and get killed).
     path, _ = tied_npz
-    rows = lambda *k: json.loads(run("compare", path, "--k", *k, "--format", "json",
-                                     "--quiet").output)["runs"][0]["metrics"]
+
+    def rows(*k):
+        return json.loads(run("compare", path, "--k", *k, "--format", "json",
+                              "--quiet").output)["runs"][0]["metrics"]
     assert [m | {"k": None} for m in rows("2147483648", str(2 ** 62))] == \
         [m | {"k": None} for m in rows("11", "12")]
     for spelling in (str(2 ** 62 + 1), "99999999999999999999"):

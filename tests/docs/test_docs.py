@@ -45,14 +45,14 @@ def test_quickstart_output_is_real(page):
     shown = text.split("The first command prints", 1)[1].split("```text", 1)[1]
     shown = shown.split("```", 1)[0]
     # Every metric row's First, Last and Tie-aware cells are platform-independent.
-    rows = [l.split() for l in shown.splitlines() if ROW.match(l)]
+    rows = [line.split() for line in shown.splitlines() if ROW.match(line)]
     assert len(rows) == 7
-    actual = {l.split()[0]: l.split() for l in out.splitlines()
-              if ROW.match(l)}
+    actual = {line.split()[0]: line.split() for line in out.splitlines()
+              if ROW.match(line)}
     for row in rows:
         assert actual[row[0]][2:6] == row[2:6]
     for label in ("Avg. top-score tie size", "Top-score tie frequency"):
-        shown_line = next(l for l in shown.splitlines() if label in l)
+        shown_line = next(line for line in shown.splitlines() if label in line)
         assert shown_line.split()[-1] in out
 
 

@@ -493,4 +493,5 @@ def test_bad_options_raise_only_tieeval_errors(gamma, gain, alpha, cast, toleran
     for kwargs in ({"jobs": jobs}, {"engine": engine}):
         if kwargs.get("engine") == "spark":
             continue  # a real Spark run when pyspark is installed
-        accepted_or_refused(lambda: tieeval.evaluate_path("missing.npz", **kwargs))
+        accepted_or_refused(
+            lambda kwargs=kwargs: tieeval.evaluate_path("missing.npz", **kwargs))

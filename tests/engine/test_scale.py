@@ -425,9 +425,9 @@ def test_fused_kernel_matches_numpy(rng, monkeypatch):
 def test_core_never_imports_spark_rich_click_or_numba():
     import subprocess
     import sys
-    code = ("import sys, tieeval.engine.local, tieeval.io.parquet, tieeval.io.long, tieeval.engine.parallel, "
-            "tieeval.kernels.fused, tieeval.engine.spark; print(sorted(m for m in ('pyspark', 'rich', "
-            "'click', 'numba') if m in sys.modules))")
+    code = ("import sys, tieeval.engine.local, tieeval.io.parquet, tieeval.io.long, "
+            "tieeval.engine.parallel, tieeval.kernels.fused, tieeval.engine.spark; "
+            "print(sorted(m for m in ('pyspark', 'rich', 'click', 'numba') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"

@@ -37,12 +37,13 @@ if shutil.which("java") is None:
 pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support:FutureWarning")
 
+# after the skips above: tieeval.engine.spark imports pyspark (E402 is expected here)
 from tieeval.cli import cli  # noqa: E402
-from tieeval.engine import spark as tspark
-from tieeval.engine.local import evaluate_labels, evaluate_path
-from tieeval.errors import InputError
-from tieeval.io.base import ReadOptions, RelevanceReadOptions
-from tieeval.metrics.options import RelOptions
+from tieeval.engine import spark as tspark  # noqa: E402
+from tieeval.engine.local import evaluate_labels, evaluate_path  # noqa: E402
+from tieeval.errors import InputError  # noqa: E402
+from tieeval.io.base import ReadOptions, RelevanceReadOptions  # noqa: E402
+from tieeval.metrics.options import RelOptions  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -299,7 +300,8 @@ def test_positives_negatives_and_items_match_local(spark, labelled):
 
 def test_general_metrics_on_single_positive_dumps_match_local(spark, dumps):
     for path in (dumps / "wide.parquet", dumps / "long"):
-        (run,) = both_engines(path, "-m", "Recall@5", "-m", "MAP", "-m", "Precision@3", "-m", "NDCG@10", "--short-list", "skip")
+        (run,) = both_engines(path, "-m", "Recall@5", "-m", "MAP", "-m", "Precision@3",
+                              "-m", "NDCG@10", "--short-list", "skip")
         assert run["relevance"]["source"] == "positive"
     (run,) = both_engines(dumps / "long.csv", "--score-dtype", "float32", "-m", "MAP@5",
                           "--discount", "news", "-m", "NDCG@5")

@@ -118,7 +118,7 @@ def test_every_batch_size_and_worker_count_agree(graded, monkeypatch):
             seen = []
             dump = open_dump(path)
             got = evaluate_dump(dump, batch_rows=batch_rows, jobs=jobs,
-                                progress=lambda rows, nbytes: seen.append(rows))
+                                progress=lambda rows, nbytes, seen=seen: seen.append(rows))
             assert same(got) == expected, (path, batch_rows, jobs)
             # a run that started on the single-positive path takes back what it counted
             assert sum(seen) == 90

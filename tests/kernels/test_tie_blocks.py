@@ -4,8 +4,8 @@ The oracle here is a plain-Python definition of every metric on one fixed orderi
 labels (``oracle_value``). Expectations, variances, first and last are checked against the
 mean, variance, maximum and minimum of that definition over every ordering the scores allow,
 enumerated with ``itertools.permutations``; scikit-learn's tie-averaged NDCG, a double loop
-for V-AUC, ``tieeval.kernels.closed_forms.single_positive`` and exact ``Fraction`` arithmetic at depth are
-the other references. No expected number is taken from the kernel itself.
+for V-AUC, ``tieeval.kernels.closed_forms.single_positive`` and exact ``Fraction`` arithmetic
+at depth are the other references. No expected number is taken from the kernel itself.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import math
 import os
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
+from typing import cast
 
 from tieeval.errors import InputError, ParameterError, TieevalError
 from tieeval.metrics.metric import Metric
@@ -97,7 +98,7 @@ def parse_value(text: str) -> tuple[float, float]:
                          f"write {number}% for a percentage")
     if not percent and number.lstrip("+-").isdigit():
         return float(dec), 0.0  # an integer claim is exact
-    exponent = dec.as_tuple().exponent
+    exponent = cast(int, dec.as_tuple().exponent)  # an int: dec is finite
     tolerance = float(Decimal(5).scaleb(exponent - 1))
     return float(dec), tolerance
 

@@ -4,16 +4,29 @@ each run's figures compared with them. Nothing here prints or formats.
 Thresholds (every bound is inclusive: a figure equal to its bound passes, up to 1e-12 of
 float rounding):
 
-* ``max_inflation``: the relative gap between original and tie-aware,
+* ``max_change`` (``max_inflation`` is its older name, kept so that existing gates keep
+  working): the relative change from original to tie-aware,
   ``|tie_aware - original| / original``, at most the bound (either direction: a figure
-  the tie-break decides is suspect whether it flatters or not);
+  the tie-break decides is suspect whether it flatters or not; the report prints it
+  signed, ``change = (tie_aware - original) / original``);
+* ``max_change_sigma``: ``|original - tie_aware|`` in tie-break standard deviations of
+  the mean (``tie_aware_std``), at most the bound; a change of at most
+  :data:`SIGMA_FLOOR` (1 %) of the original passes whatever its sigma, and a metric
+  without a closed-form variance (MAP) is not checked;
+* ``max_spread``: the first-last spread relative to the value,
+  ``(first - last) / |tie_aware|``, at most the bound;
+* ``max_tie_decided``: per K, the share of instances whose HR@K the tie-break decides
+  (first and last differ; ``ties.tie_decided``), at most the bound;
 * ``max_gap``: the absolute gap ``|original - tie_aware|`` at most the bound;
 * ``min``: the tie-aware value at least the bound;
 * ``max_tie_frequency``: the share of instances whose top score is tied;
 * ``max_positive_tie_frequency``: the share of instances whose positive is tied.
 
-The first three name a metric (``NDCG@10=5%``) or, without one (``5%``), apply to every
-metric evaluated. Bounds are fractions (``0.05``) or percentages (``5%``).
+``max_change``, ``max_change_sigma``, ``max_spread``, ``max_gap`` and ``min`` name a
+metric (``NDCG@10=5%``) or, without one (``5%``), apply to every
+metric evaluated. Bounds are fractions (``0.05``) or percentages (``5%``);
+``max_change_sigma`` takes a number of standard deviations (``3``). The default gate
+(:data:`DEFAULT_THRESHOLDS`) applies when no threshold is given.
 
 Several gammas. A signed metric of a labelled run evaluated at several ``--gamma`` values
 has one row per gamma, and a check is made per row, keyed by (metric, K, gamma): a
@@ -35,14 +48,26 @@ from tieeval.results import MetricRow, RunResult, gammas_text, label_rows
 
 # kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
 KINDS = {
+    "max_change": (True, "max", "fraction"),
     "max_inflation": (True, "max", "fraction"),
+    "max_change_sigma": (True, "max", "sigma"),
+    "max_spread": (True, "max", "fraction"),
+    "max_tie_decided": (False, "max", "fraction"),
     "max_gap": (True, "max", "value"),
     "min": (True, "min", "value"),
     "max_tie_frequency": (False, "max", "fraction"),
     "max_positive_tie_frequency": (False, "max", "fraction"),
 }
 OPTION_NAMES = {kind: "--" + kind.replace("_", "-") for kind in KINDS}
-DEFAULT_GATE = "--max-inflation 5%"
+CHANGE_KINDS = ("max_change", "max_inflation")
+# The gate when no threshold is given: it fails a dump whose figures the tie-break decides
+# (the share of HR@K outcomes it decides, how far apart First and Last are, and an
+# Original further from Tie-aware than tie-break noise explains) and passes a tie-free one.
+DEFAULT_THRESHOLDS = (("max_tie_decided", "5%"), ("max_spread", "10%"),
+                      ("max_change_sigma", "3"))
+DEFAULT_GATE = " ".join(f"--{kind.replace('_', '-')} {bound}"
+                        for kind, bound in DEFAULT_THRESHOLDS)
+SIGMA_FLOOR = 0.01  # max_change_sigma passes a change of at most 1 % of the original
 # Bounds are inclusive up to float rounding: |0.6 - 0.8| / 0.8 is 0.2500000000000001 in
 # binary floating point and must still pass "25%". Every figure checked lies within [0, a
 # few], so an absolute allowance far below any printed digit is enough.
@@ -110,6 +135,23 @@ def parse_bound(text: str, option: str = "bound") -> float:
     return value
 
 
+def parse_sigma(text: str, option: str = "bound") -> float:
+    """``"3"`` -> 3.0: a number of standard deviations (>= 0, no percentage)."""
+    m = _NUMBER.match(str(text))
+    if not m or m.group(2):
+        raise ParameterError(f"{option}: expected a number of standard deviations (e.g. 3), "
+                             f"got {text!r}")
+    value = float(m.group(1))
+    if value < 0:
+        raise ParameterError(f"{option}: the bound must be >= 0, got {text!r}")
+    return value
+
+
+def default_thresholds() -> list[Threshold]:
+    """The default gate (:data:`DEFAULT_THRESHOLDS`) as thresholds."""
+    return [parse_threshold(kind, bound) for kind, bound in DEFAULT_THRESHOLDS]
+
+
 def parse_threshold(kind: str, text: str) -> Threshold:
     """Parse one option value: ``"NDCG@10=5%"``, ``"SNDCG@10[gamma=0.5]=5%"`` or ``"5%"``
     for metric kinds, ``"10%"`` for the tie frequencies.
@@ -132,11 +174,11 @@ def parse_threshold(kind: str, text: str) -> Threshold:
         metric, gamma = parse_metric_key(key, option)
     else:
         value = text
-    bound = parse_bound(value, option)
+    bound = parse_sigma(value, option) if unit == "sigma" else parse_bound(value, option)
     if unit == "value" and bound > 1:
         raise ParameterError(f"{option}: metrics lie in [0, 1], so a bound of {value!r} "
                              "can never be met or missed")
-    if kind.endswith("frequency") and bound > 1:
+    if (kind.endswith("frequency") or kind == "max_tie_decided") and bound > 1:
         raise ParameterError(f"{option}: a frequency lies in [0, 100%], got {value!r}")
     return Threshold(kind, bound, metric, gamma)
 
@@ -170,12 +212,22 @@ class Outcome:
     def gamma(self) -> float | None:
         return getattr(self.row, "gamma", None)
 
+    @property
+    def change(self) -> float | None:
+        """The signed relative change original -> tie-aware of a change check."""
+        if self.row is None or self.threshold.kind not in (*CHANGE_KINDS,
+                                                           "max_change_sigma"):
+            return None
+        return signed_change(self.row)
+
     def to_dict(self) -> dict:
-        out = {"path": self.run.path, "check": self.threshold.kind,
-               "metric": None if self.metric is None else str(self.metric)}
+        out: dict = {"path": self.run.path, "check": self.threshold.kind,
+                     "metric": None if self.metric is None else str(self.metric)}
         if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
             out["gamma"] = self.gamma
         out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
+        if self.threshold.kind in (*CHANGE_KINDS, "max_change_sigma"):
+            out["change"] = self.change  # added key: the signed change
         return out
 
 
@@ -198,6 +250,26 @@ def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> l
     return rows
 
 
+def within_floor(row: MetricRow | None) -> bool:
+    """True when ``|original - tie_aware|`` is at most :data:`SIGMA_FLOOR` of the
+    original."""
+    if row is None or row.original is None or row.tie_aware is None:
+        return False
+    diff = abs(row.original - row.tie_aware)
+    return diff <= TOLERANCE or (row.original != 0
+                                 and diff / abs(row.original) <= SIGMA_FLOOR + TOLERANCE)
+
+
+def signed_change(row: MetricRow) -> float | None:
+    """``(tie_aware - original) / original``: negative when Original overstates the
+    tie-aware value (None when the original is 0 and the tie-aware value is not)."""
+    if row.original is None or row.tie_aware is None:
+        return None
+    if row.original == 0:
+        return 0.0 if row.tie_aware == 0 else None
+    return (row.tie_aware - row.original) / row.original
+
+
 def relative_gap(original: float, tie_aware: float) -> float | None:
     if original == 0:
         return 0.0 if tie_aware == 0 else None
@@ -213,13 +285,34 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
         return run.ties.top_tie_frequency
     if kind == "max_positive_tie_frequency":
         return run.ties.positive_tie_frequency
+    if kind == "max_tie_decided":
+        if metric is None or metric.k is None:
+            raise ParameterError("max_tie_decided needs a cutoff")
+        return run.ties.tie_decided[metric.k]
     if row is None:
+        if metric is None:
+            raise ParameterError(f"{kind} needs a metric")
         row = metric_rows(run, metric)[0]
-    if kind == "max_inflation":
-        return relative_gap(row.original, row.tie_aware)
+    original, tie_aware = row.original, row.tie_aware
+    if original is None or tie_aware is None:  # no instance evaluated: nothing to bound
+        return None
+    if kind in CHANGE_KINDS:
+        return relative_gap(original, tie_aware)
+    if kind == "max_spread":
+        if row.first is None or row.last is None:
+            return None
+        spread, value = abs(row.first - row.last), abs(tie_aware)
+        if value == 0:
+            return 0.0 if spread == 0 else None
+        return spread / value
+    if kind == "max_change_sigma":
+        diff = abs(original - tie_aware)
+        if diff <= TOLERANCE:
+            return 0.0
+        return diff / row.tie_aware_std if row.tie_aware_std else None
     if kind == "max_gap":
-        return abs(row.original - row.tie_aware)
-    return row.tie_aware  # "min"
+        return abs(original - tie_aware)
+    return tie_aware  # "min"
 
 
 def run_checks(runs: list[RunResult], thresholds: list[Threshold],
@@ -230,7 +323,10 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
     outcomes = []
     for run in runs:
         for t in thresholds:
-            if not KINDS[t.kind][0]:
+            targets: list[tuple[Metric | None, MetricRow | None]]
+            if t.kind == "max_tie_decided":
+                targets = [(Metric("HR", k), None) for k in sorted(run.ties.tie_decided)]
+            elif not KINDS[t.kind][0]:
                 targets = [(None, None)]
             else:
                 if t.metric is not None:
@@ -240,9 +336,14 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
                 else:
                     metrics = list(dict.fromkeys(Metric(m.metric, m.k) for m in run.metrics))
                 targets = [(m, row) for m in metrics for row in metric_rows(run, m, t.gamma)]
+                if t.kind == "max_change_sigma":  # no closed-form variance (MAP): no check
+                    targets = [(m, row) for m, row in targets
+                               if row is not None and row.tie_aware_std is not None]
             for metric, row in targets:
                 value = measure(run, t, metric, row)
-                if value is None:
+                if t.kind == "max_change_sigma" and within_floor(row):
+                    passed = True  # a change of at most 1 % passes whatever its sigma
+                elif value is None:
                     passed = False
                 elif t.comparison == "max":
                     passed = value <= t.bound + TOLERANCE

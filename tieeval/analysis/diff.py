@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -93,10 +94,14 @@ class RunValues:
                          {k: v[order] for k, v in self.keys.items()}, self.labelled)
 
 
+def _at(x: np.ndarray | None, order: np.ndarray) -> Any:
+    return None if x is None else x[order]
+
+
 def _take(v: InstanceValues, order: np.ndarray) -> InstanceValues:
-    return InstanceValues(*(None if x is None else x[order] for x in
-                            (v.original, v.first, v.last, v.tie_aware, v.variance,
-                             v.tie_decided, v.defined)))
+    return InstanceValues(_at(v.original, order), _at(v.first, order), _at(v.last, order),
+                          _at(v.tie_aware, order), _at(v.variance, order),
+                          _at(v.tie_decided, order), _at(v.defined, order))
 
 
 def _row_keys(batch, source: str | None) -> dict:
@@ -142,9 +147,10 @@ def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
     keys: list[dict] = []
     lengths: list[np.ndarray] = []
 
+    # _Watched passes every Dump attribute through, noting each batch's keys and lengths
     kernel, values, batch_ids = collect_instance_values(
-        _Watched(dump, keys, lengths), metrics, nan_policy=nan_policy, batch_rows=batch_rows,
-        relevance=relevance, what_if=what_if, original=original)
+        cast(Dump, _Watched(dump, keys, lengths)), metrics, nan_policy=nan_policy,
+        batch_rows=batch_rows, relevance=relevance, what_if=what_if, original=original)
     labels = resolve_labels(dump.path, dump.metadata)
     n = np.concatenate(lengths).astype(np.int64, copy=False)
     merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
@@ -368,7 +374,7 @@ class DiffRow(MetricName):
     def to_dict(self) -> dict:
         """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
         ``winner_changed`` and ``verdict``."""
-        out = {"metric": self.metric, "k": self.k}
+        out: dict = {"metric": self.metric, "k": self.k}
         if self.labelled:  # labelled runs: gamma, and the instances actually paired
             out.update(gamma=self.gamma, instances=self.instances)
         out.update(self.tie_aware.to_dict())
@@ -449,8 +455,8 @@ def compare_values(a: RunValues, b: RunValues, *,
     if not a.entries:
         raise ParameterError("no metrics to compare")
     # Above the exact test's 20 instances, draw sign flips per distinct difference.
-    test = dict(permutations=permutations, seed=seed, confidence=confidence,
-                grouped_signs=True)
+    test: dict[str, Any] = dict(permutations=permutations, seed=seed, confidence=confidence,
+                                grouped_signs=True)
     labelled = a.labelled or b.labelled
     rows = []
     for entry, va, vb in zip(a.entries, a.values, b.values):
@@ -464,7 +470,7 @@ def compare_values(a: RunValues, b: RunValues, *,
                 raise InputError(f"{entry.label} is undefined for every instance of "
                                  f"{a.path} and {b.path} (no relevant item)")
 
-        def pick(x):
+        def pick(x, *, keep=keep):
             return x if keep is None or x is None else x[keep]
         variances = (None if va.variance is None or vb.variance is None
                      else (pick(va.variance), pick(vb.variance)))
@@ -617,7 +623,8 @@ class Ranking:
         return any(e.change != 0 for e in self.entries)
 
     def to_dict(self) -> dict:
-        out = {"dataset": self.dataset, "task": self.task, "metric": self.metric, "k": self.k}
+        out: dict = {"dataset": self.dataset, "task": self.task, "metric": self.metric,
+                     "k": self.k}
         if self.labelled:
             out["gamma"] = self.gamma
         out.update(changed=self.changed, methods=[e.to_dict() for e in self.entries])

@@ -118,25 +118,40 @@ def average(runs: list[RunResult]) -> GroupResult:
         if [(m.metric, m.k, getattr(m, "gamma", None)) for m in run.metrics] != layout:
             raise ParameterError(f"{run.path}: evaluated other metrics than {runs[0].path}; "
                                  "runs of one group need the same metrics")
+        if [m.labelled for m in run.metrics] != [m.labelled for m in runs[0].metrics]:
+            # rows of labelled runs carry skipped counts (and gamma), the others do not
+            kinds = [("labelled" if r.metrics and r.metrics[0].labelled else "single-positive")
+                     for r in (run, runs[0])]
+            raise ParameterError(f"{run.path}: evaluated as a {kinds[0]} run but "
+                                 f"{runs[0].path} as a {kinds[1]} one; runs of one group "
+                                 "need the same kind of evaluation")
     rows = []
     for i, (name, k, _) in enumerate(layout):
         per_seed = [run.metrics[i] for run in runs]
-        values = {c: [getattr(r, c) for r in per_seed] for c in COLUMNS}
+        # the kernels fill every column's mean of a run (getattr: typed Any)
+        values: dict[str, list[float]] = {c: [getattr(r, c) for r in per_seed]
+                                          for c in COLUMNS}
         # MAP of labelled runs has no closed-form tie-break sd (None)
-        std = (None if any(r.tie_aware_std is None for r in per_seed) else
-               math.sqrt(math.fsum(r.tie_aware_std ** 2 for r in per_seed)) / len(per_seed))
+        stds = [r.tie_aware_std for r in per_seed]
+        known = [s for s in stds if s is not None]
+        std = (None if len(known) < len(stds) else
+               math.sqrt(math.fsum(s ** 2 for s in known)) / len(per_seed))
+        means = {c: mean(values[c]) for c in COLUMNS}
+        spread = {c: seed_std(values[c]) for c in COLUMNS}
         row = GroupMetricRow(
-            name, k, *(mean(values[c]) for c in COLUMNS), std,
+            name, k, means["original"], means["first"], means["last"], means["tie_aware"], std,
             instances=sum(r.instances for r in per_seed),
-            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
+            original_seed_std=spread["original"], first_seed_std=spread["first"],
+            last_seed_std=spread["last"], tie_aware_seed_std=spread["tie_aware"])
         if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
             row.gamma = per_seed[0].gamma
-            row.skipped = sum(r.skipped for r in per_seed)
+            row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set
         rows.append(row)
     stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
     ks = list(runs[0].ties.tie_decided)
-    decided = {k: [run.ties.tie_decided.get(k) for run in runs] for k in ks}
-    decided = {k: v for k, v in decided.items() if None not in v}
+    # the cutoffs every run has a tie-decided share for
+    decided = {k: [run.ties.tie_decided[k] for run in runs] for k in ks
+               if all(k in run.ties.tie_decided for run in runs)}
     ties = GroupTies({f: mean(v) for f, v in stats.items()},
                      {f: seed_std(v) for f, v in stats.items()},
                      {k: mean(v) for k, v in decided.items()},

@@ -245,6 +245,8 @@ def inflation(group: GroupResult) -> float | None:
     """
     drops = []
     for row in group.metrics:
+        if row.original is None or row.tie_aware is None:  # no mean: no relative drop
+            continue
         change = relative_change(row.original, row.tie_aware)
         if change is not None:
             drops.append(-change)

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 only when a ``check`` threshold fails or an ``audit`` flags a
 claim; 2 usage or input error (one ``Error: ...`` line on stderr); 3 an internal error (a
-bug: please report it); 130 interrupted (Ctrl-C). Each command lives in its own module and is registered here.
+bug: please report it); 130 interrupted (Ctrl-C). Each command lives in its own module and is
+registered here.
 """
 
 from __future__ import annotations

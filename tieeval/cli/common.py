@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import warnings
+from typing import IO, cast
 
 import click
 
@@ -317,7 +318,8 @@ def _stdout() -> _Stdout:
 
 def write(text: str) -> None:
     out = _stdout()
-    click.echo(text, nl=False, file=out)
+    # _Stdout wraps a text stream: write and flush, everything else delegated
+    click.echo(text, nl=False, file=cast(IO[str], out))
     out.flush()
 
 

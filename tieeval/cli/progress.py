@@ -10,6 +10,10 @@ of stderr holds no bar frames.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 def wanted(quiet: bool, stream=None) -> bool:
@@ -27,7 +31,7 @@ class ProgressBar:
     def __init__(self, enabled: bool, console=None):
         self.enabled = enabled
         self._console = console
-        self._progress = None
+        self._progress: Progress | None = None
 
     def __enter__(self) -> "ProgressBar":
         if self.enabled:
@@ -62,7 +66,9 @@ class ProgressBar:
         task = self._progress.add_task(name, total=max(1, dump.nbytes), rows=0)
         state = {"rows": 0}
 
+        progress = self._progress
+
         def advance(rows: int, nbytes: int) -> None:
             state["rows"] += rows
-            self._progress.update(task, advance=nbytes, rows=state["rows"])
+            progress.update(task, advance=nbytes, rows=state["rows"])
         return advance

@@ -11,7 +11,14 @@ import math
 
 import click
 
-from tieeval.metrics.options import AP_NORMS, DISCOUNTS, SHORT_LIST_POLICIES, RelOptions
+from tieeval.metrics.conventions import CONVENTION_NAMES, preset_options
+from tieeval.metrics.options import (
+    AP_NORMS,
+    DISCOUNTS,
+    NO_RELEVANT_POLICIES,
+    SHORT_LIST_POLICIES,
+    RelOptions,
+)
 
 GAIN_CHOICES = ("linear", "exponential")
 
@@ -42,13 +49,17 @@ def relevance_options(f):
     f = click.option("--both", is_flag=True, default=False,
                      help="Evaluate only rows with a relevant item and an explicit negative "
                           "(label < 0): the sign-aware paper's 'Both P&N' subset.")(f)
-    f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default="R", show_default=True,
-                     help="MAP@K divides by R (trec_eval map_cut) or by min(K, R).")(f)
-    f = click.option("--short-list", type=click.Choice(SHORT_LIST_POLICIES), default="pad",
-                     show_default=True,
+    f = click.option("--no-relevant", type=click.Choice(NO_RELEVANT_POLICIES), default=None,
+                     help="Instances without a relevant item: 'skip' leaves them out of "
+                          "each metric's mean and counts them (default), 'zero' averages "
+                          "them in as 0 (trec_eval, ranx, scikit-learn).")(f)
+    f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default=None,
+                     help="MAP@K divides by R (trec_eval map_cut; default) or by "
+                          "min(K, R).")(f)
+    f = click.option("--short-list", type=click.Choice(SHORT_LIST_POLICIES), default=None,
                      help="Rows with fewer than K candidates: 'pad' keeps K (zero-gain "
-                          "padding; Precision divides by K), 'truncate' evaluates at K = n, "
-                          "'skip' leaves them out.")(f)
+                          "padding; Precision divides by K; default), 'truncate' evaluates "
+                          "at K = n, 'skip' leaves them out.")(f)
     f = click.option("--gamma", "gamma", type=GammaList(), multiple=True, metavar="GAMMA",
                      help="Penalty of an explicit negative in SHR, SRecall, SDCG and SNDCG "
                           "(default 1). Several values (--gamma 0 0.5 1 2) give one row per "
@@ -57,15 +68,21 @@ def relevance_options(f):
                      help="Base of --discount logb (> 1).")(f)
     f = click.option("--alpha", type=float, default=1.0, show_default=True,
                      help="Exponent of --discount power (i^-alpha).")(f)
-    f = click.option("--discount", type=click.Choice(DISCOUNTS), default="log2",
-                     show_default=True,
-                     help="DCG family position discount: log2 1/log2(i+1); power i^-alpha; "
+    f = click.option("--discount", type=click.Choice(DISCOUNTS), default=None,
+                     help="DCG family position discount: log2 1/log2(i+1) (default); "
+                          "power i^-alpha; "
                           "news 1/(1+log2(i)^1.5); linear (K-i+1)/K; logb 1/max(1, log_B(i)) "
                           "(Jarvelin & Kekalainen, --log-base B).")(f)
-    f = click.option("--gain", type=click.Choice(GAIN_CHOICES), default="linear",
-                     show_default=True,
-                     help="DCG/NDCG gain of a label: linear (the label) or exponential "
-                          "(2^label - 1).")(f)
+    f = click.option("--gain", type=click.Choice(GAIN_CHOICES), default=None,
+                     help="DCG/NDCG gain of a label: linear (the label; default) or "
+                          "exponential (2^label - 1).")(f)
+    f = click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=None,
+                     help="Metric definitions of a library: its default metrics at each "
+                          "--k, AP normalisation, short-list policy, gain, discount and "
+                          "how instances without a relevant item count (see "
+                          "docs/reproducing.md#metric-conventions). 'paper' is tieeval's "
+                          "defaults. Options given "
+                          "explicitly override it.")(f)
     f = click.option("--qrels", type=click.Path(dir_okay=False), default=None,
                      metavar="QRELS",
                      help="TREC qrels: every FILE is then a TREC run (qid Q0 docno rank "
@@ -89,12 +106,15 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
               "items": kwargs.pop("items_column", "items"),
               "qrels": kwargs.pop("qrels", None)}
     gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
-    options = RelOptions(gain=kwargs.pop("gain", "linear"),
-                         discount=kwargs.pop("discount", "log2"),
-                         alpha=kwargs.pop("alpha", 1.0), base=kwargs.pop("log_base", 2.0),
-                         gammas=tuple(gammas) or (1.0,),
-                         short_list=kwargs.pop("short_list", "pad"),
-                         ap_norm=kwargs.pop("ap_norm", "R"), both=kwargs.pop("both", False))
+    preset = preset_options(kwargs.pop("convention", None),
+                            gain=kwargs.pop("gain", None),
+                            discount=kwargs.pop("discount", None),
+                            short_list=kwargs.pop("short_list", None),
+                            ap_norm=kwargs.pop("ap_norm", None),
+                            no_relevant=kwargs.pop("no_relevant", None))
+    options = RelOptions(**preset, alpha=kwargs.pop("alpha", 1.0),
+                         base=kwargs.pop("log_base", 2.0), gammas=tuple(gammas) or (1.0,),
+                         both=kwargs.pop("both", False))
     return fields, (None if options == RelOptions() else options), bool(gammas)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from tieeval.errors import ParameterError
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.whatif import WhatIf
+from tieeval.metrics.conventions import preset_options
 from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
@@ -79,23 +80,27 @@ def check_flag(name: str, value) -> bool:
     return bool(value)
 
 
-def rel_options(relevance: RelOptions | None = None, *, gamma=1.0, gain="linear",
-                discount="log2", alpha=1.0, log_base=2.0, short_list="pad", ap_norm="R",
-                both=False) -> RelOptions | None:
+def rel_options(relevance: RelOptions | None = None, *, gamma=1.0, gain=None,
+                discount=None, alpha=1.0, log_base=2.0, short_list=None, ap_norm=None,
+                both=False, no_relevant=None, convention=None) -> RelOptions | None:
     """The labelled options (``--gamma``, ``--gain`` ...) as a :class:`RelOptions`, or None
-    when they are all defaults. ``relevance`` (a ready RelOptions) and the separate options
-    are two spellings: give one."""
+    when they are all defaults. ``convention`` (``--convention``) presets ``gain``,
+    ``discount``, ``short_list``, ``ap_norm`` and ``no_relevant``; those given (not None)
+    override it (:mod:`tieeval.metrics.conventions`). ``relevance`` (a ready RelOptions)
+    and the separate options are two spellings: give one."""
     if gamma is None:
         gamma = 1.0
-    given = RelOptions(gain=gain, discount=discount, alpha=alpha, gammas=gamma,
-                       short_list=short_list, ap_norm=ap_norm,
-                       both=check_flag("both", both), base=log_base)
+    given = RelOptions(**preset_options(convention, gain=gain, discount=discount,
+                                        short_list=short_list, ap_norm=ap_norm,
+                                        no_relevant=no_relevant),
+                       alpha=alpha, gammas=gamma, both=check_flag("both", both),
+                       base=log_base)
     if relevance is not None:
         if not isinstance(relevance, RelOptions):
             raise ParameterError(f"relevance must be a tieeval.RelOptions, got {relevance!r}")
         if given != RelOptions():
             raise ParameterError("give relevance=RelOptions(...) or the separate options "
-                                 "(gamma=, gain=, discount=, ...), not both")
+                                 "(gamma=, gain=, discount=, convention=, ...), not both")
         given = relevance
     return None if given == RelOptions() else given
 

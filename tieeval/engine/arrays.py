@@ -28,6 +28,7 @@ _NAMES = {kind: kind for kind in RELEVANCE_FIELDS}
 def as_array(value, what: str = "scores", path: str = "<array>") -> np.ndarray:
     """``np.asarray(value)``, never cast; object arrays (ragged or mixed rows, huge
     integers) are an :class:`InputError`."""
+    arr: np.ndarray | None
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError, OverflowError):

@@ -101,7 +101,7 @@ def run_passes(dump: Dump, make_kernel, consume, progress=None):
     for _ in range(_MAX_PASSES):
         done = [0, 0]
 
-        def tick(rows, nbytes):
+        def tick(rows, nbytes, *, done=done):
             done[0] += rows
             done[1] += nbytes
             if report is not None:
@@ -172,9 +172,11 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   engine: str = "local", options: ReadOptions | None = None,
                   nan_policy: str = "raise", batch_rows: int | None = None, progress=None,
-                  gamma=1.0, gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
-                  log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
-                  both: bool = False, qrels=None, what_if=None, cast: str | None = None,
+                  gamma=1.0, gain: str | None = None, discount: str | None = None,
+                  alpha: float = 1.0, log_base: float = 2.0, short_list: str | None = None,
+                  ap_norm: str | None = None, both: bool = False,
+                  no_relevant: str | None = None, convention: str | None = None, qrels=None,
+                  what_if=None, cast: str | None = None,
                   tolerance: float | None = None, run_labels: dict | None = None,
                   original: str | None = None,
                   relevance: RelOptions | None = None, labels: dict | None = None
@@ -188,8 +190,11 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
     :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
     reads ``path`` as a TREC run judged by that qrels file. ``gamma``, ``gain``,
-    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``: the
-    labelled options, as on the command line (or ``relevance=RelOptions(...)``).
+    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``,
+    ``no_relevant``: the labelled options, as on the command line (or
+    ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
+    (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``: that
+    library's metrics at each ``k`` and its definitions; options given override it).
     ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
     ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
     file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
@@ -202,7 +207,8 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     jobs = check_jobs(jobs)
     batch_rows = check_batch_rows(batch_rows)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
+                      no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels, labels)
     engine = check_engine(engine)
@@ -329,7 +335,6 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
                         what_if=what_if, original=original)
-    single = isinstance(kernel, SinglePositiveKernel)
     report = progress_callback(progress)
     ids = None if ids is None else np.asarray(ids)
     if ids is not None and ids.dtype == object:
@@ -343,7 +348,7 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     rows = 0
     try:
         for batch in dump.batches(batch_rows):
-            if single:
+            if isinstance(kernel, SinglePositiveKernel):
                 counts, values = kernel.instance_counts(batch)
             else:
                 counts, values = None, kernel.instance_values(batch)
@@ -376,9 +381,9 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
             raise InputError(f"{dump.path}: no instances (empty dump)")
         writer.close()
         writer = None
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # a temporary file is private; the output is not
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
         os.replace(tmp, out)
     except BaseException:
         if writer is not None:
@@ -431,9 +436,11 @@ class _ArrayDump:
 
 def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None,
              negatives=None, items=None, offsets=None, metrics=None, gamma=1.0,
-             gain: str = "linear", discount: str = "log2", alpha: float = 1.0,
-             log_base: float = 2.0, short_list: str = "pad", ap_norm: str = "R",
-             both: bool = False, nan_policy: str = "raise", what_if=None,
+             gain: str | None = None, discount: str | None = None, alpha: float = 1.0,
+             log_base: float = 2.0, short_list: str | None = None,
+             ap_norm: str | None = None, both: bool = False,
+             no_relevant: str | None = None, convention: str | None = None,
+             nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None
              ) -> RunResult:
@@ -454,13 +461,14 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
     several; ``metrics`` (a name such as ``"NDCG@10"``, a :class:`Metric`, or a list)
     overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``both``: the labelled options of the command
-    line (or ``relevance=RelOptions(...)``). ``cast`` / ``tolerance`` (or ``what_if``): a
-    precision what-if. ``run_labels``: method / dataset / task / seed. ``path`` names the
-    data in messages and in the result. Returns a :class:`~tieeval.results.RunResult` whose
-    ``to_dict()`` is what ``tieeval compare --format json`` gives for the same data in a
-    file. Bad arguments raise :class:`~tieeval.errors.ParameterError`, bad data
-    :class:`~tieeval.errors.InputError`.
+    ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
+    options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
+    the metrics and their definitions as :func:`evaluate_path` does. ``cast`` /
+    ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
+    task / seed. ``path`` names the data in messages and in the result. Returns a
+    :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
+    --format json`` gives for the same data in a file. Bad arguments raise
+    :class:`~tieeval.errors.ParameterError`, bad data :class:`~tieeval.errors.InputError`.
 
     >>> import numpy as np
     >>> r = evaluate(np.array([[1.0, 1.0, 0.5], [0.9, 0.1, 0.2]], dtype=np.float32), k=[1])
@@ -474,20 +482,24 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     chosen = metric_list(metrics, k)
     check_nan_policy(nan_policy)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both)
+                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
+                      no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels)
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
-    return evaluate_dump(dump, chosen, nan_policy=nan_policy, relevance=rel, what_if=what_if,
-                         run_labels=names)
+    # _ArrayDump has the part of the Dump interface evaluate_dump uses
+    return evaluate_dump(dump, chosen, nan_policy=nan_policy,  # type: ignore[arg-type]
+                         relevance=rel, what_if=what_if, run_labels=names)
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
-                    items=None, gamma=1.0, gain: str = "linear", discount: str = "log2",
-                    alpha: float = 1.0, log_base: float = 2.0, short_list: str = "pad",
-                    ap_norm: str = "R", both: bool = False, nan_policy: str = "raise",
+                    items=None, gamma=1.0, gain: str | None = None,
+                    discount: str | None = None, alpha: float = 1.0, log_base: float = 2.0,
+                    short_list: str | None = None, ap_norm: str | None = None,
+                    both: bool = False, no_relevant: str | None = None,
+                    convention: str | None = None, nan_policy: str = "raise",
                     path: str = "<array>", what_if=None, cast: str | None = None,
                     tolerance: float | None = None) -> RunResult:
     """Evaluate in-memory labelled rows: ``evaluate(scores, labels=labels, ...)``.
@@ -510,8 +522,10 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
     return evaluate(scores, k, labels=labels, offsets=offsets, items=items, metrics=metrics,
                     gamma=gamma, gain=gain, discount=discount, alpha=alpha, log_base=log_base,
                     short_list=short_list, ap_norm=ap_norm, both=both, nan_policy=nan_policy,
-                    path=path, what_if=what_if, cast=cast, tolerance=tolerance)
+                    no_relevant=no_relevant, convention=convention, path=path,
+                    what_if=what_if, cast=cast, tolerance=tolerance)
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
-           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for", "check_jobs"]
+           "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for",
+           "check_jobs"]

@@ -34,6 +34,7 @@ import os
 import shutil
 import sys
 import warnings
+from typing import Any, cast
 
 import numpy as np
 
@@ -141,8 +142,9 @@ def _state_batch(acc: Accumulator | None, error: str | None = None, again: str |
     """One partition's answer: its accumulator state, an input error, or (``again``) the
     reason the driver must run the job again with relevance labels."""
     import pyarrow as pa
+    # every answer without an error or an again carries the partition's accumulator
     state = ({"error": error} if error is not None else {"again": again} if again is not None
-             else acc.to_state())
+             else cast(Accumulator, acc).to_state())
     return pa.RecordBatch.from_arrays([pa.array([json.dumps(state)], pa.string())],
                                       names=["state"])
 
@@ -344,7 +346,7 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     """
     options = options or ReadOptions()
     refuse_spark(options)
-    more = {"relevance": relevance, "nan_policy": nan_policy}
+    more: dict[str, Any] = {"relevance": relevance, "nan_policy": nan_policy}
     if remote_uri(path):
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
         spark = spark or session()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -134,6 +134,8 @@ class Batch:
     nbytes: int = 0
     items: np.ndarray | None = None
     ranking: "RankLists | None" = None
+    # True when no positive field or --positive-index gave the positive (column 0)
+    positive_defaulted: bool = False
 
     @property
     def rows(self) -> int:
@@ -200,16 +202,16 @@ class Dump:
     format: str
     dtype: np.dtype
     metadata: dict[str, str] = field(default_factory=dict)
-    _batches: object = None
+    _batches: Callable[[int], Iterator[Batch]] | None = None  # or parts
     layout: str = "wide"
     rows: int | None = None
     nbytes: int = 0
     row_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     parts: list | None = None
-    _settle: object = None
-    _verify: object = None
-    _start_over: object = None
+    _settle: Callable[[], None] | None = None
+    _verify: Callable[[], None] | None = None
+    _start_over: Callable[[ReadAgain], None] | None = None
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
@@ -246,6 +248,8 @@ class Dump:
         size = self.batch_size(batch_rows)
         if self.parts is not None:
             return self._part_batches(self.parts, size)
+        if self._batches is None:  # a reader gives parts or a batch generator, never neither
+            raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
 
     def _part_batches(self, parts, size: int) -> Iterator[Batch]:
@@ -291,9 +295,24 @@ _OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zs
                       ".lz4": "lz4", ".zip": "zip", ".br": "brotli", ".snappy": "snappy"}
 
 
+HOW_TO_DUMP = ("dump the scores as a numeric array: tieeval.save_scores(path, scores, "
+               "positive=...) or np.save('scores.npy', tensor.detach().cpu().numpy()) (one "
+               "row per instance; the positive in column 0, or --positive-index N)")
+_PICKLE_SUFFIXES = {".pt": "a torch.save file", ".pth": "a torch.save file",
+                    ".pkl": "a pickle", ".pickle": "a pickle", ".joblib": "a joblib pickle"}
+
+
+def not_a_dump(path: str, what: str) -> InputError:
+    """The error for a file that holds Python objects rather than score arrays."""
+    return InputError(f"{path}: {what}, which tieeval does not read (it never unpickles); "
+                      f"{HOW_TO_DUMP}")
+
+
 def detect_format(path: str) -> str:
     """The dump format from the file suffix, else from its first bytes."""
     suffix = os.path.splitext(path)[1].lower()
+    if suffix in _PICKLE_SUFFIXES:
+        raise not_a_dump(path, _PICKLE_SUFFIXES[suffix])
     if suffix in _OTHER_COMPRESSION and ".csv" in path.lower():
         raise InputError(f"{path}: {_OTHER_COMPRESSION[suffix]}-compressed CSV is not read; "
                          "decompress it, or compress it with gzip (.csv.gz)")
@@ -312,8 +331,10 @@ def detect_format(path: str) -> str:
     if head.startswith(b"\x1f\x8b"):
         raise InputError(f"{path}: gzip-compressed; a gzip-compressed long-layout CSV is read "
                          "when its name ends in .csv.gz")
+    if head.startswith(b"\x80"):  # pickle protocol 2 and later (torch, joblib, pickle)
+        raise not_a_dump(path, "a pickle")
     raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); long-layout "
-                     "dumps may also be .csv")
+                     f"dumps may also be .csv; {HOW_TO_DUMP}")
 
 
 def check_layout(layout: str) -> str:

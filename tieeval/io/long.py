@@ -43,7 +43,7 @@ import tempfile
 import weakref
 import zlib
 from dataclasses import dataclass
-from typing import Iterator
+from typing import IO, Any, Iterator
 
 import numpy as np
 
@@ -58,8 +58,10 @@ from tieeval.io.arrow import (
 )
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
+    HOW_TO_DUMP,
     Batch,
     Dump,
+    LabelledDump,
     ReadAgain,
     ReadOptions,
     RelevanceLabelsFound,
@@ -85,7 +87,7 @@ CSV_BLOCK_BYTES = 8 << 20
 class Rows:
     """A chunk of long-layout rows: instance ids (an Arrow array), position, score, label."""
 
-    ids: object  # pyarrow.Array (integer or string)
+    ids: Any  # pyarrow.Array (integer or string)
     position: np.ndarray
     score: np.ndarray
     label: np.ndarray | None
@@ -217,7 +219,7 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     for lo in range(0, total, batch_rows):
         hi = min(lo + batch_rows, total)
         a, b = int(offsets[lo]), int(offsets[hi])
-        off = offsets[lo:hi + 1] - a
+        off: np.ndarray | None = offsets[lo:hi + 1] - a
         lens = lengths[lo:hi]
         s = scores[a:b]
         lab = None if labels is None else labels[a:b]
@@ -330,6 +332,8 @@ class _Source:
     has_label: bool
     dtype: np.dtype
     size_hint: int  # uncompressed bytes, for the number of spill partitions
+    metadata: dict
+    nbytes: int
 
     def chunks(self, rows: int) -> Iterator[Rows]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -400,7 +404,9 @@ class _CsvSource(_Source):
         if missing_core and options.layout == "auto" and not options.long_options_given:
             raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); a "
                              ".csv is read in the long layout, with columns instance, position, "
-                             f"score and optionally label (found: {', '.join(header)})")
+                             f"score and optionally label (found: {', '.join(header)}; "
+                             "rename with --instance-column, --score-column ...); for a "
+                             f"score matrix, {HOW_TO_DUMP}")
         dtype = options.score_dtype or "float64"
         # text is parsed as float64 and rounded to float16 by numpy (pyarrow parses no
         # float16): ties are then judged in float16, as the model stored them
@@ -487,6 +493,7 @@ class _CsvSource(_Source):
         import io as _io
         try:
             # utf-8-sig: a byte-order mark is not part of the first column's name
+            fh: IO[str]
             if self.path.lower().endswith(".gz"):
                 fh = _io.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8-sig")
             else:
@@ -601,7 +608,7 @@ class _LongReader:
     def __init__(self, source: _Source, options: ReadOptions):
         self.source = source
         self.options = options
-        self.dump: Dump | None = None
+        self.dump: LabelledDump = None  # type: ignore[assignment]  # set by _dump()
         # the label column holds relevance labels (found by RelevanceLabelsFound)
         self.relevance = False
         # every instance has been seen with one positive: nothing left to find
@@ -701,7 +708,7 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
     pa, _ = _pyarrow()
     parts_n = min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
     tmp = tempfile.mkdtemp(prefix="tieeval-long-")
-    writers: dict[int, object] = {}
+    writers: dict[int, tuple[Any, Any]] = {}  # pyarrow (OSFile, stream writer) per part
     sizes = {}
     try:
         for rows in source.chunks(1 << 20):
@@ -775,7 +782,6 @@ class SpillPart:
 # openers (called by tieeval.io.open.open_dump)
 
 def _dump(source: _Source, fmt: str, options: ReadOptions) -> Dump:
-    from tieeval.io.base import LabelledDump
     reader = _LongReader(source, options)
     # relevance stays None (single-positive) until the label column proves otherwise
     dump = LabelledDump(source.path, fmt, source.dtype, dict(source.metadata), reader,
@@ -790,7 +796,10 @@ def csv_columns(dump: Dump) -> tuple[list[str], bool, object]:
     """A long CSV dump's header, whether its instance ids are integers, and the Arrow type
     its label column is read as (None without one): for Spark, to read it alike."""
     pa, _ = _pyarrow()
-    source = dump._batches.source
+    reader = dump._batches
+    if not isinstance(reader, _LongReader) or not isinstance(reader.source, _CsvSource):
+        raise ParameterError(f"{dump.path}: not a long-layout CSV dump")
+    source = reader.source
     return (source._header(), pa.types.is_integer(source.column_types[source.cols["instance"]]),
             source.label_type)
 

@@ -16,7 +16,14 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
+from tieeval.io.base import (
+    HOW_TO_DUMP,
+    PART_BYTES,
+    Batch,
+    Dump,
+    ReadOptions,
+    check_row_length,
+)
 from tieeval.io.validate import _check_matrix, _positive_for
 
 # ---------------------------------------------------------------------------------------
@@ -89,11 +96,13 @@ class RowReader:
             size = spec.dtype.itemsize
             for j in range(rest[0]):
                 col = out[:, j]
-                self._fill(memoryview(col).cast("B"), spec.offset + (j * rows + lo) * size)
+                # ndarray has the buffer protocol (numpy's stubs declare it for Python 3.12+)
+                self._fill(memoryview(col).cast("B"),  # type: ignore[arg-type]
+                           spec.offset + (j * rows + lo) * size)
             return out
         out = np.empty((n,) + rest, dtype=spec.dtype)
         if out.nbytes:
-            self._fill(memoryview(out.reshape(-1)).cast("B"),
+            self._fill(memoryview(out.reshape(-1)).cast("B"),  # type: ignore[arg-type]
                        spec.offset + lo * spec.row_bytes)
         return out
 
@@ -135,8 +144,8 @@ def _load_error(path: str, exc: Exception) -> InputError:
         # (or any other non-pickle bytes) is damaged, not pickled.
         return InputError(f"{path}: corrupted or truncated file (no .npy/.npz header)")
     if "allow_pickle" in text or "Python objects" in text or "Object arrays" in text:
-        return InputError(f"{path}: holds pickled Python objects; tieeval never unpickles "
-                          "(save plain numeric arrays)")
+        return InputError(f"{path}: holds pickled Python objects; tieeval never unpickles: "
+                          f"{HOW_TO_DUMP}")
     return InputError(f"{path}: corrupted or truncated file ({type(exc).__name__}: "
                       f"{text.splitlines()[0] if text else 'unreadable'})")
 
@@ -182,7 +191,9 @@ class MatrixPart:
                     lengths = np.full(stop - start, cols, dtype=np.int64)
                     yield Batch(block, _positive_for(self.path, options, lengths, start,
                                                      stored), start,
-                                nbytes=(stop - start) * self.scores.row_bytes)
+                                nbytes=(stop - start) * self.scores.row_bytes,
+                                positive_defaulted=(stored is None
+                                                    and options.positive_index is None))
             finally:
                 if positive is not None:
                     positive.close()

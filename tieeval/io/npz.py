@@ -14,7 +14,15 @@ import zlib
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import PART_BYTES, Batch, Dump, ReadOptions, check_row_length
+from tieeval.io.base import (
+    HOW_TO_DUMP,
+    PART_BYTES,
+    Batch,
+    Dump,
+    ReadOptions,
+    check_row_length,
+    not_a_dump,
+)
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
@@ -182,8 +190,12 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         raise _load_error(path, exc) from None
     names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
     if options.scores not in names:
+        if not names and any(n.endswith("data.pkl") for n in archive.namelist()):
+            raise not_a_dump(path, "a torch.save archive (a zip of pickled tensors)")
+        hint = (f"; rename with --scores-column, or {HOW_TO_DUMP}" if names
+                else f"; {HOW_TO_DUMP}")
         raise InputError(f"{path}: no array '{options.scores}' (found: "
-                         f"{', '.join(sorted(names)) or 'nothing'})")
+                         f"{', '.join(sorted(names)) or 'nothing'}){hint}")
     scores = _NpzMember(path, archive, names[options.scores])
     positive = (_NpzMember(path, archive, names[options.positive])
                 if options.positive in names else None)
@@ -231,7 +243,8 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
             stored = None if pstream is None else pstream.read(n)
             lengths = np.full(n, cols, dtype=np.int64)
             yield Batch(block, _positive_for(path, options, lengths, start, stored), start,
-                        nbytes=n * row_bytes)
+                        nbytes=n * row_bytes,
+                        positive_defaulted=stored is None and options.positive_index is None)
         # the end of each member: its length and CRC-32, before any result is reported
         for s in (stream, pstream):
             if s is not None:

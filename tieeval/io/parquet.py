@@ -181,4 +181,5 @@ def parquet_batch(path, options, table, has_positive, start) -> Batch:
             raise InputError(f"{path}: row {start + i}: '{options.positive}' is null")
         stored = col.to_numpy()
     positive = _positive_for(path, options, lengths, start, stored)
-    return Batch(scores, positive, start, offsets)
+    return Batch(scores, positive, start, offsets,
+                 positive_defaulted=stored is None and options.positive_index is None)

@@ -32,8 +32,8 @@ A dump has ``labels`` or ``positives``/``negatives``, not both, and then no ``po
 field or ``--positive-index`` (those describe the single-positive layout). NPY dumps hold
 scores only. The long layout has one ``label`` column for both protocols; its reader
 (:mod:`tieeval.io.long`) gives the dump ``relevance`` (source ``labels``) once the column
-proves to hold relevance labels, and its batches then carry them as here. Field names are options (``--labels-column`` ...), see
-:class:`RelevanceReadOptions`.
+proves to hold relevance labels, and its batches then carry them as here. Field names are
+options (``--labels-column`` ...), see :class:`RelevanceReadOptions`.
 
 NPZ members stored uncompressed (``np.savez``) are read by rows per batch (positioned
 reads, after a check of their CRC-32); compressed members (``np.savez_compressed``) are
@@ -47,7 +47,7 @@ import functools
 import os
 import zipfile
 from dataclasses import dataclass, field, fields
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -219,7 +219,8 @@ def _parquet_files(dump: Dump) -> list[str]:
 def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
     from tieeval.io.arrow import check_same_columns, parquet_file
     files = _parquet_files(dump)
-    if not files or not all(hasattr(p, "group") for p in dump.parts):
+    given = dump.parts or []
+    if not files or not all(hasattr(p, "group") for p in given):
         return dump
     schema = parquet_file(files[0]).schema_arrow
     present, info = schema_relevance(dump.path, files[0], options, schema.names,
@@ -229,7 +230,7 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
     check_same_columns(files[0], schema,
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
-    parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in dump.parts]
+    parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in given]
     return _relabel(dump, info, parts=parts)
 
 
@@ -330,7 +331,7 @@ class _WithRelevance:
 class ParquetRelevancePart(_WithRelevance):
     """A Parquet part (one row group) plus its relevance columns, read alongside."""
 
-    base: object
+    base: Any  # the reader's own part
     fields: tuple  # ((kind, column name), ...)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
@@ -402,8 +403,8 @@ class _NpzField:
     def __init__(self, path: str, name: str, spec=None, shape=None, dtype=None):
         self.path, self.name, self.spec = path, name, spec
         self.shape, self.dtype = shape, dtype
-        self._reader = None
-        self._archive = None
+        self._reader: Any = None  # the spec's positioned reader or an _RowStream
+        self._archive: zipfile.ZipFile | None = None
         self._next = 0
 
     def __getstate__(self):  # a worker opens the member itself
@@ -509,7 +510,7 @@ def _fill_npz(path, batch, names, sources):
 class NpzRelevancePart(_WithRelevance):
     """A matrix part of an NPZ dump plus the same rows of its relevance members."""
 
-    base: object
+    base: Any  # the reader's own part
     names: dict
     sources: dict = field(hash=False)
 

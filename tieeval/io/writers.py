@@ -28,6 +28,7 @@ import os
 import uuid
 import zipfile
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 
@@ -280,7 +281,7 @@ def _ranking(ranking, scores: _Rows) -> _Rows | None:
     if ranking is None:
         return None
     given = _rows(ranking, "ranking", index=True)
-    rows = _indices(given, "ranking", scores, padding=False)
+    rows = cast(_Rows, _indices(given, "ranking", scores, padding=False))  # given is set
     dup = _duplicate(rows)
     if dup is not None:
         raise ParameterError(f"ranking[{dup[0]}] lists candidate {dup[1]} twice (a ranking "

@@ -62,6 +62,17 @@ class Accumulator:
     (fewer than K candidates).
     """
 
+    # the counts of _COUNTS, set to 0 by __init__
+    instances: int
+    subset: int
+    no_relevant: int
+    no_negative: int
+    top_size: int
+    top_tied: int
+    pos_rows: int
+    pos_size: int
+    pos_tied: int
+
     def __init__(self, entries: int, ks=(), duplicates: bool = False):
         self.sums = [EntrySums() for _ in range(entries)]
         self.ks = sorted(set(ks))
@@ -84,7 +95,7 @@ class Accumulator:
             return
         for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        if other.cand_min is not None:
+        if other.cand_min is not None and other.cand_max is not None:  # set together
             self.add_lengths(other.cand_min, other.cand_max)
         self.top_ratio.merge(other.top_ratio)
         for k in self.ks:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.io.base import Batch
@@ -24,6 +26,9 @@ from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.results import RunResult
+
+if TYPE_CHECKING:
+    from tieeval.kernels.whatif import WhatIf
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ class EvalSpec:
     source: str | None = None
     items: bool = False
     original: str = "argsort"
-    what_if: object = None
+    what_if: WhatIf | None = None
     path: str = ""
 
     def __post_init__(self) -> None:
@@ -71,12 +76,49 @@ class Entry:
 
     metric: Metric
     gamma: float | None = None
-    form: object = field(default=None, compare=False)  # the kernel's own form of it
+    form: Any = field(default=None, compare=False)  # the kernel's own form of it
 
     @property
     def label(self) -> str:
         text = str(self.metric)
         return text if self.gamma is None else f"{text} γ={self.gamma:g}"
+
+
+PADDING_CHECK_ROWS = 1000  # rows of a dump checked for a padding column 0
+PADDING_SHARE = 0.5  # more than this share of them: column 0 is not the positive
+PADDING_MIN_ROWS = 10  # fewer rows are not checked
+
+
+def check_default_positive(path: str, batch: Batch, nan_policy: str = "raise") -> None:
+    """Stop when the positive defaults to column 0 (no positive field, no
+    ``--positive-index``, no relevance labels) and that column looks like padding: in
+    more than half of the dump's first rows (at most 1000, those of its first batch) it is
+    ``-inf``, NaN (under ``nan_policy="worst"``; else NaN is its own error), or strictly
+    below every other score of its row (a full-sort matrix whose column 0 is a padding
+    item). Dumps of fewer than 10 rows are not checked. HR@K would otherwise be silently
+    near 0."""
+    if batch.offsets is not None:
+        return
+    scores = np.asarray(batch.scores[:PADDING_CHECK_ROWS])
+    if scores.ndim != 2 or scores.shape[1] < 2 or scores.dtype.kind != "f" or not len(scores):
+        return
+    nan = np.isnan(scores)
+    if nan_policy != "worst" and nan[:, 0].any():
+        return  # the NaN policy reports it
+    if len(scores) < PADDING_MIN_ROWS:
+        return  # too few rows to tell a padding column from chance
+    col = scores[:, 0]
+    with np.errstate(invalid="ignore"):
+        others = np.where(nan[:, 1:], np.inf, scores[:, 1:]).min(axis=1)
+        padding = nan[:, 0] | (col == -np.inf) | (col < others)
+    share = float(np.count_nonzero(padding)) / len(col)
+    if share > PADDING_SHARE:
+        raise InputError(
+            f"{path}: the positive defaults to column 0, but column 0 is -inf, NaN or the "
+            f"row's lowest score in {share:.0%} of the first {len(col)} rows (a padding "
+            "item?). Say where the positive is: a 'positive' field in the dump (per-row "
+            "column index; tieeval.save_scores(..., positive=...)), --positive-index N "
+            "(positive_index= in ReadOptions), or relevance 'labels'")
 
 
 class Kernel(ABC):
@@ -109,6 +151,8 @@ class Kernel(ABC):
 
     def prepare(self, batch: Batch) -> Batch:
         """The batch as the kernel sees it: scores cast by a what-if, if one is set."""
+        if batch.start == 0 and batch.positive_defaulted and self.spec.source is None:
+            check_default_positive(self.spec.path, batch, self.spec.nan_policy)
         what_if = self.spec.what_if
         return batch if what_if is None else what_if.transform(batch)
 

@@ -14,18 +14,25 @@ from tieeval.kernels.base import EvalSpec, Kernel
 from tieeval.kernels.general import GeneralKernel
 from tieeval.kernels.original import check_rule_for, default_rule
 from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.metrics.conventions import convention_metrics
 from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
 
 KERNELS = (SinglePositiveKernel, GeneralKernel)
 
 
-def resolve_metrics(metrics, source: str | None) -> list[Metric]:
-    """The user's metrics (Metric values or names), or the default set of the dump's kind:
+def resolve_metrics(metrics, source: str | None, options: RelOptions | None = None
+                    ) -> list[Metric]:
+    """The user's metrics (Metric values or names), or the default set: the convention's
+    (:mod:`tieeval.metrics.conventions`) when ``options`` name one, else the dump kind's:
     HR@K, NDCG@K and MRR for one positive per row; HR@K, Recall@K, NDCG@K, MRR and MAP
     for relevance labels."""
     if metrics is None:
         metrics = default_metrics(DEFAULT_KS)
+    if isinstance(metrics, DefaultMetrics):
+        preset = convention_metrics(options, metrics.ks)
+        if preset is not None:
+            return preset
     if isinstance(metrics, DefaultMetrics) and source is not None:
         return default_rel_metrics(metrics.ks)
     return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
@@ -44,7 +51,7 @@ def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,
     if what_if is not None and not what_if.active:
         what_if = None
     trec = relevance is not None and relevance.original == "given"
-    chosen = tuple(resolve_metrics(metrics, source))
+    chosen = tuple(resolve_metrics(metrics, source, options))
     rule = default_rule(trec) if original is None else check_rule_for(
         original, trec=trec, metrics=chosen, path=path)
     return EvalSpec(chosen, options or DEFAULT_OPTIONS,

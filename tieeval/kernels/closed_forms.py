@@ -147,16 +147,25 @@ def _reachable(k: int, a: np.ndarray, b: np.ndarray) -> int:
     return min(k, int((a + b).max())) if a.size else min(k, 1)
 
 
+def _cutoff(metric: Metric) -> int:
+    """HR's and NDCG's K: the closed forms take them only with a cutoff."""
+    if metric.k is None:
+        raise ParameterError(f"{metric} has no cutoff: the single-positive closed forms "
+                             "take HR@K and NDCG@K")
+    return metric.k
+
+
 def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):
     """``E[X]``, ``E[X^2]`` under uniform tie-breaking, and whether first != last."""
     bf = b.astype(np.float64)
     if metric.name == "HR":
-        k, reach = metric.k, _reachable(metric.k, a, b)
+        k = _cutoff(metric)
+        reach = _reachable(k, a, b)
         lo, hi = np.minimum(a, reach), np.minimum(a + b, reach)
         e = (hi - lo) / bf
         return e, e, (a < k) & (k < a + b)
     if metric.name == "NDCG":
-        k = _reachable(metric.k, a, b)
+        k = _reachable(_cutoff(metric), a, b)
         lo, hi = np.minimum(a, k), np.minimum(a + b, k)
         # The table only needs the ranks present; its entries do not depend on its length.
         D, D2 = discount_prefix(1 << max(k - 1, 0).bit_length())

@@ -84,8 +84,8 @@ class DuplicateCheck:
                    f"same item twice ({self.copies} extra candidate(s)); in "
                    f"{self.relevant_rows} of them a relevant item (e.g. the positive) is "
                    "repeated as a candidate. A copy ties with its original and counts as a "
-                   "negative, which lowers the tie-aware figures: drop duplicates before "
-                   "scoring")
+                   "negative, which lowers every column (original, first, last and tie-aware): "
+                   "drop duplicates before scoring")
         if self.mismatch_rows:
             message += (f"; in {self.mismatch_rows} instance(s) the copies have different "
                         "scores (non-deterministic inference?)")

@@ -9,10 +9,10 @@ single-positive dump that comes here is evaluated with a one-hot label at its po
 every metric of the registry works on every dump; with the default metrics and options it
 keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie blocks and
-every metric is read off it (:meth:`RelBatch.values`); dataset means are exact sums
-(:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is defined, so they
-do not depend on batch size.
+Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie
+blocks and every metric is read off it (:meth:`RelBatch.values`); dataset means are exact
+sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
+defined, so they do not depend on batch size.
 
 Definitions and defaults (the choices docs/computed.md documents):
 
@@ -20,13 +20,15 @@ Definitions and defaults (the choices docs/computed.md documents):
   and MAP (full list). A single-positive dump keeps HR@K, NDCG@K and MRR.
 * Options, run-wide: gain ``linear`` (or ``exponential``, 2^rel - 1) for DCG/NDCG; discount
   ``log2`` (or ``power`` with ``alpha``, ``news`` 1/(1 + log2(r)^1.5), ``linear``
-  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list policy ``pad`` (or ``truncate``, ``skip``)
-  for rows with fewer than K candidates; MAP@K normalised by ``R`` (or ``min``);
-  ``gamma`` 1 for the signed metrics, several values giving one row per gamma (the
-  gamma-sensitivity table).
+  (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list
+  policy ``pad`` (or ``truncate``, ``skip``) for rows with fewer than K candidates; MAP@K
+  normalised by ``R`` (or ``min``); ``gamma`` 1 for the signed metrics, several values
+  giving one row per gamma (the gamma-sensitivity table).
 * Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
   explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
-  out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out).
+  out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out);
+  with ``no_relevant="zero"`` (trec_eval, ranx, scikit-learn) a row without a relevant
+  item counts 0 in every column instead (V-AUC still skips it).
   ``both`` keeps only rows with a relevant item *and* an explicit negative (the "Both P&N"
   subset of the sign-aware paper); the other rows are skipped by every metric.
 * Tie statistics on labelled rows: the top-score tie figures as for single-positive dumps;
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -155,25 +158,46 @@ class GeneralKernel(Kernel):
         acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
         ranked_pos = np.zeros(rows, dtype=bool)
         ranked_pos[prow] = True
-        hr_values = {}  # HR@K entries serve the tie-decided shares too
+        # HR@K entries serve the tie-decided shares too
+        hr_values: dict[int, InstanceValues] = {}
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
-            if entry.form == self._hr.get(entry.metric.k):
-                hr_values[entry.metric.k] = v
-            mask = v.defined & keep
+            k = entry.metric.k
+            if k is not None and entry.form == self._hr.get(k):
+                hr_values[k] = v
+            v = self._counted(v, entry, has_pos)
+            # RelBatch.values always fills defined and variance (NaN for MAP)
+            mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
             for c in COLUMNS:
                 sums.columns[c].add(getattr(v, c)[mask])
             if entry.metric.name == "MAP":
                 sums.has_variance = False
             else:
-                sums.variance.add(v.variance[mask])
+                sums.variance.add(cast(np.ndarray, v.variance)[mask])
         for k in acc.ks:
-            v = hr_values.get(k)
-            if v is None:
-                v = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(v.tie_decided & keep & ranked_pos))
+            hr = hr_values.get(k)
+            if hr is None:
+                hr = rb.values(self._hr[k], original_order=False)
+            acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+
+    def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
+        """``no_relevant="zero"``: an instance without a relevant item that the metric
+        leaves undefined counts as 0 in every column (trec_eval, ranx, scikit-learn);
+        V-AUC, which needs a relevant item and a negative, still skips it."""
+        if self.spec.options.no_relevant != "zero" or entry.metric.name == "V-AUC":
+            return v
+        defined = np.ones(has_pos.shape, dtype=bool) if v.defined is None else v.defined
+        fill = ~has_pos & ~defined
+        if not fill.any():
+            return v
+
+        def zero(a, value=0.0):
+            return None if a is None else np.where(fill, value, a)
+        return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
+                              zero(v.tie_aware), zero(v.variance),
+                              zero(v.tie_decided, False), defined | fill)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
@@ -182,10 +206,11 @@ class GeneralKernel(Kernel):
         if self.both:
             keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
         out = []
+        has_pos = rb.n_pos >= 1
         for entry in self.entries:
-            v = rb.values(entry.form)
-            if keep is not None:
-                v.defined = v.defined & keep
+            v = self._counted(rb.values(entry.form), entry, has_pos)
+            if keep is not None:  # RelBatch.values always fills defined
+                v.defined = cast(np.ndarray, v.defined) & keep
             if entry.metric.name == "MAP":
                 v.variance = None
             out.append(v)
@@ -197,7 +222,7 @@ class GeneralKernel(Kernel):
         ``positive`` (one-hot single-positive rows)."""
         n = acc.instances
         options = self.spec.options
-        if n == 0:
+        if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         if self.both and acc.subset == 0:
             raise InputError(f"{path}: no instance has both a relevant item (label > 0) and "
@@ -222,6 +247,10 @@ class GeneralKernel(Kernel):
         if self.both:
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
+        elif acc.no_relevant and options.no_relevant == "zero":
+            own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
+                       "item (label > 0); every metric but V-AUC counts them as 0 "
+                       "(no_relevant=zero)")
         elif acc.no_relevant:
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
                        "item (label > 0); every metric skips them")

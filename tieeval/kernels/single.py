@@ -50,7 +50,7 @@ def one_hot(batch: Batch) -> np.ndarray:
     """Labels of a single-positive batch: 1 at each row's positive, 0 elsewhere."""
     lengths = batch.lengths()
     if batch.offsets is None:
-        lab = np.zeros(batch.scores.shape, dtype=np.int8)
+        lab: np.ndarray = np.zeros(batch.scores.shape, dtype=np.int8)
         lab[np.arange(batch.rows), batch.positive] = 1
         return lab
     lab = np.zeros(batch.scores.shape[0], dtype=np.int8)
@@ -139,7 +139,7 @@ class SinglePositiveKernel(Kernel):
     def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
                warnings=()) -> RunResult:
         n = acc.instances
-        if n == 0:
+        if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         rows = []
         for m, s in zip(self.metrics, acc.sums):

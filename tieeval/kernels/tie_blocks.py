@@ -1,9 +1,9 @@
 """The general exact tie-aware kernel: many positives, graded gains, signed labels.
 
-Where :func:`tieeval.kernels.closed_forms.single_positive` handles one held-out positive from two counts,
-this module evaluates any labelling of a ragged batch of candidate lists. Every formula is
-from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging generalised to
-expectations *and* variances under uniform random tie-breaking.
+Where :func:`tieeval.kernels.closed_forms.single_positive` handles one held-out positive from
+two counts, this module evaluates any labelling of a ragged batch of candidate lists. Every
+formula is from ``docs/METRICS.md`` (sections 3-14), McSherry & Najork's tie-averaging
+generalised to expectations *and* variances under uniform random tie-breaking.
 
 Layout. A batch is flat: ``scores`` (any real dtype, never cast), ``labels`` (integers or
 floats) and ``offsets`` (``rows + 1`` non-decreasing integers); row ``i`` is
@@ -240,7 +240,7 @@ def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
     return (kf - r + 1.0) / kf
 
 
-def _check_unranked(unranked, rows: int):
+def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         labels, offsets = unranked
     except (TypeError, ValueError):
@@ -282,9 +282,10 @@ class RelBatch:
         What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
         the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
         ascending position); ``'reverse-stable'``: ties by descending position (see
-        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already listed in the order
-        the system ranked it (for example a TREC run sorted by trec_eval's rule); the rows
-        must then be non-increasing in score, or the order is not a ranking of the scores.
+        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already
+        listed in the order the system ranked it (for example a TREC run sorted by
+        trec_eval's rule); the rows must then be non-increasing in score, or the order is
+        not a ranking of the scores.
     unranked : (labels, offsets), optional
         Labels of judged items that are *not* among a row's candidates (a TREC run that
         did not retrieve every relevant document): flat labels and ``rows + 1`` offsets.
@@ -414,12 +415,12 @@ class RelBatch:
         self.lab_last = self.lab_first[2 * bst[self.bid] + self.bsz[self.bid] - 1
                                        - np.arange(size)]
         self._lab_original = lab  # the argsort order, or the given order
-        self._lab_ideal = {}
+        self._lab_ideal: dict = {}
         self._cutoffs: dict = {}
         self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
         self.n_pos_ranked = self.n_pos
-        self.unranked = None
+        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         if unranked is not None:
             self.unranked = _check_unranked(unranked, rows)
             ulab, uoff = self.unranked
@@ -724,7 +725,7 @@ class _Evaluation:
             return _gain(np.maximum(lab, 0.0), metric.gain)
 
         if metric.name in ("NDCG", "SNDCG") and b.unranked is not None:
-            norm = self._extended_norm(item_gain)
+            norm = self._extended_norm(item_gain, b.unranked)
             self.defined &= norm > 0
         elif metric.name == "NDCG":
             ideal = b._ideal_labels(metric.k)[idx]
@@ -762,7 +763,7 @@ class _Evaluation:
 
         return closed, realise
 
-    def _extended_norm(self, item_gain) -> np.ndarray:
+    def _extended_norm(self, item_gain, unranked: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
 
         The ideal list holds every judged item of the row, best label first, so it may be
@@ -770,7 +771,7 @@ class _Evaluation:
         ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
         """
         b, metric = self.b, self.m
-        ulab, uoff = b.unranked
+        ulab, uoff = unranked
         u = np.diff(uoff)
         lab = np.concatenate((b._labf, ulab))
         rows = np.concatenate((b.row, np.repeat(np.arange(b.rows, dtype=np.int64), u)))

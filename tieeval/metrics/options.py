@@ -28,6 +28,7 @@ DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
 NAN_POLICIES = ("raise", "worst")
+NO_RELEVANT_POLICIES = ("skip", "zero")
 ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
@@ -76,7 +77,7 @@ _CHOICE_ALIASES = {
 
 def _choice(name: str, value: object) -> str:
     table = _CHOICE_ALIASES[name]
-    canon = table.get(_key(value).lower() if isinstance(value, str) else None)
+    canon = table.get(_key(value).lower()) if isinstance(value, str) else None
     if canon is None:
         raise ParameterError(f"{name} must be one of {', '.join(sorted(set(table.values())))}; "
                              f"got {value!r}")
@@ -244,11 +245,18 @@ class RelOptions:
     ap_norm: str = "R"
     both: bool = False
     base: float = 2.0
+    no_relevant: str = "skip"
+    convention: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         for name in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
+        if self.no_relevant not in NO_RELEVANT_POLICIES:
+            raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
+                                 f"; got {self.no_relevant!r}")
+        if self.convention is not None and not isinstance(self.convention, str):
+            raise ParameterError(f"convention must be a name, got {self.convention!r}")
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base))
         if self.base <= 1:
@@ -273,7 +281,7 @@ class RelOptions:
 
     def metric_options(self, spec, k) -> dict:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
-        out = {}
+        out: dict = {}
         if "gain" in spec.options:
             out["gain"] = self.gain
         if "discount" in spec.options:
@@ -289,11 +297,17 @@ class RelOptions:
         return out
 
     def to_dict(self) -> dict:
-        return {"gain": self.gain, "discount": self.discount,
-                "alpha": self.alpha if self.discount == "power" else None,
-                "log_base": self.base if self.discount == "logb" else None,
-                "short_list": self.short_list, "ap_norm": self.ap_norm,
-                "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
+        out = {"gain": self.gain, "discount": self.discount,
+               "alpha": self.alpha if self.discount == "power" else None,
+               "log_base": self.base if self.discount == "logb" else None,
+               "short_list": self.short_list, "ap_norm": self.ap_norm,
+               "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
+        # keys added only when they differ from the defaults (older JSON stays identical)
+        if self.no_relevant != "skip":
+            out["no_relevant"] = self.no_relevant
+        if self.convention is not None:
+            out["convention"] = self.convention
+        return out
 
 
 DEFAULT_OPTIONS = RelOptions()

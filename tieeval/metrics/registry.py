@@ -1,10 +1,10 @@
 """The one registry of metric names: what ``--metric`` accepts, its ``--help`` and its errors.
 
 Every metric tieeval computes is listed once here, whatever protocol it is evaluated under:
-the single held-out positive (:mod:`tieeval.kernels.closed_forms`, sort-free closed forms) or labelled
-rows with many positives, graded gains and explicit negatives (:mod:`tieeval.kernels.tie_blocks`).
-``Metric.parse`` and ``parse_rel_metric`` both look names up here, so help text, error
-messages and accepted spellings cannot drift apart.
+the single held-out positive (:mod:`tieeval.kernels.closed_forms`, sort-free closed forms) or
+labelled rows with many positives, graded gains and explicit negatives
+(:mod:`tieeval.kernels.tie_blocks`). ``Metric.parse`` and ``parse_rel_metric`` both look
+names up here, so help text, error messages and accepted spellings cannot drift apart.
 
 Names are matched case-insensitively with ``-`` and ``_`` ignored: ``V-AUC``, ``vauc`` and
 ``v_auc`` are one metric, and it prints back as its canonical name ``V-AUC``.

@@ -93,7 +93,7 @@ def to_markdown(items: list[AuditItem]) -> str:
 def to_csv(items: list[AuditItem]) -> str:
     """One line per claim; a ``gamma`` column after ``k`` when a claim has one (a labelled
     run's row, or a gamma in the claims file)."""
-    fields = AUDIT_CSV_FIELDS
+    fields: tuple[str, ...] = AUDIT_CSV_FIELDS
     if any(item.has_gamma for item in items):
         at = fields.index("k") + 1
         fields = fields[:at] + ("gamma",) + fields[at:]

@@ -4,14 +4,19 @@ annotations) and a JSON document for machines."""
 from __future__ import annotations
 
 import json
+import math
 
-from tieeval.analysis.check import Outcome
+from tieeval.analysis.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, Outcome
 from tieeval.report.format import fmt_percent, fmt_value, metric_title
 from tieeval.results import report_dict
 
 CHECK_FORMATS = ("text", "github", "json")
 
-_WHAT = {"max_inflation": "{metric} inflation",
+_WHAT = {"max_change": "{metric} change",
+         "max_inflation": "{metric} change",
+         "max_change_sigma": "{metric} change",
+         "max_spread": "{metric} first-last spread / tie-aware",
+         "max_tie_decided": "{metric} decided by the tie-break",
          "max_gap": "{metric} gap",
          "min": "{metric} tie-aware",
          "max_tie_frequency": "top-score tie frequency",
@@ -19,7 +24,13 @@ _WHAT = {"max_inflation": "{metric} inflation",
 
 
 def _fmt(x: float, unit: str, digits: int) -> str:
+    if unit == "sigma":
+        return f"{x:.{digits}f}"
     return f"{x * 100:.{digits}f}%" if unit == "fraction" else f"{x:.{digits + 2}f}"
+
+
+def _signed(x: float | None) -> str:
+    return "undefined" if x is None else f"{x * 100:+.2f}%"
 
 
 def _fmt_pair(measured: float, bound: float, unit: str, passed: bool) -> tuple[str, str]:
@@ -33,18 +44,38 @@ def _fmt_pair(measured: float, bound: float, unit: str, passed: bool) -> tuple[s
 
 
 def message(o: Outcome) -> str:
-    """``NDCG@10 inflation 67.65% > max 5.00% (original 0.8738, tie-aware 0.2826)``:
-    what was measured, its value, the comparison and the bound (no status, no path). A
-    gamma row of a signed metric reads ``SNDCG@10 γ=0.5 inflation ...``."""
+    """``NDCG@10 change -67.65%: |change| 67.65% > max 5.00% (original 0.8738,
+    tie-aware 0.2826)``: what was measured, its value, the comparison and the bound (no
+    status, no path). A gamma row of a signed metric reads ``SNDCG@10 γ=0.5 change ...``.
+    The change is signed (tie-aware relative to original); the bound is on its size."""
     t = o.threshold
     what = _WHAT[t.kind].format(metric=metric_title(str(o.metric), o.gamma))
     side = t.comparison
     context = ""
-    if t.kind in ("max_inflation", "max_gap"):
+    if t.kind in (*CHANGE_KINDS, "max_gap", "max_change_sigma"):
         row = o.row if o.row is not None else o.run.metric(str(o.metric))
+        std = (f" ± {fmt_value(row.tie_aware_std)}" if t.kind == "max_change_sigma"
+               and row.tie_aware_std is not None else "")
         context = (f" (original {fmt_value(row.original)}, "
-                   f"tie-aware {fmt_value(row.tie_aware)})")
+                   f"tie-aware {fmt_value(row.tie_aware)}{std})")
+    elif t.kind == "max_spread" and o.row is not None:
+        context = (f" (first {fmt_value(o.row.first)}, last {fmt_value(o.row.last)}, "
+                   f"tie-aware {fmt_value(o.row.tie_aware)})")
+    if t.kind in CHANGE_KINDS:
+        what = f"{what} {_signed(o.change)}: |change|"
+    elif t.kind == "max_change_sigma":
+        what = f"{what} {_signed(o.change)}: in tie-break std"
+    if t.kind == "max_change_sigma" and o.passed and (o.measured is None
+                                                      or o.measured > t.bound):
+        sigma = "undefined" if o.measured is None else f"{o.measured:.2f}"
+        return (f"{what} {sigma}, yet |change| <= {fmt_percent(SIGMA_FLOOR)} of the "
+                f"original (passes){context}")
     if o.measured is None:
+        if t.kind == "max_change_sigma":
+            return f"{what} undefined: no tie-break spread, yet a change{context}"
+        if t.kind == "max_spread":
+            return f"{what} undefined as the tie-aware value is 0 ({side} " \
+                   f"{fmt_percent(t.bound)}){context}"
         bound = fmt_percent(t.bound) if t.unit == "fraction" else fmt_value(t.bound)
         return f"{what} undefined as the original is 0 ({side} {bound}){context}"
     measured, bound = _fmt_pair(o.measured, t.bound, t.unit, o.passed)
@@ -81,12 +112,46 @@ def github_line(o: Outcome) -> str:
             f"{_gh_data(('PASS ' if o.passed else 'FAIL ') + message(o))}")
 
 
+def _bound_text(kind: str, value: float) -> str:
+    if kind == "max_change_sigma":
+        return f"{math.ceil(value * 10) / 10:g}"
+    if kind in ("min", "max_gap"):
+        return f"{value:.4g}"
+    return f"{math.ceil(value * 1000) / 10:g}%"
+
+
+def advice(outcomes: list[Outcome]) -> list[str]:
+    """One line per failed threshold: which it is, its worst figure, and how to relax it
+    (explicit thresholds replace the default gate)."""
+    lines = []
+    seen: dict = {}
+    for o in outcomes:
+        if not o.passed:
+            seen.setdefault(o.threshold, []).append(o)
+    for t, failed in seen.items():
+        option = OPTION_NAMES[t.kind]
+        bound = _fmt(t.bound, t.unit, 2 if t.unit != "value" else 2)
+        target = f"{t.metric}=" if t.metric is not None else ""
+        measured = [o.measured for o in failed if o.measured is not None]
+        if t.comparison == "max" and measured:
+            relax = f"e.g. {option} {target}{_bound_text(t.kind, max(measured))}"
+        elif t.comparison == "min" and measured:
+            relax = f"e.g. {option} {target}{_bound_text(t.kind, min(measured))}"
+        else:
+            relax = f"a looser {option}"
+        lines.append(f"Failed: {option} {target}{bound} ({len(failed)} check(s)); to relax "
+                     f"it pass {relax} (thresholds given replace the default gate)")
+    return lines
+
+
 def to_text(outcomes: list[Outcome]) -> str:
-    return "\n".join([outcome_line(o) for o in outcomes] + [summary(outcomes)]) + "\n"
+    return "\n".join([outcome_line(o) for o in outcomes] + [summary(outcomes)]
+                     + advice(outcomes)) + "\n"
 
 
 def to_github(outcomes: list[Outcome]) -> str:
-    return "\n".join([github_line(o) for o in outcomes] + [summary(outcomes)]) + "\n"
+    return "\n".join([github_line(o) for o in outcomes] + [summary(outcomes)]
+                     + advice(outcomes)) + "\n"
 
 
 def to_json(outcomes: list[Outcome], runs) -> str:

@@ -243,7 +243,7 @@ def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str
 def rank_csv(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
     """One line per method and ranking; labelled runs gain a ``gamma`` column after ``k``."""
     text = what_if.describe() if what_if is not None and what_if.active else ""
-    fields = RANK_CSV_FIELDS
+    fields: tuple[str, ...] = RANK_CSV_FIELDS
     if any(r.labelled for r in rankings):
         at = fields.index("k") + 1
         fields = fields[:at] + ("gamma",) + fields[at:]
@@ -253,6 +253,6 @@ def rank_csv(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
 
 
 def rank_json(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
-    active = what_if is not None and what_if.active
-    return _with_environment({"what_if": what_if.to_dict() if active else None,
+    active = what_if if what_if is not None and what_if.active else None
+    return _with_environment({"what_if": active.to_dict() if active is not None else None,
                               "rankings": [r.to_dict() for r in rankings]})

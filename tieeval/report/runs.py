@@ -57,7 +57,8 @@ METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
 def describe_run(run: RunResult) -> str:
     cands = (str(run.candidates_min) if run.candidates_min == run.candidates_max
              else f"{run.candidates_min}–{run.candidates_max}")
-    note = getattr(run, "caption_note", "")  # labelled dumps and TREC runs (tieeval.kernels.general)
+    # labelled dumps and TREC runs (tieeval.kernels.general)
+    note = getattr(run, "caption_note", "")
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
@@ -68,8 +69,8 @@ def footer(runs: Iterable[RunResult] = ()) -> str:
     argsort = (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
                f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order "
                f"among ties is platform-dependent.")
-    chosen = list(dict.fromkeys(r.original_rule for r in runs
-                                if getattr(r, "original_rule", None) is not None))
+    chosen = list(dict.fromkeys(rule for r in runs
+                                if (rule := getattr(r, "original_rule", None)) is not None))
     trec = any((getattr(r, "relevance", None) or {}).get("source") == "trec"
                and getattr(r, "original_rule", None) is None for r in runs)
     if not chosen:
