@@ -414,3 +414,12 @@ def test_qrels_cast_what_if(tmp_path):
     data = json.loads(r.output)
     metric = data["runs"][0]["metrics"][0]
     assert metric["tie_aware"] == pytest.approx(0.5)  # d1 and d2 tie in bfloat16
+
+
+def test_csv_header_with_a_nul_byte_is_an_input_error(tmp_path):
+    """Python before 3.11 refuses NUL in csv; either way a NUL header is one Error line."""
+    path = tmp_path / "nul.csv"
+    path.write_bytes(b"instance,pos\x00ition,score\n1,0,0.5\n")
+    result = CliRunner().invoke(cli, ["compare", str(path)])
+    assert result.exit_code == 2
+    assert "the CSV header holds a NUL byte" in result.output

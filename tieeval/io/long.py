@@ -502,7 +502,13 @@ class _CsvSource(_Source):
                 first = fh.readline()
         except (OSError, UnicodeDecodeError, EOFError) as exc:
             raise InputError(f"{self.path}: cannot read CSV header ({exc})") from None
-        return next(csv.reader([first]), [])
+        if "\x00" in first:  # Python < 3.11's csv module refuses NUL; never a valid header
+            raise InputError(f"{self.path}: the CSV header holds a NUL byte (a binary or "
+                             "damaged file?)")
+        try:
+            return next(csv.reader([first]), [])
+        except csv.Error as exc:
+            raise InputError(f"{self.path}: cannot read CSV header ({exc})") from None
 
     def _reader(self, include, block=CSV_BLOCK_BYTES):
         pa, _ = _pyarrow()
