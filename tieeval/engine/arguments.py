@@ -16,10 +16,11 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.io.base import check_batch_rows
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.whatif import WhatIf
 from tieeval.metrics.conventions import preset_options
-from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
+from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
 from tieeval.run_labels import check_label
@@ -62,6 +63,8 @@ def metric_list(metrics, k=None) -> list[Metric]:
     ks = check_ks(k)
     if metrics is None:
         return default_metrics(ks)
+    if isinstance(metrics, DefaultMetrics):  # stays a default set: the dump's kind settles it
+        return metrics
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
     elif isinstance(metrics, Mapping) or not isinstance(metrics, Iterable):
@@ -150,15 +153,6 @@ def run_labels_of(run_labels=None, labels=None) -> dict[str, str]:
                                  "seed")
         out[key] = check_label(key, value)
     return out
-
-
-def check_batch_rows(batch_rows):
-    if batch_rows is None:
-        return None
-    if isinstance(batch_rows, (bool, np.bool_)) or not isinstance(batch_rows, (int, np.integer)) \
-            or batch_rows < 1:
-        raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}")
-    return int(batch_rows)
 
 
 def check_path(path) -> str:

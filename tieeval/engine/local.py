@@ -47,6 +47,7 @@ from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
@@ -73,13 +74,6 @@ def check_jobs(jobs) -> int:
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
         raise ParameterError(f"jobs must be a whole number >= 0 (0: every core), got {jobs!r}")
     return int(jobs)
-
-
-def available_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,

@@ -38,6 +38,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from tieeval.engine.arguments import metric_list
 from tieeval.errors import InputError, ParameterError, TieevalError
 from tieeval.io.base import (
     ReadOptions,
@@ -57,7 +58,7 @@ from tieeval.io.validate import (
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
-from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
+from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
@@ -220,18 +221,6 @@ def _arrow_type(path: str, spark_type, name: str):
                          f"{spark_type.simpleString()}, which no relevance field has") from None
 
 
-def _metric_list(metrics, k):
-    """Metric values (names parsed), or the default set for ``k``; a default set stays
-    marked as one, so that a labelled dump gets its own defaults (as locally)."""
-    if metrics is None:
-        return default_metrics(list(k))
-    if isinstance(metrics, DefaultMetrics):
-        return metrics
-    if isinstance(metrics, (str, Metric)):
-        metrics = [metrics]
-    return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
-
-
 def _collect(selected, run) -> list[dict]:
     with warnings.catch_warnings():
         # pyspark warns about pandas versions it has not certified; mapInArrow needs none
@@ -267,7 +256,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     if layout != "auto":
         options = dataclasses.replace(options, layout=layout)
     check_nan_policy(nan_policy)
-    chosen = _metric_list(metrics, k)
+    chosen = metric_list(metrics, k)
 
     def kernel_for(info: RelevanceInfo | None):
         return choose_kernel(spec_for(info, chosen, options=relevance, nan_policy=nan_policy,

@@ -109,6 +109,16 @@ class ReadOptions:
                     ["--score-dtype"] if self.score_dtype is not None else [])
 
 
+def check_batch_rows(batch_rows):
+    """``batch_rows``: None (automatic) or a whole number >= 1."""
+    if batch_rows is None:
+        return None
+    if isinstance(batch_rows, (bool, np.bool_)) or not isinstance(batch_rows, (int, np.integer)) \
+            or batch_rows < 1:
+        raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}")
+    return int(batch_rows)
+
+
 @dataclass
 class Batch:
     """Consecutive rows of a dump.
@@ -236,9 +246,7 @@ class Dump:
     def batch_size(self, batch_rows: int | None = None) -> int:
         """``batch_rows``, or (None) as many rows as fit :data:`TARGET_BATCH_BYTES`."""
         if batch_rows is not None:
-            if isinstance(batch_rows, bool) or int(batch_rows) < 1:
-                raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}")
-            return int(batch_rows)
+            return check_batch_rows(batch_rows)
         if self.row_bytes <= 0:
             return DEFAULT_BATCH_ROWS
         # at least one row, never a fixed minimum: a long row alone may fill a batch

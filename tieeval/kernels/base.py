@@ -31,6 +31,13 @@ if TYPE_CHECKING:
     from tieeval.kernels.whatif import WhatIf
 
 
+def nan_score_error(path: str, batch: Batch, row: int) -> InputError:
+    """The one message for a NaN score under ``nan_policy='raise'``, naming the dump row."""
+    where = f"{path}: " if path else ""
+    return InputError(f"{where}{batch.where(row)}: NaN score "
+                      "(pass --nan-policy worst to rank NaN below every score)")
+
+
 @dataclass(frozen=True)
 class EvalSpec:
     """Everything that decides how one dump's batches are evaluated.
@@ -179,9 +186,7 @@ class Kernel(ABC):
         return acc
 
     def nan_error(self, batch: Batch, row: int) -> InputError:
-        where = f"{self.spec.path}: " if self.spec.path else ""
-        return InputError(f"{where}{batch.where(row)}: NaN score "
-                          "(pass --nan-policy worst to rank NaN below every score)")
+        return nan_score_error(self.spec.path, batch, row)
 
     def _duplicates(self, acc: Accumulator, batch: Batch, relevant) -> None:
         if acc.duplicates is not None and batch.items is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from tieeval.errors import InputError
 from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
+from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel, nan_score_error
 from tieeval.kernels.closed_forms import (
     histogram_cap,
     rank_value,
@@ -41,9 +41,7 @@ def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",
             return dense_counts(batch.scores, batch.positive, nan_policy, rule)
         return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy, rule)
     except NanScoreError as exc:
-        where = f"{path}: " if path else ""
-        raise InputError(f"{where}{batch.where(exc.row)}: NaN score "
-                         f"(pass --nan-policy worst to rank NaN below every score)") from None
+        raise nan_score_error(path, batch, exc.row) from None
 
 
 def one_hot(batch: Batch) -> np.ndarray:
