@@ -46,6 +46,14 @@ from tieeval.io.base import ReadOptions, RelevanceReadOptions  # noqa: E402
 from tieeval.metrics.options import RelOptions  # noqa: E402
 
 
+def write_long(tmp, long) -> None:
+    """A shuffled long table as a two-file Parquet dataset ``long/`` and as ``long.csv``."""
+    (tmp / "long").mkdir()
+    half = len(long) // 2
+    pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
+    pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
+    pcsv.write_csv(long, tmp / "long.csv")
+
 @pytest.fixture(scope="module")
 def spark():
     session = tspark.session("tieeval-tests")
@@ -77,12 +85,7 @@ def dumps(tmp_path_factory):
                             for n, p in zip(lengths, positive)])
     long = pa.table({"instance": [f"u{i}" for i in inst], "position": position,
                      "score": np.concatenate(rows), "label": label})
-    long = long.take(pa.array(rng.permutation(len(inst))))
-    (tmp / "long").mkdir()
-    half = len(long) // 2
-    pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
-    pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
-    pcsv.write_csv(long, tmp / "long.csv")
+    write_long(tmp, long.take(pa.array(rng.permutation(len(inst)))))
     return tmp
 
 
@@ -236,12 +239,7 @@ def labelled(tmp_path_factory):
     long = pa.table({"instance": inst, "position": np.concatenate([np.arange(m)
                                                                    for m in lengths]),
                      "score": np.concatenate(scores), "label": np.concatenate(one_hot)})
-    long = long.take(pa.array(rng.permutation(len(inst))))
-    (tmp / "long").mkdir()
-    half = len(long) // 2
-    pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
-    pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
-    pcsv.write_csv(long, tmp / "long.csv")
+    write_long(tmp, long.take(pa.array(rng.permutation(len(inst)))))
     return tmp
 
 
