@@ -44,12 +44,17 @@ class MetricName:
 
     # set by the dataclasses that use it (not fields here: MetricName is no dataclass)
     metric: str
-    k: int | None
+    k: int | float | None
     gamma: float | None
 
     @property
     def label(self) -> str:
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
+        if self.k is None:
+            return self.metric
+        k = self.k
+        # a recall level (IPrec@0.1) prints as the metric parses it; 1.0 prints as 1
+        text = repr(k)[:-2] if isinstance(k, float) and repr(k).endswith(".0") else str(k)
+        return f"{self.metric}@{text}"
 
     @property
     def display(self) -> str:
@@ -66,10 +71,16 @@ class MetricRow(MetricName):
     undefined or outside the subset): :attr:`labelled` is then true, the JSON row gains
     ``gamma``, ``instances`` and ``skipped``, and a mean may be None when no row was
     evaluated. ``tie_aware_std`` is None where no closed-form variance exists (MAP).
+
+    ``aggregate`` is None for a mean (most metrics), ``"sum"`` for trec_eval's counts
+    (NumRet, NumRel, NumRelRet, NumQ) and ``"geometric"`` for GMAP; ``tie_aware_reason``
+    says why ``tie_aware`` is None when no exact value exists (GMAP). Both JSON keys
+    appear only when set, so the rows of the other metrics keep their shape. ``k`` of a
+    level metric (IPrec) is its recall level, a float.
     """
 
     metric: str
-    k: int | None
+    k: int | float | None
     original: float | None
     first: float | None
     last: float | None
@@ -78,6 +89,8 @@ class MetricRow(MetricName):
     instances: int = 0
     gamma: float | None = None
     skipped: int | None = None
+    aggregate: str | None = None
+    tie_aware_reason: str | None = None
 
     @property
     def labelled(self) -> bool:
@@ -106,6 +119,10 @@ class MetricRow(MetricName):
         if self.labelled:
             out["instances"] = self.instances
             out["skipped"] = self.skipped
+        if self.aggregate is not None:
+            out["aggregate"] = self.aggregate
+        if self.tie_aware_reason is not None:
+            out["tie_aware_reason"] = self.tie_aware_reason
         return out
 
 

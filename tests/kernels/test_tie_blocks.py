@@ -653,10 +653,12 @@ def test_parse_error_is_a_value_error():
 
 def test_registry_lists_every_name():
     assert rel_metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP",
-                                  "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC"]
+                                  "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC", "Success",
+                                  "Rprec", "Bpref", "Judged", "NumRet", "NumRel",
+                                  "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec"]
+    suffix = {"required": "@5", "level": "@0.5"}
     for key, spec in REL_REGISTRY.items():
-        assert parse_rel_metric(key + ("@5" if spec.cutoff == "required" else "")).name == \
-            spec.name
+        assert parse_rel_metric(key + suffix.get(spec.cutoff, "")).name == spec.name
 
 
 def test_docstring_examples():

@@ -259,7 +259,9 @@ def test_registry_is_the_one_list():
     from tieeval.metrics.options import REL_REGISTRY, rel_metric_names
     assert REL_REGISTRY is REGISTRY and rel_metric_names() == metric_names()
     assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
-                              "SRecall", "SDCG", "SNDCG", "V-AUC"]
+                              "SRecall", "SDCG", "SNDCG", "V-AUC", "Success", "Rprec",
+                              "Bpref", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ",
+                              "GMAP", "ERR", "IPrec"]
     for name in metric_names():
         assert REGISTRY[name].name == name == REGISTRY[name.lower()].name
     assert [n for n in metric_names() if REGISTRY[n].single_positive] == ["HR", "NDCG", "MRR"]
@@ -272,7 +274,13 @@ def test_registry_is_the_one_list():
 
 @pytest.mark.parametrize("text,canonical", [("vauc", "V-AUC"), ("v_auc", "V-AUC"),
                                             ("ap@100", "MAP@100"), ("rr@10", "MRR@10"),
-                                            ("sndcg@20", "SNDCG@20"), ("NDCG", "NDCG")])
+                                            ("sndcg@20", "SNDCG@20"), ("NDCG", "NDCG"),
+                                            ("success@5", "Success@5"), ("HIT@5", "HR@5"),
+                                            ("gm_map", "GMAP"), ("GM_MAP", "GMAP"),
+                                            ("iprec@0.1", "IPrec@0.1"),
+                                            ("IPrec@1", "IPrec@1"), ("IPrec@0", "IPrec@0"),
+                                            ("iprec_at_recall@0.50", "IPrec@0.5"),
+                                            ("num_rel_ret", "NumRelRet")])
 def test_every_registry_name_parses_as_a_metric(text, canonical):
     assert str(Metric.parse(text)) == canonical
 

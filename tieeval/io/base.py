@@ -132,7 +132,9 @@ class Batch:
     share of the input this batch accounts for (for progress reports). ``items``, when the
     dump carries candidate ids, has the scores' layout too (see :mod:`tieeval.io.relevance`).
     ``ranking``, when the dump has a ``ranking`` field, holds each row's candidate indices
-    in the order the codebase ranked them, top first (:class:`RankLists`).
+    in the order the codebase ranked them, top first (:class:`RankLists`). ``judged``,
+    when the dump knows which candidates are judged (TREC: in the qrels with relevance
+    >= 0), is a bool array in the scores' layout; None means ``labels != 0``.
     """
 
     scores: np.ndarray
@@ -146,6 +148,7 @@ class Batch:
     ranking: "RankLists | None" = None
     # True when no positive field or --positive-index gave the positive (column 0)
     positive_defaulted: bool = False
+    judged: np.ndarray | None = None
 
     @property
     def rows(self) -> int:

@@ -49,9 +49,19 @@ from tieeval.io.base import (
 
 @dataclass
 class TrecBatch(Batch):
-    """A batch of queries; ``unranked`` holds the judged documents each query missed."""
+    """A batch of queries; ``unranked`` holds the judged documents each query missed.
+
+    ``unranked`` is ``(labels, offsets)``: flat float64 relevance of the qrels documents
+    a query did not retrieve, and ``rows + 1`` offsets. ``unranked_judged`` (bool, aligned
+    with those labels) marks the judged ones (relevance >= 0; trec_eval reads a negative
+    relevance as "in the pool but unjudged"), as ``judged`` does for the retrieved
+    documents. ``max_label`` is the largest relevance of the whole qrels file (ERR's
+    g_max by default), the same for every batch.
+    """
 
     unranked: tuple | None = None
+    unranked_judged: np.ndarray | None = None
+    max_label: float | None = None
 
 
 def _lines(path: str, what: str):
@@ -157,7 +167,8 @@ def trec_order(docnos: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def load(run_path: str, qrels_path: str):
-    """Queries as rows: ``(qids, scores, labels, offsets, unranked, docnos, notes)``."""
+    """Queries as rows: ``(qids, scores, labels, offsets, unranked, docnos, notes, tags,
+    judged, unranked_judged, max_label)``."""
     run, tags = read_run(run_path)
     qrels = read_qrels(qrels_path)
     qids = sorted(q for q in run if q in qrels)
@@ -167,6 +178,7 @@ def load(run_path: str, qrels_path: str):
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
                          "(trec_eval: 'No queries with both results and relevance info')")
     scores, labels, docnos, lengths, un_labels, un_lengths = [], [], [], [], [], []
+    judged_rows = []
     for q in qids:
         check_row_length(run_path, len(run[q][0]), f"query {q}")
         docs = np.array(run[q][0], dtype=bytes)
@@ -181,6 +193,9 @@ def load(run_path: str, qrels_path: str):
         docs, s = docs[order], s[order]
         judged = qrels[q]
         labels.append(np.array([judged.get(d, 0) for d in docs.tolist()], dtype=np.float64))
+        # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
+        judged_rows.append(np.array([judged.get(d, -1) >= 0 for d in docs.tolist()],
+                                    dtype=bool))
         retrieved = set(docs.tolist())
         missed = [v for d, v in judged.items() if d not in retrieved]
         un_labels.append(np.array(missed, dtype=np.float64))
@@ -200,9 +215,11 @@ def load(run_path: str, qrels_path: str):
                                        "it" if len(unanswered) == 1 else "them"))
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     un_offsets = np.concatenate(([0], np.cumsum(un_lengths))).astype(np.int64)
+    un_all = np.concatenate(un_labels)
+    max_label = max(v for judged in qrels.values() for v in judged.values())
     return (np.array(qids, dtype=object), np.concatenate(scores), np.concatenate(labels),
-            offsets, (np.concatenate(un_labels), un_offsets), np.concatenate(docnos), notes,
-            tags)
+            offsets, (un_all, un_offsets), np.concatenate(docnos), notes, tags,
+            np.concatenate(judged_rows), un_all >= 0, float(max_label))
 
 
 def _queries(qids) -> str:
@@ -223,7 +240,8 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     path, qrels = os.fspath(path), os.fspath(qrels)
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory, not a TREC run file")
-    qids, scores, labels, offsets, unranked, docnos, notes, tags = load(path, qrels)
+    (qids, scores, labels, offsets, unranked, docnos, notes, tags, judged, un_judged,
+     max_label) = load(path, qrels)
     rows = qids.size
     un_labels, un_offsets = unranked
 
@@ -234,8 +252,9 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
             ua, ub = un_offsets[lo], un_offsets[hi]
             yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
                             offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
-                            nbytes=int((b - a) * 8), items=None,
-                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua))
+                            nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
+                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
+                            unranked_judged=un_judged[ua:ub], max_label=max_label)
     metadata = {"method": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))

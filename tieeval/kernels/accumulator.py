@@ -27,6 +27,9 @@ class EntrySums:
     variance: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     has_variance: bool = True
+    # False when some row has no exact tie-aware value (GMAP, or ERR / IPrec without one):
+    # the column is then null, never a partial sum
+    has_tie_aware: bool = True
 
     def merge(self, other: "EntrySums") -> None:
         for c in COLUMNS:
@@ -34,17 +37,18 @@ class EntrySums:
         self.variance.merge(other.variance)
         self.count += other.count
         self.has_variance = self.has_variance and other.has_variance
+        self.has_tie_aware = self.has_tie_aware and other.has_tie_aware
 
     def state(self) -> dict:
         return {"columns": {c: self.columns[c].state() for c in COLUMNS},
                 "variance": self.variance.state(), "count": str(self.count),
-                "has_variance": self.has_variance}
+                "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware}
 
     @classmethod
     def from_state(cls, state: dict) -> "EntrySums":
         return cls({c: ExactSum.from_state(state["columns"][c]) for c in COLUMNS},
                    ExactSum.from_state(state["variance"]), int(state["count"]),
-                   bool(state["has_variance"]))
+                   bool(state["has_variance"]), bool(state.get("has_tie_aware", True)))
 
 
 class Accumulator:

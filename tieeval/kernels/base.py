@@ -70,7 +70,8 @@ class EvalSpec:
 
     @property
     def ks(self) -> list[int]:
-        return [m.k for m in self.metrics if m.k is not None]
+        # rank cutoffs only: a level metric's parameter (IPrec@0.1) is a recall level
+        return [int(m.k) for m in self.metrics if m.k is not None and not m.spec.takes_level]
 
     def at(self, path: str) -> "EvalSpec":
         """The same spec naming another path in its messages."""

@@ -38,7 +38,16 @@ Definitions and defaults (the choices docs/computed.md documents):
   over the subset.
 * V-AUC: the Last column is the strict V-AUC (a tied pair counts 0), the tie-aware column
   counts it 1/2, First counts it 1.
-* MAP has no closed-form tie-break variance: its ``tie_aware_std`` is null.
+* MAP has no closed-form tie-break variance: its ``tie_aware_std`` is null (so are
+  bpref's, GMAP's, ERR's and IPrec's).
+* Aggregation: a metric's dataset figure is the mean over its rows, except for trec_eval's
+  counts NumRet, NumRel, NumRelRet and NumQ (the sum, as trec_eval prints them; their
+  ``tie_aware_std`` is the tie-break std of the sum) and GMAP (the geometric mean of the
+  per-row AP, ``exp(mean(log(max(AP, 1e-5))))``). Every column of every kind is an exact
+  sum (of values, or of logarithms), so batches, workers and Spark executors merge exactly.
+* GMAP's tie-aware column is null: the expectation of a geometric mean over tie orders is
+  not the geometric mean of per-row expectations, and has no closed form. The row carries
+  the reason (``tie_aware_reason``); no sampled or approximated value stands in for it.
 """
 
 
@@ -60,7 +69,7 @@ from tieeval.kernels.single import one_hot
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
-from tieeval.metrics.registry import REGISTRY
+from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
 from tieeval.results import MetricRow, RunResult, TieStats
 
 
@@ -111,10 +120,15 @@ class GeneralKernel(Kernel):
         rule = self.spec.original
         order = ("given" if rule == "trec" else  # TREC rows come in trec_eval's order
                  "argsort" if rule in LISTED_RULES else rule)
+        options = self.spec.options
         try:
             rb = RelBatch(batch.scores, labels, batch.offsets,
                           nan_policy=self.spec.nan_policy, original=order,
-                          unranked=getattr(batch, "unranked", None), tolerance=atol)
+                          unranked=getattr(batch, "unranked", None), tolerance=atol,
+                          relevance_level=options.relevance_level, depth=options.depth,
+                          judged=batch.judged,
+                          unranked_judged=getattr(batch, "unranked_judged", None),
+                          max_grade=getattr(batch, "max_label", None))
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
@@ -166,15 +180,23 @@ class GeneralKernel(Kernel):
             if k is not None and entry.form == self._hr.get(k):
                 hr_values[k] = v
             v = self._counted(v, entry, has_pos)
-            # RelBatch.values always fills defined and variance (NaN for MAP)
+            # RelBatch.values always fills defined and variance (NaN where no closed form)
             mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
+            geometric = REGISTRY[entry.metric.name].aggregate == "geometric"
             for c in COLUMNS:
-                sums.columns[c].add(getattr(v, c)[mask])
-            if entry.metric.name == "MAP":
+                x = getattr(v, c)[mask]
+                if c == "tie_aware" and (geometric or np.isnan(x).any()):
+                    sums.has_tie_aware = False
+                    continue
+                if geometric:  # sums of logarithms: the geometric mean merges exactly
+                    x = np.log(np.maximum(x, MIN_GEO_MEAN))
+                sums.columns[c].add(x)
+            var = cast(np.ndarray, v.variance)[mask]
+            if entry.metric.name in _NO_VARIANCE or np.isnan(var).any():
                 sums.has_variance = False
             else:
-                sums.variance.add(cast(np.ndarray, v.variance)[mask])
+                sums.variance.add(var)
         for k in acc.ks:
             hr = hr_values.get(k)
             if hr is None:
@@ -211,7 +233,7 @@ class GeneralKernel(Kernel):
             v = self._counted(rb.values(entry.form), entry, has_pos)
             if keep is not None:  # RelBatch.values always fills defined
                 v.defined = cast(np.ndarray, v.defined) & keep
-            if entry.metric.name == "MAP":
+            if entry.metric.name in _NO_VARIANCE:
                 v.variance = None
             out.append(v)
         return out
@@ -233,12 +255,25 @@ class GeneralKernel(Kernel):
             if s.count == 0:
                 raise InputError(f"{path}: {entry.metric} is undefined for every instance "
                                  f"({_why_undefined(entry.form, acc.no_relevant < n)})")
-            means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
-            std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance
-                   else None)
+            kind = REGISTRY[entry.metric.name].aggregate
+            if kind == "sum":
+                means = {c: s.columns[c].value() for c in COLUMNS}
+                std = math.sqrt(float(s.variance.fraction())) if s.has_variance else None
+            else:
+                means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
+                std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance
+                       else None)
+            if kind == "geometric":
+                means = {c: math.exp(x) for c, x in means.items()}
+            reason = None
+            if not s.has_tie_aware:
+                means["tie_aware"], std = None, None
+                reason = tie_aware_reason(entry.form, options)
             rows.append(MetricRow(entry.metric.name, entry.metric.k, means["original"],
                                   means["first"], means["last"], means["tie_aware"], std,
-                                  s.count, gamma=entry.gamma, skipped=n - s.count))
+                                  s.count, gamma=entry.gamma, skipped=n - s.count,
+                                  aggregate=None if kind == "mean" else kind,
+                                  tie_aware_reason=reason))
         kept = acc.subset
         pos = acc.pos_rows
         ties = TieStats(acc.top_size / kept, acc.top_ratio.mean(kept), acc.top_tied / kept,
@@ -271,6 +306,22 @@ class GeneralKernel(Kernel):
         if result.what_if is not None and result.what_if.tolerance is not None:
             result.what_if = replace(result.what_if, chained=True)
         return result
+
+
+# metrics without a closed-form tie-break variance: their tie_aware_std is null
+_NO_VARIANCE = ("MAP", "GMAP", "Bpref", "ERR", "IPrec")
+
+
+def tie_aware_reason(metric: RelMetric, options: RelOptions) -> str:
+    """Why a metric's tie-aware dataset figure is null (the renderers show it)."""
+    if metric.name == "GMAP":
+        return ("the expected geometric mean over tie orders has no closed form (it is not "
+                "the geometric mean of per-row expectations)")
+    if metric.name == "IPrec" and options.depth is not None:
+        return "no exact tie-aware IPrec under a retrieval depth"
+    if metric.name in ("ERR", "IPrec"):
+        return f"no exact tie-aware {metric.name} is available"
+    return f"no exact tie-aware {metric.name} for some rows"
 
 
 def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:

@@ -86,6 +86,9 @@ from tieeval.metrics.options import (
 # Results
 
 
+# The per-row counts of trec_eval (summed over rows, not averaged): defined on every row.
+_COUNTS = ("NumRet", "NumRel", "NumRelRet", "NumQ")
+
 # ---------------------------------------------------------------------------------------
 # Numerical helpers (private: they trust their input)
 
@@ -293,6 +296,24 @@ class RelBatch:
         relevant items are unranked is defined and scores 0) and in the ideal DCG (IDCG@K
         takes the best K gains of ranked and unranked items, as trec_eval does). They are
         never ranked, so they add nothing to DCG, hits or V-AUC pairs.
+    relevance_level : float, optional
+        An item is relevant iff ``label >= relevance_level`` (trec_eval ``-l``); None
+        (default): ``label > 0``. Gains of the DCG family stay the raw label.
+    depth : int, optional
+        Only the top ``depth`` of each ranking is retrieved (trec_eval ``-M``): every cutoff
+        is capped at ``depth`` for counting, denominators unchanged (P@K still divides by
+        K). The cap applies to the randomly tie-broken order, so tie-aware values stay
+        exact. The ideal DCG and R are not truncated.
+    judged : ndarray of bool, same shape as scores, optional
+        Which candidates are judged (Judged@K, and bpref's judged non-relevant items:
+        judged and not relevant). Default: ``label != 0``. A relevant item is always judged.
+    unranked_judged : ndarray of bool, same shape as the unranked labels, optional
+        Which unranked items are judged (bpref's denominator counts the judged non-relevant
+        ones, retrieved or not). Default: ``label != 0``.
+    max_grade : float, optional
+        ERR's g_max for every row when no ``max_grade`` option is set on the metric (a
+        reader that knows the largest label of all judgements passes it); None: the
+        largest label of each row, ranked or unranked.
 
     Attributes
     ----------
@@ -312,9 +333,26 @@ class RelBatch:
     """
 
     def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise",
-                 original: str = "argsort", unranked=None, tolerance: float | None = None):
+                 original: str = "argsort", unranked=None, tolerance: float | None = None,
+                 relevance_level: float | None = None, depth: int | None = None,
+                 judged=None, unranked_judged=None, max_grade: float | None = None):
         s = np.asarray(scores)
         lab = np.asarray(labels)
+        self.level = None if relevance_level is None else float(relevance_level)
+        if self.level is not None and not self.level > 0:
+            raise ParameterError(f"relevance_level must be a number > 0, got "
+                                 f"{relevance_level!r}")
+        if depth is not None and (isinstance(depth, (bool, np.bool_))
+                                  or not isinstance(depth, (int, np.integer)) or depth < 1):
+            raise ParameterError(f"depth must be a whole number >= 1, got {depth!r}")
+        self.depth = None if depth is None else int(depth)
+        self.max_grade = None if max_grade is None else float(max_grade)
+        if judged is not None:
+            judged = np.asarray(judged)
+            if judged.shape != lab.shape or judged.dtype.kind != "b":
+                raise ParameterError(f"judged must be a bool array shaped like the labels "
+                                     f"{lab.shape}, got {judged.dtype} {judged.shape}")
+            judged = judged.ravel()
         if nan_policy not in NAN_POLICIES:
             raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
                                  f"got {nan_policy!r}")
@@ -396,6 +434,8 @@ class RelBatch:
             new[1:] = differ | (rw[1:] != rw[:-1])
         bst = np.flatnonzero(new)
         self.pos = np.arange(size, dtype=np.int64) - offsets[rw]
+        judged = (labf != 0) if judged is None else judged
+        judged = judged | self.relevant(labf)
         self.bst = bst
         self.bsz = np.diff(np.append(bst, size))
         self.bend = bst + self.bsz - 1
@@ -404,29 +444,56 @@ class RelBatch:
         self.ba = self.pos[bst]
         self._scores, self._labf = s, labf
         lab = labf[order]
-        # 'first': labels descending inside every tie block. Only positions in blocks of two
-        # or more are reordered, by one small sort of those positions (block, then label).
-        first = lab.copy()
+        # 'first': labels descending inside every tie block (judged before unjudged among
+        # equal labels). Only positions in blocks of two or more are reordered, by one small
+        # sort of those positions (block, then label, then judged).
+        jd = judged[order]
+        perm = np.arange(size, dtype=np.int64)
         tied = np.flatnonzero(np.repeat(self.bsz > 1, self.bsz))
         if tied.size:
-            first[tied] = lab[tied][np.lexsort((-lab[tied], self.bid[tied]))]
-        self.lab_first = first
+            perm[tied] = tied[np.lexsort((~jd[tied], -lab[tied], self.bid[tied]))]
+        self.lab_first = lab[perm]
+        self.judged_first = jd[perm]
         # 'last' reverses every block of the 'first' order: label ascending inside ties.
-        self.lab_last = self.lab_first[2 * bst[self.bid] + self.bsz[self.bid] - 1
-                                       - np.arange(size)]
+        back = 2 * bst[self.bid] + self.bsz[self.bid] - 1 - np.arange(size)
+        self.lab_last = self.lab_first[back]
+        self.judged_last = self.judged_first[back]
+        self._judged = judged
+        self._original_index = order
         self._lab_original = lab  # the argsort order, or the given order
         self._lab_ideal: dict = {}
         self._cutoffs: dict = {}
-        self.n_pos = np.bincount(rw[labf > 0], minlength=rows)
+        self.n_pos = np.bincount(rw[self.relevant(labf)], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
         self.n_pos_ranked = self.n_pos
+        # judged non-relevant items of each row, ranked or not (bpref's denominator)
+        self.n_judged_nonrel = np.bincount(rw[judged & ~self.relevant(labf)], minlength=rows)
         self.unranked: tuple[np.ndarray, np.ndarray] | None = None
+        self._row_max_label = np.full(rows, -np.inf)
+        np.maximum.at(self._row_max_label, rw, labf)
         if unranked is not None:
             self.unranked = _check_unranked(unranked, rows)
             ulab, uoff = self.unranked
             urow = np.repeat(np.arange(rows, dtype=np.int64), np.diff(uoff))
-            self.n_pos = self.n_pos + np.bincount(urow[ulab > 0], minlength=rows)
-        self.p_t = self._block_sum((self.lab_first > 0).astype(np.int64))
+            self.n_pos = self.n_pos + np.bincount(urow[self.relevant(ulab)], minlength=rows)
+            if unranked_judged is None:
+                ujd = ulab != 0
+            else:
+                ujd = np.asarray(unranked_judged)
+                if ujd.shape != ulab.shape or ujd.dtype.kind != "b":
+                    raise ParameterError("unranked_judged must be a bool array shaped like "
+                                         f"the unranked labels {ulab.shape}, got {ujd.dtype} "
+                                         f"{ujd.shape}")
+            self.n_judged_nonrel = self.n_judged_nonrel + np.bincount(
+                urow[ujd & ~self.relevant(ulab)], minlength=rows)
+            np.maximum.at(self._row_max_label, urow, ulab)
+        elif unranked_judged is not None:
+            raise ParameterError("unranked_judged needs unranked")
+        self.p_t = self._block_sum(self.relevant(self.lab_first).astype(np.int64))
+        # judged non-relevant items per block (bpref) and judged items per block (Judged@K)
+        self.j_t = self._block_sum((self.judged_first
+                                    & ~self.relevant(self.lab_first)).astype(np.int64))
+        self.jd_t = self._block_sum(self.judged_first.astype(np.int64))
         self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
         newrow = np.ones(bst.size, dtype=bool)
         newrow[1:] = self.brow[1:] != self.brow[:-1]
@@ -446,6 +513,14 @@ class RelBatch:
                 if part.size:
                     base = self.offsets[part][:, None]
                     yield base, base + np.arange(length)
+
+    def relevant(self, lab: np.ndarray) -> np.ndarray:
+        """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
+        return lab > 0 if self.level is None else lab >= self.level
+
+    def row_max_label(self) -> np.ndarray:
+        """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
+        return self._row_max_label
 
     # -- sums ------------------------------------------------------------------------------
     def _block_sum(self, x: np.ndarray) -> np.ndarray:
@@ -491,12 +566,29 @@ class RelBatch:
         """Take the 'original' ordering from a checked listed ranking
         (:class:`tieeval.kernels.original.Listed`): each row's listed candidates, then the
         rest in score order (they never decide a metric the list covers)."""
-        self._lab_original = self._labf[listed.order(self._order, self.offsets)]
+        self._original_index = listed.order(self._order, self.offsets)
+        self._lab_original = self._labf[self._original_index]
 
     def lab_original(self) -> np.ndarray:
         """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
         (``original='given'``)."""
         return self._lab_original
+
+    def judged_extremes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The judged mask by position with judged items first / last in every tie block."""
+        if not hasattr(self, "_judged_extremes"):
+            jd = self.judged_first
+            first = jd.copy()
+            tied = np.flatnonzero(np.repeat(self.bsz > 1, self.bsz))
+            if tied.size:
+                first[tied] = jd[tied][np.lexsort((~jd[tied], self.bid[tied]))]
+            back = 2 * self.bst[self.bid] + self.bsz[self.bid] - 1 - np.arange(self.size)
+            self._judged_extremes = (first, first[back])
+        return self._judged_extremes
+
+    def judged_original(self) -> np.ndarray:
+        """The judged mask in the order of :meth:`lab_original`."""
+        return self._judged[self._original_index]
 
     def _ideal_labels(self, k: int | None = None) -> np.ndarray:
         """Each row's labels sorted descending, by position (cached per ``k``).
@@ -533,21 +625,28 @@ class _Evaluation:
         n = batch.n
         # the per-position and per-block cutoff arrays are shared by every metric of the
         # batch with the same K and short-list policy (read-only from here on)
-        key = (metric.k, metric.short_list == "truncate")
+        cutoff = None if metric.level is not None else metric.k  # IPrec: a recall level
+        key = (cutoff, metric.short_list == "truncate")
         cached = batch._cutoffs.get(key)
         if cached is None:
-            if metric.k is None:
+            if cutoff is None:
                 k = n.copy()
             else:
-                k = np.full(batch.rows, metric.k, dtype=np.int64)
+                k = np.full(batch.rows, cutoff, dtype=np.int64)
                 if metric.short_list == "truncate":
                     k = np.minimum(k, n)
-            cached = (k, batch.pos < k[batch.row], np.clip(k[batch.brow] - batch.ba, 0, batch.bsz))
+            # k is the metric's cutoff (a denominator: P@K divides by K); kc the counting
+            # cutoff, capped at the retrieval depth
+            kc = k if batch.depth is None else np.minimum(k, batch.depth)
+            cached = (k, kc, batch.pos < kc[batch.row],
+                      np.clip(kc[batch.brow] - batch.ba, 0, batch.bsz))
             batch._cutoffs[key] = cached
-        self.k, self.in_k, self.m_t = cached
+        self.k, self.kc, self.in_k, self.m_t = cached
         defined = batch.n_pos >= 1
         if metric.name == "V-AUC":  # pairs of ranked items only
             defined = (batch.n_pos_ranked >= 1) & (batch.n_neg >= 1)
+        elif metric.name in _COUNTS:  # a count exists for every row
+            defined = np.ones(batch.rows, dtype=bool)
         if metric.k is not None and metric.short_list == "skip":
             defined &= n >= metric.k
         self.defined = defined
@@ -555,17 +654,34 @@ class _Evaluation:
 
     def run(self) -> InstanceValues:
         name = self.m.name
+        b = self.b
         if name in ("DCG", "NDCG", "SDCG", "SNDCG"):
             closed, realise = self._dcg()
         else:
             closed = getattr(self, "_closed_" + _key(name).lower())
             realise = getattr(self, "_realise_" + _key(name).lower())
         e, var, decided = closed()
-        b = self.b
-        first = realise(b.lab_first)
-        last = realise(b.lab_last)
-        original = (realise(b.lab_original()) if self.original_order
-                    else np.full(b.rows, np.nan))
+        if name == "Judged":
+            # First / Last of Judged@K: judged items first / last inside every tie block
+            # (its maximum and minimum; the label orderings do not order it)
+            jfirst, jlast = b.judged_extremes()
+            first, last = realise(None, jfirst), realise(None, jlast)
+            original = (realise(None, b.judged_original()) if self.original_order
+                        else np.full(b.rows, np.nan))
+        elif name == "Bpref":  # reads the judged mask of each ordering
+            first = realise(b.lab_first, b.judged_first)
+            last = realise(b.lab_last, b.judged_last)
+            original = (realise(b.lab_original(), b.judged_original()) if self.original_order
+                        else np.full(b.rows, np.nan))
+        else:
+            first = realise(b.lab_first)
+            last = realise(b.lab_last)
+            original = (realise(b.lab_original()) if self.original_order
+                        else np.full(b.rows, np.nan))
+        if decided is None:
+            # first and last are the maximum and the minimum (the metric is monotone in
+            # moving a relevant item up): ties decide exactly where they differ
+            decided = first != last
         # Where ties cannot matter the one realised value is exact; elsewhere rounding must
         # not push the expectation outside [last, first].
         e = np.where(decided, np.clip(e, last, first), first)
@@ -581,7 +697,7 @@ class _Evaluation:
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
-        mask = (lab > 0 if sign > 0 else lab < 0) & self.in_k
+        mask = (self.b.relevant(lab) if sign > 0 else lab < 0) & self.in_k
         return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
 
     def _first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):
@@ -721,11 +837,15 @@ class _Evaluation:
 
         def item_gain(lab):
             if signed:
-                return (lab > 0) - gamma * (lab < 0)
+                return self.b.relevant(lab) - gamma * (lab < 0)
             return _gain(np.maximum(lab, 0.0), metric.gain)
 
-        if metric.name in ("NDCG", "SNDCG") and b.unranked is not None:
-            norm = self._extended_norm(item_gain, b.unranked)
+        if metric.name in ("NDCG", "SNDCG") and (b.unranked is not None
+                                                 or b.depth is not None):
+            # the ideal list is never truncated at the depth: it needs every position
+            unranked = b.unranked if b.unranked is not None else (
+                np.zeros(0), np.zeros(b.rows + 1, dtype=np.int64))
+            norm = self._extended_norm(item_gain, unranked)
             self.defined &= norm > 0
         elif metric.name == "NDCG":
             ideal = b._ideal_labels(metric.k)[idx]
@@ -797,7 +917,7 @@ class _Evaluation:
         e2 = np.zeros(b.rows)
         decided = np.zeros(b.rows, dtype=bool)
         _, rows, a, nb, p, _ = self._first_block_stats(b.p_t > 0, b.p_t)
-        k = self.k[rows]
+        k = self.kc[rows]
         e[rows], e2[rows] = _rr_moments(a, nb, p, k)
         decided[rows] = (a < k) & (p < nb)
         return e, e2 - e * e, decided
@@ -805,7 +925,7 @@ class _Evaluation:
     def _realise_mrr(self, lab):
         b = self.b
         out = np.zeros(b.rows)
-        hit = np.flatnonzero((lab > 0) & self.in_k)
+        hit = np.flatnonzero(self.b.relevant(lab) & self.in_k)
         if hit.size:
             r = b.row[hit]
             keep = np.ones(hit.size, dtype=bool)
@@ -836,7 +956,7 @@ class _Evaluation:
 
     def _realise_map(self, lab):
         b = self.b
-        rel = lab > 0
+        rel = b.relevant(lab)
         c = np.cumsum(rel, dtype=np.int64)
         base = np.concatenate(([0], c))[b.offsets[:-1]]
         hits_so_far = c - base[b.row]
@@ -865,9 +985,252 @@ class _Evaluation:
         c = np.cumsum(neg, dtype=np.int64)
         base = np.concatenate(([0], c))[b.offsets[:-1]]
         below = b.n_neg[b.row] - (c - base[b.row])
-        pos = lab > 0
+        pos = b.relevant(lab)
         return (np.bincount(b.row[pos], weights=below[pos].astype(np.float64),
                             minlength=b.rows) / self._vauc_pairs())
+
+    # -- trec_eval's counts -----------------------------------------------------------------
+    def _constant(self, x: np.ndarray):
+        return lambda: (x, np.zeros(self.b.rows), np.zeros(self.b.rows, dtype=bool))
+
+    def _closed_numret(self):
+        return self._constant(self._numret())()
+
+    def _numret(self) -> np.ndarray:
+        return self.kc.astype(np.float64)  # min(n, depth)
+
+    def _realise_numret(self, lab):
+        return self._numret()
+
+    def _closed_numrel(self):
+        return self._constant(self.b.n_pos.astype(np.float64))()
+
+    def _realise_numrel(self, lab):
+        return self.b.n_pos.astype(np.float64)
+
+    def _closed_numq(self):
+        return self._constant(np.ones(self.b.rows))()
+
+    def _realise_numq(self, lab):
+        return np.ones(self.b.rows)
+
+    def _closed_numrelret(self):
+        # relevant items in the top min(n, depth): hypergeometric, as Recall's numerator
+        return self._hits_moments(self.b.p_t)
+
+    def _realise_numrelret(self, lab):
+        return self._hits(lab, +1)
+
+    # -- Success ----------------------------------------------------------------------------
+    def _closed_success(self):
+        return self._closed_hr()
+
+    def _realise_success(self, lab):
+        return self._realise_hr(lab)
+
+    # -- Judged@K ---------------------------------------------------------------------------
+    def _closed_judged(self):
+        """E[#judged in the top K] / K: each block contributes ``jd_t m_t / n_t`` (the
+        hypergeometric mean), as Precision does with relevant items."""
+        e, v, d = self._hits_moments(self.b.jd_t)
+        return e / self._k_safe(), v / self._k_safe() ** 2, d
+
+    def _realise_judged(self, lab, judged):
+        hits = np.bincount(self.b.row[judged & self.in_k], minlength=self.b.rows)
+        return hits / self._k_safe()
+
+    # -- R-precision ------------------------------------------------------------------------
+    def _rprec_cut(self) -> np.ndarray:
+        """Per row the top min(R, n, depth) positions: trec_eval's ``num_to_look_at``."""
+        return np.minimum(self.b.n_pos, self.kc)
+
+    def _closed_rprec(self):
+        b = self.b
+        m_t = np.clip(self._rprec_cut()[b.brow] - b.ba, 0, b.bsz)
+        e, var, decided = _hypergeometric_hits(b, m_t, b.p_t)
+        return e / self.R, var / self.R ** 2, decided
+
+    def _realise_rprec(self, lab):
+        b = self.b
+        inside = b.relevant(lab) & (b.pos < self._rprec_cut()[b.row])
+        return np.bincount(b.row[inside], minlength=b.rows) / self.R
+
+    # -- bpref ------------------------------------------------------------------------------
+    def _bpref_norm(self) -> np.ndarray:
+        """D = min(judged non-relevant of the row, R), 1 where it is 0 (then no judged
+        non-relevant item exists and every retrieved relevant item scores 1)."""
+        b = self.b
+        return np.maximum(np.minimum(b.n_judged_nonrel, b.n_pos), 1).astype(np.float64)
+
+    def _closed_bpref(self):
+        """Exact E[bpref] under uniform random tie-breaking (no closed-form variance).
+
+        bpref = (1/R) sum over retrieved relevant items of ``f(J) = 1 - min(J, R) / D``,
+        J the judged non-relevant items above the item, D = min(judged non-relevant, R)
+        (trec_eval m_bpref.c; f(0) = 1). Take a relevant item of tie block t, with
+        ``Jb`` judged non-relevant items in the blocks above and ``j`` in its own block.
+        Only its order relative to those ``j`` items matters for J, and that order is
+        uniform: J = Jb + X with X uniform on 0..j. A block wholly retrieved contributes
+
+            p_t (1 - S(Jb, j + 1) / ((j + 1) D)),  S(a, c) = sum_{y=a}^{a+c-1} min(y, R),
+
+        in O(1). A block cut by the cutoff (the depth) after its first m items: the
+        item and the j judged non-relevant items occupy j + 1 uniform positions of the
+        block, the item the (X+1)-th of them, so ``P(X = x, item retrieved) =
+        P(H > x) / (j + 1)`` with H ~ Hypergeometric(n_t, m, j + 1) the number of those
+        positions among the first m. Summing over x,
+
+            p_t / (j + 1) * E[G(H)],  G(h) = h - S(Jb, h) / D,
+
+        which is computed from the pmf of H (one cut block per row).
+        """
+        b = self.b
+        R = b.n_pos.astype(np.float64)
+        D = self._bpref_norm()
+        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
+        j = b.j_t.astype(np.float64)
+        p = b.p_t.astype(np.float64)
+        n = b.bsz
+        m = self.m_t
+        rows = b.brow
+        whole = (m == n) & (p > 0)
+        term = np.zeros(b.bst.size)
+        term[whole] = p[whole] * (1.0 - _sum_min(jb[whole], j[whole] + 1.0, R[rows[whole]])
+                                  / ((j[whole] + 1.0) * D[rows[whole]]))
+        cut = np.flatnonzero((m > 0) & (m < n) & (p > 0))
+        if cut.size:
+            from scipy.stats import hypergeom
+
+            draws = b.j_t[cut] + 1
+            lo = np.maximum(0, draws - (n[cut] - m[cut]))
+            hi = np.minimum(m[cut], draws)
+            width = hi - lo + 1
+            which = np.repeat(np.arange(cut.size), width)
+            h = (np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
+                 + lo[which])
+            pmf = hypergeom.pmf(h, n[cut][which], m[cut][which], draws[which])
+            t = cut[which]
+            g = h - _sum_min(jb[t], h.astype(np.float64), R[rows[t]]) / D[rows[t]]
+            eg = np.bincount(which, weights=pmf * g, minlength=cut.size)
+            term[cut] = p[cut] / draws * eg
+        e = self._row_sum_blocks(term) / self.R
+        return e, None, None
+
+    def _realise_bpref(self, lab, judged):
+        b = self.b
+        rel = b.relevant(lab)
+        nonrel = judged & ~rel
+        c = np.cumsum(nonrel, dtype=np.int64)
+        base = np.concatenate(([0], c))[b.offsets[:-1]]
+        above = (c - base[b.row] - nonrel).astype(np.float64)  # judged non-relevant above
+        hit = rel & self.in_k
+        r = b.row[hit]
+        f = 1.0 - np.minimum(above[hit], b.n_pos[r]) / self._bpref_norm()[r]
+        return np.bincount(r, weights=f, minlength=b.rows) / self.R
+
+    # -- GMAP: AP per row; the geometric mean is taken by the kernel ------------------------
+    def _closed_gmap(self):
+        return self._closed_map()
+
+    def _realise_gmap(self, lab):
+        return self._realise_map(lab)
+
+    # -- ERR@K ------------------------------------------------------------------------------
+    def _err_max_grade(self):
+        """g_max: the metric's ``max_grade``, else the batch's, else each row's largest
+        label (ranked or unranked); a float, or per-row float64 array."""
+        if self.m.max_grade is not None:
+            return self.m.max_grade
+        if self.b.max_grade is not None:
+            return self.b.max_grade
+        return np.maximum(self.b.row_max_label(), 0.0)
+
+    def _closed_err(self):
+        nan = np.full(self.b.rows, np.nan)
+        err = _cascade("err_expectation")
+        if err is None:
+            return nan, None, None
+        k = int(self.m.k) if self.b.depth is None else min(int(self.m.k), self.b.depth)
+        return np.asarray(err(self.b, k, self._err_max_grade()), dtype=np.float64), None, None
+
+    def _realise_err(self, lab):
+        """ERR@K = sum_{r <= K} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max,
+        g = max(label, 0) capped at g_max (so R < 1)."""
+        b = self.b
+        gmax = np.broadcast_to(np.asarray(self._err_max_grade(), dtype=np.float64), (b.rows,))
+        g = np.minimum(np.maximum(lab, 0.0), gmax[b.row])
+        stop = -np.expm1(-g * math.log(2.0)) * np.exp2(g - gmax[b.row])  # (2^g - 1)/2^gmax
+        with np.errstate(divide="ignore"):
+            log_go = np.log1p(-stop)
+        c = np.cumsum(log_go)
+        base = np.concatenate(([0.0], c))[b.offsets[:-1]]
+        before = c - log_go - base[b.row]  # log prod_{i < r} (1 - R_i) within the row
+        w = np.where(self.in_k, stop * np.exp(before) / (b.pos + 1.0), 0.0)
+        return np.bincount(b.row, weights=w, minlength=b.rows)
+
+    # -- IPrec@x ----------------------------------------------------------------------------
+    def _iprec_cut(self) -> np.ndarray:
+        """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
+        return np.floor(float(self.m.k) * self.b.n_pos + 0.5).astype(np.int64)
+
+    def _closed_iprec(self):
+        nan = np.full(self.b.rows, np.nan)
+        iprec = _cascade("iprec_expectation")
+        if iprec is None or self.b.depth is not None:
+            return nan, None, None
+        return np.asarray(iprec(self.b, float(self.m.k)), dtype=np.float64), None, None
+
+    def _realise_iprec(self, lab):
+        """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with
+        c = lround(x R), the largest precision at any retrieved rank at or below the c-th
+        relevant item (any rank when c = 0); 0 when fewer than c relevant items are
+        retrieved or nothing is."""
+        b = self.b
+        rel = b.relevant(lab) & self.in_k
+        c = np.cumsum(rel, dtype=np.int64)
+        base = np.concatenate(([0], c))[b.offsets[:-1]]
+        so_far = c - base[b.row]
+        prec = np.where(self.in_k, so_far / (b.pos + 1.0), 0.0)
+        best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
+        for _, idx in b._by_length(np.arange(b.rows)):
+            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
+        cut = self._iprec_cut()
+        out = np.zeros(b.rows)
+        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
+        out[b.row[at]] = best[at]
+        zero = (cut == 0) & (b.n > 0)
+        out[zero] = best[b.offsets[:-1][zero]]
+        return out
+
+
+
+def _cascade(name: str):
+    """A tie-aware function of :mod:`tieeval.kernels.cascade`, or None without it."""
+    try:
+        from tieeval.kernels import cascade  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(cascade, name, None)
+
+
+def _sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``sum_{y=a}^{a+c-1} min(y, r)`` for float64 integers a, c >= 0, r (bpref's sums)."""
+    below = np.clip(r - a, 0.0, c)  # the terms y < r
+    return below * a + below * (below - 1.0) / 2.0 + (c - below) * r
+
+
+def _hypergeometric_hits(b: RelBatch, m_t: np.ndarray, x_t: np.ndarray):
+    """E and Var of #(marked in the top), ``m_t`` positions of each block inside the top,
+    ``x_t`` marked items per block; the draws of different blocks are independent."""
+    n = b.bsz.astype(np.float64)
+    m = m_t.astype(np.float64)
+    x = x_t.astype(np.float64)
+    e = np.bincount(b.brow, weights=x * m / n, minlength=b.rows)
+    straddle = (m_t > 0) & (m_t < b.bsz)
+    var_t = np.where(straddle, m * (n - m) * x * (n - x) / (n * n * np.maximum(n - 1, 1.0)),
+                     0.0)
+    decided = np.bincount(b.brow[straddle & (x_t > 0) & (x_t < b.bsz)], minlength=b.rows) > 0
+    return e, np.bincount(b.brow, weights=var_t, minlength=b.rows), decided
 
 
 def relevance_values(scores, labels, offsets, metric, *, original_order: bool = True,

@@ -19,6 +19,8 @@ from tieeval.metrics.registry import (
     check_k,
     lookup,
     names_text,
+    parameter_text,
+    parse_parameter,
 )
 
 COLUMNS = ("original", "first", "last", "tie_aware")
@@ -31,6 +33,9 @@ _METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:@\s*(\S+))?\s*$")
 class Metric:
     """A metric at a cutoff: ``Metric("NDCG", 10)`` is ``NDCG@10``; ``k`` is None for MRR.
 
+    ``k`` is an int cutoff, or for a level metric (``IPrec``) a float recall level in
+    [0, 1]: ``Metric.parse("IPrec@0.1")`` prints back as ``IPrec@0.1``.
+
     Any name of the registry (:mod:`tieeval.metrics.registry`) is accepted, in any case and with
     ``-``/``_`` ignored, and prints back canonically: ``Metric("vauc")`` is ``V-AUC``,
     ``Metric("ap", 100)`` is ``MAP@100``. Single-positive dumps evaluate HR@K, NDCG@K and
@@ -39,7 +44,7 @@ class Metric:
     """
 
     name: str
-    k: int | None = None
+    k: int | float | None = None
 
     def __post_init__(self) -> None:
         spec = lookup(self.name)
@@ -62,17 +67,13 @@ class Metric:
         if not m:
             raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
                                  f"NAME one of {names_text()}")
-        name, k = m.group(1), m.group(2)
-        lookup(name, text)
-        if k is not None:
-            try:
-                k = int(k)
-            except ValueError:
-                raise ParameterError(f"cutoff in {text!r} must be a whole number >= 1") from None
+        name, k_text = m.group(1), m.group(2)
+        spec = lookup(name, text)
+        k = None if k_text is None else parse_parameter(spec, k_text, text)
         return cls(name, k)
 
     def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}@{self.k}"
+        return self.name if self.k is None else f"{self.name}@{parameter_text(self.k)}"
 
 
 class DefaultMetrics(list):

@@ -17,9 +17,12 @@ from tieeval.metrics.metric import Metric
 from tieeval.metrics.registry import (
     REGISTRY,
     MetricSpec,
+    check_cutoff,
     check_k,
     metric_names,
     names_text,
+    parameter_text,
+    parse_parameter,
 )
 from tieeval.metrics.registry import key as registry_key
 
@@ -32,8 +35,9 @@ NO_RELEVANT_POLICIES = ("skip", "zero")
 ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
-             "short_list": "pad", "ap_norm": "R"}
-_OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm")
+             "short_list": "pad", "ap_norm": "R", "max_grade": None}
+_OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
+                 "max_grade")
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,10 +116,14 @@ class RelMetric:
       already stop at min(K, n) / min(K, R)).
     * ``ap_norm`` (MAP@K): divide by ``"R"`` (trec_eval ``map_cut``, default) or by
       ``"min"`` = min(K, R) (common in recommender toolkits). Full AP always divides by R.
+    * ``max_grade`` (ERR): g_max of the stop probability ``(2**g - 1) / 2**g_max``; None
+      (default) takes the largest label of the judgements (see :class:`RelOptions`).
+
+    ``k`` of a level metric (``IPrec``) is a float recall level in [0, 1].
     """
 
     name: str
-    k: int | None = None
+    k: int | float | None = None
     gain: str = "linear"
     discount: str = "log2"
     alpha: float = 1.0
@@ -123,6 +131,7 @@ class RelMetric:
     short_list: str = "pad"
     ap_norm: str = "R"
     base: float = 2.0
+    max_grade: float | None = None
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -130,12 +139,9 @@ class RelMetric:
             raise ParameterError(f"unknown metric {self.name!r}; choose from {_names_text()}")
         set_ = object.__setattr__
         set_(self, "name", spec.name)
-        if spec.cutoff == "required" and self.k is None:
-            raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
-        if spec.cutoff == "none" and self.k is not None:
-            raise ParameterError(f"{spec.name} takes no cutoff (got {spec.name}@{self.k})")
-        if self.k is not None:
-            set_(self, "k", check_k(self.k))
+        set_(self, "k", check_cutoff(spec, self.k))
+        if self.max_grade is not None:
+            set_(self, "max_grade", _number("max_grade", self.max_grade))
         for opt in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
@@ -144,13 +150,15 @@ class RelMetric:
             raise ParameterError(f"base must be a number > 1, got {self.base!r}")
         set_(self, "gamma", _number("gamma", self.gamma))
         allowed = set(spec.options)
-        if self.k is not None:
+        if spec.name == "ERR":
+            allowed.add("max_grade")
+        if self.k is not None and not spec.takes_level:
             allowed.add("short_list")
         if self.discount != "power":
             allowed.discard("alpha")
         if self.discount != "logb":
             allowed.discard("base")
-        if self.k is None:
+        if self.k is None or spec.takes_level:
             allowed.discard("ap_norm")
         for opt in _OPTION_ORDER:
             if opt not in allowed and getattr(self, opt) != _DEFAULTS[opt]:
@@ -165,6 +173,11 @@ class RelMetric:
         """True for the sign-aware metrics, whose value depends on gamma."""
         return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
 
+    @property
+    def level(self) -> float | None:
+        """The recall level of a level metric (``IPrec@0.1``), else None."""
+        return float(self.k) if REL_REGISTRY[self.name].takes_level else None
+
     def options(self) -> dict:
         """The non-default options, in a fixed order (what ``str`` prints)."""
         return {opt: getattr(self, opt) for opt in _OPTION_ORDER
@@ -176,7 +189,7 @@ class RelMetric:
         if opts:
             text += "(" + ", ".join(f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}"
                                     for k, v in opts.items()) + ")"
-        return text if self.k is None else f"{text}@{self.k}"
+        return text if self.k is None else f"{text}@{parameter_text(self.k)}"
 
 
 _REL_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
@@ -200,12 +213,7 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
     name, opt_text, k_text = m.groups()
     if _key(name) not in REL_REGISTRY:
         raise ParameterError(f"unknown metric {name!r} in {text!r}; choose from {_names_text()}")
-    k = None
-    if k_text is not None:
-        try:
-            k = int(k_text)
-        except ValueError:
-            raise ParameterError(f"cutoff in {text!r} must be a whole number >= 1") from None
+    k = None if k_text is None else parse_parameter(REL_REGISTRY[name], k_text, text)
     merged = dict(options)
     for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
         key, sep, value = (s.strip() for s in item.partition("="))
@@ -214,7 +222,7 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
                                  + ", ".join(_OPTION_ORDER))
         if key in merged:
             raise ParameterError(f"option {key} given twice for {text!r}")
-        if key in ("alpha", "gamma", "base"):
+        if key in ("alpha", "gamma", "base", "max_grade"):
             try:
                 value = float(value)
             except ValueError:
@@ -247,9 +255,23 @@ class RelOptions:
     base: float = 2.0
     no_relevant: str = "skip"
     convention: str | None = None
+    relevance_level: float | None = None
+    depth: int | None = None
+    err_max_grade: float | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        if self.relevance_level is not None:
+            level = _number("relevance_level", self.relevance_level)
+            if level <= 0:
+                # a label-0 item (judged non-relevant, or not judged at all) is never relevant
+                raise ParameterError(f"relevance_level must be a number > 0, got "
+                                     f"{self.relevance_level!r}")
+            set_(self, "relevance_level", level)
+        if self.depth is not None:
+            set_(self, "depth", check_k(self.depth))
+        if self.err_max_grade is not None:
+            set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
         for name in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
@@ -277,7 +299,8 @@ class RelOptions:
     @property
     def changes_single_positive(self) -> bool:
         """True when an option changes HR@K, NDCG@K or MRR of a single-positive dump."""
-        return self.discount != "log2" or self.short_list != "pad" or self.both
+        return (self.discount != "log2" or self.short_list != "pad" or self.both
+                or self.depth is not None or self.relevance_level is not None)
 
     def metric_options(self, spec, k) -> dict:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
@@ -290,10 +313,12 @@ class RelOptions:
                 out["alpha"] = self.alpha
             if self.discount == "logb":
                 out["base"] = self.base
-        if k is not None:
+        if k is not None and not spec.takes_level:
             out["short_list"] = self.short_list
             if "ap_norm" in spec.options:
                 out["ap_norm"] = self.ap_norm
+        if spec.name == "ERR" and self.err_max_grade is not None:
+            out["max_grade"] = self.err_max_grade
         return out
 
     def to_dict(self) -> dict:
@@ -307,6 +332,9 @@ class RelOptions:
             out["no_relevant"] = self.no_relevant
         if self.convention is not None:
             out["convention"] = self.convention
+        for name in ("relevance_level", "depth", "err_max_grade"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
 

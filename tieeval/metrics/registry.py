@@ -20,7 +20,11 @@ import numpy as np
 
 from tieeval.errors import ParameterError
 
-CUTOFFS = ("required", "optional", "none")
+CUTOFFS = ("required", "optional", "none", "level")
+AGGREGATES = ("mean", "sum", "geometric")
+MIN_GEO_MEAN = 1e-5
+"""The floor of a per-row value before its logarithm in a geometric mean (trec_eval's
+``MIN_GEO_MEAN``, m_gm_map.c), so a zero AP does not send the mean to 0."""
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,14 @@ class MetricSpec:
     """One metric: canonical name, cutoff rule, the options that apply, a description.
 
     ``cutoff`` is ``"required"`` (``HR@10``), ``"optional"`` (``MRR`` is untruncated,
-    ``MRR@10`` truncated) or ``"none"`` (V-AUC ranks whole lists). ``options`` names the
+    ``MRR@10`` truncated), ``"none"`` (V-AUC ranks whole lists) or ``"level"`` (a required
+    recall level in [0, 1] instead of a rank cutoff: ``IPrec@0.1``). ``options`` names the
     :class:`~tieeval.metrics.options.RelMetric` options that change its value (``gain``,
     ``discount``, ``alpha``, ``gamma``, ``ap_norm``). ``single_positive`` marks the metrics
     with sort-free closed forms for one held-out positive (HR@K, NDCG@K, MRR).
+    ``aggregate`` is how per-row values become the dataset figure: ``"mean"`` (most
+    metrics), ``"sum"`` (the counts NumRet, NumRel, NumRelRet, NumQ, as trec_eval prints
+    them) or ``"geometric"`` (GMAP: ``exp(mean(log(max(x, 1e-5))))``).
     """
 
     name: str
@@ -40,11 +48,17 @@ class MetricSpec:
     aliases: tuple = ()
     options: frozenset = frozenset()
     single_positive: bool = False
+    aggregate: str = "mean"
 
     @property
     def takes_k(self) -> bool:
         """True when a cutoff is required (``HR@10``)."""
         return self.cutoff == "required"
+
+    @property
+    def takes_level(self) -> bool:
+        """True when the parameter is a recall level in [0, 1] (``IPrec@0.1``)."""
+        return self.cutoff == "level"
 
     @property
     def signed(self) -> bool:
@@ -76,6 +90,8 @@ REGISTRY: Registry = Registry()
 def register(spec: MetricSpec) -> MetricSpec:
     if spec.cutoff not in CUTOFFS:
         raise ValueError(f"cutoff must be one of {CUTOFFS}")
+    if spec.aggregate not in AGGREGATES:
+        raise ValueError(f"aggregate must be one of {AGGREGATES}")
     for name in (spec.name, *spec.aliases):
         dict.__setitem__(REGISTRY, key(name), spec)
     return spec
@@ -87,7 +103,7 @@ _SDCG = frozenset({"gamma", "discount", "alpha", "base"})
 register(MetricSpec(
     "HR", "required",
     "hit ratio: the probability that at least one relevant item (label > 0) is in the top K; "
-    "a probability, not a fraction of the relevant items", ("HIT", "HITRATE", "SUCCESS"),
+    "a probability, not a fraction of the relevant items", ("HIT", "HITRATE"),
     single_positive=True))
 register(MetricSpec(
     "Recall", "required",
@@ -127,6 +143,47 @@ register(MetricSpec(
     "V-AUC", "none",
     "valence AUC: share of (positive, negative) pairs ranked positive first; tie-aware "
     "counts a tied pair 1/2, strict (= the Last column) counts it 0", ("VAUC",)))
+register(MetricSpec(
+    "Success", "required",
+    "trec_eval success@K: 1 when a relevant item is in the top K, else 0 (the value of HR@K "
+    "under trec_eval's name)"))
+register(MetricSpec(
+    "Rprec", "none",
+    "R-precision: relevant items in the top R divided by R, R the row's number of relevant "
+    "items (trec_eval Rprec)"))
+register(MetricSpec(
+    "Bpref", "none",
+    "binary preference (trec_eval bpref): judged items only; each retrieved relevant item "
+    "scores 1 - min(judged non-relevant above it, R) / min(judged non-relevant, R); "
+    "the sum is divided by R"))
+register(MetricSpec(
+    "Judged", "required",
+    "share of the top K that is judged (ir_measures Judged@K; divides by K)"))
+register(MetricSpec(
+    "NumRet", "none", "number of retrieved items (trec_eval num_ret); the dataset figure is "
+    "the sum over rows", aggregate="sum"))
+register(MetricSpec(
+    "NumRel", "none", "number of relevant items, retrieved or not (trec_eval num_rel); the "
+    "dataset figure is the sum over rows", aggregate="sum"))
+register(MetricSpec(
+    "NumRelRet", "none", "number of relevant items retrieved (trec_eval num_rel_ret); the "
+    "dataset figure is the sum over rows", aggregate="sum"))
+register(MetricSpec(
+    "NumQ", "none", "number of rows (queries) evaluated (trec_eval num_q): 1 per row, "
+    "summed", aggregate="sum"))
+register(MetricSpec(
+    "GMAP", "none",
+    "geometric mean over rows of average precision, exp(mean(log(max(AP, 1e-5)))) "
+    "(trec_eval gm_map); no closed-form tie-aware value", ("gm_map",),
+    aggregate="geometric"))
+register(MetricSpec(
+    "ERR", "required",
+    "expected reciprocal rank (Chapelle et al. 2009, gdeval): stop probability "
+    "(2^g - 1) / 2^g_max for grade g, g_max the largest grade of the judgements"))
+register(MetricSpec(
+    "IPrec", "level",
+    "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
+    "best precision at any rank holding at least round(x R) relevant items", ("iprec_at_recall",)))
 
 
 def metric_names() -> list[str]:
@@ -183,8 +240,47 @@ def parse_gamma(text: str) -> float:
     return gamma
 
 
-def check_cutoff(spec: MetricSpec, k) -> int | None:
-    """``k`` validated against the spec's cutoff rule (None where the metric allows it)."""
+def check_level(x: object) -> float:
+    """Validate a recall level: a number in [0, 1] (bool refused)."""
+    if isinstance(x, str):
+        try:
+            x = float(x)
+        except ValueError:
+            raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}") from None
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                               np.floating)):
+        raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}")
+    level = float(x)
+    if not 0.0 <= level <= 1.0:  # NaN fails too
+        raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}")
+    return level
+
+
+def parameter_text(k: int | float | None) -> str:
+    """How a metric's parameter prints after ``@``: ``10``, ``0.1``, and ``1`` for 1.0."""
+    if isinstance(k, float):
+        text = repr(k)
+        return text[:-2] if text.endswith(".0") else text
+    return str(k)
+
+
+def parse_parameter(spec: MetricSpec, text: str, whole: str) -> int | float:
+    """The text after ``@`` of ``whole``: a cutoff, or a recall level for level metrics."""
+    if spec.takes_level:
+        return check_level(text)
+    try:
+        return int(text)
+    except ValueError:
+        raise ParameterError(f"cutoff in {whole!r} must be a whole number >= 1") from None
+
+
+def check_cutoff(spec: MetricSpec, k) -> int | float | None:
+    """``k`` validated against the spec's cutoff rule (None where the metric allows it);
+    a level metric's parameter is a float in [0, 1]."""
+    if spec.takes_level:
+        if k is None:
+            raise ParameterError(f"{spec.name} needs a recall level, e.g. {spec.name}@0.1")
+        return check_level(k)
     if spec.cutoff == "required" and k is None:
         raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
     if spec.cutoff == "none" and k is not None:
