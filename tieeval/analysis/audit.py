@@ -303,6 +303,8 @@ def _parse_metric(name: str, k_text: str) -> tuple[str, int | None]:
             metric = Metric(name, k)
     except TieevalError as exc:
         raise ValueError(str(exc)) from None
+    if isinstance(metric.k, float):
+        raise ValueError(f"claims name metrics at a rank cutoff; {metric} has a recall level")
     return metric.name, metric.k
 
 

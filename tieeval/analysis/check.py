@@ -288,7 +288,7 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
     if kind == "max_tie_decided":
         if metric is None or metric.k is None:
             raise ParameterError("max_tie_decided needs a cutoff")
-        return run.ties.tie_decided[metric.k]
+        return run.ties.tie_decided[int(metric.k)]
     if row is None:
         if metric is None:
             raise ParameterError(f"{kind} needs a metric")

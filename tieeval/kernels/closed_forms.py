@@ -122,7 +122,7 @@ def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def histogram_cap(metric: Metric) -> int | None:
     """Ranks above this have the same value (0) for cutoff metrics; None: no cutoff."""
-    return None if metric.k is None else metric.k + 1
+    return None if metric.k is None else int(metric.k) + 1
 
 
 def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
@@ -152,7 +152,7 @@ def _cutoff(metric: Metric) -> int:
     if metric.k is None:
         raise ParameterError(f"{metric} has no cutoff: the single-positive closed forms "
                              "take HR@K and NDCG@K")
-    return metric.k
+    return int(metric.k)
 
 
 def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):

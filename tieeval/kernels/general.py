@@ -177,7 +177,7 @@ class GeneralKernel(Kernel):
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
             k = entry.metric.k
-            if k is not None and entry.form == self._hr.get(k):
+            if isinstance(k, int) and entry.form == self._hr.get(k):
                 hr_values[k] = v
             v = self._counted(v, entry, has_pos)
             # RelBatch.values always fills defined and variance (NaN where no closed form)

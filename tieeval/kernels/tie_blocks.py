@@ -1171,14 +1171,18 @@ class _Evaluation:
     # -- IPrec@x ----------------------------------------------------------------------------
     def _iprec_cut(self) -> np.ndarray:
         """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
-        return np.floor(float(self.m.k) * self.b.n_pos + 0.5).astype(np.int64)
+        return np.floor(self._level() * self.b.n_pos + 0.5).astype(np.int64)
+
+    def _level(self) -> float:
+        level = self.m.level  # IPrec always has one (RelMetric checks it)
+        return 0.0 if level is None else level
 
     def _closed_iprec(self):
         nan = np.full(self.b.rows, np.nan)
         iprec = _cascade("iprec_expectation")
         if iprec is None or self.b.depth is not None:
             return nan, None, None
-        return np.asarray(iprec(self.b, float(self.m.k)), dtype=np.float64), None, None
+        return np.asarray(iprec(self.b, self._level()), dtype=np.float64), None, None
 
     def _realise_iprec(self, lab):
         """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with

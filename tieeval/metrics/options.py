@@ -176,7 +176,9 @@ class RelMetric:
     @property
     def level(self) -> float | None:
         """The recall level of a level metric (``IPrec@0.1``), else None."""
-        return float(self.k) if REL_REGISTRY[self.name].takes_level else None
+        if self.k is None or not REL_REGISTRY[self.name].takes_level:
+            return None
+        return float(self.k)
 
     def options(self) -> dict:
         """The non-default options, in a fixed order (what ``str`` prints)."""
