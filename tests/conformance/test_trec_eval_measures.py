@@ -171,3 +171,29 @@ def test_the_kernel_aggregates_as_trec_eval(case, batch_rows):
             assert row.to_dict()["aggregate"] == "sum"
         else:
             assert "aggregate" not in row.to_dict()
+
+
+def test_sums_and_geometric_means_merge_exactly_through_state():
+    """Two halves of the queries accumulated apart, shipped as state (as between Spark
+    executors) and merged, give the one-pass result bit for bit, null tie-aware included."""
+    from tieeval.engine.local import kernel_for
+    from tieeval.kernels.accumulator import Accumulator
+
+    dump = open_trec_run(DATA / "results.test", DATA / "qrels.test")
+    metrics = [Metric.parse(m) for m in ("NumRet", "NumRel", "NumRelRet", "NumQ", "GMAP",
+                                         "Bpref", "Rprec", "IPrec@0.1", "Success@5")]
+    kernel = kernel_for(dump, metrics, relevance=RelOptions(no_relevant="zero"))
+    whole = kernel.accumulate(dump.batches(3))
+    parts = [kernel.new(), kernel.new()]
+    for i, batch in enumerate(dump.batches(3)):
+        kernel.add(parts[i % 2], batch)
+    merged = Accumulator.from_state(parts[0].to_state())
+    merged.merge(Accumulator.from_state(parts[1].to_state()))
+    a = kernel.result(whole, dump.path, dump.dtype).to_dict()["metrics"]
+    b = kernel.result(merged, dump.path, dump.dtype).to_dict()["metrics"]
+    assert a == b
+    gmap = next(row for row in a if row["metric"] == "GMAP")
+    assert gmap["tie_aware"] is None and gmap["tie_aware_std"] is None
+    assert gmap["aggregate"] == "geometric" and gmap["tie_aware_reason"]
+    iprec = next(row for row in a if row["metric"] == "IPrec")
+    assert iprec["k"] == 0.1
