@@ -20,6 +20,7 @@ from tieeval.metrics.registry import (
     lookup,
     names_text,
 )
+from tieeval.metrics.spellings import translate
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -57,7 +58,33 @@ class Metric:
 
     @classmethod
     def parse(cls, text: str) -> "Metric":
-        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive)."""
+        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive), or
+        trec_eval's and ir_measures' spelling of one metric (``"ndcg_cut_10"``,
+        ``"recip_rank"``, ``"nDCG@10"``; :mod:`tieeval.metrics.spellings`)."""
+        metrics = cls.expand(text)
+        if len(metrics) != 1:
+            raise ParameterError(f"{text!r} names {len(metrics)} metrics "
+                                 f"({', '.join(map(str, metrics)) or 'none'}); give one here")
+        return metrics[0]
+
+    @classmethod
+    def expand(cls, text: str) -> list["Metric"]:
+        """The metrics ``text`` names: one, or several for trec_eval's lists
+        (``"P.5,10"`` is Precision@5 and Precision@10; ``"all_trec"`` every measure of
+        trec_eval's list that the registry has).
+
+        >>> [str(m) for m in Metric.expand("ndcg_cut.10,20")]
+        ['NDCG@10', 'NDCG@20']
+        """
+        m = _METRIC_RE.match(text) if isinstance(text, str) else None
+        if m is None or m.group(1) not in REGISTRY:
+            texts = translate(text)
+            if texts is not None:
+                return [cls._parse(t) for t in texts]
+        return [cls._parse(text)]
+
+    @classmethod
+    def _parse(cls, text: str) -> "Metric":
         m = _METRIC_RE.match(text) if isinstance(text, str) else None
         if not m:
             raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
@@ -73,6 +100,14 @@ class Metric:
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
+
+
+def parse_metric_list(items) -> list[Metric]:
+    """Metric values and names, each name expanded (:meth:`Metric.expand`), in order."""
+    out: list[Metric] = []
+    for item in items:
+        out += [item] if isinstance(item, Metric) else Metric.expand(item)
+    return out
 
 
 class DefaultMetrics(list):

@@ -7,7 +7,9 @@ labelled rows with many positives, graded gains and explicit negatives
 names up here, so help text, error messages and accepted spellings cannot drift apart.
 
 Names are matched case-insensitively with ``-`` and ``_`` ignored: ``V-AUC``, ``vauc`` and
-``v_auc`` are one metric, and it prints back as its canonical name ``V-AUC``.
+``v_auc`` are one metric, and it prints back as its canonical name ``V-AUC``. trec_eval's and
+ir_measures' spellings (``ndcg_cut_10``, ``P.5,10``, ``recip_rank``, ``nDCG@10``) are
+translated to these names by :mod:`tieeval.metrics.spellings`.
 """
 
 
@@ -144,8 +146,11 @@ def aliases() -> list[str]:
 
 
 def names_text() -> str:
-    """``"HR, Recall, ... (aliases: HIT, ...)"``: what error messages offer."""
-    return ", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + ")"
+    """``"HR, Recall, ... (aliases: HIT, ...); trec_eval's ..."``: what error messages offer
+    (the other tools' spellings come from :mod:`tieeval.metrics.spellings`)."""
+    from tieeval.metrics.spellings import spellings_text
+    return (", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + "); or "
+            + spellings_text())
 
 
 def lookup(name: object, text: object = None) -> MetricSpec:
