@@ -384,5 +384,5 @@ def markdown_missing() -> str:
     trec = ", ".join(f"`{name}`" for name in missing_trec())
     ir = ", ".join(f"`{name}`" if " " not in name else f"`{name.split(' ', 1)[0]}` "
                    + name.split(" ", 1)[1] for name in IR_MEASURES_MISSING)
-    return (f"- trec_eval (`all_trec` leaves them out): {trec}\n"
-            f"- ir_measures: {ir}\n")
+    return (f"- trec_eval's `all_trec` measures (`all_trec` expands without them): {trec}\n"
+            f"- ir_measures' measures: {ir}\n")
