@@ -18,9 +18,9 @@ from tieeval.metrics.registry import (
     check_cutoff,
     check_k,
     lookup,
-    names_text,
+    names_text,  # noqa: F401 - public here before (the registry's names, without spellings)
 )
-from tieeval.metrics.spellings import translate
+from tieeval.metrics.spellings import choices_text, translate
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -43,7 +43,7 @@ class Metric:
     k: int | None = None
 
     def __post_init__(self) -> None:
-        spec = lookup(self.name)
+        spec = lookup(self.name, choices=choices_text)
         object.__setattr__(self, "name", spec.name)
         object.__setattr__(self, "k", check_cutoff(spec, self.k))
 
@@ -88,9 +88,9 @@ class Metric:
         m = _METRIC_RE.match(text) if isinstance(text, str) else None
         if not m:
             raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
-                                 f"NAME one of {names_text()}")
+                                 f"NAME one of {choices_text()}")
         name, k = m.group(1), m.group(2)
-        lookup(name, text)
+        lookup(name, text, choices_text)
         if k is not None:
             try:
                 k = int(k)

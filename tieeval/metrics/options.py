@@ -19,10 +19,9 @@ from tieeval.metrics.registry import (
     MetricSpec,
     check_k,
     metric_names,
-    names_text,
 )
 from tieeval.metrics.registry import key as registry_key
-from tieeval.metrics.spellings import translate
+from tieeval.metrics.spellings import choices_text, translate
 
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
@@ -54,7 +53,7 @@ def rel_metric_names() -> list[str]:
 
 
 def _names_text() -> str:
-    return names_text()
+    return choices_text()
 
 
 def _number(name: str, value: object) -> float:

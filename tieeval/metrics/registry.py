@@ -146,19 +146,18 @@ def aliases() -> list[str]:
 
 
 def names_text() -> str:
-    """``"HR, Recall, ... (aliases: HIT, ...); trec_eval's ..."``: what error messages offer
-    (the other tools' spellings come from :mod:`tieeval.metrics.spellings`)."""
-    from tieeval.metrics.spellings import spellings_text
-    return (", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + "); or "
-            + spellings_text())
+    """``"HR, Recall, ... (aliases: HIT, ...)"``: what error messages offer (with the other
+    tools' spellings: :func:`tieeval.metrics.spellings.choices_text`)."""
+    return ", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + ")"
 
 
-def lookup(name: object, text: object = None) -> MetricSpec:
-    """The spec of ``name`` (any spelling), or a ParameterError listing every name."""
+def lookup(name: object, text: object = None, choices=names_text) -> MetricSpec:
+    """The spec of ``name`` (any spelling), or a ParameterError listing every name
+    (``choices()``: the text that lists them)."""
     spec = REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:
         where = f" in {text!r}" if text is not None and text != name else ""
-        raise ParameterError(f"unknown metric {name!r}{where}; choose from {names_text()}")
+        raise ParameterError(f"unknown metric {name!r}{where}; choose from {choices()}")
     return spec
 
 

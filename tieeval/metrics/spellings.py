@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from tieeval.errors import ParameterError
-from tieeval.metrics.registry import REGISTRY, MetricSpec, key
+from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
 
 CUTOFF = "cutoff"
 LEVEL = "level"
@@ -356,6 +356,12 @@ def ir_text() -> str:
 def spellings_text() -> str:
     """What the unknown-metric error adds to the registry's names."""
     return f"trec_eval's {trec_text()}; ir_measures' {ir_text()}"
+
+
+def choices_text() -> str:
+    """Every name an unknown-metric error offers: the registry's names and aliases, then
+    trec_eval's and ir_measures' spellings."""
+    return f"{names_text()}; or {spellings_text()}"
 
 
 def missing_trec() -> list[str]:
