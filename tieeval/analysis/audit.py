@@ -295,7 +295,7 @@ def _parse_metric(name: str, k_text: str) -> tuple[str, int | None]:
         except ValueError:
             raise ValueError(f"k must be a whole number >= 1, got {k_text!r}") from None
     try:
-        if "@" in name:
+        if "@" in name or k is None:  # NDCG@10, or a name alone: MRR, ndcg_cut_10, P_5
             metric = Metric.parse(name)
             if k is not None and metric.k != k:
                 raise ValueError(f"metric {name} and k {k} disagree")

@@ -50,7 +50,7 @@ from tieeval.io.base import Dump, ReadOptions, detect_format
 from tieeval.io.open import open_dump
 from tieeval.kernels.values import InstanceValues
 from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
-from tieeval.metrics.metric import Metric
+from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.results import MetricName, find_row
 from tieeval.run_labels import resolve_labels
 
@@ -584,8 +584,7 @@ def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
     >>> row.tie_aware.a, row.tie_aware.b, row.tie_aware.difference, row.tie_aware.winner
     (0.75, 1.0, 0.25, 'B')
     """
-    metrics = None if metrics is None else [m if isinstance(m, Metric) else Metric.parse(m)
-                                            for m in metrics]
+    metrics = None if metrics is None else parse_metric_list(metrics)
     return diff_dumps(open_dump(a_path, options), open_dump(b_path, options), metrics,
                       **kwargs)
 

@@ -25,16 +25,19 @@ TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_ti
               "positive_tie_frequency")
 
 
-def mean(values: list[float]) -> float:
+def mean(values: list) -> float | None:
+    """The mean; None when a value is None (a column not computed, e.g. GMAP's tie-aware)."""
+    if any(v is None for v in values):
+        return None
     return math.fsum(values) / len(values)
 
 
 def seed_std(values: list[float]) -> float | None:
     """Sample standard deviation across seeds (``ddof=1``); None for fewer than two."""
     n = len(values)
-    if n < 2:
-        return None
     m = mean(values)
+    if n < 2 or m is None:
+        return None
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
 
 
@@ -143,6 +146,8 @@ def average(runs: list[RunResult]) -> GroupResult:
             instances=sum(r.instances for r in per_seed),
             original_seed_std=spread["original"], first_seed_std=spread["first"],
             last_seed_std=spread["last"], tie_aware_seed_std=spread["tie_aware"])
+        row.aggregate = per_seed[0].aggregate
+        row.tie_aware_reason = per_seed[0].tie_aware_reason
         if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
             row.gamma = per_seed[0].gamma
             row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set

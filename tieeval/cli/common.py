@@ -15,7 +15,8 @@ from tieeval.errors import ParameterError, TieevalError
 from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
 from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
-from tieeval.metrics.registry import check_k, metric_names
+from tieeval.metrics.registry import aliases, check_k, metric_names
+from tieeval.metrics.spellings import spellings_text
 from tieeval.results import ORIGINAL_RULES
 
 EXIT_CHECK_FAILED = 1
@@ -109,13 +110,18 @@ class KList(click.ParamType):
 
 
 class MetricType(click.ParamType):
+    """A metric name: a tuple of one :class:`Metric`, or several for trec_eval's lists
+    (``P.5,10``, ``all_trec``); :func:`chosen_metrics` flattens them."""
+
     name = "METRIC"
 
     def convert(self, value, param, ctx):
         if isinstance(value, Metric):
+            return (value,)
+        if isinstance(value, tuple):
             return value
         try:
-            return Metric.parse(value)
+            return tuple(Metric.expand(value))
         except TieevalError as exc:
             self.fail(str(exc), param, ctx)
 
@@ -248,7 +254,9 @@ def quiet_option(f):
 def metric_options(f):
     f = click.option("--metric", "-m", "metrics", type=MetricType(), multiple=True,
                      help="Metric to report, repeatable, case-insensitive (e.g. -m NDCG@10 "
-                          f"-m MRR -m V-AUC); names: {', '.join(metric_names())}. Overrides "
+                          f"-m MRR -m V-AUC); names: {', '.join(metric_names())}; aliases: "
+                          f"{', '.join(aliases())}; also {spellings_text()}; see "
+                          "docs/metric-names.md. Overrides "
                           "--k. Default: HR@K, NDCG@K per --k and MRR; for dumps with "
                           "relevance labels or TREC runs HR@K, Recall@K, NDCG@K per --k, MRR "
                           "and MAP.")(f)
@@ -258,8 +266,11 @@ def metric_options(f):
 
 
 def chosen_metrics(k_values, metrics) -> list[Metric]:
+    """The --metric values, flattened (one name may name several) without repeats, or
+    the defaults for --k."""
     if metrics:
-        return list(dict.fromkeys(metrics))
+        flat = [m for item in metrics for m in (item if isinstance(item, tuple) else (item,))]
+        return list(dict.fromkeys(flat))
     return default_metrics(_flatten_ks(k_values))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from tieeval.analysis.trec_eval import runs_lines
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
@@ -13,12 +14,13 @@ from tieeval.cli.common import (
     quiet_option,
     read_options,
     reading,
+    write,
 )
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import (
     TABLE_CHOICES,
+    compare_format_option,
     default_table,
-    format_option,
     grouped,
     seed_std_option,
     write_output,
@@ -29,12 +31,20 @@ from tieeval.cli.whatif import (
     require_local_engine,
     whatif_options,
 )
+from tieeval.metrics.metric import COLUMNS
+from tieeval.report.trec_eval import to_trec_eval
 
 
 @click.command(cls=Command, epilog=guide("compare"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@format_option
+@compare_format_option
+@click.option("--column", type=click.Choice(COLUMNS), default=None,
+              help="--format trec_eval: the column to print: original (the default; for a "
+                   "TREC run trec_eval's own numbers), tie_aware, first or last.")
+@click.option("--per-query", "per_query", is_flag=True,
+              help="--format trec_eval: each query's lines before the 'all' lines, as "
+                   "trec_eval -q prints them (-q here is --quiet).")
 @click.option("--table", "-t", "table", type=click.Choice(TABLE_CHOICES), default=None,
               help="What to show. runs: each run in detail (the default for one FILE); "
                    "1: First | Last | % Change per method; 3: Original | Tie-aware | "
@@ -57,8 +67,8 @@ from tieeval.cli.whatif import (
 @whatif_options
 @read_options
 @quiet_option
-def compare(files, k_values, metrics, fmt, table, plot, per_instance, meta, template,
-            seed_std, cast, tolerance, quiet, **read_kwargs):
+def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_instance, meta,
+            template, seed_std, cast, tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.
 
     Each FILE is one run: an .npz (array 'scores', optional 'positive'), an .npy score
@@ -79,11 +89,16 @@ def compare(files, k_values, metrics, fmt, table, plot, per_instance, meta, temp
       tieeval compare runs/*/*.npz --plot figure1.png
       tieeval compare scores.npz --cast bfloat16     (what-if: ties at lower precision)
       tieeval compare scores.npz --original stable --per-instance rows.parquet
+      tieeval compare --qrels qrels.txt run.txt -m P.5,10 -m ndcg_cut_10 --format trec_eval
     """
     if plot is not None:
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
+    if fmt != "trec_eval" and (column is not None or per_query):
+        raise click.UsageError("--column and --per-query apply to --format trec_eval")
+    if per_query:
+        require_local_engine(read_kwargs, "--per-query")
     what_if = make_what_if(cast, tolerance)
     if per_instance is not None:
         if len(files) != 1:
@@ -95,8 +110,15 @@ def compare(files, k_values, metrics, fmt, table, plot, per_instance, meta, temp
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
-    write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
-                 seed_std=seed_std, what_if=what_if)
+    if fmt == "trec_eval":
+        queries = None
+        if per_query:
+            queries = [_query_values(path, chosen_metrics(k_values, metrics), what_if,
+                                     dict(read_kwargs)) for path in files]
+        write(to_trec_eval(runs_lines(runs, column or "original", queries)))
+    else:
+        write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
+                     seed_std=seed_std, what_if=what_if)
     if per_instance is not None:
         rows = _write_instances(files[0], per_instance, chosen_metrics(k_values, metrics),
                                 what_if, dict(read_kwargs))
@@ -108,6 +130,20 @@ def compare(files, k_values, metrics, fmt, table, plot, per_instance, meta, temp
         draw_figure1(figure1(groups), plot)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)
+
+
+def _query_values(path, metrics, what_if, read_kwargs):
+    """Per-query values of one dump for --per-query: a separate single pass."""
+    from tieeval.analysis.trec_eval import query_values
+    nan_policy = read_kwargs.pop("nan_policy", "raise")
+    batch_rows = read_kwargs.pop("batch_rows", None)
+    original = read_kwargs.pop("original", None)
+    for unused in ("jobs", "engine"):
+        read_kwargs.pop(unused, None)
+    options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
+    return query_values(path, metrics, options=options, nan_policy=nan_policy,
+                        batch_rows=batch_rows, relevance=relevance, what_if=what_if,
+                        original=original)
 
 
 def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:

@@ -18,12 +18,24 @@ FORMATS = ("table", "json", "csv", "markdown", "latex")
 TABLE_CHOICES = ("runs", "1", "3", "4")
 
 
-def format_option(f):
-    return click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table",
-                        show_default=True,
-                        help="Output: a rich table for the terminal; json (runs and "
-                             "seed-averaged groups, whatever --table says), csv, markdown "
-                             "or latex (booktabs).")(f)
+COMPARE_FORMATS = (*FORMATS, "trec_eval")
+
+
+def _format_option(formats, more: str = ""):
+    def decorate(f):
+        return click.option("--format", "-f", "fmt", type=click.Choice(formats),
+                            default="table", show_default=True,
+                            help="Output: a rich table for the terminal; json (runs and "
+                                 "seed-averaged groups, whatever --table says), csv, "
+                                 f"markdown or latex (booktabs){more}.")(f)
+    return decorate
+
+
+format_option = _format_option(FORMATS)
+compare_format_option = _format_option(
+    COMPARE_FORMATS, "; trec_eval: trec_eval's 'measure qid value' lines in its names "
+                     "(P_10, ndcg_cut_10), a drop-in for its output (see --column and "
+                     "--per-query)")
 
 
 def seed_std_option(f):

@@ -20,7 +20,13 @@ from tieeval.io.base import check_batch_rows
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.whatif import WhatIf
 from tieeval.metrics.conventions import preset_options
-from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
+from tieeval.metrics.metric import (
+    DEFAULT_KS,
+    DefaultMetrics,
+    Metric,
+    default_metrics,
+    parse_metric_list,
+)
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
 from tieeval.run_labels import check_label
@@ -56,7 +62,8 @@ def check_ks(k) -> list[int]:
 
 
 def metric_list(metrics, k=None) -> list[Metric]:
-    """The metrics asked for: names (``"NDCG@10"``, ``"MRR"``) or :class:`Metric` values,
+    """The metrics asked for: names (``"NDCG@10"``, ``"MRR"``, or trec_eval's and
+    ir_measures' spellings, ``"ndcg_cut.10,20"`` naming two) or :class:`Metric` values,
     one or a list (repeats dropped); None gives the defaults for ``k``, which the dump's
     kind then settles (HR@K, NDCG@K, MRR; labelled rows also Recall@K and MAP). ``k`` is
     checked either way, as ``--k`` is."""
@@ -70,7 +77,7 @@ def metric_list(metrics, k=None) -> list[Metric]:
     elif isinstance(metrics, Mapping) or not isinstance(metrics, Iterable):
         raise ParameterError(f"metrics must be a metric name such as 'NDCG@10', or a list of "
                              f"them, got {metrics!r}")
-    chosen = [m if isinstance(m, Metric) else Metric.parse(m) for m in list(metrics)]
+    chosen = parse_metric_list(list(metrics))
     if not chosen:
         raise ParameterError("metrics is empty; give at least one metric name, e.g. "
                              "metrics=['NDCG@10', 'MRR'] (or None for the defaults)")

@@ -23,7 +23,7 @@ from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
 from tieeval.kernels.values import InstanceValues
-from tieeval.metrics.metric import Metric
+from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.results import RunResult
 
@@ -61,8 +61,7 @@ class EvalSpec:
     path: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "metrics", tuple(
-            m if isinstance(m, Metric) else Metric.parse(m) for m in self.metrics))
+        object.__setattr__(self, "metrics", tuple(parse_metric_list(self.metrics)))
         if self.nan_policy not in NAN_POLICIES:
             from tieeval.errors import ParameterError
             raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "

@@ -15,7 +15,13 @@ from tieeval.kernels.general import GeneralKernel
 from tieeval.kernels.original import check_rule_for, default_rule
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.metrics.conventions import convention_metrics
-from tieeval.metrics.metric import DEFAULT_KS, DefaultMetrics, Metric, default_metrics
+from tieeval.metrics.metric import (
+    DEFAULT_KS,
+    DefaultMetrics,
+    Metric,
+    default_metrics,
+    parse_metric_list,
+)
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
 
 KERNELS = (SinglePositiveKernel, GeneralKernel)
@@ -35,7 +41,7 @@ def resolve_metrics(metrics, source: str | None, options: RelOptions | None = No
             return preset
     if isinstance(metrics, DefaultMetrics) and source is not None:
         return default_rel_metrics(metrics.ks)
-    return [m if isinstance(m, Metric) else Metric.parse(m) for m in metrics]
+    return parse_metric_list(metrics)
 
 
 def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,

@@ -18,10 +18,11 @@ from tieeval.metrics.registry import (
     check_cutoff,
     check_k,
     lookup,
-    names_text,
+    names_text,  # noqa: F401 - public here before (the registry's names, without spellings)
     parameter_text,
     parse_parameter,
 )
+from tieeval.metrics.spellings import choices_text, translate
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -47,7 +48,7 @@ class Metric:
     k: int | float | None = None
 
     def __post_init__(self) -> None:
-        spec = lookup(self.name)
+        spec = lookup(self.name, choices=choices_text)
         object.__setattr__(self, "name", spec.name)
         object.__setattr__(self, "k", check_cutoff(spec, self.k))
 
@@ -62,18 +63,52 @@ class Metric:
 
     @classmethod
     def parse(cls, text: str) -> "Metric":
-        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive)."""
+        """Parse ``"NDCG@10"``, ``"hr@1"``, ``"MRR"`` or ``"V-AUC"`` (case-insensitive), or
+        trec_eval's and ir_measures' spelling of one metric (``"ndcg_cut_10"``,
+        ``"recip_rank"``, ``"nDCG@10"``; :mod:`tieeval.metrics.spellings`)."""
+        metrics = cls.expand(text)
+        if len(metrics) != 1:
+            raise ParameterError(f"{text!r} names {len(metrics)} metrics "
+                                 f"({', '.join(map(str, metrics)) or 'none'}); give one here")
+        return metrics[0]
+
+    @classmethod
+    def expand(cls, text: str) -> list["Metric"]:
+        """The metrics ``text`` names: one, or several for trec_eval's lists
+        (``"P.5,10"`` is Precision@5 and Precision@10; ``"all_trec"`` every measure of
+        trec_eval's list that the registry has).
+
+        >>> [str(m) for m in Metric.expand("ndcg_cut.10,20")]
+        ['NDCG@10', 'NDCG@20']
+        """
+        m = _METRIC_RE.match(text) if isinstance(text, str) else None
+        if m is None or m.group(1) not in REGISTRY:
+            texts = translate(text)
+            if texts is not None:
+                return [cls._parse(t) for t in texts]
+        return [cls._parse(text)]
+
+    @classmethod
+    def _parse(cls, text: str) -> "Metric":
         m = _METRIC_RE.match(text) if isinstance(text, str) else None
         if not m:
             raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
-                                 f"NAME one of {names_text()}")
+                                 f"NAME one of {choices_text()}")
         name, k_text = m.group(1), m.group(2)
-        spec = lookup(name, text)
+        spec = lookup(name, text, choices_text)
         k = None if k_text is None else parse_parameter(spec, k_text, text)
         return cls(name, k)
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{parameter_text(self.k)}"
+
+
+def parse_metric_list(items) -> list[Metric]:
+    """Metric values and names, each name expanded (:meth:`Metric.expand`), in order."""
+    out: list[Metric] = []
+    for item in items:
+        out += [item] if isinstance(item, Metric) else Metric.expand(item)
+    return out
 
 
 class DefaultMetrics(list):

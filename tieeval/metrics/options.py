@@ -25,6 +25,7 @@ from tieeval.metrics.registry import (
     parse_parameter,
 )
 from tieeval.metrics.registry import key as registry_key
+from tieeval.metrics.spellings import choices_text, translate
 
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
@@ -57,7 +58,7 @@ def rel_metric_names() -> list[str]:
 
 
 def _names_text() -> str:
-    return names_text()
+    return choices_text()
 
 
 def _number(name: str, value: object) -> float:
@@ -209,6 +210,14 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
     if not isinstance(text, str):
         raise ParameterError(f"metric must be text such as 'NDCG@10', got {text!r}")
     m = _REL_RE.match(text)
+    if m is None or _key(m.group(1)) not in REL_REGISTRY or _foreign_options(m.group(2)):
+        texts = translate(text)  # trec_eval's or ir_measures' spelling
+        if texts is not None:
+            if len(texts) != 1:
+                raise ParameterError(f"{text!r} names {len(texts)} metrics "
+                                     f"({', '.join(texts) or 'none'}); give one here")
+            text = texts[0]
+            m = _REL_RE.match(text)
     if not m:
         raise ParameterError(f"cannot parse metric {text!r}; expected NAME, NAME@K or "
                              f"NAME(option=value, ...)@K with NAME one of {_names_text()}")
@@ -235,6 +244,12 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
         raise ParameterError(f"unknown option(s) {', '.join(sorted(unknown))}; options are "
                              + ", ".join(_OPTION_ORDER))
     return RelMetric(name, k, **merged)
+
+def _foreign_options(opt_text: str | None) -> bool:
+    """True when the parentheses hold an option tieeval does not have (ir_measures')."""
+    return any(item.partition("=")[0].strip() not in _DEFAULTS
+               for item in filter(None, (s.strip() for s in (opt_text or "").split(","))))
+
 
 SUBSETS = ("all", "both")
 

@@ -7,7 +7,9 @@ labelled rows with many positives, graded gains and explicit negatives
 names up here, so help text, error messages and accepted spellings cannot drift apart.
 
 Names are matched case-insensitively with ``-`` and ``_`` ignored: ``V-AUC``, ``vauc`` and
-``v_auc`` are one metric, and it prints back as its canonical name ``V-AUC``.
+``v_auc`` are one metric, and it prints back as its canonical name ``V-AUC``. trec_eval's and
+ir_measures' spellings (``ndcg_cut_10``, ``P.5,10``, ``recip_rank``, ``nDCG@10``) are
+translated to these names by :mod:`tieeval.metrics.spellings`.
 """
 
 
@@ -201,16 +203,18 @@ def aliases() -> list[str]:
 
 
 def names_text() -> str:
-    """``"HR, Recall, ... (aliases: HIT, ...)"``: what error messages offer."""
+    """``"HR, Recall, ... (aliases: HIT, ...)"``: what error messages offer (with the other
+    tools' spellings: :func:`tieeval.metrics.spellings.choices_text`)."""
     return ", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + ")"
 
 
-def lookup(name: object, text: object = None) -> MetricSpec:
-    """The spec of ``name`` (any spelling), or a ParameterError listing every name."""
+def lookup(name: object, text: object = None, choices=names_text) -> MetricSpec:
+    """The spec of ``name`` (any spelling), or a ParameterError listing every name
+    (``choices()``: the text that lists them)."""
     spec = REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:
         where = f" in {text!r}" if text is not None and text != name else ""
-        raise ParameterError(f"unknown metric {name!r}{where}; choose from {names_text()}")
+        raise ParameterError(f"unknown metric {name!r}{where}; choose from {choices()}")
     return spec
 
 

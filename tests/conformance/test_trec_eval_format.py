@@ -1,0 +1,179 @@
+"""``tieeval compare --format trec_eval`` against trec_eval's own printed output.
+
+The oracle is trec_eval's test suite (``trec_eval_data/``, see its README): ``out.test`` is
+``trec_eval qrels.test results.test`` and ``out.test.aq`` is ``trec_eval -m all_trec -q``.
+tieeval's ``original`` column ranks a TREC run as trec_eval does, so for every measure tieeval
+computes its lines must be trec_eval's, text for text: names, qids, order within each query
+block, values to the 4 printed decimals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tieeval.cli import cli
+from tieeval.errors import TieevalError
+from tieeval.metrics.metric import Metric
+
+DATA = os.path.join(os.path.dirname(__file__), "trec_eval_data")
+QRELS = os.path.join(DATA, "qrels.test")
+RUN = os.path.join(DATA, "results.test")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def runner() -> CliRunner:
+    try:  # click < 8.2 mixes stderr into the output unless told not to
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def lines_of(*args) -> list[str]:
+    result = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
+                                   "-q", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("\n")
+    return result.stdout.splitlines()
+
+
+def trec_eval_lines(name: str) -> list[str]:
+    with open(os.path.join(DATA, name), encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def tieeval_has(measure: str) -> bool:
+    try:
+        Metric.expand(measure)
+    except TieevalError:
+        return False
+    return True
+
+
+def test_per_query_output_is_trec_evals():
+    ours = lines_of("-m", "all_trec", "--per-query")
+    theirs = trec_eval_lines("out.test.aq")
+    # every measure trec_eval printed that tieeval computes, and only those (plus runid)
+    expected = [line for line in theirs
+                if line.split("\t")[0].strip() == "runid" or tieeval_has(line.split("\t")[0])]
+    assert ours == expected
+    assert len({line.split("\t")[0] for line in ours}) >= 40  # P, recall, ndcg_cut, map_cut...
+    assert [line.split("\t")[1] for line in ours][:1] == ["301"]
+    assert ours[-1].split("\t")[1] == "all"
+
+
+def test_summary_output_is_trec_evals():
+    ours = lines_of("-m", "all_trec")
+    theirs = [line for line in trec_eval_lines("out.test.aq") if line.split("\t")[1] == "all"]
+    assert ours == [line for line in theirs if line.startswith("runid ")
+                    or tieeval_has(line.split("\t")[0])]
+
+
+def test_official_measures_in_trec_evals_order():
+    """-m official, and -m in another order: trec_eval prints its measure-table order."""
+    theirs = trec_eval_lines("out.test")
+    want = [line for line in theirs if line.startswith("runid ")
+            or tieeval_has(line.split("\t")[0])]
+    assert lines_of("-m", "official") == want
+    shuffled = lines_of("-m", "P.30,5,10", "-m", "recip_rank", "-m", "map")
+    assert shuffled == [line for line in want
+                        if line.split()[0] in ("runid", "map", "recip_rank", "P_5", "P_10",
+                                               "P_30")]
+
+
+def test_every_spelling_prints_the_same_lines():
+    a = lines_of("-m", "ndcg_cut.10,20", "-m", "P_5", "--per-query")
+    b = lines_of("-m", "nDCG@20", "-m", "NDCG@10", "-m", "P@5", "--per-query")
+    c = lines_of("-m", "Precision@5", "-m", "ndcg_cut_10", "-m", "ndcg_cut_20", "--per-query")
+    assert a == b == c
+
+
+def test_json_contract_is_unchanged_by_spellings():
+    def rows(*metrics):
+        args = ["compare", "--qrels", QRELS, RUN, "--format", "json", "-q"]
+        for m in metrics:
+            args += ["-m", m]
+        result = runner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["runs"][0]["metrics"]
+    assert rows("P.5,10", "recip_rank", "map_cut_100") == rows("Precision@5", "Precision@10",
+                                                               "MRR", "MAP@100")
+
+
+def test_columns_on_a_tied_query(tmp_path):
+    """One query, two documents tied at score 1, the relevant d1 and the non-relevant d2.
+    trec_eval's order (docno descending) puts d2 first: original P_1 = 0 and RR = 1/2. The
+    other order gives P_1 = 1, RR = 1, each with probability 1/2: tie_aware P_1 = 0.5,
+    RR = 0.75; first = 1, 1; last = 0, 0.5."""
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 tag\nq1 Q0 d2 2 1.0 tag\n")
+    expected = {"original": ("0.0000", "0.5000"), "tie_aware": ("0.5000", "0.7500"),
+                "first": ("1.0000", "1.0000"), "last": ("0.0000", "0.5000")}
+    for column, (p1, rr) in expected.items():
+        args = ["compare", "--qrels", str(tmp_path / "qrels"), str(tmp_path / "run"),
+                "-m", "P_1", "-m", "recip_rank", "--format", "trec_eval", "--per-query",
+                "-q"]
+        if column != "original":
+            args += ["--column", column]
+        out = runner().invoke(cli, args, catch_exceptions=False).stdout
+        assert out == (f"recip_rank            \tq1\t{rr}\n"
+                       f"P_1                   \tq1\t{p1}\n"
+                       f"runid                 \tall\ttag\n"
+                       f"recip_rank            \tall\t{rr}\n"
+                       f"P_1                   \tall\t{p1}\n"), column
+
+
+def test_a_score_dump_prints_row_numbers(tmp_path):
+    """Rows without ids are numbered from 1. Row 1 ties the positive with the other
+    candidate (Success@1 = MRR@1 = 1/2 tie-aware), row 2 ranks it first (1). MRR@1 has no
+    trec_eval name and keeps tieeval's."""
+    np.savez(tmp_path / "s.npz", scores=np.array([[1.0, 1.0], [1.0, 0.0]]))
+    result = runner().invoke(cli, ["compare", str(tmp_path / "s.npz"), "-m", "Success@1",
+                                   "-m", "MRR@1", "--format", "trec_eval", "--per-query",
+                                   "--column", "tie_aware", "-q"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "success_1             \t1\t0.5000", "MRR@1                 \t1\t0.5000",
+        "success_1             \t2\t1.0000", "MRR@1                 \t2\t1.0000",
+        "runid                 \tall\ts",
+        "success_1             \tall\t0.7500", "MRR@1                 \tall\t0.7500"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--column", "tie_aware"], "--column and --per-query apply to --format trec_eval"),
+    (["--per-query"], "--column and --per-query apply to --format trec_eval"),
+    (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; choose from HR"),
+    (["-m", "infAP"], "'infAP' is trec_eval's infAP, which tieeval does not compute"),
+    (["-m", "P.0"], "cutoff '0' of 'P.0' must be >= 1"),
+])
+def test_usage_errors(args, message):
+    result = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, *args])
+    assert result.exit_code == 2
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and message in error[0]
+    assert result.stdout == ""
+
+
+def test_a_closed_pipe_ends_quietly():
+    """More lines than a pipe holds, read by `head -1`: no traceback, nothing on stderr."""
+    cuts = ",".join(str(k) for k in range(1, 401))
+    command = [sys.executable, "-m", "tieeval", "compare", "--qrels", QRELS, RUN, "-q",
+               "-m", f"P.{cuts}", "-m", f"recall.{cuts}", "--format", "trec_eval",
+               "--per-query"]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env)
+    assert producer.stdout is not None and producer.stderr is not None
+    first = producer.stdout.readline()
+    producer.stdout.close()  # the reader goes away, as head does
+    stderr = producer.stderr.read()
+    producer.wait(timeout=120)
+    assert first == b"P_1                   \t301\t0.0000\n"
+    assert stderr == b""
+    assert producer.returncode in (0, -13, 141)  # done, or ended by SIGPIPE

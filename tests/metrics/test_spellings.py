@@ -1,0 +1,213 @@
+"""trec_eval's and ir_measures' spellings of the registry's metrics.
+
+The expected translations are written here from trec_eval's and ir_measures' documentation
+(trec_eval's measure names and ``-m`` syntax, ir_measures/measures/*.py), not read back
+from tieeval's tables. A mapping whose tieeval metric the registry does not have yet is
+skipped, not failed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from guide import read
+
+from tieeval.analysis.check import parse_metric_key
+from tieeval.engine.arguments import metric_list
+from tieeval.errors import ParameterError
+from tieeval.metrics import spellings
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.options import parse_rel_metric
+from tieeval.metrics.registry import REGISTRY, lookup
+
+# trec_eval's name -> tieeval's canonical name
+TREC_EVAL = [
+    ("map", "MAP"), ("map_cut_100", "MAP@100"), ("map_cut_5", "MAP@5"),
+    ("P_10", "Precision@10"), ("P_1000", "Precision@1000"), ("recall_1000", "Recall@1000"),
+    ("recall_5", "Recall@5"), ("ndcg", "NDCG"), ("ndcg_cut_10", "NDCG@10"),
+    ("recip_rank", "MRR"), ("success_1", "Success@1"), ("success_10", "Success@10"),
+    ("Rprec", "Rprec"), ("bpref", "Bpref"), ("gm_map", "GMAP"),
+    ("iprec_at_recall_0.10", "IPrec@0.1"), ("iprec_at_recall_0.1", "IPrec@0.1"),
+    ("iprec_at_recall_.10", "IPrec@0.1"), ("iprec_at_recall_0.00", "IPrec@0.0"),
+    ("iprec_at_recall_1.00", "IPrec@1.0"),
+    ("num_ret", "NumRet"), ("num_rel", "NumRel"), ("num_rel_ret", "NumRelRet"),
+    ("num_q", "NumQ"),
+]
+
+# ir_measures' name -> tieeval's canonical name
+IR_MEASURES = [
+    ("P@10", "Precision@10"), ("R@100", "Recall@100"), ("Recall@100", "Recall@100"),
+    ("nDCG@10", "NDCG@10"), ("nDCG", "NDCG"), ("AP", "MAP"), ("AP@100", "MAP@100"),
+    ("RR", "MRR"), ("RR@10", "MRR@10"), ("RR(cutoff=10)", "MRR@10"),
+    ("AP(rel=1)@5", "MAP@5"), ("Success@10", "Success@10"), ("Rprec", "Rprec"),
+    ("Bpref", "Bpref"), ("IPrec@0.1", "IPrec@0.1"), ("Judged@10", "Judged@10"),
+    ("ERR@20", "ERR@20"), ("NumRet", "NumRet"), ("NumRel", "NumRel"),
+    ("NumRelRet", "NumRelRet"), ("NumRet(rel=1)", "NumRelRet"), ("NumQ", "NumQ"),
+]
+
+
+def canonical(text: str) -> Metric:
+    """The tieeval metric ``text`` names; skip the test while the registry lacks it."""
+    name = text.split("@")[0]
+    if name not in REGISTRY:
+        pytest.skip(f"{name} is not a registered metric yet")
+    return Metric.parse(text)
+
+
+@pytest.mark.parametrize("text,expected", TREC_EVAL + IR_MEASURES)
+def test_spellings_name_the_registry_metric(text, expected):
+    want = canonical(expected)
+    assert Metric.parse(text) == want
+    assert Metric.expand(text) == [want]
+    # the metric lists of the API, and the thresholds of check, take them too
+    assert metric_list(text) == [want]
+    assert parse_metric_key(f"{text}")[0] == want
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("P.5,10", ["Precision@5", "Precision@10"]),
+    ("P.10,5", ["Precision@5", "Precision@10"]),  # sorted, as trec_eval sorts them
+    ("ndcg_cut.10,20", ["NDCG@10", "NDCG@20"]),
+    ("map_cut.100", ["MAP@100"]),
+    ("recall.5,1000", ["Recall@5", "Recall@1000"]),
+    ("success.1,5,10", ["Success@1", "Success@5", "Success@10"]),
+    ("iprec_at_recall..10,.20", ["IPrec@0.1", "IPrec@0.2"]),
+    ("ndcg_cut", [f"NDCG@{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]),
+    ("ndcg.", ["NDCG"]),
+])
+def test_trec_eval_lists_expand(text, expected):
+    want = [canonical(t) for t in expected]
+    assert Metric.expand(text) == want
+    assert metric_list(["MRR", text]) == list(dict.fromkeys([Metric("MRR"), *want]))
+    if len(want) > 1:
+        with pytest.raises(ParameterError, match="names .* metrics"):
+            Metric.parse(text)
+
+
+# trec_eval's all_trec list (measures.c, trec_names), written out
+ALL_TREC = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+            "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj",
+            "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
+            "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
+            "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+            "set_F", "num_nonrel_judged_ret"]
+
+
+def test_all_trec_is_every_listed_measure_tieeval_has():
+    got = Metric.expand("all_trec")
+    assert len(got) == len(set(got))
+    names = {spellings.trec_eval_name(m.spec, m.k).rsplit("_", 1)[0]
+             if m.k is not None else spellings.trec_eval_name(m.spec, m.k) for m in got}
+    missing = set(spellings.missing_trec())
+    # every all_trec measure is either expanded or documented as missing (runid is a line)
+    assert names | missing | {"runid"} == set(ALL_TREC)
+    assert not names & missing
+    assert {"P", "recall", "map", "map_cut", "ndcg", "ndcg_cut", "recip_rank",
+            "success"} <= names
+    # official is a part of it
+    assert set(Metric.expand("official")) <= set(got)
+
+
+@pytest.mark.parametrize("printed", [
+    "P_5", "P_10", "recall_1000", "ndcg", "ndcg_cut_10", "map", "map_cut_100", "recip_rank",
+    "success_1", "iprec_at_recall_0.10", "iprec_at_recall_1.00", "Rprec", "bpref", "gm_map",
+    "num_ret", "num_rel_ret"])
+def test_trec_eval_names_print_back(printed):
+    measure = spellings._TREC.get(spellings.key(printed.rsplit("_", 1)[0])) or \
+        spellings._TREC[spellings.key(printed)]
+    if not spellings.available(measure.target):
+        pytest.skip(f"{measure.target} is not a registered metric yet")
+    metric = Metric.parse(printed)
+    assert spellings.trec_eval_name(metric.spec, metric.k) == printed
+
+
+@pytest.mark.parametrize("text,match", [
+    ("P_0", "cutoff '0' of 'P_0' must be >= 1"),
+    ("P.x", "parameter 'x' of 'P.x' must be a cutoff >= 1"),
+    ("iprec_at_recall_1.5", "must be in \\[0, 1\\]"),
+    ("infAP", "'infAP' is trec_eval's infAP, which tieeval does not compute"),
+    ("relative_P_10", "is trec_eval's relative_P, which tieeval does not compute"),
+    ("map.5", "trec_eval's map takes no parameters"),
+    ("nDCG(judged_only=True)@10", "has no tieeval counterpart"),
+    ("P(rel=2)@10", "'rel=2' .* has no tieeval counterpart"),
+    ("P", "Precision needs a cutoff"),
+])
+def test_spelling_errors(text, match):
+    with pytest.raises(ParameterError, match=match):
+        Metric.expand(text)
+
+
+def test_unknown_name_lists_every_spelling_on_one_line():
+    with pytest.raises(ParameterError) as info:
+        Metric.parse("ndcg_cutt_10")
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith("unknown metric 'ndcg_cutt_10'; choose from HR, Recall")
+    for name in ("V-AUC", "HITRATE", "ndcg_cut_K", "P_K", "recip_rank", "all_trec",
+                 "nDCG@K", "RR@K"):
+        assert name in text
+    with pytest.raises(ParameterError, match="choose from HR"):
+        lookup("nope")
+
+
+def test_rel_metric_parser_takes_spellings():
+    assert str(parse_rel_metric("ndcg_cut_10")) == "NDCG@10"
+    assert str(parse_rel_metric("nDCG(dcg=exp-log2)@10")) == "NDCG(gain=exponential)@10"
+    assert str(parse_rel_metric("nDCG(dcg=log2)@10")) == "NDCG@10"
+    assert str(parse_rel_metric("RR(cutoff=5)")) == "MRR@5"
+    assert str(parse_rel_metric("NDCG(gain=exp)@10")) == "NDCG(gain=exponential)@10"
+    with pytest.raises(ParameterError, match="names 2 metrics"):
+        parse_rel_metric("P.5,10")
+
+
+def test_registry_spellings_are_not_translated():
+    for text in ("NDCG@10", "MRR", "V-AUC", "HR@5", "SNDCG@10", "NDCG(gain=exp)@10"):
+        assert spellings.translate(text) is None
+    assert spellings.translate(42) is None
+
+
+def test_spellings_evaluate_as_the_registry_names():
+    """The API evaluates a trec_eval list exactly as the canonical names."""
+    import tieeval
+    rng = np.random.default_rng(7)
+    scores = rng.integers(0, 4, size=(30, 12)).astype(np.float64)
+    labels = rng.integers(0, 3, size=(30, 12))
+    a = tieeval.evaluate_labels(scores, labels, metrics=["ndcg_cut.3,5", "P_5", "recip_rank"])
+    b = tieeval.evaluate_labels(scores, labels, metrics=["NDCG@3", "NDCG@5", "Precision@5",
+                                                          "MRR"])
+    assert a.to_dict()["metrics"] == b.to_dict()["metrics"]
+
+
+def test_docs_table_is_the_registry():
+    """docs/metric-names.md holds the generated table and missing list verbatim."""
+    page = read("docs/metric-names.md")
+    table = page.split("markdown_table() -->\n", 1)[1].split("<!-- end of names table", 1)[0]
+    missing = page.split("markdown_missing() -->\n", 1)[1].split("<!-- end of missing", 1)[0]
+    hint = ("regenerate docs/metric-names.md from tieeval.metrics.spellings.markdown_table() "
+            "and markdown_missing()")
+    assert table == spellings.markdown_table(), hint
+    assert missing == spellings.markdown_missing(), hint
+    for name in REGISTRY:  # every registry key is in the table, as a name or an alias
+        spec = REGISTRY[name]
+        assert f"`{spec.name}" in table
+        for alias in spec.aliases:
+            assert f"`{alias}`" in table
+
+
+def test_metric_help_lists_names_and_spellings():
+    from click.testing import CliRunner
+
+    from tieeval.cli import cli
+    out = CliRunner().invoke(cli, ["compare", "--help"], terminal_width=10000).output
+    help_text = " ".join(out.split())
+    for spec in dict.fromkeys(REGISTRY.values()):
+        assert spec.name in help_text
+        for alias in spec.aliases:
+            assert alias in help_text
+    for measure in spellings.TREC_MEASURES:
+        if spellings.available(measure.target):
+            assert measure.spelling() in help_text
+    for measure in spellings.IR_MEASURES:
+        if spellings.available(measure.target):
+            assert measure.spelling() in help_text
+    assert "docs/metric-names.md" in help_text

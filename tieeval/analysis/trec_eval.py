@@ -1,0 +1,158 @@
+"""Results as trec_eval prints them: ``measure  qid  value`` lines in trec_eval's names.
+
+:func:`trec_eval_lines` turns a run's results (and, for ``-q``-style output, its per-query
+values) into plain :class:`TrecLine` records in trec_eval's order: each query's block, the
+queries in the dump's order (a TREC run's queries are sorted as trec_eval sorts them), the
+measures in trec_eval's measure-table order (:data:`tieeval.metrics.spellings.TREC_MEASURES`),
+then the ``runid`` line and the ``all`` lines. :mod:`tieeval.report.trec_eval` prints them.
+
+One column of tieeval's four is printed: ``original`` (the default) is trec_eval's own
+ranking for a TREC run, so the lines are a drop-in for trec_eval's; ``tie_aware``, ``first``
+or ``last`` print the same lines for the expected, best or worst tie-break.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.engine.local import collect_instance_values
+from tieeval.errors import ParameterError
+from tieeval.io.base import ReadOptions
+from tieeval.io.open import open_dump
+from tieeval.metrics.metric import COLUMNS
+from tieeval.metrics.registry import REGISTRY
+from tieeval.metrics.spellings import trec_eval_name, trec_measure, trec_order
+from tieeval.results import RunResult
+
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class TrecLine:
+    """One printed line: ``measure``, ``qid`` (``all`` for the summary) and ``value`` (a
+    float, or text for ``runid``); ``integer`` values print as whole numbers."""
+
+    measure: str
+    qid: str
+    value: float | str
+    integer: bool = False
+
+
+def check_column(column: str) -> str:
+    if column not in COLUMNS:
+        raise ParameterError(f"column must be one of {', '.join(COLUMNS)}, got {column!r}")
+    return column
+
+
+def trec_names_apply(run: RunResult) -> bool:
+    """True when the run's options are trec_eval's definitions (linear gain, log2
+    discount, AP over R), so that trec_eval's names describe its values."""
+    rel = run.relevance
+    if rel is None:
+        return True
+    return (rel.get("gain", "linear") == "linear" and rel.get("discount", "log2") == "log2"
+            and rel.get("ap_norm", "R") == "R" and rel.get("short_list", "pad") == "pad")
+
+
+def measure_name(metric: str, k, gamma: float | None, trec_names: bool = True) -> str:
+    """trec_eval's name of a metric (``ndcg_cut_10``), else tieeval's (``V-AUC``,
+    ``MRR@10``; a signed metric's gamma as ``SNDCG@10_g0.5``)."""
+    spec = REGISTRY[metric]
+    name = trec_eval_name(spec, k) if trec_names and gamma is None else None
+    if name is not None:
+        return name
+    label = spec.name if k is None else f"{spec.name}@{k}"
+    return label if gamma is None else f"{label}_g{gamma:g}"
+
+
+def _sort_key(item) -> tuple:
+    metric, k = item
+    return trec_order(REGISTRY[metric], k)
+
+
+def _integer(metric: str, k) -> bool:
+    measure = trec_measure(REGISTRY[metric], k)
+    return measure is not None and measure.integer
+
+
+def _summary_only(metric: str, k) -> bool:
+    measure = trec_measure(REGISTRY[metric], k)
+    return measure is not None and measure.summary_only
+
+
+@dataclass
+class QueryValues:
+    """Per-query values of one run: ``qids`` in the dump's order and, per output row
+    ``(metric name, k, gamma)``, one value per query under each column (NaN: undefined)."""
+
+    qids: list[str]
+    values: dict
+
+
+def query_values(path: str, metrics, *, options: ReadOptions | None = None,
+                 **kwargs) -> QueryValues:
+    """Every query's (instance's) values of the dump at ``path``: one pass over it.
+
+    ``kwargs``: ``nan_policy``, ``batch_rows``, ``relevance``, ``what_if``, ``original``
+    (as :func:`tieeval.engine.local.collect_instance_values`). A TREC run's queries are
+    named by their qid, a long dump's instances by their id, other dumps' rows by their
+    1-based row number.
+    """
+    dump = open_dump(path, options)
+    kernel, values, ids = collect_instance_values(dump, metrics, **kwargs)
+    rows = len(values[0].original) if values else 0
+    qids = [str(i) for i in ids] if ids is not None else [str(i + 1) for i in range(rows)]
+    out: dict = {}
+    for entry, v in zip(kernel.entries, values):
+        defined = np.ones(rows, dtype=bool) if v.defined is None else np.asarray(v.defined)
+        out[(entry.metric.name, entry.metric.k, entry.gamma)] = {
+            c: np.where(defined, np.asarray(getattr(v, c), dtype=np.float64), np.nan)
+            for c in COLUMNS}
+    return QueryValues(qids, out)
+
+
+def trec_eval_lines(run: RunResult, column: str = "original",
+                    per_query: QueryValues | None = None) -> list[TrecLine]:
+    """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given):
+    per-query blocks, then ``runid`` and the ``all`` lines. Undefined values (a query the
+    metric skips, a mean over no query) are left out."""
+    check_column(column)
+    trec_names = trec_names_apply(run)
+    rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
+    lines: list[TrecLine] = []
+    if per_query is not None:
+        wanted = [(r.metric, r.k, r.gamma) for r in rows
+                  if not _summary_only(r.metric, r.k)]
+        for i, qid in enumerate(per_query.qids):
+            for metric, k, gamma in wanted:
+                found = per_query.values.get((metric, k, gamma))
+                if found is None:
+                    continue
+                value = float(found[column][i])
+                if not np.isnan(value):
+                    lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
+                                          value, _integer(metric, k)))
+    lines.append(TrecLine("runid", ALL, _runid(run)))
+    for row in rows:
+        value = getattr(row, column)
+        if value is not None and not np.isnan(value):
+            lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
+                                  float(value), _integer(row.metric, row.k)))
+    return lines
+
+
+def _runid(run: RunResult) -> str:
+    """trec_eval's runid: the run's tag (its method label), else the file name."""
+    import os
+    return run.labels.get("method") or os.path.basename(run.path)
+
+
+def runs_lines(runs: Iterable[RunResult], column: str = "original",
+               per_query: Iterable[QueryValues | None] | None = None) -> list[TrecLine]:
+    """Every run's lines, one run after the other."""
+    runs = list(runs)
+    queries = list(per_query) if per_query is not None else [None] * len(runs)
+    return [line for run, q in zip(runs, queries) for line in trec_eval_lines(run, column, q)]

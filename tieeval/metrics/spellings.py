@@ -1,0 +1,395 @@
+"""Other tools' spellings of the registry's metrics: trec_eval's and ir_measures'.
+
+An IR researcher moving from trec_eval or ir_measures keeps the names they know:
+
+* trec_eval's printed names, ``P_10``, ``ndcg_cut_10``, ``map_cut_100``, ``recall_1000``,
+  ``recip_rank``, ``iprec_at_recall_0.10``;
+* trec_eval's ``-m`` parameter syntax, ``P.5,10``, ``ndcg_cut.10,20``,
+  ``iprec_at_recall..10,.20``, which names several metrics, and a bare parametrised name
+  (``ndcg_cut``) for trec_eval's default parameters; the nicknames ``all_trec`` and
+  ``official`` for every measure of trec_eval's list that tieeval has;
+* ir_measures' names, ``P@10``, ``R@100``, ``nDCG@10``, ``AP``, ``RR@10``, ``Success@10``,
+  with its options ``cutoff=N``, ``rel=1`` and ``dcg=log2|exp-log2``.
+
+This module only translates: a spelling becomes the text of one or more registry names
+(``"ndcg_cut.10,20"`` -> ``["NDCG@10", "NDCG@20"]``), which the registry then parses
+(:meth:`tieeval.metrics.metric.Metric.parse`). Each table row names its registry metric,
+so a spelling whose metric the registry lacks is refused with a message naming it, and
+``all_trec`` expands only to what the registry has. The same tables give the name a
+metric prints under in trec_eval's format (:func:`trec_eval_name`), ``--help`` and the
+"Metric names" page (:func:`markdown_table`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tieeval.errors import ParameterError
+from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
+
+CUTOFF = "cutoff"
+LEVEL = "level"
+
+# trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
+# m_success.c, m_iprec_at_recall.c)
+TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+TREC_SUCCESS = (1, 5, 10)
+TREC_LEVELS = tuple(i / 10 for i in range(11))
+
+
+@dataclass(frozen=True)
+class TrecMeasure:
+    """One trec_eval measure and the registry metric it is (None: tieeval has none).
+
+    ``param`` is ``"cutoff"`` (``P_10``), ``"level"`` (``iprec_at_recall_0.10``, a recall
+    level in [0, 1]) or ``""`` (``map``); ``defaults`` are trec_eval's parameters when none
+    are given. ``integer`` measures print as whole numbers, ``summary_only`` ones only on
+    the ``all`` lines (trec_eval prints no per-query ``gm_map`` or ``num_q``).
+    """
+
+    name: str
+    target: str | None
+    param: str = ""
+    defaults: tuple = ()
+    integer: bool = False
+    summary_only: bool = False
+
+    @property
+    def spec(self) -> MetricSpec | None:
+        """The registry's metric, or None while the registry has none."""
+        return None if self.target is None else REGISTRY.get(self.target)
+
+    def spelling(self) -> str:
+        """``P_K``, ``iprec_at_recall_x``, ``map``: how the docs show the name."""
+        return self.name + {CUTOFF: "_K", LEVEL: "_x", "": ""}[self.param]
+
+
+# In trec_eval's measure table order (measures.c, te_trec_measures): the order it prints
+# measures in, whatever order -m gave them. runid is not a measure here: the trec_eval
+# format always prints it.
+TREC_MEASURES = (
+    TrecMeasure("num_q", "NumQ", integer=True, summary_only=True),
+    TrecMeasure("num_ret", "NumRet", integer=True),
+    TrecMeasure("num_rel", "NumRel", integer=True),
+    TrecMeasure("num_rel_ret", "NumRelRet", integer=True),
+    TrecMeasure("map", "MAP"),
+    TrecMeasure("gm_map", "GMAP", summary_only=True),
+    TrecMeasure("Rprec", "Rprec"),
+    TrecMeasure("bpref", "Bpref"),
+    TrecMeasure("recip_rank", "MRR"),
+    TrecMeasure("iprec_at_recall", "IPrec", LEVEL, TREC_LEVELS),
+    TrecMeasure("P", "Precision", CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("relstring", None),
+    TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("infAP", None),
+    TrecMeasure("gm_bpref", None),
+    TrecMeasure("Rprec_mult", None, LEVEL),
+    TrecMeasure("utility", None),
+    TrecMeasure("11pt_avg", None),
+    TrecMeasure("binG", None),
+    TrecMeasure("G", None),
+    TrecMeasure("ndcg", "NDCG"),
+    TrecMeasure("ndcg_rel", None),
+    TrecMeasure("Rndcg", None),
+    TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("relative_P", None, CUTOFF),
+    TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
+    TrecMeasure("set_P", None),
+    TrecMeasure("set_relative_P", None),
+    TrecMeasure("set_recall", None),
+    TrecMeasure("set_map", None),
+    TrecMeasure("set_F", None),
+    TrecMeasure("num_nonrel_judged_ret", None, integer=True),
+    TrecMeasure("rbp", None),
+    TrecMeasure("rbp_resid", None),
+    TrecMeasure("unj", None, CUTOFF),
+)
+_TREC = {key(m.name): m for m in TREC_MEASURES}
+
+# trec_eval's nicknames (measures.c, trec_names and off_names), without runid
+TREC_NICKNAMES = {
+    "all_trec": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+                 "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj",
+                 "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
+                 "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
+                 "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+                 "set_F", "num_nonrel_judged_ret"),
+    "official": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+                 "bpref", "recip_rank", "iprec_at_recall", "P"),
+}
+_NICKNAMES = {key(name): names for name, names in TREC_NICKNAMES.items()}
+
+
+@dataclass(frozen=True)
+class IrMeasure:
+    """One ir_measures measure (ir_measures/measures/*.py) and the registry metric it is."""
+
+    name: str
+    target: str
+    param: str = ""  # "cutoff" (P@10; optional where the metric allows it) or "level"
+
+    def spelling(self) -> str:
+        return self.name + {CUTOFF: "@K", LEVEL: "@x", "": ""}[self.param]
+
+
+IR_MEASURES = (
+    IrMeasure("P", "Precision", CUTOFF),
+    IrMeasure("R", "Recall", CUTOFF),
+    IrMeasure("nDCG", "NDCG"),
+    IrMeasure("nDCG", "NDCG", CUTOFF),
+    IrMeasure("AP", "MAP"),
+    IrMeasure("AP", "MAP", CUTOFF),
+    IrMeasure("RR", "MRR"),
+    IrMeasure("RR", "MRR", CUTOFF),
+    IrMeasure("Success", "Success", CUTOFF),
+    IrMeasure("Rprec", "Rprec"),
+    IrMeasure("Bpref", "Bpref"),
+    IrMeasure("IPrec", "IPrec", LEVEL),
+    IrMeasure("Judged", "Judged", CUTOFF),
+    IrMeasure("ERR", "ERR", CUTOFF),
+    IrMeasure("NumRet", "NumRet"),
+    IrMeasure("NumRel", "NumRel"),
+    IrMeasure("NumRelRet", "NumRelRet"),
+    IrMeasure("NumQ", "NumQ"),
+)
+_IR = {key(m.name): m.target for m in IR_MEASURES}
+# ir_measures names tieeval does not compute, or computes under another definition
+IR_MEASURES_MISSING = ("SDCG (ir_measures' scaled DCG; tieeval's SDCG is the signed DCG)",
+                       "infAP", "RBP", "SetP", "SetR", "SetF", "SetAP", "SetRelP",
+                       "INST", "INSQ", "NERR8-11", "BPM", "Compat", "Accuracy",
+                       "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP", "nNRBP", "AP_IA", "P_IA",
+                       "StRecall")
+
+
+def available(target: str | None) -> bool:
+    return target is not None and target in REGISTRY
+
+
+# ---------------------------------------------------------------------------------------
+# translation
+
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_PRINTED = re.compile(rf"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*?)_({_NUMBER})\s*$")
+_PARAMETERS = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*)\.(.*?)\s*$")
+_BARE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*)\s*$")
+_IR_FORM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
+
+
+def _level_text(level: float) -> str:
+    return repr(float(level))
+
+
+def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
+    """One trec_eval parameter: a cutoff >= 1 or a recall level in [0, 1]."""
+    try:
+        value = float(text) if measure.param == LEVEL else int(text)
+    except ValueError:
+        what = "a recall level in [0, 1]" if measure.param == LEVEL else "a cutoff >= 1"
+        raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}") from None
+    if measure.param == LEVEL and not 0 <= value <= 1:
+        raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+    if measure.param == CUTOFF and value < 1:
+        raise ParameterError(f"cutoff {text!r} of {whole!r} must be >= 1")
+    return value
+
+
+def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
+    """The registry texts of ``measure`` at ``params`` (sorted, as trec_eval sorts them)."""
+    if not available(measure.target):
+        raise ParameterError(
+            f"{whole!r} is trec_eval's {measure.name}, which tieeval does not compute; "
+            f"trec_eval measures tieeval has: {trec_text()}")
+    if not measure.param:
+        return [str(measure.target)]
+    values = sorted(set(params))
+    if measure.param == LEVEL:
+        return [f"{measure.target}@{_level_text(v)}" for v in values]
+    return [f"{measure.target}@{v}" for v in values]
+
+
+def _trec_eval(text: str) -> list[str] | None:
+    m = _PRINTED.match(text)  # P_10, iprec_at_recall_0.10
+    if m:
+        measure = _TREC.get(key(m.group(1)))
+        if measure is not None and measure.param:
+            return _texts(measure, [_parameter(measure, m.group(2), text)], text)
+    m = _PARAMETERS.match(text)  # P.5,10, iprec_at_recall..10,.20, ndcg_cut.
+    if m:
+        measure = _TREC.get(key(m.group(1)))
+        if measure is None:
+            return None
+        parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
+        if not measure.param and parts:
+            raise ParameterError(f"trec_eval's {measure.name} takes no parameters "
+                                 f"(got {text!r})")
+        params = [_parameter(measure, p, text) for p in parts] or list(measure.defaults)
+        if measure.param and not params:
+            raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
+                                 f"{measure.name}.5,10")
+        return _texts(measure, params, text)
+    m = _BARE.match(text)
+    if m:
+        names = _NICKNAMES.get(key(m.group(1)))
+        if names is not None:  # all_trec, official: what the registry has of the list
+            out: list[str] = []
+            for measure in TREC_MEASURES:
+                if measure.name in names and available(measure.target):
+                    out += _texts(measure, measure.defaults, text)
+            return out
+        measure = _TREC.get(key(m.group(1)))
+        if measure is not None:  # ndcg_cut alone: trec_eval's default cutoffs
+            if measure.param and not measure.defaults:
+                raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
+                                     f"{measure.name}.10")
+            return _texts(measure, measure.defaults, text)
+    return None
+
+
+# ir_measures options -> tieeval's: (ir_measures name, value) -> tieeval option or None
+_IR_OPTIONS = {("dcg", "log2"): None, ("dcg", "exp-log2"): "gain=exponential",
+               ("rel", "1"): None}
+
+
+def _ir_measures(text: str) -> list[str] | None:
+    m = _IR_FORM.match(text)
+    if not m:
+        return None
+    name, opt_text, k_text = m.groups()
+    target = _IR.get(key(name))
+    if target is None or (key(name) in REGISTRY and not opt_text):
+        return None  # the registry's own spelling: nothing to translate
+    if not available(target):
+        raise ParameterError(f"{text!r} is ir_measures' {name}, which tieeval does not "
+                             f"compute; ir_measures measures tieeval has: {ir_text()}")
+    changed = key(name) not in REGISTRY
+    options = []
+    for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
+        opt, sep, value = (s.strip().strip("'\"") for s in item.partition("="))
+        changed = changed or opt in ("cutoff", "dcg", "rel")
+        if opt == "cutoff" and sep and k_text is None:
+            k_text = value
+        elif key(name) == "NUMRET" and (opt, value) == ("rel", "1"):
+            target = "NumRelRet"  # ir_measures defines NumRelRet as NumRet(rel=1)
+        elif (opt, value) in _IR_OPTIONS:
+            if _IR_OPTIONS[(opt, value)]:
+                options.append(str(_IR_OPTIONS[(opt, value)]))
+        elif opt in ("dcg", "rel", "gains", "judged_only", "cutoff"):
+            raise ParameterError(f"ir_measures' option {item!r} in {text!r} has no tieeval "
+                                 "counterpart (tieeval counts labels > 0 as relevant, with "
+                                 "linear or exponential gain)")
+        else:
+            options.append(item)
+    if not changed:
+        return None  # the registry's name with tieeval's own options
+    out = target + (f"({', '.join(options)})" if options else "")
+    return [out if k_text is None else f"{out}@{k_text}"]
+
+
+def translate(text: object) -> list[str] | None:
+    """The registry texts a trec_eval or ir_measures spelling stands for, or None when
+    ``text`` is not one (the registry's own names are not translated).
+
+    >>> translate("ndcg_cut.10,5"), translate("recip_rank"), translate("P_10")
+    (['NDCG@5', 'NDCG@10'], ['MRR'], ['Precision@10'])
+    >>> translate("NDCG@10") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    out = _trec_eval(text)
+    return out if out is not None else _ir_measures(text)
+
+
+# ---------------------------------------------------------------------------------------
+# names in trec_eval's output
+
+def trec_measure(spec: MetricSpec, k) -> TrecMeasure | None:
+    """The trec_eval measure that prints a registry metric at cutoff (or level) ``k``."""
+    for measure in TREC_MEASURES:
+        if measure.spec is spec and (measure.param == "") == (k is None):
+            return measure
+    return None
+
+
+def trec_eval_name(spec: MetricSpec, k) -> str | None:
+    """``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``: how trec_eval prints a metric
+    (``%3.2f`` levels, as meas_init.c), or None when trec_eval has no such measure."""
+    measure = trec_measure(spec, k)
+    if measure is None:
+        return None
+    if measure.param == LEVEL:
+        return f"{measure.name}_{float(k):3.2f}"
+    return measure.name if k is None else f"{measure.name}_{k}"
+
+
+def trec_order(spec: MetricSpec, k) -> tuple:
+    """Sort key: trec_eval's measure table order, then the parameter ascending; metrics
+    trec_eval lacks come after its measures."""
+    measure = trec_measure(spec, k)
+    if measure is None:
+        return (len(TREC_MEASURES), 0.0)
+    return (TREC_MEASURES.index(measure), 0.0 if k is None else float(k))
+
+
+# ---------------------------------------------------------------------------------------
+# what help text, error messages and the docs show
+
+def _targets(spec: MetricSpec) -> tuple[list[str], list[str]]:
+    trec = [m.spelling() for m in TREC_MEASURES if m.spec is spec]
+    ir = [m.spelling() for m in IR_MEASURES if REGISTRY.get(m.target) is spec]
+    return trec, list(dict.fromkeys(ir))
+
+
+def trec_text() -> str:
+    """trec_eval's spellings the registry answers to: ``map, map_cut_K, P_K, ...``."""
+    names = [m.spelling() for m in TREC_MEASURES if available(m.target)]
+    return ", ".join(names) + " (and P.5,10-style lists, all_trec, official)"
+
+
+def ir_text() -> str:
+    """ir_measures' spellings the registry answers to: ``P@K, R@K, nDCG, ...``."""
+    return ", ".join(dict.fromkeys(m.spelling() for m in IR_MEASURES if available(m.target)))
+
+
+def spellings_text() -> str:
+    """What the unknown-metric error adds to the registry's names."""
+    return f"trec_eval's {trec_text()}; ir_measures' {ir_text()}"
+
+
+def choices_text() -> str:
+    """Every name an unknown-metric error offers: the registry's names and aliases, then
+    trec_eval's and ir_measures' spellings."""
+    return f"{names_text()}; or {spellings_text()}"
+
+
+def missing_trec() -> list[str]:
+    """trec_eval's all_trec measures tieeval does not have."""
+    return [m.name for m in TREC_MEASURES
+            if m.name in TREC_NICKNAMES["all_trec"] and not available(m.target)]
+
+
+def markdown_table() -> str:
+    """The "Metric names" table: each registry metric, its aliases, trec_eval's and
+    ir_measures' spellings (docs/metric-names.md holds a copy; a test compares them)."""
+    from tieeval.metrics.registry import metric_names
+    lines = ["| tieeval | aliases | trec_eval | ir_measures |", "|---|---|---|---|"]
+    for name in metric_names():
+        spec = REGISTRY[name]
+        shown = {"required": f"{name}@K", "optional": f"{name}, {name}@K", "none": name,
+                 "level": f"{name}@x"}
+        trec, ir = _targets(spec)
+        cells = [shown[spec.cutoff], ", ".join(spec.aliases), ", ".join(trec), ", ".join(ir)]
+        lines.append("| " + " | ".join(f"`{c}`".replace(", ", "`, `") if c else "–"
+                                       for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_missing() -> str:
+    """The docs' list of trec_eval's and ir_measures' measures tieeval does not have."""
+    trec = ", ".join(f"`{name}`" for name in missing_trec())
+    ir = ", ".join(f"`{name}`" if " " not in name else f"`{name.split(' ', 1)[0]}` "
+                   + name.split(" ", 1)[1] for name in IR_MEASURES_MISSING)
+    return (f"- trec_eval's `all_trec` measures (`all_trec` expands without them): {trec}\n"
+            f"- ir_measures' measures: {ir}\n")
