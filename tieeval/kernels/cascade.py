@@ -48,7 +48,7 @@ ERR_WORK_LIMIT = 20_000_000
 #: Work limit of one row of :func:`iprec_expectation`: the sum over its random tie blocks
 #: of ``thresholds * p_t * (n_t - p_t + 1)``, ``thresholds <= p_t (n_t - p_t + 1)`` (see
 #: the function). A row above it is NaN.
-IPREC_WORK_LIMIT = 20_000_000
+IPREC_WORK_LIMIT = 5_000_000
 
 _CHUNK = 1 << 22  # elements per 2-D work array
 
@@ -351,9 +351,13 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
       count of lattice paths above a boundary, taken by a cumulative-sum recurrence over i
       scaled by ``i/(n_t - p_t + i)`` (so each step is a probability, never a binomial).
       ``v`` is held as the exact fraction (numerator, denominator) so the ceiling is
-      integer arithmetic. It is evaluated at ``y0`` and at every attainable value
-      ``(B_t + i)/(a_t + s)`` above ``y0``, where its CDF steps.
-    * ``E[X] = y0 + integral_{y0}^{1} (1 - prod_t F_t(v)) dv``, a finite sum over the
+      integer arithmetic. It is evaluated at the floor L (below) and at every attainable
+      value ``(B_t + i)/(a_t + s)`` above L, where its CDF steps.
+    * A random block's values lie between ``(B_t + p_t)/(a_t + n_t)`` (relevant items
+      last) and ``(B_t + p_t)/(a_t + p_t)`` (first). The floor ``L`` is the largest of
+      ``y0`` and the least values; a block whose largest value is at most L is dropped
+      (its CDF is 1 from L on), and only steps above L are evaluated.
+    * ``E[X] = L + integral_{L}^{1} (1 - prod_t F_t(v)) dv``, a finite sum over the
       sorted steps; the product is taken through logarithms, summed per row, and exact
       zeros are counted apart.
 
@@ -440,37 +444,50 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     keep = valid[ib] & (pb > 0) & (bb + pb >= vc1[ib])
     ib, ba, nb, pb, bb = ib[keep], ba[keep], nb[keep], pb[keep], bb[keep]
     det = pb == nb
-    # the floor y0 = max over the fixed blocks, as a fraction (0/1 when there is none)
+    # The floor L under X, a fraction (0/1 when there is none): a fixed block's Y_t, or a
+    # random block's least value (B+p)/(a+n), reached with its relevant items last.
+    fn = bb + pb
+    fd = np.where(det, ba + pb, ba + nb)
     y_num = np.zeros(nv, dtype=np.int64)
     y_den = np.ones(nv, dtype=np.int64)
-    dn, dd = bb[det] + pb[det], ba[det] + pb[det]
-    order = np.lexsort((dn / dd, ib[det]))
+    order = np.lexsort((fn / fd, ib))
     last = np.ones(order.size, dtype=bool)
-    last[:-1] = ib[det][order][1:] != ib[det][order][:-1]
-    y_num[ib[det][order][last]] = dn[order][last]
-    y_den[ib[det][order][last]] = dd[order][last]
+    last[:-1] = ib[order][1:] != ib[order][:-1]
+    y_num[ib[order][last]] = fn[order][last]
+    y_den[ib[order][last]] = fd[order][last]
     y0 = y_num / y_den
-    rnd = ~det
+    # a random block whose largest value (B+p)/(a+p) (relevant items first) is at most L
+    # has F_t = 1 from L on, and drops out
+    rnd = ~det & ((bb + pb) / (ba + pb) > y0[ib])
     ib, ba, nb, pb, bb = ib[rnd], ba[rnd], nb[rnd], pb[rnd], bb[rnd]
     i0 = np.maximum(1, vc1[ib] - bb)
     w = nb - pb + 1
-    thresholds = (pb - i0 + 1) * w
-    work = thresholds.astype(np.float64) * pb * w
+    # per index i = i0..p, the steps (B+i)/(a+s) above L: s = i .. min(w-1+i, top_i),
+    # top_i the last s with (B+i) den > (a+s) num
+    per = pb - i0 + 1
+    blk = np.repeat(np.arange(ib.size), per)
+    i = i0[blk] + (np.arange(blk.size) - np.repeat(np.cumsum(per) - per, per))
+    yn, yd = y_num[ib[blk]], y_den[ib[blk]]
+    top = np.where(yn > 0, -((-(bb[blk] + i) * yd) // np.maximum(yn, 1)) - ba[blk] - 1,
+                   w[blk] - 1 + i)
+    count_i = np.clip(np.minimum(top, w[blk] - 1 + i) - i + 1, 0, None)
+    thresholds = np.bincount(blk, weights=count_i, minlength=ib.size).astype(np.int64)
+    work = (thresholds + 1.0) * pb * w
     over = np.bincount(vrow[ib], weights=work, minlength=rows) > IPREC_WORK_LIMIT
     ok = ~over[vrow[ib]]
-    ib, ba, nb, pb, bb, i0, w, thresholds = (a[ok] for a in
-                                             (ib, ba, nb, pb, bb, i0, w, thresholds))
     ev = y0.copy()
+    if not ok.all():
+        ib, ba, nb, pb, bb, i0, w = (a[ok] for a in (ib, ba, nb, pb, bb, i0, w))
+        keep_i = ok[blk]
+        blk = np.cumsum(ok)[blk[keep_i]] - 1
+        i, count_i = i[keep_i], count_i[keep_i]
     if ib.size == 0:
         return ev, over
-    # thresholds (B + i)/(a + s), i = i0..p, s = i..n-p+i, above y0; and y0 itself
-    blk = np.repeat(np.arange(ib.size), thresholds)
-    local = np.arange(blk.size) - np.repeat(np.cumsum(thresholds) - thresholds, thresholds)
-    i = i0[blk] + local // w[blk]
-    s = i + local % w[blk]
-    num, den = bb[blk] + i, ba[blk] + s
-    above = num / den > y0[ib[blk]]
-    blk, num, den = blk[above], num[above], den[above]
+    # the steps: for each (block, i) the s = i .. i + count_i - 1
+    pair = np.repeat(np.arange(i.size), count_i)
+    s = i[pair] + (np.arange(pair.size) - np.repeat(np.cumsum(count_i) - count_i, count_i))
+    blk = blk[pair]
+    num, den = bb[blk] + i[pair], ba[blk] + s
     init = np.arange(ib.size)
     blk = np.concatenate((init, blk))
     num = np.concatenate((y_num[ib], num))
@@ -502,19 +519,23 @@ def _path_cdf(p, n, i0, bb, ba, num, den) -> np.ndarray:
     w = n - p + 1
     for (pw, ww), sel in _buckets(p, w):
         for part in _chunks(sel, ww):
-            pp, wp = p[part], w[part]
+            part = part[np.argsort(-p[part], kind="stable")]  # the rows still going: a prefix
+            pp, wp, bp, ap, dp, np_, i0p = (x[part] for x in (p, w, bb, ba, den, num, i0))
+            alive = np.searchsorted(-pp, -np.arange(1, pw + 1), side="right")
             hh = np.zeros((part.size, ww))
             hh[:, 0] = 1.0
             col = np.arange(ww)
-            outside = col >= wp[:, None]
+            # Columns at or beyond a row's own width w take values the cumulative sums carry
+            # rightwards, but never feed a column to their left: they are dropped at the end.
             for i in range(1, pw + 1):
-                act = pp >= i
-                step = np.cumsum(hh, axis=1) * (i / (wp - 1.0 + i))[:, None]
-                ell = -((-(bb[part] + i) * den[part]) // num[part]) - ba[part]
-                lam = np.where(i >= i0[part], np.maximum(ell - i, 0), 0)
-                step[(col < lam[:, None]) | outside] = 0.0
-                hh = np.where(act[:, None], step, hh)
-            out[part] = hh.sum(axis=1)
+                na = int(alive[i - 1])
+                h = hh[:na]
+                np.cumsum(h, axis=1, out=h)
+                h *= (i / (wp[:na] - 1.0 + i))[:, None]
+                ell = -((-(bp[:na] + i) * dp[:na]) // np_[:na]) - ap[:na]
+                lam = np.where(i >= i0p[:na], np.maximum(ell - i, 0), 0)
+                h[col < lam[:, None]] = 0.0
+            out[part] = np.where(col < wp[:, None], hh, 0.0).sum(axis=1)
     return np.minimum(out, 1.0)
 
 
