@@ -35,7 +35,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.stats import hypergeom
 
 from tieeval.errors import ParameterError
 from tieeval.kernels.tie_blocks import RelBatch
@@ -419,7 +418,11 @@ def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1) -> np.ndarray:
     ci = np.repeat(np.arange(cutb.size), nh)
     h = h_lo[ci] + (np.arange(ci.size) - np.repeat(np.cumsum(nh) - nh, nh))
     cv = vstart[rb.brow[cutb]][ci] + (h - h_lo[ci])  # their virtual rows
-    weight[cv] = hypergeom.pmf(h, n_c[ci], p_c[ci], m_c[ci])
+    if cv.size:
+        # scipy is imported only for a depth that cuts a tie block (``import tieeval``
+        # stays light)
+        from scipy.stats import hypergeom
+        weight[cv] = hypergeom.pmf(h, n_c[ci], p_c[ci], m_c[ci])
     vret[cv] += h
     # block instances: every full block once per virtual row of its row, and the variants
     reps = vcount[rb.brow[full]]
