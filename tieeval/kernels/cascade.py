@@ -1,0 +1,574 @@
+"""Exact tie-aware expectations of ERR@K and of interpolated precision at a recall level.
+
+Both metrics depend on a ranking in ways the additive formulas of
+:mod:`tieeval.kernels.tie_blocks` cannot express: ERR multiplies over the items above a
+position (a cascade), and interpolated precision takes a maximum over ranks. This module
+computes their exact expectations under uniform random tie-breaking (every tie block of a
+row in uniformly random order, blocks independent) from a :class:`RelBatch`. Nothing is
+sampled; where the exact computation of a row would exceed a documented work limit the row
+is NaN, and :func:`not_computed_reason` gives the text to report for it.
+
+ERR (Chapelle, Metzler, Zhang & Grinspan 2009; the gdeval / ir_measures definition)::
+
+    ERR@K = sum_{r=1..K} (1/r) R_r prod_{i<r} (1 - R_i),   R_i = (2**g_i - 1) / 2**max_grade
+
+with ``g_i = max(label_i, 0)``. Interpolated precision at recall level x is trec_eval's
+``iprec_at_recall`` (``m_iprec_at_recall.c``): with R relevant items of which ``R_ret`` are
+ranked, at ranks ``r_1 < ... < r_{R_ret}``, and ``c = lround(x R)``::
+
+    IPrec(x) = max_{j = max(c, 1)..R_ret} j / r_j     if c <= R_ret and R_ret >= 1,
+               0                                    otherwise.
+
+(The maximum of ``precision@i`` over the ranks ``i >= r_c`` is reached at a relevant rank,
+because precision only rises at relevant ranks; ``c <= 0`` reads as ``c = 1`` in the C code,
+whose loop stops after the first relevant item, and an unreached cutoff leaves the value at
+its initial 0.)
+
+Reference: O. Chapelle et al., Expected reciprocal rank for graded relevance, CIKM 2009;
+F. McSherry & M. Najork, Computing information retrieval performance measures efficiently
+in the presence of tied scores, ECIR 2008 (the tie model).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+from tieeval.errors import ParameterError
+from tieeval.kernels.tie_blocks import RelBatch
+
+#: Work limit of one row of :func:`err_expectation`: the sum over the row's tie blocks that
+#: reach into the top K of ``p_t * (m_t + min(p_t, m_t))`` (p_t items of non-zero gain in
+#: the block, m_t of its positions inside the cutoff). A row above it is NaN.
+ERR_WORK_LIMIT = 20_000_000
+
+#: Work limit of one row of :func:`iprec_expectation`: the sum over its random tie blocks
+#: of ``thresholds * p_t * (n_t - p_t + 1)``, ``thresholds <= p_t (n_t - p_t + 1)`` (see
+#: the function). A row above it is NaN.
+IPREC_WORK_LIMIT = 5_000_000
+
+_CHUNK = 1 << 22  # elements per 2-D work array
+
+
+def not_computed_reason(metric: str) -> str:
+    """The reason to report for a NaN row of :func:`err_expectation` ('ERR') or
+    :func:`iprec_expectation` ('IPrec').
+
+    >>> not_computed_reason("ERR").startswith("the exact tie-aware ERR")
+    True
+    """
+    if metric == "ERR":
+        return (f"the exact tie-aware ERR of this row needs more than {ERR_WORK_LIMIT:,} "
+                "steps (a tie block with many items of non-zero gain reaching far into "
+                "the cutoff); it is not estimated by sampling")
+    if metric == "IPrec":
+        return (f"the exact tie-aware interpolated precision of this row needs more than "
+                f"{IPREC_WORK_LIMIT:,} steps (a tie block with many relevant and many "
+                "non-relevant items); it is not estimated by sampling")
+    raise ParameterError(f"metric must be 'ERR' or 'IPrec', got {metric!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Boundary checks
+
+
+def _check_batch(rb) -> None:
+    if not isinstance(rb, RelBatch):
+        raise ParameterError(f"rb must be a RelBatch, got {type(rb).__name__}")
+
+
+def _check_int(name: str, value, allow_none: bool = True) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer or None, got {value!r}")
+    return int(value)
+
+
+def _check_real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _check_level(value) -> float | None:
+    return None if value is None else _check_real("relevant_level", value)
+
+
+def _row_first_blocks(rb: RelBatch) -> np.ndarray:
+    """Index of the first block of each block's row (per block)."""
+    new = np.ones(rb.bst.size, dtype=bool)
+    new[1:] = rb.brow[1:] != rb.brow[:-1]
+    return np.maximum.accumulate(np.where(new, np.arange(rb.bst.size), 0))
+
+
+def _exclusive_within_row(rb: RelBatch, x_t: np.ndarray) -> np.ndarray:
+    """Per block, the sum of the integer ``x_t`` over the earlier blocks of its row (exact)."""
+    c = np.cumsum(x_t) - x_t
+    return c - c[_row_first_blocks(rb)]
+
+
+def _buckets(*sizes: np.ndarray):
+    """Group indices by the power-of-two ceiling of each size (all sizes >= 1)."""
+    keys = np.stack([np.ceil(np.log2(np.maximum(s, 1))).astype(np.int64) for s in sizes])
+    if keys.shape[1] == 0:
+        return
+    uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
+    inverse = inverse.ravel()
+    for u in range(uniq.shape[1]):
+        yield tuple(1 << int(b) for b in uniq[:, u]), np.flatnonzero(inverse == u)
+
+
+def _chunks(idx: np.ndarray, width: int):
+    return np.array_split(idx, max(1, idx.size * width // _CHUNK + 1))
+
+
+# ---------------------------------------------------------------------------------------
+# ERR
+
+
+def err_expectation(rb: RelBatch, k: int | None, max_grade: float,
+                    relevant_level: float | None = None) -> np.ndarray:
+    """Per row, the exact expectation of ERR@K under uniform random tie-breaking.
+
+    Parameters
+    ----------
+    rb : RelBatch
+        The labelled batch (its blocks and labels; unranked items play no part in ERR).
+    k : int or None
+        The cutoff K >= 1; None for the whole list. K beyond a row's length is that length.
+    max_grade : float
+        The grade of a perfect item: ``R = (2**g - 1) / 2**max_grade``. Every grade must be
+        at most ``max_grade`` (else some ``R > 1`` and ERR is no cascade probability).
+    relevant_level : float, optional
+        Labels below it count as grade 0 (not relevant); the default keeps every positive
+        label's grade.
+
+    Returns
+    -------
+    ndarray of float64, shape (rows,)
+        E[ERR@K] per row; 0 for a row without a positive grade in its top K; NaN where the
+        exact computation exceeds :data:`ERR_WORK_LIMIT` (:func:`not_computed_reason`).
+
+    Method
+    ------
+    Write ``x_i = 1 - R_i`` and ``S_j`` for the product of ``x`` over the first j items.
+    Since ``R_r S_{r-1} = S_{r-1} - S_r``, ERR@K is a sum over the blocks t reaching into
+    the top K (``a_t`` items above, ``n_t`` items, ``m_t = min(n_t, K - a_t)`` inside) of
+    ``S(a_t) * C_t`` with ``C_t = sum_{j<=m_t} R_(j) S'_{j-1} / (a_t + j)``, where ``S'``
+    runs over the block's own items in their (random) order. The product ``S(a_t)`` over
+    every item above the block does not depend on the order inside earlier blocks, which
+    lie wholly inside the cutoff, and the blocks' orders are independent, so
+    ``E[ERR@K] = sum_t S(a_t) E[C_t]``.
+
+    Inside a block only the ``p_t`` items with ``R > 0`` matter (an item with ``R = 0``
+    adds nothing and leaves S unchanged). A uniform order of the block is a uniform choice
+    of the positions that hold those items, times an independent uniform order of them, so
+    ``E[C_t] = sum_{q=1..p_t} D_q W_q`` with
+
+    * ``D_q = E[R_(q) prod_{i<q} x_(i)]`` over a uniform order of the p_t items, from the
+      recurrence that adds one item (value x, R = 1 - x) to N - 1 items::
+
+          M_j <- (j x M_{j-1} + (N - j) M_j) / N          (M_j = E[prod of the first j x])
+          D_j <- ((j - 1) x D_{j-1} + (N - j) D_j + R M_{j-1}) / N
+
+      (the new item lands before, after or at position j, with probabilities
+      ``(j-1)/N``, ``(N-j)/N``, ``1/N``): all terms are non-negative, so nothing cancels;
+    * ``W_q = E[1{pi_q <= m_t} / (a_t + pi_q)]``, pi_q the position of the q-th of p_t
+      uniformly placed items among n_t, from the forward recurrence over positions j of
+      ``P(q - 1 of them above j)`` (each position holds one with probability
+      ``(p_t - q + 1)/(n_t - j + 1)``).
+
+    The work is ``p_t (m_t + min(p_t, m_t))`` per block, vectorised over blocks of similar
+    size. Exactness: every step is a finite sum of non-negative terms, exact up to the
+    rounding of float64.
+
+    >>> import numpy as np
+    >>> rb = RelBatch(np.array([1.0, 1.0]), np.array([1, 0]), np.array([0, 2]))
+    >>> float(err_expectation(rb, None, 1)[0])  # R = 1/2 at rank 1 or 2: (1/2 + 1/4)/2
+    0.375
+    """
+    _check_batch(rb)
+    k = _check_int("k", k)
+    max_grade = _check_real("max_grade", max_grade)
+    relevant_level = _check_level(relevant_level)
+    lab = rb.lab_first
+    g = np.maximum(lab, 0.0)
+    if relevant_level is not None:
+        g = np.where(lab >= relevant_level, g, 0.0)
+    if g.size and g.max() > max_grade:
+        raise ParameterError(f"max_grade must be at least the largest grade; got "
+                             f"max_grade={max_grade!r} with a label of {float(g.max())!r}")
+    with np.errstate(over="ignore"):
+        gain = np.where(g >= 1, np.exp2(g) - 1.0, np.expm1(g * math.log(2.0)))
+        r_item = gain * np.exp2(-max_grade)
+    if not np.isfinite(r_item).all():
+        raise ParameterError("2**max_grade overflows float64; max_grade must be below 1024")
+    x_item = 1.0 - r_item
+    kk = rb.n.copy() if k is None else np.minimum(rb.n, k)
+    m_t = np.clip(kk[rb.brow] - rb.ba, 0, rb.bsz)
+    # Items of R > 0 come first in every block of the 'first' order (labels descending).
+    p_t = np.add.reduceat((r_item > 0).astype(np.int64), rb.bst) if rb.bst.size else \
+        np.zeros(0, dtype=np.int64)
+    out = np.zeros(rb.rows)
+    live = np.flatnonzero((m_t > 0) & (p_t > 0))
+    work = p_t[live] * (m_t[live] + np.minimum(p_t[live], m_t[live]))
+    row_work = np.bincount(rb.brow[live], weights=work.astype(np.float64), minlength=rb.rows)
+    over = row_work > ERR_WORK_LIMIT
+    live = live[~over[rb.brow[live]]]
+    if live.size:
+        surv = _survival_before(rb, x_item, kk)[live]
+        ec = _err_blocks(rb, r_item, x_item, live, p_t[live], m_t[live])
+        out += np.bincount(rb.brow[live], weights=surv * ec, minlength=rb.rows)
+    out[over] = np.nan
+    return out
+
+
+def _survival_before(rb: RelBatch, x_item: np.ndarray, kk: np.ndarray) -> np.ndarray:
+    """Per block, the product of ``x`` over the items of its row above it (only blocks
+    starting inside the cutoff ``kk`` are filled; the rest hold 1).
+
+    Products are taken left to right along each row, over rows of one length at a time as
+    a 2-D array (no logarithms, no differences of running products)."""
+    ex = np.ones(rb.size)
+    width = np.minimum(rb.n, kk)
+    for w in np.unique(width):
+        if w <= 1:
+            continue
+        rows = np.flatnonzero(width == w)
+        for part in _chunks(rows, int(w)):
+            idx = rb.offsets[part][:, None] + np.arange(int(w))
+            ex[idx[:, 1:]] = np.cumprod(x_item[idx[:, :-1]], axis=1)
+    return ex[rb.bst]
+
+
+def _err_blocks(rb: RelBatch, r_item: np.ndarray, x_item: np.ndarray, blocks: np.ndarray,
+                p: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``E[C_t]`` for the given blocks (see :func:`err_expectation`)."""
+    out = np.zeros(blocks.size)
+    for (pw, mw), sel in _buckets(p, m):
+        for part in _chunks(sel, pw * max(pw, mw)):
+            t = blocks[part]
+            idx = rb.bst[t][:, None] + np.arange(pw)
+            inside = np.arange(pw) < p[part][:, None]
+            idx = np.where(inside, idx, rb.bst[t][:, None])
+            rv = np.where(inside, r_item[idx], 0.0)
+            xv = np.where(inside, x_item[idx], 1.0)
+            d = _cascade_moments(rv, xv, p[part], min(pw, mw))
+            out[part] = _position_weights(d, rb.ba[t], rb.bsz[t], p[part], m[part], pw, mw)
+    return out
+
+
+def _cascade_moments(rv: np.ndarray, xv: np.ndarray, p: np.ndarray, kmax: int) -> np.ndarray:
+    """``D[:, q] = E[R_(q) prod_{i<q} x_(i)]``, q = 1..kmax, over a uniform order of each
+    row's first ``p`` items (columns of ``rv``/``xv``); column 0 is 0."""
+    b, pw = rv.shape
+    j = np.arange(1, kmax + 1, dtype=np.float64)
+    mom = np.zeros((b, kmax + 1))
+    mom[:, 0] = 1.0
+    d = np.zeros((b, kmax + 1))
+    for i in range(1, pw + 1):
+        act = (p >= i)[:, None]
+        x = xv[:, i - 1:i]
+        r = rv[:, i - 1:i]
+        prev = mom[:, :-1]
+        new_d = ((j - 1.0) * x * d[:, :-1] + (i - j) * d[:, 1:] + r * prev) / i
+        new_m = (j * x * prev + (i - j) * mom[:, 1:]) / i
+        d[:, 1:] = np.where(act, new_d, d[:, 1:])
+        mom[:, 1:] = np.where(act, new_m, mom[:, 1:])
+    return d
+
+
+def _position_weights(d: np.ndarray, a: np.ndarray, n: np.ndarray, p: np.ndarray,
+                      m: np.ndarray, pw: int, mw: int) -> np.ndarray:
+    """``sum_q D_q E[1{pi_q <= m} / (a + pi_q)]`` by a forward pass over positions."""
+    b = d.shape[0]
+    kmax = d.shape[1] - 1
+    q = np.arange(pw + 1)
+    left = np.clip(p[:, None] - q, 0, None).astype(np.float64)  # of the p still to place
+    f = np.zeros((b, pw + 1))
+    f[:, 0] = 1.0  # P(q of the p items above the current position)
+    out = np.zeros(b)
+    af = a.astype(np.float64)
+    for j in range(1, int(m.max()) + 1):
+        rem = (n - j + 1).astype(np.float64)
+        ok = (j <= m)
+        rem = np.where(ok, rem, 1.0)[:, None]
+        hit = f * left / rem  # P(q above, and position j holds the (q+1)-th)
+        out += np.where(ok, (hit[:, :kmax] * d[:, 1:]).sum(axis=1) / (af + j), 0.0)
+        f = np.where(ok[:, None], f - hit, f)
+        f[:, 1:] += np.where(ok[:, None], hit[:, :-1], 0.0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Interpolated precision
+
+
+def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
+                      relevant_level: float | None = None) -> np.ndarray:
+    """Per row, the exact expectation of trec_eval's ``iprec_at_recall`` at level ``recall``
+    under uniform random tie-breaking.
+
+    Parameters
+    ----------
+    rb : RelBatch
+        The labelled batch; unranked relevant items (``RelBatch(unranked=...)``) count in R.
+    recall : float
+        The recall level x in [0, 1]; the cutoff is ``c = lround(x R)`` relevant items.
+    depth : int, optional
+        Only the top ``depth`` candidates are retrieved (trec_eval ``-M``); a tie block
+        across that depth is cut after the random order is drawn.
+    relevant_level : float, optional
+        Relevant means ``label >= relevant_level`` (trec_eval ``-l``); default ``label > 0``.
+
+    Returns
+    -------
+    ndarray of float64, shape (rows,)
+        E[IPrec] per row (0 for a row with nothing retrieved or no relevant item retrieved);
+        NaN where the exact computation exceeds :data:`IPREC_WORK_LIMIT`
+        (:func:`not_computed_reason`).
+
+    Method
+    ------
+    Let ``c' = max(c, 1)``. When the number of relevant items retrieved, ``R_ret``, is
+    below c the value is 0 for every order. Otherwise ``X = max_{j >= c'} j / r_j``. The
+    relevant items of a tie block t (``a_t`` items and ``B_t`` relevant items above it,
+    ``n_t`` items, ``p_t`` relevant) hold the relevant indices ``B_t+1 .. B_t+p_t`` in every
+    order; only their in-block positions ``s_1 < ... < s_p``, a uniform p_t-subset of
+    ``1..n_t``, are random, independently across blocks. Hence ``X = max_t Y_t`` with
+    independent ``Y_t = max_{i >= i0} (B_t + i) / (a_t + s_i)``, ``i0 = max(1, c' - B_t)``,
+    and ``P(X <= v) = prod_t P(Y_t <= v)``.
+
+    * A block whose order cannot matter (every item relevant) gives a fixed
+      ``Y_t = (B_t + p_t)/(a_t + p_t)`` (the ratio rises with i as ``B_t <= a_t``); the
+      largest of them is a floor ``y0`` under X.
+    * For a random block, ``Y_t <= v`` iff ``s_i >= ceil((B_t + i)/v) - a_t`` for every
+      ``i >= i0``: with ``s_i = i + d_i`` and ``0 <= d_1 <= ... <= d_p <= n_t - p_t`` a
+      count of lattice paths above a boundary, taken by a cumulative-sum recurrence over i
+      scaled by ``i/(n_t - p_t + i)`` (so each step is a probability, never a binomial).
+      ``v`` is held as the exact fraction (numerator, denominator) so the ceiling is
+      integer arithmetic. It is evaluated at the floor L (below) and at every attainable
+      value ``(B_t + i)/(a_t + s)`` above L, where its CDF steps.
+    * A random block's values lie between ``(B_t + p_t)/(a_t + n_t)`` (relevant items
+      last) and ``(B_t + p_t)/(a_t + p_t)`` (first). The floor ``L`` is the largest of
+      ``y0`` and the least values; a block whose largest value is at most L is dropped
+      (its CDF is 1 from L on), and only steps above L are evaluated.
+    * ``E[X] = L + integral_{L}^{1} (1 - prod_t F_t(v)) dv``, a finite sum over the
+      sorted steps; the product is taken through logarithms, summed per row, and exact
+      zeros are counted apart.
+
+    With ``depth`` cutting a block after m of its n items, the number h of its relevant
+    items retrieved is hypergeometric and, given h, their positions a uniform h-subset of
+    the m kept ones: the row is the mixture over h of the rows with that block replaced
+    by one of m items and h relevant (``R_ret`` then depends on h).
+
+    >>> import numpy as np
+    >>> rb = RelBatch(np.array([1.0, 1.0]), np.array([1, 0]), np.array([0, 2]))
+    >>> float(iprec_expectation(rb, 0.0)[0])  # precision 1 or 1/2, each half the time
+    0.75
+    """
+    _check_batch(rb)
+    recall = _check_real("recall", recall)
+    if not 0.0 <= recall <= 1.0:
+        raise ParameterError(f"recall must be between 0 and 1, got {recall!r}")
+    depth = _check_int("depth", depth)
+    relevant_level = _check_level(relevant_level)
+    lab = rb.lab_first
+    rel = lab > 0 if relevant_level is None else lab >= relevant_level
+    p_t = (np.add.reduceat(rel.astype(np.int64), rb.bst) if rb.bst.size
+           else np.zeros(0, dtype=np.int64))
+    big_r = np.bincount(rb.row[rel], minlength=rb.rows)
+    if rb.unranked is not None:
+        ulab, uoff = rb.unranked
+        urel = ulab > 0 if relevant_level is None else ulab >= relevant_level
+        urow = np.repeat(np.arange(rb.rows, dtype=np.int64), np.diff(uoff))
+        big_r = big_r + np.bincount(urow[urel], minlength=rb.rows)
+    prod = recall * big_r.astype(np.float64)
+    fl = np.floor(prod)
+    cut = (fl + (prod - fl >= 0.5)).astype(np.int64)  # lround: halves away from zero
+    c1 = np.maximum(cut, 1)
+    kept = rb.n.copy() if depth is None else np.minimum(rb.n, depth)
+    m_t = np.clip(kept[rb.brow] - rb.ba, 0, rb.bsz)
+    b_t = _exclusive_within_row(rb, p_t)
+    return _iprec_rows(rb, p_t, b_t, m_t, c1)
+
+
+def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1) -> np.ndarray:
+    """Build the virtual rows (one per row, or one per count h of relevant items kept of
+    a block cut by the depth) and their block instances, then evaluate them."""
+    full = np.flatnonzero(m_t == rb.bsz)
+    cutb = np.flatnonzero((m_t > 0) & (m_t < rb.bsz))  # at most one per row
+    # h values of the cut blocks: max(0, p - (n - m)) .. min(p, m)
+    n_c, p_c, m_c = rb.bsz[cutb], p_t[cutb], m_t[cutb]
+    h_lo = np.maximum(0, p_c - (n_c - m_c))
+    h_hi = np.minimum(p_c, m_c)
+    nh = h_hi - h_lo + 1
+    vcount = np.ones(rb.rows, dtype=np.int64)
+    vcount[rb.brow[cutb]] = nh
+    vstart = np.concatenate(([0], np.cumsum(vcount)))
+    nv = int(vstart[-1])
+    vrow = np.repeat(np.arange(rb.rows), vcount)
+    weight = np.ones(nv)
+    ret = np.bincount(rb.brow[full], weights=p_t[full], minlength=rb.rows).astype(np.int64)
+    vret = ret[vrow]
+    # the cut blocks' variants
+    ci = np.repeat(np.arange(cutb.size), nh)
+    h = h_lo[ci] + (np.arange(ci.size) - np.repeat(np.cumsum(nh) - nh, nh))
+    cv = vstart[rb.brow[cutb]][ci] + (h - h_lo[ci])  # their virtual rows
+    if cv.size:
+        # scipy is imported only for a depth that cuts a tie block (``import tieeval``
+        # stays light)
+        from scipy.stats import hypergeom
+        weight[cv] = hypergeom.pmf(h, n_c[ci], p_c[ci], m_c[ci])
+    vret[cv] += h
+    # block instances: every full block once per virtual row of its row, and the variants
+    reps = vcount[rb.brow[full]]
+    inst_block = np.repeat(full, reps)
+    inst_v = vstart[rb.brow[inst_block]] + (np.arange(inst_block.size)
+                                            - np.repeat(np.cumsum(reps) - reps, reps))
+    ba = np.concatenate((rb.ba[inst_block], rb.ba[cutb][ci]))
+    nb = np.concatenate((rb.bsz[inst_block], m_c[ci]))
+    pb = np.concatenate((p_t[inst_block], h))
+    bb = np.concatenate((b_t[inst_block], b_t[cutb][ci]))
+    ib = np.concatenate((inst_v, cv))
+    vc1 = c1[vrow]
+    valid = vret >= vc1  # else 0 in every order (R_ret = 0 included, as c' >= 1)
+    ev, over = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rb.rows)
+    out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
+    out[over] = np.nan
+    return out
+
+
+def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
+    """E[max_t Y_t] per virtual row, and the rows over the work limit."""
+    keep = valid[ib] & (pb > 0) & (bb + pb >= vc1[ib])
+    ib, ba, nb, pb, bb = ib[keep], ba[keep], nb[keep], pb[keep], bb[keep]
+    det = pb == nb
+    # The floor L under X, a fraction (0/1 when there is none): a fixed block's Y_t, or a
+    # random block's least value (B+p)/(a+n), reached with its relevant items last.
+    fn = bb + pb
+    fd = np.where(det, ba + pb, ba + nb)
+    y_num = np.zeros(nv, dtype=np.int64)
+    y_den = np.ones(nv, dtype=np.int64)
+    order = np.lexsort((fn / fd, ib))
+    last = np.ones(order.size, dtype=bool)
+    last[:-1] = ib[order][1:] != ib[order][:-1]
+    y_num[ib[order][last]] = fn[order][last]
+    y_den[ib[order][last]] = fd[order][last]
+    y0 = y_num / y_den
+    # a random block whose largest value (B+p)/(a+p) (relevant items first) is at most L
+    # has F_t = 1 from L on, and drops out
+    rnd = ~det & ((bb + pb) / (ba + pb) > y0[ib])
+    ib, ba, nb, pb, bb = ib[rnd], ba[rnd], nb[rnd], pb[rnd], bb[rnd]
+    i0 = np.maximum(1, vc1[ib] - bb)
+    w = nb - pb + 1
+    # per index i = i0..p, the steps (B+i)/(a+s) above L: s = i .. min(w-1+i, top_i),
+    # top_i the last s with (B+i) den > (a+s) num
+    per = pb - i0 + 1
+    blk = np.repeat(np.arange(ib.size), per)
+    i = i0[blk] + (np.arange(blk.size) - np.repeat(np.cumsum(per) - per, per))
+    yn, yd = y_num[ib[blk]], y_den[ib[blk]]
+    top = np.where(yn > 0, -((-(bb[blk] + i) * yd) // np.maximum(yn, 1)) - ba[blk] - 1,
+                   w[blk] - 1 + i)
+    count_i = np.clip(np.minimum(top, w[blk] - 1 + i) - i + 1, 0, None)
+    thresholds = np.bincount(blk, weights=count_i, minlength=ib.size).astype(np.int64)
+    work = (thresholds + 1.0) * pb * w
+    over = np.bincount(vrow[ib], weights=work, minlength=rows) > IPREC_WORK_LIMIT
+    ok = ~over[vrow[ib]]
+    ev = y0.copy()
+    if not ok.all():
+        ib, ba, nb, pb, bb, i0, w = (a[ok] for a in (ib, ba, nb, pb, bb, i0, w))
+        keep_i = ok[blk]
+        blk = np.cumsum(ok)[blk[keep_i]] - 1
+        i, count_i = i[keep_i], count_i[keep_i]
+    if ib.size == 0:
+        return ev, over
+    # the steps: for each (block, i) the s = i .. i + count_i - 1
+    pair = np.repeat(np.arange(i.size), count_i)
+    s = i[pair] + (np.arange(pair.size) - np.repeat(np.cumsum(count_i) - count_i, count_i))
+    blk = blk[pair]
+    num, den = bb[blk] + i[pair], ba[blk] + s
+    init = np.arange(ib.size)
+    blk = np.concatenate((init, blk))
+    num = np.concatenate((y_num[ib], num))
+    den = np.concatenate((y_den[ib], den))
+    is_init = np.zeros(blk.size, dtype=bool)
+    is_init[:init.size] = True
+    cdf = np.zeros(blk.size)
+    need = num > 0  # P(Y_t <= 0) = 0
+    sel = np.flatnonzero(need)
+    cdf[sel] = _path_cdf(pb[blk[sel]], nb[blk[sel]], i0[blk[sel]], bb[blk[sel]],
+                         ba[blk[sel]], num[sel], den[sel])
+    v = num / den
+    # change of each block's CDF at each of its steps (from 1 before its first record)
+    order = np.lexsort((~is_init, v, blk))
+    prev = np.ones(blk.size)
+    o_blk = blk[order]
+    prev[order[1:]] = np.where(o_blk[1:] == o_blk[:-1], cdf[order[:-1]], 1.0)
+    zero, zprev = cdf <= 0.0, prev <= 0.0
+    dlog = (np.log(np.where(zero, 1.0, cdf)) - np.log(np.where(zprev, 1.0, prev)))
+    dzero = zero.astype(np.int64) - zprev.astype(np.int64)
+    ev += _sweep(ib[blk], v, dlog, dzero, y0, nv)
+    return ev, over
+
+
+def _path_cdf(p, n, i0, bb, ba, num, den) -> np.ndarray:
+    """``P(Y <= num/den)`` for a block: the share of the ``C(n, p)`` position sets with
+    ``s_i >= ceil((bb + i) den / num) - ba`` for ``i >= i0``."""
+    out = np.zeros(p.size)
+    w = n - p + 1
+    for (pw, ww), sel in _buckets(p, w):
+        for part in _chunks(sel, ww):
+            part = part[np.argsort(-p[part], kind="stable")]  # the rows still going: a prefix
+            pp, wp, bp, ap, dp, np_, i0p = (x[part] for x in (p, w, bb, ba, den, num, i0))
+            alive = np.searchsorted(-pp, -np.arange(1, pw + 1), side="right")
+            hh = np.zeros((part.size, ww))
+            hh[:, 0] = 1.0
+            col = np.arange(ww)
+            # Columns at or beyond a row's own width w take values the cumulative sums carry
+            # rightwards, but never feed a column to their left: they are dropped at the end.
+            for i in range(1, pw + 1):
+                na = int(alive[i - 1])
+                h = hh[:na]
+                np.cumsum(h, axis=1, out=h)
+                h *= (i / (wp[:na] - 1.0 + i))[:, None]
+                ell = -((-(bp[:na] + i) * dp[:na]) // np_[:na]) - ap[:na]
+                lam = np.where(i >= i0p[:na], np.maximum(ell - i, 0), 0)
+                h[col < lam[:, None]] = 0.0
+            out[part] = np.where(col < wp[:, None], hh, 0.0).sum(axis=1)
+    return np.minimum(out, 1.0)
+
+
+def _sweep(vr, v, dlog, dzero, y0, nv) -> np.ndarray:
+    """``integral_{y0}^{1} (1 - prod_t F_t) dv`` per virtual row from the CDF changes."""
+    order = np.lexsort((v, vr))
+    vr, v, dlog, dzero = vr[order], v[order], dlog[order], dzero[order]
+    # cumulative sums inside each virtual row, as padded 2-D rows (no global differences)
+    counts = np.bincount(vr, minlength=nv)
+    start = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    slog = np.empty(vr.size)
+    szero = np.empty(vr.size, dtype=np.int64)
+    present = np.flatnonzero(counts)
+    for (cw,), sel in _buckets(counts[present]):
+        for part in _chunks(present[sel], cw):
+            idx = start[part][:, None] + np.arange(cw)
+            inside = np.arange(cw) < counts[part][:, None]
+            idx = np.where(inside, idx, start[part][:, None])
+            cl = np.cumsum(np.where(inside, dlog[idx], 0.0), axis=1)
+            cz = np.cumsum(np.where(inside, dzero[idx], 0), axis=1)
+            slog[idx[inside]] = cl[inside]
+            szero[idx[inside]] = cz[inside]
+    prod = np.where(szero > 0, 0.0, np.exp(np.minimum(slog, 0.0)))
+    # the last record of each (row, value) holds the product from that value on
+    last = np.ones(vr.size, dtype=bool)
+    last[:-1] = (vr[1:] != vr[:-1]) | (v[1:] != v[:-1])
+    vr, v, prod = vr[last], v[last], prod[last]
+    nxt = np.empty(v.size)
+    nxt[:-1] = v[1:]
+    has_next = np.zeros(v.size, dtype=bool)
+    has_next[:-1] = vr[1:] == vr[:-1]
+    gap = np.where(has_next, nxt - v, 0.0)
+    return np.bincount(vr, weights=gap * (1.0 - prod), minlength=nv)
