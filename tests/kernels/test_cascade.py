@@ -37,7 +37,7 @@ def make_rng(name: str) -> np.random.Generator:
 def err_oracle(labels, k, max_grade, relevant_level=None) -> float:
     total, survive = 0.0, 1.0
     for r, label in enumerate(labels[:k] if k is not None else labels, start=1):
-        g = max(float(label), 0.0)
+        g = min(max(float(label), 0.0), max_grade)  # a grade above g_max counts as g_max
         if relevant_level is not None and label < relevant_level:
             g = 0.0
         stop = (2.0 ** g - 1.0) / 2.0 ** max_grade
@@ -191,10 +191,23 @@ def test_err_blocks_below_the_cutoff_and_survival():
         assert err_expectation(batch([s], [lab]), k, 3)[0] == pytest.approx(mean, rel=1e-13)
 
 
+def test_err_caps_grades_and_takes_a_grade_per_row():
+    """A grade above g_max counts as g_max (R = 1 - 2**-g_max < 1); g_max may differ per
+    row. Both against every tie order of each row."""
+    rows = [np.array([1.0, 1.0, 1.0, 0.5]), np.array([2.0, 2.0, 1.0])]
+    labs = [np.array([3, 0, 1, 2]), np.array([1, 4, 0])]
+    for gmax in (2.0, np.array([2.0, 5.0])):
+        got = err_expectation(batch(rows, labs), 3, gmax)
+        for i, (s, lab) in enumerate(zip(rows, labs)):
+            g = float(np.broadcast_to(gmax, (2,))[i])
+            mean, _, _ = ordering_stats(s, lab, err_oracle, 3, g)
+            assert got[i] == pytest.approx(mean, rel=1e-13)
+
+
 def test_err_rejects_bad_parameters():
     rb = batch([np.array([1.0, 1.0])], [np.array([3, 0])])
-    with pytest.raises(ParameterError, match="max_grade must be at least"):
-        err_expectation(rb, 2, 2)
+    with pytest.raises(ParameterError, match="one per row"):
+        err_expectation(rb, 2, np.array([2.0, 3.0]))
     for k in (0, -1, 1.5, True):
         with pytest.raises(ParameterError, match="k must be a positive integer"):
             err_expectation(rb, k, 3)

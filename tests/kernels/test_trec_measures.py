@@ -135,10 +135,10 @@ def test_tie_aware_is_the_mean_over_every_tie_order(setting):
             assert v.defined[0], text
             want = sum(values) / len(values)
             got = v.tie_aware[0]
-            if not math.isnan(got):  # ERR / IPrec: exact elsewhere or not at all
-                assert got == pytest.approx(want, abs=1e-12), (text, scores, items, unranked)
-            elif metric.name not in ("ERR", "IPrec"):
-                raise AssertionError(text)
+            # ERR and IPrec come from tieeval.kernels.cascade: within its work limits on
+            # rows this small, so computed (never NaN) and exact
+            assert not math.isnan(got), text
+            assert got == pytest.approx(want, abs=1e-12), (text, scores, items, unranked)
             assert v.original[0] == pytest.approx(
                 oracle(metric.name, metric.k, stable, unranked, level, depth, gmax),
                 abs=1e-12), text

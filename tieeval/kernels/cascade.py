@@ -129,7 +129,7 @@ def _chunks(idx: np.ndarray, width: int):
 # ERR
 
 
-def err_expectation(rb: RelBatch, k: int | None, max_grade: float,
+def err_expectation(rb: RelBatch, k: int | None, max_grade,
                     relevant_level: float | None = None) -> np.ndarray:
     """Per row, the exact expectation of ERR@K under uniform random tie-breaking.
 
@@ -139,9 +139,10 @@ def err_expectation(rb: RelBatch, k: int | None, max_grade: float,
         The labelled batch (its blocks and labels; unranked items play no part in ERR).
     k : int or None
         The cutoff K >= 1; None for the whole list. K beyond a row's length is that length.
-    max_grade : float
-        The grade of a perfect item: ``R = (2**g - 1) / 2**max_grade``. Every grade must be
-        at most ``max_grade`` (else some ``R > 1`` and ERR is no cascade probability).
+    max_grade : float or ndarray of float, shape (rows,)
+        The grade of a perfect item: ``R = (2**g - 1) / 2**max_grade``, one for the batch or
+        one per row. A grade above it counts as ``max_grade`` (so ``R < 1`` and ERR stays a
+        cascade probability), as the realised ERR of :mod:`tieeval.kernels.tie_blocks` does.
     relevant_level : float, optional
         Labels below it count as grade 0 (not relevant); the default keeps every positive
         label's grade.
@@ -192,18 +193,22 @@ def err_expectation(rb: RelBatch, k: int | None, max_grade: float,
     """
     _check_batch(rb)
     k = _check_int("k", k)
-    max_grade = _check_real("max_grade", max_grade)
+    if np.ndim(max_grade) == 0:
+        gmax = np.full(rb.rows, _check_real("max_grade", max_grade))
+    else:
+        gmax = np.asarray(max_grade, dtype=np.float64)
+        if gmax.shape != (rb.rows,) or not np.isfinite(gmax).all():
+            raise ParameterError(f"max_grade must be a finite number or one per row "
+                                 f"({rb.rows}), got shape {gmax.shape}")
     relevant_level = _check_level(relevant_level)
     lab = rb.lab_first
     g = np.maximum(lab, 0.0)
     if relevant_level is not None:
         g = np.where(lab >= relevant_level, g, 0.0)
-    if g.size and g.max() > max_grade:
-        raise ParameterError(f"max_grade must be at least the largest grade; got "
-                             f"max_grade={max_grade!r} with a label of {float(g.max())!r}")
+    g = np.minimum(g, gmax[rb.row])
     with np.errstate(over="ignore"):
         gain = np.where(g >= 1, np.exp2(g) - 1.0, np.expm1(g * math.log(2.0)))
-        r_item = gain * np.exp2(-max_grade)
+        r_item = gain * np.exp2(-gmax[rb.row])
     if not np.isfinite(r_item).all():
         raise ParameterError("2**max_grade overflows float64; max_grade must be below 1024")
     x_item = 1.0 - r_item

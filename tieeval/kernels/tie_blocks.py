@@ -1180,9 +1180,10 @@ class _Evaluation:
     def _closed_iprec(self):
         nan = np.full(self.b.rows, np.nan)
         iprec = _cascade("iprec_expectation")
-        if iprec is None or self.b.depth is not None:
+        if iprec is None:
             return nan, None, None
-        return np.asarray(iprec(self.b, self._level()), dtype=np.float64), None, None
+        return (np.asarray(iprec(self.b, self._level(), depth=self.b.depth,
+                                 relevant_level=self.b.level), dtype=np.float64), None, None)
 
     def _realise_iprec(self, lab):
         """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with
