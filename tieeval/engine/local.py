@@ -32,7 +32,6 @@ from tieeval.engine.arguments import (
     run_labels_of,
     what_if_of,
 )
-from tieeval.engine.arrays import array_batch
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
     Batch,
@@ -530,6 +529,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
                       no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels)
+    from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
