@@ -10,12 +10,16 @@ cores (threads: argsort releases the GIL). Four seeded float32 dumps (scaled by
 ``--scale``): sampled 200,000 x 101 and all-item 4,000 x 10,000, each tied (a sigmoid that
 saturates at 1.0) and tie-free (raw logits).
 
-Measured in one run, medians of ``--repeat``: the floor; ``tieeval compare`` with the
-default ``--jobs`` and with ``--jobs 1`` (a fresh process each, as a user runs it); the
-API in this process. Then graded labels (1-10 relevant items per row, ties): tieeval's
-NDCG@10 end to end against scikit-learn's tie-averaged ``ndcg_score`` (scaled from a
-subset: it loops over rows in Python), and tieeval's time per score against the
-single-positive time on the same matrix.
+Measured in one run, medians of ``--repeat`` (the rounds interleave the contestants, and
+each ratio is the median of the per-round ratios to the floor): the floor; ``tieeval
+compare`` with the default ``--jobs`` and with ``--jobs 1`` (a fresh process each, as a
+user runs it); the API in this process (``jobs=1``); naive numpy (``np.argsort(S * -1)``
+of every row, the positive's place, HR@10 / NDCG@10 / MRR under Original only); and,
+where installed, scikit-learn's tie-averaged ``ndcg_score`` and ranx's NDCG@10, timed on
+the first rows and scaled per row to the dump. Then graded labels (1-10 relevant items
+per row, ties): tieeval's NDCG@10 end to end against scikit-learn's tie-averaged
+``ndcg_score`` (scaled from a subset: it loops over rows in Python), and tieeval's time per
+score against the single-positive time on the same matrix.
 
 The machine is small and shared: read the ratios, not the seconds.
 """
@@ -24,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -76,6 +82,67 @@ def floor(path: str) -> None:
         list(pool.map(sort, tied))
 
 
+def interleaved(runs: dict, repeat: int) -> dict:
+    """Each run's wall times over ``repeat`` rounds, every round running each in turn."""
+    times: dict = {k: [] for k in runs}
+    for _ in range(repeat):
+        for key, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t0)
+    return times
+
+
+def naive(path: str) -> None:
+    """What a user writes with numpy alone: sort every row as the codebases do, find the
+    positive (column 0), average HR@10, NDCG@10 and MRR of that one order (Original)."""
+    s = np.load(path, mmap_mode="r")
+    step = max(1, (1 << 22) // s.shape[1])
+    for lo in range(0, s.shape[0], step):
+        order = np.argsort(np.asarray(s[lo:lo + step]) * -1, axis=1)
+        rank = np.argmax(order == 0, axis=1) + 1
+        ((rank <= 10).sum(), (np.where(rank <= 10, 1 / np.log2(rank + 1), 0)).sum(),
+         (1 / rank).sum())
+
+
+def _head(path: str, rows: int):
+    s = np.load(path, mmap_mode="r")
+    return np.ascontiguousarray(s[:min(rows, s.shape[0])]), s.shape[0]
+
+
+def peer_sklearn(path: str):
+    """scikit-learn's tie-averaged ndcg_score@10 on the first rows, scaled per row."""
+    try:
+        from sklearn.metrics import ndcg_score
+    except ImportError:
+        return None
+    s, total = _head(path, 2_000 if "101" in path else 200)
+    y = np.zeros(s.shape, dtype=np.int8)
+    y[:, 0] = 1
+    t0 = time.perf_counter()
+    ndcg_score(y, s, k=10, ignore_ties=False)
+    return (time.perf_counter() - t0) * total / s.shape[0]
+
+
+def peer_ranx(path: str):
+    """ranx's NDCG@10 on the first rows (numba warm, dicts built outside), scaled."""
+    try:
+        from ranx import Qrels, Run, evaluate
+    except ImportError:
+        return None
+    s, total = _head(path, 2_000 if "101" in path else 200)
+
+    def dicts(n):
+        run = {f"q{i}": {f"d{j}": float(v) for j, v in enumerate(row)}
+               for i, row in enumerate(s[:n])}
+        return Qrels({f"q{i}": {"d0": 1} for i in range(n)}), Run(run)
+    evaluate(*dicts(2), "ndcg@10")  # compile
+    qrels, run = dicts(s.shape[0])
+    t0 = time.perf_counter()
+    evaluate(qrels, run, "ndcg@10")
+    return (time.perf_counter() - t0) * total / s.shape[0]
+
+
 def cli(path: str, *extra: str) -> None:
     subprocess.run([sys.executable, "-m", "tieeval", "compare", path, "-q", "-f", "json",
                     *extra], check=True, stdout=subprocess.DEVNULL)
@@ -85,22 +152,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-labelled", action="store_true", help="skip the graded-label table")
     args = ap.parse_args()
     sampled, allitem = int(200_000 * args.scale), int(4_000 * args.scale)
     print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat}\n")
-    print("| dump | floor s | CLI default | CLI --jobs 1 | API | CLI / floor |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| dump | floor s | CLI default | CLI --jobs 1 | API -j1 | naive numpy | "
+          "scikit-learn | ranx |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rows, cols in (("sampled", sampled, 101), ("all-item", allitem, 10_000)):
         for tied in (True, False):
             path = write(name, rows, cols, tied)
-            t_floor = median_time(lambda path=path: floor(path), args.repeat)
-            t_cli = median_time(lambda path=path: cli(path), args.repeat)
-            t_cli1 = median_time(lambda path=path: cli(path, "--jobs", "1"), args.repeat)
-            t_api = median_time(lambda path=path: tieeval.evaluate_path(path), args.repeat)
+            runs = {"floor": lambda path=path: floor(path),
+                    "cli": lambda path=path: cli(path),
+                    "cli1": lambda path=path: cli(path, "--jobs", "1"),
+                    "api": lambda path=path: tieeval.evaluate_path(path, jobs=1),
+                    "naive": lambda path=path: naive(path)}
+            times = interleaved(runs, args.repeat)
+            peers = {"sklearn": peer_sklearn(path), "ranx": peer_ranx(path)}
+            floor_t = statistics.median(times["floor"])
+            cells = [f"{floor_t:.3f} s"]
+            for key in ("cli", "cli1", "api", "naive"):
+                ratio = statistics.median(t / f for t, f in zip(times[key], times["floor"]))
+                cells.append(f"{statistics.median(times[key]):.3f} s ({ratio:.2f}x)")
+            for key in ("sklearn", "ranx"):
+                t = peers[key]
+                cells.append("not installed" if t is None else
+                             f"{t:.1f} s ({t / floor_t:.0f}x)")
             print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
-                  f"{t_floor:.3f} | {t_cli:.3f} | {t_cli1:.3f} | {t_api:.3f} | "
-                  f"{t_cli / t_floor:.2f}x |")
+                  + " | ".join(cells) + " |")
+    if args.no_labelled:
+        return
     # labelled rows: graded NDCG@10 against scikit-learn's tie-averaged ndcg_score
     from sklearn.metrics import ndcg_score
     rows = sampled // 2

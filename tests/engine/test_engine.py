@@ -337,3 +337,27 @@ def test_mrr_beyond_histogram_ranks(rng):
     # sd = sqrt(1/2 * 1/2) / 4
     hr = r.metric("HR@10")
     assert (hr.first, hr.last, hr.tie_aware, hr.tie_aware_std) == (0.25, 0.0, 0.125, 0.125)
+
+
+def test_default_jobs_follow_the_sort_work(tmp_path, monkeypatch):
+    from tieeval.engine import local
+    from tieeval.io.open import open_dump
+    rng = np.random.default_rng(3)
+    free = rng.random((2000, 50)).astype(np.float32)
+    tied = np.ones((2000, 50), dtype=np.float32)  # every positive tied: every row sorted
+    np.save(tmp_path / "free.npy", free)
+    np.save(tmp_path / "tied.npy", tied)
+    monkeypatch.setattr(local, "AUTO_POOL_BYTES", 0)
+    free_dump, tied_dump = open_dump(tmp_path / "free.npy"), open_dump(tmp_path / "tied.npy")
+    assert local.sort_seconds(free_dump) == 0.0
+    expected = 2000 * 50 * np.log2(50) * local.SORT_SECONDS_PER_NLOGN
+    assert local.sort_seconds(tied_dump) == pytest.approx(expected)
+    monkeypatch.setattr(local, "AUTO_POOL_SORT_SECONDS", expected / 2)
+    assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 2) == 1
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 2) == 2
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump, original="stable"), 2) == 1
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 1) == 1
+    # whichever is chosen, the result is the one of a single process
+    for dump in (free_dump, tied_dump):
+        auto = local.evaluate_dump(dump, jobs=0).to_dict()
+        assert auto == local.evaluate_dump(dump, jobs=1).to_dict()

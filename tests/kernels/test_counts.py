@@ -258,3 +258,54 @@ def test_integer_scores_never_nan():
     for policy in ("raise", "worst"):
         c = dense_counts(s, np.array([0]), policy)
         assert (c.a[0], c.b[0], c.top[0]) == (0, 2, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# blocks and threads never change a count
+
+
+def naive_counts(s, positive, nan_policy="raise"):
+    """a, b, top and the original rank straight from the definitions, one row at a time."""
+    out = []
+    for row, pos in zip(s, positive):
+        p = row[pos]
+        if np.isnan(p):  # nan_policy="worst": NaN ties with NaN, below every number
+            nans = np.isnan(row)
+            a, b = int((~nans).sum()), int(nans.sum())
+        else:
+            a, b = int(np.count_nonzero(row > p)), int(np.count_nonzero(row == p))
+        top = len(row) if np.isnan(row).all() else int(np.count_nonzero(row == np.nanmax(row)))
+        order = np.argsort(row * -1)
+        out.append((a, b, top, int(np.flatnonzero(order == pos)[0]) + 1))
+    return np.array(out, dtype=np.int64).T
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("block", [1, 7, 1 << 18])
+@pytest.mark.parametrize("nan_policy", ["raise", "worst"])
+def test_counts_do_not_depend_on_blocks_or_threads(rng, monkeypatch, threads, block,
+                                                   nan_policy):
+    from tieeval.kernels import counts as kc
+    from tieeval.kernels import threads as kt
+    monkeypatch.setattr(kc, "BLOCK_SCORES", block * 37)
+    monkeypatch.setattr(kt, "MIN_BLOCK_SCORES", 1)
+    monkeypatch.setenv("TIEEVAL_SORT_THREADS", str(threads))
+    s = saturated_matrix(rng, np.float32, 300, 37)
+    if nan_policy == "worst":
+        s[rng.random(s.shape) < 0.05] = np.nan
+        s[7] = np.nan
+    positive = rng.integers(0, 37, size=300)
+    c = dense_counts(s, positive, nan_policy)
+    a, b, top, original = naive_counts(s, positive, nan_policy)
+    for name, want in (("a", a), ("b", b), ("top", top), ("original", original)):
+        np.testing.assert_array_equal(getattr(c, name), want, err_msg=name)
+
+
+def test_sort_blocks_give_every_thread_a_share(monkeypatch):
+    from tieeval.kernels.counts import sort_blocks
+    monkeypatch.setenv("TIEEVAL_SORT_THREADS", "2")
+    tied = np.arange(10)
+    assert [len(b) for b in sort_blocks(tied, 100)] == [5, 5]
+    assert [len(b) for b in sort_blocks(tied, 3)] == [3, 3, 2, 2]
+    assert sort_blocks(tied[:0], 3) == []
+    assert np.array_equal(np.concatenate(sort_blocks(tied, 4)), tied)

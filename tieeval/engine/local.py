@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import os
 from typing import Iterator
 
@@ -31,7 +32,6 @@ from tieeval.engine.arguments import (
     run_labels_of,
     what_if_of,
 )
-from tieeval.engine.arrays import array_batch
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
     Batch,
@@ -53,6 +53,15 @@ from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
 AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
+# ... and, for a memory-mapped single-positive matrix (NPY, stored NPZ), only when the
+# estimated single-core time of its Original sorts is at least this: in one process the
+# counts and the sorts already use every core (threads), so worker processes win back their
+# start-up (about 0.4 s, and a copy of the batches per worker) only on long sort work.
+AUTO_POOL_SORT_SECONDS = 2.0
+# np.argsort of n scores costs about this many seconds per n * log2(n) on one core
+# (float32, measured on the benchmark machine, benchmarks/bench_floor.py)
+SORT_SECONDS_PER_NLOGN = 2e-9
+SAMPLE_SCORES = 1 << 20  # the first-batch sample that estimates the sort work
 _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
 
 
@@ -153,14 +162,54 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 
     def consume(kernel, tick):
         size = kernel.batch_rows(dump, batch_rows)
-        if jobs > 1:
+        workers = auto_jobs(dump, kernel, jobs) if auto else jobs
+        if workers > 1:
             from tieeval.engine.parallel import accumulate_parallel
-            return accumulate_parallel(dump, kernel, jobs=jobs, batch_rows=size, progress=tick)
+            return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
+                                       progress=tick)
         return kernel.accumulate(dump.batches(size), tick)
 
     kernel, acc = run_passes(dump, make_kernel, consume, progress)
     return kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},
                          dump.warnings)
+
+
+def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
+    """Worker processes for ``--jobs 0`` (``cores`` available), following the work.
+
+    A memory-mapped single-positive matrix (NPY, stored NPZ) costs little to read, and this
+    process counts and sorts on every core: a pool pays only for a long Original sort,
+    estimated from the first rows (:func:`sort_seconds`). Other dumps (decoded Parquet
+    row groups, labelled rows) keep the size rule: a pool from :data:`AUTO_POOL_BYTES`.
+    """
+    if cores <= 1:
+        return 1
+    if not (isinstance(kernel, SinglePositiveKernel) and dump.format in ("npy", "npz")
+            and dump.parts and dump.rows):
+        return cores
+    if kernel.spec.what_if is not None:
+        return cores  # a cast makes its own ties, which the stored scores do not show
+    if kernel.spec.original != "argsort":
+        return 1  # the other rules are counted without a sort
+    return cores if sort_seconds(dump) >= AUTO_POOL_SORT_SECONDS else 1
+
+
+def sort_seconds(dump: Dump) -> float:
+    """Single-core seconds of the dump's Original sorts, from its first rows: the share of
+    rows whose positive is tied, times rows, times ``n log2 n`` of a row's ``n`` scores."""
+    cols = max(1, dump.row_bytes // max(1, np.dtype(dump.dtype).itemsize))
+    rows = max(1, min(int(dump.rows or 0), SAMPLE_SCORES // cols))
+    try:
+        batch = next(iter(dump.parts[0].batches(rows)))  # type: ignore[index]
+    except (StopIteration, InputError, ReadAgain):
+        return 0.0
+    if batch.offsets is not None or batch.rows == 0:
+        return 0.0
+    scores = np.asarray(batch.scores)
+    p = scores[np.arange(batch.rows), batch.positive][:, None]
+    tied = np.count_nonzero(np.count_nonzero(scores == p, axis=1) > 1) / batch.rows
+    cols = scores.shape[1]
+    return tied * int(dump.rows or 0) * cols * math.log2(max(2, cols)) * SORT_SECONDS_PER_NLOGN
 
 
 def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
@@ -480,6 +529,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
                       no_relevant=no_relevant, convention=convention)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels)
+    from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)

@@ -7,7 +7,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 
@@ -286,6 +285,7 @@ def local_path(path) -> str:
     """A local path or ``file://`` URI as a path of this machine's file system."""
     path = os.fspath(path)
     if path.lower().startswith("file://"):
+        from urllib.parse import unquote, urlparse  # only for file:// paths
         return unquote(urlparse(path).path)
     return path
 

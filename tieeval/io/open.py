@@ -19,7 +19,6 @@ from tieeval.io.base import (
     detect_format,
     require_regular_file,
 )
-from tieeval.io.long import open_long_csv, open_long_parquet
 from tieeval.io.npy import _open_npy
 from tieeval.io.npz import _open_npz
 from tieeval.io.parquet import open_wide_parquet
@@ -61,6 +60,7 @@ def _open_scores(path: str, options: ReadOptions | None = None) -> Dump:
         if options.layout == "wide":
             raise InputError(f"{path}: CSV dumps are read in the long layout only (one row "
                              "per instance and candidate); drop --layout wide")
+        from tieeval.io.long import open_long_csv
         return open_long_csv(path, options)
     if fmt in ("npy", "npz") and options.layout == "long":
         raise InputError(f"{path}: the long layout is read from Parquet or CSV, not "
@@ -96,5 +96,6 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
     opened = open_parquet_files(files)
     with damaged_metadata(path if len(files) == 1 else files[0]):
         if table_layout(options, opened[0][2].names) == "long":
+            from tieeval.io.long import open_long_parquet
             return open_long_parquet(path, opened, options)
         return open_wide_parquet(path, opened, options)

@@ -11,7 +11,6 @@ whichever kernel they are handed.
 from __future__ import annotations
 
 from tieeval.kernels.base import EvalSpec, Kernel
-from tieeval.kernels.general import GeneralKernel
 from tieeval.kernels.original import check_rule_for, default_rule
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.metrics.conventions import convention_metrics
@@ -23,8 +22,6 @@ from tieeval.metrics.metric import (
     parse_metric_list,
 )
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
-
-KERNELS = (SinglePositiveKernel, GeneralKernel)
 
 
 def resolve_metrics(metrics, source: str | None, options: RelOptions | None = None
@@ -65,10 +62,19 @@ def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,
                     rule, what_if, path)
 
 
+def kernels() -> tuple[type[Kernel], ...]:
+    """Every kernel, fastest first. The general kernel is imported only when asked for, so
+    that a single-positive run does not load it (see :func:`choose_kernel`)."""
+    from tieeval.kernels.general import GeneralKernel
+    return (SinglePositiveKernel, GeneralKernel)
+
+
 def choose_kernel(spec: EvalSpec) -> Kernel:
-    """The first kernel of :data:`KERNELS` that supports ``spec``: the sort-free
+    """The first kernel of :func:`kernels` that supports ``spec``: the sort-free
     single-positive kernel when it can, else the general kernel."""
-    for kind in KERNELS:
+    if SinglePositiveKernel.supports(spec):  # without loading the general kernel
+        return SinglePositiveKernel(spec)
+    for kind in kernels()[1:]:
         if kind.supports(spec):
             return kind(spec)
     raise AssertionError("the general kernel supports every spec")  # pragma: no cover

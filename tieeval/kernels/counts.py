@@ -10,12 +10,13 @@ scores with ``offsets`` (``rows + 1`` increasing integers, every row non-empty).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.kernels.threads import map_blocks
+from tieeval.kernels.threads import map_blocks, threads
 
 NAN_POLICIES = ("raise", "worst")
 
@@ -56,6 +57,13 @@ def _check_nan(row_max: np.ndarray, nan_policy: str) -> None:
             raise NanScoreError(int(bad[0]), int(bad.size))
 
 
+def _negates(scores: np.ndarray) -> bool:
+    """Whether ``scores * -1``, the codebases' sort key, reverses the order of ``scores``
+    (else ``~scores`` is the key, see :func:`_negated`)."""
+    kind = scores.dtype.kind
+    return kind == "f" or (kind == "i" and not (scores == np.iinfo(scores.dtype).min).any())
+
+
 def _negated(scores: np.ndarray) -> np.ndarray:
     """``scores * -1``, the codebases' sort key, wherever that reverses the order.
 
@@ -64,16 +72,28 @@ def _negated(scores: np.ndarray) -> np.ndarray:
     raises OverflowError for unsigned dtypes under numpy >= 2. There ``~scores`` (``-x - 1``
     for signed, ``MAX - x`` for unsigned) gives the same descending order without overflow.
     """
-    kind = scores.dtype.kind
-    if kind == "f" or (kind == "i" and not (scores == np.iinfo(scores.dtype).min).any()):
-        return scores * -1
-    return ~scores
+    return scores * -1 if _negates(scores) else ~scores
 
 
 # Rows are processed in blocks of about this many scores (1 MB of float32), so the few
 # passes of the kernel over a block (row max, > and == the positive, == the max) hit cache
 # instead of memory: one trip through memory per batch.
 BLOCK_SCORES = 1 << 18
+# Counts are summed as float32 0/1 values, exact while a row has fewer candidates than this
+# (every partial sum is a whole number below 2**24); longer rows sum in float64.
+_FLOAT32_EXACT = 1 << 24
+_BUFFERS = threading.local()
+
+
+def _buffer(size: int, dtype) -> np.ndarray:
+    """A reusable flat work array of at least ``size`` elements, one per thread: a fresh
+    array per block would cost its page faults every time."""
+    key = np.dtype(dtype).char
+    buf = getattr(_BUFFERS, key, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(size, dtype=dtype)
+        setattr(_BUFFERS, key, buf)
+    return buf[:size]
 
 
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
@@ -85,28 +105,35 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     ranking rule of the ``original`` ranks (see :func:`original_ranks`).
     """
     rows, cols = scores.shape
+    n = np.full(rows, cols, dtype=np.int64)
     from tieeval.kernels.fused import dense_abt
     fused = dense_abt(scores, positive)
     if fused is not None:
         a, b, top = fused
-        return RowCounts(a=a, b=b, n=np.full(rows, cols, dtype=np.int64), top=top,
+        return RowCounts(a=a, b=b, n=n, top=top,
                          original=original_ranks(scores, positive, a, b, rule))
-    step = max(1, BLOCK_SCORES // max(1, cols))
     # a, b and the top tie in cache-sized blocks; the tied rows' sorts over the whole batch
     # at once, so that they can be spread over threads
-    if rows <= step:
-        counts = _dense_block(scores, positive, nan_policy, 0)
-    else:
-        parts = [_dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo)
-                 for lo in range(0, rows, step)]
-        counts = RowCounts(*(np.concatenate([getattr(p, f) for p in parts])
-                             for f in ("a", "b", "n", "top", "original")))
-    counts.original = original_ranks(scores, positive, counts.a, counts.b, rule)
-    return counts
+    step = max(1, BLOCK_SCORES // max(1, cols))
+    out = np.empty((3, rows), dtype=np.int64)
+    starts = list(range(0, rows, step))
+
+    def count(lo):
+        _dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo,
+                     out[:, lo:lo + step])
+    map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
+    a, b, top = out
+    return RowCounts(a=a, b=b, n=n, top=top,
+                     original=original_ranks(scores, positive, a, b, rule))
 
 
-def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
-    """``a``, ``b``, ``n`` and the top tie of a block; ``original`` is left at ``a + 1``."""
+def _dense_block(scores, positive, nan_policy, row0, out) -> None:
+    """``a``, ``b`` and the top tie of a block, into the rows of ``out`` (3 x rows).
+
+    One pass for the row maximum, then each of the three comparisons (``>`` and ``==``
+    the positive, ``==`` the maximum) written as 0/1 into one reused float work array and
+    summed per row (exact whole-number sums: the counts ``np.count_nonzero`` gives).
+    """
     rows, cols = scores.shape
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
     if worst:
@@ -117,20 +144,16 @@ def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
             _check_nan(row_max, nan_policy)
         except NanScoreError as exc:
             raise NanScoreError(row0 + exc.row, exc.count) from None
-    idx = np.arange(rows)
-    p = scores[idx, positive][:, None]
-    a = np.count_nonzero(scores > p, axis=1).astype(np.int64)
-    b = np.count_nonzero(scores == p, axis=1).astype(np.int64)
-    n = np.full(rows, cols, dtype=np.int64)
-    # where the positive holds the row maximum (a == 0) the top tie is its own tie block
-    top = b.copy()
-    need = a > 0
-    if worst:
-        need |= np.isnan(p[:, 0])  # a NaN positive counts nothing above it
-    above = np.flatnonzero(need)
-    if above.size:
-        sub = scores[above] if above.size < rows else scores
-        top[above] = np.count_nonzero(sub == row_max[above][:, None], axis=1)
+    p = scores[np.arange(rows), positive][:, None]
+    # the top tie: where the positive holds the row maximum (a == 0) that is its own tie
+    # block, so one count of == max serves every row
+    work = _buffer(rows * cols, np.float32 if cols < _FLOAT32_EXACT else np.float64)
+    flags = work.reshape(rows, cols)
+    for i, (compare, against) in enumerate(((np.greater, p), (np.equal, p),
+                                            (np.equal, row_max[:, None]))):
+        compare(scores, against, out=flags)
+        out[i] = np.einsum("ij->i", flags)
+    a, b, top = out
     if worst:
         nan_pos = np.isnan(p[:, 0])
         if nan_pos.any():
@@ -139,7 +162,6 @@ def _dense_block(scores, positive, nan_policy, row0) -> RowCounts:
             b[nan_pos] = nans
         all_nan = np.isnan(row_max)
         top[all_nan] = cols
-    return RowCounts(a=a, b=b, n=n, top=top, original=a + 1)
 
 
 def _tied_with(values: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -171,13 +193,7 @@ def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
         # kind, stored dtype. Each row is sorted independently, so sorting only the tied
         # rows, in blocks and on several threads, gives the same per-row order as sorting
         # the whole matrix at once.
-        blocks = [tied[lo:lo + step] for lo in range(0, tied.size, step)]
-
-        def ranks(rows):
-            order = np.argsort(_negated(scores[rows]), axis=1)
-            return np.argmax(order == positive[rows][:, None], axis=1) + 1
-        for rows, got in zip(blocks, map_blocks(ranks, blocks,
-                                                [r.size * scores.shape[1] for r in blocks])):
+        for rows, got in zip(*_sorted_ranks(scores, positive, a, b, tied, step)):
             original[rows] = got
         return original
     for lo in range(0, tied.size, step):  # stable / reverse-stable: counted, no sort
@@ -189,6 +205,36 @@ def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
         side = cols < pos if rule == "stable" else cols > pos
         original[rows] += np.count_nonzero(eq & side, axis=1)
     return original
+
+
+def sort_blocks(tied: np.ndarray, step: int) -> list:
+    """``tied`` cut into blocks of at most ``step`` rows, and into at least as many
+    blocks as there are sort threads (equal sizes), so that every core gets a share."""
+    if tied.size == 0:
+        return []
+    count = max(-(-tied.size // step), min(threads(), tied.size))
+    return np.array_split(tied, count)
+
+
+def _sorted_ranks(scores, positive, a, b, tied, step):
+    """The blocks of ``tied`` rows and, per block, the positive's 1-based place in
+    ``np.argsort(scores * -1, axis=1)``, on the sort threads."""
+    blocks = sort_blocks(tied, step)
+
+    def ranks(rows):
+        # one copy of the rows, negated in place: the same values as ``scores[rows] * -1``
+        keys = scores[rows]
+        if _negates(keys):
+            np.multiply(keys, -1, out=keys)
+        else:
+            np.invert(keys, out=keys)
+        order = np.argsort(keys, axis=1)
+        # the positive sits among its tie block, at places a .. a + b - 1 of its row: only
+        # that window of the order is searched
+        lo = int(a[rows].min())
+        hi = int((a[rows] + b[rows]).max())
+        return np.argmax(order[:, lo:hi] == positive[rows][:, None], axis=1) + (lo + 1)
+    return blocks, map_blocks(ranks, blocks, [r.size * scores.shape[1] for r in blocks])
 
 
 def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,

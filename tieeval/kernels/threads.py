@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 _THREADS: int | None = None  # None: one per available core
 _POOL: dict = {}
@@ -38,7 +37,8 @@ def threads() -> int:
     return _THREADS if _THREADS is not None else available_cores()
 
 
-def _pool(count: int) -> ThreadPoolExecutor:
+def _pool(count: int):
+    from concurrent.futures import ThreadPoolExecutor
     with _LOCK:
         if count not in _POOL:
             _POOL[count] = ThreadPoolExecutor(max_workers=count,
