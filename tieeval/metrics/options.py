@@ -20,7 +20,6 @@ from tieeval.metrics.registry import (
     check_cutoff,
     check_k,
     metric_names,
-    names_text,
     parameter_text,
     parse_parameter,
 )
