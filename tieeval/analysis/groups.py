@@ -157,9 +157,9 @@ def average(runs: list[RunResult]) -> GroupResult:
     # the cutoffs every run has a tie-decided share for
     decided = {k: [run.ties.tie_decided[k] for run in runs] for k in ks
                if all(k in run.ties.tie_decided for run in runs)}
-    ties = GroupTies({f: mean(v) for f, v in stats.items()},
+    ties = GroupTies({f: math.fsum(v) / len(v) for f, v in stats.items()},
                      {f: seed_std(v) for f, v in stats.items()},
-                     {k: mean(v) for k, v in decided.items()},
+                     {k: math.fsum(v) / len(v) for k, v in decided.items()},
                      {k: seed_std(v) for k, v in decided.items()})
     labels = {k: runs[0].labels.get(k) for k in GROUP_KEYS}
     return GroupResult(labels, list(runs), rows, ties)

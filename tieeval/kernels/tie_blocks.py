@@ -1210,12 +1210,10 @@ class _Evaluation:
 
 
 def _cascade(name: str):
-    """A tie-aware function of :mod:`tieeval.kernels.cascade`, or None without it."""
-    try:
-        from tieeval.kernels import cascade  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(cascade, name, None)
+    """A tie-aware function of :mod:`tieeval.kernels.cascade` (imported on first use: only
+    ERR and IPrec need it)."""
+    from tieeval.kernels import cascade
+    return getattr(cascade, name)
 
 
 def _sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
