@@ -33,11 +33,32 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Protocol
 
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.tie_blocks import RelBatch
+
+
+class RelBatch(Protocol):
+    """What these functions read of a :class:`tieeval.kernels.tie_blocks.RelBatch` (that
+    module calls this one, so the batch is described here rather than imported)."""
+
+    rows: int
+    size: int
+    n: np.ndarray
+    offsets: np.ndarray
+    row: np.ndarray
+    bst: np.ndarray
+    bsz: np.ndarray
+    ba: np.ndarray
+    brow: np.ndarray
+    lab_first: np.ndarray
+    unranked: tuple[np.ndarray, np.ndarray] | None
+
+
+_BATCH_ATTRIBUTES = ("rows", "size", "n", "offsets", "row", "bst", "bsz", "ba", "brow",
+                     "lab_first", "unranked")
 
 #: Work limit of one row of :func:`err_expectation`: the sum over the row's tie blocks that
 #: reach into the top K of ``p_t * (m_t + min(p_t, m_t))`` (p_t items of non-zero gain in
@@ -75,7 +96,7 @@ def not_computed_reason(metric: str) -> str:
 
 
 def _check_batch(rb) -> None:
-    if not isinstance(rb, RelBatch):
+    if not all(hasattr(rb, name) for name in _BATCH_ATTRIBUTES):
         raise ParameterError(f"rb must be a RelBatch, got {type(rb).__name__}")
 
 
@@ -187,6 +208,7 @@ def err_expectation(rb: RelBatch, k: int | None, max_grade,
     rounding of float64.
 
     >>> import numpy as np
+    >>> from tieeval.kernels.tie_blocks import RelBatch
     >>> rb = RelBatch(np.array([1.0, 1.0]), np.array([1, 0]), np.array([0, 2]))
     >>> float(err_expectation(rb, None, 1)[0])  # R = 1/2 at rank 1 or 2: (1/2 + 1/4)/2
     0.375
@@ -371,6 +393,7 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
     by one of m items and h relevant (``R_ret`` then depends on h).
 
     >>> import numpy as np
+    >>> from tieeval.kernels.tie_blocks import RelBatch
     >>> rb = RelBatch(np.array([1.0, 1.0]), np.array([1, 0]), np.array([0, 2]))
     >>> float(iprec_expectation(rb, 0.0)[0])  # precision 1 or 1/2, each half the time
     0.75
