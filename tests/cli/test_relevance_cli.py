@@ -344,3 +344,23 @@ def test_nan_scores_in_labelled_rows(tmp_path):
     (row,) = rows_of(doc("compare", path, "-m", "HR@2", "--nan-policy", "worst"))
     # NaN ranks below every score: row 2's relevant item is third, outside the top 2
     assert (row["first"], row["last"], row["tie_aware"]) == (2 / 3, 2 / 3, 2 / 3)
+
+
+def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing():
+    """trec_eval's counts are sums over the queries (trec_eval prints num_ret 1500 for its
+    test run: 3 queries of 500 documents), shown as whole numbers; GMAP's tie-aware figure
+    is n/a and the table says why, on stdout beside the table."""
+    import os
+
+    from click.testing import CliRunner
+
+    from tieeval.cli import cli
+
+    data = os.path.join(os.path.dirname(__file__), "..", "conformance", "trec_eval_data")
+    result = CliRunner().invoke(cli, ["compare", "--qrels", os.path.join(data, "qrels.test"),
+                                      os.path.join(data, "results.test"), "-m", "num_ret",
+                                      "-m", "gm_map"])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if "NumRet" in line)
+    assert row.split()[:6] == ["NumRet", "(sum)", "1500", "1500", "1500", "1500"]
+    assert "GMAP: tie-aware n/a, the expected geometric mean" in result.stdout

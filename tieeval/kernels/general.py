@@ -317,10 +317,9 @@ def tie_aware_reason(metric: RelMetric, options: RelOptions) -> str:
     if metric.name == "GMAP":
         return ("the expected geometric mean over tie orders has no closed form (it is not "
                 "the geometric mean of per-row expectations)")
-    if metric.name == "IPrec" and options.depth is not None:
-        return "no exact tie-aware IPrec under a retrieval depth"
     if metric.name in ("ERR", "IPrec"):
-        return f"no exact tie-aware {metric.name} is available"
+        from tieeval.kernels.cascade import not_computed_reason
+        return f"not computed for some rows: {not_computed_reason(metric.name)}"
     return f"no exact tie-aware {metric.name} for some rows"
 
 

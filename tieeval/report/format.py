@@ -10,6 +10,14 @@ def fmt_value(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 
 
+def fmt_count(x: float | None) -> str:
+    """A summed count: a whole number as such (1500), a tie-aware expectation of a count
+    with four decimals."""
+    if x is None:
+        return "n/a"
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.4f}"
+
+
 def fmt_change(frac: float | None) -> str:
     """A relative change as a signed percentage (the paper's % Change columns)."""
     return "n/a" if frac is None else f"{frac * 100:+.2f}%"

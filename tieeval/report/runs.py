@@ -12,6 +12,7 @@ from typing import Iterable
 from tieeval.report.format import (
     csv_text,
     fmt_change,
+    fmt_count,
     fmt_percent,
     fmt_size,
     fmt_value,
@@ -42,12 +43,25 @@ def tie_rows(run: RunResult) -> list[tuple[str, str]]:
 
 
 def metric_cells(run: RunResult) -> list[list[str]]:
-    # ``display`` adds gamma to signed metrics of labelled dumps (SNDCG@20 γ=0.5)
-    return [[getattr(row, "display", row.label), fmt_value(row.original), fmt_value(row.first),
-             fmt_value(row.last),
-             f"{fmt_value(row.tie_aware)} ± {fmt_value(row.tie_aware_std)}",
-             fmt_change(row.change_original_to_tie_aware), fmt_change(row.change_first_to_last)]
-            for row in run.metrics]
+    # ``display`` adds gamma to signed metrics of labelled dumps (SNDCG@20 γ=0.5); the
+    # counts of trec_eval (NumRet...) are sums over the instances, shown as such
+    out = []
+    for row in run.metrics:
+        total = getattr(row, "aggregate", None) == "sum"
+        fmt = fmt_count if total else fmt_value
+        name = getattr(row, "display", row.label) + (" (sum)" if total else "")
+        out.append([name, fmt(row.original), fmt(row.first), fmt(row.last),
+                    f"{fmt(row.tie_aware)} ± {fmt(row.tie_aware_std)}",
+                    fmt_change(row.change_original_to_tie_aware),
+                    fmt_change(row.change_first_to_last)])
+    return out
+
+
+def metric_notes(run: RunResult) -> list[str]:
+    """Why a tie-aware figure is n/a, one line per metric row that has no such figure."""
+    return [f"{getattr(row, 'display', row.label)}: tie-aware n/a, {reason}"
+            for row in run.metrics
+            if (reason := getattr(row, "tie_aware_reason", None)) is not None]
 
 
 METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
@@ -119,6 +133,8 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
         for cells in metric_cells(run):
             table.add_row(*cells)
         console.print(table)
+        for note in metric_notes(run):
+            console.print(note, style="dim", markup=False, highlight=False)
         ties = Table(title="Tie statistics", box=box.SIMPLE, show_header=False,
                      title_justify="left")
         ties.add_column("statistic")
