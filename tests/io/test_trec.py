@@ -88,8 +88,14 @@ def test_hand_derived_example(example):
     assert r.metric("NDCG@3").original == pytest.approx(want, abs=1e-15)
     assert "trec_eval" in r.caption_note
     notes = " ".join(r.warnings)
-    assert "1 query (q3) of the run has no judgements" in notes
-    assert "1 query (q4) of" in notes and "trec_eval -c" in notes
+    assert "2 queries averaged: 2 in both the run and the qrels" in notes
+    assert "1 query (q3) of the run without judgements ignored" in notes
+    assert "1 query (q4) of the qrels without results not evaluated" in notes
+    assert "trec_eval -c" in notes
+    queries = r.relevance["queries"]
+    assert (queries["both"], queries["run_only_ignored"], queries["qrels_only"],
+            queries["averaged"]) == (2, 1, 1, 2)
+    assert "2 queries averaged (2 in run and qrels); 1 run-only ignored" in r.caption_note
 
 
 def test_rank_column_is_ignored(tmp_path, example):
@@ -100,7 +106,10 @@ def test_rank_column_is_ignored(tmp_path, example):
     other = tmp_path / "ranks.txt"
     other.write_text("\n".join(" ".join(f) for f in lines) + "\n")
     a, b = evaluate(run, qrels).to_dict(), evaluate(str(other), qrels).to_dict()
-    a.pop("path"), b.pop("path")
+    for d in (a, b):
+        d.pop("path")
+        for w in d["data_warnings"]:
+            w.pop("message")  # names the file
     assert a == b
 
 
@@ -139,7 +148,7 @@ def test_open_dump_routes_qrels_and_cli(example):
     run, qrels = example
     dump = open_dump(run, RelevanceReadOptions(qrels=qrels))
     assert dump.format == "trec" and dump.relevance.original == "given"
-    assert dump.metadata == {"method": "sys"}  # the run tag labels the run
+    assert dump.metadata == {"tag": "sys"}  # kept, but the file names the run
     result = CliRunner().invoke(cli, ["compare", "--qrels", qrels, run, "-m", "P@2",
                                       "--format", "json"])
     assert result.exit_code == 0

@@ -117,7 +117,7 @@ def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:
     nan_policy = read_kwargs.pop("nan_policy", "raise")
     batch_rows = read_kwargs.pop("batch_rows", None)
     original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine"):
+    for unused in ("jobs", "engine", "group_by_tag"):
         read_kwargs.pop(unused, None)
     options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
     return write_per_instance(path, out, metrics, options=options, nan_policy=nan_policy,

@@ -247,9 +247,18 @@ class RelOptions:
     base: float = 2.0
     no_relevant: str = "skip"
     convention: str | None = None
+    relevance_level: int | None = None  # trec_eval -l: relevant means label >= this
+    depth: int | None = None  # trec_eval -M: only the top `depth` documents of a ranking
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        for name in ("relevance_level", "depth"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, (bool, np.bool_)) or not isinstance(
+                        value, (int, np.integer)) or value < 1:
+                    raise ParameterError(f"{name} must be a whole number >= 1, got {value!r}")
+                set_(self, name, int(value))
         for name in ("gain", "discount", "short_list", "ap_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
@@ -307,6 +316,9 @@ class RelOptions:
             out["no_relevant"] = self.no_relevant
         if self.convention is not None:
             out["convention"] = self.convention
+        for name in ("relevance_level", "depth"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
 
