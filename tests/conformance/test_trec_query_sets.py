@@ -225,8 +225,8 @@ def test_judged_only_tie_aware_is_the_mean_over_tie_orders(tmp_path):
     run_path.write_text("".join(f"q Q0 {d} 0 {s} t\n" for d, s in zip(docs, scores)))
     judged = {"b": 1, "d": 0, "e": 2, "f": 1}  # a and c unjudged
     qrels_path.write_text("".join(f"q 0 {d} {v}\n" for d, v in judged.items()))
-    result = tieeval.evaluate_path(str(run_path), ["Precision@2", "MRR", "MAP"], qrels=str(qrels_path),
-                                   judged_only=True)
+    result = tieeval.evaluate_path(str(run_path), ["Precision@2", "MRR", "MAP"],
+                                   qrels=str(qrels_path), judged_only=True)
     sums = {"Precision@2": [], "MRR": [], "MAP": []}
     tied = [1, 2, 3, 4]
     for perm in itertools.permutations(tied):

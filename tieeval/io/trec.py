@@ -422,14 +422,16 @@ class QuerySet:
                          "message": self.message(summary)}
 
 
-def _decode_qids(raw: list, run_path: str, qrels_path: str, n_run_codes) -> list[str]:
+def _decode_qids(raw: list, run_path: str, qrels_path: str, run_codes: np.ndarray
+                 ) -> list[str]:
+    """The query ids as text; one that is not UTF-8 is refused by the line-by-line reader
+    of the file that holds it, which names the line."""
     names = []
     for code, text in enumerate(raw):
         try:
             names.append(text.decode("utf-8"))
         except UnicodeDecodeError:
-            # the line-by-line readers name the line
-            if code in n_run_codes:
+            if (run_codes == code).any():
                 list(_run_lines(run_path, _read_bytes(run_path, "run")))
             else:
                 _qrels_columns(qrels_path, checked=True)
@@ -504,8 +506,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     # query ids: one code per id over both files, ranked by their text
     enc = pc.dictionary_encode(pa.concat_arrays([run.qid, qrels.qid]))
     codes = enc.indices.to_numpy()
-    names = _decode_qids(enc.dictionary.to_pylist(), run_path, qrels_path,
-                         set(np.unique(codes[:n_run]).tolist()))
+    names = _decode_qids(enc.dictionary.to_pylist(), run_path, qrels_path, codes[:n_run])
     order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
     qnames = [names[i] for i in order]
     rank = _ranks(order)
