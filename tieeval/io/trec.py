@@ -277,7 +277,6 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
             convert_options=csv.ConvertOptions(
                 column_types={n: pa.binary() for n in names}, null_values=[],
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
-        table = table.combine_chunks()
         if plain:
             if any(pc.min(pc.binary_length(table[n])).as_py() == 0 for n in names):
                 return None
@@ -287,6 +286,11 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     return table, np.asarray(values.to_numpy(), dtype=np.float64)
+
+
+def _array(column):
+    """One pyarrow array from a table column (chunks joined when there are several)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
@@ -308,8 +312,8 @@ def _run_columns(path: str) -> _Columns:
     if got is not None:
         import pyarrow.compute as pc
         table, scores = got
-        tags = [_text(t) for t in pc.unique(table["tag"].chunk(0)).to_pylist()]
-        return _Columns(table["qid"].chunk(0), table["docno"].chunk(0), scores, tags)
+        tags = [_text(t) for t in pc.unique(table["tag"]).to_pylist()]
+        return _Columns(_array(table["qid"]), _array(table["docno"]), scores, tags)
     rows = list(_run_lines(path, data))
     tags = list(dict.fromkeys(_text(r[3]) for r in rows))
     return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
@@ -324,7 +328,7 @@ def _qrels_columns(path: str, data: bytes | None = None, *, checked: bool = Fals
     if got is not None:
         table, rel = got
         if np.isfinite(rel).all():
-            return _Columns(table["qid"].chunk(0), table["docno"].chunk(0), rel)
+            return _Columns(_array(table["qid"]), _array(table["docno"]), rel)
     rows = list(_qrels_lines(path, data))
     return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
                     np.array([r[2] for r in rows], dtype=np.float64))
