@@ -127,7 +127,8 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
         given = [name for name, on in (("--missing-queries", fields["missing_queries"]),
                                        ("--judged-only", fields["judged_only"])) if on]
         if given:
-            raise click.UsageError(f"{' and '.join(given)} only apply to TREC runs (give "
+            verb = "applies" if len(given) == 1 else "apply"
+            raise click.UsageError(f"{' and '.join(given)} only {verb} to TREC runs (give "
                                    "--qrels QRELS)")
     gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
     preset = preset_options(kwargs.pop("convention", None),

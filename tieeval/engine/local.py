@@ -278,7 +278,9 @@ def _read_options(options, qrels, missing_queries=None, judged_only=False
         if not trec:
             return options
         if options is None or getattr(options, "qrels", None) is None:
-            raise ParameterError(f"{', '.join(trec)} only apply to TREC runs (give qrels=)")
+            raise ParameterError(f"{' and '.join(trec)} only "
+                                 f"{'applies' if len(trec) == 1 else 'apply'} to TREC runs "
+                                 "(give qrels=)")
         return dataclasses.replace(options, **trec)
     qrels = check_path(qrels)
     if isinstance(options, RelevanceReadOptions):
