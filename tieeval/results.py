@@ -215,6 +215,9 @@ class RunResult:
             parts.append(f"Both P&N subset: {rel['instances_in_subset']} instances")
         if rel["source"] == "trec":
             parts.append("Original = trec_eval's order (score, then docno, descending)")
+            queries = rel.get("queries")
+            if queries:
+                parts.append(query_set_note(queries))
         return "; " + "; ".join(parts)
 
     def metric(self, label: str) -> MetricRow:
@@ -244,6 +247,27 @@ class RunResult:
         if self.original_rule is not None:
             out["original_rule"] = self.original_rule
         return out
+
+
+def query_set_note(queries: dict) -> str:
+    """A TREC run's query set in a few words: ``98 queries averaged (100 in run and qrels,
+    2 without a relevant document skipped; 3 run-only ignored)``."""
+    n = queries["averaged"]
+    inside = [f"{queries['both']} in run and qrels"]
+    if queries.get("qrels_only_zero"):
+        inside.append(f"{queries['qrels_only_zero']} qrels-only counted as 0")
+    if queries["no_relevant"]:
+        inside.append(f"{queries['no_relevant']} without a relevant document "
+                      + ("skipped" if queries["no_relevant_policy"] == "skip"
+                         else "counted as 0"))
+    left = []
+    if queries["run_only_ignored"]:
+        left.append(f"{queries['run_only_ignored']} run-only ignored")
+    if queries.get("qrels_only_not_evaluated"):
+        left.append(f"{queries['qrels_only_not_evaluated']} qrels-only not evaluated "
+                    "(--missing-queries zero)")
+    return (f"{n} {'query' if n == 1 else 'queries'} averaged ({', '.join(inside)})"
+            + (f"; {', '.join(left)}" if left else ""))
 
 
 def simd_level() -> str:

@@ -177,3 +177,31 @@ def test_a_closed_pipe_ends_quietly():
     assert first == b"P_1                   \t301\t0.0000\n"
     assert stderr == b""
     assert producer.returncode in (0, -13, 141)  # done, or ended by SIGPIPE
+
+
+@pytest.mark.parametrize("expected,qrels,run,options", [
+    ("out.test.aq", "qrels.test", "results.test", []),
+    ("out.test.aqc", "qrels.test", "results.trunc", ["--missing-queries", "zero"]),
+    ("out.test.aqcM", "qrels.test", "results.trunc",
+     ["--missing-queries", "zero", "--depth", "100"]),
+    ("out.test.aql", "qrels.rel_level", "results.test", ["--relevance-level", "2"]),
+])
+def test_trec_eval_suite_end_to_end(expected, qrels, run, options):
+    """trec_eval's own test suite (-m all_trec -q, with -c, -c -M100 and -l2), through the
+    CLI: every line tieeval prints for trec_eval's measures is one of trec_eval's printed
+    lines, and every trec_eval line of a measure tieeval has is printed."""
+    data = os.path.join(os.path.dirname(__file__), "trec_eval_data")
+    result = runner().invoke(cli, ["compare", "--qrels", os.path.join(data, qrels),
+                                   os.path.join(data, run), "--format", "trec_eval",
+                                   "--per-query", "-m", "all_trec", "--convention",
+                                   "trec_eval", *options], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    got = result.stdout.splitlines()
+    with open(os.path.join(data, expected)) as fh:
+        want = fh.read().splitlines()
+    assert set(got) <= set(want)
+    have = {line.split("\t")[0].rstrip() for line in got}
+    missing = [line for line in want if line.split("\t")[0].rstrip() in have
+               and line not in got]
+    assert not missing
+    assert len(got) == 235  # 77 lines for each of the 3 queries, runid, and gm_map / num_q

@@ -88,8 +88,14 @@ def test_hand_derived_example(example):
     assert r.metric("NDCG@3").original == pytest.approx(want, abs=1e-15)
     assert "trec_eval" in r.caption_note
     notes = " ".join(r.warnings)
-    assert "1 query (q3) of the run has no judgements" in notes
-    assert "1 query (q4) of" in notes and "trec_eval -c" in notes
+    assert "2 queries averaged: 2 in both the run and the qrels" in notes
+    assert "1 query (q3) of the run without judgements ignored" in notes
+    assert "1 query (q4) of the qrels without results not evaluated" in notes
+    assert "trec_eval -c" in notes
+    queries = r.relevance["queries"]
+    assert (queries["both"], queries["run_only_ignored"], queries["qrels_only"],
+            queries["averaged"]) == (2, 1, 1, 2)
+    assert "2 queries averaged (2 in run and qrels); 1 run-only ignored" in r.caption_note
 
 
 def test_rank_column_is_ignored(tmp_path, example):
@@ -100,7 +106,10 @@ def test_rank_column_is_ignored(tmp_path, example):
     other = tmp_path / "ranks.txt"
     other.write_text("\n".join(" ".join(f) for f in lines) + "\n")
     a, b = evaluate(run, qrels).to_dict(), evaluate(str(other), qrels).to_dict()
-    a.pop("path"), b.pop("path")
+    for d in (a, b):
+        d.pop("path")
+        for w in d["data_warnings"]:
+            w.pop("message")  # names the file
     assert a == b
 
 
@@ -139,7 +148,7 @@ def test_open_dump_routes_qrels_and_cli(example):
     run, qrels = example
     dump = open_dump(run, RelevanceReadOptions(qrels=qrels))
     assert dump.format == "trec" and dump.relevance.original == "given"
-    assert dump.metadata == {"method": "sys"}  # the run tag labels the run
+    assert dump.metadata == {"tag": "sys"}  # kept, but the file names the run
     result = CliRunner().invoke(cli, ["compare", "--qrels", qrels, run, "-m", "P@2",
                                       "--format", "json"])
     assert result.exit_code == 0
@@ -259,3 +268,122 @@ def test_trec_rule_is_the_default_and_only_rule_of_trec_runs(example):
     assert "original_rule" not in json.loads(trec.output)["runs"][0]
     other = CliRunner().invoke(cli, base + ["--original", "stable"])
     assert other.exit_code == 2 and "trec_eval's order" in other.output
+
+
+# ---------------------------------------------------------------------------------------
+# reading: the vectorised reader agrees with the line-by-line one (trec_eval's rules)
+
+
+def _messy(rng, records, comment_col0):
+    """``records`` (lists of fields) written with random blanks, blank lines, comments."""
+    out = []
+    for fields in records:
+        seps = [str(rng.choice([" ", "\t", "  ", " \t", "\x0b", "\x0c"])) for _ in fields]
+        line = "".join(f + s for f, s in zip(fields, seps))
+        if rng.random() < 0.2:
+            line = str(rng.choice([" ", "\t"])) + line
+        out.append(line)
+        if rng.random() < 0.1:
+            out.append(str(rng.choice(["", "  ", "\t"])))
+        if rng.random() < 0.1:
+            out.append("# comment " + " ".join(fields))
+        if not comment_col0 and rng.random() < 0.1:
+            out.append("  \t# indented comment")
+    return str(rng.choice(["\n", "\r\n"])).join(out) + str(rng.choice(["", "\n"]))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorised_reader_agrees_with_line_reader(tmp_path, seed):
+    from tieeval.io.trec import _qrels_columns, _qrels_lines, _run_columns, _run_lines
+    rng = np.random.default_rng(seed)
+    plain = seed % 2 == 0  # half the files in the plain layout (the fast path as is)
+    run_records, qrels_records = [], []
+    for i in range(200):
+        q, d = f"q{rng.integers(0, 9)}", f"D#{i}"
+        fields = [q, "Q0", d, str(i), repr(float(rng.choice([0.5, 1.0, -0.0, 1e300]))), "t"]
+        if not plain and rng.random() < 0.1:
+            fields += ["junk", "after"]
+        run_records.append(fields)
+        qrels_records.append([q, "0", d, str(int(rng.integers(-1, 4)))])
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    if plain:
+        run_path.write_text("\n".join(" ".join(f) for f in run_records) + "\n")
+        qrels_path.write_text("\n".join(" ".join(f) for f in qrels_records) + "\n")
+    else:
+        run_path.write_bytes(_messy(rng, run_records, False).encode())
+        qrels_path.write_bytes(_messy(rng, qrels_records, True).encode())
+    got = _run_columns(str(run_path))
+    want = list(_run_lines(str(run_path), run_path.read_bytes()))
+    assert got.qid.to_pylist() == [r[0] for r in want]
+    assert got.docno.to_pylist() == [r[1] for r in want]
+    np.testing.assert_array_equal(got.value, [r[2] for r in want])
+    assert got.tags == ["t"] and len(want) == 200
+    got = _qrels_columns(str(qrels_path))
+    want = list(_qrels_lines(str(qrels_path), qrels_path.read_bytes()))
+    assert got.docno.to_pylist() == [r[1] for r in want] and len(want) == 200
+    np.testing.assert_array_equal(got.value, [r[2] for r in want])
+
+
+def test_trec_eval_comment_rules(tmp_path):
+    """Runs: '#' as the first non-blank character; qrels: '#' in the first column (an
+    indented '#...' line is a judgement, as trec_eval reads it); '#' inside a docno is data."""
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text("# c\n  # c 2 3 4 5 6\nq1 Q0 d#1 1 1 t\n\nq1 Q0 d2 2 0.5 t extra\n")
+    qrels.write_text("# c\n# c\nq1 0 d#1 1\n  #q 0 d2 1\n")
+    parsed, tags = read_run(str(run))
+    assert parsed == {"q1": ([b"d#1", b"d2"], [1.0, 0.5])} and tags == ["t"]
+    assert read_qrels(str(qrels)) == {"q1": {b"d#1": 1.0}, "#q": {b"d2": 1.0}}
+
+
+def _big_run(lines, bad_line, bad):
+    text = [f"q{i // 100} Q0 d{i} {i} {1.0 / (1 + i % 7)!r} t" for i in range(lines)]
+    text[bad_line - 1] = bad
+    return "\n".join(text) + "\n"
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("q1 Q0 d9 1 high t", "line 700: score 'high' is not a number"),
+    ("q1 Q0 d9 1 1.0", "line 700: expected 6 fields 'qid Q0 docno rank score tag', got 5"),
+    ("q1 Q0  d9 1 1.0", "line 700: expected 6 fields"),
+])
+def test_errors_name_the_line_on_large_files(tmp_path, bad, message):
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text(_big_run(2000, 700, bad))
+    qrels.write_text("q1 0 d1 1\n")
+    with pytest.raises(InputError) as info:
+        open_trec_run(str(run), str(qrels))
+    assert message in str(info.value)
+
+
+def test_non_utf8_qid_and_qrels_errors_name_the_line(tmp_path):
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_bytes(_big_run(900, 500, "q1 Q0 d1 1 1 t").encode().replace(
+        b"q1 Q0 d1 1 1 t", b"q\xff Q0 d1 1 1 t"))
+    qrels.write_text("q1 0 d1 1\n")
+    with pytest.raises(InputError, match="line 500: query id b'q\\\\xff' is not valid UTF-8"):
+        open_trec_run(str(run), str(qrels))
+    run.write_text(_big_run(900, 500, "q1 Q0 d1 1 1 t"))
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1 extra\n")
+    with pytest.raises(InputError, match="line 2: expected 4 fields 'qid iter docno "
+                                         "relevance', got 5"):
+        open_trec_run(str(run), str(qrels))
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d1 2\n")
+    with pytest.raises(InputError, match="line 3: query q1: document d1 is judged twice"):
+        open_trec_run(str(run), str(qrels))
+
+
+def test_missing_query_rows_have_no_candidates(example):
+    run, qrels = example
+    dump = open_trec_run(run, qrels, RelevanceReadOptions(missing_queries="zero"))
+    (batch,) = list(dump.batches(100))
+    assert batch.ids.tolist() == ["q1", "q2", "q4"]
+    assert np.diff(batch.offsets).tolist() == [4, 2, 0]
+    assert batch.unranked[0].tolist() == [1.0, 1.0]  # q1's d9, q4's z
+    r = evaluate_dump(dump, [tieeval_metric("MRR")])
+    assert r.metric("MRR").instances == 3 and r.metric("MRR").original == pytest.approx(
+        (1 / 3 + 1 + 0) / 3)
+
+
+def tieeval_metric(name):
+    from tieeval.metrics.metric import Metric
+    return Metric.parse(name)

@@ -145,9 +145,11 @@ def trec_eval_lines(run: RunResult, column: str = "original",
 
 
 def _runid(run: RunResult) -> str:
-    """trec_eval's runid: the run's tag (its method label), else the file name."""
+    """trec_eval's runid: the run's tag (the ``tag`` label of a TREC run, or its method
+    under --group-by-tag), else the file name."""
     import os
-    return run.labels.get("method") or os.path.basename(run.path)
+    return (run.labels.get("tag") or run.labels.get("method")
+            or os.path.basename(run.path))
 
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",

@@ -138,7 +138,7 @@ def _query_values(path, metrics, what_if, read_kwargs):
     nan_policy = read_kwargs.pop("nan_policy", "raise")
     batch_rows = read_kwargs.pop("batch_rows", None)
     original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine"):
+    for unused in ("jobs", "engine", "group_by_tag"):
         read_kwargs.pop(unused, None)
     options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
     return query_values(path, metrics, options=options, nan_policy=nan_policy,
@@ -153,7 +153,7 @@ def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:
     nan_policy = read_kwargs.pop("nan_policy", "raise")
     batch_rows = read_kwargs.pop("batch_rows", None)
     original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine"):
+    for unused in ("jobs", "engine", "group_by_tag"):
         read_kwargs.pop(unused, None)
     options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
     return write_per_instance(path, out, metrics, options=options, nan_policy=nan_policy,

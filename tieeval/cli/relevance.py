@@ -11,6 +11,7 @@ import math
 
 import click
 
+from tieeval.io.trec import MISSING_QUERIES
 from tieeval.metrics.conventions import CONVENTION_NAMES, preset_options
 from tieeval.metrics.options import (
     AP_NORMS,
@@ -83,6 +84,21 @@ def relevance_options(f):
                           "docs/reproducing.md#metric-conventions). 'paper' is tieeval's "
                           "defaults. Options given "
                           "explicitly override it.")(f)
+    f = click.option("--depth", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Evaluate only the top N documents of each ranking (trec_eval "
+                          "-M N). Not with --judged-only.")(f)
+    f = click.option("--relevance-level", type=click.IntRange(min=1), default=None,
+                     metavar="N",
+                     help="A label counts as relevant from N up (trec_eval -l N; default: "
+                          "any label > 0). Gains keep the label's value.")(f)
+    f = click.option("--judged-only", is_flag=True, default=False,
+                     help="TREC runs: drop retrieved documents without a judgement (or "
+                          "judged below 0) before ranking, as trec_eval -J does; the "
+                          "tie-aware value stays exact. Not with --depth.")(f)
+    f = click.option("--missing-queries", type=click.Choice(MISSING_QUERIES), default=None,
+                     help="TREC runs: judged queries the run does not answer. 'skip' "
+                          "leaves them out (default; trec_eval's default); 'zero' averages "
+                          "them in as 0 in every column (trec_eval -c).")(f)
     f = click.option("--qrels", type=click.Path(dir_okay=False), default=None,
                      metavar="QRELS",
                      help="TREC qrels: every FILE is then a TREC run (qid Q0 docno rank "
@@ -104,14 +120,25 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
               "positives": kwargs.pop("positives_column", "positives"),
               "negatives": kwargs.pop("negatives_column", "negatives"),
               "items": kwargs.pop("items_column", "items"),
-              "qrels": kwargs.pop("qrels", None)}
+              "qrels": kwargs.pop("qrels", None),
+              "missing_queries": kwargs.pop("missing_queries", None),
+              "judged_only": kwargs.pop("judged_only", False)}
+    if fields["qrels"] is None:
+        given = [name for name, on in (("--missing-queries", fields["missing_queries"]),
+                                       ("--judged-only", fields["judged_only"])) if on]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise click.UsageError(f"{' and '.join(given)} only {verb} to TREC runs (give "
+                                   "--qrels QRELS)")
     gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
     preset = preset_options(kwargs.pop("convention", None),
                             gain=kwargs.pop("gain", None),
                             discount=kwargs.pop("discount", None),
                             short_list=kwargs.pop("short_list", None),
                             ap_norm=kwargs.pop("ap_norm", None),
-                            no_relevant=kwargs.pop("no_relevant", None))
+                            no_relevant=kwargs.pop("no_relevant", None),
+                            relevance_level=kwargs.pop("relevance_level", None),
+                            depth=kwargs.pop("depth", None))
     options = RelOptions(**preset, alpha=kwargs.pop("alpha", 1.0),
                          base=kwargs.pop("log_base", 2.0), gammas=tuple(gammas) or (1.0,),
                          both=kwargs.pop("both", False))

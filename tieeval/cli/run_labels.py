@@ -42,6 +42,10 @@ class TemplateType(click.ParamType):
 
 def label_options(f):
     """``--meta`` and ``--template``: where run labels come from besides the files."""
+    f = click.option("--group-by-tag", "group_by_tag", is_flag=True, default=False,
+                     help="TREC runs: name each run's method after its tag (6th column) "
+                          "instead of its file name, so that files sharing a tag are "
+                          "averaged as seeds. By default every file is its own run.")(f)
     f = click.option("--template", type=TemplateType(), default=None,
                      help="Read labels from the paths, e.g. "
                           "'{method}/{dataset}_{task}_seed{seed}.npz' (matched against the "
@@ -63,8 +67,15 @@ def meta_dict(meta) -> dict[str, str]:
     return out
 
 
-def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False, **read_kwargs):
-    """Evaluate every FILE and give each run its labels (see :mod:`tieeval.run_labels`)."""
+def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False,
+                      group_by_tag=False, **read_kwargs):
+    """Evaluate every FILE and give each run its labels (see :mod:`tieeval.run_labels`).
+
+    A TREC run is named after its file like any dump; ``group_by_tag`` names its method
+    after the run's tag instead (below --meta and --template, above the file name)."""
+    if group_by_tag and read_kwargs.get("qrels") is None:
+        raise click.UsageError("--group-by-tag labels TREC runs by their tag (give --qrels "
+                               "QRELS)")
     overrides = meta_dict(meta)
     if template is not None:  # a path that does not fit fails before any file is read
         for path in files:
@@ -73,5 +84,9 @@ def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False, **
     runs = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
     for run in runs:
         # evaluate_dump put the file's own metadata in run.labels
-        run.labels = resolve_labels(run.path, run.labels, meta=overrides, template=template)
+        found = dict(run.labels)
+        if group_by_tag and found.get("tag") is not None:
+            found["method"] = found["tag"]
+        run.labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
+                      **({"tag": found["tag"]} if "tag" in found else {})}
     return runs

@@ -26,6 +26,7 @@ import numpy as np
 from tieeval.engine.arguments import (
     check_batch_rows,
     check_engine,
+    check_flag,
     check_path,
     metric_list,
     rel_options,
@@ -42,6 +43,7 @@ from tieeval.io.base import (
     RelevanceReadOptions,
 )
 from tieeval.io.open import open_dump
+from tieeval.io.trec import check_missing_queries
 from tieeval.kernels import fused
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
@@ -90,10 +92,38 @@ def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
     """The kernel that evaluates ``dump`` as it reads now (see
     :func:`tieeval.kernels.choose.spec_for`); ``original``: the Original column's rule
     (None: the dump's default)."""
+    check_query_options(dump, relevance)
     spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
                     nan_policy=nan_policy, what_if=what_if, path=dump.path,
                     original=original)
     return choose_kernel(spec)
+
+
+def check_query_options(dump: Dump, relevance: RelOptions | None) -> None:
+    """``judged_only`` with ``depth`` is refused: trec_eval cuts the ranking at ``-M``
+    before it drops the unjudged documents, an order a reader that drops them first cannot
+    follow."""
+    query_set = getattr(dump, "query_set", None)
+    if (query_set is not None and query_set.judged_only
+            and getattr(relevance, "depth", None) is not None):
+        raise ParameterError("--judged-only cannot be combined with --depth (trec_eval -J "
+                             "-M cuts the ranking at depth before dropping unjudged "
+                             "documents); give one of them")
+
+
+def trec_query_report(result: RunResult, dump: Dump, relevance: RelOptions | None) -> None:
+    """Put a TREC run's query set in ``result``: ``relevance.queries`` (the counts) and,
+    when a query is left out or counted as 0 without results, a ``trec_queries`` data
+    warning and a warning line."""
+    query_set = getattr(dump, "query_set", None)
+    if query_set is None or result.relevance is None:
+        return
+    summary, warning = query_set.report(getattr(relevance, "relevance_level", None),
+                                        getattr(relevance, "no_relevant", "skip"))
+    result.relevance["queries"] = summary
+    if warning is not None:
+        result.data_warnings = [*(result.data_warnings or []), warning]
+        result.warnings.append(warning["message"])
 
 
 def run_passes(dump: Dump, make_kernel, consume, progress=None):
@@ -170,8 +200,10 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
         return kernel.accumulate(dump.batches(size), tick)
 
     kernel, acc = run_passes(dump, make_kernel, consume, progress)
-    return kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},
-                         dump.warnings)
+    result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},
+                           dump.warnings)
+    trec_query_report(result, dump, relevance)
+    return result
 
 
 def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
@@ -219,6 +251,8 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   alpha: float = 1.0, log_base: float = 2.0, short_list: str | None = None,
                   ap_norm: str | None = None, both: bool = False,
                   no_relevant: str | None = None, convention: str | None = None, qrels=None,
+                  missing_queries: str | None = None, judged_only: bool = False,
+                  relevance_level: int | None = None, depth: int | None = None,
                   what_if=None, cast: str | None = None,
                   tolerance: float | None = None, run_labels: dict | None = None,
                   original: str | None = None,
@@ -232,7 +266,12 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark).
     ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
     :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
-    reads ``path`` as a TREC run judged by that qrels file. ``gamma``, ``gain``,
+    reads ``path`` as a TREC run judged by that qrels file; then ``missing_queries``
+    (``"skip"``, the default, or ``"zero"``: trec_eval ``-c``, judged queries the run does
+    not answer count 0) and ``judged_only`` (trec_eval ``-J``: unjudged documents leave the
+    ranking; not with ``depth``) choose its query set and documents. ``relevance_level``
+    (trec_eval ``-l``: relevant means label >= N) and ``depth`` (trec_eval ``-M``: the top
+    N documents of each ranking) apply to every labelled dump. ``gamma``, ``gain``,
     ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``,
     ``no_relevant``: the labelled options, as on the command line (or
     ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
@@ -251,11 +290,12 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     batch_rows = check_batch_rows(batch_rows)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
                       log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      no_relevant=no_relevant, convention=convention)
+                      no_relevant=no_relevant, convention=convention,
+                      relevance_level=relevance_level, depth=depth)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels, labels)
     engine = check_engine(engine)
-    read = _read_options(options, qrels)
+    read = _read_options(options, qrels, missing_queries, judged_only)
     if engine == "spark":
         if what_if is not None:
             raise ParameterError("cast and tolerance run on the local engine only (got "
@@ -273,20 +313,32 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                          jobs=jobs, relevance=rel, what_if=what_if)
 
 
-def _read_options(options, qrels) -> ReadOptions | None:
-    """``options`` with ``qrels`` set (a :class:`RelevanceReadOptions` then)."""
+def _read_options(options, qrels, missing_queries=None, judged_only=False
+                  ) -> ReadOptions | None:
+    """``options`` with ``qrels`` (and a TREC run's ``missing_queries`` and
+    ``judged_only``) set (a :class:`RelevanceReadOptions` then)."""
     if options is not None and not isinstance(options, ReadOptions):
         raise ParameterError(f"options must be a tieeval.ReadOptions, got {options!r}")
+    check_missing_queries(missing_queries)
+    judged_only = check_flag("judged_only", judged_only)
+    trec = {k: v for k, v in (("missing_queries", missing_queries),
+                              ("judged_only", judged_only)) if v not in (None, False)}
     if qrels is None:
-        return options
+        if not trec:
+            return options
+        if options is None or getattr(options, "qrels", None) is None:
+            raise ParameterError(f"{' and '.join(trec)} only "
+                                 f"{'applies' if len(trec) == 1 else 'apply'} to TREC runs "
+                                 "(give qrels=)")
+        return dataclasses.replace(options, **trec)
     qrels = check_path(qrels)
     if isinstance(options, RelevanceReadOptions):
         if options.qrels is not None and options.qrels != qrels:
             raise ParameterError("give qrels= or options.qrels, not both")
-        return dataclasses.replace(options, qrels=qrels)
+        return dataclasses.replace(options, qrels=qrels, **trec)
     given = {f.name: getattr(options, f.name) for f in dataclasses.fields(ReadOptions)
              } if options is not None else {}
-    return RelevanceReadOptions(**given, qrels=qrels)
+    return RelevanceReadOptions(**given, qrels=qrels, **trec)
 
 
 def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
@@ -485,7 +537,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              no_relevant: str | None = None, convention: str | None = None,
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
-             relevance: RelOptions | None = None, run_labels: dict | None = None
+             relevance: RelOptions | None = None, run_labels: dict | None = None,
+             relevance_level: int | None = None, depth: int | None = None
              ) -> RunResult:
     """Evaluate in-memory scores: the Python form of ``tieeval compare`` on a dump.
 
@@ -506,7 +559,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
     ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
-    the metrics and their definitions as :func:`evaluate_path` does. ``cast`` /
+    the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``
+    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``cast`` /
     ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
     task / seed. ``path`` names the data in messages and in the result. Returns a
     :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
@@ -526,7 +580,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     check_nan_policy(nan_policy)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
                       log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      no_relevant=no_relevant, convention=convention)
+                      no_relevant=no_relevant, convention=convention,
+                      relevance_level=relevance_level, depth=depth)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps

@@ -361,6 +361,8 @@ class RelevanceReadOptions(ReadOptions):
     """:class:`~tieeval.io.base.ReadOptions` plus the names of the relevance fields.
 
     ``qrels``: a TREC qrels file; the path opened is then a TREC run (:mod:`tieeval.io.trec`).
+    ``missing_queries`` (``"skip"``, the default, or ``"zero"``: trec_eval ``-c``) and
+    ``judged_only`` (trec_eval ``-J``) choose a TREC run's query set and documents.
     """
 
     labels: str = "labels"
@@ -368,6 +370,8 @@ class RelevanceReadOptions(ReadOptions):
     negatives: str = "negatives"
     items: str = "items"
     qrels: str | None = None
+    missing_queries: str | None = None
+    judged_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -394,3 +398,4 @@ class LabelledDump(Dump):
     """A :class:`~tieeval.io.base.Dump` whose batches carry relevance fields (see module doc)."""
 
     relevance: RelevanceInfo | None = None
+    query_set: object | None = None  # a TREC run's tieeval.io.trec.QuerySet

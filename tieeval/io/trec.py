@@ -3,11 +3,20 @@
 ``tieeval compare --qrels QRELS RUN`` reads
 
 * RUN, a TREC run: one line per retrieved document, ``qid Q0 docno rank score tag``
-  (whitespace separated; ``Q0`` and ``rank`` are ignored, as trec_eval ignores them);
+  (fields separated by any run of spaces or tabs; ``Q0`` and ``rank`` are ignored, as
+  trec_eval ignores them);
 * QRELS, the judgements: ``qid iter docno relevance`` (``iter`` ignored). A relevance
   ``> 0`` is relevant with that gain, ``0`` judged non-relevant, ``< 0`` an explicit
   negative for the signed metrics (trec_eval reads negative values as "in the pool but
   unjudged": non-relevant either way for the unsigned metrics).
+
+Lines are read as trec_eval reads them (``get_trec_results.c``, ``get_qrels.c``): a line
+ends at ``\\n``; fields are separated by ASCII whitespace (space, tab, ``\\r``, ``\\v``,
+``\\f``); blank lines are skipped. In a run, a line whose first non-blank character is
+``#`` is a comment, and fields after the sixth are ignored (trec_eval keeps the tag of the
+last line only; tieeval collects every tag). In qrels, a line starting with ``#`` is a
+comment, and a judgement has exactly four fields. Unlike trec_eval, scores and relevance
+values must be numbers (trec_eval's ``atof`` reads ``abc`` as 0) and query ids UTF-8.
 
 Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 
@@ -15,29 +24,41 @@ Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
   by docno *descending* (``comp_sim_docno``: ``strcmp(p2->docno, p1->docno)``, byte-wise).
   The run's rank column plays no part. Ties among scores are judged on the scores parsed
   as float64 (trec_eval reads them as C doubles), so ``1.0`` and ``1.00`` tie.
-* Queries of the run without any qrels are ignored (trec_eval: "queries for which there
-  is no relevance information are ignored completely"); qrels queries the run does not
-  answer are not evaluated either (trec_eval's ``-c`` would average them in as 0). Both
-  are counted in a warning.
+* The query set (:class:`QuerySet`): queries of the run without any qrels are ignored
+  (trec_eval: "queries for which there is no relevance information are ignored
+  completely"); qrels queries the run does not answer are not evaluated by default, and
+  with ``missing_queries="zero"`` (trec_eval ``-c``) they are rows with no candidates, all
+  their judged documents unranked, scoring 0 in every column. Both are counted.
+* ``judged_only`` (trec_eval ``-J``): retrieved documents without a judgement, or judged
+  below 0 (trec_eval's "in the pool but unjudged"), are removed before ranking. A uniform
+  random tie-break of the whole list, restricted to the documents kept, is a uniform
+  tie-break of the kept list, so the tie-aware value stays exact.
 * R, the number of relevant documents of a query, counts every relevant document in the
   qrels, retrieved or not (trec_eval's ``num_rel``): Recall and MAP divide by it, and the
   ideal DCG of NDCG takes the best gains among all judged documents. A query whose only
   relevant documents were not retrieved scores 0.
 * A query with no relevant document at all is skipped and counted, as every labelled row
-  without one (trec_eval would average it in as 0).
+  without one (``--no-relevant zero`` and ``--convention trec_eval`` average it in as 0,
+  as trec_eval does).
 * A document retrieved twice for one query, or judged twice, is an input error, as in
   trec_eval.
+
+Reading is vectorised: the bytes are normalised only where they need it (tabs and runs of
+blanks to one space, comment lines dropped) and split by pyarrow's CSV parser; any line it
+cannot take (a missing or extra field, a bad number) sends the file to the line-by-line
+reader, which reads extra fields as trec_eval does and names the line of any error.
 """
 
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from tieeval.errors import InputError
+from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
     Batch,
     LabelledDump,
@@ -45,6 +66,8 @@ from tieeval.io.base import (
     check_row_length,
     require_regular_file,
 )
+
+MISSING_QUERIES = ("skip", "zero")
 
 
 @dataclass
@@ -64,17 +87,41 @@ class TrecBatch(Batch):
     max_label: float | None = None
 
 
-def _lines(path: str, what: str):
+def check_missing_queries(value) -> str:
+    if value is None:
+        return "skip"
+    if not isinstance(value, str) or value not in MISSING_QUERIES:
+        raise ParameterError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, "
+                             f"got {value!r}")
+    return value
+
+
+def _read_bytes(path: str, what: str) -> bytes:
     if os.path.exists(path):
         require_regular_file(path)
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
-    for number, line in enumerate(data.splitlines(), 1):
+
+
+# ---------------------------------------------------------------------------------------
+# the line-by-line reader: the reference for the rules, and the messages with line numbers
+
+_BLANK = b" \t\r\x0b\x0c"  # bytes.split() splits on these and \n, as C's isspace
+
+
+def _lines(data: bytes, comment_col0: bool):
+    """``(line number, fields)`` of every line that is neither blank nor a comment."""
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if comment_col0:
+            if line[:1] == b"#":
+                continue
+        elif line.lstrip(_BLANK)[:1] == b"#":
+            continue
         fields = line.split()
         if fields:
             yield number, fields
@@ -110,10 +157,10 @@ def _number(path, number, text: bytes, what: str) -> float:
     return value
 
 
-def read_qrels(path: str) -> dict[str, dict[bytes, float]]:
-    """``{qid: {docno: relevance}}`` from a qrels file (``qid iter docno relevance``)."""
-    qrels: dict[str, dict[bytes, float]] = {}
-    for number, fields in _lines(path, "qrels"):
+def _qrels_lines(path: str, data: bytes):
+    """``(qid, docno, relevance)`` per judgement, every line checked."""
+    seen: set = set()
+    for number, fields in _lines(data, comment_col0=True):
         if len(fields) != 4:
             raise InputError(f"{path}: line {number}: expected 4 fields 'qid iter docno "
                              f"relevance', got {len(fields)} (is this a qrels file?)")
@@ -121,12 +168,35 @@ def read_qrels(path: str) -> dict[str, dict[bytes, float]]:
         value = _number(path, number, rel, "relevance")
         if not np.isfinite(value):
             raise InputError(f"{path}: line {number}: relevance must be finite")
-        qid = _qid(path, number, qid).encode("utf-8")
-        judged = qrels.setdefault(_text(qid), {})
-        if doc in judged:
-            raise InputError(f"{path}: line {number}: query {_text(qid)}: document "
+        q = _qid(path, number, qid)
+        if (qid, doc) in seen:
+            raise InputError(f"{path}: line {number}: query {q}: document "
                              f"{_text(doc)} is judged twice")
-        judged[doc] = value
+        seen.add((qid, doc))
+        yield qid, doc, value
+
+
+def _run_lines(path: str, data: bytes):
+    """``(qid, docno, score, tag)`` per retrieved document, every line checked."""
+    for number, fields in _lines(data, comment_col0=False):
+        if len(fields) < 6:
+            raise InputError(f"{path}: line {number}: expected 6 fields 'qid Q0 docno rank "
+                             f"score tag', got {len(fields)} (is this a TREC run?)")
+        qid, _, doc, _, score, tag = fields[:6]  # trec_eval ignores fields after the tag
+        try:
+            value = float(score)
+        except ValueError:
+            raise InputError(f"{path}: line {number}: score {_text(score)!r} is not a "
+                             "number") from None
+        _qid(path, number, qid)
+        yield qid, doc, value, tag
+
+
+def read_qrels(path: str) -> dict[str, dict[bytes, float]]:
+    """``{qid: {docno: relevance}}`` from a qrels file (``qid iter docno relevance``)."""
+    qrels: dict[str, dict[bytes, float]] = {}
+    for qid, doc, value in _qrels_lines(path, _read_bytes(path, "qrels")):
+        qrels.setdefault(qid.decode("utf-8"), {})[doc] = value
     if not qrels:
         raise InputError(f"{path}: no judgements (empty qrels file)")
     return qrels
@@ -136,23 +206,146 @@ def read_run(path: str) -> tuple[dict[str, tuple[list, list]], list[str]]:
     """``({qid: (docnos, scores)}, tags)`` from a run file, in file order."""
     run: dict[str, tuple[list, list]] = {}
     tags: dict[str, None] = {}
-    for number, fields in _lines(path, "run"):
-        if len(fields) != 6:
-            raise InputError(f"{path}: line {number}: expected 6 fields 'qid Q0 docno rank "
-                             f"score tag', got {len(fields)} (is this a TREC run?)")
-        qid, _, doc, _, score, tag = fields
-        try:
-            value = float(score)
-        except ValueError:
-            raise InputError(f"{path}: line {number}: score {_text(score)!r} is not a "
-                             "number") from None
-        docs, scores = run.setdefault(_qid(path, number, qid), ([], []))
+    for qid, doc, value, tag in _run_lines(path, _read_bytes(path, "run")):
+        docs, scores = run.setdefault(qid.decode("utf-8"), ([], []))
         docs.append(doc)
         scores.append(value)
         tags[_text(tag)] = None
     if not run:
         raise InputError(f"{path}: no results (empty run file)")
     return run, list(tags)
+
+
+# ---------------------------------------------------------------------------------------
+# the vectorised reader
+
+_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+_COMMENT_LINE = re.compile(rb"(?m)^#[^\n]*(?:\n|\Z)")
+_BLANK_RUN = re.compile(rb" {2,}")
+_RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
+_QRELS_FIELDS = ("qid", "iter", "docno", "relevance")
+
+
+@dataclass
+class _Columns:
+    """A file's records: ``qid`` and ``docno`` as pyarrow binary arrays, ``value`` (score
+    or relevance) as float64, and a run's tags in order of first appearance."""
+
+    qid: object
+    docno: object
+    value: np.ndarray
+    tags: list = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return int(self.value.size)
+
+
+def _comment_lines(data: bytes) -> bool:
+    return data[:1] == b"#" or b"\n#" in data
+
+
+def _normalise(data: bytes, comment_col0: bool) -> bytes:
+    """The records of ``data`` as single-space separated lines without comments: what
+    pyarrow's CSV parser reads with ``delimiter=' '``. Each pass runs only when needed."""
+    if comment_col0 and _comment_lines(data):  # qrels: '#' in the first column only
+        data = _COMMENT_LINE.sub(b"", data)
+    if any(c in data for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
+        data = data.translate(_TO_SPACE)
+    if b"  " in data:
+        data = _BLANK_RUN.sub(b" ", data)
+    if b"\n " in data:
+        data = data.replace(b"\n ", b"\n")
+    if b" \n" in data:
+        data = data.replace(b" \n", b"\n")
+    if data[:1] == b" " or data[-1:] == b" ":
+        data = data.strip(b" ")
+    if not comment_col0 and _comment_lines(data):  # runs: '#' first after any blanks
+        data = _COMMENT_LINE.sub(b"", data)
+    return data
+
+
+def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False):
+    """``(table, numbers)`` via pyarrow's CSV parser (every field as bytes, ``number``
+    also as float64), or None when a line does not fit: a field count other than
+    ``len(names)``, a bad number, or -- unless the data was normalised -- an empty field,
+    a blank other than a single space, or a line starting with ``#``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as csv
+
+    if data.count(b"\n") == len(data):  # nothing but line ends
+        return None
+    if plain and any(c in data for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
+        return None
+    try:
+        table = csv.read_csv(
+            pa.BufferReader(data),
+            read_options=csv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
+                                           escape_char=False, ignore_empty_lines=True),
+            convert_options=csv.ConvertOptions(
+                column_types={n: pa.binary() for n in names}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+        if plain:
+            if any(pc.min(pc.binary_length(table[n])).as_py() == 0 for n in names):
+                return None
+            if pc.any(pc.starts_with(table["qid"], "#")).as_py():
+                return None
+        values = pc.cast(pc.cast(table[number], pa.string()), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    return table, np.asarray(values.to_numpy(), dtype=np.float64)
+
+
+def _array(column):
+    """One pyarrow array from a table column (chunks joined when there are several)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
+    """The fast readers: the bytes as they are, else normalised; None when neither fits."""
+    got = _csv_columns(data, names, number, plain=True)
+    if got is None:
+        got = _csv_columns(_normalise(data, comment_col0), names, number)
+    return got
+
+
+def _binary(values: list):
+    import pyarrow as pa
+    return pa.array(values, type=pa.binary())
+
+
+def _run_columns(path: str) -> _Columns:
+    data = _read_bytes(path, "run")
+    got = _parse(data, _RUN_FIELDS, "score", comment_col0=False)
+    if got is not None:
+        import pyarrow.compute as pc
+        table, scores = got
+        tags = [_text(t) for t in pc.unique(table["tag"]).to_pylist()]
+        return _Columns(_array(table["qid"]), _array(table["docno"]), scores, tags)
+    rows = list(_run_lines(path, data))
+    tags = list(dict.fromkeys(_text(r[3]) for r in rows))
+    return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
+                    np.array([r[2] for r in rows], dtype=np.float64), tags)
+
+
+def _qrels_columns(path: str, data: bytes | None = None, *, checked: bool = False
+                   ) -> _Columns:
+    if data is None:
+        data = _read_bytes(path, "qrels")
+    got = None if checked else _parse(data, _QRELS_FIELDS, "relevance", comment_col0=True)
+    if got is not None:
+        table, rel = got
+        if np.isfinite(rel).all():
+            return _Columns(_array(table["qid"]), _array(table["docno"]), rel)
+    rows = list(_qrels_lines(path, data))
+    return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
+                    np.array([r[2] for r in rows], dtype=np.float64))
+
+
+# ---------------------------------------------------------------------------------------
+# run + qrels -> rows
 
 
 def trec_order(docnos: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -166,60 +359,260 @@ def trec_order(docnos: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.lexsort((docnos, scores, ~np.isnan(scores)))[::-1]
 
 
-def load(run_path: str, qrels_path: str):
-    """Queries as rows: ``(qids, scores, labels, offsets, unranked, docnos, notes, tags,
+@dataclass
+class QuerySet:
+    """Which queries a TREC run's figures average, and why the others are left out.
+
+    ``run`` / ``qrels``: queries in each file; ``both``: in both (trec_eval's query set);
+    ``run_only``: ignored (no judgements); ``qrels_only``: not answered by the run, rows
+    scoring 0 under ``missing_queries="zero"`` (trec_eval ``-c``), else not evaluated;
+    ``best``: each row's highest judgement, which settles whether it has a relevant
+    document.
+    """
+
+    run_path: str
+    qrels_path: str
+    run: int
+    qrels: int
+    both: int
+    run_only: list
+    qrels_only: list
+    missing_queries: str
+    judged_only: bool
+    best: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return int(self.best.size)
+
+    def summary(self, relevance_level=None, no_relevant: str = "skip") -> dict:
+        """The counts as the JSON's ``relevance.queries`` reports them."""
+        level = relevance_level
+        relevant = self.best >= level if level is not None else self.best > 0
+        without = int(self.rows - np.count_nonzero(relevant))
+        zeroed = self.missing_queries == "zero"
+        out = {"run": self.run, "qrels": self.qrels, "both": self.both,
+               "run_only_ignored": len(self.run_only),
+               "qrels_only": len(self.qrels_only),
+               "missing_queries": self.missing_queries,
+               "judged_only": self.judged_only,
+               "evaluated": self.rows,
+               "no_relevant": without, "no_relevant_policy": no_relevant,
+               "averaged": self.rows - (without if no_relevant == "skip" else 0)}
+        out["qrels_only_zero" if zeroed else "qrels_only_not_evaluated"] = len(self.qrels_only)
+        return out
+
+    def message(self, summary: dict) -> str:
+        """One line: how many queries are averaged, and why any are left out."""
+        parts = [f"{summary['both']} in both the run and the qrels"]
+        if self.qrels_only and self.missing_queries == "zero":
+            parts.append(f"{_queries(self.qrels_only)} of the qrels without results counted "
+                         "as 0 (--missing-queries zero, trec_eval -c)")
+        if self.run_only:
+            parts.append(f"{_queries(self.run_only)} of the run without judgements ignored, "
+                         "as trec_eval ignores them")
+        if self.qrels_only and self.missing_queries != "zero":
+            parts.append(f"{_queries(self.qrels_only)} of the qrels without results not "
+                         "evaluated (--missing-queries zero, trec_eval -c, counts them as 0)")
+        if summary["no_relevant"]:
+            n = summary["no_relevant"]
+            what = f"{n} {'query' if n == 1 else 'queries'} without a relevant document"
+            parts.append(f"{what} skipped (--no-relevant zero or --convention trec_eval "
+                         "counts them as 0)" if summary["no_relevant_policy"] == "skip"
+                         else f"{what} counted as 0")
+        n = summary["averaged"]
+        return (f"{self.run_path}: {n} {'query' if n == 1 else 'queries'} averaged: "
+                + "; ".join(parts))
+
+    def report(self, relevance_level=None, no_relevant: str = "skip"
+               ) -> tuple[dict, dict | None]:
+        """``(summary, data warning or None)``: a warning when a query is left out or
+        counted as 0 without results."""
+        summary = self.summary(relevance_level, no_relevant)
+        left_out = (self.run_only or self.qrels_only or summary["no_relevant"])
+        if not left_out:
+            return summary, None
+        return summary, {"kind": "trec_queries", **summary,
+                         "message": self.message(summary)}
+
+
+def _decode_qids(raw: list, run_path: str, qrels_path: str, run_codes: np.ndarray
+                 ) -> list[str]:
+    """The query ids as text; one that is not UTF-8 is refused by the line-by-line reader
+    of the file that holds it, which names the line."""
+    names = []
+    for code, text in enumerate(raw):
+        try:
+            names.append(text.decode("utf-8"))
+        except UnicodeDecodeError:
+            if (run_codes == code).any():
+                list(_run_lines(run_path, _read_bytes(run_path, "run")))
+            else:
+                _qrels_columns(qrels_path, checked=True)
+            raise InputError(f"query id {text!r} is not valid UTF-8") from None
+    return names
+
+
+def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int):
+    """:func:`_trec_rows_order` for the usual layout of a run -- each query's lines
+    together, by score descending -- in about linear time: the query blocks are put in
+    order and the docnos of each tie sorted; None for any other layout."""
+    n = query.size
+    if n == 0 or np.isnan(scores).any():
+        return None
+    starts = np.flatnonzero(np.concatenate(([True], query[1:] != query[:-1])))
+    heads = query[starts]
+    blocks = np.argsort(heads, kind="stable")
+    if (heads[blocks][1:] == heads[blocks][:-1]).any():  # a query in several blocks
+        return None
+    lengths = np.diff(np.append(starts, n))[blocks]
+    new_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    perm = np.repeat(starts[blocks] - new_starts, lengths) + np.arange(n)
+    q, s = query[perm], scores[perm]
+    same = q[1:] == q[:-1]
+    if (same & (s[1:] > s[:-1])).any():  # scores rise inside a query
+        return None
+    tie = np.concatenate(([0], np.cumsum(~(same & (s[1:] == s[:-1])))))
+    key = tie * nd + (nd - 1 - docno[perm])
+    return perm[np.argsort(key, kind="stable")]
+
+
+def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int
+                     ) -> np.ndarray:
+    """The order of the lines: by query rank, then :func:`trec_order` within a query
+    (score descending, NaN last, docno rank descending). One argsort of a fused int64 key
+    (query, dense score rank, docno) when it fits, else a lexsort."""
+    listed = _listed_order(query, scores, docno, nd)
+    if listed is not None:
+        return listed
+    nan = np.isnan(scores)
+    # -0.0 and 0.0 tie (trec_eval compares doubles); np.unique keeps one of them
+    distinct, dense = np.unique(np.where(nan, np.inf, -scores), return_inverse=True)
+    dense = dense.reshape(-1).astype(np.int64) + nan  # NaN after every number
+    width = distinct.size + 1
+    if (int(query.max(initial=0)) + 1) * width * nd < (1 << 62):
+        key = (query * width + dense) * nd + (nd - 1 - docno)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((-docno, dense, query))
+
+
+def _ranks(order: np.ndarray) -> np.ndarray:
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size, dtype=np.int64)
+    return rank
+
+
+def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
+         judged_only: bool = False):
+    """Queries as rows: ``(qids, scores, labels, offsets, unranked, query_set, tags,
     judged, unranked_judged, max_label)``."""
-    run, tags = read_run(run_path)
-    qrels = read_qrels(qrels_path)
-    qids = sorted(q for q in run if q in qrels)
-    ignored = [q for q in run if q not in qrels]
-    unanswered = [q for q in qrels if q not in run]
-    if not qids:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing_queries = check_missing_queries(missing_queries)
+    run = _run_columns(run_path)
+    if run.size == 0:
+        raise InputError(f"{run_path}: no results (empty run file)")
+    qrels = _qrels_columns(qrels_path)
+    if qrels.size == 0:
+        raise InputError(f"{qrels_path}: no judgements (empty qrels file)")
+    n_run = run.size
+
+    # query ids: one code per id over both files, ranked by their text
+    enc = pc.dictionary_encode(pa.concat_arrays([run.qid, qrels.qid]))
+    codes = enc.indices.to_numpy()
+    names = _decode_qids(enc.dictionary.to_pylist(), run_path, qrels_path, codes[:n_run])
+    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    qnames = [names[i] for i in order]
+    rank = _ranks(order)
+    rq, jq = rank[codes[:n_run]], rank[codes[n_run:]]
+    nq = len(names)
+
+    # docnos: one code per docno over both files, ranked byte-wise (trec_eval's strcmp)
+    denc = pc.dictionary_encode(pa.concat_arrays([run.docno, qrels.docno]))
+    dcodes = denc.indices.to_numpy()
+    dorder = pc.sort_indices(denc.dictionary).to_numpy()
+    nd = max(1, len(denc.dictionary))
+    drank = _ranks(dorder)
+    rd, jd = drank[dcodes[:n_run]], drank[dcodes[n_run:]]
+    ddict = denc.dictionary
+    del enc, codes, denc, dcodes, drank
+
+    def docno(r: int) -> str:
+        return _text(ddict[int(dorder[r])].as_py())
+
+    # judgements sorted by (query, docno); a pair judged twice is refused with its line
+    jkey = jq * nd + jd
+    jo = np.argsort(jkey, kind="stable")
+    js, jrel, jqs = jkey[jo], qrels.value[jo], jq[jo]
+    if js.size > 1 and (js[1:] == js[:-1]).any():
+        _qrels_columns(qrels_path, checked=True)  # raises, naming the line
+        raise InputError(f"{qrels_path}: a document is judged twice")
+    del jkey, jo
+
+    in_run = np.zeros(nq, dtype=bool)
+    in_run[rq] = True
+    in_qrels = np.zeros(nq, dtype=bool)
+    in_qrels[jq] = True
+    both = in_run & in_qrels
+    if not both.any():
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
                          "(trec_eval: 'No queries with both results and relevance info')")
-    scores, labels, docnos, lengths, un_labels, un_lengths = [], [], [], [], [], []
-    judged_rows = []
-    for q in qids:
-        check_row_length(run_path, len(run[q][0]), f"query {q}")
-        docs = np.array(run[q][0], dtype=bytes)
-        s = np.array(run[q][1], dtype=np.float64)
-        order = np.lexsort((docs,))
-        dup = np.flatnonzero(docs[order][1:] == docs[order][:-1])
-        if dup.size:
-            raise InputError(f"{run_path}: query {q}: document "
-                             f"{_text(docs[order][dup[0]])} is retrieved twice (trec_eval "
-                             "refuses duplicate documents too)")
-        order = trec_order(docs, s)
-        docs, s = docs[order], s[order]
-        judged = qrels[q]
-        labels.append(np.array([judged.get(d, 0) for d in docs.tolist()], dtype=np.float64))
-        # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
-        judged_rows.append(np.array([judged.get(d, -1) >= 0 for d in docs.tolist()],
-                                    dtype=bool))
-        retrieved = set(docs.tolist())
-        missed = [v for d, v in judged.items() if d not in retrieved]
-        un_labels.append(np.array(missed, dtype=np.float64))
-        un_lengths.append(len(missed))
-        scores.append(s)
-        docnos.append(docs)
-        lengths.append(len(docs))
-    notes = []
-    if ignored:
-        notes.append(f"{run_path}: {_queries(ignored)} of the run {_have(ignored)} no "
-                     f"judgements in {qrels_path} and {_are(ignored)} ignored, as trec_eval "
-                     "ignores them")
-    if unanswered:
-        notes.append(f"{run_path}: {_queries(unanswered)} of {qrels_path} {_have(unanswered)} "
-                     "no results in the run and {} not evaluated (trec_eval -c would count "
-                     "{} as 0)".format(_are(unanswered),
-                                       "it" if len(unanswered) == 1 else "them"))
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    un_offsets = np.concatenate(([0], np.cumsum(un_lengths))).astype(np.int64)
-    un_all = np.concatenate(un_labels)
-    max_label = max(v for judged in qrels.values() for v in judged.values())
-    return (np.array(qids, dtype=object), np.concatenate(scores), np.concatenate(labels),
-            offsets, (un_all, un_offsets), np.concatenate(docnos), notes, tags,
-            np.concatenate(judged_rows), un_all >= 0, float(max_label))
+    rows = both | in_qrels if missing_queries == "zero" else both
+    row_ranks = np.flatnonzero(rows)
+
+    # the run's lines of evaluated queries; a document retrieved twice is refused
+    keep = both[rq]
+    rkey = rq * nd + rd
+    kept_keys = np.sort(rkey[keep])
+    dup = np.flatnonzero(kept_keys[1:] == kept_keys[:-1])
+    if dup.size:
+        key = int(kept_keys[dup[0]])
+        raise InputError(f"{run_path}: query {qnames[key // nd]}: document "
+                         f"{docno(key % nd)} is retrieved twice (trec_eval refuses "
+                         "duplicate documents too)")
+    pos = np.minimum(np.searchsorted(js, rkey), js.size - 1)
+    judged = js[pos] == rkey
+    labels = np.where(judged, jrel[pos], 0.0)
+    del pos
+    # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
+    judged &= labels >= 0
+    if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
+        keep &= judged
+        kept_keys = np.sort(rkey[keep])
+    del rkey
+
+    idx = np.flatnonzero(keep)
+    del keep
+    idx = idx[_trec_rows_order(rq[idx], run.value[idx], rd[idx], nd)]
+    scores, labels, judged = run.value[idx], labels[idx], judged[idx]
+    counts = np.bincount(rq[idx], minlength=nq)[row_ranks]
+    del idx, order
+    if counts.size and counts.max() > 0:
+        longest = int(np.argmax(counts))
+        check_row_length(run_path, int(counts[longest]), f"query {qnames[row_ranks[longest]]}")
+
+    # judged documents a row's ranking misses: R and the ideal DCG count them
+    pos = np.minimum(np.searchsorted(kept_keys, js), max(kept_keys.size - 1, 0))
+    ranked = (kept_keys[pos] == js) if kept_keys.size else np.zeros(js.size, dtype=bool)
+    missed = rows[jqs] & ~ranked
+    un_labels = jrel[missed]
+    un_counts = np.bincount(jqs[missed], minlength=nq)[row_ranks]
+    starts = np.flatnonzero(np.concatenate(([True], jqs[1:] != jqs[:-1])))
+    best_all = np.full(nq, -np.inf)
+    best_all[jqs[starts]] = np.maximum.reduceat(jrel, starts)
+    best = best_all[row_ranks]
+
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    un_offsets = np.concatenate(([0], np.cumsum(un_counts))).astype(np.int64)
+    qids = np.array([qnames[r] for r in row_ranks.tolist()], dtype=object)
+    query_set = QuerySet(run_path, qrels_path, int(in_run.sum()), int(in_qrels.sum()),
+                         int(both.sum()),
+                         [qnames[r] for r in np.flatnonzero(in_run & ~in_qrels).tolist()],
+                         [qnames[r] for r in np.flatnonzero(in_qrels & ~in_run).tolist()],
+                         missing_queries, bool(judged_only), best)
+    return (qids, scores, labels, offsets, (un_labels, un_offsets), query_set, run.tags,
+            judged, un_labels >= 0, float(jrel.max()))
 
 
 def _queries(qids) -> str:
@@ -227,21 +620,21 @@ def _queries(qids) -> str:
     return f"{len(qids)} {'query' if len(qids) == 1 else 'queries'} ({shown})"
 
 
-def _have(qids) -> str:
-    return "has" if len(qids) == 1 else "have"
-
-
-def _are(qids) -> str:
-    return "is" if len(qids) == 1 else "are"
-
-
 def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
-    """Open a TREC run with its qrels as a labelled dump (see the module docstring)."""
+    """Open a TREC run with its qrels as a labelled dump (see the module docstring).
+
+    ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
+    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``.
+    """
     path, qrels = os.fspath(path), os.fspath(qrels)
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory, not a TREC run file")
-    (qids, scores, labels, offsets, unranked, docnos, notes, tags, judged, un_judged,
-     max_label) = load(path, qrels)
+    missing = check_missing_queries(getattr(options, "missing_queries", None))
+    judged_only = getattr(options, "judged_only", False)
+    if not isinstance(judged_only, (bool, np.bool_)):
+        raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
+    (qids, scores, labels, offsets, unranked, query_set, tags, judged, un_judged,
+     max_label) = load(path, qrels, missing, bool(judged_only))
     rows = qids.size
     un_labels, un_offsets = unranked
 
@@ -255,14 +648,17 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
                             nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
                             unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
                             unranked_judged=un_judged[ua:ub], max_label=max_label)
-    metadata = {"method": tags[0]} if len(tags) == 1 else {}
+    # each file is its own run, named after the file; the tag is kept as metadata
+    # (--group-by-tag labels runs by it instead)
+    metadata = {"tag": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
     dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
                         nbytes=os.path.getsize(path), row_bytes=max(1, int(8 * scores.size
                                                                           // rows)),
-                        warnings=notes, relevance=info)
+                        warnings=[], relevance=info, query_set=query_set)
     return dump
 
 
-__all__ = ["open_trec_run", "read_run", "read_qrels", "trec_order", "TrecBatch"]
+__all__ = ["open_trec_run", "read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
+           "MISSING_QUERIES", "check_missing_queries"]

@@ -202,7 +202,9 @@ class GeneralKernel(Kernel):
             if hr is None:
                 hr = rb.values(self._hr[k], original_order=False)
             acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
-            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k)))
+            # a query the run does not answer (--missing-queries zero) has no candidates:
+            # the query-set note reports it, not this warning
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
 
     def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
         """``no_relevant="zero"``: an instance without a relevant item that the metric

@@ -283,9 +283,10 @@ class RelOptions:
                 # a label-0 item (judged non-relevant, or not judged at all) is never relevant
                 raise ParameterError(f"relevance_level must be a number > 0, got "
                                      f"{self.relevance_level!r}")
-            set_(self, "relevance_level", level)
+            # trec_eval's levels are whole numbers: kept as int when whole (JSON prints 2)
+            set_(self, "relevance_level", int(level) if level.is_integer() else level)
         if self.depth is not None:
-            set_(self, "depth", check_k(self.depth))
+            set_(self, "depth", check_k(self.depth, "depth"))
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
         for name in ("gain", "discount", "short_list", "ap_norm"):

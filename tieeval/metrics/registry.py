@@ -221,15 +221,16 @@ def lookup(name: object, text: object = None, choices=names_text) -> MetricSpec:
 MAX_K = 2 ** 62
 
 
-def check_k(k: object) -> int:
-    """Validate a cutoff: an int >= 1 (bool and non-integral values are refused)."""
+def check_k(k: object, name: str = "K") -> int:
+    """Validate a cutoff: an int >= 1 (bool and non-integral values are refused); ``name``
+    is what the messages call it."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ParameterError(f"K must be a whole number >= 1, got {k!r}")
+        raise ParameterError(f"{name} must be a whole number >= 1, got {k!r}")
     if k < 1:
-        raise ParameterError(f"K must be >= 1, got {k}")
+        raise ParameterError(f"{name} must be >= 1, got {k}")
     if k > MAX_K:
         # Cutoffs are int64 in the kernels; any K past a row's length acts as its length.
-        raise ParameterError(f"K must be at most 2**62 = {MAX_K}, got {k}")
+        raise ParameterError(f"{name} must be at most 2**62 = {MAX_K}, got {k}")
     return int(k)
 
 
