@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from tieeval.analysis.trec_eval import runs_lines
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
@@ -32,7 +31,6 @@ from tieeval.cli.whatif import (
     whatif_options,
 )
 from tieeval.metrics.metric import COLUMNS
-from tieeval.report.trec_eval import to_trec_eval
 
 
 @click.command(cls=Command, epilog=guide("compare"))
@@ -115,6 +113,8 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
         if per_query:
             queries = [_query_values(path, chosen_metrics(k_values, metrics), what_if,
                                      dict(read_kwargs)) for path in files]
+        from tieeval.analysis.trec_eval import runs_lines  # only for this format
+        from tieeval.report.trec_eval import to_trec_eval
         write(to_trec_eval(runs_lines(runs, column or "original", queries)))
     else:
         write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
