@@ -197,3 +197,39 @@ def test_sums_and_geometric_means_merge_exactly_through_state():
     assert gmap["aggregate"] == "geometric" and gmap["tie_aware_reason"]
     iprec = next(row for row in a if row["metric"] == "IPrec")
     assert iprec["k"] == 0.1
+
+
+def gdeval_err(gains: list, k: int) -> float:
+    """gdeval.pl's ``err`` sub (TREC Web track; ir_measures' ERR@K): R = (2^g - 1) / 2^4,
+    4 being its $MAX_JUDGMENT, over the run sorted by score then docno, descending."""
+    score, decay = 0.0, 1.0
+    for i, g in enumerate(gains[:k]):
+        r = (2.0 ** g - 1.0) / 2.0 ** 4
+        score += r * decay / (i + 1)
+        decay *= 1.0 - r
+    return score
+
+
+@pytest.mark.parametrize("k", [5, 20, 1000])
+def test_err_is_gdevals(k):
+    """ERR@K's Original column on trec_eval's test run equals gdeval's ERR, recomputed here
+    from the files (judgements <= 4, so g_max = 4 as in gdeval); the other columns bound
+    it (query 301 has a tie deep in its ranking that moves a judged document)."""
+    qrels = read_qrels(str(DATA / "qrels.test"))
+    run = read_run(DATA / "results.test")
+    want = {}
+    for qid, (docs, scores) in run.items():
+        judged = qrels.get(qid, {})
+        order = sorted(range(len(docs)), key=lambda i: (scores[i], docs[i]), reverse=True)
+        gains = [max(judged.get(docs[i], 0), 0) for i in order]
+        want[qid] = gdeval_err(gains, k)
+    from tieeval.engine.local import collect_instance_values
+
+    dump = open_trec_run(str(DATA / "results.test"), str(DATA / "qrels.test"))
+    _, values, ids = collect_instance_values(dump, [Metric("ERR", k)])
+    v = values[0]
+    assert ids is not None and sorted(ids) == sorted(want)
+    for i, qid in enumerate(ids):
+        assert v.original[i] == pytest.approx(want[qid], rel=1e-12)
+        assert v.last[i] <= v.tie_aware[i] <= v.first[i]
+        assert v.last[i] - 1e-15 <= v.original[i] <= v.first[i] + 1e-15

@@ -123,7 +123,7 @@ def test_tie_aware_is_the_mean_over_every_tie_order(setting):
         unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
         orders = tie_orderings(scores, items)
         stable = [items[i] for i in np.argsort(-scores, kind="stable")]
-        gmax = max([0.0] + [x for x, _ in items + unranked])
+        gmax = max([4.0] + [x for x, _ in items + unranked])  # gdeval: g_max >= 4
         for text in METRICS:
             metric = parse_rel_metric(text)
             v = rb.values(metric)

@@ -1137,13 +1137,15 @@ class _Evaluation:
 
     # -- ERR@K ------------------------------------------------------------------------------
     def _err_max_grade(self):
-        """g_max: the metric's ``max_grade``, else the batch's, else each row's largest
-        label (ranked or unranked); a float, or per-row float64 array."""
+        """g_max: the metric's ``max_grade``, else max(4, the largest label of the
+        judgements: the batch's, else each row's, ranked or unranked); a float, or per-row
+        float64 array. 4 is gdeval's MAX_JUDGMENT (TREC Web track, ir_measures' ERR@K):
+        judgements up to 4 give gdeval's figures, larger grades keep R < 1."""
         if self.m.max_grade is not None:
             return self.m.max_grade
         if self.b.max_grade is not None:
-            return self.b.max_grade
-        return np.maximum(self.b.row_max_label(), 0.0)
+            return max(GDEVAL_MAX_JUDGMENT, self.b.max_grade)
+        return np.maximum(self.b.row_max_label(), GDEVAL_MAX_JUDGMENT)
 
     def _closed_err(self):
         nan = np.full(self.b.rows, np.nan)
@@ -1207,6 +1209,10 @@ class _Evaluation:
         out[zero] = best[b.offsets[:-1][zero]]
         return out
 
+
+
+# gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
+GDEVAL_MAX_JUDGMENT = 4.0
 
 
 def _cascade(name: str):

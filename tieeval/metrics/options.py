@@ -117,7 +117,8 @@ class RelMetric:
     * ``ap_norm`` (MAP@K): divide by ``"R"`` (trec_eval ``map_cut``, default) or by
       ``"min"`` = min(K, R) (common in recommender toolkits). Full AP always divides by R.
     * ``max_grade`` (ERR): g_max of the stop probability ``(2**g - 1) / 2**g_max``; None
-      (default) takes the largest label of the judgements (see :class:`RelOptions`).
+      (default) takes max(4, the largest label of the judgements), 4 being gdeval's
+      maximum judgement (see :class:`RelOptions`).
 
     ``k`` of a level metric (``IPrec``) is a float recall level in [0, 1].
     """

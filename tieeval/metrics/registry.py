@@ -181,7 +181,8 @@ register(MetricSpec(
 register(MetricSpec(
     "ERR", "required",
     "expected reciprocal rank (Chapelle et al. 2009, gdeval): stop probability "
-    "(2^g - 1) / 2^g_max for grade g, g_max the largest grade of the judgements"))
+    "(2^g - 1) / 2^g_max for grade g, g_max = max(4, the largest grade of the "
+    "judgements); 4 is gdeval's, so judgements up to 4 give gdeval's and ir_measures' ERR"))
 register(MetricSpec(
     "IPrec", "level",
     "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
