@@ -442,6 +442,8 @@ def iprec_expectations(rb: RelBatch, recalls, depth: int | None = None,
             raise ParameterError(f"recall must be between 0 and 1, got {x!r}")
     depth = _check_int("depth", depth)
     relevant_level = _check_level(relevant_level)
+    if not levels:
+        return np.zeros((0, rb.rows))
     lab = rb.lab_first
     rel = lab > 0 if relevant_level is None else lab >= relevant_level
     p_t = (np.add.reduceat(rel.astype(np.int64), rb.bst) if rb.bst.size
@@ -666,7 +668,7 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
     out = np.zeros(p.size)
     w = n - p + 1
     steps = p - i1 + 1  # the constrained indices i1..p
-    for (sw, ww), sel in _buckets(steps, w):
+    for (_, ww), sel in _buckets(steps, w):
         for part in _chunks(sel, ww):
             part = part[np.argsort(-steps[part], kind="stable")]  # rows still going: a prefix
             stp, wp, bp, ap, dp, np_, ip = (x[part] for x in (steps, w, bb, ba, den, num, i1))
