@@ -65,9 +65,11 @@ _BATCH_ATTRIBUTES = ("rows", "size", "n", "offsets", "row", "bst", "bsz", "ba", 
 #: the block, m_t of its positions inside the cutoff). A row above it is NaN.
 ERR_WORK_LIMIT = 20_000_000
 
-#: Work limit of one row of :func:`iprec_expectation`: the sum over its random tie blocks
-#: of ``thresholds * p_t * (n_t - p_t + 1)``, ``thresholds <= p_t (n_t - p_t + 1)`` (see
-#: the function). A row above it is NaN.
+#: Work limit of one row of :func:`iprec_expectation` (per recall level): the sum over its
+#: random tie blocks of ``(thresholds + 1) * (p_t - i0 + 1) * (n_t - p_t + 1)``, one
+#: bounded lattice-path count per threshold over the block's relevant indices from the
+#: cutoff on, ``thresholds <= (p_t - i0 + 1)(n_t - p_t + 1)`` (see the function). A row
+#: above it is NaN.
 IPREC_WORK_LIMIT = 5_000_000
 
 _CHUNK = 1 << 22  # elements per 2-D work array
@@ -86,8 +88,9 @@ def not_computed_reason(metric: str) -> str:
                 "the cutoff); it is not estimated by sampling")
     if metric == "IPrec":
         return (f"the exact tie-aware interpolated precision of this row needs more than "
-                f"{IPREC_WORK_LIMIT:,} steps (a tie block with many relevant and many "
-                "non-relevant items); it is not estimated by sampling")
+                f"{IPREC_WORK_LIMIT:,} steps (a tie block with many relevant items from "
+                "the recall cutoff on and many non-relevant items: the work grows as the "
+                "square of their product); it is not estimated by sampling")
     raise ParameterError(f"metric must be 'ERR' or 'IPrec', got {metric!r}")
 
 
@@ -386,6 +389,14 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
     * ``E[X] = L + integral_{L}^{1} (1 - prod_t F_t(v)) dv``, a finite sum over the
       sorted steps; the product is taken through logarithms, summed per row, and exact
       zeros are counted apart.
+    * The bound on ``d_i`` at a threshold is non-decreasing in i, so the indices where it
+      is 0 form a prefix: the recurrence starts at the first binding index from the
+      unconstrained distribution there (shared by all thresholds of the same width).
+      Equal evaluations (block shape, first binding index, threshold as a reduced
+      fraction) are made once per call, across rows and across the levels of
+      :func:`iprec_expectations`. Every value is a float64 probability built by sums and
+      by the factors ``i/(w - 1 + i)`` (no binomial is formed), exact up to float64
+      rounding; masses below the float64 range underflow to 0.
 
     With ``depth`` cutting a block after m of its n items, the number h of its relevant
     items retrieved is hypergeometric and, given h, their positions a uniform h-subset of
@@ -668,7 +679,7 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
     out = np.zeros(p.size)
     w = n - p + 1
     steps = p - i1 + 1  # the constrained indices i1..p
-    for (_, ww), sel in _buckets(steps, w):
+    for ww, sel in _width_classes(w):
         for part in _chunks(sel, ww):
             part = part[np.argsort(-steps[part], kind="stable")]  # rows still going: a prefix
             stp, wp, bp, ap, dp, np_, ip = (x[part] for x in (steps, w, bb, ba, den, num, i1))
@@ -682,19 +693,28 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
                 h = hh[:na]
                 i = ip[:na] + j
                 np.cumsum(h, axis=1, out=h)
-                h *= (i / (wp[:na] - 1.0 + i))[:, None]
                 ell = -((-(bp[:na] + i) * dp[:na]) // np_[:na]) - ap[:na]
-                h[col < (ell - i)[:, None]] = 0.0
+                scale = (i / (wp[:na] - 1.0 + i))[:, None]
+                np.multiply(h, np.where(col >= (ell - i)[:, None], scale, 0.0), out=h)
             out[part] = np.where(col < wp[:, None], hh, 0.0).sum(axis=1)
     return np.minimum(out, 1.0)
+
+
+def _width_classes(w: np.ndarray):
+    """Group indices by width, padded to at most 1.25 times their own (a multiple of
+    ``2 ** max(3, floor(log2 w) - 2)``)."""
+    q = np.left_shift(1, np.maximum(3, np.floor(np.log2(np.maximum(w, 1))).astype(np.int64) - 2))
+    padded = -(-w // q) * q
+    for width in np.unique(padded):
+        yield int(width), np.flatnonzero(padded == width)
 
 
 def _free_start(w: np.ndarray, k: np.ndarray, width: int) -> np.ndarray:
     """Rows ``P(d_k = d)``, d < width, of unconstrained paths (``d_0 = 0``) of width w:
     the recurrence of :func:`_path_cdf_distinct` without bounds, run once per distinct
     (w, k)."""
-    pairs, inverse = np.unique(np.stack((w, k)), axis=1, return_inverse=True)
-    pw, pk = pairs
+    first, inverse = _distinct([w, k])
+    pw, pk = w[first], k[first]
     order = np.argsort(-pk, kind="stable")
     pw, pk = pw[order], pk[order]
     hh = np.zeros((pw.size, width))
@@ -708,7 +728,7 @@ def _free_start(w: np.ndarray, k: np.ndarray, width: int) -> np.ndarray:
         h *= (i / (pw[:na] - 1.0 + i))[:, None]
     rows = np.empty(pw.size, dtype=np.int64)
     rows[order] = np.arange(pw.size)
-    return hh[rows[inverse.ravel()]]
+    return hh[rows[inverse]]
 
 
 def _sweep(vr, v, dlog, dzero, y0, nv) -> np.ndarray:
