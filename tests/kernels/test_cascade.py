@@ -8,8 +8,10 @@ pytrec_eval itself on tie-free rows. No expected number comes from the module un
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from tieeval.kernels.cascade import (
     IPREC_WORK_LIMIT,
     err_expectation,
     iprec_expectation,
+    iprec_expectations,
     not_computed_reason,
 )
 from tieeval.kernels.tie_blocks import RelBatch
@@ -370,6 +373,103 @@ def test_float32_ties_are_judged_in_float32():
     stop = 3 / 4
     assert tied == pytest.approx((stop + stop / 2) / 2, rel=1e-15)
     assert untied == pytest.approx(stop, rel=1e-15)
+
+
+TREC_LEVELS = [j / 10 for j in range(11)]
+
+
+def all_tied_enumeration(n: int, p: int, recall: float) -> float:
+    """Mean of the m_iprec_at_recall.c port over every set of relevant positions of one
+    block of n tied items with p relevant (each set is equally likely)."""
+    values = []
+    for pos in itertools.combinations(range(n), p):
+        labels = [0] * n
+        for q in pos:
+            labels[q] = 1
+        values.append(iprec_oracle(labels, recall, p))
+    return float(np.mean(values))
+
+
+def all_tied_fraction(n: int, p: int, recall: float) -> Fraction:
+    """E[IPrec(x)] for one block of n tied items with p relevant, in exact fractions: a
+    scan over the ranks carrying (relevant so far, best precision at a relevant rank at
+    or past the cutoff) with the number of position sets reaching each state."""
+    cut = max(round_half_away(recall * p), 1)
+    states = {(0, Fraction(0)): 1}
+    for rank in range(1, n + 1):
+        nxt: dict = {}
+        for (k, best), ways in states.items():
+            nxt[(k, best)] = nxt.get((k, best), 0) + ways  # a non-relevant item here
+            if k < p:
+                k1 = k + 1
+                b1 = max(best, Fraction(k1, rank)) if k1 >= cut else best
+                nxt[(k1, b1)] = nxt.get((k1, b1), 0) + ways
+        states = nxt
+    total = sum(ways * best for (k, best), ways in states.items() if k == p)
+    return total / math.comb(n, p)
+
+
+def tied_rows(shapes):
+    scores = [np.zeros(n, dtype=np.float32) for n, _ in shapes]
+    labels = [np.r_[np.ones(p, dtype=np.int64), np.zeros(n - p, dtype=np.int64)]
+              for n, p in shapes]
+    return batch(scores, labels)
+
+
+def test_iprec_all_tied_blocks_match_enumeration():
+    # every block of up to 10 tied items, every count of relevant items, trec_eval's levels
+    shapes = [(n, p) for n in range(1, 11) for p in range(n + 1)]
+    got = iprec_expectations(tied_rows(shapes), TREC_LEVELS)
+    assert got.shape == (len(TREC_LEVELS), len(shapes))
+    for j, recall in enumerate(TREC_LEVELS):
+        for r, (n, p) in enumerate(shapes):
+            want = all_tied_enumeration(n, p, recall) if p else 0.0
+            assert got[j, r] == pytest.approx(want, rel=1e-12, abs=1e-15), (n, p, recall)
+
+
+@pytest.mark.parametrize("n,p", [(16, 5), (24, 8), (30, 21), (40, 12)])
+def test_iprec_larger_all_tied_blocks_match_fractions(n, p):
+    got = iprec_expectations(tied_rows([(n, p)]), TREC_LEVELS)[:, 0]
+    want = [float(all_tied_fraction(n, p, x)) for x in TREC_LEVELS]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_iprec_levels_in_one_call_equal_single_calls():
+    rng = make_rng("iprec-levels")
+    scores, labels = random_rows(rng, 80, 12, [0, 0, 1, 2, -1])
+    unranked = rng.integers(0, 3, len(scores))
+    ulab = np.concatenate([np.full(u, 1) for u in unranked])
+    uoff = np.concatenate(([0], np.cumsum(unranked))).astype(np.int64)
+    rb = batch(scores, labels, unranked=(ulab, uoff))
+    levels = TREC_LEVELS + [0.25, 0.75]
+    for depth in (None, 4, 9):
+        for level in (None, 2):
+            many = iprec_expectations(rb, levels, depth, level)
+            for j, recall in enumerate(levels):
+                one = iprec_expectation(rb, recall, depth, level)
+                np.testing.assert_allclose(many[j], one, rtol=1e-15, atol=0)
+
+
+def test_iprec_levels_reject_bad_parameters():
+    rb = batch([np.array([1.0, 1.0])], [np.array([1, 0])])
+    for recalls in ("0.5", 0.5, [0.1, 1.5], [float("nan")]):
+        with pytest.raises(ParameterError, match="recall"):
+            iprec_expectations(rb, recalls)
+    assert iprec_expectations(rb, []).shape == (0, 1)
+
+
+def test_distinct_tuples_both_ways():
+    import tieeval.kernels.cascade as cascade
+    rng = make_rng("distinct")
+    small = [rng.integers(0, 3, 500) for _ in range(7)]
+    wide = [rng.integers(0, 1000, 500) * 10**6 + c for c in small]  # > 2**62 key space
+    wide[0] = wide[0] % 7  # a few repeated tuples even so
+    for cols in (small, wide):
+        first, inverse = cascade._distinct(cols)
+        tuples = list(zip(*(c.tolist() for c in cols)))
+        assert len(first) == len(set(tuples))
+        for e, t in enumerate(tuples):
+            assert tuples[first[inverse[e]]] == t
 
 
 def test_iprec_cutoff_rounds_half_away_from_zero():

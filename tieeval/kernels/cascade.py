@@ -65,9 +65,11 @@ _BATCH_ATTRIBUTES = ("rows", "size", "n", "offsets", "row", "bst", "bsz", "ba", 
 #: the block, m_t of its positions inside the cutoff). A row above it is NaN.
 ERR_WORK_LIMIT = 20_000_000
 
-#: Work limit of one row of :func:`iprec_expectation`: the sum over its random tie blocks
-#: of ``thresholds * p_t * (n_t - p_t + 1)``, ``thresholds <= p_t (n_t - p_t + 1)`` (see
-#: the function). A row above it is NaN.
+#: Work limit of one row of :func:`iprec_expectation` (per recall level): the sum over its
+#: random tie blocks of ``(thresholds + 1) * (p_t - i0 + 1) * (n_t - p_t + 1)``, one
+#: bounded lattice-path count per threshold over the block's relevant indices from the
+#: cutoff on, ``thresholds <= (p_t - i0 + 1)(n_t - p_t + 1)`` (see the function). A row
+#: above it is NaN.
 IPREC_WORK_LIMIT = 5_000_000
 
 _CHUNK = 1 << 22  # elements per 2-D work array
@@ -86,8 +88,9 @@ def not_computed_reason(metric: str) -> str:
                 "the cutoff); it is not estimated by sampling")
     if metric == "IPrec":
         return (f"the exact tie-aware interpolated precision of this row needs more than "
-                f"{IPREC_WORK_LIMIT:,} steps (a tie block with many relevant and many "
-                "non-relevant items); it is not estimated by sampling")
+                f"{IPREC_WORK_LIMIT:,} steps (a tie block with many relevant items from "
+                "the recall cutoff on and many non-relevant items: the work grows as the "
+                "square of their product); it is not estimated by sampling")
     raise ParameterError(f"metric must be 'ERR' or 'IPrec', got {metric!r}")
 
 
@@ -386,6 +389,14 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
     * ``E[X] = L + integral_{L}^{1} (1 - prod_t F_t(v)) dv``, a finite sum over the
       sorted steps; the product is taken through logarithms, summed per row, and exact
       zeros are counted apart.
+    * The bound on ``d_i`` at a threshold is non-decreasing in i, so the indices where it
+      is 0 form a prefix: the recurrence starts at the first binding index from the
+      unconstrained distribution there (shared by all thresholds of the same width).
+      Equal evaluations (block shape, first binding index, threshold as a reduced
+      fraction) are made once per call, across rows and across the levels of
+      :func:`iprec_expectations`. Every value is a float64 probability built by sums and
+      by the factors ``i/(w - 1 + i)`` (no binomial is formed), exact up to float64
+      rounding; masses below the float64 range underflow to 0.
 
     With ``depth`` cutting a block after m of its n items, the number h of its relevant
     items retrieved is hypergeometric and, given h, their positions a uniform h-subset of
@@ -400,10 +411,50 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
     """
     _check_batch(rb)
     recall = _check_real("recall", recall)
-    if not 0.0 <= recall <= 1.0:
-        raise ParameterError(f"recall must be between 0 and 1, got {recall!r}")
+    return iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level)[0]
+
+
+def iprec_expectations(rb: RelBatch, recalls, depth: int | None = None,
+                       relevant_level: float | None = None) -> np.ndarray:
+    """:func:`iprec_expectation` at several recall levels in one call.
+
+    The levels share the set-up and the path counts: every distinct tie-block CDF
+    evaluation (block shape, cutoff index and threshold) is computed once for all the
+    rows and levels that need it, so the 11 levels of trec_eval's ``iprec_at_recall``
+    cost far less than 11 calls.
+
+    Parameters
+    ----------
+    rb : RelBatch
+        The labelled batch.
+    recalls : sequence of float
+        Recall levels in [0, 1].
+    depth, relevant_level
+        As for :func:`iprec_expectation`.
+
+    Returns
+    -------
+    ndarray of float64, shape (len(recalls), rows)
+        Row ``j`` is ``iprec_expectation(rb, recalls[j], depth, relevant_level)``, NaN
+        included.
+
+    >>> import numpy as np
+    >>> from tieeval.kernels.tie_blocks import RelBatch
+    >>> rb = RelBatch(np.array([1.0, 1.0]), np.array([1, 0]), np.array([0, 2]))
+    >>> iprec_expectations(rb, [0.0, 1.0])[:, 0].tolist()
+    [0.75, 0.75]
+    """
+    _check_batch(rb)
+    if isinstance(recalls, (str, bytes)) or not hasattr(recalls, "__len__"):
+        raise ParameterError(f"recalls must be a sequence of numbers, got {recalls!r}")
+    levels = [_check_real("recall", x) for x in recalls]
+    for x in levels:
+        if not 0.0 <= x <= 1.0:
+            raise ParameterError(f"recall must be between 0 and 1, got {x!r}")
     depth = _check_int("depth", depth)
     relevant_level = _check_level(relevant_level)
+    if not levels:
+        return np.zeros((0, rb.rows))
     lab = rb.lab_first
     rel = lab > 0 if relevant_level is None else lab >= relevant_level
     p_t = (np.add.reduceat(rel.astype(np.int64), rb.bst) if rb.bst.size
@@ -414,19 +465,32 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
         urel = ulab > 0 if relevant_level is None else ulab >= relevant_level
         urow = np.repeat(np.arange(rb.rows, dtype=np.int64), np.diff(uoff))
         big_r = big_r + np.bincount(urow[urel], minlength=rb.rows)
-    prod = recall * big_r.astype(np.float64)
-    fl = np.floor(prod)
-    cut = (fl + (prod - fl >= 0.5)).astype(np.int64)  # lround: halves away from zero
-    c1 = np.maximum(cut, 1)
     kept = rb.n.copy() if depth is None else np.minimum(rb.n, depth)
     m_t = np.clip(kept[rb.brow] - rb.ba, 0, rb.bsz)
     b_t = _exclusive_within_row(rb, p_t)
-    return _iprec_rows(rb, p_t, b_t, m_t, c1)
+    plans = []
+    for recall in levels:
+        prod = recall * big_r.astype(np.float64)
+        fl = np.floor(prod)
+        cut = (fl + (prod - fl >= 0.5)).astype(np.int64)  # lround: halves away from zero
+        plans.append(_iprec_rows(rb, p_t, b_t, m_t, np.maximum(cut, 1)))
+    # every level's CDF requests, evaluated together (duplicates once)
+    requests = [np.concatenate([plan[0][j] for plan in plans]) for j in range(7)]
+    cdf = _path_cdf(*requests)
+    out = np.zeros((len(levels), rb.rows))
+    at = 0
+    for j, (request, finish) in enumerate(plans):
+        size = request[0].size
+        out[j] = finish(cdf[at:at + size])
+        at += size
+    return out
 
 
-def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1) -> np.ndarray:
+def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1):
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
-    a block cut by the depth) and their block instances, then evaluate them."""
+    a block cut by the depth) and their block instances. Returns the CDF evaluations
+    they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
+    giving the rows' expectations."""
     full = np.flatnonzero(m_t == rb.bsz)
     cutb = np.flatnonzero((m_t > 0) & (m_t < rb.bsz))  # at most one per row
     # h values of the cut blocks: max(0, p - (n - m)) .. min(p, m)
@@ -464,14 +528,21 @@ def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1) -> np.ndarray:
     ib = np.concatenate((inst_v, cv))
     vc1 = c1[vrow]
     valid = vret >= vc1  # else 0 in every order (R_ret = 0 included, as c' >= 1)
-    ev, over = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rb.rows)
-    out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
-    out[over] = np.nan
-    return out
+    request, finish_virtual = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow,
+                                             rb.rows)
+
+    def finish(cdf_values: np.ndarray) -> np.ndarray:
+        ev, over = finish_virtual(cdf_values)
+        out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
+        out[over] = np.nan
+        return out
+
+    return request, finish
 
 
 def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
-    """E[max_t Y_t] per virtual row, and the rows over the work limit."""
+    """The CDF evaluations E[max_t Y_t] per virtual row needs, and a function of their
+    values returning (E[max_t Y_t] per virtual row, the rows over the work limit)."""
     keep = valid[ib] & (pb > 0) & (bb + pb >= vc1[ib])
     ib, ba, nb, pb, bb = ib[keep], ba[keep], nb[keep], pb[keep], bb[keep]
     det = pb == nb
@@ -503,17 +574,17 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
                    w[blk] - 1 + i)
     count_i = np.clip(np.minimum(top, w[blk] - 1 + i) - i + 1, 0, None)
     thresholds = np.bincount(blk, weights=count_i, minlength=ib.size).astype(np.int64)
-    work = (thresholds + 1.0) * pb * w
+    work = (thresholds + 1.0) * (pb - i0 + 1) * w  # the DP runs over i = i0..p only
     over = np.bincount(vrow[ib], weights=work, minlength=rows) > IPREC_WORK_LIMIT
     ok = ~over[vrow[ib]]
-    ev = y0.copy()
     if not ok.all():
         ib, ba, nb, pb, bb, i0, w = (a[ok] for a in (ib, ba, nb, pb, bb, i0, w))
         keep_i = ok[blk]
         blk = np.cumsum(ok)[blk[keep_i]] - 1
         i, count_i = i[keep_i], count_i[keep_i]
+    empty = (np.zeros(0, dtype=np.int64),) * 7
     if ib.size == 0:
-        return ev, over
+        return empty, lambda cdf_values: (y0.copy(), over)
     # the steps: for each (block, i) the s = i .. i + count_i - 1
     pair = np.repeat(np.arange(i.size), count_i)
     s = i[pair] + (np.arange(pair.size) - np.repeat(np.cumsum(count_i) - count_i, count_i))
@@ -525,11 +596,21 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     den = np.concatenate((y_den[ib], den))
     is_init = np.zeros(blk.size, dtype=bool)
     is_init[:init.size] = True
-    cdf = np.zeros(blk.size)
     need = num > 0  # P(Y_t <= 0) = 0
     sel = np.flatnonzero(need)
-    cdf[sel] = _path_cdf(pb[blk[sel]], nb[blk[sel]], i0[blk[sel]], bb[blk[sel]],
-                         ba[blk[sel]], num[sel], den[sel])
+    bs = blk[sel]
+    request = (pb[bs], nb[bs], i0[bs], bb[bs], ba[bs], num[sel], den[sel])
+
+    def finish(cdf_values: np.ndarray):
+        cdf = np.zeros(blk.size)
+        cdf[sel] = cdf_values
+        return _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv), over
+
+    return request, finish
+
+
+def _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv) -> np.ndarray:
+    """``y0 + integral`` per virtual row from each block's CDF at its steps."""
     v = num / den
     # change of each block's CDF at each of its steps (from 1 before its first record)
     order = np.lexsort((~is_init, v, blk))
@@ -539,35 +620,115 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     zero, zprev = cdf <= 0.0, prev <= 0.0
     dlog = (np.log(np.where(zero, 1.0, cdf)) - np.log(np.where(zprev, 1.0, prev)))
     dzero = zero.astype(np.int64) - zprev.astype(np.int64)
-    ev += _sweep(ib[blk], v, dlog, dzero, y0, nv)
-    return ev, over
+    return y0 + _sweep(ib[blk], v, dlog, dzero, y0, nv)
 
 
 def _path_cdf(p, n, i0, bb, ba, num, den) -> np.ndarray:
     """``P(Y <= num/den)`` for a block: the share of the ``C(n, p)`` position sets with
-    ``s_i >= ceil((bb + i) den / num) - ba`` for ``i >= i0``."""
+    ``s_i >= ceil((bb + i) den / num) - ba`` for ``i >= i0``.
+
+    With ``s_i = i + d_i`` the bound on ``d_i`` is ``max(0, ceil((bb + i) den / num) - ba
+    - i)``, non-decreasing in i (``den >= num``), so the indices where it is 0 form a
+    prefix: the constrained indices start at ``i1 >= i0`` (closed form below), and the
+    distribution of ``d_{i1-1}`` is the unconstrained one, shared by every request of the
+    same width and ``i1``. Equal requests (the threshold as a reduced fraction) are
+    computed once.
+    """
+    out = np.ones(p.size)
+    if p.size == 0:
+        return out
+    g = np.gcd(num, den)
+    num, den = num // g, den // g
+    # first i with (bb + i) den > (ba + i) num, i.e. i (den - num) > ba num - bb den
+    gap = den - num
+    i1 = np.where(gap > 0, (ba * num - bb * den) // np.maximum(gap, 1) + 1, p + 1)
+    i1 = np.maximum(i0, i1)
+    active = np.flatnonzero(i1 <= p)  # else no bound binds: the CDF is 1
+    if active.size == 0:
+        return out
+    cols = [x[active] for x in (p, n, i1, bb, ba, num, den)]
+    first, inverse = _distinct(cols)
+    out[active] = _path_cdf_distinct(*(c[first] for c in cols))[inverse]
+    return out
+
+
+def _distinct(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the distinct tuples of the equal-length integer ``cols`` and, per
+    element, the position of its tuple among them (a mixed-radix key of the columns'
+    ranks while it fits in int64, else a lexicographic sort)."""
+    key = np.zeros(cols[0].size, dtype=np.int64)
+    radix = 1
+    for c in cols:
+        vals, rank = np.unique(c, return_inverse=True)
+        if radix * vals.size >= 1 << 62:
+            order = np.lexsort(cols[::-1])
+            new = np.ones(order.size, dtype=bool)
+            new[1:] = np.any([c[order][1:] != c[order][:-1] for c in cols], axis=0)
+            group = np.cumsum(new) - 1
+            inverse = np.empty(order.size, dtype=np.int64)
+            inverse[order] = group
+            return order[new], inverse
+        key = key * vals.size + rank.ravel()
+        radix *= vals.size
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
+    """:func:`_path_cdf` for requests whose first binding index is ``i1``."""
     out = np.zeros(p.size)
     w = n - p + 1
-    for (pw, ww), sel in _buckets(p, w):
+    steps = p - i1 + 1  # the constrained indices i1..p
+    for ww, sel in _width_classes(w):
         for part in _chunks(sel, ww):
-            part = part[np.argsort(-p[part], kind="stable")]  # the rows still going: a prefix
-            pp, wp, bp, ap, dp, np_, i0p = (x[part] for x in (p, w, bb, ba, den, num, i0))
-            alive = np.searchsorted(-pp, -np.arange(1, pw + 1), side="right")
-            hh = np.zeros((part.size, ww))
-            hh[:, 0] = 1.0
+            part = part[np.argsort(-steps[part], kind="stable")]  # rows still going: a prefix
+            stp, wp, bp, ap, dp, np_, ip = (x[part] for x in (steps, w, bb, ba, den, num, i1))
+            alive = np.searchsorted(-stp, -np.arange(1, int(stp[0]) + 1), side="right")
+            hh = _free_start(wp, ip - 1, ww)
             col = np.arange(ww)
             # Columns at or beyond a row's own width w take values the cumulative sums carry
             # rightwards, but never feed a column to their left: they are dropped at the end.
-            for i in range(1, pw + 1):
-                na = int(alive[i - 1])
+            for j in range(int(stp[0])):
+                na = int(alive[j])
                 h = hh[:na]
+                i = ip[:na] + j
                 np.cumsum(h, axis=1, out=h)
-                h *= (i / (wp[:na] - 1.0 + i))[:, None]
                 ell = -((-(bp[:na] + i) * dp[:na]) // np_[:na]) - ap[:na]
-                lam = np.where(i >= i0p[:na], np.maximum(ell - i, 0), 0)
-                h[col < lam[:, None]] = 0.0
+                scale = (i / (wp[:na] - 1.0 + i))[:, None]
+                np.multiply(h, np.where(col >= (ell - i)[:, None], scale, 0.0), out=h)
             out[part] = np.where(col < wp[:, None], hh, 0.0).sum(axis=1)
     return np.minimum(out, 1.0)
+
+
+def _width_classes(w: np.ndarray):
+    """Group indices by width, padded to at most 1.25 times their own (a multiple of
+    ``2 ** max(3, floor(log2 w) - 2)``)."""
+    q = np.left_shift(1, np.maximum(3, np.floor(np.log2(np.maximum(w, 1))).astype(np.int64) - 2))
+    padded = -(-w // q) * q
+    for width in np.unique(padded):
+        yield int(width), np.flatnonzero(padded == width)
+
+
+def _free_start(w: np.ndarray, k: np.ndarray, width: int) -> np.ndarray:
+    """Rows ``P(d_k = d)``, d < width, of unconstrained paths (``d_0 = 0``) of width w:
+    the recurrence of :func:`_path_cdf_distinct` without bounds, run once per distinct
+    (w, k)."""
+    first, inverse = _distinct([w, k])
+    pw, pk = w[first], k[first]
+    order = np.argsort(-pk, kind="stable")
+    pw, pk = pw[order], pk[order]
+    hh = np.zeros((pw.size, width))
+    hh[:, 0] = 1.0
+    alive = np.searchsorted(-pk, -np.arange(1, int(pk[0]) + 1), side="right") if pk[0] > 0 \
+        else np.zeros(0, dtype=np.int64)
+    for i in range(1, int(pk[0]) + 1):
+        na = int(alive[i - 1])
+        h = hh[:na]
+        np.cumsum(h, axis=1, out=h)
+        h *= (i / (pw[:na] - 1.0 + i))[:, None]
+    rows = np.empty(pw.size, dtype=np.int64)
+    rows[order] = np.arange(pw.size)
+    return hh[rows[inverse]]
 
 
 def _sweep(vr, v, dlog, dzero, y0, nv) -> np.ndarray:
