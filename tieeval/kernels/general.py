@@ -121,19 +121,22 @@ class GeneralKernel(Kernel):
         order = ("given" if rule == "trec" else  # TREC rows come in trec_eval's order
                  "argsort" if rule in LISTED_RULES else rule)
         options = self.spec.options
+        listed = self.listed(batch)
         try:
+            # the sparse table (blocks holding a labelled or judged item only) unless a
+            # listed ranking or a tolerance needs every position
             rb = RelBatch(batch.scores, labels, batch.offsets,
                           nan_policy=self.spec.nan_policy, original=order,
                           unranked=getattr(batch, "unranked", None), tolerance=atol,
                           relevance_level=options.relevance_level, depth=options.depth,
                           judged=batch.judged,
                           unranked_judged=getattr(batch, "unranked_judged", None),
-                          max_grade=getattr(batch, "max_label", None))
+                          max_grade=getattr(batch, "max_label", None),
+                          sparse=listed is None and atol is None)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
-        listed = self.listed(batch)
         if listed is not None:
             rb.use_order(listed)
         return rb
@@ -158,8 +161,7 @@ class GeneralKernel(Kernel):
         keep = has_pos & has_neg if self.both else np.ones(rows, dtype=bool)
         acc.subset += int(np.count_nonzero(keep))
         # Tie statistics over the kept rows: each row's first block is its top-score tie.
-        first = rb.ba == 0
-        top_rows, top = rb.brow[first], rb.bsz[first]
+        top_rows, top = rb.top_ties()
         sel = keep[top_rows]
         acc.top_size += int(top[sel].sum())
         acc.top_ratio.add(top[sel] / n[top_rows[sel]])
