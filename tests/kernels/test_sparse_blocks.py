@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tieeval.errors import ParameterError
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric, parse_rel_metric
 
@@ -120,3 +121,21 @@ def test_sparse_keeps_only_marked_blocks():
     assert rb.lab_last.tolist() == [0.0, 2.0, -1.0, 0.0, 1.0]
     assert rb.pos.tolist() == [1, 2, 4, 5, 6]
     assert [x.tolist() for x in rb.top_ties()] == [[0], [1]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_depth_leaves_every_value_unchanged(seed):
+    rng = np.random.default_rng(400 + seed)
+    scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0], [-1, 0, 0, 0, 1, 2])
+    full = RelBatch(scores, labels, offsets)
+    shallow = RelBatch(scores, labels, offsets, sparse=True, rank_depth=4)
+    for name in ["HR@1", "HR@4", "Recall@3", "Precision@4", "DCG@4", "NDCG@2", "MAP@4",
+                 "SHR@3", "SRecall@4", "SDCG@4", "SNDCG@4", "Success@2", "Judged@4"]:
+        a, b = full.values(parse_rel_metric(name)), shallow.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+    for name in ["NDCG@5", "MRR", "MAP", "V-AUC"]:
+        with pytest.raises(ParameterError, match="rank_depth=4"):
+            shallow.values(parse_rel_metric(name))
+        assert _same(shallow.values(parse_rel_metric(name), original_order=False).tie_aware,
+                     full.values(parse_rel_metric(name)).tie_aware)

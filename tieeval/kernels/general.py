@@ -9,8 +9,11 @@ single-positive dump that comes here is evaluated with a one-hot label at its po
 every metric of the registry works on every dump; with the default metrics and options it
 keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie
-blocks and every metric is read off it (:meth:`RelBatch.values`); dataset means are exact
+Per batch, one sparse :class:`~tieeval.kernels.tie_blocks.RelBatch` holds the tie blocks of
+the labelled (or judged) items, each row sorted by the codebases' call only where such an
+item is tied and a metric can read its place (``rank_depth``: the largest cutoff, when
+every metric has one), and every metric is read off it (:meth:`RelBatch.values`); a
+listed ranking or a tolerance takes the full table of every position. Dataset means are exact
 sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
 defined, so they do not depend on batch size.
 
@@ -104,6 +107,10 @@ class GeneralKernel(Kernel):
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
         self._hr = {k: RelMetric("HR", k) for k in sorted(set(spec.ks))}
+        # the deepest place of the 'original' ordering any metric reads (None: any place)
+        forms = [e.form for e in self.entries]
+        self.rank_depth = (max(f.k for f in forms) if forms and all(
+            isinstance(f.k, int) and f.level is None for f in forms) else None)
 
     def labels(self, batch: Batch):
         if self.spec.source is None:
@@ -132,7 +139,8 @@ class GeneralKernel(Kernel):
                           judged=batch.judged,
                           unranked_judged=getattr(batch, "unranked_judged", None),
                           max_grade=getattr(batch, "max_label", None),
-                          sparse=listed is None and atol is None)
+                          sparse=listed is None and atol is None,
+                          rank_depth=self.rank_depth)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:

@@ -30,6 +30,7 @@ from tieeval.errors import InputError
 from tieeval.kernels.threads import map_blocks
 
 _SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
+_QUERIES = 1 << 13  # binary searches run together
 
 
 def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
@@ -48,11 +49,11 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
     """Every row of the flat ``s`` sorted ascending in place of the row (threads)."""
     rows = n.size
     if rows and s.size and (n == n[0]).all():
-        dense = s.reshape(rows, int(n[0]))
+        out = s.reshape(rows, int(n[0])).copy()
         step = max(1, _SORT_CHUNK // int(n[0]))
-        parts = [dense[i:i + step] for i in range(0, rows, step)]
-        return np.concatenate([p.ravel() for p in map_blocks(
-            lambda p: np.sort(p, axis=1), parts, [p.size for p in parts])]) if parts else s
+        parts = [out[i:i + step] for i in range(0, rows, step)]
+        map_blocks(lambda p: p.sort(axis=1), parts, [p.size for p in parts])
+        return out.ravel()
     out = np.empty_like(s)
     groups = list(_groups(n, offsets, np.arange(rows)))
     for idx, got in zip(groups, map_blocks(lambda idx: np.sort(s[idx], axis=1), groups,
@@ -65,6 +66,10 @@ def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps
             right: bool) -> np.ndarray:
     """Per query, the first index of ``ss[lo:hi]`` (ascending) holding a value > ``v``
     (``right``) or >= ``v``: a binary search on all queries at once, ``steps`` rounds."""
+    if lo.size > _QUERIES:  # in blocks, so the rows searched stay in cache across rounds
+        return np.concatenate([_search(ss, lo[i:i + _QUERIES], hi[i:i + _QUERIES],
+                                       v[i:i + _QUERIES], steps, right)
+                               for i in range(0, lo.size, _QUERIES)])
     lo, hi = lo.copy(), hi.copy()
     last = max(ss.size - 1, 0)
     for _ in range(steps):
@@ -77,12 +82,29 @@ def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps
     return lo
 
 
-def build(b, s: np.ndarray, lab: np.ndarray, judged, argsort_rows) -> None:
+def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
+          steps: int) -> np.ndarray:
+    """How many of ``ss[lo:right]`` (ascending, ending in ``v``) equal ``v``: 1 unless
+    the value before is ``v`` too, else from a search of the rest (int64)."""
+    t = np.ones(v.size, dtype=np.int64)
+    prev = right - 2
+    more = np.flatnonzero((prev >= lo) & (ss[np.maximum(prev, 0)] == v))
+    if more.size:
+        end = right[more]
+        t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
+    return t
+
+
+def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
+          rank_depth: int | None = None) -> None:
     """Fill the compact block table of ``b`` (a RelBatch with ``rows``, ``n``, ``offsets``,
     ``original`` and ``level`` set) from flat scores ``s`` and labels ``lab``.
 
     ``judged`` is the bool mask of judged candidates or None (``label != 0``);
-    ``argsort_rows(s, rows)`` yields ``(idx, order)`` of the 'original' ordering.
+    ``row_orders(vals)`` gives the columns of each row of a 2-D block of rows of one
+    length in the 'original' ordering. ``rank_depth``: when set, no metric reads a place
+    at or below it in the 'original' ordering, so a tie block starting there is not sorted
+    (its items take their 'first' places; every metric value is unchanged).
     """
     rows, n, offsets = b.rows, b.n, b.offsets
     dense = bool(rows) and bool((n == n[0]).all())
@@ -101,26 +123,30 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, argsort_rows) -> None:
     mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     ss = _sorted_rows(s, n, offsets)
-    steps = int(n.max(initial=0)).bit_length() + 1
-    lo, hi = offsets[:-1], offsets[1:]
-    v = s[mi]
-    left = _search(ss, lo[mrow], hi[mrow], v, steps, right=False)
-    right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
-    a = hi[mrow] - right
-    t = right - left
+    steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
+    # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
+    index = np.int32 if s.size < 1 << 30 else np.int64
+    lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
+    right = _search(ss, lo[mrow], hi[mrow], s[mi], steps, right=True)
+    a = (hi[mrow] - right).astype(np.int64)
+    t = _tied(ss, lo[mrow], right, s[mi], steps)
     full_rows = np.flatnonzero(n > 0)
-    top = ss[hi[full_rows] - 1]
-    b._top_ties = (full_rows, hi[full_rows] - _search(ss, lo[full_rows], hi[full_rows], top,
-                                                      steps, right=False))
+    b._top_ties = (full_rows, _tied(ss, lo[full_rows], hi[full_rows], ss[hi[full_rows] - 1],
+                                    steps))
     # position of every marked item in the 'original' ordering
     opos = a.copy()
+    unsorted = None  # tied items below rank_depth: no metric reads their place
     if b.original == "given":
         opos = mi - offsets[mrow]
     else:
-        tied = np.flatnonzero(t > 1)
+        tied_mask = t > 1
+        if rank_depth is not None:
+            unsorted = tied_mask & (a >= rank_depth)
+            tied_mask &= ~unsorted
+        tied = np.flatnonzero(tied_mask)
         if tied.size:
-            opos[tied] = _original_positions(s, offsets, mi[tied], mrow[tied], a[tied],
-                                             t[tied], argsort_rows)
+            opos[tied] = _original_positions(s, n, offsets, mi[tied], mrow[tied], a[tied],
+                                             t[tied], row_orders)
     # marked items by block (row, then a), inside a block 'first': label descending,
     # judged first among equal labels
     gkey = offsets[mrow] + a
@@ -128,6 +154,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, argsort_rows) -> None:
         o = np.lexsort((~mjd, -ml, gkey))
         mrow, ml, mjd, rel = mrow[o], ml[o], mjd[o], rel[o]
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
+        if unsorted is not None:
+            unsorted = unsorted[o]
     new = np.ones(mi.size, dtype=bool)
     new[1:] = gkey[1:] != gkey[:-1]
     first_item = np.flatnonzero(new)
@@ -142,6 +170,9 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, argsort_rows) -> None:
     rank = np.arange(mi.size) - first_item[ib]
     marked_in_block = np.diff(np.append(first_item, mi.size))
     off_first = np.where(ml < 0, rank + (bsz - marked_in_block)[ib], rank)
+    if unsorted is not None and unsorted.any():
+        # whole blocks (a >= rank_depth holds for every item of a block): the 'first' places
+        opos[unsorted] = a[unsorted] + off_first[unsorted]
     bid = np.repeat(np.arange(nblocks), bsz)
     cpos = np.arange(csize, dtype=np.int64)
     b.size = csize
@@ -181,30 +212,64 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, argsort_rows) -> None:
     b.compact = True
 
 
-def _original_positions(s, offsets, mi, mrow, a, t, argsort_rows) -> np.ndarray:
+def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray:
     """Positions in the 'original' ordering of tied marked items (flat ``mi`` in row
-    ``mrow``, ``a`` above, ``t`` tied): the rows holding them are sorted by the codebases'
-    call, and only the members of their tie blocks are looked up."""
-    need = np.unique(mrow)
-    where = np.full(offsets.size - 1, -1, dtype=np.int64)  # row -> start in 'flat'
-    parts, total = [], 0
-    for idx, got in argsort_rows(s, need):
-        r = np.searchsorted(offsets, idx[:, 0], side="right") - 1
-        where[r] = total + np.arange(r.size) * idx.shape[1]
-        parts.append(got.ravel())
-        total += got.size
-    flat = np.concatenate(parts)
-    # each tie block once: its members' flat indices at positions a .. a + t - 1
-    key = offsets[mrow] + a
-    uniq, first = np.unique(key, return_index=True)
-    bl_row, bl_a, bl_t = mrow[first], a[first], t[first]
-    member_block = np.repeat(np.arange(uniq.size), bl_t)
-    j = np.arange(member_block.size) - np.repeat(np.cumsum(bl_t) - bl_t, bl_t)
-    member_pos = bl_a[member_block] + j
-    members = flat[where[bl_row][member_block] + member_pos]
-    posmap = np.empty(s.size, dtype=np.int64)
-    posmap[members] = member_pos
-    return posmap[mi]
+    ``mrow``, non-decreasing; ``a`` above, ``t`` tied): the rows holding them are sorted
+    by the codebases' call (``row_orders`` of a 2-D block of rows of one length), block
+    by block on several threads, and each item is found among its tie block's members."""
+    first = np.ones(mrow.size, dtype=bool)
+    first[1:] = mrow[1:] != mrow[:-1]
+    need = mrow[first]
+    length0 = int(n[need[0]])
+    if (n[need] == length0).all():  # one length: rows taken whole, in blocks
+        step = max(1, _SORT_CHUNK // max(length0, 1))
+        chunks = [need[i:i + step] for i in range(0, need.size, step)]
+    else:
+        chunks = list(_row_groups(n, need))
+    dense = s.reshape(n.size, length0) if (n == length0).all() else None
+    col = mi - offsets[mrow]
+    # the items of each block of rows
+    chunk_of_row = np.zeros(n.size, dtype=np.int64)
+    for i, rows in enumerate(chunks):
+        chunk_of_row[rows] = i
+    by_chunk = np.argsort(chunk_of_row[mrow], kind="stable")
+    counts = np.bincount(chunk_of_row[mrow], minlength=len(chunks))
+    work = list(zip(chunks, np.split(by_chunk, np.cumsum(counts)[:-1])))
+
+    def positions(job):
+        rows, items = job
+        length = int(n[rows[0]])
+        if dense is not None:
+            vals = dense.take(rows, axis=0)
+        else:
+            vals = s[offsets[rows][:, None] + np.arange(length)]
+        order = row_orders(vals)
+        rix = np.searchsorted(rows, mrow[items])
+        ti, ai = t[items], a[items]
+        if int(ti.sum()) > order.size:  # large tie blocks: invert the whole rows
+            inv = np.empty_like(order)
+            np.put_along_axis(inv, order, np.arange(length)[None, :], axis=1)
+            return items, inv[rix, col[items]]
+        # compare each item's column with its tie block's members, a .. a + t - 1
+        owner = np.repeat(np.arange(items.size), ti)
+        member = np.arange(owner.size) - np.repeat(np.cumsum(ti) - ti - ai, ti)
+        hit = np.flatnonzero(order[rix[owner], member] == col[items][owner])
+        return items, member[hit]
+
+    out = np.empty(mi.size, dtype=np.int64)
+    for items, pos in map_blocks(positions, work, [c.size * int(n[c[0]]) for c in chunks]):
+        out[items] = pos
+    return out
+
+
+def _row_groups(n: np.ndarray, rows: np.ndarray):
+    """``rows`` split into runs of one length (in blocks of about _SORT_CHUNK scores)."""
+    lens = n[rows]
+    for length in np.unique(lens):
+        if length == 0:
+            continue
+        group = rows[lens == length]
+        yield from np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1)
 
 
 def row_max_label(b) -> np.ndarray:

@@ -319,6 +319,19 @@ class RelBatch:
         ERR's g_max for every row when no ``max_grade`` option is set on the metric (a
         reader that knows the largest label of all judgements passes it); None: the
         largest label of each row, ranked or unranked.
+    sparse : bool
+        Keep only the tie blocks that hold a labelled or judged item
+        (:mod:`tieeval.kernels.sparse_blocks`): the same values, bit for bit, without a
+        pass over every position, and the argsort only for rows where such an item is
+        tied. The block-table attributes then describe those blocks only (``pos`` keeps
+        the true positions; ``offsets`` are row boundaries in that compact layout). ERR
+        and IPrec read every position: they are evaluated on :meth:`full`. NaN scores and
+        a ``tolerance`` keep the full table.
+    rank_depth : int, optional
+        With ``sparse``: no metric to be evaluated reads a place at or below this depth in
+        the 'original' ordering (every metric has a cutoff K <= rank_depth), so a tie
+        block starting there is not sorted. :meth:`values` refuses a metric that would
+        read one.
 
     Attributes
     ----------
@@ -347,7 +360,7 @@ class RelBatch:
                  original: str = "argsort", unranked=None, tolerance: float | None = None,
                  relevance_level: float | None = None, depth: int | None = None,
                  judged=None, unranked_judged=None, max_grade: float | None = None,
-                 sparse: bool = False):
+                 sparse: bool = False, rank_depth: int | None = None):
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
@@ -407,18 +420,20 @@ class RelBatch:
         self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         self.compact = False
         self._full_args = None
+        self.rank_depth = None
         if sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
             if original == "given":
                 self._check_given_order(s, None, None)
-            sparse_blocks.build(self, s, lab, judged, self._argsort_rows)
+            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth)
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
                                dict(nan_policy=nan_policy, original=original,
                                     unranked=unranked, relevance_level=relevance_level,
                                     depth=depth, judged=judged_given,
                                     unranked_judged=unranked_judged, max_grade=max_grade))
             self._add_unranked(unranked, unranked_judged)
+            self.rank_depth = None if original == "given" else rank_depth
             return
         labf = lab.astype(np.float64)
         if not np.isfinite(labf).all():
@@ -604,28 +619,32 @@ class RelBatch:
             raise InputError(f"row {row}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
 
-    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
-        """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
-        row of ``idx`` (2-D flat indices), its flat indices in the 'original' ordering.
+    def _row_orders(self, vals: np.ndarray) -> np.ndarray:
+        """Per row of the 2-D ``vals`` (rows of one length), its column indices in the
+        'original' ordering.
 
         The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
         dtype, exactly the codebases' call (so it is also the 'original' ordering): score
         descending, NaN last. Rows of one length are sorted together as a 2-D array (each
         row on its own, as the 1-D call would), several times faster than a flat sort.
-        Groups are sorted on several threads (argsort releases the GIL); each row's order is
-        the same as from one call.
         """
-        original = self.original
-        kind = None if original == "argsort" else "stable"
+        if self.original == "reverse-stable":
+            # a stable sort of the reversed row: ties by descending position
+            back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
+            return vals.shape[1] - 1 - back
+        if self.original == "argsort":
+            return np.argsort(_sort_key_desc(vals), axis=1)
+        return np.argsort(_sort_key_desc(vals), axis=1, kind="stable")
 
+    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
+        """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
+        row of ``idx`` (2-D flat indices), its flat indices in the 'original' ordering
+        (:meth:`_row_orders`). Groups are sorted on several threads (argsort releases the
+        GIL); each row's order is the same as from one call.
+        """
         def sort(group):
             base, idx = group
-            if original == "reverse-stable":
-                # a stable sort of the reversed row: ties by descending position
-                back = idx[:, ::-1]
-                return np.take_along_axis(
-                    back, np.argsort(_sort_key_desc(s[back]), axis=1, kind=kind), axis=1)
-            return base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
+            return base + self._row_orders(s[idx])
         groups = list(self._by_length(rows))
         for (_, idx), got in zip(groups, map_blocks(sort, groups, [g[1].size for g in groups])):
             yield idx, got
@@ -686,6 +705,11 @@ class RelBatch:
                                  f"got {metric!r}")
         if self.compact and metric.name in FULL_TABLE_METRICS:
             return self.full().values(metric, original_order=original_order)
+        if (original_order and self.rank_depth is not None
+                and not (isinstance(metric.k, int) and metric.level is None
+                         and metric.k <= self.rank_depth)):
+            raise ParameterError(f"{metric} reads the 'original' ordering below "
+                                 f"rank_depth={self.rank_depth}")
         return _Evaluation(self, metric, original_order).run()
 
 
@@ -968,13 +992,15 @@ class _Evaluation:
         only the positive labels of the marked items are listed, largest first.
         """
         b, metric = self.b, self.m
-        mrow, ml = b._marked
         if metric.name == "NDCG":
-            sel = ml > 0
-            rows, lab = mrow[sel], ml[sel]
-            order = np.lexsort((-lab, rows))
-            rows, lab = rows[order], lab[order]
-            count = np.bincount(rows, minlength=b.rows)
+            if "ideal" not in b._lab_ideal:  # the positive labels by row, largest first
+                mrow, ml = b._marked
+                sel = ml > 0
+                rows, lab = mrow[sel], ml[sel]
+                order = np.lexsort((-lab, rows))
+                b._lab_ideal["ideal"] = (rows[order], lab[order],
+                                         np.bincount(rows, minlength=b.rows))
+            rows, lab, count = b._lab_ideal["ideal"]
         else:
             count = b.n_pos
             rows = np.repeat(np.arange(b.rows, dtype=np.int64), count)
