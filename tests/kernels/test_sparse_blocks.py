@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tieeval.errors import ParameterError
+from tieeval.kernels import sparse_blocks
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric, parse_rel_metric
 
@@ -139,3 +140,23 @@ def test_rank_depth_leaves_every_value_unchanged(seed):
             shallow.values(parse_rel_metric(name))
         assert _same(shallow.values(parse_rel_metric(name), original_order=False).tie_aware,
                      full.values(parse_rel_metric(name)).tie_aware)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searches_match_searchsorted(right):
+    rng = np.random.default_rng(7)
+    n = np.array([5, 1, 7, 7, 3, 0, 9])
+    offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    ss = np.concatenate([np.sort(rng.integers(0, 4, size=k)).astype(np.float32) for k in n])
+    rows = np.repeat(np.arange(n.size), 6)
+    rows = rows[n[rows] > 0]
+    v = rng.integers(-1, 5, size=rows.size).astype(np.float32)
+    lo, hi = offsets[:-1][rows], offsets[1:][rows]
+    want = [lo_ + np.searchsorted(ss[lo_:hi_], x, side="right" if right else "left")
+            for lo_, hi_, x in zip(lo, hi, v)]
+    steps = int(n.max()).bit_length()
+    assert sparse_blocks._search(ss, lo, hi, v, steps, right).tolist() == want
+    same = np.flatnonzero(n[rows] == 7)
+    assert (sparse_blocks._bound(ss, lo[same], 7, v[same], right).tolist()
+            == [want[i] for i in same])
+

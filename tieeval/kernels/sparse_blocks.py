@@ -27,20 +27,27 @@ from __future__ import annotations
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.kernels.threads import map_blocks
+from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
 
-_SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
-_QUERIES = 1 << 13  # binary searches run together
+_SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
+_QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
+
+
+def _chunk(total: int) -> int:
+    """Elements per block of rows sorted on one thread: every thread gets work once a batch
+    is large enough, and no block exceeds _SORT_CHUNK."""
+    return min(_SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
 
 
 def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
     """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
     lens = n[rows]
+    chunk = _chunk(int(lens.sum()))
     for length in np.unique(lens):
         if length == 0:
             continue
         group = rows[lens == length]
-        for part in np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1):
+        for part in np.array_split(group, group.size * int(length) // chunk + 1):
             if part.size:
                 yield offsets[part][:, None] + np.arange(length)
 
@@ -50,7 +57,7 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
     rows = n.size
     if rows and s.size and (n == n[0]).all():
         out = s.reshape(rows, int(n[0])).copy()
-        step = max(1, _SORT_CHUNK // int(n[0]))
+        step = max(1, _chunk(out.size) // int(n[0]))
         parts = [out[i:i + step] for i in range(0, rows, step)]
         map_blocks(lambda p: p.sort(axis=1), parts, [p.size for p in parts])
         return out.ravel()
@@ -82,17 +89,61 @@ def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps
     return lo
 
 
+def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
+           right: bool) -> np.ndarray:
+    """:func:`_search` where every range has one ``width`` >= 1: the branchless form
+    (a probe, a comparison and a masked add per round)."""
+    if lo.size > _QUERIES:
+        return np.concatenate([_bound(ss, lo[i:i + _QUERIES], width, v[i:i + _QUERIES], right)
+                               for i in range(0, lo.size, _QUERIES)])
+    base = lo.copy()
+    n = width
+    while n > 1:
+        half = n >> 1
+        probe = ss[base + half]
+        np.add(base, half, out=base, where=(probe <= v) if right else (probe < v))
+        n -= half
+    last = ss[base]
+    return base + ((last <= v) if right else (last < v))
+
+
 def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
-          steps: int) -> np.ndarray:
+          steps: int, width: int | None) -> np.ndarray:
     """How many of ``ss[lo:right]`` (ascending, ending in ``v``) equal ``v``: 1 unless
-    the value before is ``v`` too, else from a search of the rest (int64)."""
+    the value before is ``v`` too, else from a search of the rest (int64). ``width``:
+    the rows' common length, if they have one."""
     t = np.ones(v.size, dtype=np.int64)
     prev = right - 2
     more = np.flatnonzero((prev >= lo) & (ss[np.maximum(prev, 0)] == v))
     if more.size:
         end = right[more]
-        t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
+        if width is not None:
+            t[more] = end - _bound(ss, lo[more], width, v[more], right=False)
+        else:
+            t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
     return t
+
+
+def label_span(ml: np.ndarray) -> int | None:
+    """``max - min + 1`` of whole-number labels when a key ``row * span + label`` fits in
+    int64 beside any batch (span < 2**24), else None."""
+    if ml.size == 0:
+        return None
+    top, bottom = float(ml.max()), float(ml.min())
+    if top - bottom >= 1 << 24 or not (ml == np.floor(ml)).all():
+        return None
+    return int(top - bottom) + 1
+
+
+def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
+    """The permutation sorting by ``gkey``, then label descending, then judged first
+    (equal keys in any order: their items are alike for every metric). One stable sort of
+    an int64 key for whole-number labels, else ``np.lexsort``."""
+    span = label_span(ml)
+    if span is None or gkey.size == 0 or int(gkey.max()) >= 1 << 37:
+        return np.lexsort((~mjd, -ml, gkey))
+    rank = (float(ml.max()) - ml).astype(np.int64)  # 0 for the largest label
+    return np.argsort((gkey * span + rank) * 2 + ~mjd, kind="stable")
 
 
 def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
@@ -127,12 +178,17 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
-    right = _search(ss, lo[mrow], hi[mrow], s[mi], steps, right=True)
+    width = int(n[0]) if dense and n[0] > 0 else None
+    v = s[mi]
+    if width is not None:
+        right = _bound(ss, lo[mrow], width, v, right=True)
+    else:
+        right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
     a = (hi[mrow] - right).astype(np.int64)
-    t = _tied(ss, lo[mrow], right, s[mi], steps)
+    t = _tied(ss, lo[mrow], right, v, steps, width)
     full_rows = np.flatnonzero(n > 0)
     b._top_ties = (full_rows, _tied(ss, lo[full_rows], hi[full_rows], ss[hi[full_rows] - 1],
-                                    steps))
+                                    steps, width))
     # position of every marked item in the 'original' ordering
     opos = a.copy()
     unsorted = None  # tied items below rank_depth: no metric reads their place
@@ -151,7 +207,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     # judged first among equal labels
     gkey = offsets[mrow] + a
     if not (np.diff(gkey) > 0).all():  # else each marked item is alone, in order
-        o = np.lexsort((~mjd, -ml, gkey))
+        o = _order_by(gkey, ml, mjd)
         mrow, ml, mjd, rel = mrow[o], ml[o], mjd[o], rel[o]
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
         if unsorted is not None:
@@ -222,7 +278,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
     need = mrow[first]
     length0 = int(n[need[0]])
     if (n[need] == length0).all():  # one length: rows taken whole, in blocks
-        step = max(1, _SORT_CHUNK // max(length0, 1))
+        step = max(1, _chunk(need.size * length0) // max(length0, 1))
         chunks = [need[i:i + step] for i in range(0, need.size, step)]
     else:
         chunks = list(_row_groups(n, need))
@@ -263,13 +319,14 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
 
 
 def _row_groups(n: np.ndarray, rows: np.ndarray):
-    """``rows`` split into runs of one length (in blocks of about _SORT_CHUNK scores)."""
+    """``rows`` split into runs of one length (in blocks of :func:`_chunk` scores)."""
     lens = n[rows]
+    chunk = _chunk(int(lens.sum()))
     for length in np.unique(lens):
         if length == 0:
             continue
         group = rows[lens == length]
-        yield from np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1)
+        yield from np.array_split(group, group.size * int(length) // chunk + 1)
 
 
 def row_max_label(b) -> np.ndarray:

@@ -117,10 +117,14 @@ def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
     # Direct part: the whole range when it is short, else the stretch below position 64.
     cut = np.where(hi - lo <= _DIRECT, hi, np.maximum(lo, np.minimum(hi, _DIRECT)))
     direct = np.flatnonzero(cut > lo)
+    if direct.size:
+        # j ** -power for every j the rows reach, computed once (the same values as
+        # elementwise): the rows then gather them
+        table = np.arange(1, int(lo[direct].max()) + _DIRECT + 1, dtype=np.float64) ** -power
     for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
         if chunk.size:
-            j = (lo[chunk, None] + np.arange(1, _DIRECT + 1)).astype(np.float64)
-            out[chunk] = np.where(j <= cut[chunk, None], j ** -power, 0.0).sum(axis=1)
+            j = lo[chunk, None] + np.arange(1, _DIRECT + 1)
+            out[chunk] = np.where(j <= cut[chunk, None], table[j - 1], 0.0).sum(axis=1)
     deep = np.flatnonzero(hi > cut)  # then cut >= 64
     if deep.size:
         x, y = cut[deep].astype(np.float64), hi[deep].astype(np.float64)
@@ -997,9 +1001,15 @@ class _Evaluation:
                 mrow, ml = b._marked
                 sel = ml > 0
                 rows, lab = mrow[sel], ml[sel]
-                order = np.lexsort((-lab, rows))
-                b._lab_ideal["ideal"] = (rows[order], lab[order],
-                                         np.bincount(rows, minlength=b.rows))
+                span = _sparse_label_span(lab)
+                if span is None:
+                    order = np.lexsort((-lab, rows))
+                    rows, lab = rows[order], lab[order]
+                else:  # one sort of a whole-number key: row, then label descending
+                    top = float(lab.max())
+                    key = np.sort(rows * span + (top - lab).astype(np.int64))
+                    rows, lab = key // span, top - (key % span).astype(np.float64)
+                b._lab_ideal["ideal"] = (rows, lab, np.bincount(rows, minlength=b.rows))
             rows, lab, count = b._lab_ideal["ideal"]
         else:
             count = b.n_pos
@@ -1342,6 +1352,11 @@ class _Evaluation:
         out[zero] = best[b.offsets[:-1][zero]]
         return out
 
+
+
+def _sparse_label_span(lab: np.ndarray):
+    from tieeval.kernels.sparse_blocks import label_span
+    return label_span(lab)
 
 
 def _cascade(name: str):
