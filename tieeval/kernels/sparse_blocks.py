@@ -186,9 +186,14 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
     a = (hi[mrow] - right).astype(np.int64)
     t = _tied(ss, lo[mrow], right, v, steps, width)
+    # each row's top tie: known where a marked item is at the top, else searched
+    top = np.zeros(rows, dtype=np.int64)
+    at_top = a == 0
+    top[mrow[at_top]] = t[at_top]
     full_rows = np.flatnonzero(n > 0)
-    b._top_ties = (full_rows, _tied(ss, lo[full_rows], hi[full_rows], ss[hi[full_rows] - 1],
-                                    steps, width))
+    rest = full_rows[top[full_rows] == 0]
+    top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width)
+    b._top_ties = (full_rows, top[full_rows])
     # position of every marked item in the 'original' ordering
     opos = a.copy()
     unsorted = None  # tied items below rank_depth: no metric reads their place
