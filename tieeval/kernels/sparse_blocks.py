@@ -74,9 +74,10 @@ def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps
     """Per query, the first index of ``ss[lo:hi]`` (ascending) holding a value > ``v``
     (``right``) or >= ``v``: a binary search on all queries at once, ``steps`` rounds."""
     if lo.size > _QUERIES:  # in blocks, so the rows searched stay in cache across rounds
-        return np.concatenate([_search(ss, lo[i:i + _QUERIES], hi[i:i + _QUERIES],
-                                       v[i:i + _QUERIES], steps, right)
-                               for i in range(0, lo.size, _QUERIES)])
+        starts = list(range(0, lo.size, _QUERIES))
+        return np.concatenate(map_blocks(
+            lambda i: _search(ss, lo[i:i + _QUERIES], hi[i:i + _QUERIES], v[i:i + _QUERIES],
+                              steps, right), starts, [(1 << steps) * _QUERIES] * len(starts)))
     lo, hi = lo.copy(), hi.copy()
     last = max(ss.size - 1, 0)
     for _ in range(steps):
@@ -93,9 +94,11 @@ def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
            right: bool) -> np.ndarray:
     """:func:`_search` where every range has one ``width`` >= 1: the branchless form
     (a probe, a comparison and a masked add per round)."""
-    if lo.size > _QUERIES:
-        return np.concatenate([_bound(ss, lo[i:i + _QUERIES], width, v[i:i + _QUERIES], right)
-                               for i in range(0, lo.size, _QUERIES)])
+    if lo.size > _QUERIES:  # blocks of queries on several threads
+        starts = list(range(0, lo.size, _QUERIES))
+        return np.concatenate(map_blocks(
+            lambda i: _bound(ss, lo[i:i + _QUERIES], width, v[i:i + _QUERIES], right),
+            starts, [width * _QUERIES] * len(starts)))
     base = lo.copy()
     n = width
     while n > 1:
