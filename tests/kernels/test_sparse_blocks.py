@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tieeval.errors import ParameterError
+from tieeval.errors import InputError, ParameterError
 from tieeval.kernels import sparse_blocks
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric, parse_rel_metric
@@ -160,3 +160,36 @@ def test_searches_match_searchsorted(right):
     assert (sparse_blocks._bound(ss, lo[same], 7, v[same], right).tolist()
             == [want[i] for i in same])
 
+
+
+@pytest.mark.parametrize("scores, labels, offsets", [
+    (np.zeros((0, 5), np.float32), np.zeros((0, 5), np.int8), None),
+    (np.zeros(0, np.float32), np.zeros(0, np.int8), np.array([0, 0, 0])),
+    (np.array([[1, 1, 0]], np.float16), np.array([[True, False, True]]), None),
+    (np.array([[3, 3, 1, 1]], np.uint8), np.array([[1, 0, -1, 2]]), None),
+    (np.array([[np.iinfo(np.int64).min, 0, 0, 5]]), np.array([[1, 0, 2, 0]]), None),
+    (np.array([[0.0, -0.0, 0.0, 1.0]]), np.array([[1, 2, 0, -1]]), None),
+    (np.array([[1.0, 1.0, 1.0, 1.0]]), np.array([[0.5, 2.5, 0, -1.5]]), None),
+])
+def test_sparse_matches_full_edge_cases(scores, labels, offsets):
+    full = RelBatch(scores, labels, offsets)
+    sparse = RelBatch(scores, labels, offsets, sparse=True)
+    for name in ["NDCG@3", "NDCG", "MAP", "MRR", "V-AUC", "HR@2", "Bpref", "Judged@2",
+                 "SNDCG@2"] + (["ERR@3", "IPrec@0.5"] if scores.size else []):
+        a, b = full.values(parse_rel_metric(name)), sparse.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+
+
+@pytest.mark.parametrize("original", ["argsort", "reverse-stable"])
+def test_sparse_large_tie_blocks(original):
+    # blocks of ~1,000 tied scores holding ~10 labelled items: the rows are inverted whole
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 3, size=(20, 3000)).astype(np.float32)
+    labels = np.where(rng.random(scores.shape) < 0.01, rng.integers(1, 4, scores.shape), 0)
+    _check(scores, labels, None, original=original)
+
+
+def test_sparse_labels_must_be_finite():
+    with pytest.raises(InputError, match="labels must be finite"):
+        RelBatch(np.array([[1.0, 2.0]]), np.array([[np.nan, 0]]), sparse=True)
