@@ -1,34 +1,42 @@
-"""Time graded NDCG on a labelled dump: tieeval against scikit-learn's ndcg_score.
+"""Time labelled rows end to end: tieeval's CLI against scikit-learn's ndcg_score.
 
     python benchmarks/bench_graded.py [--rows 100000] [--cols 101] [--repeat 5]
                                       [--sklearn-rows 5000]
 
-Writes a seeded labelled dump to benchmarks/data/ (float32 sigmoid-saturated scores, so the
-top of many rows is tied; graded labels 0-4 on ten candidates per row, the rest 0), then
-reports medians of ``--repeat`` runs of:
+Writes seeded dumps to benchmarks/data/: a labelled NPZ (float32 sigmoid-saturated scores,
+so the top of most rows is tied; graded labels 0-4 on ten candidates per row, the rest 0),
+the same score matrix as an NPY (a single-positive dump: the positive in column 0), and a
+TREC run of 200 queries x 1,000 documents (scores rounded to 0.01, so tied) with graded
+qrels (0-3, 60 judged documents per query, some never retrieved). Then, in rounds that run
+each contestant in turn (a fresh process each, as a user runs it; medians of
+``--repeat``):
 
-* tieeval NDCG@10 end to end on the .npz (read, one sort per row, all four columns,
-  the tie-break sd and tie statistics);
-* tieeval's default labelled metrics (HR, Recall, NDCG at 1, 5, 10; MRR; MAP) end to end;
-* scikit-learn's ``ndcg_score(..., k=10, ignore_ties=False)``, the tie-averaged NDCG
-  (McSherry & Najork; the tie-aware column's expectation), on the first ``--sklearn-rows``
-  rows and scaled per row: it loops over rows in Python;
-* scikit-learn's ``ndcg_score(..., k=10, ignore_ties=True)`` on all rows (vectorised, but
-  it breaks ties by position, so it is one arbitrary tie-break, not an expectation).
+* ``tieeval compare -m NDCG@10`` on the labelled NPZ (read, the sparse block table, all
+  four columns, the tie-break sd, tie statistics);
+* ``tieeval compare`` with the default labelled metrics (HR, Recall, NDCG at 1, 5, 10; MRR;
+  MAP);
+* ``tieeval compare -m NDCG@10`` on the single-positive NPY of the same matrix: the
+  per-score ratio labelled / single-positive;
+* ``tieeval compare --qrels`` on the TREC run (default metrics);
+* scikit-learn ``ndcg_score(..., k=10, ignore_ties=False)``, the tie-averaged NDCG
+  (McSherry & Najork; tieeval's tie-aware column), end to end in a fresh process (python,
+  imports, ``np.load``, the score): it loops over rows in Python, so it runs on the first
+  ``--sklearn-rows`` rows and the score part is scaled per row.
 
-Both libraries' means are printed side by side as a check. The machine is small and noisy:
-read the ratios, not the absolute times.
+The machine is small and shared: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
+import statistics
+import subprocess
 import sys
+import time
 
 import numpy as np
-from _common import DATA, median_time, print_timings
+from _common import DATA
 
 
 def make_dump(rows: int, cols: int, seed: int = 0) -> str:
@@ -46,6 +54,63 @@ def make_dump(rows: int, cols: int, seed: int = 0) -> str:
     return path
 
 
+def single_positive(path: str) -> str:
+    """The labelled dump's score matrix as an NPY: a single-positive dump (column 0)."""
+    out = path[:-4] + "_scores.npy"
+    if not os.path.exists(out):
+        with np.load(path) as f:
+            np.save(out, f["scores"])
+    return out
+
+
+def make_trec(queries: int = 200, docs: int = 1000, seed: int = 9) -> tuple[str, str]:
+    run = os.path.join(DATA, f"trec_{queries}x{docs}.run")
+    qrels = os.path.join(DATA, f"trec_{queries}x{docs}.qrels")
+    if os.path.exists(run) and os.path.exists(qrels):
+        return run, qrels
+    os.makedirs(DATA, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    with open(run, "w") as r, open(qrels, "w") as q:
+        for i in range(queries):
+            score = np.round(rng.normal(size=docs), 2)
+            for rank, d in enumerate(np.argsort(-score, kind="stable")):
+                r.write(f"q{i} Q0 d{d} {rank + 1} {score[d]:.2f} run\n")
+            for d in rng.choice(docs + docs // 5, size=60, replace=False):
+                q.write(f"q{i} 0 d{d} {rng.choice([0, 0, 1, 2, 3])}\n")
+    return run, qrels
+
+
+def cli(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "tieeval", "compare", *args, "-q", "-f", "json"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+SKLEARN = """
+import sys, time
+import numpy as np
+from sklearn.metrics import ndcg_score
+with np.load(sys.argv[1]) as f:
+    s, y = f["scores"][:int(sys.argv[2])], f["labels"][:int(sys.argv[2])]
+keep = y.sum(axis=1) > 0  # scikit-learn scores rows without a relevant item as 0
+t0 = time.perf_counter()
+ndcg_score(y[keep].astype(np.float64), s[keep].astype(np.float64), k=10, ignore_ties=False)
+print(time.perf_counter() - t0)
+"""
+
+
+def sklearn_end_to_end(path: str, rows: int, total: int) -> float | None:
+    """Wall time of a fresh process running ndcg_score on the first ``rows`` rows, with
+    the score part scaled to ``total`` rows (start-up and the read counted once)."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", SKLEARN, path, str(rows)],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        return None
+    score = float(done.stdout.strip())
+    return wall - score + score * total / rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -54,54 +119,49 @@ def main() -> None:
     parser.add_argument("--sklearn-rows", type=int, default=5_000)
     args = parser.parse_args()
 
-    import tieeval
-    from tieeval.metrics.metric import Metric
-
     path = make_dump(args.rows, args.cols)
-    with np.load(path) as f:
-        scores, labels = f["scores"], f["labels"]
-    ndcg10 = [Metric("NDCG", 10)]
-    results: dict[str, float] = {}
-    results["tieeval NDCG@10 (end to end, .npz)"] = median_time(
-        lambda: tieeval.evaluate_path(path, ndcg10), args.repeat)
-    results["tieeval default labelled metrics (11 rows, end to end)"] = median_time(
-        lambda: tieeval.evaluate_path(path), args.repeat)
-    ours = tieeval.evaluate_path(path, ndcg10).metric("NDCG@10")
-    tied_rows = float(np.mean((scores == scores.max(axis=1, keepdims=True)).sum(1) > 1))
-
-    check = ""
-    try:
-        from sklearn.metrics import ndcg_score
-    except ImportError:
+    npy = single_positive(path)
+    run, qrels = make_trec()
+    m = min(args.sklearn_rows, args.rows)
+    runs = {
+        "ndcg": lambda: cli(path, "-m", "NDCG@10"),
+        "default": lambda: cli(path),
+        "single": lambda: cli(npy, "-m", "NDCG@10"),
+        "trec": lambda: cli("--qrels", qrels, run),
+        "sklearn": lambda: sklearn_end_to_end(path, m, args.rows),
+    }
+    times: dict = {k: [] for k in runs}
+    for _ in range(args.repeat):
+        for key, fn in runs.items():
+            t0 = time.perf_counter()
+            got = fn()
+            times[key].append(got if key == "sklearn" else time.perf_counter() - t0)
+    if any(t is None for t in times["sklearn"]):
         print("scikit-learn not installed: skipped", file=sys.stderr)
-    else:
-        keep = labels.sum(axis=1) > 0  # sklearn scores rows without a relevant item as 0
-        m = min(args.sklearn_rows, args.rows)
-        sub_s = scores[:m][keep[:m]].astype(np.float64)
-        sub_l = labels[:m][keep[:m]].astype(np.float64)
-        scale = args.rows / m
-        t = median_time(lambda: ndcg_score(sub_l, sub_s, k=10, ignore_ties=False), 1)
-        results[f"scikit-learn ndcg_score, ties averaged (x{scale:g} from {m} rows)"] = (
-            t * scale)
-        all_s = scores[keep].astype(np.float64)
-        all_l = labels[keep].astype(np.float64)
-        results["scikit-learn ndcg_score, ignore_ties=True (all rows)"] = median_time(
-            lambda: ndcg_score(all_l, all_s, k=10, ignore_ties=True), args.repeat)
-        theirs = ndcg_score(sub_l, sub_s, k=10, ignore_ties=False)
-        mine = tieeval.evaluate_labels(scores[:m], labels[:m], metrics=ndcg10)
-        check = (f"NDCG@10 tie-aware on the first {m} rows: tieeval "
-                 f"{mine.metric('NDCG@10').tie_aware:.15f}, scikit-learn {theirs:.15f}")
+        times["sklearn"] = [float("nan")] * args.repeat
+    med = {k: statistics.median(v) for k, v in times.items()}
+    scores = args.rows * args.cols
+    with np.load(path) as f:
+        s = f["scores"]
+        tied = float(np.mean((s == s.max(axis=1, keepdims=True)).sum(1) > 1))
 
-    base = results["tieeval NDCG@10 (end to end, .npz)"]
-    print(f"\n{args.rows:,} x {args.cols} float32, graded labels 0-4, {tied_rows:.0%} of rows "
-          f"with a tied top score, numpy {np.__version__}, median of {args.repeat}\n")
-    print_timings(results, base, "tieeval NDCG@10")
-    print(f"\ntieeval NDCG@10: original {ours.original:.4f}, first {ours.first:.4f}, "
-          f"last {ours.last:.4f}, tie-aware {ours.tie_aware:.4f} ± {ours.tie_aware_std:.4f}")
-    if check:
-        print(check)
-    if not math.isfinite(base):  # pragma: no cover
-        sys.exit(1)
+    print(f"\n{args.rows:,} x {args.cols} float32, graded labels 0-4, {tied:.0%} of rows with "
+          f"a tied top score, numpy {np.__version__}; CLI end to end, medians of "
+          f"{args.repeat} rounds\n")
+    print("| what | seconds | ratio |")
+    print("| --- | ---: | ---: |")
+    print(f"| tieeval NDCG@10 | {med['ndcg']:.3f} | 1.00x |")
+    print(f"| tieeval default labelled metrics (11 rows) | {med['default']:.3f} | "
+          f"{med['default'] / med['ndcg']:.2f}x |")
+    print(f"| scikit-learn ndcg_score(k=10, ignore_ties=False), scaled from {m:,} rows | "
+          f"{med['sklearn']:.3f} | {med['sklearn'] / med['ndcg']:.1f}x slower than "
+          f"tieeval NDCG@10, {med['sklearn'] / med['default']:.1f}x than the defaults |")
+    print(f"| tieeval NDCG@10, single-positive (column 0) on the same matrix | "
+          f"{med['single']:.3f} | labelled / single-positive per score = "
+          f"{med['ndcg'] / med['single']:.2f}x |")
+    print(f"| tieeval TREC run 200 x 1,000, default metrics | {med['trec']:.3f} | |")
+    print(f"\nper score: labelled {med['ndcg'] / scores * 1e9:.1f} ns, single-positive "
+          f"{med['single'] / scores * 1e9:.1f} ns")
 
 
 if __name__ == "__main__":

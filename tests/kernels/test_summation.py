@@ -163,3 +163,26 @@ def test_add_counts_degenerate():
     assert s.fraction() == 0  # -2**39 + 2**39
     s.add_counts(np.array([1e-300, 1e300]), np.array([7, 1]))
     assert s.fraction() == 7 * Fraction(1e-300) + Fraction(1e300)
+
+
+def test_exact_sum_gathers_small_additions():
+    rng = np.random.default_rng(3)
+    parts = [rng.normal(size=int(k)) * 10.0 ** rng.integers(-8, 8) for k in
+             rng.integers(0, 3000, size=60)]
+    one, many = ExactSum(), ExactSum()
+    one.add(np.concatenate(parts))
+    for p in parts:
+        many.add(p)
+    assert many.state() == one.state() and many.value() == one.value()
+    merged = ExactSum()
+    merged.add(parts[0])
+    merged.merge(many)
+    again = ExactSum.from_state(merged.state())
+    assert again.fraction() == one.fraction() + ExactSum.from_state(
+        _single(parts[0])).fraction()
+
+
+def _single(values):
+    s = ExactSum()
+    s.add(values)
+    return s.state()

@@ -9,8 +9,11 @@ single-positive dump that comes here is evaluated with a one-hot label at its po
 every metric of the registry works on every dump; with the default metrics and options it
 keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
-Per batch, one :class:`~tieeval.kernels.tie_blocks.RelBatch` sorts every row once into tie
-blocks and every metric is read off it (:meth:`RelBatch.values`); dataset means are exact
+Per batch, one sparse :class:`~tieeval.kernels.tie_blocks.RelBatch` holds the tie blocks of
+the labelled (or judged) items, each row sorted by the codebases' call only where such an
+item is tied and a metric can read its place (``rank_depth``: the largest cutoff, when
+every metric has one), and every metric is read off it (:meth:`RelBatch.values`); a
+listed ranking or a tolerance takes the full table of every position. Dataset means are exact
 sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
 defined, so they do not depend on batch size.
 
@@ -104,6 +107,10 @@ class GeneralKernel(Kernel):
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
         self._hr = {k: RelMetric("HR", k) for k in sorted(set(spec.ks))}
+        # the deepest place of the 'original' ordering any metric reads (None: any place)
+        forms = [e.form for e in self.entries]
+        self.rank_depth = (max(f.k for f in forms) if forms and all(
+            isinstance(f.k, int) and f.level is None for f in forms) else None)
 
     def labels(self, batch: Batch):
         if self.spec.source is None:
@@ -121,19 +128,23 @@ class GeneralKernel(Kernel):
         order = ("given" if rule == "trec" else  # TREC rows come in trec_eval's order
                  "argsort" if rule in LISTED_RULES else rule)
         options = self.spec.options
+        listed = self.listed(batch)
         try:
+            # the sparse table (blocks holding a labelled or judged item only) unless a
+            # listed ranking or a tolerance needs every position
             rb = RelBatch(batch.scores, labels, batch.offsets,
                           nan_policy=self.spec.nan_policy, original=order,
                           unranked=getattr(batch, "unranked", None), tolerance=atol,
                           relevance_level=options.relevance_level, depth=options.depth,
                           judged=batch.judged,
                           unranked_judged=getattr(batch, "unranked_judged", None),
-                          max_grade=getattr(batch, "max_label", None))
+                          max_grade=getattr(batch, "max_label", None),
+                          sparse=listed is None and atol is None,
+                          rank_depth=self.rank_depth)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
-        listed = self.listed(batch)
         if listed is not None:
             rb.use_order(listed)
         return rb
@@ -158,8 +169,7 @@ class GeneralKernel(Kernel):
         keep = has_pos & has_neg if self.both else np.ones(rows, dtype=bool)
         acc.subset += int(np.count_nonzero(keep))
         # Tie statistics over the kept rows: each row's first block is its top-score tie.
-        first = rb.ba == 0
-        top_rows, top = rb.brow[first], rb.bsz[first]
+        top_rows, top = rb.top_ties()
         sel = keep[top_rows]
         acc.top_size += int(top[sel].sum())
         acc.top_ratio.add(top[sel] / n[top_rows[sel]])

@@ -16,6 +16,7 @@ import numpy as np
 
 _HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
 _MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53
+_GATHER = 1 << 16  # small additions are gathered up to this many values, then added at once
 
 
 class ExactSum:
@@ -25,17 +26,33 @@ class ExactSum:
     1.0
     """
 
-    __slots__ = ("_total", "_shift")
+    __slots__ = ("_total", "_shift", "_pending", "_waiting")
 
     def __init__(self) -> None:
         # The sum is _total * 2**-_shift, held as a Python integer: exact and mergeable.
         self._total = 0
         self._shift = 0
+        # Small arrays wait here and are added together (the sum is exact, so the grouping
+        # cannot change it; only the per-call overhead goes).
+        self._pending: list = []
+        self._waiting = 0
 
     def add(self, values: np.ndarray) -> None:
         values = np.asarray(values, dtype=np.float64).ravel()
+        if values.size < _GATHER:
+            self._pending.append(values.copy())
+            self._waiting += values.size
+            if self._waiting >= _GATHER:
+                self._flush()
+            return
         for start in range(0, values.size, _MAX_ROWS):
             self._add_chunk(values[start:start + _MAX_ROWS])
+
+    def _flush(self) -> None:
+        if self._pending:
+            values = np.concatenate(self._pending)
+            self._pending, self._waiting = [], 0
+            self._add_chunk(values)
 
     def _add_chunk(self, x: np.ndarray) -> None:
         if x.size == 0:
@@ -82,10 +99,12 @@ class ExactSum:
 
     def merge(self, other: "ExactSum") -> None:
         """Add another exact sum into this one (exact, commutative, associative)."""
+        other._flush()
         self._merge(other._total, other._shift)
 
     def state(self) -> list:
         """``[total, shift]`` as JSON-able data (the big integer as a decimal string)."""
+        self._flush()
         return [str(self._total), self._shift]
 
     @classmethod
@@ -98,6 +117,7 @@ class ExactSum:
         return isinstance(other, ExactSum) and self.fraction() == other.fraction()
 
     def fraction(self) -> Fraction:
+        self._flush()
         return Fraction(self._total, 1 << self._shift) if self._shift >= 0 else Fraction(
             self._total << -self._shift)
 

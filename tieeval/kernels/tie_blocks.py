@@ -67,6 +67,7 @@ Columns of :class:`InstanceValues`, one float64 entry per row:
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -88,6 +89,10 @@ from tieeval.metrics.options import (
 
 # The per-row counts of trec_eval (summed over rows, not averaged): defined on every row.
 _COUNTS = ("NumRet", "NumRel", "NumRelRet", "NumQ")
+
+#: Metrics that read every position of a row (the cascade of ERR, IPrec's running
+#: precision): a sparse batch (``RelBatch(sparse=True)``) evaluates them on the full table.
+FULL_TABLE_METRICS = ("ERR", "IPrec")
 
 # ---------------------------------------------------------------------------------------
 # Numerical helpers (private: they trust their input)
@@ -112,10 +117,14 @@ def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
     # Direct part: the whole range when it is short, else the stretch below position 64.
     cut = np.where(hi - lo <= _DIRECT, hi, np.maximum(lo, np.minimum(hi, _DIRECT)))
     direct = np.flatnonzero(cut > lo)
+    if direct.size:
+        # j ** -power for every j the rows reach, computed once (the same values as
+        # elementwise): the rows then gather them
+        table = np.arange(1, int(lo[direct].max()) + _DIRECT + 1, dtype=np.float64) ** -power
     for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
         if chunk.size:
-            j = (lo[chunk, None] + np.arange(1, _DIRECT + 1)).astype(np.float64)
-            out[chunk] = np.where(j <= cut[chunk, None], j ** -power, 0.0).sum(axis=1)
+            j = lo[chunk, None] + np.arange(1, _DIRECT + 1)
+            out[chunk] = np.where(j <= cut[chunk, None], table[j - 1], 0.0).sum(axis=1)
     deep = np.flatnonzero(hi > cut)  # then cut >= 64
     if deep.size:
         x, y = cut[deep].astype(np.float64), hi[deep].astype(np.float64)
@@ -314,6 +323,19 @@ class RelBatch:
         ERR's g_max for every row when no ``max_grade`` option is set on the metric (a
         reader that knows the largest label of all judgements passes it); None: the
         largest label of each row, ranked or unranked.
+    sparse : bool
+        Keep only the tie blocks that hold a labelled or judged item
+        (:mod:`tieeval.kernels.sparse_blocks`): the same values, bit for bit, without a
+        pass over every position, and the argsort only for rows where such an item is
+        tied. The block-table attributes then describe those blocks only (``pos`` keeps
+        the true positions; ``offsets`` are row boundaries in that compact layout). ERR
+        and IPrec read every position: they are evaluated on :meth:`full`. NaN scores and
+        a ``tolerance`` keep the full table.
+    rank_depth : int, optional
+        With ``sparse``: no metric to be evaluated reads a place at or below this depth in
+        the 'original' ordering (every metric has a cutoff K <= rank_depth), so a tie
+        block starting there is not sorted. :meth:`values` refuses a metric that would
+        read one.
 
     Attributes
     ----------
@@ -332,11 +354,19 @@ class RelBatch:
         Per row the relevant items among the candidates (``n_pos`` without unranked ones).
     """
 
+    # the sparse table's own attributes (set by tieeval.kernels.sparse_blocks.build)
+    _top_ties: tuple[np.ndarray, np.ndarray]
+    _judged_original: np.ndarray
+    _marked: tuple[np.ndarray, np.ndarray]
+    _full_args: tuple | None
+
     def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise",
                  original: str = "argsort", unranked=None, tolerance: float | None = None,
                  relevance_level: float | None = None, depth: int | None = None,
-                 judged=None, unranked_judged=None, max_grade: float | None = None):
+                 judged=None, unranked_judged=None, max_grade: float | None = None,
+                 sparse: bool = False, rank_depth: int | None = None):
         s = np.asarray(scores)
+        offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
         self.level = None if relevance_level is None else float(relevance_level)
         if self.level is not None and not self.level > 0:
@@ -372,9 +402,6 @@ class RelBatch:
             raise ParameterError(f"scores must be a float or integer array, got {s.dtype}")
         if lab.dtype.kind not in "biuf":
             raise ParameterError(f"labels must be integer, float or bool, got {lab.dtype}")
-        labf = lab.astype(np.float64)
-        if not np.isfinite(labf).all():
-            raise InputError("labels must be finite (no NaN or inf)")
         offsets = np.asarray(offsets)
         if (offsets.ndim != 1 or offsets.size < 1 or offsets.dtype.kind not in "iu"
                 or offsets[0] != 0 or offsets[-1] != s.size or (np.diff(offsets) < 0).any()):
@@ -383,40 +410,46 @@ class RelBatch:
         offsets = offsets.astype(np.int64)
         n = np.diff(offsets)
         rows, size = n.size, s.size
-        rw = np.repeat(np.arange(rows, dtype=np.int64), n)
         nan = np.isnan(s) if s.dtype.kind == "f" else None
         if nan is not None and not nan.any():
             nan = None
         if nan is not None and nan_policy == "raise":
-            bad = np.unique(rw[nan])
+            bad = np.unique(np.searchsorted(offsets, np.flatnonzero(nan), side="right") - 1)
             raise NanScoreError(int(bad[0]), int(bad.size))
-        self.rows, self.size = rows, size
-        self.n, self.offsets, self.row = n, offsets, rw
+        self.rows = rows
+        self.n, self.offsets = n, offsets
         self.original = original
+        self._lab_ideal: dict = {}
+        self._cutoffs: dict = {}
+        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
+        self.compact = False
+        self._full_args = None
+        self.rank_depth = None
+        if sparse and nan is None and tolerance is None:
+            from tieeval.kernels import sparse_blocks
+
+            if original == "given":
+                self._check_given_order(s, None, None)
+            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth)
+            self._full_args = (scores, labels, None if offsets_given is None else offsets,
+                               dict(nan_policy=nan_policy, original=original,
+                                    unranked=unranked, relevance_level=relevance_level,
+                                    depth=depth, judged=judged_given,
+                                    unranked_judged=unranked_judged, max_grade=max_grade))
+            self._add_unranked(unranked, unranked_judged)
+            self.rank_depth = None if original == "given" else rank_depth
+            return
+        labf = lab.astype(np.float64)
+        if not np.isfinite(labf).all():
+            raise InputError("labels must be finite (no NaN or inf)")
+        rw = np.repeat(np.arange(rows, dtype=np.int64), n)
+        self.size, self.row = size, rw
         if original == "given":
             self._check_given_order(s, nan, rw)
             order = np.arange(size, dtype=np.int64)
         else:
-            # The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
-            # dtype, exactly the codebases' call (so it is also the 'original' ordering): score
-            # descending, NaN last. Rows of one length are sorted together as a 2-D array (each
-            # row on its own, as the 1-D call would), several times faster than a flat sort.
-            # Groups are sorted on several threads (argsort releases the GIL); each row's
-            # order is the same as from one call.
             order = np.empty(size, dtype=np.int64)
-            kind = None if original == "argsort" else "stable"
-
-            def sort(group):
-                base, idx = group
-                if original == "reverse-stable":
-                    # a stable sort of the reversed row: ties by descending position
-                    back = idx[:, ::-1]
-                    return np.take_along_axis(
-                        back, np.argsort(_sort_key_desc(s[back]), axis=1, kind=kind), axis=1)
-                return base + np.argsort(_sort_key_desc(s[idx]), axis=1, kind=kind)
-            groups = list(self._by_length(np.arange(rows)))
-            for (_, idx), got in zip(groups, map_blocks(sort, groups,
-                                                        [g[1].size for g in groups])):
+            for idx, got in self._argsort_rows(s, np.arange(rows)):
                 order[idx] = got
         self._order = order
         ss = s[order]
@@ -461,16 +494,27 @@ class RelBatch:
         self._judged = judged
         self._original_index = order
         self._lab_original = lab  # the argsort order, or the given order
-        self._lab_ideal: dict = {}
-        self._cutoffs: dict = {}
         self.n_pos = np.bincount(rw[self.relevant(labf)], minlength=rows)
         self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
         self.n_pos_ranked = self.n_pos
         # judged non-relevant items of each row, ranked or not (bpref's denominator)
         self.n_judged_nonrel = np.bincount(rw[judged & ~self.relevant(labf)], minlength=rows)
-        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         self._row_max_label = np.full(rows, -np.inf)
         np.maximum.at(self._row_max_label, rw, labf)
+        self._add_unranked(unranked, unranked_judged)
+        self.p_t = self._block_sum(self.relevant(self.lab_first).astype(np.int64))
+        # judged non-relevant items per block (bpref) and judged items per block (Judged@K)
+        self.j_t = self._block_sum((self.judged_first
+                                    & ~self.relevant(self.lab_first)).astype(np.int64))
+        self.jd_t = self._block_sum(self.judged_first.astype(np.int64))
+        self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
+        newrow = np.ones(bst.size, dtype=bool)
+        newrow[1:] = self.brow[1:] != self.brow[:-1]
+        self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
+
+    def _add_unranked(self, unranked, unranked_judged) -> None:
+        """R, the judged non-relevant count and the largest label with the unranked items."""
+        rows = self.rows
         if unranked is not None:
             self.unranked = _check_unranked(unranked, rows)
             ulab, uoff = self.unranked
@@ -486,18 +530,11 @@ class RelBatch:
                                          f"{ujd.shape}")
             self.n_judged_nonrel = self.n_judged_nonrel + np.bincount(
                 urow[ujd & ~self.relevant(ulab)], minlength=rows)
-            np.maximum.at(self._row_max_label, urow, ulab)
+            self._unranked_max = (urow, ulab)
+            if not self.compact:
+                np.maximum.at(self._row_max_label, urow, ulab)
         elif unranked_judged is not None:
             raise ParameterError("unranked_judged needs unranked")
-        self.p_t = self._block_sum(self.relevant(self.lab_first).astype(np.int64))
-        # judged non-relevant items per block (bpref) and judged items per block (Judged@K)
-        self.j_t = self._block_sum((self.judged_first
-                                    & ~self.relevant(self.lab_first)).astype(np.int64))
-        self.jd_t = self._block_sum(self.judged_first.astype(np.int64))
-        self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
-        newrow = np.ones(bst.size, dtype=bool)
-        newrow[1:] = self.brow[1:] != self.brow[:-1]
-        self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
 
     def _by_length(self, rows: np.ndarray):
         """Groups of ``rows`` of one length: ``(base, idx)`` with 2-D ``idx = base + arange``.
@@ -520,7 +557,29 @@ class RelBatch:
 
     def row_max_label(self) -> np.ndarray:
         """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
+        if not hasattr(self, "_row_max_label"):  # the sparse table: from the marked items
+            from tieeval.kernels import sparse_blocks
+
+            self._row_max_label = sparse_blocks.row_max_label(self)
+            if self.unranked is not None:
+                np.maximum.at(self._row_max_label, *self._unranked_max)
         return self._row_max_label
+
+    def top_ties(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each non-empty row (ascending) and the size of its top-score tie block."""
+        if self.compact:
+            return self._top_ties
+        first = self.ba == 0
+        return self.brow[first], self.bsz[first]
+
+    def full(self) -> RelBatch:
+        """This batch with the block table over every position (itself unless sparse)."""
+        if not self.compact:
+            return self
+        if not hasattr(self, "_full"):
+            scores, labels, offsets, kwargs = cast(tuple, self._full_args)
+            self._full = RelBatch(scores, labels, offsets, **kwargs)
+        return self._full
 
     # -- sums ------------------------------------------------------------------------------
     def _block_sum(self, x: np.ndarray) -> np.ndarray:
@@ -550,17 +609,49 @@ class RelBatch:
         return idx
 
     # -- orderings ------------------------------------------------------------------------
-    def _check_given_order(self, s: np.ndarray, nan, rw: np.ndarray) -> None:
+    def _check_given_order(self, s: np.ndarray, nan, rw: np.ndarray | None) -> None:
         if s.size < 2:
             return
-        same = rw[1:] == rw[:-1]
         rising = s[1:] > s[:-1]
         if nan is not None:  # NaN ranks last: a number after a NaN rises, NaN after NaN not
             rising = (rising | (nan[:-1] & ~nan[1:])) & ~(nan[:-1] & nan[1:])
-        bad = np.flatnonzero(same & rising)
+        starts = self.offsets[1:-1]  # a rise across a row boundary is no fault
+        rising[starts[(starts > 0) & (starts < s.size)] - 1] = False
+        bad = np.flatnonzero(rising)
         if bad.size:
-            raise InputError(f"row {int(rw[bad[0]])}: candidates are not listed best first "
+            row = int(np.searchsorted(self.offsets, bad[0], side="right") - 1)
+            raise InputError(f"row {row}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
+
+    def _row_orders(self, vals: np.ndarray) -> np.ndarray:
+        """Per row of the 2-D ``vals`` (rows of one length), its column indices in the
+        'original' ordering.
+
+        The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
+        dtype, exactly the codebases' call (so it is also the 'original' ordering): score
+        descending, NaN last. Rows of one length are sorted together as a 2-D array (each
+        row on its own, as the 1-D call would), several times faster than a flat sort.
+        """
+        if self.original == "reverse-stable":
+            # a stable sort of the reversed row: ties by descending position
+            back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
+            return vals.shape[1] - 1 - back
+        if self.original == "argsort":
+            return np.argsort(_sort_key_desc(vals), axis=1)
+        return np.argsort(_sort_key_desc(vals), axis=1, kind="stable")
+
+    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
+        """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
+        row of ``idx`` (2-D flat indices), its flat indices in the 'original' ordering
+        (:meth:`_row_orders`). Groups are sorted on several threads (argsort releases the
+        GIL); each row's order is the same as from one call.
+        """
+        def sort(group):
+            base, idx = group
+            return base + self._row_orders(s[idx])
+        groups = list(self._by_length(rows))
+        for (_, idx), got in zip(groups, map_blocks(sort, groups, [g[1].size for g in groups])):
+            yield idx, got
 
     def use_order(self, listed) -> None:
         """Take the 'original' ordering from a checked listed ranking
@@ -588,6 +679,8 @@ class RelBatch:
 
     def judged_original(self) -> np.ndarray:
         """The judged mask in the order of :meth:`lab_original`."""
+        if self.compact:
+            return self._judged_original
         return self._judged[self._original_index]
 
     def _ideal_labels(self, k: int | None = None) -> np.ndarray:
@@ -614,6 +707,13 @@ class RelBatch:
         if not isinstance(metric, RelMetric):
             raise ParameterError(f"metric must be a RelMetric (see parse_rel_metric), "
                                  f"got {metric!r}")
+        if self.compact and metric.name in FULL_TABLE_METRICS:
+            return self.full().values(metric, original_order=original_order)
+        if (original_order and self.rank_depth is not None
+                and not (isinstance(metric.k, int) and metric.level is None
+                         and metric.k <= self.rank_depth)):
+            raise ParameterError(f"{metric} reads the 'original' ordering below "
+                                 f"rank_depth={self.rank_depth}")
         return _Evaluation(self, metric, original_order).run()
 
 
@@ -847,6 +947,10 @@ class _Evaluation:
                 np.zeros(0), np.zeros(b.rows + 1, dtype=np.int64))
             norm = self._extended_norm(item_gain, unranked)
             self.defined &= norm > 0
+        elif metric.name in ("NDCG", "SNDCG") and b.compact:
+            norm = self._sparse_norm(item_gain)
+            if metric.name == "NDCG":
+                self.defined &= norm > 0
         elif metric.name == "NDCG":
             ideal = b._ideal_labels(metric.k)[idx]
             norm = np.bincount(row, weights=w * item_gain(ideal), minlength=b.rows)
@@ -883,6 +987,42 @@ class _Evaluation:
 
         return closed, realise
 
+    def _sparse_norm(self, item_gain) -> np.ndarray:
+        """IDCG@K (NDCG) or ISDCG@K (SNDCG) of a sparse batch, as the full table sums them.
+
+        The full table adds, over the positions p < min(K, n) of a row in order, the
+        discount of p times the gain of the row's p-th largest label (NDCG) or 1 for
+        p < R (SNDCG). Past the positive labels (past R) every term is an exact zero, so
+        only the positive labels of the marked items are listed, largest first.
+        """
+        b, metric = self.b, self.m
+        if metric.name == "NDCG":
+            if "ideal" not in b._lab_ideal:  # the positive labels by row, largest first
+                mrow, ml = b._marked
+                sel = ml > 0
+                rows, lab = mrow[sel], ml[sel]
+                span = _sparse_label_span(lab)
+                if span is None:
+                    order = np.lexsort((-lab, rows))
+                    rows, lab = rows[order], lab[order]
+                else:  # one sort of a whole-number key: row, then label descending
+                    top = float(lab.max())
+                    key = np.sort(rows * span + (top - lab).astype(np.int64))
+                    rows, lab = key // span, top - (key % span).astype(np.float64)
+                b._lab_ideal["ideal"] = (rows, lab, np.bincount(rows, minlength=b.rows))
+            rows, lab, count = b._lab_ideal["ideal"]
+        else:
+            count = b.n_pos
+            rows = np.repeat(np.arange(b.rows, dtype=np.int64), count)
+        start = np.cumsum(count) - count
+        pos = np.arange(rows.size, dtype=np.int64) - start[rows]
+        keep = pos < np.minimum(self.kc, b.n)[rows]
+        rows, pos = rows[keep], pos[keep]
+        w = _weights(metric, pos.astype(np.float64) + 1.0, self.k[rows])
+        if metric.name == "NDCG":
+            w = w * item_gain(lab[keep])
+        return np.bincount(rows, weights=w, minlength=b.rows)
+
     def _extended_norm(self, item_gain, unranked: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
 
@@ -893,11 +1033,16 @@ class _Evaluation:
         b, metric = self.b, self.m
         ulab, uoff = unranked
         u = np.diff(uoff)
-        lab = np.concatenate((b._labf, ulab))
-        rows = np.concatenate((b.row, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
+        if b.compact:  # the unmarked items (label 0) add exact zeros: the marked ones only
+            mrow, ranked_lab = b._marked
+            ranked = np.bincount(mrow, minlength=b.rows)
+        else:
+            mrow, ranked_lab, ranked = b.row, b._labf, b.n
+        lab = np.concatenate((ranked_lab, ulab))
+        rows = np.concatenate((mrow, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
         order = np.lexsort((-lab, rows))
         lab, rows = lab[order], rows[order]
-        start = np.concatenate(([0], np.cumsum(b.n + u)))[:-1]
+        start = np.concatenate(([0], np.cumsum(ranked + u)))[:-1]
         pos = np.arange(lab.size, dtype=np.int64) - start[rows]
         k = self.k if metric.k is not None else b.n + u
         cut = k
@@ -1213,6 +1358,11 @@ class _Evaluation:
 
 # gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
 GDEVAL_MAX_JUDGMENT = 4.0
+
+
+def _sparse_label_span(lab: np.ndarray):
+    from tieeval.kernels.sparse_blocks import label_span
+    return label_span(lab)
 
 
 def _cascade(name: str):

@@ -1,0 +1,195 @@
+"""The sparse block table gives the full table's values, bit for bit, for every metric."""
+
+import numpy as np
+import pytest
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.kernels import sparse_blocks
+from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.metrics.options import RelMetric, parse_rel_metric
+
+METRICS = ["HR@1", "HR@3", "Recall@3", "Precision@3", "DCG@3", "NDCG@3", "NDCG", "DCG",
+           "MRR", "MAP", "MAP@3", "SHR@3", "SRecall@3", "SDCG@3", "SNDCG@3", "SNDCG",
+           "V-AUC", "Success@3", "Rprec", "Bpref", "Judged@3", "NumRet", "NumRel",
+           "NumRelRet", "NumQ", "GMAP", "ERR@3", "IPrec@0.5", "NDCG@50"]
+VARIANTS = [RelMetric("NDCG", 3, gain="exponential", discount="linear"),
+            RelMetric("DCG", 4, discount="power", alpha=0.7, short_list="truncate"),
+            RelMetric("SNDCG", 2, gamma=0.5, discount="news"),
+            RelMetric("NDCG", 5, discount="logb", base=3.0, short_list="skip"),
+            RelMetric("MAP", 3, ap_norm="min"), RelMetric("SRecall", 4, gamma=2.0)]
+
+
+def _same(x, y):
+    if x is None or y is None:
+        return x is None and y is None
+    return np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True)
+
+
+def _check(scores, labels, offsets, **kw):
+    full = RelBatch(scores, labels, offsets, **kw)
+    sparse = RelBatch(scores, labels, offsets, sparse=True, **kw)
+    assert np.array_equal(full.n_pos, sparse.n_pos)
+    assert np.array_equal(full.n_neg, sparse.n_neg)
+    assert np.array_equal(full.n_judged_nonrel, sparse.n_judged_nonrel)
+    assert np.array_equal(full.row_max_label(), sparse.row_max_label())
+    for got, want in zip(sparse.top_ties(), full.top_ties()):
+        assert np.array_equal(got, want)
+    for m in [parse_rel_metric(x) for x in METRICS] + VARIANTS:
+        a, b = full.values(m), sparse.values(m)
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided",
+                  "defined"):
+            assert _same(getattr(a, c), getattr(b, c)), (str(m), c)
+
+
+def _ragged(rng, rows, max_n, values, label_choice, dtype=np.float32):
+    n = rng.integers(0, max_n + 1, size=rows)
+    n[0] = max(n[0], 1)
+    offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    scores = rng.choice(values, size=int(n.sum())).astype(dtype)
+    labels = rng.choice(label_choice, size=scores.size)
+    return scores, labels, offsets
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
+def test_sparse_matches_full_ragged(seed, original):
+    rng = np.random.default_rng(seed)
+    scores, labels, offsets = _ragged(rng, 60, 25, [0.0, -0.0, 0.5, 1.0, 2.0, 3.0],
+                                      [-2, -1, 0, 0, 0, 0, 1, 2, 3])
+    _check(scores, labels, offsets, original=original)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sparse_matches_full_dense_graded(seed):
+    rng = np.random.default_rng(100 + seed)
+    z = rng.normal(8.0, 6.0, size=(80, 40)).astype(np.float32)
+    scores = (1.0 / (1.0 + np.exp(-z))).astype(np.float32)  # saturates at 1.0: ties
+    labels = np.where(rng.random(z.shape) < 0.2, rng.random(z.shape) * 3, 0.0)
+    labels[::5] = 0.0  # rows without a relevant item
+    _check(scores, labels, None)
+    _check(scores, labels, None, relevance_level=1.5)
+    _check(scores, labels, None, depth=7)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sparse_matches_full_integers_judged_unranked(seed):
+    rng = np.random.default_rng(200 + seed)
+    scores, labels, offsets = _ragged(rng, 40, 30, [-3, -2, 0, 1, 5], [-1, 0, 0, 0, 1, 4],
+                                      dtype=np.int32)
+    judged = rng.random(scores.size) < 0.3
+    u = rng.integers(0, 4, size=offsets.size - 1)
+    uoff = np.concatenate(([0], np.cumsum(u))).astype(np.int64)
+    ulab = rng.choice([0, 1, 2, 3], size=int(u.sum()))
+    ujd = rng.random(ulab.size) < 0.8
+    _check(scores, labels, offsets, judged=judged)
+    _check(scores, labels, offsets, judged=judged, unranked=(ulab, uoff),
+           unranked_judged=ujd)
+    _check(scores, labels, offsets, unranked=(ulab, uoff), depth=5, relevance_level=2)
+    _check(scores, labels, offsets, max_grade=4.0, unranked=(ulab, uoff))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_matches_full_given_order(seed):
+    rng = np.random.default_rng(300 + seed)
+    scores, labels, offsets = _ragged(rng, 50, 20, [0.0, 1.0, 2.0, 4.0],
+                                      [-1, 0, 0, 1, 2], dtype=np.float64)
+    for i in range(offsets.size - 1):  # rows listed best first, as the codebase ranked
+        lo, hi = offsets[i], offsets[i + 1]
+        scores[lo:hi] = np.sort(scores[lo:hi])[::-1]
+    _check(scores, labels, offsets, original="given")
+
+
+def test_sparse_given_order_checked():
+    with pytest.raises(Exception, match="row 1: candidates are not listed best first"):
+        RelBatch(np.array([2.0, 1.0, 1.0, 3.0]), np.array([1, 0, 1, 0]),
+                 np.array([0, 2, 4]), original="given", sparse=True)
+
+
+def test_sparse_falls_back_with_nan_and_tolerance():
+    scores = np.array([[1.0, np.nan, 1.0, 0.5], [0.2, 0.2, 0.3, 0.25]])
+    labels = np.array([[1, 0, 2, 0], [0, 1, 0, 1]])
+    assert not RelBatch(scores, labels, nan_policy="worst", sparse=True).compact
+    assert not RelBatch(scores[1:], labels[1:], tolerance=0.1, sparse=True).compact
+    assert RelBatch(scores[1:], labels[1:], sparse=True).compact
+
+
+def test_sparse_keeps_only_marked_blocks():
+    # row 0: blocks {5}, {4, 4}, {3}, {1, 1, 1}; labelled items in {4, 4} and {1, 1, 1}
+    rb = RelBatch(np.array([[5.0, 4.0, 4.0, 3.0, 1.0, 1.0, 1.0]]),
+                  np.array([[0, 0, 2, 0, -1, 1, 0]]), sparse=True)
+    assert rb.ba.tolist() == [1, 4] and rb.bsz.tolist() == [2, 3]
+    assert rb.lab_first.tolist() == [2.0, 0.0, 1.0, 0.0, -1.0]
+    assert rb.lab_last.tolist() == [0.0, 2.0, -1.0, 0.0, 1.0]
+    assert rb.pos.tolist() == [1, 2, 4, 5, 6]
+    assert [x.tolist() for x in rb.top_ties()] == [[0], [1]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_depth_leaves_every_value_unchanged(seed):
+    rng = np.random.default_rng(400 + seed)
+    scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0], [-1, 0, 0, 0, 1, 2])
+    full = RelBatch(scores, labels, offsets)
+    shallow = RelBatch(scores, labels, offsets, sparse=True, rank_depth=4)
+    for name in ["HR@1", "HR@4", "Recall@3", "Precision@4", "DCG@4", "NDCG@2", "MAP@4",
+                 "SHR@3", "SRecall@4", "SDCG@4", "SNDCG@4", "Success@2", "Judged@4"]:
+        a, b = full.values(parse_rel_metric(name)), shallow.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+    for name in ["NDCG@5", "MRR", "MAP", "V-AUC"]:
+        with pytest.raises(ParameterError, match="rank_depth=4"):
+            shallow.values(parse_rel_metric(name))
+        assert _same(shallow.values(parse_rel_metric(name), original_order=False).tie_aware,
+                     full.values(parse_rel_metric(name)).tie_aware)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searches_match_searchsorted(right):
+    rng = np.random.default_rng(7)
+    n = np.array([5, 1, 7, 7, 3, 0, 9])
+    offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    ss = np.concatenate([np.sort(rng.integers(0, 4, size=k)).astype(np.float32) for k in n])
+    rows = np.repeat(np.arange(n.size), 6)
+    rows = rows[n[rows] > 0]
+    v = rng.integers(-1, 5, size=rows.size).astype(np.float32)
+    lo, hi = offsets[:-1][rows], offsets[1:][rows]
+    want = [lo_ + np.searchsorted(ss[lo_:hi_], x, side="right" if right else "left")
+            for lo_, hi_, x in zip(lo, hi, v)]
+    steps = int(n.max()).bit_length()
+    assert sparse_blocks._search(ss, lo, hi, v, steps, right).tolist() == want
+    same = np.flatnonzero(n[rows] == 7)
+    assert (sparse_blocks._bound(ss, lo[same], 7, v[same], right).tolist()
+            == [want[i] for i in same])
+
+
+
+@pytest.mark.parametrize("scores, labels, offsets", [
+    (np.zeros((0, 5), np.float32), np.zeros((0, 5), np.int8), None),
+    (np.zeros(0, np.float32), np.zeros(0, np.int8), np.array([0, 0, 0])),
+    (np.array([[1, 1, 0]], np.float16), np.array([[True, False, True]]), None),
+    (np.array([[3, 3, 1, 1]], np.uint8), np.array([[1, 0, -1, 2]]), None),
+    (np.array([[np.iinfo(np.int64).min, 0, 0, 5]]), np.array([[1, 0, 2, 0]]), None),
+    (np.array([[0.0, -0.0, 0.0, 1.0]]), np.array([[1, 2, 0, -1]]), None),
+    (np.array([[1.0, 1.0, 1.0, 1.0]]), np.array([[0.5, 2.5, 0, -1.5]]), None),
+])
+def test_sparse_matches_full_edge_cases(scores, labels, offsets):
+    full = RelBatch(scores, labels, offsets)
+    sparse = RelBatch(scores, labels, offsets, sparse=True)
+    for name in ["NDCG@3", "NDCG", "MAP", "MRR", "V-AUC", "HR@2", "Bpref", "Judged@2",
+                 "SNDCG@2"] + (["ERR@3", "IPrec@0.5"] if scores.size else []):
+        a, b = full.values(parse_rel_metric(name)), sparse.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+
+
+@pytest.mark.parametrize("original", ["argsort", "reverse-stable"])
+def test_sparse_large_tie_blocks(original):
+    # blocks of ~1,000 tied scores holding ~10 labelled items: the rows are inverted whole
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 3, size=(20, 3000)).astype(np.float32)
+    labels = np.where(rng.random(scores.shape) < 0.01, rng.integers(1, 4, scores.shape), 0)
+    _check(scores, labels, None, original=original)
+
+
+def test_sparse_labels_must_be_finite():
+    with pytest.raises(InputError, match="labels must be finite"):
+        RelBatch(np.array([[1.0, 2.0]]), np.array([[np.nan, 0]]), sparse=True)

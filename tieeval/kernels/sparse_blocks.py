@@ -1,0 +1,347 @@
+"""The sparse block table of :class:`tieeval.kernels.tie_blocks.RelBatch` (``sparse=True``).
+
+Most metrics read a ranking only where its labels are: a position whose label is 0 (and,
+for Judged@K and bpref, which is unjudged) adds an exact zero to every sum of DCG, hits,
+reciprocal rank, average precision, bpref, V-AUC and their tie-aware forms, and a tie
+block holding no such *marked* item adds zero to every expectation and variance. So the
+table keeps only the tie blocks that hold a marked item, each whole (every position of
+the block, in the same layout as the full table), in row order and, inside a row, in
+score order: a *compact* layout on which the metrics of :mod:`tieeval.kernels.tie_blocks`
+run unchanged, and whose sums are the full table's sums with exact zeros left out (the
+same floating-point values, bit for bit: adding +0.0 changes no partial sum, and no sum
+is reordered).
+
+Per marked item the table needs ``a`` (scores above it in its row) and ``t`` (scores
+tied with it, itself included): both come from a binary search of the item's score in
+its row sorted ascending (``np.sort``, no permutation), on all marked items at once. The
+positions of a block's marked items in the 'first' ordering (labels descending inside the
+block, judged before unjudged among equal labels, unmarked items between the items with a
+label >= 0 and the negatives) and the 'last' ordering (its reverse) follow from ``a`` and
+the item's rank among the block's marked items. Only the 'original' ordering needs the
+codebases' ``np.argsort(row * -1)``, and only for rows where a marked item is tied: a
+score held once in its row sits at position ``a`` in every ordering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
+
+_SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
+_QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
+
+
+def _chunk(total: int) -> int:
+    """Elements per block of rows sorted on one thread: every thread gets work once a batch
+    is large enough, and no block exceeds _SORT_CHUNK."""
+    return min(_SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
+
+
+def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+    """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
+    lens = n[rows]
+    chunk = _chunk(int(lens.sum()))
+    for length in np.unique(lens):
+        if length == 0:
+            continue
+        group = rows[lens == length]
+        for part in np.array_split(group, group.size * int(length) // chunk + 1):
+            if part.size:
+                yield offsets[part][:, None] + np.arange(length)
+
+
+def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Every row of the flat ``s`` sorted ascending in place of the row (threads)."""
+    rows = n.size
+    if rows and s.size and (n == n[0]).all():
+        out = s.reshape(rows, int(n[0])).copy()
+        step = max(1, _chunk(out.size) // int(n[0]))
+        parts = [out[i:i + step] for i in range(0, rows, step)]
+        map_blocks(lambda p: p.sort(axis=1), parts, [p.size for p in parts])
+        return out.ravel()
+    out = np.empty_like(s)
+    groups = list(_groups(n, offsets, np.arange(rows)))
+    for idx, got in zip(groups, map_blocks(lambda idx: np.sort(s[idx], axis=1), groups,
+                                           [g.size for g in groups])):
+        out[idx] = got
+    return out
+
+
+def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps: int,
+            right: bool) -> np.ndarray:
+    """Per query, the first index of ``ss[lo:hi]`` (ascending) holding a value > ``v``
+    (``right``) or >= ``v``: a binary search on all queries at once, ``steps`` rounds."""
+    if lo.size > _QUERIES:  # in blocks, so the rows searched stay in cache across rounds
+        starts = list(range(0, lo.size, _QUERIES))
+        return np.concatenate(map_blocks(
+            lambda i: _search(ss, lo[i:i + _QUERIES], hi[i:i + _QUERIES], v[i:i + _QUERIES],
+                              steps, right), starts, [(1 << steps) * _QUERIES] * len(starts)))
+    lo, hi = lo.copy(), hi.copy()
+    last = max(ss.size - 1, 0)
+    for _ in range(steps):
+        mid = (lo + hi) >> 1
+        val = ss[np.minimum(mid, last)]
+        go = (val <= v) if right else (val < v)
+        go &= lo < hi
+        lo = np.where(go, mid + 1, lo)
+        hi = np.where(go, hi, mid)
+    return lo
+
+
+def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
+           right: bool) -> np.ndarray:
+    """:func:`_search` where every range has one ``width`` >= 1: the branchless form
+    (a probe, a comparison and a masked add per round)."""
+    if lo.size > _QUERIES:  # blocks of queries on several threads
+        starts = list(range(0, lo.size, _QUERIES))
+        return np.concatenate(map_blocks(
+            lambda i: _bound(ss, lo[i:i + _QUERIES], width, v[i:i + _QUERIES], right),
+            starts, [width * _QUERIES] * len(starts)))
+    base = lo.copy()
+    n = width
+    while n > 1:
+        half = n >> 1
+        probe = ss[base + half]
+        np.add(base, half, out=base, where=(probe <= v) if right else (probe < v))
+        n -= half
+    last = ss[base]
+    return base + ((last <= v) if right else (last < v))
+
+
+def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
+          steps: int, width: int | None) -> np.ndarray:
+    """How many of ``ss[lo:right]`` (ascending, ending in ``v``) equal ``v``: 1 unless
+    the value before is ``v`` too, else from a search of the rest (int64). ``width``:
+    the rows' common length, if they have one."""
+    t = np.ones(v.size, dtype=np.int64)
+    prev = right - 2
+    more = np.flatnonzero((prev >= lo) & (ss[np.maximum(prev, 0)] == v))
+    if more.size:
+        end = right[more]
+        if width is not None:
+            t[more] = end - _bound(ss, lo[more], width, v[more], right=False)
+        else:
+            t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
+    return t
+
+
+def label_span(ml: np.ndarray) -> int | None:
+    """``max - min + 1`` of whole-number labels when a key ``row * span + label`` fits in
+    int64 beside any batch (span < 2**24), else None."""
+    if ml.size == 0:
+        return None
+    top, bottom = float(ml.max()), float(ml.min())
+    if top - bottom >= 1 << 24 or not (ml == np.floor(ml)).all():
+        return None
+    return int(top - bottom) + 1
+
+
+def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
+    """The permutation sorting by ``gkey``, then label descending, then judged first
+    (equal keys in any order: their items are alike for every metric). One stable sort of
+    an int64 key for whole-number labels, else ``np.lexsort``."""
+    span = label_span(ml)
+    if span is None or gkey.size == 0 or int(gkey.max()) >= 1 << 37:
+        return np.lexsort((~mjd, -ml, gkey))
+    rank = (float(ml.max()) - ml).astype(np.int64)  # 0 for the largest label
+    return np.argsort((gkey * span + rank) * 2 + ~mjd, kind="stable")
+
+
+def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
+          rank_depth: int | None = None) -> None:
+    """Fill the compact block table of ``b`` (a RelBatch with ``rows``, ``n``, ``offsets``,
+    ``original`` and ``level`` set) from flat scores ``s`` and labels ``lab``.
+
+    ``judged`` is the bool mask of judged candidates or None (``label != 0``);
+    ``row_orders(vals)`` gives the columns of each row of a 2-D block of rows of one
+    length in the 'original' ordering. ``rank_depth``: when set, no metric reads a place
+    at or below it in the 'original' ordering, so a tie block starting there is not sorted
+    (its items take their 'first' places; every metric value is unchanged).
+    """
+    rows, n, offsets = b.rows, b.n, b.offsets
+    dense = bool(rows) and bool((n == n[0]).all())
+    mark = lab != 0
+    if judged is not None:
+        mark = mark | judged
+    mi = np.flatnonzero(mark)
+    if dense:
+        mrow = mi // max(int(n[0]), 1)
+    else:
+        mrow = np.searchsorted(offsets, mi, side="right") - 1
+    ml = lab[mi].astype(np.float64)
+    if not np.isfinite(ml).all():
+        raise InputError("labels must be finite (no NaN or inf)")
+    rel = b.relevant(ml)
+    mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
+    # a (scores above) and t (scores tied) of every marked item, and each row's top tie
+    ss = _sorted_rows(s, n, offsets)
+    steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
+    # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
+    index = np.int32 if s.size < 1 << 30 else np.int64
+    lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
+    width = int(n[0]) if dense and n[0] > 0 else None
+    v = s[mi]
+    if width is not None:
+        right = _bound(ss, lo[mrow], width, v, right=True)
+    else:
+        right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
+    a = (hi[mrow] - right).astype(np.int64)
+    t = _tied(ss, lo[mrow], right, v, steps, width)
+    # each row's top tie: known where a marked item is at the top, else searched
+    top = np.zeros(rows, dtype=np.int64)
+    at_top = a == 0
+    top[mrow[at_top]] = t[at_top]
+    full_rows = np.flatnonzero(n > 0)
+    rest = full_rows[top[full_rows] == 0]
+    top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width)
+    b._top_ties = (full_rows, top[full_rows])
+    # position of every marked item in the 'original' ordering
+    opos = a.copy()
+    unsorted = None  # tied items below rank_depth: no metric reads their place
+    if b.original == "given":
+        opos = mi - offsets[mrow]
+    else:
+        tied_mask = t > 1
+        if rank_depth is not None:
+            unsorted = tied_mask & (a >= rank_depth)
+            tied_mask &= ~unsorted
+        tied = np.flatnonzero(tied_mask)
+        if tied.size:
+            opos[tied] = _original_positions(s, n, offsets, mi[tied], mrow[tied], a[tied],
+                                             t[tied], row_orders)
+    # marked items by block (row, then a), inside a block 'first': label descending,
+    # judged first among equal labels
+    gkey = offsets[mrow] + a
+    if not (np.diff(gkey) > 0).all():  # else each marked item is alone, in order
+        o = _order_by(gkey, ml, mjd)
+        mrow, ml, mjd, rel = mrow[o], ml[o], mjd[o], rel[o]
+        a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
+        if unsorted is not None:
+            unsorted = unsorted[o]
+    new = np.ones(mi.size, dtype=bool)
+    new[1:] = gkey[1:] != gkey[:-1]
+    first_item = np.flatnonzero(new)
+    ib = np.cumsum(new) - 1  # block of each marked item
+    nblocks = first_item.size
+    bsz = t[first_item]
+    ba = a[first_item]
+    brow = mrow[first_item]
+    bst = np.cumsum(bsz) - bsz  # block starts in the compact layout
+    csize = int(bsz.sum())
+    # rank among the block's marked items; negatives go after the unmarked items
+    rank = np.arange(mi.size) - first_item[ib]
+    marked_in_block = np.diff(np.append(first_item, mi.size))
+    off_first = np.where(ml < 0, rank + (bsz - marked_in_block)[ib], rank)
+    if unsorted is not None and unsorted.any():
+        # whole blocks (a >= rank_depth holds for every item of a block): the 'first' places
+        opos[unsorted] = a[unsorted] + off_first[unsorted]
+    bid = np.repeat(np.arange(nblocks), bsz)
+    cpos = np.arange(csize, dtype=np.int64)
+    b.size = csize
+    b.row = brow[bid]
+    b.pos = cpos - (bst - ba)[bid]
+    b.bst, b.bsz, b.bid, b.brow, b.ba = bst, bsz, bid, brow, ba
+    b.bend = bst + bsz - 1
+    at = bst[ib]
+    lab_first = np.zeros(csize)
+    lab_first[at + off_first] = ml
+    judged_first = np.zeros(csize, dtype=bool)
+    judged_first[at + off_first] = mjd
+    back = 2 * bst[bid] + bsz[bid] - 1 - cpos
+    b.lab_first, b.judged_first = lab_first, judged_first
+    b.lab_last, b.judged_last = lab_first[back], judged_first[back]
+    lab_original = np.zeros(csize)
+    lab_original[at + (opos - a)] = ml
+    judged_original = np.zeros(csize, dtype=bool)
+    judged_original[at + (opos - a)] = mjd
+    b._lab_original, b._judged_original = lab_original, judged_original
+    b.offsets = np.concatenate(([0], np.cumsum(np.bincount(brow, weights=bsz,
+                                                           minlength=rows)))).astype(np.int64)
+    b.p_t = np.bincount(ib[rel], minlength=nblocks)
+    b.j_t = np.bincount(ib[mjd & ~rel], minlength=nblocks)
+    b.jd_t = np.bincount(ib[mjd], minlength=nblocks)
+    b.q_t = np.bincount(ib[ml < 0], minlength=nblocks)
+    newrow = np.ones(nblocks, dtype=bool)
+    newrow[1:] = brow[1:] != brow[:-1]
+    b._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(nblocks), 0))
+    b.n_pos = np.bincount(mrow[rel], minlength=rows)
+    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
+    b.n_pos_ranked = b.n_pos
+    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
+    # the marked items' rows and labels (the ideal DCG and the largest label read them)
+    b._marked = (mrow, ml)
+    b._row_length = n
+    b.compact = True
+
+
+def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray:
+    """Positions in the 'original' ordering of tied marked items (flat ``mi`` in row
+    ``mrow``, non-decreasing; ``a`` above, ``t`` tied): the rows holding them are sorted
+    by the codebases' call (``row_orders`` of a 2-D block of rows of one length), block
+    by block on several threads, and each item is found among its tie block's members."""
+    first = np.ones(mrow.size, dtype=bool)
+    first[1:] = mrow[1:] != mrow[:-1]
+    need = mrow[first]
+    length0 = int(n[need[0]])
+    if (n[need] == length0).all():  # one length: rows taken whole, in blocks
+        step = max(1, _chunk(need.size * length0) // max(length0, 1))
+        chunks = [need[i:i + step] for i in range(0, need.size, step)]
+    else:
+        chunks = list(_row_groups(n, need))
+    dense = s.reshape(n.size, length0) if (n == length0).all() else None
+    col = mi - offsets[mrow]
+    # the items of each block of rows
+    chunk_of_row = np.zeros(n.size, dtype=np.int64)
+    for i, rows in enumerate(chunks):
+        chunk_of_row[rows] = i
+    by_chunk = np.argsort(chunk_of_row[mrow], kind="stable")
+    counts = np.bincount(chunk_of_row[mrow], minlength=len(chunks))
+    work = list(zip(chunks, np.split(by_chunk, np.cumsum(counts)[:-1])))
+
+    def positions(job):
+        rows, items = job
+        length = int(n[rows[0]])
+        if dense is not None:
+            vals = dense.take(rows, axis=0)
+        else:
+            vals = s[offsets[rows][:, None] + np.arange(length)]
+        order = row_orders(vals)
+        rix = np.searchsorted(rows, mrow[items])
+        ti, ai = t[items], a[items]
+        if int(ti.sum()) > order.size:  # large tie blocks: invert the whole rows
+            inv = np.empty_like(order)
+            np.put_along_axis(inv, order, np.arange(length)[None, :], axis=1)
+            return items, inv[rix, col[items]]
+        # compare each item's column with its tie block's members, a .. a + t - 1
+        owner = np.repeat(np.arange(items.size), ti)
+        member = np.arange(owner.size) - np.repeat(np.cumsum(ti) - ti - ai, ti)
+        hit = np.flatnonzero(order[rix[owner], member] == col[items][owner])
+        return items, member[hit]
+
+    out = np.empty(mi.size, dtype=np.int64)
+    for items, pos in map_blocks(positions, work, [c.size * int(n[c[0]]) for c in chunks]):
+        out[items] = pos
+    return out
+
+
+def _row_groups(n: np.ndarray, rows: np.ndarray):
+    """``rows`` split into runs of one length (in blocks of :func:`_chunk` scores)."""
+    lens = n[rows]
+    chunk = _chunk(int(lens.sum()))
+    for length in np.unique(lens):
+        if length == 0:
+            continue
+        group = rows[lens == length]
+        yield from np.array_split(group, group.size * int(length) // chunk + 1)
+
+
+def row_max_label(b) -> np.ndarray:
+    """Each row's largest ranked label from a sparse table: 0 when the row has an unmarked
+    item (label 0), -inf for an empty row."""
+    mrow, ml = b._marked
+    counts = np.bincount(mrow, minlength=b.rows)
+    out = np.where(b._row_length > counts, 0.0, -np.inf)
+    np.maximum.at(out, mrow, ml)
+    return out
