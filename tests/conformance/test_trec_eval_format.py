@@ -205,3 +205,21 @@ def test_trec_eval_suite_end_to_end(expected, qrels, run, options):
                and line not in got]
     assert not missing
     assert len(got) == 3 * 58 + 61  # 58 per-query lines for each query, 61 "all" lines
+
+
+def test_every_trec_measure_is_the_same_whatever_the_batch_size():
+    """A query's values never depend on the queries batched with it: -m all_trec plus
+    ERR and Judged, with the queries the run misses (rows without candidates, alone in a
+    batch at --batch-rows 1), give the same JSON at 1, 2 and all queries per batch."""
+    data = os.path.join(os.path.dirname(__file__), "trec_eval_data")
+    outputs = []
+    for rows in ("1", "2", "1000"):
+        result = runner().invoke(cli, [
+            "compare", "--qrels", os.path.join(data, "qrels.test"),
+            os.path.join(data, "results.trunc"), "--missing-queries", "zero",
+            "--convention", "trec_eval", "--batch-rows", rows, "-m", "all_trec",
+            "-m", "ERR@10", "-m", "ERR@1000", "-m", "Judged@10", "-f", "json"],
+            catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.stdout)["runs"][0]["metrics"])
+    assert outputs[0] == outputs[1] == outputs[2]

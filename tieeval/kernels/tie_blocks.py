@@ -790,6 +790,10 @@ class _Evaluation:
         else:
             var = np.full(b.rows, np.nan)
         undef = ~self.defined
+        # float64 whatever a realisation returned (an all-empty batch of rows, as queries
+        # the run misses under --missing-queries zero, gives integer empty sums)
+        original, first, last, e, var = (np.array(arr, dtype=np.float64)
+                                         for arr in (original, first, last, e, var))
         for arr in (original, first, last, e, var):
             arr[undef] = np.nan
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
@@ -1307,12 +1311,14 @@ class _Evaluation:
         gmax = np.broadcast_to(np.asarray(self._err_max_grade(), dtype=np.float64), (b.rows,))
         g = np.minimum(np.maximum(lab, 0.0), gmax[b.row])
         stop = -np.expm1(-g * math.log(2.0)) * np.exp2(g - gmax[b.row])  # (2^g - 1)/2^gmax
-        with np.errstate(divide="ignore"):
-            log_go = np.log1p(-stop)
-        c = np.cumsum(log_go)
-        base = np.concatenate(([0.0], c))[b.offsets[:-1]]
-        before = c - log_go - base[b.row]  # log prod_{i < r} (1 - R_i) within the row
-        w = np.where(self.in_k, stop * np.exp(before) / (b.pos + 1.0), 0.0)
+        # prod_{i < r} (1 - R_i), left to right within each row only (rows of one length
+        # as a 2-D array), so a row's value never depends on the rows batched with it
+        survive = np.ones(b.size)
+        go = 1.0 - stop
+        for _, idx in b._by_length(np.arange(b.rows)):
+            if idx.shape[1] > 1:
+                survive[idx[:, 1:]] = np.cumprod(go[idx[:, :-1]], axis=1)
+        w = np.where(self.in_k, stop * survive / (b.pos + 1.0), 0.0)
         return np.bincount(b.row, weights=w, minlength=b.rows)
 
     # -- IPrec@x ----------------------------------------------------------------------------
