@@ -135,28 +135,27 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
 def _query_values(path, metrics, what_if, read_kwargs):
     """Per-query values of one dump for --per-query: a separate single pass."""
     from tieeval.analysis.trec_eval import query_values
-    nan_policy = read_kwargs.pop("nan_policy", "raise")
-    batch_rows = read_kwargs.pop("batch_rows", None)
-    original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine", "group_by_tag"):
-        read_kwargs.pop(unused, None)
-    options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
-    return query_values(path, metrics, options=options, nan_policy=nan_policy,
-                        batch_rows=batch_rows, relevance=relevance, what_if=what_if,
-                        original=original)
+    options, passes = _single_pass(metrics, read_kwargs)
+    return query_values(path, metrics, options=options, what_if=what_if, **passes)
 
 
 def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:
     """The per-instance file of one dump: a separate single pass, whatever --jobs is."""
     from tieeval.analysis.diff import INSTANCE_FIELD
     from tieeval.analysis.instances import write_per_instance
-    nan_policy = read_kwargs.pop("nan_policy", "raise")
-    batch_rows = read_kwargs.pop("batch_rows", None)
-    original = read_kwargs.pop("original", None)
+    options, passes = _single_pass(metrics, read_kwargs)
+    return write_per_instance(path, out, metrics, options=options, what_if=what_if,
+                              instance_field=options.instance or INSTANCE_FIELD, **passes)
+
+
+def _single_pass(metrics, read_kwargs):
+    """The read options of a separate local pass over one dump (--per-query,
+    --per-instance), and its keyword arguments: the engine and run-label options do not
+    apply to it."""
+    passes = {"nan_policy": read_kwargs.pop("nan_policy", "raise"),
+              "batch_rows": read_kwargs.pop("batch_rows", None),
+              "original": read_kwargs.pop("original", None)}
     for unused in ("jobs", "engine", "group_by_tag"):
         read_kwargs.pop(unused, None)
-    options, relevance = reading(quiet=True, metrics=metrics, **read_kwargs)
-    return write_per_instance(path, out, metrics, options=options, nan_policy=nan_policy,
-                              batch_rows=batch_rows, relevance=relevance, what_if=what_if,
-                              original=original,
-                              instance_field=options.instance or INSTANCE_FIELD)
+    options, passes["relevance"] = reading(quiet=True, metrics=metrics, **read_kwargs)
+    return options, passes

@@ -41,15 +41,9 @@ def _chunk(total: int) -> int:
 
 def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
     """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
-    lens = n[rows]
-    chunk = _chunk(int(lens.sum()))
-    for length in np.unique(lens):
-        if length == 0:
-            continue
-        group = rows[lens == length]
-        for part in np.array_split(group, group.size * int(length) // chunk + 1):
-            if part.size:
-                yield offsets[part][:, None] + np.arange(length)
+    for part in _row_groups(n, rows):
+        if part.size:
+            yield offsets[part][:, None] + np.arange(int(n[part[0]]))
 
 
 def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarray:

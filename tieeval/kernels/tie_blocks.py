@@ -1297,10 +1297,7 @@ class _Evaluation:
         return np.maximum(self.b.row_max_label(), GDEVAL_MAX_JUDGMENT)
 
     def _closed_err(self):
-        nan = np.full(self.b.rows, np.nan)
         err = _cascade("err_expectation")
-        if err is None:
-            return nan, None, None
         k = int(self.m.k) if self.b.depth is None else min(int(self.m.k), self.b.depth)
         return np.asarray(err(self.b, k, self._err_max_grade()), dtype=np.float64), None, None
 
@@ -1331,10 +1328,7 @@ class _Evaluation:
         return 0.0 if level is None else level
 
     def _closed_iprec(self):
-        nan = np.full(self.b.rows, np.nan)
         iprec = _cascade("iprec_expectation")
-        if iprec is None:
-            return nan, None, None
         return (np.asarray(iprec(self.b, self._level(), depth=self.b.depth,
                                  relevant_level=self.b.level), dtype=np.float64), None, None)
 
