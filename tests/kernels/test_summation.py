@@ -165,6 +165,23 @@ def test_add_counts_degenerate():
     assert s.fraction() == 7 * Fraction(1e-300) + Fraction(1e300)
 
 
+def test_add_counts_splits_weights_that_would_round(rng):
+    """Counts summing past 2**25 are added in several weighted chunks; counts past 2**25
+    each go through Python integers. Both stay exact (against fractions)."""
+    values = wild(rng, 300)
+    counts = rng.integers(1, 1 << 20, size=300)  # about 2**28 in total: several chunks
+    counts[[5, 77]] = [(1 << 25) + 3, 1 << 30]
+    s = ExactSum()
+    s.add_counts(values, counts)
+    assert s.fraction() == sum((Fraction(float(v)) * int(c) for v, c in zip(values, counts)),
+                               Fraction(0))
+    # the largest significands at the largest weight a chunk takes: no bit is lost
+    top = np.nextafter(np.array([1.0, -1.0]), 2.0)
+    t = ExactSum()
+    t.add_counts(np.repeat(top, 3), np.full(6, 1 << 23))
+    assert t.fraction() == 3 * (1 << 23) * sum(Fraction(float(v)) for v in top)
+
+
 def test_exact_sum_gathers_small_additions():
     rng = np.random.default_rng(3)
     parts = [rng.normal(size=int(k)) * 10.0 ** rng.integers(-8, 8) for k in

@@ -99,7 +99,8 @@ class SinglePositiveKernel(Kernel):
         acc.pos_rows += rows
         acc.add_lengths(int(counts.n.min()), int(counts.n.max()))
         acc.top_size += int(counts.top.sum())
-        acc.top_ratio.add(counts.top / counts.n)
+        top, n, times = _distinct_pairs(counts.top, counts.n)
+        acc.top_ratio.add_counts(top / n, times)
         acc.top_tied += int(np.count_nonzero(counts.top > 1))
         acc.pos_size += int(counts.b.sum())
         acc.pos_tied += int(np.count_nonzero(counts.b > 1))
@@ -109,7 +110,9 @@ class SinglePositiveKernel(Kernel):
         first, last = counts.a + 1, counts.a + counts.b
         tied = np.flatnonzero(counts.b > 1)
         untied_first = np.delete(first, tied) if tied.size else first
-        a_tied, b_tied = counts.a[tied], counts.b[tied]
+        # a tied positive's moments depend on (a, b) only: each distinct pair is computed
+        # once and added as many times as it occurs (exact sums: the same result)
+        a_tied, b_tied, times = _distinct_pairs(counts.a[tied], counts.b[tied])
         # one rank histogram per column, shared by every metric
         hists = [(column, _RankHistogram(ranks)) for column, ranks in
                  (("original", counts.original), ("first", first), ("last", last),
@@ -122,8 +125,8 @@ class SinglePositiveKernel(Kernel):
                 # Only tied positives need the closed form; untied ones contribute their
                 # single value (through the histogram above) and no variance.
                 e, e2, _ = tie_moments(m, a_tied, b_tied)
-                sums.columns["tie_aware"].add(e)
-                sums.variance.add(np.maximum(e2 - e * e, 0.0))
+                sums.columns["tie_aware"].add_counts(e, times)
+                sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         return self.instance_counts(batch)[1]
@@ -153,6 +156,23 @@ class SinglePositiveKernel(Kernel):
         result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
                            str(np.dtype(dtype)), rows, ties, dict(labels or {}), own)
         return self._finish(result, acc, path, warnings)
+
+
+def _distinct_pairs(x: np.ndarray, y: np.ndarray):
+    """The distinct pairs of two non-negative int64 arrays and how often each occurs:
+    ``(x', y', counts)``. A histogram when the pairs span few keys, else ``np.unique``."""
+    if x.size == 0:
+        return x, y, np.zeros(0, dtype=np.int64)
+    width = int(y.max()) + 1
+    key = x * width + y
+    span = int(x.max()) * width + width
+    if span <= max(4 * key.size, 1 << 16):
+        times = np.bincount(key, minlength=span)
+        key = np.flatnonzero(times)
+        times = times[key]
+    else:
+        key, times = np.unique(key, return_counts=True)
+    return key // width, key % width, times
 
 
 _HISTOGRAM_RANKS = 4096

@@ -54,14 +54,19 @@ class ExactSum:
             self._pending, self._waiting = [], 0
             self._add_chunk(values)
 
-    def _add_chunk(self, x: np.ndarray) -> None:
+    def _add_chunk(self, x: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Add ``x`` (times ``weights``, whole numbers whose sum is at most _MAX_ROWS)."""
         if x.size == 0:
             return
         mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (0 -> 0, 0)
         # Split the 53-bit significand into a high part (< 2**27) and a low part (< 2**26),
-        # both exact integers in float64, so per-exponent sums of up to 2**25 of them are exact.
+        # both exact integers in float64, so per-exponent sums of up to 2**25 of them are exact
+        # (and of weighted ones, when the weights sum to at most 2**25).
         hi = np.floor(np.ldexp(mant, 53 - _HALF))
         lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+        if weights is not None:
+            hi *= weights
+            lo *= weights
         e0 = int(exp.min())
         idx = exp - e0
         hi_sums = np.bincount(idx, weights=hi)
@@ -83,19 +88,32 @@ class ExactSum:
         self._total += total
 
     def add_counts(self, values: np.ndarray, counts: np.ndarray) -> None:
-        """Add ``counts[i]`` copies of ``values[i]``, exactly (for histograms of few values)."""
+        """Add ``counts[i]`` copies of ``values[i]``, exactly (histograms of values)."""
         values = np.asarray(values, dtype=np.float64).ravel()
         counts = np.asarray(counts, dtype=np.int64).ravel()
         keep = (counts != 0) & (values != 0.0)
-        if not keep.any():
+        if not keep.all():
+            values, counts = values[keep], counts[keep]
+        if values.size == 0:
             return
-        mant, exp = np.frexp(values[keep])
-        sig = np.ldexp(mant, 53).astype(np.int64)
-        e0 = int(exp.min())
-        total = 0
-        for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts[keep].tolist()):
-            total += (s * c) << e
-        self._merge(total, 53 - e0)
+        huge = counts > _MAX_ROWS
+        if huge.any():  # more than 2**25 copies of a value: Python integers, one by one
+            mant, exp = np.frexp(values[huge])
+            sig = np.ldexp(mant, 53).astype(np.int64)
+            e0 = int(exp.min())
+            total = 0
+            for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts[huge].tolist()):
+                total += (s * c) << e
+            self._merge(total, 53 - e0)
+            values, counts = values[~huge], counts[~huge]
+        # chunks whose counts sum to at most _MAX_ROWS keep every weighted sum exact
+        ends = np.cumsum(counts)
+        start = 0
+        while start < values.size:
+            base = int(ends[start - 1]) if start else 0
+            stop = int(np.searchsorted(ends, base + _MAX_ROWS, side="right"))
+            self._add_chunk(values[start:stop], counts[start:stop].astype(np.float64))
+            start = stop
 
     def merge(self, other: "ExactSum") -> None:
         """Add another exact sum into this one (exact, commutative, associative)."""
