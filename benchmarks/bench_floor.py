@@ -35,7 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from _common import DATA, median_time
+from _common import DATA, median_time, warm_up
 
 import tieeval
 
@@ -154,6 +154,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-labelled", action="store_true", help="skip the graded-label table")
     args = ap.parse_args()
+    warm_up()
     sampled, allitem = int(200_000 * args.scale), int(4_000 * args.scale)
     print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat}\n")

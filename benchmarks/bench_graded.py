@@ -36,7 +36,7 @@ import sys
 import time
 
 import numpy as np
-from _common import DATA
+from _common import DATA, warm_up
 
 
 def make_dump(rows: int, cols: int, seed: int = 0) -> str:
@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sklearn-rows", type=int, default=5_000)
     args = parser.parse_args()
+    warm_up()
 
     path = make_dump(args.rows, args.cols)
     npy = single_positive(path)

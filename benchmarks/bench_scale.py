@@ -35,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_data  # noqa: E402
+from _common import warm_up  # noqa: E402
 
 
 def _peak_mb() -> float:
@@ -220,6 +221,7 @@ def main() -> None:
     parser.add_argument("--only", default="sampled,allitem,big")
     parser.add_argument("--out", default=os.path.join(make_data.DATA, "bench_scale.json"))
     args = parser.parse_args()
+    warm_up()
     results = []
     for name in args.only.split(","):
         results += bench_dataset(name, args.repeat)

@@ -32,7 +32,7 @@ import sys
 import time
 
 import numpy as np
-from _common import DATA
+from _common import DATA, warm_up
 
 MEASURES = {"tieeval": ["-m", "MAP", "-m", "MRR", "-m", "P@10", "-m", "Recall@100",
                         "-m", "NDCG@10"],
@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--task", nargs=3, metavar=("TOOL", "RUN", "QRELS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
+    warm_up()
     if args.task:
         print(json.dumps(task(*args.task)))
         return

@@ -197,7 +197,8 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
                                        progress=tick)
-        return kernel.accumulate(dump.batches(size), tick)
+        from tieeval.engine.readahead import read_ahead
+        return kernel.accumulate(read_ahead(dump.batches(size)), tick)
 
     kernel, acc = run_passes(dump, make_kernel, consume, progress)
     result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},

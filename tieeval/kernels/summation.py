@@ -17,6 +17,7 @@ import numpy as np
 _HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
 _MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53
 _GATHER = 1 << 16  # small additions are gathered up to this many values, then added at once
+_FEW = 48  # add_counts of up to this many values: a Python loop beats numpy's per-call cost
 
 
 class ExactSum:
@@ -96,15 +97,12 @@ class ExactSum:
             values, counts = values[keep], counts[keep]
         if values.size == 0:
             return
+        if values.size <= _FEW:  # a few values (a rank histogram): Python integers
+            self._add_products(values, counts)
+            return
         huge = counts > _MAX_ROWS
         if huge.any():  # more than 2**25 copies of a value: Python integers, one by one
-            mant, exp = np.frexp(values[huge])
-            sig = np.ldexp(mant, 53).astype(np.int64)
-            e0 = int(exp.min())
-            total = 0
-            for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts[huge].tolist()):
-                total += (s * c) << e
-            self._merge(total, 53 - e0)
+            self._add_products(values[huge], counts[huge])
             values, counts = values[~huge], counts[~huge]
         # chunks whose counts sum to at most _MAX_ROWS keep every weighted sum exact
         ends = np.cumsum(counts)
@@ -114,6 +112,16 @@ class ExactSum:
             stop = int(np.searchsorted(ends, base + _MAX_ROWS, side="right"))
             self._add_chunk(values[start:stop], counts[start:stop].astype(np.float64))
             start = stop
+
+    def _add_products(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """``sum(values * counts)`` exactly, one Python integer product per value."""
+        mant, exp = np.frexp(values)
+        sig = np.ldexp(mant, 53).astype(np.int64)
+        e0 = int(exp.min())
+        total = 0
+        for s, e, c in zip(sig.tolist(), (exp - e0).tolist(), counts.tolist()):
+            total += (s * c) << e
+        self._merge(total, 53 - e0)
 
     def merge(self, other: "ExactSum") -> None:
         """Add another exact sum into this one (exact, commutative, associative)."""
