@@ -135,6 +135,10 @@ class Kernel(ABC):
     # Working memory per score relative to the single-positive kernel's: automatic batch
     # sizes are divided by it, so every kernel stays near the same footprint.
     memory_factor = 1
+    # evaluate several batches at once on the sort threads (each batch's own sorts then
+    # run in its thread): worth it where most of a batch's work is numpy calls of moderate
+    # size that one thread would run one after another
+    batch_threads = False
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec
@@ -177,8 +181,23 @@ class Kernel(ABC):
         """The run's record; ``warnings`` (the reader's) come first."""
 
     def accumulate(self, batches: Iterable[Batch], progress=None) -> Accumulator:
-        """One accumulator over ``batches``; ``progress(rows, nbytes)`` after each batch."""
+        """One accumulator over ``batches``; ``progress(rows, nbytes)`` after each batch.
+
+        With :attr:`batch_threads` and several sort threads, batches are evaluated on
+        those threads, each into its own accumulator, merged in batch order (exact sums:
+        the result is the one of a single pass, bit for bit)."""
+        from tieeval.kernels.threads import map_batches, threads
         acc = self.new()
+        if self.batch_threads and threads() > 1:
+            def one(batch: Batch) -> tuple[Accumulator, int, int]:
+                part = self.new()
+                self.add(part, batch)
+                return part, batch.rows, batch.nbytes
+            for part, rows, nbytes in map_batches(one, batches):
+                acc.merge(part)
+                if progress is not None:
+                    progress(rows, nbytes)
+            return acc
         for batch in batches:
             self.add(acc, batch)
             if progress is not None:

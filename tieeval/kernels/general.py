@@ -97,6 +97,7 @@ class GeneralKernel(Kernel):
     name = "general"
     # the block table keeps about a dozen int64 or float64 arrays per score
     memory_factor = 8
+    batch_threads = True
 
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:

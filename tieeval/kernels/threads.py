@@ -14,6 +14,7 @@ import threading
 _THREADS: int | None = None  # None: one per available core
 _POOL: dict = {}
 _LOCK = threading.Lock()
+_LOCAL = threading.local()  # .inline: this thread evaluates a whole batch (map_batches)
 MIN_BLOCK_SCORES = 1 << 16  # below this many scores a block is sorted in the caller
 
 
@@ -31,6 +32,8 @@ def set_threads(count: int | None) -> None:
 
 
 def threads() -> int:
+    if getattr(_LOCAL, "inline", False):
+        return 1
     env = os.environ.get("TIEEVAL_SORT_THREADS")
     if env is not None and env.strip().isdigit() and int(env) >= 1:
         return int(env)
@@ -53,3 +56,37 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
     if count <= 1 or (sizes is not None and sum(sizes) < 2 * MIN_BLOCK_SCORES):
         return [fn(block) for block in blocks]
     return list(_pool(count).map(fn, blocks))
+
+
+def map_batches(fn, items):
+    """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
+    threads, at most one item per thread in flight: results are yielded in item order.
+    Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
+    error is raised where its item's result would be yielded; items already started
+    finish first."""
+    count = threads()
+
+    def inline(item):
+        _LOCAL.inline = True
+        try:
+            return fn(item)
+        finally:
+            _LOCAL.inline = False
+    pool = _pool(count)
+    pending: list = []
+    try:
+        for item in items:
+            pending.append(pool.submit(inline, item))
+            if len(pending) >= count:
+                yield pending.pop(0).result()
+        while pending:
+            yield pending.pop(0).result()
+    finally:
+        for future in pending:  # an error or a consumer that stopped: let them finish
+            future.cancel()
+        for future in pending:
+            if not future.cancelled():
+                try:
+                    future.result()
+                except BaseException:  # noqa: BLE001 - the first error is already raised
+                    pass
