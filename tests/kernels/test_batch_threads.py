@@ -82,3 +82,21 @@ def test_map_batches_keeps_order_and_stops_cleanly(threads_of):
                 seen.append(x)
     threads_of(2, consume)
     assert seen == list(range(7))
+
+
+@pytest.mark.parametrize("options", [{}, {"original": "stable"}, {"tolerance": 0.2},
+                                     {"nan_policy": "worst"}])
+def test_single_positive_batches_on_threads_equal_one_pass(tmp_path, threads_of, options):
+    rng = np.random.default_rng(12)
+    scores = (rng.integers(0, 5, size=(700, 30)) / 4).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.01] = np.nan if "nan_policy" in options else 0.5
+    items = rng.integers(0, 28, size=scores.shape)
+    path = tmp_path / "one.npz"
+    np.savez(path, scores=scores, positive=rng.integers(0, 30, size=700), items=items)
+
+    def run(batch_rows):
+        return tieeval.evaluate_path(str(path), jobs=1, batch_rows=batch_rows,
+                                     **options).to_dict()
+    one = threads_of(1, lambda: run(700))
+    assert threads_of(2, lambda: run(29)) == one
+    assert threads_of(1, lambda: run(29)) == one

@@ -60,6 +60,7 @@ class SinglePositiveKernel(Kernel):
     """HR@K, NDCG@K and MRR of dumps with one positive per row, without sorting rows."""
 
     name = "single-positive"
+    batch_threads = True
 
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:
