@@ -203,3 +203,19 @@ def _single(values):
     s = ExactSum()
     s.add(values)
     return s.state()
+
+
+@pytest.mark.parametrize("span", [5, 3000, 10 ** 7])
+def test_distinct_pairs_counts_every_pair(rng, span):
+    """Both ways (a histogram of few keys, np.unique of many) against a Counter."""
+    from collections import Counter
+
+    from tieeval.kernels.summation import distinct_pairs
+    x = rng.integers(0, span, size=5000)
+    y = rng.integers(1, span + 1, size=5000)
+    gx, gy, times = distinct_pairs(x, y)
+    assert Counter(dict(zip(zip(gx.tolist(), gy.tolist()), times.tolist()))) == Counter(
+        zip(x.tolist(), y.tolist()))
+    assert list(zip(gx, gy)) == sorted(set(zip(gx, gy)))  # each pair once, in order
+    ex, ey, et = distinct_pairs(x[:0], y[:0])
+    assert ex.size == ey.size == et.size == 0

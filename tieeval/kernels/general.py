@@ -69,6 +69,7 @@ from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
+from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
@@ -173,7 +174,8 @@ class GeneralKernel(Kernel):
         top_rows, top = rb.top_ties()
         sel = keep[top_rows]
         acc.top_size += int(top[sel].sum())
-        acc.top_ratio.add(top[sel] / n[top_rows[sel]])
+        top_kept, n_kept, times = distinct_pairs(top[sel], n[top_rows[sel]])
+        acc.top_ratio.add_counts(top_kept / n_kept, times)
         acc.top_tied += int(np.count_nonzero(top[sel] > 1))
         t = rb._first_block(rb.p_t > 0)
         prow, psize = rb.brow[t], rb.bsz[t]

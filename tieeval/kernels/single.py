@@ -26,7 +26,7 @@ from tieeval.kernels.closed_forms import (
     tie_moments,
 )
 from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
-from tieeval.kernels.summation import ExactSum
+from tieeval.kernels.summation import ExactSum, distinct_pairs
 from tieeval.metrics.metric import COLUMNS, Metric
 from tieeval.results import MetricRow, RunResult, TieStats
 
@@ -100,7 +100,7 @@ class SinglePositiveKernel(Kernel):
         acc.pos_rows += rows
         acc.add_lengths(int(counts.n.min()), int(counts.n.max()))
         acc.top_size += int(counts.top.sum())
-        top, n, times = _distinct_pairs(counts.top, counts.n)
+        top, n, times = distinct_pairs(counts.top, counts.n)
         acc.top_ratio.add_counts(top / n, times)
         acc.top_tied += int(np.count_nonzero(counts.top > 1))
         acc.pos_size += int(counts.b.sum())
@@ -113,7 +113,7 @@ class SinglePositiveKernel(Kernel):
         untied_first = np.delete(first, tied) if tied.size else first
         # a tied positive's moments depend on (a, b) only: each distinct pair is computed
         # once and added as many times as it occurs (exact sums: the same result)
-        a_tied, b_tied, times = _distinct_pairs(counts.a[tied], counts.b[tied])
+        a_tied, b_tied, times = distinct_pairs(counts.a[tied], counts.b[tied])
         # one rank histogram per column, shared by every metric
         hists = [(column, _RankHistogram(ranks)) for column, ranks in
                  (("original", counts.original), ("first", first), ("last", last),
@@ -157,23 +157,6 @@ class SinglePositiveKernel(Kernel):
         result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
                            str(np.dtype(dtype)), rows, ties, dict(labels or {}), own)
         return self._finish(result, acc, path, warnings)
-
-
-def _distinct_pairs(x: np.ndarray, y: np.ndarray):
-    """The distinct pairs of two non-negative int64 arrays and how often each occurs:
-    ``(x', y', counts)``. A histogram when the pairs span few keys, else ``np.unique``."""
-    if x.size == 0:
-        return x, y, np.zeros(0, dtype=np.int64)
-    width = int(y.max()) + 1
-    key = x * width + y
-    span = int(x.max()) * width + width
-    if span <= max(4 * key.size, 1 << 16):
-        times = np.bincount(key, minlength=span)
-        key = np.flatnonzero(times)
-        times = times[key]
-    else:
-        key, times = np.unique(key, return_counts=True)
-    return key // width, key % width, times
 
 
 _HISTOGRAM_RANKS = 4096

@@ -154,3 +154,20 @@ class ExactSum:
     def mean(self, count: int) -> float:
         """The exact sum divided by ``count``, rounded once."""
         return float(self.fraction() / count)
+
+
+def distinct_pairs(x: np.ndarray, y: np.ndarray):
+    """The distinct pairs of two non-negative int64 arrays and how often each occurs:
+    ``(x', y', counts)``. A histogram when the pairs span few keys, else ``np.unique``."""
+    if x.size == 0:
+        return x, y, np.zeros(0, dtype=np.int64)
+    width = int(y.max()) + 1
+    key = x * width + y
+    span = int(x.max()) * width + width
+    if span <= max(4 * key.size, 1 << 16):
+        times = np.bincount(key, minlength=span)
+        key = np.flatnonzero(times)
+        times = times[key]
+    else:
+        key, times = np.unique(key, return_counts=True)
+    return key // width, key % width, times
