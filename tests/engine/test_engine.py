@@ -353,10 +353,12 @@ def test_default_jobs_follow_the_sort_work(tmp_path, monkeypatch):
     expected = 2000 * 50 * np.log2(50) * local.SORT_SECONDS_PER_NLOGN
     assert local.sort_seconds(tied_dump) == pytest.approx(expected)
     monkeypatch.setattr(local, "AUTO_POOL_SORT_SECONDS", expected / 2)
-    assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 2) == 1
-    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 2) == 2
-    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump, original="stable"), 2) == 1
-    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 1) == 1
+    assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 8) == 1
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 8) == 8
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump, original="stable"), 8) == 1
+    # with few cores one process evaluates batches on all of them: never a pool
+    for cores in range(1, local.AUTO_POOL_MIN_CORES):
+        assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), cores) == 1
     # whichever is chosen, the result is the one of a single process
     for dump in (free_dump, tied_dump):
         auto = local.evaluate_dump(dump, jobs=0).to_dict()

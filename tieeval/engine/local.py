@@ -54,6 +54,9 @@ from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
+AUTO_POOL_MIN_CORES = 5  # --jobs 0 starts worker processes only with this many cores:
+# below it, one process evaluates batches and sorts rows on every core (threads), which on
+# 2 cores measured as fast as a pool on every format, or faster (benchmarks/bench_scale.py)
 AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
 # ... and, for a memory-mapped single-positive matrix (NPY, stored NPZ), only when the
 # estimated single-core time of its Original sorts is at least this: in one process the
@@ -210,12 +213,14 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
     """Worker processes for ``--jobs 0`` (``cores`` available), following the work.
 
+    With fewer than :data:`AUTO_POOL_MIN_CORES` cores, one: this process already evaluates
+    batches on every core.
     A memory-mapped single-positive matrix (NPY, stored NPZ) costs little to read, and this
     process counts and sorts on every core: a pool pays only for a long Original sort,
     estimated from the first rows (:func:`sort_seconds`). Other dumps (decoded Parquet
     row groups, labelled rows) keep the size rule: a pool from :data:`AUTO_POOL_BYTES`.
     """
-    if cores <= 1:
+    if cores < AUTO_POOL_MIN_CORES:
         return 1
     if not (isinstance(kernel, SinglePositiveKernel) and dump.format in ("npy", "npz")
             and dump.parts and dump.rows):
