@@ -7,6 +7,8 @@ import json
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import (
     FLOAT_DTYPES,
@@ -356,9 +358,18 @@ def test_default_jobs_follow_the_sort_work(tmp_path, monkeypatch):
     assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 8) == 1
     assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 8) == 8
     assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump, original="stable"), 8) == 1
-    # with few cores one process evaluates batches on all of them: never a pool
+    # with few cores one process evaluates batches on all of them: a pool only for big dumps
     for cores in range(1, local.AUTO_POOL_MIN_CORES):
         assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), cores) == 1
+    monkeypatch.setattr(local, "AUTO_POOL_FEW_CORES_BYTES", 0)
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 2) == 2
+    table = pa.table({"scores": pa.array(list(tied[:50]), type=pa.list_(pa.float32()))})
+    pq.write_table(table, tmp_path / "tied.parquet")
+    parquet = open_dump(tmp_path / "tied.parquet")
+    assert local.auto_jobs(parquet, local.kernel_for(parquet), 2) == 1  # memory: no pool
+    assert local.auto_jobs(parquet, local.kernel_for(parquet), 8) == 8
+    assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 2) == 1
+    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 1) == 1
     # whichever is chosen, the result is the one of a single process
     for dump in (free_dump, tied_dump):
         auto = local.evaluate_dump(dump, jobs=0).to_dict()

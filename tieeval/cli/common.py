@@ -128,9 +128,10 @@ def read_options(f):
                           "pip install 'tieeval[torch]'), given (the dump's 'ranking' "
                           "field: per row, candidate indices top first).")(f)
     f = click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Worker processes; 0 = automatic: this process, on every core "
-                          "(with 5 cores or more, one worker per core for dumps of 256 MB "
-                          "or more). Results do not depend on it.")(f)
+                     help="Worker processes; 0 = automatic: this process, on every core, "
+                          "or one worker per core for NPY/NPZ matrices of 1 GB or more (any "
+                          "dump of 256 MB or more with 5 cores or more). Results do not "
+                          "depend on it.")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
                           "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)

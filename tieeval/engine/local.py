@@ -54,9 +54,11 @@ from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
-AUTO_POOL_MIN_CORES = 5  # --jobs 0 starts worker processes only with this many cores:
-# below it, one process evaluates batches and sorts rows on every core (threads), which on
-# 2 cores measured as fast as a pool on every format, or faster (benchmarks/bench_scale.py)
+AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 starts worker processes only for NPY
+AUTO_POOL_FEW_CORES_BYTES = 1 << 30  # and stored NPZ matrices from this size: below it one
+# process that evaluates batches and sorts rows on every core (threads) measured as fast
+# as a pool on 2 cores, or faster; on a 4 GB NPY a pool gained about 10%
+# (benchmarks/bench_scale.py)
 AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
 # ... and, for a memory-mapped single-positive matrix (NPY, stored NPZ), only when the
 # estimated single-core time of its Original sorts is at least this: in one process the
@@ -213,17 +215,22 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
 def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
     """Worker processes for ``--jobs 0`` (``cores`` available), following the work.
 
-    With fewer than :data:`AUTO_POOL_MIN_CORES` cores, one: this process already evaluates
-    batches on every core.
-    A memory-mapped single-positive matrix (NPY, stored NPZ) costs little to read, and this
-    process counts and sorts on every core: a pool pays only for a long Original sort,
-    estimated from the first rows (:func:`sort_seconds`). Other dumps (decoded Parquet
-    row groups, labelled rows) keep the size rule: a pool from :data:`AUTO_POOL_BYTES`.
+    This process already evaluates batches on every core (threads). With fewer than
+    :data:`AUTO_POOL_MIN_CORES` cores a pool pays only for an NPY or stored NPZ matrix of
+    :data:`AUTO_POOL_FEW_CORES_BYTES` or more (a Parquet worker holds its decoded row
+    groups: two of them would double the memory for a tenth of the time). A memory-mapped
+    single-positive matrix costs little to read: a pool pays only for a long Original
+    sort, estimated from the first rows (:func:`sort_seconds`). With more cores, other
+    dumps (decoded Parquet row groups, labelled rows) keep the size rule: a pool from
+    :data:`AUTO_POOL_BYTES`.
     """
-    if cores < AUTO_POOL_MIN_CORES:
+    if cores <= 1:
         return 1
-    if not (isinstance(kernel, SinglePositiveKernel) and dump.format in ("npy", "npz")
-            and dump.parts and dump.rows):
+    matrix = dump.format in ("npy", "npz") and bool(dump.parts) and bool(dump.rows)
+    if cores < AUTO_POOL_MIN_CORES and not (matrix
+                                             and dump.nbytes >= AUTO_POOL_FEW_CORES_BYTES):
+        return 1
+    if not (isinstance(kernel, SinglePositiveKernel) and matrix):
         return cores
     if kernel.spec.what_if is not None:
         return cores  # a cast makes its own ties, which the stored scores do not show
