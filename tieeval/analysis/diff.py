@@ -234,7 +234,8 @@ def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | Non
             if column.null_count:
                 i = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
                 raise InputError(f"{path}: row {i}: instance id '{name}' is null")
-            ids = column.to_numpy()
+            from tieeval.io.arrow import to_numpy
+            ids = to_numpy(column)
             if ids.dtype == object:
                 try:
                     ids = ids.astype(str)

@@ -53,8 +53,10 @@ from tieeval.io.arrow import (
     _pyarrow,
     arrow_metadata,
     compressed_size,
+    from_numpy,
     numpy_dtype,
     parquet_file,
+    to_numpy,
 )
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
@@ -122,12 +124,11 @@ def _run_starts(ids) -> np.ndarray:
     new = np.ones(n, dtype=bool)
     if n > 1:
         if _is_int_ids(ids):
-            v = ids.to_numpy()
+            v = to_numpy(ids)
             new[1:] = v[1:] != v[:-1]
         else:
             import pyarrow.compute as pc
-            new[1:] = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(
-                zero_copy_only=False)
+            new[1:] = to_numpy(pc.not_equal(ids.slice(1), ids.slice(0, n - 1)))
     return new
 
 
@@ -136,16 +137,16 @@ def _is_sorted(ids) -> bool:
     if n < 2:
         return True
     if _is_int_ids(ids):
-        v = ids.to_numpy()
+        v = to_numpy(ids)
         return not bool(np.any(v[1:] < v[:-1]))
     import pyarrow.compute as pc
     return not pc.any(pc.less(ids.slice(1), ids.slice(0, n - 1))).as_py()
 
 
 def _id_values(ids, index: np.ndarray) -> np.ndarray:
-    taken = ids.take(index)
+    taken = ids.take(from_numpy(index))
     if _is_int_ids(ids):
-        return taken.to_numpy()
+        return to_numpy(taken)
     return np.array(taken.to_pylist(), dtype=object)
 
 
@@ -317,11 +318,11 @@ def _rows_from(path: str, table, cols, has_label, nbytes: int) -> Rows:
         ids = ids.cast(pa.string())
     label = None
     if has_label:
-        label = arrays["label"].to_numpy(zero_copy_only=False)
+        label = to_numpy(arrays["label"])
         if label.dtype == bool:
             label = label.astype(np.int8)
-    return Rows(ids, arrays["position"].to_numpy().astype(np.int64, copy=False),
-                arrays["score"].to_numpy(zero_copy_only=False), label, nbytes)
+    return Rows(ids, to_numpy(arrays["position"]).astype(np.int64, copy=False),
+                to_numpy(arrays["score"]), label, nbytes)
 
 
 class _Source:
@@ -700,12 +701,12 @@ def _partition_of(ids, parts: int) -> np.ndarray:
     if parts == 1:
         return np.zeros(len(ids), dtype=np.int64)
     if _is_int_ids(ids):
-        h = ids.to_numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h = to_numpy(ids).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         return ((h >> np.uint64(33)) % np.uint64(parts)).astype(np.int64)
     enc = ids.dictionary_encode()
     words = enc.dictionary.to_pylist()
     table = np.array([zlib.crc32(w.encode("utf-8")) % parts for w in words], dtype=np.int64)
-    return table[enc.indices.to_numpy(zero_copy_only=False)]
+    return table[to_numpy(enc.indices)]
 
 
 def spill(source: _Source, options: ReadOptions, relevance: bool = False):
@@ -721,7 +722,7 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
             fields = {"instance": rows.ids, "position": rows.position, "score": rows.score}
             if rows.label is not None:
                 fields["label"] = rows.label
-            record = pa.record_batch([pa.array(v) if isinstance(v, np.ndarray) else v
+            record = pa.record_batch([from_numpy(v) if isinstance(v, np.ndarray) else v
                                       for v in fields.values()], names=list(fields))
             where = _partition_of(rows.ids, parts_n)
             order = np.argsort(where, kind="stable")
@@ -734,7 +735,7 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
                     sink = pa.OSFile(os.path.join(tmp, f"part-{p:05d}.arrow"), "wb")
                     writers[p] = (sink, pa.ipc.new_stream(sink, record.schema))
                     sizes[p] = 0
-                writers[p][1].write_batch(record.take(pa.array(order[lo:hi])))
+                writers[p][1].write_batch(record.take(from_numpy(order[lo:hi])))
                 sizes[p] += rows.nbytes * (hi - lo) // max(1, len(rows))
     except BaseException:
         for sink, writer in writers.values():
@@ -771,15 +772,15 @@ class SpillPart:
         rows = _rows_from(self.path, table, self.cols, self.has_label, self.nbytes)
         if _is_int_ids(rows.ids) and rows.ids.type.bit_width < 64 or \
                 str(rows.ids.type) == "int64":
-            codes = rows.ids.to_numpy().astype(np.int64, copy=False)  # ids order instances
+            codes = to_numpy(rows.ids).astype(np.int64, copy=False)  # ids order instances
         elif _is_int_ids(rows.ids):  # uint64 ids may not fit int64
-            _, codes = np.unique(rows.ids.to_numpy(), return_inverse=True)
+            _, codes = np.unique(to_numpy(rows.ids), return_inverse=True)
         else:
             words = rows.ids.dictionary_encode()
             rank = np.argsort(np.array(words.dictionary.to_pylist(), dtype=object))
             inverse = np.empty_like(rank)
             inverse[rank] = np.arange(len(rank))
-            codes = inverse[words.indices.to_numpy(zero_copy_only=False)]
+            codes = inverse[to_numpy(words.indices)]
         yield from group_rows(self.path, rows, codes.ravel().astype(np.int64), self.options,
                               batch_rows, relevance=self.relevance)
 

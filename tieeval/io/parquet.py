@@ -24,6 +24,7 @@ from tieeval.io.arrow import (
     list_to_numpy,
     numpy_dtype,
     parquet_file,
+    to_numpy,
 )
 from tieeval.io.base import (
     LARGE_ROW_GROUP_BYTES,
@@ -179,7 +180,7 @@ def parquet_batch(path, options, table, has_positive, start) -> Batch:
         if col.null_count:
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InputError(f"{path}: row {start + i}: '{options.positive}' is null")
-        stored = col.to_numpy()
+        stored = to_numpy(col)
     positive = _positive_for(path, options, lengths, start, stored)
     return Batch(scores, positive, start, offsets,
                  positive_defaulted=stored is None and options.positive_index is None)

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
+from tieeval.io.arrow import to_numpy
 from tieeval.io.base import (
     Batch,
     LabelledDump,
@@ -295,7 +296,7 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
         values = pc.cast(pc.cast(table[number], pa.string()), pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return table, np.asarray(values.to_numpy(), dtype=np.float64)
+    return table, np.asarray(to_numpy(values), dtype=np.float64)
 
 
 def _array(column):
@@ -520,7 +521,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
 
     # query ids: one code per id over both files, ranked by their text
     enc = pc.dictionary_encode(pa.concat_arrays([run.qid, qrels.qid]))
-    codes = enc.indices.to_numpy()
+    codes = to_numpy(enc.indices)
     names = _decode_qids(enc.dictionary.to_pylist(), run_path, qrels_path, codes[:n_run])
     order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
     qnames = [names[i] for i in order]
@@ -530,8 +531,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
 
     # docnos: one code per docno over both files, ranked byte-wise (trec_eval's strcmp)
     denc = pc.dictionary_encode(pa.concat_arrays([run.docno, qrels.docno]))
-    dcodes = denc.indices.to_numpy()
-    dorder = pc.sort_indices(denc.dictionary).to_numpy()
+    dcodes = to_numpy(denc.indices)
+    dorder = to_numpy(pc.sort_indices(denc.dictionary))
     nd = max(1, len(denc.dictionary))
     drank = _ranks(dorder)
     rd, jd = drank[dcodes[:n_run]], drank[dcodes[n_run:]]
