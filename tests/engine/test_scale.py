@@ -193,16 +193,25 @@ def test_deflated_npz_is_streamed_not_loaded(tmp_path):
     s = np.zeros((4000, 500), dtype=np.float32)  # 8 MB, compresses to almost nothing
     s[:, 0] = 1
     np.savez_compressed(tmp_path / "z.npz", scores=s)
-    dump = open_dump(tmp_path / "z.npz")
-    assert dump.parts is None  # read front to back
-    tracemalloc.start()
-    try:
-        r = evaluate_dump(dump, batch_rows=200)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert r.instances == 4000 and r.metric("HR@1").tie_aware == 1.0
-    assert peak < s.nbytes / 4, peak  # batches of 400 KB, never the 8 MB array
+    from tieeval.kernels import threads
+
+    def peak_of(count):
+        dump = open_dump(tmp_path / "z.npz")
+        assert dump.parts is None  # read front to back
+        threads.set_threads(count)
+        tracemalloc.start()
+        try:
+            r = evaluate_dump(dump, batch_rows=200)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            threads.set_threads(None)
+        assert r.instances == 4000 and r.metric("HR@1").tie_aware == 1.0
+        return peak
+    # batches of 400 KB, never the 8 MB array: one batch at a time in one thread, and with
+    # two threads two batches in evaluation and one being read
+    assert peak_of(1) < s.nbytes / 4
+    assert peak_of(2) < s.nbytes / 2
 
 
 def test_stored_npz_is_memory_mapped_in_parts(tmp_path, rng, monkeypatch):

@@ -69,6 +69,12 @@ def test_map_batches_keeps_order_and_stops_cleanly(threads_of):
         return x * x
     assert threads_of(2, lambda: list(map_batches(square, iter(range(50))))) == [
         x * x for x in range(50)]
+    assert threads_of(2, lambda: list(map_batches(square, iter([])))) == []
+
+    def alone(x):
+        assert sort_threads.threads() == 2  # a single batch keeps every thread for its sorts
+        return -x
+    assert threads_of(2, lambda: list(map_batches(alone, iter([3])))) == [-3]
 
     def boom(x):
         if x == 7:

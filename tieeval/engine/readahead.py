@@ -31,8 +31,12 @@ def read_ahead(batches: Iterator[T]) -> Iterator[T]:
     first = next(batches, _END)
     if first is _END:
         return
-    if threads() < 2 or int(getattr(first, "nbytes", 0) or 0) < MIN_AHEAD_BYTES:
-        yield first  # type: ignore[misc]
+    # batches are yielded from a one-item list, so that this frame holds none of them
+    # while the consumer works (a local name would keep the last one alive)
+    box = [first]
+    del first
+    if threads() < 2 or int(getattr(box[0], "nbytes", 0) or 0) < MIN_AHEAD_BYTES:
+        yield box.pop()  # type: ignore[misc]
         yield from batches
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -40,14 +44,14 @@ def read_ahead(batches: Iterator[T]) -> Iterator[T]:
     pending = None
     try:
         pending = pool.submit(next, batches, _END)
-        yield first  # type: ignore[misc]
+        yield box.pop()  # type: ignore[misc]
         while True:
-            item = pending.result()
+            box.append(pending.result())
             pending = None
-            if item is _END:
+            if box[0] is _END:
                 return
             pending = pool.submit(next, batches, _END)
-            yield item  # type: ignore[misc]
+            yield box.pop()  # type: ignore[misc]
     finally:
         if pending is not None:  # let a read in flight finish before closing its source
             try:

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _THREADS: int | None = None  # None: one per available core
 _POOL: dict = {}
@@ -58,15 +62,21 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
     return list(_pool(count).map(fn, blocks))
 
 
-def map_batches(fn, items):
+def map_batches(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
     """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
     threads, at most one item per thread in flight: results are yielded in item order.
     Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
     error is raised where its item's result would be yielded; items already started
-    finish first."""
+    finish first. A single item runs in the caller, its own sorts on every thread."""
+    import itertools
     count = threads()
+    rest = iter(items)
+    head = list(itertools.islice(rest, 2))
+    if len(head) == 1:
+        yield fn(head.pop())
+        return
 
-    def inline(item):
+    def inline(item: T) -> R:
         _LOCAL.inline = True
         try:
             return fn(item)
@@ -75,7 +85,7 @@ def map_batches(fn, items):
     pool = _pool(count)
     pending: list = []
     try:
-        for item in items:
+        for item in itertools.chain(_drain(head), rest):
             pending.append(pool.submit(inline, item))
             if len(pending) >= count:
                 yield pending.pop(0).result()
@@ -90,3 +100,10 @@ def map_batches(fn, items):
                     future.result()
                 except BaseException:  # noqa: BLE001 - the first error is already raised
                     pass
+
+
+def _drain(items: list) -> Iterator:
+    """The items of a list, each dropped from it as it is yielded (no batch is held longer
+    than its turn)."""
+    while items:
+        yield items.pop(0)
