@@ -6,8 +6,9 @@
 Writes seeded dumps to benchmarks/data/: a labelled NPZ (float32 sigmoid-saturated scores,
 so the top of most rows is tied; graded labels 0-4 on ten candidates per row, the rest 0),
 the same score matrix as an NPY (a single-positive dump: the positive in column 0), and a
-TREC run of 200 queries x 1,000 documents (scores rounded to 0.01, so tied) with graded
-qrels (0-3, 60 judged documents per query, some never retrieved). Then, in rounds that run
+TREC run of 200 queries x 1,000 documents (``bench_trec.py``'s generator: scores rounded
+to 0.01, so tied; graded qrels 0-3, about 200 judged documents per query, some never
+retrieved). Then, in rounds that run
 each contestant in turn (a fresh process each, as a user runs it; medians of
 ``--repeat``):
 
@@ -37,6 +38,7 @@ import time
 
 import numpy as np
 from _common import DATA, warm_up
+from bench_trec import make_files
 
 
 def make_dump(rows: int, cols: int, seed: int = 0) -> str:
@@ -61,23 +63,6 @@ def single_positive(path: str) -> str:
         with np.load(path) as f:
             np.save(out, f["scores"])
     return out
-
-
-def make_trec(queries: int = 200, docs: int = 1000, seed: int = 9) -> tuple[str, str]:
-    run = os.path.join(DATA, f"trec_{queries}x{docs}.run")
-    qrels = os.path.join(DATA, f"trec_{queries}x{docs}.qrels")
-    if os.path.exists(run) and os.path.exists(qrels):
-        return run, qrels
-    os.makedirs(DATA, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    with open(run, "w") as r, open(qrels, "w") as q:
-        for i in range(queries):
-            score = np.round(rng.normal(size=docs), 2)
-            for rank, d in enumerate(np.argsort(-score, kind="stable")):
-                r.write(f"q{i} Q0 d{d} {rank + 1} {score[d]:.2f} run\n")
-            for d in rng.choice(docs + docs // 5, size=60, replace=False):
-                q.write(f"q{i} 0 d{d} {rng.choice([0, 0, 1, 2, 3])}\n")
-    return run, qrels
 
 
 def cli(*args: str) -> None:
@@ -122,7 +107,7 @@ def main() -> None:
 
     path = make_dump(args.rows, args.cols)
     npy = single_positive(path)
-    run, qrels = make_trec()
+    run, qrels = make_files(200, 1000)  # bench_trec.py's run generator, smaller
     m = min(args.sklearn_rows, args.rows)
     runs = {
         "ndcg": lambda: cli(path, "-m", "NDCG@10"),

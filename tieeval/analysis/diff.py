@@ -231,10 +231,10 @@ def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | Non
         dataset = ds.dataset(path, format="parquet")
         if name in dataset.schema.names:
             column = dataset.to_table(columns=[name]).column(name)
-            if column.null_count:
-                i = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-                raise InputError(f"{path}: row {i}: instance id '{name}' is null")
             from tieeval.io.arrow import to_numpy
+            if column.null_count:
+                i = int(np.flatnonzero(to_numpy(column.is_null()))[0])
+                raise InputError(f"{path}: row {i}: instance id '{name}' is null")
             ids = to_numpy(column)
             if ids.dtype == object:
                 try:

@@ -156,7 +156,7 @@ def arrow_lists(path: str, column, what: str, where) -> tuple[np.ndarray, np.nda
     pa, _ = _pyarrow()
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if arr.null_count:
-        i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        i = int(np.flatnonzero(to_numpy(arr.is_null()))[0])
         raise InputError(f"{path}: {where(i)}: '{what}' is null")
     if pa.types.is_fixed_size_list(arr.type):
         flat = arr.flatten()
@@ -166,7 +166,7 @@ def arrow_lists(path: str, column, what: str, where) -> tuple[np.ndarray, np.nda
         flat = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
         offsets = offsets - offsets[0]
     if flat.null_count:
-        pos = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
+        pos = int(np.flatnonzero(to_numpy(flat.is_null()))[0])
         i = int(np.searchsorted(offsets, pos, side="right") - 1)
         raise InputError(f"{path}: {where(i)}: '{what}' holds a null value")
     return to_numpy(flat), offsets

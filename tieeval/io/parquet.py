@@ -178,7 +178,7 @@ def parquet_batch(path, options, table, has_positive, start) -> Batch:
     if has_positive:
         col = table.column(options.positive)
         if col.null_count:
-            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            i = int(np.flatnonzero(to_numpy(col.is_null()))[0])
             raise InputError(f"{path}: row {start + i}: '{options.positive}' is null")
         stored = to_numpy(col)
     positive = _positive_for(path, options, lengths, start, stored)
