@@ -52,10 +52,11 @@ from tieeval.io.arrow import (
     _parquet_error,
     _pyarrow,
     arrow_metadata,
-    compressed_size,
+    check_rows_decoded,
     from_numpy,
     numpy_dtype,
     parquet_file,
+    row_groups,
     to_numpy,
 )
 from tieeval.io.base import (
@@ -365,10 +366,9 @@ class _ParquetSource(_Source):
                                      "dataset's files must share one schema")
             meta = pf.metadata
             total_rows += meta.num_rows
-            for g in range(meta.num_row_groups):
-                rg = meta.row_group(g)
-                self.size_hint += rg.total_byte_size
-                self.nbytes += compressed_size(rg)
+            for g, info in enumerate(row_groups(file, pf)):
+                self.size_hint += meta.row_group(g).total_byte_size
+                self.nbytes += info.compressed_size
         if total_rows == 0:
             raise InputError(f"{path}: no instances (empty dump)")
         self.metadata = arrow_metadata(schema)
@@ -377,18 +377,19 @@ class _ParquetSource(_Source):
         pa, _ = _pyarrow()
         for file in self.files:
             pf = parquet_file(file)
-            meta = pf.metadata
-            for g in range(meta.num_row_groups):
-                rg = meta.row_group(g)
-                if rg.num_rows == 0:
+            for g, info in enumerate(row_groups(file, pf)):
+                if info.num_rows == 0:
                     continue
+                decoded = 0
                 try:
                     for record in pf.iter_batches(batch_size=rows, row_groups=[g],
                                                   columns=self.columns, use_threads=False):
-                        share = compressed_size(rg) * record.num_rows // rg.num_rows
+                        share = info.compressed_size * record.num_rows // info.num_rows
+                        decoded += record.num_rows
                         yield _rows_from(file, record, self.cols, self.has_label, share)
                 except (pa.ArrowException, OSError, ValueError) as exc:
                     raise _parquet_error(file, exc, f"row group {g}: ") from None
+                check_rows_decoded(file, g, decoded, info.num_rows)
 
 
 class _CsvSource(_Source):
