@@ -383,11 +383,11 @@ def match_group(claim: Claim, groups, source: str = "claims"):
     """
     want = (_norm(claim.method), _norm(claim.dataset), _norm(claim.task))
     found = [g for g in groups
-             if _norm(g.labels.get("method")) == want[0]
-             and _norm(g.labels.get("dataset")) == want[1]
-             and (want[2] is None or _norm(g.labels.get("task")) == want[2])]
+             if _norm(g.run_labels.get("method")) == want[0]
+             and _norm(g.run_labels.get("dataset")) == want[1]
+             and (want[2] is None or _norm(g.run_labels.get("task")) == want[2])]
     if len(found) > 1:
-        which = ", ".join(_describe(g.labels) for g in found)
+        which = ", ".join(_describe(g.run_labels) for g in found)
         hint = "; fill in its task" if claim.task is None else ""
         raise InputError(f"{source}: line {claim.line}: {claim.method}/{claim.dataset} "
                          f"matches several run groups ({which}){hint}")
@@ -427,7 +427,7 @@ def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[Au
             items.append(AuditItem(claim, None, gamma=claim.gamma))
             continue
         row = _claimed_row(claim, group, source)
-        items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
+        items.append(AuditItem(claim, judge_against(claim, row), dict(group.run_labels),
                                group.seeds, tuple(r.path for r in group.runs),
                                row.gamma, row.labelled))
     return items
@@ -437,7 +437,7 @@ def _claimed_row(claim: Claim, group, source: str):
     """The group's row of the claim's metric, at the claim's gamma (see audit_groups)."""
     rows = label_rows(group.metrics, claim.label)
     if not rows:
-        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.labels)}")
+        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.run_labels)}")
     where = f"{source}: line {claim.line}"
     if claim.gamma is not None:
         picked = label_rows(rows, claim.label, claim.gamma)
@@ -464,7 +464,7 @@ def unmatched_message(items: list[AuditItem], groups, source: str) -> str | None
         return None
     c = missing[0]
     task = f", task {c.task!r}" if c.task is not None else ""
-    runs = ", ".join(_describe(g.labels) for g in groups[:5])
+    runs = ", ".join(_describe(g.run_labels) for g in groups[:5])
     more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
     return (f"{source}: line {c.line}: no run is labelled method {c.method!r}, dataset "
             f"{c.dataset!r}{task} (runs: {runs}{more}); {len(missing)} claim(s) match no "

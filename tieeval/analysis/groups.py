@@ -44,7 +44,7 @@ def seed_std(values: list[float]) -> float | None:
 
 
 def group_key(run: RunResult) -> tuple:
-    return tuple(run.labels.get(k) for k in GROUP_KEYS)
+    return tuple(run.run_labels.get(k) for k in GROUP_KEYS)
 
 
 def average(runs: list[RunResult]) -> GroupResult:
@@ -97,7 +97,7 @@ def average(runs: list[RunResult]) -> GroupResult:
                      {f: seed_std(v) for f, v in stats.items()},
                      {k: math.fsum(v) / len(v) for k, v in decided.items()},
                      {k: seed_std(v) for k, v in decided.items()})
-    labels = {k: runs[0].labels.get(k) for k in GROUP_KEYS}
+    labels = {k: runs[0].run_labels.get(k) for k in GROUP_KEYS}
     return GroupResult(labels, list(runs), rows, ties)
 
 
@@ -114,7 +114,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
     groups, warnings = [], []
     for key, members in order.items():
         groups.append(average(members))
-        seeds = [m.labels.get("seed") for m in members]
+        seeds = [m.run_labels.get("seed") for m in members]
         name = "/".join(v for v in key if v is not None) or "(unlabelled)"
         if len(members) > 1 and None in seeds:
             warnings.append(f"{name}: {len(members)} runs averaged but "
@@ -123,7 +123,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
         else:
             repeated = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
             for s in repeated:
-                paths = [m.path for m in members if m.labels.get("seed") == s]
+                paths = [m.path for m in members if m.run_labels.get("seed") == s]
                 warnings.append(f"{name}: seed {s} appears in {len(paths)} runs "
                                 f"({', '.join(paths)}); all are averaged as separate seeds")
     return groups, warnings

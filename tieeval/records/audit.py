@@ -82,8 +82,9 @@ FLAGGED = ("impossible", "tie-break only")
 class AuditItem:
     """One claim and how it fared: the verdict against its matched run group, or no match.
 
-    ``labels`` are the matched group's labels, ``seeds`` how many runs were averaged and
-    ``paths`` their files; all empty when the claim matched no run (``verdict`` None).
+    ``run_labels`` (``labels``, its older name) are the matched group's run labels,
+    ``seeds`` how many runs were averaged and ``paths`` their files; all empty when the
+    claim matched no run (``verdict`` None).
     ``gamma`` is the gamma of the row the claim was judged against (the claim's own, or
     the only one evaluated; None for unsigned metrics), ``labelled`` whether that row is a
     labelled run's, whose JSON carries ``gamma`` as its metric rows do.
@@ -91,11 +92,16 @@ class AuditItem:
 
     claim: Claim
     verdict: Verdict | None
-    labels: dict | None = None
+    run_labels: dict | None = None
     seeds: int = 0
     paths: tuple = ()
     gamma: float | None = None
     labelled: bool = False
+
+    @property
+    def labels(self) -> dict | None:
+        """The older name of :attr:`run_labels`."""
+        return self.run_labels
 
     @property
     def has_gamma(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from tieeval.records.whatif import WhatIf
 from tieeval.results import MetricName, find_row
+from tieeval.run_labels import RunLabelled
 
 EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
 
@@ -129,21 +130,21 @@ class DiffRow(MetricName):
 
 
 @dataclass
-class DiffSide:
+class DiffSide(RunLabelled):
     """What identifies one compared run."""
 
     path: str
-    labels: dict[str, str]
+    run_labels: dict[str, str]
     dtype: str
     instances: int
 
     @property
     def name(self) -> str:
-        return self.labels.get("method") or self.path
+        return self.run_labels.get("method") or self.path
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "method": self.labels.get("method"),
-                "labels": dict(self.labels), "dtype": self.dtype, "instances": self.instances}
+        return {"path": self.path, "method": self.run_labels.get("method"),
+                "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances}
 
 
 @dataclass

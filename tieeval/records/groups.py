@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tieeval.metrics.metric import COLUMNS
 from tieeval.results import MetricRow, RunResult, find_row
-from tieeval.run_labels import GROUP_KEYS
+from tieeval.run_labels import GROUP_KEYS, RunLabelled
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
               "positive_tie_frequency")
@@ -57,10 +57,10 @@ class GroupTies:
 
 
 @dataclass
-class GroupResult:
+class GroupResult(RunLabelled):
     """The runs of one method / dataset / task, averaged over their seeds."""
 
-    labels: dict[str, str | None]
+    run_labels: dict[str, str | None]
     runs: list[RunResult]
     metrics: list[GroupMetricRow]
     ties: GroupTies
@@ -71,13 +71,13 @@ class GroupResult:
 
     @property
     def key(self) -> tuple:
-        return tuple(self.labels.get(k) for k in GROUP_KEYS)
+        return tuple(self.run_labels.get(k) for k in GROUP_KEYS)
 
     def metric(self, label: str) -> GroupMetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
         return find_row(self.metrics, label)
 
     def to_dict(self) -> dict:
-        return {"labels": {k: self.labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
+        return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
                 "paths": [r.path for r in self.runs],
                 "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}
