@@ -20,7 +20,7 @@ independent reader (tests/fuzz/fuzz_oracle.py: ``numpy.load(allow_pickle=False)`
 Size and time: 250 mutants per format by default, 2,000 in all, in two driver processes
 (about 10-25 s on two cores, depending on load); ``TIEEVAL_FUZZ_CASES`` (mutants per
 format), ``TIEEVAL_FUZZ_SECONDS`` (a time budget, for long runs) and ``TIEEVAL_FUZZ_SEED``
-change that (tests/fuzz/conftest.py). The mutants per format and what became of them are
+change that (tests/fuzz/fuzz_run.py). The mutants per format and what became of them are
 printed in pytest's summary under "fuzzing". A failing case is kept under pytest's tmp
 directory and named in the message, with its mutation; ``fuzz_mutants.make(fmt, case,
 seed, folder)`` writes it again.
@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -48,9 +49,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver  # noqa: E402
 import fuzz_mutants  # noqa: E402
 import fuzz_oracle  # noqa: E402
+import fuzz_run  # noqa: E402
 from fuzz_known import KNOWN, known_defect  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def fuzz_records(tmp_path_factory, request):
+    """Every mutant's record (fuzz_run.run_fuzz); the counts go to pytest's summary."""
+    started = time.time()
+    records = fuzz_run.run_fuzz(str(tmp_path_factory.mktemp("fuzz")))
+    lines = fuzz_run.summarise(records, time.time() - started, known_defect)
+    request.config.pluginmanager.register(fuzz_run.Summary(lines), "tieeval-fuzz-summary")
+    return records
 
 
 def _show(records) -> str:

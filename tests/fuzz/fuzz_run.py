@@ -1,9 +1,9 @@
-"""The fuzzing run shared by tests/fuzz/test_fuzz.py, and its summary in pytest's report.
+"""The fuzzing run behind tests/fuzz/test_fuzz.py, and its summary for pytest's report.
 
-``fuzz_records`` runs the mutants once per session in ``TIEEVAL_FUZZ_JOBS`` driver
-processes (default 2), each under ``RLIMIT_AS`` (3 GB); a driver that dies or stops
-answering (no case finished for :data:`STALL_SECONDS`) is recorded as a finding on the case
-it was running and restarted after it. Environment:
+:func:`run_fuzz` runs the mutants (once, through test_fuzz's fixture) in
+``TIEEVAL_FUZZ_JOBS`` driver processes (default 2), each under ``RLIMIT_AS`` (3 GB); a
+driver that dies or stops answering (no case finished for :data:`STALL_SECONDS`) is
+recorded as a finding on the case it was running and restarted after it. Environment:
 
 * ``TIEEVAL_FUZZ_CASES``: mutants per format (default 250 in CI: 2,000 in all);
 * ``TIEEVAL_FUZZ_SECONDS``: run for this long instead (with no case count unless
@@ -23,8 +23,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fuzz_mutants import SEED  # noqa: E402
@@ -39,9 +37,6 @@ CASES = int(os.environ["TIEEVAL_FUZZ_CASES"]) if os.environ.get("TIEEVAL_FUZZ_CA
 JOBS = int(os.environ.get("TIEEVAL_FUZZ_JOBS", "2"))
 MEMORY_LIMIT = 3 << 30  # bytes of address space per driver process
 STALL_SECONDS = 30  # a driver that finishes no case for this long is hung in C code
-
-SUMMARY: list[str] = []
-
 
 def _limit_memory():  # pragma: no cover - runs in the child
     import resource
@@ -127,19 +122,13 @@ def summarise(records, seconds: float, known) -> list[str]:
     return lines
 
 
-@pytest.fixture(scope="session")
-def fuzz_records(tmp_path_factory):
-    sys.path.insert(0, HERE)
-    from fuzz_known import known_defect
-    folder = str(tmp_path_factory.mktemp("fuzz"))
-    started = time.time()
-    records = run_fuzz(folder)
-    SUMMARY[:] = summarise(records, time.time() - started, known_defect)
-    return records
+class Summary:
+    """A pytest plugin that prints the run's lines in the terminal summary ("fuzzing")."""
 
+    def __init__(self, lines):
+        self.lines = lines
 
-def pytest_terminal_summary(terminalreporter):
-    if SUMMARY:
+    def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.write_sep("-", "fuzzing")
-        for line in SUMMARY:
+        for line in self.lines:
             terminalreporter.write_line(line)
