@@ -14,15 +14,17 @@ mean of S seeds it is ``sqrt(sum of the seeds' tie_aware_std**2) / S``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
-from tieeval.results import MetricRow, RunResult, find_row
+from tieeval.records.groups import (  # noqa: F401 - the group records, where they were
+    TIE_FIELDS,
+    GroupMetricRow,
+    GroupResult,
+    GroupTies,
+)
+from tieeval.results import RunResult
 from tieeval.run_labels import GROUP_KEYS
-
-TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
-              "positive_tie_frequency")
 
 
 def mean(values: list) -> float | None:
@@ -41,74 +43,8 @@ def seed_std(values: list[float]) -> float | None:
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
 
 
-@dataclass
-class GroupMetricRow(MetricRow):
-    """A metric row of a group: the single-run fields hold seed means, plus seed stds."""
-
-    original_seed_std: float | None = None
-    first_seed_std: float | None = None
-    last_seed_std: float | None = None
-    tie_aware_seed_std: float | None = None
-
-    def seed_std(self, column: str) -> float | None:
-        return getattr(self, f"{column}_seed_std")
-
-    def _columns(self) -> dict:
-        out = super()._columns()
-        for c in COLUMNS:
-            out[f"{c}_seed_std"] = self.seed_std(c)
-        return out
-
-
-@dataclass
-class GroupTies:
-    """Seed means of the tie statistics, with their across-seed standard deviations."""
-
-    means: dict[str, float]
-    seed_stds: dict[str, float | None]
-    tie_decided: dict[int, float] = field(default_factory=dict)
-    tie_decided_seed_std: dict[int, float | None] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out: dict = {}
-        for name in TIE_FIELDS:
-            out[name] = self.means[name]
-        for name in TIE_FIELDS:
-            out[f"{name}_seed_std"] = self.seed_stds[name]
-        out["tie_decided"] = {str(k): v for k, v in self.tie_decided.items()}
-        out["tie_decided_seed_std"] = {str(k): v for k, v in self.tie_decided_seed_std.items()}
-        return out
-
-
-@dataclass
-class GroupResult:
-    """The runs of one method / dataset / task, averaged over their seeds."""
-
-    labels: dict[str, str | None]
-    runs: list[RunResult]
-    metrics: list[GroupMetricRow]
-    ties: GroupTies
-
-    @property
-    def seeds(self) -> int:
-        return len(self.runs)
-
-    @property
-    def key(self) -> tuple:
-        return tuple(self.labels.get(k) for k in GROUP_KEYS)
-
-    def metric(self, label: str) -> GroupMetricRow:
-        """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
-        return find_row(self.metrics, label)
-
-    def to_dict(self) -> dict:
-        return {"labels": {k: self.labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
-                "paths": [r.path for r in self.runs],
-                "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}
-
-
 def group_key(run: RunResult) -> tuple:
-    return tuple(run.labels.get(k) for k in GROUP_KEYS)
+    return tuple(run.run_labels.get(k) for k in GROUP_KEYS)
 
 
 def average(runs: list[RunResult]) -> GroupResult:
@@ -161,7 +97,7 @@ def average(runs: list[RunResult]) -> GroupResult:
                      {f: seed_std(v) for f, v in stats.items()},
                      {k: math.fsum(v) / len(v) for k, v in decided.items()},
                      {k: seed_std(v) for k, v in decided.items()})
-    labels = {k: runs[0].labels.get(k) for k in GROUP_KEYS}
+    labels = {k: runs[0].run_labels.get(k) for k in GROUP_KEYS}
     return GroupResult(labels, list(runs), rows, ties)
 
 
@@ -178,7 +114,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
     groups, warnings = [], []
     for key, members in order.items():
         groups.append(average(members))
-        seeds = [m.labels.get("seed") for m in members]
+        seeds = [m.run_labels.get("seed") for m in members]
         name = "/".join(v for v in key if v is not None) or "(unlabelled)"
         if len(members) > 1 and None in seeds:
             warnings.append(f"{name}: {len(members)} runs averaged but "
@@ -187,7 +123,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
         else:
             repeated = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
             for s in repeated:
-                paths = [m.path for m in members if m.labels.get("seed") == s]
+                paths = [m.path for m in members if m.run_labels.get("seed") == s]
                 warnings.append(f"{name}: seed {s} appears in {len(paths)} runs "
                                 f"({', '.join(paths)}); all are averaged as separate seeds")
     return groups, warnings

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from tieeval.analysis.diff import COMPARISON_KEYS, DiffResult, Ranking
-from tieeval.kernels.whatif import WhatIf
+from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking
+from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment
@@ -78,7 +78,7 @@ _TITLES = {"tie_aware": "Tie-aware (expectation under uniform random tie-breakin
 def describe_sides(result: DiffResult) -> list[str]:
     lines = []
     for key, side in (("A", result.a), ("B", result.b)):
-        method = side.labels.get("method")
+        method = side.run_labels.get("method")
         name = f" ({method})" if method and method != side.path else ""
         lines.append(f"{key} = {side.path}{name}")
     how = ("matched by instance id" if result.alignment == "instance"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 
 from tieeval._version import __version__
-from tieeval.analysis.paper import Cell, PaperTable
+from tieeval.records.paper import Cell, PaperTable
 from tieeval.report.format import (
     csv_text,
     fmt_change,
@@ -45,8 +45,8 @@ def task_title(task: str) -> str:
 
 
 def group_name(group) -> str:
-    return "/".join(v for v in (group.labels.get("method"), group.labels.get("dataset"),
-                                group.labels.get("task")) if v) or "(unlabelled)"
+    return "/".join(v for v in (group.run_labels.get("method"), group.run_labels.get("dataset"),
+                                group.run_labels.get("task")) if v) or "(unlabelled)"
 
 
 _FORMATTERS = {"value": fmt_value, "change": fmt_change, "size": fmt_size,
