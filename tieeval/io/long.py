@@ -262,6 +262,13 @@ def _check_finite(path, labels, starts, ids, name) -> None:
 # ---------------------------------------------------------------------------------------
 # sources: Parquet files or a CSV file -> Rows chunks
 
+def _id_type(typ):
+    """The type instance ids are compared in: a dictionary-encoded column (what pandas
+    writes for a ``category``) by its values, the ids the user wrote."""
+    pa, _ = _pyarrow()
+    return typ.value_type if pa.types.is_dictionary(typ) else typ
+
+
 def _check_columns(path, names, options, types, score_from_csv=False):
     pa, _ = _pyarrow()
     cols = options.long_columns
@@ -279,7 +286,7 @@ def _check_columns(path, names, options, types, score_from_csv=False):
                          f"found: {', '.join(names)})")
     if has_label and options.positive_index is not None:
         raise positive_index_conflict(path, cols["label"], "column")
-    itype = types(cols["instance"])
+    itype = _id_type(types(cols["instance"]))
     if not (pa.types.is_integer(itype) or pa.types.is_string(itype)
             or pa.types.is_large_string(itype)):
         raise InputError(f"{path}: column '{cols['instance']}' must hold integer or string "
@@ -307,6 +314,9 @@ def _rows_from(path: str, table, cols, has_label, nbytes: int) -> Rows:
         col = table.column(cols[key])
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
+        if key == "instance" and pa.types.is_dictionary(col.type):
+            # ids by value: the codes of a dictionary differ between row groups and files
+            col = col.dictionary_decode()
         if col.null_count:
             raise InputError(f"{path}: column '{cols[key]}' holds null values (every row needs "
                              f"an {key})" if key == "instance" else
@@ -360,7 +370,12 @@ class _ParquetSource(_Source):
             pf = parquet_file(file)
             other = pf.schema_arrow
             for col in self.columns:
-                if col not in other.names or other.field(col).type != schema.field(col).type:
+                theirs = other.field(col).type if col in other.names else None
+                ours = schema.field(col).type
+                if col == self.cols["instance"] and theirs is not None:
+                    # ids compare by value: dictionary-encoded or not, files may differ
+                    theirs, ours = _id_type(theirs), _id_type(ours)
+                if theirs is None or theirs != ours:
                     raise InputError(f"{file}: column '{col}' differs from {first}; a "
                                      "dataset's files must share one schema")
             meta = pf.metadata
