@@ -21,7 +21,11 @@
    mean difference.
 4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
    ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
-   tie-aware`` when they disagree.
+   tie-aware`` when they disagree. The sign alone says nothing about chance: a column's
+   difference is **significant** when both paired tests reject "no difference" at level
+   ``1 - confidence`` (two-sided, ``p < 1 - confidence``); only then do the rendered
+   tables name a winner (:attr:`ColumnComparison.significant_winner`), and
+   :func:`significantly_worse` is the ``--fail-if-worse`` gate.
 
 :func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
 dataset and task, with the original ranking beside it and each method's move: the reading of
@@ -51,7 +55,7 @@ from tieeval.io.open import open_dump
 from tieeval.kernels.values import InstanceValues
 from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
 from tieeval.metrics.metric import Metric, parse_metric_list
-from tieeval.results import MetricName, find_row
+from tieeval.results import MetricName, find_row, label_rows
 from tieeval.run_labels import resolve_labels
 
 INSTANCE_FIELD = "instance"
@@ -357,7 +361,8 @@ def verdict_text(original_winner: str, tie_aware_winner: str) -> str:
 @dataclass(frozen=True)
 class ColumnComparison(PairedResult):
     """One column's paired comparison: a :class:`~tieeval.analysis.stats.PairedResult` that names
-    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS` and the winner."""
+    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS`, the winner (the sign
+    of the mean difference) and whether the difference is significant."""
 
     @classmethod
     def from_paired(cls, r: PairedResult) -> "ColumnComparison":
@@ -365,12 +370,48 @@ class ColumnComparison(PairedResult):
 
     @property
     def winner(self) -> str:
+        """The sign of the mean difference: ``'B'``, ``'A'`` or ``'tie'`` (the JSON
+        contract's ``winner``), significant or not."""
         return winner_of(self.difference)
+
+    @property
+    def significant(self) -> bool:
+        """Both paired tests reject "no difference" at level ``1 - confidence``.
+
+        Requiring both is the cautious reading: the sign-flip test orders sign vectors as
+        ``|t|`` does but needs no normality, and on few instances it cannot reach small
+        p-values (at least ``2 / 2**n``) where the t-test of a constant difference gives
+        ``p = 0``. Without a p-value (one instance) nothing is significant.
+        """
+        return is_significant(self.p_value_t, self.p_value_randomization, self.confidence,
+                              self.difference)
+
+    @property
+    def significant_winner(self) -> str | None:
+        """``'A'`` or ``'B'`` when the difference is significant, else None."""
+        return self.winner if self.significant else None
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in COMPARISON_KEYS}
         out["winner"] = self.winner
+        out["significant"] = self.significant
         return out
+
+
+def is_significant(p_value_t: float | None, p_value_randomization: float | None,
+                   confidence: float, difference: float = 1.0) -> bool:
+    """``p < 1 - confidence`` for both the t-test and the sign-flip test (two-sided), and a
+    non-zero difference.
+
+    >>> is_significant(0.01, 0.02, 0.95), is_significant(0.01, 0.06, 0.95)
+    (True, False)
+    >>> is_significant(None, None, 0.95)
+    False
+    """
+    if difference == 0 or p_value_t is None or p_value_randomization is None:
+        return False
+    alpha = 1.0 - confidence
+    return p_value_t < alpha and p_value_randomization < alpha
 
 
 @dataclass(frozen=True)
@@ -392,6 +433,12 @@ class DiffRow(MetricName):
     @property
     def verdict(self) -> str:
         return verdict_text(self.original.winner, self.tie_aware.winner)
+
+    @property
+    def significance_changed(self) -> bool:
+        """The columns reach different conclusions at the chosen confidence (a significant
+        winner under one, another or none under the other)."""
+        return self.tie_aware.significant_winner != self.original.significant_winner
 
     def to_dict(self) -> dict:
         """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
@@ -457,6 +504,21 @@ class DiffResult:
 
 # ---------------------------------------------------------------------------------------
 # the comparison
+
+def significantly_worse(result: DiffResult, metric: Metric | str,
+                        gamma: float | None = None) -> list[DiffRow]:
+    """The rows of ``metric`` (every gamma row of a signed metric, or only ``gamma``'s)
+    where B is significantly worse than A under the tie-aware column: the ``--fail-if-worse``
+    gate. Raises ParameterError when ``metric`` (at ``gamma``) was not compared."""
+    label = str(metric)
+    rows = label_rows(result.rows, label, gamma)
+    if not rows:
+        have = ", ".join(dict.fromkeys(r.label for r in result.rows))
+        at = "" if gamma is None else f"[gamma={gamma!r}]"
+        raise ParameterError(f"--fail-if-worse {label}{at}: not among the metrics compared "
+                             f"({have}); add it with -m {label}")
+    return [r for r in rows if r.tie_aware.significant and r.tie_aware.difference < 0]
+
 
 def compare_values(a: RunValues, b: RunValues, *,
                    alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,
