@@ -33,7 +33,7 @@ from typing import cast
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.io.base import RankLists
+from tieeval.records.batch import RankLists
 
 SAVE_FORMATS = {".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 # The field tieeval diff aligns runs by (tieeval.analysis.diff.INSTANCE_FIELD).
