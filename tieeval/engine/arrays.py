@@ -235,13 +235,17 @@ def unmask(scores, positive, fields: dict, offsets, path: str):
 
 
 def array_batch(scores, positive=None, *, labels=None, positives=None, negatives=None,
-                items=None, offsets=None, path: str = "<array>"
+                items=None, offsets=None, ranking=None, path: str = "<array>"
                 ) -> tuple[Batch, RelevanceInfo | None]:
-    """The one batch, and what relevance it carries, of in-memory arrays (a masked scores
-    array: see :func:`unmask`)."""
+    """The one batch, and what relevance it carries, of in-memory arrays; ``ranking``
+    (per row, candidate indices top first) is checked and stored as ``save_scores`` stores
+    it, for ``original="given"``. A masked scores array: see :func:`unmask`."""
     fields = {kind: value for kind, value in (("labels", labels), ("positives", positives),
                                               ("negatives", negatives), ("items", items))
               if value is not None}
+    if ranking is not None and _masked(scores):
+        raise ParameterError(f"{path}: masked scores with a 'ranking': its indices name the "
+                             "columns before the mask; drop the masked candidates from both")
     scores, positive, fields, offsets = unmask(scores, positive, fields, offsets, path)
     labels, positives, negatives, items = (fields.get(k) for k in
                                            ("labels", "positives", "negatives", "items"))
@@ -270,6 +274,9 @@ def array_batch(scores, positive=None, *, labels=None, positives=None, negatives
         raise InputError(f"{path}: 'items' must hold integer or string item ids, got "
                          f"{columns['items'][0].dtype}")
     fill_batch(path, batch, _NAMES, columns)
+    if ranking is not None:
+        from tieeval.io.writers import ranking_lists
+        batch.ranking = ranking_lists(ranking, lengths)
     if not present:
         return batch, None
     return batch, RelevanceInfo(source, items="items" in present, fields=tuple(present))
