@@ -13,16 +13,15 @@ from tieeval.cli.common import (
     quiet_option,
     read_options,
     reading,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import (
     TABLE_CHOICES,
-    compare_format_option,
     default_table,
     grouped,
+    run_tables,
     seed_std_option,
-    write_output,
 )
 from tieeval.cli.whatif import (
     evaluate_runs,
@@ -31,12 +30,13 @@ from tieeval.cli.whatif import (
     whatif_options,
 )
 from tieeval.metrics.metric import COLUMNS
+from tieeval.report.registry import renderer, taking
 
 
 @click.command(cls=Command, epilog=guide("compare"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@compare_format_option
+@format_option("runs")
 @click.option("--column", type=click.Choice(COLUMNS), default=None,
               help="--format trec_eval: the column to print: original (the default; for a "
                    "TREC run trec_eval's own numbers), tie_aware, first or last.")
@@ -93,8 +93,9 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
-    if fmt != "trec_eval" and (column is not None or per_query):
-        raise click.UsageError("--column and --per-query apply to --format trec_eval")
+    if (column is not None or per_query) and "column" not in renderer("runs", fmt).takes:
+        raise click.UsageError("--column and --per-query apply to --format "
+                               + " or ".join(taking("runs", "column")))
     if per_query:
         require_local_engine(read_kwargs, "--per-query")
     what_if = make_what_if(cast, tolerance)
@@ -108,17 +109,17 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
     groups = grouped(runs, quiet)
-    if fmt == "trec_eval":
+
+    def trec_lines():  # trec_eval's lines, made when its format asks for them
         queries = None
         if per_query:
             queries = [_query_values(path, chosen_metrics(k_values, metrics), what_if,
                                      dict(read_kwargs)) for path in files]
-        from tieeval.analysis.trec_eval import runs_lines  # only for this format
-        from tieeval.report.trec_eval import to_trec_eval
-        write(to_trec_eval(runs_lines(runs, column or "original", queries)))
-    else:
-        write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
-                     seed_std=seed_std, what_if=what_if)
+        from tieeval.analysis.trec_eval import runs_lines
+        return runs_lines(runs, column or "original", queries)
+
+    render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
+                                   seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
     if per_instance is not None:
         rows = _write_instances(files[0], per_instance, chosen_metrics(k_values, metrics),
                                 what_if, dict(read_kwargs))

@@ -20,9 +20,8 @@ from tieeval.cli.common import (
     quiet_option,
     read_options,
     reading,
-    stdout_console,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import grouped
 from tieeval.cli.whatif import (
@@ -32,20 +31,13 @@ from tieeval.cli.whatif import (
     whatif_options,
 )
 from tieeval.io.open import open_dump
-from tieeval.report import diff as diff_report
-
-
-def _format_option(f):
-    return click.option("--format", "-f", "fmt", type=click.Choice(diff_report.DIFF_FORMATS),
-                        default="table", show_default=True,
-                        help="Output: a rich table for the terminal, json, csv or "
-                             "markdown.")(f)
+from tieeval.records.diff import RankResult
 
 
 @click.command(cls=Command, epilog=guide("diff"))
 @click.argument("files", nargs=-1, required=True, metavar="A B")
 @metric_options
-@_format_option
+@format_option("diff")
 @click.option("--permutations", type=click.IntRange(min=1), default=DEFAULT_PERMUTATIONS,
               show_default=True,
               help="Monte Carlo sign vectors of the randomization test (above 20 instances; "
@@ -96,20 +88,13 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
                         nan_policy=nan_policy, batch_rows=batch_rows,
                         instance_field=options.instance or INSTANCE_FIELD,
                         warn=warn, relevance=relevance, original=original)
-    if fmt == "json":
-        write(diff_report.diff_json(result))
-    elif fmt == "csv":
-        write(diff_report.diff_csv(result))
-    elif fmt == "markdown":
-        write(diff_report.diff_markdown(result))
-    else:
-        diff_report.render_diff(result, stdout_console())
+    render("diff", fmt, result)
 
 
 @click.command(cls=Command, epilog=guide("rank"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@_format_option
+@format_option("rank")
 @label_options
 @whatif_options
 @read_options
@@ -132,12 +117,4 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
     what_if = make_what_if(cast, tolerance)
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
-    rankings = rank_groups(grouped(runs, quiet))
-    if fmt == "json":
-        write(diff_report.rank_json(rankings, what_if))
-    elif fmt == "csv":
-        write(diff_report.rank_csv(rankings, what_if))
-    elif fmt == "markdown":
-        write(diff_report.rank_markdown(rankings, what_if))
-    else:
-        diff_report.render_rankings(rankings, stdout_console(), what_if)
+    render("rank", fmt, RankResult(rank_groups(grouped(runs, quiet)), what_if))
