@@ -90,10 +90,10 @@ def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
     outcomes = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
     for outcome in outcomes:
         run = outcome.result
-        # the driver put the file's own metadata in run.labels
-        found = dict(run.labels)
+        # the driver put the file's own metadata in run.run_labels
+        found = dict(run.run_labels)
         if group_by_tag and found.get("tag") is not None:
             found["method"] = found["tag"]
-        run.labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
+        run.run_labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
                       **({"tag": found["tag"]} if "tag" in found else {})}
     return outcomes

@@ -344,7 +344,7 @@ def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
     result = _evaluate_path(path, request.metrics, options=request.read,
                             nan_policy=request.nan_policy, spark=spark,
                             relevance=request.relevance)
-    result.labels = {**result.labels, **request.run_labels}
+    result.run_labels = {**result.run_labels, **request.run_labels}
     return result
 
 
