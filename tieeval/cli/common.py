@@ -289,7 +289,7 @@ def make_request(metrics, *, nan_policy="raise", batch_rows=None, quiet=False, j
 
 
 def evaluate_request(request, paths, *, quiet=False, ids_for=None):
-    """Run ``request`` on every path (one run each): :class:`~tieeval.engine.local.Outcome`
+    """Run ``request`` on every path (one run each): :class:`~tieeval.engine.local.RunOutcome`
     records; warnings go to stderr unless ``quiet``, and a progress bar while a terminal
     is watching. ``ids_for(dump)``: instance ids of per-instance rows (see
     :func:`tieeval.engine.local.evaluate_request`)."""

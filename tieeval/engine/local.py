@@ -355,7 +355,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     """What one run of a request gave: the totals' result, the per-instance rows written
     (``request.per_instance``) and every instance's values (``request.per_query``)."""
 
@@ -370,7 +370,7 @@ def open_request(request: Request, path: str) -> Dump:
 
 
 def evaluate_request(request: Request, path, progress=None, *, progress_for=None,
-                     ids_for=None) -> Outcome:
+                     ids_for=None) -> RunOutcome:
     """Run a checked ``request`` on the dump at ``path`` (or an opened local dump) on the
     engine it chose: its totals and, in the same pass, the outputs it asks for.
     ``progress``: a callback (see :func:`evaluate_dump`), or ``progress_for(dump)`` gives
@@ -378,7 +378,7 @@ def evaluate_request(request: Request, path, progress=None, *, progress_for=None
     the per-instance rows of a wide dump whose batches carry none (or None)."""
     if request.engine == "spark":
         from tieeval.engine.spark import evaluate_request as spark_request
-        return Outcome(spark_request(request, path))
+        return RunOutcome(spark_request(request, path))
     dump = open_request(request, path) if isinstance(path, str) else path
     if progress_for is not None:
         progress = progress_for(dump)
@@ -392,7 +392,7 @@ def evaluate_request(request: Request, path, progress=None, *, progress_for=None
         collector = InstanceCollector()
         consumers.append(collector)
     result = drive(dump, request, consumers, progress)
-    return Outcome(result, None if rows is None else rows.rows,
+    return RunOutcome(result, None if rows is None else rows.rows,
                    None if collector is None else collector.collected)
 
 
@@ -589,4 +589,4 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
            "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for",
-           "check_jobs", "drive", "evaluate_request", "Outcome"]
+           "check_jobs", "drive", "evaluate_request", "RunOutcome"]
