@@ -26,9 +26,10 @@ from typing import Any, Callable
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch, Dump
+from tieeval.io.base import Dump
 from tieeval.kernels.base import Entry, Kernel
-from tieeval.kernels.values import InstanceValues
+from tieeval.records.batch import Batch
+from tieeval.records.values import InstanceValues
 
 __all__ = ["Consumer", "InstanceRows", "InstanceCollector", "Collected",
            "PER_INSTANCE_COLUMNS", "per_instance_name"]

@@ -39,7 +39,7 @@ from tieeval.engine.request import (
     make_request,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, Dump, ReadAgain, ReadOptions, RelevanceInfo
+from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo
 from tieeval.io.open import open_dump
 from tieeval.kernels import fused
 from tieeval.kernels.accumulator import Accumulator
@@ -49,6 +49,7 @@ from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
+from tieeval.records.batch import Batch
 from tieeval.results import RunResult
 
 AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 starts worker processes only for NPY
@@ -152,7 +153,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
-    ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
+    ``what_if``: a :class:`tieeval.records.whatif.WhatIf` (cast and/or tolerance); the
     result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
     task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
     which a dump carries in its ``labels`` field. ``original``: the Original column's rule,

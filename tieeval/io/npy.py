@@ -16,15 +16,9 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import (
-    HOW_TO_DUMP,
-    PART_BYTES,
-    Batch,
-    Dump,
-    ReadOptions,
-    check_row_length,
-)
+from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length
 from tieeval.io.validate import _check_matrix, _positive_for
+from tieeval.records.batch import Batch
 
 # ---------------------------------------------------------------------------------------
 # NPY and NPZ: arrays located in a file (memory-mapped) or in a compressed zip member
@@ -127,7 +121,8 @@ def _npy_header(fh, path: str, what: str):
         if type(exc).__name__ == "TokenError":
             raise _load_error(path, exc) from None
         raise
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+    # type() rather than isinstance(): a damaged header's True / False are no extents
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise InputError(f"{path}: corrupted or truncated file (bad shape {shape!r} in the "
                          f"header of {what})")
     if dtype.hasobject:

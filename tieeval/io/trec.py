@@ -60,13 +60,8 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import (
-    Batch,
-    LabelledDump,
-    RelevanceInfo,
-    check_row_length,
-    require_regular_file,
-)
+from tieeval.io.base import LabelledDump, RelevanceInfo, check_row_length, require_regular_file
+from tieeval.records.batch import Batch
 
 MISSING_QUERIES = ("skip", "zero")
 
@@ -276,6 +271,9 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     import pyarrow.csv as csv
 
     if data.count(b"\n") == len(data):  # nothing but line ends
+        return None
+    if data[:3] == b"\xef\xbb\xbf":
+        # pyarrow drops a byte-order mark; trec_eval reads it as part of the first query id
         return None
     if plain and any(c in data for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
         return None
