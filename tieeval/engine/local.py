@@ -501,8 +501,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None,
-             relevance_level: int | None = None, depth: int | None = None
-             ) -> RunResult:
+             relevance_level: int | None = None, depth: int | None = None,
+             ranking=None, original: str | None = None) -> RunResult:
     """Evaluate in-memory scores: the Python form of ``tieeval compare`` on a dump.
 
     ``scores``: an ``(instances, candidates)`` array (numpy, a list of equal-length lists,
@@ -523,7 +523,12 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``
-    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``cast`` /
+    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``original``: the
+    Original column's rule, as ``--original`` (None: ``argsort``); ``ranking``: what the
+    codebase ranked, per row its candidate indices top first (a 2-D int array or a list of
+    lists, as ``save_scores(..., ranking=...)`` takes it), read by ``original="given"``.
+    The figures are those of :func:`evaluate_path` on the same arrays saved with
+    :func:`~tieeval.io.writers.save_scores`. ``cast`` /
     ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
     task / seed. ``path`` names the data in messages and in the result. Returns a
     :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
@@ -545,10 +550,11 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
                            no_relevant=no_relevant, convention=convention,
                            relevance_level=relevance_level, depth=depth, what_if=what_if,
                            cast=cast, tolerance=tolerance, run_labels=run_labels,
-                           relevance=relevance)
+                           relevance=relevance, original=original)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
-                              negatives=negatives, items=items, offsets=offsets, path=path)
+                              negatives=negatives, items=items, offsets=offsets,
+                              ranking=ranking, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
     # _ArrayDump has the part of the Dump interface the driver uses
     result = drive(dump, request)  # type: ignore[arg-type]
