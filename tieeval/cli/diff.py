@@ -19,23 +19,18 @@ from tieeval.cli.common import (
     Command,
     chosen_metrics,
     guide,
+    make_request,
     metric_options,
     quiet_option,
     read_options,
-    reading,
-    stdout_console,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import grouped
-from tieeval.cli.whatif import (
-    evaluate_runs,
-    make_what_if,
-    require_local_engine,
-    whatif_options,
-)
+from tieeval.cli.whatif import evaluate_runs, make_what_if, whatif_options
+from tieeval.engine.local import open_request
 from tieeval.errors import TieevalError
-from tieeval.io.open import open_dump
+from tieeval.records.diff import RankResult
 from tieeval.report import diff as diff_report
 
 
@@ -55,17 +50,10 @@ class WorseMetric(click.ParamType):
             self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
 
 
-def _format_option(f):
-    return click.option("--format", "-f", "fmt", type=click.Choice(diff_report.DIFF_FORMATS),
-                        default="table", show_default=True,
-                        help="Output: a rich table for the terminal, json, csv or "
-                             "markdown.")(f)
-
-
 @click.command(cls=Command, epilog=guide("diff"))
 @click.argument("files", nargs=-1, required=True, metavar="A B")
 @metric_options
-@_format_option
+@format_option("diff")
 @click.option("--permutations", type=click.IntRange(min=1), default=DEFAULT_PERMUTATIONS,
               show_default=True,
               help="Monte Carlo sign vectors of the randomization test (above 20 instances; "
@@ -116,35 +104,23 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     if len(files) != 2:
         raise click.UsageError(f"diff compares exactly two dumps (A B), got {len(files)}; "
                                "use 'tieeval rank FILE...' to rank several runs")
-    require_local_engine(read_kwargs, "diff")
-    what_if = make_what_if(cast, tolerance)
-    nan_policy = read_kwargs.pop("nan_policy", "raise")
-    batch_rows = read_kwargs.pop("batch_rows", None)
-    original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine"):
-        read_kwargs.pop(unused, None)
     chosen = chosen_metrics(k_values, metrics)
     if metrics:  # explicit metrics: the gated ones are compared too (defaults: see below)
         chosen = list(dict.fromkeys(chosen + [m for m, _ in fail_if_worse]))
-    options, relevance = reading(quiet=quiet, metrics=chosen, **read_kwargs)
+    request = make_request(chosen, quiet=quiet, what_if=make_what_if(cast, tolerance),
+                           paired=True, **read_kwargs)
     warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
-    dumps = [open_dump(path, options) for path in files]
-    result = diff_dumps(*dumps, chosen, what_if=what_if,
+    dumps = [open_request(request, path) for path in files]
+    options = request.read
+    result = diff_dumps(*dumps, request.metrics, what_if=request.what_if,
                         permutations=permutations, seed=seed, confidence=confidence,
-                        nan_policy=nan_policy, batch_rows=batch_rows,
-                        instance_field=options.instance or INSTANCE_FIELD,
-                        warn=warn, relevance=relevance, original=original)
+                        nan_policy=request.nan_policy, batch_rows=request.batch_rows,
+                        instance_field=getattr(options, "instance", None) or INSTANCE_FIELD,
+                        warn=warn, relevance=request.relevance, original=request.original)
     # before any output: a gated metric the dump's default set left out is a usage error
     worse = [row for metric, gamma in fail_if_worse
              for row in significantly_worse(result, metric, gamma)]
-    if fmt == "json":
-        write(diff_report.diff_json(result))
-    elif fmt == "csv":
-        write(diff_report.diff_csv(result))
-    elif fmt == "markdown":
-        write(diff_report.diff_markdown(result))
-    else:
-        diff_report.render_diff(result, stdout_console())
+    render("diff", fmt, result)
     if worse:
         for row in dict.fromkeys(worse):
             click.echo(diff_report.worse_line(result, row), err=True)
@@ -154,7 +130,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
 @click.command(cls=Command, epilog=guide("rank"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@_format_option
+@format_option("rank")
 @label_options
 @whatif_options
 @read_options
@@ -177,12 +153,4 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
     what_if = make_what_if(cast, tolerance)
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
-    rankings = rank_groups(grouped(runs, quiet))
-    if fmt == "json":
-        write(diff_report.rank_json(rankings, what_if))
-    elif fmt == "csv":
-        write(diff_report.rank_csv(rankings, what_if))
-    elif fmt == "markdown":
-        write(diff_report.rank_markdown(rankings, what_if))
-    else:
-        diff_report.render_rankings(rankings, stdout_console(), what_if)
+    render("rank", fmt, RankResult(rank_groups(grouped(runs, quiet)), what_if))
