@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.measures.series import discount_prefix, harmonic, harmonic2
 from tieeval.metrics.metric import Metric
+from tieeval.records.values import InstanceValues
 
 # The series the closed forms take (public here before they moved to the measures).
 __all__ = ["discount_prefix", "harmonic", "harmonic2", "histogram_cap", "rank_value",

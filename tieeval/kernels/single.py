@@ -16,7 +16,6 @@ import math
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel, nan_score_error
 from tieeval.kernels.closed_forms import (
@@ -28,6 +27,7 @@ from tieeval.kernels.closed_forms import (
 from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
 from tieeval.kernels.summation import ExactSum, distinct_pairs
 from tieeval.metrics.metric import COLUMNS, Metric
+from tieeval.records.batch import Batch
 from tieeval.results import MetricRow, RunResult, TieStats
 
 
@@ -131,6 +131,18 @@ class SinglePositiveKernel(Kernel):
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         return self.instance_counts(batch)[1]
+
+    def add_values(self, acc: Accumulator | None, batch: Batch
+                   ) -> tuple[RowCounts, list[InstanceValues]]:
+        """The batch's counts serve the totals and the per-instance values alike."""
+        batch = self.prepare(batch)
+        counts = self.counts(batch)
+        if acc is not None:
+            self.add_counts(acc, counts)
+            if acc.duplicates is not None and batch.items is not None:
+                self._duplicates(acc, batch, one_hot(batch))
+        return counts, [single_positive(m, counts.a, counts.b, counts.original)
+                        for m in self.metrics]
 
     def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
         """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""

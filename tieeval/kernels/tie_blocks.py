@@ -75,7 +75,6 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.threads import map_blocks
-from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.measures.base import BY_JUDGED, BY_LABELS_AND_JUDGED
 from tieeval.metrics.measures.err import GDEVAL_MAX_JUDGMENT as _GDEVAL_MAX_JUDGMENT
 from tieeval.metrics.measures.series import pmiss as _pmiss  # noqa: F401 - importable here
@@ -87,6 +86,7 @@ from tieeval.metrics.options import (
     RelMetric,
     parse_rel_metric,
 )
+from tieeval.records.values import InstanceValues
 
 # ---------------------------------------------------------------------------------------
 # Results
