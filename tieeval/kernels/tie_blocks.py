@@ -28,7 +28,8 @@ of rows).
 Definitions (the choices docs/METRICS.md leaves open are recorded here and on :class:`RelMetric`):
 
 * HR@K is the probability that *at least one* relevant item is in the top K (not a share).
-* Recall@K divides the relevant items in the top K by R; Precision@K divides them by K,
+* Recall@K divides the relevant items in the top K by R (by min(K, R) with
+  ``recall_norm="min"``, LensKit's); Precision@K divides them by K,
   also when the row has fewer than K candidates (TREC; see ``short_list``).
 * MRR / RR@K: reciprocal rank of the first relevant item, 0 when it is below K.
 * MAP / AP@K: ``(1/Z) sum_{r <= K, relevant} precision@r`` with ``Z = R`` by default
@@ -848,12 +849,20 @@ class _Evaluation:
     def _row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
         return np.bincount(self.b.brow, weights=x_t, minlength=self.b.rows)
 
+    def _recall_norm(self) -> np.ndarray:
+        # min(K, R) with the metric's own K (not min(K, n)): LensKit caps R at the list
+        # length it asked for. A constant per row, so E and Var scale by it.
+        if self.m.recall_norm == "min":
+            return np.minimum(float(self.m.k), self.R)
+        return self.R
+
     def _closed_recall(self):
         e, v, d = self._hits_moments(self.b.p_t)
-        return e / self.R, v / self.R ** 2, d
+        z = self._recall_norm()
+        return e / z, v / z ** 2, d
 
     def _realise_recall(self, lab):
-        return self._hits(lab, +1) / self.R
+        return self._hits(lab, +1) / self._recall_norm()
 
     def _closed_precision(self):
         e, v, d = self._hits_moments(self.b.p_t)
