@@ -21,7 +21,11 @@
    mean difference.
 4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
    ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
-   tie-aware`` when they disagree.
+   tie-aware`` when they disagree. The sign alone says nothing about chance: a column's
+   difference is **significant** when both paired tests reject "no difference" at level
+   ``1 - confidence`` (two-sided, ``p < 1 - confidence``); only then do the rendered
+   tables name a winner (``ColumnComparison.significant_winner``), and
+   :func:`significantly_worse` is the ``--fail-if-worse`` gate.
 
 :func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
 dataset and task, with the original ranking beside it and each method's move: the reading of
@@ -57,6 +61,7 @@ from tieeval.records.diff import (  # noqa: F401 - the diff records, where they 
 )
 from tieeval.records.values import InstanceValues
 from tieeval.records.whatif import NO_WHAT_IF, WhatIf
+from tieeval.results import label_rows
 from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = "instance"
@@ -332,6 +337,21 @@ def check_same_rows(a: RunValues, b: RunValues, how: str) -> None:
 
 # ---------------------------------------------------------------------------------------
 # the comparison
+
+def significantly_worse(result: DiffResult, metric: Metric | str,
+                        gamma: float | None = None) -> list[DiffRow]:
+    """The rows of ``metric`` (every gamma row of a signed metric, or only ``gamma``'s)
+    where B is significantly worse than A under the tie-aware column: the ``--fail-if-worse``
+    gate. Raises ParameterError when ``metric`` (at ``gamma``) was not compared."""
+    label = str(metric)
+    rows = label_rows(result.rows, label, gamma)
+    if not rows:
+        have = ", ".join(dict.fromkeys(r.label for r in result.rows))
+        at = "" if gamma is None else f"[gamma={gamma!r}]"
+        raise ParameterError(f"--fail-if-worse {label}{at}: not among the metrics compared "
+                             f"({have}); add it with -m {label}")
+    return [r for r in rows if r.tie_aware.significant and r.tie_aware.difference < 0]
+
 
 def compare_values(a: RunValues, b: RunValues, *,
                    alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,

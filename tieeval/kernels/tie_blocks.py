@@ -852,7 +852,7 @@ class _Evaluation:
     def _recall_norm(self) -> np.ndarray:
         # min(K, R) with the metric's own K (not min(K, n)): LensKit caps R at the list
         # length it asked for. A constant per row, so E and Var scale by it.
-        if self.m.recall_norm == "min":
+        if self.m.recall_norm == "min" and self.m.k is not None:
             return np.minimum(float(self.m.k), self.R)
         return self.R
 
