@@ -161,8 +161,6 @@ class RelMetric:
         allowed = set(spec.options)
         if spec.name == "ERR":
             allowed.add("max_grade")
-        if spec.name == "Recall":
-            allowed.add("recall_norm")
         if self.k is not None and not spec.takes_level:
             allowed.add("short_list")
         if self.discount != "power":
@@ -183,6 +181,12 @@ class RelMetric:
     def signed(self) -> bool:
         """True for the sign-aware metrics, whose value depends on gamma."""
         return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
+
+    @property
+    def spec(self) -> MetricSpec:
+        """The metric's measure: its definition and math
+        (:class:`tieeval.metrics.measures.base.Measure`)."""
+        return REL_REGISTRY[self.name]
 
     @property
     def level(self) -> float | None:
@@ -348,7 +352,7 @@ class RelOptions:
                 out["ap_norm"] = self.ap_norm
         if spec.name == "ERR" and self.err_max_grade is not None:
             out["max_grade"] = self.err_max_grade
-        if spec.name == "Recall" and k is not None:
+        if "recall_norm" in spec.options and k is not None:
             out["recall_norm"] = self.recall_norm
         return out
 
