@@ -298,6 +298,54 @@ def test_stdout_errors_are_input_errors(tmp_path, scores, fmt):
         "Error: cannot write the output to stdout: it is closed"]
 
 
+def _file_size_limit(limit: int):
+    def preexec():
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return preexec
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown", "latex"])
+def test_short_write_on_stdout_is_exit_2(tmp_path, scores, fmt):
+    # stdout is a file that can take half of the output: the first write is cut short
+    # part-way (not refused at byte 0, as /dev/full does), the next one fails
+    np.save(tmp_path / "a.npy", scores)
+    args = ["compare", *[tmp_path / "a.npy"] * 6, "-q", "-t", "runs", "--format", fmt,
+            "-k", *range(1, 13)]
+    with open(tmp_path / "whole", "wb") as fh:
+        assert cli_proc(*args, stdout=fh).returncode == 0
+    size = os.path.getsize(tmp_path / "whole")
+    assert size > 8192
+    with open(tmp_path / "half", "wb") as fh:
+        p = cli_proc(*args, stdout=fh, preexec_fn=_file_size_limit(size // 2))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == [
+        "Error: cannot write the output to stdout: File too large"]
+    assert os.path.getsize(tmp_path / "half") == size // 2  # it did fill part-way
+
+
+def test_short_write_on_stdout_of_a_full_tmpfs_is_exit_2(tmp_path, scores):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mount is not permitted here")
+    try:
+        np.save(tmp_path / "a.npy", scores)
+        with open(small / "out.json", "wb") as fh:
+            p = cli_proc("compare", *[tmp_path / "a.npy"] * 6, "-q", "-t", "runs", "-f",
+                         "json", "-k", *range(1, 13), stdout=fh)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.decode().splitlines() == [
+            "Error: cannot write the output to stdout: No space left on device"]
+        assert 0 < os.path.getsize(small / "out.json") <= 65536
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+
+
 # ---------------------------------------------------------------------------------------
 # faults and partial output (17-19)
 
@@ -322,17 +370,28 @@ def test_fortran_rows_read_by_positioned_reads(tmp_path, scores):
 
 def test_plot_is_written_atomically(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
+    from tieeval.errors import OutputError
+    from tieeval.io import sink
     from tieeval.report import plot
     target = tmp_path / "fig.png"
     target.write_bytes(b"old")
+    real_write = os.write
+    written = []
+
+    def full_after_64k(fd, data):  # a disk with 64 KiB free: short writes, then ENOSPC
+        room = 65536 - sum(written)
+        if room <= 0:
+            raise OSError(28, "No space left on device")
+        written.append(real_write(fd, bytes(data[:room])))
+        return written[-1]
+    monkeypatch.setattr(sink.os, "write", full_after_64k)
 
     class Fig:
-        def savefig(self, path, **kw):
-            with open(path, "wb") as fh:
-                fh.write(b"partial")
-            raise OSError(28, "No space left on device")
-    with pytest.raises(InputError, match=r"fig\.png: cannot write the plot: No space left"):
-        plot._save_atomically(Fig(), str(target))
+        def savefig(self, out, **kw):
+            out.write(b"partial" * 100_000)
+    with pytest.raises(OutputError, match=r"fig\.png: cannot write the plot: No space left"):
+        plot._save(Fig(), str(target))
+    assert sum(written) == 65536
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["fig.png"]
 

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from tieeval.analysis.groups import group_runs
 from tieeval.analysis.paper import paper_table
-from tieeval.cli.common import emit, stdout_console, write
+from tieeval.cli.common import data_stdout, emit, stdout_console, write
 from tieeval.report import paper as paper_report
 from tieeval.report import runs as runs_report
 from tieeval.report import whatif as whatif_report
@@ -93,7 +91,7 @@ def write_output(runs, groups, *, table: str, fmt: str, seed_std: bool = True,
     elif fmt == "latex":
         write(paper_report.to_latex(assembled, seed_std))
     else:
-        paper_report.render_paper_table(assembled, sys.stdout, seed_std)
+        paper_report.render_paper_table(assembled, data_stdout(), seed_std)
 
 
 def grouped(runs, quiet: bool):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import os
 from typing import Iterator
 
 import numpy as np
@@ -419,7 +418,7 @@ def per_instance_name(entry: Entry, column: str) -> str:
 def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
                  nan_policy: str = "raise", batch_rows: int | None = None,
                  relevance: RelOptions | None = None, what_if=None,
-                 original: str | None = None, ids=None, progress=None) -> int:
+                 original: str | None = None, ids=None, progress=None, inputs=()) -> int:
     """Write one Parquet row per instance of ``dump`` to ``out``; returns the row count.
 
     Columns: ``instance`` (the ids the reader attaches to batches (long layout, TREC
@@ -432,14 +431,17 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     rows is the run's figure.
 
     One pass over the dump, batch by batch (bounded memory), in this process: the rows do
-    not depend on ``batch_rows`` or on how the run itself was split. The file is written
-    beside ``out`` under a temporary name and renamed when complete.
+    not depend on ``batch_rows`` or on how the run itself was split. The file goes through
+    the output sink (:func:`tieeval.io.sink.atomic_output`): written beside ``out`` under a
+    temporary name and renamed when complete; ``out`` may not be a device, a folder, the
+    dump or one of ``inputs`` (other files the run reads, such as its qrels).
     """
-    import tempfile
-
     from tieeval.io.arrow import _pyarrow
+    from tieeval.io.sink import atomic_output, check_output_path
     pa, pq = _pyarrow()
     check_nan_policy(nan_policy)
+    inputs = [dump.path, *inputs]
+    out = check_output_path(out, inputs=inputs, what="the per-instance file")
     dump.settle()
     kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
                         what_if=what_if, original=original)
@@ -447,58 +449,51 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     ids = None if ids is None else np.asarray(ids)
     if ids is not None and ids.dtype == object:
         ids = ids.astype(str)
-    out = os.fspath(out)
-    folder = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(out)}.",
-                               suffix=".tmp")
-    os.close(fd)
     writer = None
     rows = 0
-    try:
-        for batch in dump.batches(batch_rows):
-            if isinstance(kernel, SinglePositiveKernel):
-                counts, values = kernel.instance_counts(batch)
-            else:
-                counts, values = None, kernel.instance_values(batch)
-            if batch.ids is not None:
-                inst = np.asarray(batch.ids)
-                inst = inst.astype(str) if inst.dtype == object else inst
-            elif ids is not None:
-                if batch.start + batch.rows > ids.size:
-                    raise InputError(f"{dump.path}: {ids.size} instance id(s) for more rows")
-                inst = ids[batch.start:batch.start + batch.rows]
-            else:
-                inst = np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
-            columns = {"instance": pa.array(inst)}
-            if counts is not None:
-                columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
-                               original_rank=pa.array(counts.original))
-            for entry, v in zip(kernel.entries, values):
-                mask = None if v.defined is None else ~np.asarray(v.defined)
-                for column in PER_INSTANCE_COLUMNS:
-                    data = np.asarray(getattr(v, column), dtype=np.float64)
-                    columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
-            table = pa.table(columns)
+    with atomic_output(out, inputs=inputs, what="the per-instance file") as sink:
+        try:
+            for batch in dump.batches(batch_rows):
+                if isinstance(kernel, SinglePositiveKernel):
+                    counts, values = kernel.instance_counts(batch)
+                else:
+                    counts, values = None, kernel.instance_values(batch)
+                if batch.ids is not None:
+                    inst = np.asarray(batch.ids)
+                    inst = inst.astype(str) if inst.dtype == object else inst
+                elif ids is not None:
+                    if batch.start + batch.rows > ids.size:
+                        raise InputError(f"{dump.path}: {ids.size} instance id(s) for more "
+                                         "rows")
+                    inst = ids[batch.start:batch.start + batch.rows]
+                else:
+                    inst = np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
+                columns = {"instance": pa.array(inst)}
+                if counts is not None:
+                    columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
+                                   original_rank=pa.array(counts.original))
+                for entry, v in zip(kernel.entries, values):
+                    mask = None if v.defined is None else ~np.asarray(v.defined)
+                    for column in PER_INSTANCE_COLUMNS:
+                        data = np.asarray(getattr(v, column), dtype=np.float64)
+                        columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
+                table = pa.table(columns)
+                if writer is None:
+                    writer = pq.ParquetWriter(sink, table.schema)
+                writer.write_table(table)
+                rows += batch.rows
+                if report is not None:
+                    report(batch.rows, batch.nbytes)
             if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table)
-            rows += batch.rows
-            if report is not None:
-                report(batch.rows, batch.nbytes)
-        if writer is None:
-            raise InputError(f"{dump.path}: no instances (empty dump)")
-        writer.close()
-        writer = None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
-        os.replace(tmp, out)
-    except BaseException:
-        if writer is not None:
+                raise InputError(f"{dump.path}: no instances (empty dump)")
             writer.close()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+            writer = None
+        finally:
+            if writer is not None:  # the footer of a file about to be removed
+                try:
+                    writer.close()
+                except Exception:
+                    pass
     return rows
 
 
