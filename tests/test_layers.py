@@ -45,3 +45,27 @@ def test_importing_tieeval_loads_no_heavy_dependency():
                          cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_each_class_name_names_one_class():
+    """Two classes of one name (there were two ``RelBatch``) make the docs and tracebacks
+    ambiguous; every top-level class name in the package is defined once."""
+    import ast
+    seen: dict[str, list[str]] = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, "tieeval")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as fh:
+                    tree = ast.parse(fh.read())
+                for node in tree.body:
+                    if isinstance(node, ast.ClassDef):
+                        seen.setdefault(node.name, []).append(os.path.relpath(path, ROOT))
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+def test_the_command_line_application_is_not_called_a_group():
+    """"group" means a seed group of runs (tieeval.analysis.groups); the click application
+    lives in tieeval/cli/app.py."""
+    assert not os.path.exists(os.path.join(ROOT, "tieeval", "cli", "group.py"))
+    from tieeval.cli.app import Group, expand_multi_value  # noqa: F401

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tieeval.run_labels import LABEL_KEYS
+from tieeval.run_labels import LABEL_KEYS, RunLabelled
 
 # The rules the Original column can rank by (``--original``; see tieeval.kernels.original).
 # A run records its rule in ``original_rule`` only when it is not its dump's default:
@@ -179,8 +179,9 @@ class TieStats:
 
 
 @dataclass
-class RunResult:
-    """Everything measured on one score dump."""
+class RunResult(RunLabelled):
+    """Everything measured on one score dump. ``run_labels`` (``labels``, its older name;
+    the JSON key ``"labels"``) say which method, dataset, task and seed it is."""
 
     path: str
     instances: int
@@ -189,7 +190,7 @@ class RunResult:
     dtype: str
     metrics: list[MetricRow]
     ties: TieStats
-    labels: dict[str, str] = field(default_factory=dict)
+    run_labels: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     relevance: dict | None = None
     data_warnings: list | None = None
@@ -232,8 +233,8 @@ class RunResult:
     def to_dict(self) -> dict:
         # labels always carries method, dataset, task and seed (null when unknown), then
         # any other metadata the run was given, so the keys do not depend on the input.
-        labels = {k: self.labels.get(k) for k in LABEL_KEYS}
-        labels.update((k, v) for k, v in self.labels.items() if k not in labels)
+        labels = {k: self.run_labels.get(k) for k in LABEL_KEYS}
+        labels.update((k, v) for k, v in self.run_labels.items() if k not in labels)
         out = {"path": self.path, "instances": self.instances,
                "candidates": self.candidates,
                "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],

@@ -22,7 +22,24 @@ from dataclasses import dataclass
 from tieeval.errors import InputError, ParameterError
 
 LABEL_KEYS = ("method", "dataset", "task", "seed")
+RUN_LABEL_KEYS = LABEL_KEYS
 GROUP_KEYS = ("method", "dataset", "task")
+
+
+class RunLabelled:
+    """``labels``: the older name of a result's ``run_labels`` (method / dataset / task /
+    seed), kept so that code written against it keeps working. Relevance labels are never
+    called ``run_labels``; the JSON key stays ``"labels"`` (the output contract)."""
+
+    run_labels: dict
+
+    @property
+    def labels(self) -> dict:
+        return self.run_labels
+
+    @labels.setter
+    def labels(self, value: dict) -> None:
+        self.run_labels = value
 
 
 class TemplateError(ParameterError):

@@ -429,8 +429,9 @@ FLAGGED = ("impossible", "tie-break only")
 class AuditItem:
     """One claim and how it fared: the verdict against its matched run group, or no match.
 
-    ``labels`` are the matched group's labels, ``seeds`` how many runs were averaged and
-    ``paths`` their files; all empty when the claim matched no run (``verdict`` None).
+    ``run_labels`` (``labels``, its older name) are the matched group's run labels,
+    ``seeds`` how many runs were averaged and ``paths`` their files; all empty when the
+    claim matched no run (``verdict`` None).
     ``gamma`` is the gamma of the row the claim was judged against (the claim's own, or
     the only one evaluated; None for unsigned metrics), ``labelled`` whether that row is a
     labelled run's, whose JSON carries ``gamma`` as its metric rows do.
@@ -438,11 +439,16 @@ class AuditItem:
 
     claim: Claim
     verdict: Verdict | None
-    labels: dict | None = None
+    run_labels: dict | None = None
     seeds: int = 0
     paths: tuple = ()
     gamma: float | None = None
     labelled: bool = False
+
+    @property
+    def labels(self) -> dict | None:
+        """The older name of :attr:`run_labels`."""
+        return self.run_labels
 
     @property
     def has_gamma(self) -> bool:
@@ -494,11 +500,11 @@ def match_group(claim: Claim, groups, source: str = "claims"):
     """
     want = (_norm(claim.method), _norm(claim.dataset), _norm(claim.task))
     found = [g for g in groups
-             if _norm(g.labels.get("method")) == want[0]
-             and _norm(g.labels.get("dataset")) == want[1]
-             and (want[2] is None or _norm(g.labels.get("task")) == want[2])]
+             if _norm(g.run_labels.get("method")) == want[0]
+             and _norm(g.run_labels.get("dataset")) == want[1]
+             and (want[2] is None or _norm(g.run_labels.get("task")) == want[2])]
     if len(found) > 1:
-        which = ", ".join(_describe(g.labels) for g in found)
+        which = ", ".join(_describe(g.run_labels) for g in found)
         hint = "; fill in its task" if claim.task is None else ""
         raise InputError(f"{source}: line {claim.line}: {claim.method}/{claim.dataset} "
                          f"matches several run groups ({which}){hint}")
@@ -538,7 +544,7 @@ def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[Au
             items.append(AuditItem(claim, None, gamma=claim.gamma))
             continue
         row = _claimed_row(claim, group, source)
-        items.append(AuditItem(claim, judge_against(claim, row), dict(group.labels),
+        items.append(AuditItem(claim, judge_against(claim, row), dict(group.run_labels),
                                group.seeds, tuple(r.path for r in group.runs),
                                row.gamma, row.labelled))
     return items
@@ -548,7 +554,7 @@ def _claimed_row(claim: Claim, group, source: str):
     """The group's row of the claim's metric, at the claim's gamma (see audit_groups)."""
     rows = label_rows(group.metrics, claim.label)
     if not rows:
-        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.labels)}")
+        raise ParameterError(f"{claim.label} was not evaluated for {_describe(group.run_labels)}")
     where = f"{source}: line {claim.line}"
     if claim.gamma is not None:
         picked = label_rows(rows, claim.label, claim.gamma)
@@ -575,7 +581,7 @@ def unmatched_message(items: list[AuditItem], groups, source: str) -> str | None
         return None
     c = missing[0]
     task = f", task {c.task!r}" if c.task is not None else ""
-    runs = ", ".join(_describe(g.labels) for g in groups[:5])
+    runs = ", ".join(_describe(g.run_labels) for g in groups[:5])
     more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
     return (f"{source}: line {c.line}: no run is labelled method {c.method!r}, dataset "
             f"{c.dataset!r}{task} (runs: {runs}{more}); {len(missing)} claim(s) match no "

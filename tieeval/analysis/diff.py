@@ -52,7 +52,7 @@ from tieeval.kernels.values import InstanceValues
 from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.results import MetricName, find_row
-from tieeval.run_labels import resolve_labels
+from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = "instance"
 ALIGNMENTS = ("instance", "row order")
@@ -68,7 +68,7 @@ COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
 # reading: counts and instance ids
 
 @dataclass
-class RunValues:
+class RunValues(RunLabelled):
     """Every instance's values for one dump, concatenated over batches: one
     :class:`~tieeval.kernels.base.InstanceValues` per kernel entry (a metric, once per
     gamma for signed metrics), and per instance what identifies its candidates (``n``
@@ -77,7 +77,7 @@ class RunValues:
 
     path: str
     dtype: str
-    labels: dict[str, str]
+    run_labels: dict[str, str]
     entries: list
     values: list
     n: np.ndarray
@@ -89,7 +89,7 @@ class RunValues:
         return int(self.n.size)
 
     def take(self, order: np.ndarray) -> "RunValues":
-        return RunValues(self.path, self.dtype, self.labels, self.entries,
+        return RunValues(self.path, self.dtype, self.run_labels, self.entries,
                          [_take(v, order) for v in self.values], self.n[order],
                          {k: v[order] for k, v in self.keys.items()}, self.labelled)
 
@@ -406,21 +406,21 @@ class DiffRow(MetricName):
 
 
 @dataclass
-class DiffSide:
+class DiffSide(RunLabelled):
     """What identifies one compared run."""
 
     path: str
-    labels: dict[str, str]
+    run_labels: dict[str, str]
     dtype: str
     instances: int
 
     @property
     def name(self) -> str:
-        return self.labels.get("method") or self.path
+        return self.run_labels.get("method") or self.path
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "method": self.labels.get("method"),
-                "labels": dict(self.labels), "dtype": self.dtype, "instances": self.instances}
+        return {"path": self.path, "method": self.run_labels.get("method"),
+                "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances}
 
 
 @dataclass
@@ -507,8 +507,8 @@ def compare_values(a: RunValues, b: RunValues, *,
         rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
                             ColumnComparison.from_paired(orig), gamma=entry.gamma,
                             instances=paired, labelled=labelled))
-    return DiffResult(DiffSide(a.path, a.labels, a.dtype, a.instances),
-                      DiffSide(b.path, b.labels, b.dtype, b.instances), alignment,
+    return DiffResult(DiffSide(a.path, a.run_labels, a.dtype, a.instances),
+                      DiffSide(b.path, b.run_labels, b.dtype, b.instances), alignment,
                       a.instances, rows, int(permutations), seed, float(confidence),
                       what_if or NO_WHAT_IF)
 
@@ -555,7 +555,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
             batch_ids = read_instance_ids(dump.path, instance_field)
         ids.append(batch_ids)
         if override:
-            run.labels = dict(override)
+            run.run_labels = dict(override)
         runs.append(run)
     a, b = runs
     if ids[0] is not None and ids[1] is not None:
@@ -653,7 +653,7 @@ class Ranking:
 
 
 def _method_name(group) -> str:
-    method = group.labels.get("method")
+    method = group.run_labels.get("method")
     if method:
         return str(method)
     return os.path.basename(group.runs[0].path)
@@ -677,7 +677,7 @@ def rank_groups(groups) -> list[Ranking]:
     """
     settings: dict[tuple, list] = {}
     for g in groups:
-        settings.setdefault((g.labels.get("dataset"), g.labels.get("task")), []).append(g)
+        settings.setdefault((g.run_labels.get("dataset"), g.run_labels.get("task")), []).append(g)
     out = []
     layout = None
     for g in groups:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
 from tieeval.results import MetricRow, RunResult, find_row
-from tieeval.run_labels import GROUP_KEYS
+from tieeval.run_labels import GROUP_KEYS, RunLabelled
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
               "positive_tie_frequency")
@@ -81,10 +81,10 @@ class GroupTies:
 
 
 @dataclass
-class GroupResult:
+class GroupResult(RunLabelled):
     """The runs of one method / dataset / task, averaged over their seeds."""
 
-    labels: dict[str, str | None]
+    run_labels: dict[str, str | None]
     runs: list[RunResult]
     metrics: list[GroupMetricRow]
     ties: GroupTies
@@ -95,20 +95,20 @@ class GroupResult:
 
     @property
     def key(self) -> tuple:
-        return tuple(self.labels.get(k) for k in GROUP_KEYS)
+        return tuple(self.run_labels.get(k) for k in GROUP_KEYS)
 
     def metric(self, label: str) -> GroupMetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
         return find_row(self.metrics, label)
 
     def to_dict(self) -> dict:
-        return {"labels": {k: self.labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
+        return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
                 "paths": [r.path for r in self.runs],
                 "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}
 
 
 def group_key(run: RunResult) -> tuple:
-    return tuple(run.labels.get(k) for k in GROUP_KEYS)
+    return tuple(run.run_labels.get(k) for k in GROUP_KEYS)
 
 
 def average(runs: list[RunResult]) -> GroupResult:
@@ -161,7 +161,7 @@ def average(runs: list[RunResult]) -> GroupResult:
                      {f: seed_std(v) for f, v in stats.items()},
                      {k: math.fsum(v) / len(v) for k, v in decided.items()},
                      {k: seed_std(v) for k, v in decided.items()})
-    labels = {k: runs[0].labels.get(k) for k in GROUP_KEYS}
+    labels = {k: runs[0].run_labels.get(k) for k in GROUP_KEYS}
     return GroupResult(labels, list(runs), rows, ties)
 
 
@@ -178,7 +178,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
     groups, warnings = [], []
     for key, members in order.items():
         groups.append(average(members))
-        seeds = [m.labels.get("seed") for m in members]
+        seeds = [m.run_labels.get("seed") for m in members]
         name = "/".join(v for v in key if v is not None) or "(unlabelled)"
         if len(members) > 1 and None in seeds:
             warnings.append(f"{name}: {len(members)} runs averaged but "
@@ -187,7 +187,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
         else:
             repeated = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
             for s in repeated:
-                paths = [m.path for m in members if m.labels.get("seed") == s]
+                paths = [m.path for m in members if m.run_labels.get("seed") == s]
                 warnings.append(f"{name}: seed {s} appears in {len(paths)} runs "
                                 f"({', '.join(paths)}); all are averaged as separate seeds")
     return groups, warnings

@@ -119,18 +119,18 @@ def _ordered(values) -> list:
 
 
 def _method_name(group: GroupResult) -> str:
-    return group.labels.get("method") or "(no method)"
+    return group.run_labels.get("method") or "(no method)"
 
 
 def _settings(groups: list[GroupResult]):
     """Tasks in first-seen order, each with its datasets in first-seen order."""
-    tasks = _ordered(g.labels.get("task") for g in groups)
-    return [(task, _ordered(g.labels.get("dataset") for g in groups
-                            if g.labels.get("task") == task)) for task in tasks]
+    tasks = _ordered(g.run_labels.get("task") for g in groups)
+    return [(task, _ordered(g.run_labels.get("dataset") for g in groups
+                            if g.run_labels.get("task") == task)) for task in tasks]
 
 
 def _index(groups):
-    return {(g.labels.get("task"), g.labels.get("dataset"), _method_name(g)): g
+    return {(g.run_labels.get("task"), g.run_labels.get("dataset"), _method_name(g)): g
             for g in groups}
 
 
@@ -299,7 +299,7 @@ def figure1(groups: list[GroupResult]) -> list[FigurePanel]:
         for dataset in datasets:
             points = []
             for g in groups:
-                if g.labels.get("task") != task or g.labels.get("dataset") != dataset:
+                if g.run_labels.get("task") != task or g.run_labels.get("dataset") != dataset:
                     continue
                 infl = inflation(g)
                 size = g.ties.means["top_tie_size"]

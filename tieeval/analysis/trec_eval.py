@@ -148,7 +148,7 @@ def _runid(run: RunResult) -> str:
     """trec_eval's runid: the run's tag (the ``tag`` label of a TREC run, or its method
     under --group-by-tag), else the file name."""
     import os
-    return (run.labels.get("tag") or run.labels.get("method")
+    return (run.run_labels.get("tag") or run.run_labels.get("method")
             or os.path.basename(run.path))
 
 

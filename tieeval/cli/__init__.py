@@ -13,7 +13,7 @@ import signal
 import click
 
 from tieeval._version import __version__
-from tieeval.cli.group import Group, expand_multi_value
+from tieeval.cli.app import Group, expand_multi_value
 
 __all__ = ["cli", "main", "expand_multi_value"]
 

@@ -9,7 +9,7 @@ from typing import IO, cast
 
 import click
 
-from tieeval.cli.group import (  # noqa: F401 - the command modules import them from here
+from tieeval.cli.app import (  # noqa: F401 - the command modules import them from here
     EXIT_CHECK_FAILED,
     EXIT_INPUT,
     EXIT_INTERNAL,

@@ -49,7 +49,7 @@ from tieeval.metrics.metric import COLUMNS
                    "% Change per method (the default for several FILEs, except in csv and "
                    "json); 4: top-score tie "
                    "statistics per method (as 'tieeval ties'). Tables 1, 3 and 4 average "
-                   "runs whose labels differ only in seed.")
+                   "runs whose run labels differ only in seed.")
 @click.option("--plot", type=click.Path(), default=None, metavar="FILE.png",
               help="Also draw the paper's Figure 1 (inflation vs. average top-score tie "
                    "size, log axis, Pearson r) to FILE.png / .pdf / .svg. Needs "

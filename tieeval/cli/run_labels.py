@@ -83,10 +83,10 @@ def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False,
                 resolve_labels(path, {}, meta=overrides, template=template)
     runs = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
     for run in runs:
-        # evaluate_dump put the file's own metadata in run.labels
-        found = dict(run.labels)
+        # evaluate_dump put the file's own metadata in run.run_labels
+        found = dict(run.run_labels)
         if group_by_tag and found.get("tag") is not None:
             found["method"] = found["tag"]
-        run.labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
+        run.run_labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
                       **({"tag": found["tag"]} if "tag" in found else {})}
     return runs

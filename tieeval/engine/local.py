@@ -317,7 +317,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
         refuse_spark(read)  # TREC runs are read by the local engine
         result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy,
                                      relevance=rel)
-        result.labels = {**result.labels, **names}
+        result.run_labels = {**result.run_labels, **names}
         return result
     return evaluate_dump(open_dump(path, read), chosen, nan_policy=nan_policy,
                          batch_rows=batch_rows, run_labels=names, progress=progress,

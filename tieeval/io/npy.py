@@ -127,7 +127,8 @@ def _npy_header(fh, path: str, what: str):
         if type(exc).__name__ == "TokenError":
             raise _load_error(path, exc) from None
         raise
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+    # type() rather than isinstance(): a damaged header's True / False are no extents
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise InputError(f"{path}: corrupted or truncated file (bad shape {shape!r} in the "
                          f"header of {what})")
     if dtype.hasobject:

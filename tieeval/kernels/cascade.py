@@ -40,9 +40,10 @@ import numpy as np
 from tieeval.errors import ParameterError
 
 
-class RelBatch(Protocol):
-    """What these functions read of a :class:`tieeval.kernels.tie_blocks.RelBatch` (that
-    module calls this one, so the batch is described here rather than imported)."""
+class BlockTable(Protocol):
+    """The tie-block table these functions read of a
+    :class:`tieeval.kernels.tie_blocks.RelBatch` (that module calls this one, so the table is
+    described here rather than imported)."""
 
     rows: int
     size: int
@@ -121,14 +122,14 @@ def _check_level(value) -> float | None:
     return None if value is None else _check_real("relevant_level", value)
 
 
-def _row_first_blocks(rb: RelBatch) -> np.ndarray:
+def _row_first_blocks(rb: BlockTable) -> np.ndarray:
     """Index of the first block of each block's row (per block)."""
     new = np.ones(rb.bst.size, dtype=bool)
     new[1:] = rb.brow[1:] != rb.brow[:-1]
     return np.maximum.accumulate(np.where(new, np.arange(rb.bst.size), 0))
 
 
-def _exclusive_within_row(rb: RelBatch, x_t: np.ndarray) -> np.ndarray:
+def _exclusive_within_row(rb: BlockTable, x_t: np.ndarray) -> np.ndarray:
     """Per block, the sum of the integer ``x_t`` over the earlier blocks of its row (exact)."""
     c = np.cumsum(x_t) - x_t
     return c - c[_row_first_blocks(rb)]
@@ -153,13 +154,13 @@ def _chunks(idx: np.ndarray, width: int):
 # ERR
 
 
-def err_expectation(rb: RelBatch, k: int | None, max_grade,
+def err_expectation(rb: BlockTable, k: int | None, max_grade,
                     relevant_level: float | None = None) -> np.ndarray:
     """Per row, the exact expectation of ERR@K under uniform random tie-breaking.
 
     Parameters
     ----------
-    rb : RelBatch
+    rb : BlockTable
         The labelled batch (its blocks and labels; unranked items play no part in ERR).
     k : int or None
         The cutoff K >= 1; None for the whole list. K beyond a row's length is that length.
@@ -256,7 +257,7 @@ def err_expectation(rb: RelBatch, k: int | None, max_grade,
     return out
 
 
-def _survival_before(rb: RelBatch, x_item: np.ndarray, kk: np.ndarray) -> np.ndarray:
+def _survival_before(rb: BlockTable, x_item: np.ndarray, kk: np.ndarray) -> np.ndarray:
     """Per block, the product of ``x`` over the items of its row above it (only blocks
     starting inside the cutoff ``kk`` are filled; the rest hold 1).
 
@@ -274,7 +275,7 @@ def _survival_before(rb: RelBatch, x_item: np.ndarray, kk: np.ndarray) -> np.nda
     return ex[rb.bst]
 
 
-def _err_blocks(rb: RelBatch, r_item: np.ndarray, x_item: np.ndarray, blocks: np.ndarray,
+def _err_blocks(rb: BlockTable, r_item: np.ndarray, x_item: np.ndarray, blocks: np.ndarray,
                 p: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``E[C_t]`` for the given blocks (see :func:`err_expectation`)."""
     out = np.zeros(blocks.size)
@@ -337,14 +338,14 @@ def _position_weights(d: np.ndarray, a: np.ndarray, n: np.ndarray, p: np.ndarray
 # Interpolated precision
 
 
-def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
+def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
                       relevant_level: float | None = None) -> np.ndarray:
     """Per row, the exact expectation of trec_eval's ``iprec_at_recall`` at level ``recall``
     under uniform random tie-breaking.
 
     Parameters
     ----------
-    rb : RelBatch
+    rb : BlockTable
         The labelled batch; unranked relevant items (``RelBatch(unranked=...)``) count in R.
     recall : float
         The recall level x in [0, 1]; the cutoff is ``c = lround(x R)`` relevant items.
@@ -414,7 +415,7 @@ def iprec_expectation(rb: RelBatch, recall: float, depth: int | None = None,
     return iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level)[0]
 
 
-def iprec_expectations(rb: RelBatch, recalls, depth: int | None = None,
+def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
                        relevant_level: float | None = None) -> np.ndarray:
     """:func:`iprec_expectation` at several recall levels in one call.
 
@@ -425,7 +426,7 @@ def iprec_expectations(rb: RelBatch, recalls, depth: int | None = None,
 
     Parameters
     ----------
-    rb : RelBatch
+    rb : BlockTable
         The labelled batch.
     recalls : sequence of float
         Recall levels in [0, 1].
@@ -486,7 +487,7 @@ def iprec_expectations(rb: RelBatch, recalls, depth: int | None = None,
     return out
 
 
-def _iprec_rows(rb: RelBatch, p_t, b_t, m_t, c1):
+def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1):
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
     they need (the arguments of :func:`_path_cdf`) and a function of those CDF values

@@ -78,6 +78,8 @@ class Metric:
         (``"P.5,10"`` is Precision@5 and Precision@10; ``"all_trec"`` every measure of
         trec_eval's list that the registry has).
 
+        Examples
+        --------
         >>> [str(m) for m in Metric.expand("ndcg_cut.10,20")]
         ['NDCG@10', 'NDCG@20']
         """

@@ -78,7 +78,7 @@ _TITLES = {"tie_aware": "Tie-aware (expectation under uniform random tie-breakin
 def describe_sides(result: DiffResult) -> list[str]:
     lines = []
     for key, side in (("A", result.a), ("B", result.b)):
-        method = side.labels.get("method")
+        method = side.run_labels.get("method")
         name = f" ({method})" if method and method != side.path else ""
         lines.append(f"{key} = {side.path}{name}")
     how = ("matched by instance id" if result.alignment == "instance"

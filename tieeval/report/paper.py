@@ -45,8 +45,8 @@ def task_title(task: str) -> str:
 
 
 def group_name(group) -> str:
-    return "/".join(v for v in (group.labels.get("method"), group.labels.get("dataset"),
-                                group.labels.get("task")) if v) or "(unlabelled)"
+    return "/".join(v for v in (group.run_labels.get("method"), group.run_labels.get("dataset"),
+                                group.run_labels.get("task")) if v) or "(unlabelled)"
 
 
 _FORMATTERS = {"value": fmt_value, "change": fmt_change, "size": fmt_size,

@@ -1,7 +1,8 @@
-"""What the ``tieeval`` group needs before a command loads: exit codes, the error types
-that carry them, multi-value option parsing and the group class that maps every failure to
-one ``Error:`` line. Only click and the standard library are imported here, so that
-``tieeval --version`` starts without numpy."""
+"""The ``tieeval`` command-line application before a command loads: exit codes, the error
+types that carry them, multi-value option parsing and the click group class that maps every
+failure to one ``Error:`` line. Only click and the standard library are imported here, so
+that ``tieeval --version`` starts without numpy. (A "group" elsewhere in tieeval is a seed
+group of runs; this module is named for the application to keep the two apart.)"""
 
 from __future__ import annotations
 
