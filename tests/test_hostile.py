@@ -370,8 +370,8 @@ def test_fortran_rows_read_by_positioned_reads(tmp_path, scores):
 
 def test_plot_is_written_atomically(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
+    from tieeval import sink
     from tieeval.errors import OutputError
-    from tieeval.io import sink
     from tieeval.report import plot
     target = tmp_path / "fig.png"
     target.write_bytes(b"old")

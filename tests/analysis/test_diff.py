@@ -30,6 +30,7 @@ from scipy import stats
 
 import tieeval
 import tieeval.analysis.diff
+import tieeval.records.diff
 from tieeval.analysis.diff import diff_paths, rank_groups, verdict_text, winner_of
 from tieeval.analysis.groups import group_runs
 from tieeval.analysis.stats import sign_flip_p_value
@@ -47,6 +48,7 @@ def invoke(*args):
 
 def test_doctests():
     assert doctest.testmod(tieeval.analysis.diff).failed == 0
+    assert doctest.testmod(tieeval.records.diff).failed == 0  # verdict_text's examples
 
 
 # ---------------------------------------------------------------------------------------

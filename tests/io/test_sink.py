@@ -1,4 +1,4 @@
-"""The output sink (``tieeval.io.sink``): every file tieeval writes is a regular file,
+"""The output sink (``tieeval.sink``): every file tieeval writes is a regular file,
 never an input, written completely to a temporary file and renamed, or not written at all.
 
 Each refusal is checked to leave the target exactly as it was (a device node keeps its
@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 import tieeval
+from tieeval import sink
 from tieeval.cli import cli
 from tieeval.errors import OutputError
-from tieeval.io import sink
-from tieeval.io.sink import atomic_output, check_output_path
+from tieeval.sink import atomic_output, check_output_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

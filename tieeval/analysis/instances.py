@@ -11,12 +11,12 @@ from tieeval.analysis.diff import INSTANCE_FIELD, read_instance_ids
 from tieeval.engine.local import per_instance
 from tieeval.io.base import ReadOptions
 from tieeval.io.open import open_dump
-from tieeval.io.sink import check_output_path
+from tieeval.sink import check_output_path
 
 
 def check_output(out, inputs=()) -> str:
     """``out`` is a place the output sink can write the per-instance file to, and none of
-    ``inputs`` (checked before any evaluation; see :mod:`tieeval.io.sink`)."""
+    ``inputs`` (checked before any evaluation; see :mod:`tieeval.sink`)."""
     return check_output_path(out, inputs=inputs, what="the per-instance file")
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import RELEVANCE_FIELDS, Batch, ReadOptions, RelevanceInfo
+from tieeval.io.base import RELEVANCE_FIELDS, ReadOptions, RelevanceInfo
 from tieeval.io.relevance import _check_combination, fill_batch
 from tieeval.io.validate import _check_matrix, check_score_dtype, resolve_positive
+from tieeval.records.batch import Batch
 
 _NAMES = {kind: kind for kind in RELEVANCE_FIELDS}
 

@@ -33,14 +33,7 @@ from tieeval.engine.arguments import (
     what_if_of,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import (
-    Batch,
-    Dump,
-    ReadAgain,
-    ReadOptions,
-    RelevanceInfo,
-    RelevanceReadOptions,
-)
+from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo, RelevanceReadOptions
 from tieeval.io.open import open_dump
 from tieeval.io.trec import check_missing_queries
 from tieeval.kernels import fused
@@ -51,6 +44,7 @@ from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
+from tieeval.records.batch import Batch
 from tieeval.results import RunResult
 
 AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 starts worker processes only for NPY
@@ -169,7 +163,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
-    ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
+    ``what_if``: a :class:`tieeval.records.whatif.WhatIf` (cast and/or tolerance); the
     result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
     task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
     which a dump carries in its ``labels`` field. ``original``: the Original column's rule,
@@ -432,12 +426,12 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 
     One pass over the dump, batch by batch (bounded memory), in this process: the rows do
     not depend on ``batch_rows`` or on how the run itself was split. The file goes through
-    the output sink (:func:`tieeval.io.sink.atomic_output`): written beside ``out`` under a
+    the output sink (:func:`tieeval.sink.atomic_output`): written beside ``out`` under a
     temporary name and renamed when complete; ``out`` may not be a device, a folder, the
     dump or one of ``inputs`` (other files the run reads, such as its qrels).
     """
     from tieeval.io.arrow import _pyarrow
-    from tieeval.io.sink import atomic_output, check_output_path
+    from tieeval.sink import atomic_output, check_output_path
     pa, pq = _pyarrow()
     check_nan_policy(nan_policy)
     inputs = [dump.path, *inputs]

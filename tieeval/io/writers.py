@@ -32,7 +32,7 @@ from typing import cast
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.io.sink import atomic_output
+from tieeval.sink import atomic_output
 
 SAVE_FORMATS = {".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 # The field tieeval diff aligns runs by (tieeval.analysis.diff.INSTANCE_FIELD).
@@ -443,7 +443,7 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
     ----------
     path : str or os.PathLike
         Ends in ``.npz`` or ``.parquet`` (``.pq``). Written through the output sink
-        (:mod:`tieeval.io.sink`): atomically, so a crash or a full disk leaves no
+        (:mod:`tieeval.sink`): atomically, so a crash or a full disk leaves no
         half-written dump behind, and never over a device, a folder or a FIFO
         (:class:`~tieeval.errors.OutputError`).
     scores : array-like, shape (instances, candidates), or a list of 1-D rows

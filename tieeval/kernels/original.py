@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, RankLists
+from tieeval.records.batch import Batch, RankLists
 from tieeval.results import ORIGINAL_RULES
 
 LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list per row

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from tieeval.analysis.diff import COMPARISON_KEYS, DiffResult, Ranking
-from tieeval.kernels.whatif import WhatIf
+from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking
+from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment

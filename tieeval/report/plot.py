@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import os
 
-from tieeval.analysis.paper import FigurePanel
 from tieeval.errors import MissingExtraError, ParameterError
-from tieeval.io.sink import atomic_output, check_output_path
+from tieeval.records.paper import FigurePanel
+from tieeval.sink import atomic_output, check_output_path
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -31,7 +31,7 @@ def require_matplotlib():
 def check_plot_path(path: str, inputs=()) -> str:
     """Refuse an output path that cannot be written, before any dump is read: a suffix
     other than .png / .pdf / .svg, or a target the output sink refuses (a device, a folder,
-    one of ``inputs``; see :mod:`tieeval.io.sink`)."""
+    one of ``inputs``; see :mod:`tieeval.sink`)."""
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in PLOT_SUFFIXES:

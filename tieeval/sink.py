@@ -2,7 +2,7 @@
 
 Usage::
 
-    from tieeval.io.sink import atomic_output
+    from tieeval.sink import atomic_output
 
     with atomic_output("rows.parquet", inputs=[dump_path], what="the per-instance file") as out:
         out.write(b"...")          # or pq.ParquetWriter(out, schema), fig.savefig(out, ...)
@@ -151,7 +151,7 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
 
 class SinkFile(io.RawIOBase):
     """A binary, seekable file object over a temporary file whose every write is complete
-    or raises :class:`~tieeval.errors.OutputError` (see :mod:`tieeval.io.sink`).
+    or raises :class:`~tieeval.errors.OutputError` (see :mod:`tieeval.sink`).
     ``close()`` only flushes: the descriptor belongs to :func:`atomic_output`."""
 
     def __init__(self, fd: int, name: str, target: str, what: str):
@@ -280,7 +280,7 @@ def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
     """Write ``path`` safely: yields a :class:`SinkFile` over a temporary file beside it,
     renamed over ``path`` when the block ends without an exception, removed otherwise.
     ``inputs``: the run's input files and folders, never to be overwritten. See
-    :mod:`tieeval.io.sink` for the rules."""
+    :mod:`tieeval.sink` for the rules."""
     inputs = list(_local_inputs(inputs))
     target = check_output_path(path, inputs=inputs, what=what)
     folder = os.path.dirname(os.path.abspath(target))
