@@ -34,6 +34,13 @@ exit code 2. ``what`` names the output in those messages (``"the plot"``).
 
 ``out.name`` is the temporary file's path, for a writer that only takes a file name; such a
 writer must check its own writes, and nothing may be written through both.
+
+A writer that starts, takes batches and finishes in separate calls (a pass's consumer)
+uses the same sink without a ``with`` block::
+
+    pending = open_output(path, inputs=[...], what="the per-instance file")
+    pending.file.write(...)        # as ``out`` above
+    pending.commit()               # or pending.discard() on any error or interrupt
 """
 
 from __future__ import annotations
@@ -274,6 +281,62 @@ def _temp_prefix(base: str, limit: int) -> str:
     return f".{base}."
 
 
+class PendingOutput:
+    """An output being written, for a writer that cannot keep a ``with`` block open (one
+    that starts, takes batches and finishes in separate calls): :func:`open_output`
+    checks ``path`` and opens the temporary file, :attr:`file` takes the data,
+    :meth:`commit` renames it over the target, :meth:`discard` (safe to call twice, or
+    after :meth:`commit`) removes it. :func:`atomic_output` is this in a ``with`` block."""
+
+    def __init__(self, path, *, inputs: Iterable = (), what: str = "the output"):
+        self.inputs = list(_local_inputs(inputs))
+        self.what = what
+        self.target = check_output_path(path, inputs=self.inputs, what=what)
+        folder = os.path.dirname(os.path.abspath(self.target))
+        prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
+        try:
+            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write {what}: {_reason(exc)}") from None
+        self.file = SinkFile(fd, self._tmp, self.target, what)
+        self._done = False
+
+    def commit(self) -> None:
+        """Flush, ``fsync`` and rename over the target (checked again: it may have become
+        something else meanwhile); on any error the temporary file is removed."""
+        if self._done:
+            raise ValueError(f"{self.target}: the output was already committed or discarded")
+        try:
+            self.file._finish()
+            check_output_path(self.target, inputs=self.inputs, what=self.what)
+            try:
+                os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
+                os.replace(self._tmp, self.target)
+            except OSError as exc:
+                raise OutputError(f"{self.target}: cannot write {self.what}: "
+                                  f"{_reason(exc)}") from None
+            self._done = True
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary file and leave the target as it was."""
+        if self._done:
+            return
+        self._done = True
+        self.file._discard()
+        try:
+            os.unlink(self._tmp)
+        except OSError:  # already gone, or the folder went away
+            pass
+
+
+def open_output(path, *, inputs: Iterable = (), what: str = "the output") -> PendingOutput:
+    """Check ``path`` and open a temporary file beside it: see :class:`PendingOutput`."""
+    return PendingOutput(path, inputs=inputs, what=what)
+
+
 @contextmanager
 def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
                   ) -> Iterator[SinkFile]:
@@ -281,32 +344,13 @@ def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
     renamed over ``path`` when the block ends without an exception, removed otherwise.
     ``inputs``: the run's input files and folders, never to be overwritten. See
     :mod:`tieeval.sink` for the rules."""
-    inputs = list(_local_inputs(inputs))
-    target = check_output_path(path, inputs=inputs, what=what)
-    folder = os.path.dirname(os.path.abspath(target))
-    prefix = _temp_prefix(os.path.basename(target), _name_max(folder))
+    pending = open_output(path, inputs=inputs, what=what)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write {what}: {_reason(exc)}") from None
-    out = SinkFile(fd, tmp, target, what)
-    try:
-        yield out
-        out._finish()
-        # the target may have become something else while the data was written
-        check_output_path(target, inputs=inputs, what=what)
-        try:
-            os.chmod(tmp, _target_mode(target))  # a temporary file is private
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise OutputError(f"{target}: cannot write {what}: {_reason(exc)}") from None
+        yield pending.file
     except BaseException:
-        out._discard()
-        try:
-            os.unlink(tmp)
-        except OSError:  # already renamed, or the folder went away
-            pass
+        pending.discard()
         raise
+    pending.commit()
 
 
-__all__ = ["atomic_output", "check_output_path", "SinkFile"]
+__all__ = ["atomic_output", "open_output", "PendingOutput", "check_output_path", "SinkFile"]

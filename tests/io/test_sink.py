@@ -184,6 +184,21 @@ def test_parquet_on_a_full_disk_is_an_output_error(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def test_pending_output_commits_or_discards_without_a_with_block(tmp_path):
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    pending = sink.open_output(target, what="the rows")
+    pending.file.write(b"new")
+    pending.discard()
+    pending.discard()  # twice is harmless
+    assert target.read_bytes() == b"old" and os.listdir(tmp_path) == ["out.bin"]
+    pending = sink.open_output(target)
+    pending.file.write(b"new")
+    pending.commit()
+    pending.discard()  # after a commit: nothing to undo
+    assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["out.bin"]
+
+
 def test_temporary_name_fits_a_long_target_name(tmp_path):
     name = "n" * 250 + ".bin"  # 254 bytes: allowed, but not with a prefix and a suffix
     with atomic_output(tmp_path / name) as out:

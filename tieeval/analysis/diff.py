@@ -21,7 +21,11 @@
    mean difference.
 4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
    ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
-   tie-aware`` when they disagree.
+   tie-aware`` when they disagree. The sign alone says nothing about chance: a column's
+   difference is **significant** when both paired tests reject "no difference" at level
+   ``1 - confidence`` (two-sided, ``p < 1 - confidence``); only then do the rendered
+   tables name a winner (``ColumnComparison.significant_winner``), and
+   :func:`significantly_worse` is the ``--fail-if-worse`` gate.
 
 :func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
 dataset and task, with the original ranking beside it and each method's move: the reading of
@@ -33,12 +37,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from tieeval.analysis.stats import check_permutations, paired_comparison, ranking_changes
-from tieeval.engine.local import collect_instance_values
+from tieeval.engine.consumers import InstanceCollector
+from tieeval.engine.local import drive
+from tieeval.engine.request import Request
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions, detect_format
 from tieeval.io.open import open_dump
@@ -57,6 +63,7 @@ from tieeval.records.diff import (  # noqa: F401 - the diff records, where they 
 )
 from tieeval.records.values import InstanceValues
 from tieeval.records.whatif import NO_WHAT_IF, WhatIf
+from tieeval.results import label_rows
 from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = "instance"
@@ -166,42 +173,24 @@ def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
                    ) -> tuple[RunValues, np.ndarray | None]:
     """Read a whole dump into per-instance values of every metric, plus the instance ids
     the reader attached to its batches (the long layout, TREC query ids), else None."""
-    keys: list[dict] = []
-    lengths: list[np.ndarray] = []
-
-    # _Watched passes every Dump attribute through, noting each batch's keys and lengths
-    kernel, values, batch_ids = collect_instance_values(
-        cast(Dump, _Watched(dump, keys, lengths)), metrics, nan_policy=nan_policy,
-        batch_rows=batch_rows, relevance=relevance, what_if=what_if, original=original)
+    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+                      relevance=relevance, what_if=what_if, original=original)
+    collector = InstanceCollector(note=_batch_keys)
+    drive(dump, request, [collector], totals=False)
+    got = collector.collected
+    assert got is not None
+    keys = [k for k, _ in got.notes]
     labels = resolve_labels(dump.path, dump.metadata)
-    n = np.concatenate(lengths).astype(np.int64, copy=False)
+    n = np.concatenate([n for _, n in got.notes]).astype(np.int64, copy=False)
     merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
-    run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(kernel.entries),
-                    values, n, merged, labelled=kernel.name == "general")
-    return run, batch_ids
+    run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(got.kernel.entries),
+                    got.values, n, merged, labelled=got.kernel.name == "general")
+    return run, got.ids
 
 
-class _Watched:
-    """A dump whose batches also record each row's candidate keys (restarts included)."""
-
-    def __init__(self, dump: Dump, keys: list, lengths: list):
-        self._dump, self._keys, self._lengths = dump, keys, lengths
-
-    def __getattr__(self, name):
-        return getattr(self._dump, name)
-
-    def start_over(self, reason) -> None:
-        self._keys.clear()
-        self._lengths.clear()
-        self._dump.start_over(reason)
-
-    def batches(self, batch_rows=None):
-        info = getattr(self._dump, "relevance", None)
-        source = info.source if info is not None else None
-        for batch in self._dump.batches(batch_rows):
-            self._keys.append(_row_keys(batch, source))
-            self._lengths.append(batch.lengths())
-            yield batch
+def _batch_keys(batch, kernel) -> tuple[dict, np.ndarray]:
+    """What identifies each row's candidates (see :class:`RunValues`), and its length."""
+    return _row_keys(batch, kernel.spec.source), batch.lengths()
 
 
 def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | None:
@@ -332,6 +321,21 @@ def check_same_rows(a: RunValues, b: RunValues, how: str) -> None:
 
 # ---------------------------------------------------------------------------------------
 # the comparison
+
+def significantly_worse(result: DiffResult, metric: Metric | str,
+                        gamma: float | None = None) -> list[DiffRow]:
+    """The rows of ``metric`` (every gamma row of a signed metric, or only ``gamma``'s)
+    where B is significantly worse than A under the tie-aware column: the ``--fail-if-worse``
+    gate. Raises ParameterError when ``metric`` (at ``gamma``) was not compared."""
+    label = str(metric)
+    rows = label_rows(result.rows, label, gamma)
+    if not rows:
+        have = ", ".join(dict.fromkeys(r.label for r in result.rows))
+        at = "" if gamma is None else f"[gamma={gamma!r}]"
+        raise ParameterError(f"--fail-if-worse {label}{at}: not among the metrics compared "
+                             f"({have}); add it with -m {label}")
+    return [r for r in rows if r.tie_aware.significant and r.tie_aware.difference < 0]
+
 
 def compare_values(a: RunValues, b: RunValues, *,
                    alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,

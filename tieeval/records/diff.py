@@ -81,7 +81,8 @@ def verdict_text(original_winner: str, tie_aware_winner: str) -> str:
 @dataclass(frozen=True)
 class ColumnComparison(PairedResult):
     """One column's paired comparison: a :class:`~tieeval.analysis.stats.PairedResult` that names
-    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS` and the winner."""
+    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS`, the winner (the sign
+    of the mean difference) and whether the difference is significant."""
 
     @classmethod
     def from_paired(cls, r: PairedResult) -> "ColumnComparison":
@@ -89,12 +90,48 @@ class ColumnComparison(PairedResult):
 
     @property
     def winner(self) -> str:
+        """The sign of the mean difference: ``'B'``, ``'A'`` or ``'tie'`` (the JSON
+        contract's ``winner``), significant or not."""
         return winner_of(self.difference)
+
+    @property
+    def significant(self) -> bool:
+        """Both paired tests reject "no difference" at level ``1 - confidence``.
+
+        Requiring both is the cautious reading: the sign-flip test orders sign vectors as
+        ``|t|`` does but needs no normality, and on few instances it cannot reach small
+        p-values (at least ``2 / 2**n``) where the t-test of a constant difference gives
+        ``p = 0``. Without a p-value (one instance) nothing is significant.
+        """
+        return is_significant(self.p_value_t, self.p_value_randomization, self.confidence,
+                              self.difference)
+
+    @property
+    def significant_winner(self) -> str | None:
+        """``'A'`` or ``'B'`` when the difference is significant, else None."""
+        return self.winner if self.significant else None
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in COMPARISON_KEYS}
         out["winner"] = self.winner
+        out["significant"] = self.significant
         return out
+
+
+def is_significant(p_value_t: float | None, p_value_randomization: float | None,
+                   confidence: float, difference: float = 1.0) -> bool:
+    """``p < 1 - confidence`` for both the t-test and the sign-flip test (two-sided), and a
+    non-zero difference.
+
+    >>> is_significant(0.01, 0.02, 0.95), is_significant(0.01, 0.06, 0.95)
+    (True, False)
+    >>> is_significant(None, None, 0.95)
+    False
+    """
+    if difference == 0 or p_value_t is None or p_value_randomization is None:
+        return False
+    alpha = 1.0 - confidence
+    return p_value_t < alpha and p_value_randomization < alpha
 
 
 @dataclass(frozen=True)
@@ -116,6 +153,12 @@ class DiffRow(MetricName):
     @property
     def verdict(self) -> str:
         return verdict_text(self.original.winner, self.tie_aware.winner)
+
+    @property
+    def significance_changed(self) -> bool:
+        """The columns reach different conclusions at the chosen confidence (a significant
+        winner under one, another or none under the other)."""
+        return self.tie_aware.significant_winner != self.original.significant_winner
 
     def to_dict(self) -> dict:
         """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
