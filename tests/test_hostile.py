@@ -35,8 +35,9 @@ def run(*args):
 
 def cli_proc(*args, stdout=subprocess.PIPE, **kw):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    kw.setdefault("timeout", 120)
     return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)], stdout=stdout,
-                          stderr=subprocess.PIPE, env=env, timeout=120, **kw)
+                          stderr=subprocess.PIPE, env=env, **kw)
 
 
 def one_error(result, pattern):
@@ -419,6 +420,126 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert proc.returncode == 130, err.decode()
     assert err.decode().splitlines() == ["Error: interrupted"]
     assert out == b""
+
+
+@pytest.fixture(scope="module")
+def big_npy(tmp_path_factory):
+    """A dump that takes seconds to evaluate (and --jobs 2 starts workers for)."""
+    path = tmp_path_factory.mktemp("big") / "big.npy"
+    rng = np.random.default_rng(0)
+    np.save(path, np.round(rng.random((60000, 1000)), 2).astype(np.float32))
+    return path
+
+
+def _signalled(args, tmp_path, signum, ready, group=False):
+    """Run the command line with TMPDIR in ``tmp_path``, send ``signum`` once ``ready()``
+    (to the process, as ``kill`` does, or to its group, as a closed terminal does), and
+    return (process, stdout, stderr, what is left in TMPDIR); None when it finished first."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    # faulthandler: a run still alive long after the signal shows where it hangs
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp), "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tieeval", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not ready(proc):
+        time.sleep(0.05)
+    if proc.poll() is None:
+        (os.killpg if group else os.kill)(proc.pid, signum)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running 120 s after the signal:\n{err.decode()}")
+    if proc.returncode == 0:
+        return None
+    return proc, out, err, sorted(os.listdir(tmp))
+
+
+def _workers_running(proc):
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    if os.path.exists(children) and not open(children).read().strip():
+        return False
+    time.sleep(1.0)  # the workers are counting, not starting
+    return True
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+@pytest.mark.parametrize("group", [False, True], ids=["kill", "group"])
+def test_sigterm_and_sighup_stop_workers_in_one_line(tmp_path, big_npy, name, code, group):
+    got = _signalled(["compare", big_npy, "-j", "2", "--format", "json", "--tolerance",
+                      "1e-3"], tmp_path, getattr(signal, name), _workers_running, group)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, out, err, left = got
+    assert proc.returncode == code, err.decode()
+    # one line: no resource-tracker warning, no worker traceback
+    assert err.decode().splitlines() == [f"Error: terminated by {name}"]
+    assert out == b""
+    assert left == []
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_leaves_no_temp_or_spill_files(tmp_path, big_npy, name, code):
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def writing(proc):
+        return any(n.endswith(".tmp") for n in os.listdir(out))
+    got = _signalled(["compare", big_npy, "-q", "--per-instance", out / "rows.parquet"],
+                     tmp_path, getattr(signal, name), writing)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, _, err, left = got
+    assert proc.returncode == code, err.decode()
+    assert err.decode().splitlines() == [f"Error: terminated by {name}"]
+    assert os.listdir(out) == [] and left == []
+
+
+def test_sigterm_while_regrouping_removes_the_spill_files(tmp_path):
+    rng = np.random.default_rng(0)
+    n, m = 100_000, 50
+    order = rng.permutation(n * m)  # unsorted by instance: regrouped through spill files
+    pq.write_table(pa.table({"instance": np.repeat(np.arange(n), m)[order],
+                             "position": np.tile(np.arange(m), n)[order],
+                             "score": np.round(rng.random(n * m), 2)[order]}),
+                   tmp_path / "long.parquet")
+
+    def spilling(proc):
+        return any(n.startswith("tieeval-long-") for n in os.listdir(tmp_path / "tmpdir"))
+    got = _signalled(["compare", tmp_path / "long.parquet", "-q"], tmp_path,
+                     signal.SIGTERM, spilling)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, _, err, left = got
+    assert proc.returncode == 143, err.decode()
+    assert err.decode().splitlines() == ["Error: terminated by SIGTERM"]
+    assert left == []
+
+
+def test_sighup_ignored_under_nohup_stays_ignored():
+    from tieeval.cli.app import _raise_terminated, _stop_signals_raise
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with _stop_signals_raise():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is _raise_terminated
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
+def test_claims_fifo_is_refused_without_blocking(tmp_path, scores):
+    np.save(tmp_path / "a.npy", scores)
+    os.mkfifo(tmp_path / "claims.csv")
+    p = cli_proc("audit", tmp_path / "a.npy", "--claims", tmp_path / "claims.csv", timeout=30)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [
+        f"Error: {tmp_path / 'claims.csv'}: not a regular file (a FIFO, socket or device); "
+        "tieeval reads files it can seek in"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -45,11 +45,11 @@ uses the same sink without a ``with`` block::
 
 from __future__ import annotations
 
+import atexit
 import errno
 import io
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -263,6 +263,38 @@ class SinkFile(io.RawIOBase):
                 pass
 
 
+# Every temporary file not yet renamed or removed, by name: the name is recorded before the
+# file exists, so a signal at any point between creating it and handing it to the caller
+# still leaves it known, and whatever is left at exit (an interrupt that came too early for
+# the caller's clean-up) is removed then.
+_LIVE_TEMPS: set[str] = set()
+
+
+def _create_temp(folder: str, prefix: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(1000):
+        name = os.path.join(folder, f"{prefix}{os.urandom(4).hex()}.tmp")
+        _LIVE_TEMPS.add(name)
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            _LIVE_TEMPS.discard(name)
+        except BaseException:
+            _LIVE_TEMPS.discard(name)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary name", folder)  # pragma: no cover
+
+
+@atexit.register
+def _remove_leftovers() -> None:
+    for name in list(_LIVE_TEMPS):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    _LIVE_TEMPS.clear()
+
+
 def _target_mode(path: str) -> int:
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
@@ -295,7 +327,7 @@ class PendingOutput:
         folder = os.path.dirname(os.path.abspath(self.target))
         prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
         try:
-            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+            fd, self._tmp = _create_temp(folder, prefix)
         except OSError as exc:
             raise OutputError(f"{self.target}: cannot write {what}: {_reason(exc)}") from None
         self.file = SinkFile(fd, self._tmp, self.target, what)
@@ -312,6 +344,7 @@ class PendingOutput:
             try:
                 os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
                 os.replace(self._tmp, self.target)
+                _LIVE_TEMPS.discard(self._tmp)
             except OSError as exc:
                 raise OutputError(f"{self.target}: cannot write {self.what}: "
                                   f"{_reason(exc)}") from None
@@ -330,6 +363,7 @@ class PendingOutput:
             os.unlink(self._tmp)
         except OSError:  # already gone, or the folder went away
             pass
+        _LIVE_TEMPS.discard(self._tmp)
 
 
 def open_output(path, *, inputs: Iterable = (), what: str = "the output") -> PendingOutput:

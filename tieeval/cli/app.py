@@ -76,9 +76,27 @@ _STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
                       if hasattr(signal, name))
 
 
+# The stop signals received while a command runs: an error raised while the interrupt
+# unwinds (a reader's generator closed from another thread, say) is still reported as the
+# interrupt, never as an internal error.
+_RECEIVED: list[int] = []
+
+
 def _raise_terminated(signum, frame):
+    _RECEIVED.append(signum)
     _ignore_stop_signals()  # a second signal must not cut the clean-up short
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum, frame):
+    """Ctrl-C as Python's own handler does it (KeyboardInterrupt), remembered."""
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def _received_exit() -> Interrupted:
+    signum = _RECEIVED[0]
+    return _ended(KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum))
 
 
 def _ignore_stop_signals() -> None:
@@ -92,8 +110,10 @@ def _ignore_stop_signals() -> None:
 @contextmanager
 def _stop_signals_raise():
     """SIGTERM and SIGHUP raise :class:`Terminated` while a command runs (a signal the
-    process ignores, as under ``nohup``, stays ignored); the old handlers come back after."""
+    process ignores, as under ``nohup``, stays ignored), Ctrl-C raises KeyboardInterrupt as
+    always; each is remembered (:data:`_RECEIVED`). The old handlers come back after."""
     old = {}
+    del _RECEIVED[:]
     for sig in _STOP_SIGNALS:
         try:
             if signal.getsignal(sig) is signal.SIG_IGN:
@@ -101,6 +121,11 @@ def _stop_signals_raise():
             old[sig] = signal.signal(sig, _raise_terminated)
         except (ValueError, OSError):  # not the main thread: leave the signals alone
             pass
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+    except (ValueError, OSError):  # pragma: no cover - not the main thread
+        pass
     try:
         yield
     finally:
@@ -250,6 +275,17 @@ class Group(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
+        try:
+            return self._invoke(ctx)
+        except (click.exceptions.Exit, SystemExit):
+            raise
+        except BaseException:
+            if _RECEIVED:  # whatever the interrupt left behind, it was the interrupt
+                _stop_workers()
+                raise _received_exit() from None
+            raise
+
+    def _invoke(self, ctx):
         try:
             with warnings.catch_warnings():
                 # numpy's RuntimeWarnings (overflow, invalid value) never print: where a
