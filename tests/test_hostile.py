@@ -532,6 +532,60 @@ def test_sighup_ignored_under_nohup_stays_ignored():
         signal.signal(signal.SIGHUP, old)
 
 
+_AS_NOBODY = """
+import os, sys
+from tieeval.cli import main
+warm, real = sys.argv[1].split("|"), sys.argv[2].split("|")
+try:
+    main(warm)  # everything the command imports, imported while root may read it
+except SystemExit:
+    pass
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+main(real)
+"""
+
+
+def _as_nobody(tmp_path, warm, real):
+    """``real`` run by an unprivileged user (root reads and writes everything), after
+    ``warm`` imported what it needs (the interpreter's own files may be root's only)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-c", _AS_NOBODY, "|".join(map(str, warm)),
+                           "|".join(map(str, real))], capture_output=True, env=env,
+                          timeout=120, cwd=tmp_path)
+
+
+def test_unreadable_input_and_unwritable_folder_are_exit_2(tmp_path, scores):
+    os.chmod(tmp_path, 0o755)
+    np.save(tmp_path / "ok.npy", scores)
+    np.save(tmp_path / "secret.npy", scores)
+    os.chmod(tmp_path / "secret.npy", 0o600)
+    (tmp_path / "ro").mkdir(mode=0o755)
+    (tmp_path / "w").mkdir(mode=0o777)
+    warm = ["compare", tmp_path / "ok.npy", "-q", "-f", "json", "--per-instance",
+            tmp_path / "w" / "warm.parquet"]
+    p = _as_nobody(tmp_path, warm, ["compare", "secret.npy", "-q", "-f", "json"])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == ["Error: secret.npy: Permission denied"]
+    p = _as_nobody(tmp_path, warm, ["compare", "ok.npy", "-q", "-f", "json",
+                                    "--per-instance", "ro/rows.parquet"])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == [
+        f"Error: ro/rows.parquet: cannot write the per-instance file: the folder "
+        f"{tmp_path / 'ro'} is not writable"]
+    assert os.listdir(tmp_path / "ro") == []
+
+
+def test_per_instance_name_too_long_is_exit_2(tmp_path, scores):
+    np.save(tmp_path / "a.npy", scores)
+    name = tmp_path / ("r" * 300 + ".parquet")
+    one_error(run("compare", tmp_path / "a.npy", "-q", "--per-instance", name),
+              r"File name too long|file name too long")
+
+
 def test_claims_fifo_is_refused_without_blocking(tmp_path, scores):
     np.save(tmp_path / "a.npy", scores)
     os.mkfifo(tmp_path / "claims.csv")

@@ -130,9 +130,18 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
         # a rename would get past the file's own permissions: honour them as a write would
         raise OutputError(f"{path}: cannot write {what}: the file is read-only "
                           "(Permission denied)")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OutputError(f"{path}: folder {folder} does not exist")
+    # checks through the path as given (a parent of an absolute path may be closed to the
+    # user while the working folder is open); messages name the absolute folder
+    folder = os.path.dirname(path) or os.curdir
+    shown = os.path.dirname(os.path.abspath(path))
+    try:
+        is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        is_dir = False
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write {what}: {_reason(exc)}") from None
+    if not is_dir:
+        raise OutputError(f"{path}: folder {shown} does not exist")
     limit = _name_max(folder)
     size = len(os.fsencode(base))
     if size > limit:
@@ -151,7 +160,7 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
             raise OutputError(f"{path}: is the input {source}; tieeval never overwrites "
                               f"its inputs: choose another file name for {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{path}: cannot write {what}: the folder {folder} is not "
+        raise OutputError(f"{path}: cannot write {what}: the folder {shown} is not "
                           "writable")
     return path
 
@@ -324,7 +333,7 @@ class PendingOutput:
         self.inputs = list(_local_inputs(inputs))
         self.what = what
         self.target = check_output_path(path, inputs=self.inputs, what=what)
-        folder = os.path.dirname(os.path.abspath(self.target))
+        folder = os.path.dirname(self.target) or os.curdir
         prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
         try:
             fd, self._tmp = _create_temp(folder, prefix)
