@@ -47,6 +47,40 @@ def test_importing_tieeval_loads_no_heavy_dependency():
     assert out.stdout.strip() == "[]"
 
 
+RENDERERS = ("audit", "check", "diff", "format", "paper", "plot", "runs", "trec_eval",
+             "whatif")
+
+
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_rendering_a_result_loads_no_engine_reader_or_kernel(renderer):
+    """Importing a renderer (and the records it renders) in a fresh interpreter loads no
+    module of the engine, the readers, the kernels or the analysis: a result is rendered
+    from its record alone."""
+    code = (f"import sys, tieeval.report.{renderer}, tieeval.records; "
+            "import tieeval.records.audit, tieeval.records.check, tieeval.records.diff; "
+            "import tieeval.records.paper, tieeval.records.trec_eval; "
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "(['tieeval', 'engine'], ['tieeval', 'io'], ['tieeval', 'kernels'], "
+            "['tieeval', 'analysis'])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_kernels_load_no_reader():
+    """The kernels take :class:`tieeval.records.batch.Batch` records: importing every kernel
+    module loads no module of ``tieeval.io``."""
+    code = ("import sys, pkgutil, importlib, tieeval.kernels as k; "
+            "[importlib.import_module('tieeval.kernels.' + m.name) "
+            "for m in pkgutil.iter_modules(k.__path__)]; "
+            "print(sorted(m for m in sys.modules if m.startswith('tieeval.io')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_each_class_name_names_one_class():
     """Two classes of one name (there were two ``RelBatch``) make the docs and tracebacks
     ambiguous; every top-level class name in the package is defined once."""

@@ -2,8 +2,48 @@
 
 Every error a user can cause is a :class:`TieevalError`; the command line turns it into one
 ``Error: ...`` line on stderr and exit code 2. Anything else escaping is a bug.
+
+Messages show values as Python prints them: numpy 2 scalars repr as ``np.float64(0.5)``,
+which means nothing to a user who passed ``0.5`` (or whose file holds it). Values are
+converted with :func:`plain` where a message is built, and every message is cleaned of any
+numpy scalar repr that still reaches it (a value inside a list, an argument passed through).
 """
 
+from __future__ import annotations
+
+import re
+
+# np.float64(0.5), np.int64(-1), np.str_('x'), np.True_ (numpy >= 2 scalar reprs)
+_NUMPY_REPR = re.compile(
+    r"\bnp\.(?:float|int|uint|complex|longdouble|clongdouble|str_|bytes_|datetime64|"
+    r"timedelta64)\w*\(((?:[^()'\"]|'[^']*'|\"[^\"]*\")*)\)")
+_NUMPY_BOOL = re.compile(r"\bnp\.(True|False)_")
+
+
+def plain(value):
+    """``value`` as a plain Python object when it is a numpy scalar, else unchanged: what a
+    message shows with ``!r``. A float keeps the digits its own dtype prints
+    (``np.float32(0.9)`` -> ``0.9``, not float64's ``0.8999999761581421``).
+
+    >>> import numpy as np
+    >>> plain(np.float32(0.9)), plain(np.int64(-1)), plain("x")
+    (0.9, -1, 'x')
+    """
+    item = getattr(value, "item", None)
+    if item is None or type(value).__module__ != "numpy" or getattr(value, "ndim", 1) != 0:
+        return value
+    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+        return float(str(value))  # the shortest repr of the value in its own dtype
+    return item()
+
+
+def plain_text(message: str) -> str:
+    """``message`` with numpy scalar reprs written as Python's (``np.float64(0.5)`` -> 0.5).
+
+    >>> plain_text("got np.float64(-1.0) and [np.int64(2)], np.str_('x'), np.True_")
+    "got -1.0 and [2], 'x', True"
+    """
+    return _NUMPY_BOOL.sub(r"\1", _NUMPY_REPR.sub(r"\1", message))
 
 
 def one_line(text: str) -> str:
@@ -20,6 +60,11 @@ class TieevalError(Exception):
 
     def __str__(self) -> str:
         return one_line(super().__str__())
+
+    def __init__(self, *args):
+        if args and isinstance(args[0], str):
+            args = (plain_text(args[0]), *args[1:])
+        super().__init__(*args)
 
 
 class InputError(TieevalError):

@@ -194,7 +194,7 @@ class RunResult(RunLabelled):
     warnings: list[str] = field(default_factory=list)
     relevance: dict | None = None
     data_warnings: list | None = None
-    what_if: Any = None  # a tieeval.kernels.whatif.WhatIf when measured under one
+    what_if: Any = None  # a tieeval.records.whatif.WhatIf when measured under one
     original_rule: str | None = None  # set only when not the dump's default rule
 
     @property

@@ -30,6 +30,7 @@ from scipy import stats
 
 import tieeval
 import tieeval.analysis.diff
+import tieeval.records.diff
 from tieeval.analysis.diff import diff_paths, rank_groups, verdict_text, winner_of
 from tieeval.analysis.groups import group_runs
 from tieeval.analysis.stats import sign_flip_p_value
@@ -47,6 +48,7 @@ def invoke(*args):
 
 def test_doctests():
     assert doctest.testmod(tieeval.analysis.diff).failed == 0
+    assert doctest.testmod(tieeval.records.diff).failed == 0  # verdict_text's examples
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,8 +192,14 @@ def test_winner_change_and_json_contract(tmp_path):
     assert hr["winner"] == "B" and hr["original"]["winner"] == "A"
     assert hr["winner_changed"] is True
     assert hr["verdict"] == "B loses under original, wins under tie-aware"
+    # Neither column's difference is significant at 95% (8 instances: exact sign-flip
+    # p = 2/32 under original, far above 0.05 under tie-aware), so the table names no
+    # winner, while the JSON keeps the sign and says it is not significant.
+    assert hr["significant"] is False and hr["original"]["significant"] is False
     table = invoke("diff", a, b, "-m", "HR@1").stdout
-    assert "HR@1: B loses under original, wins under tie-aware" in table
+    assert "HR@1: B loses under original, wins under tie-aware" not in table
+    assert [line.split()[-1] for line in table.splitlines()
+            if line.strip().startswith("HR@1 ")] == ["n.s.", "n.s."]
     assert "exact paired randomization test over all 2^8 sign vectors" in table
 
 

@@ -27,11 +27,11 @@ from tieeval.engine.local import (
     iter_instance_values,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch
 from tieeval.io.open import open_dump
 from tieeval.kernels.counts import dense_counts
 from tieeval.kernels.single import batch_counts
 from tieeval.metrics.metric import Metric, default_metrics
+from tieeval.records.batch import Batch
 
 KS = (1, 2, 3, 5, 8)
 

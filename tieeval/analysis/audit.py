@@ -25,18 +25,23 @@ from __future__ import annotations
 import csv
 import math
 import os
-from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 from typing import cast
 
 from tieeval.errors import InputError, ParameterError, TieevalError
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.registry import REGISTRY, parse_gamma, signed_names
+from tieeval.records.audit import (  # noqa: F401 - the audit records, where they were
+    DETAILS,
+    FLAGGED,
+    UNMATCHED,
+    VERDICTS,
+    AuditItem,
+    Claim,
+    Verdict,
+)
 from tieeval.results import gammas_text, label_rows
 
-VERDICTS = ("impossible", "tie-break only", "consistent")
-DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
-           "matches tie-aware")
 DEFAULT_TOLERANCE = 5e-5  # half a unit of the 4th decimal, the usual printed precision
 CLAIM_COLUMNS = ("method", "dataset", "task", "metric", "k", "value")
 REQUIRED_COLUMNS = ("method", "dataset", "metric", "value")
@@ -101,34 +106,6 @@ def parse_value(text: str) -> tuple[float, float]:
     exponent = cast(int, dec.as_tuple().exponent)  # an int: dec is finite
     tolerance = float(Decimal(5).scaleb(exponent - 1))
     return float(dec), tolerance
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """How a published value compares with what the dumps allow.
-
-    ``verdict`` is one of :data:`VERDICTS`; ``detail`` says where the value sits (one of
-    :data:`DETAILS`). ``tolerance`` is the rounding tolerance used, ``spread`` the band
-    ``max(2 * tie_aware_std, tolerance)`` around ``tie_aware``. ``matches_original`` is
-    whether the value equals ``original`` within ``tolerance`` (None without ``original``):
-    a claim that matches ``original`` but is 'tie-break only' is what the codebase's own
-    tie-breaking printed.
-    """
-
-    verdict: str
-    detail: str
-    value: float
-    tolerance: float
-    spread: float
-    first: float
-    last: float
-    tie_aware: float
-    tie_aware_std: float
-    original: float | None
-    matches_original: bool | None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _number(value, name: str) -> float:
@@ -232,38 +209,6 @@ def judge_claim(value, *, first, last, tie_aware, tie_aware_std, original,
     matches = None if original is None else abs(claimed - original) <= edge
     return Verdict(verdict, detail, claimed, tol, spread, first, last, tie_aware,
                    tie_aware_std, original, matches)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One published number: which method, where, which metric, and the value as printed.
-
-    ``metric`` is the canonical registry name (``"NDCG"``), ``k`` the cutoff (None for
-    MRR), ``task`` None when the file leaves it empty. ``value`` is the fraction (a
-    trailing ``%`` divided by 100), ``text`` the value exactly as written, ``tolerance``
-    half a unit of its last printed digit, ``line`` its line in the file. ``gamma`` is the
-    penalty of a signed metric (SHR, SRecall, SDCG, SNDCG) the value was printed for, None
-    when the file does not say.
-    """
-
-    method: str
-    dataset: str
-    task: str | None
-    metric: str
-    k: int | None
-    value: float
-    text: str
-    tolerance: float
-    line: int
-    gamma: float | None = None
-
-    @property
-    def label(self) -> str:
-        """``"NDCG@10"``-style, as :attr:`tieeval.results.MetricRow.label` prints it."""
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def judge_against(claim: Claim, row) -> Verdict:
@@ -417,65 +362,6 @@ def _numbered_rows(fh):
 
 # ---------------------------------------------------------------------------------------
 # Matching claims to runs (``tieeval audit``)
-
-UNMATCHED = "unmatched"
-FLAGGED = ("impossible", "tie-break only")
-
-
-@dataclass(frozen=True)
-class AuditItem:
-    """One claim and how it fared: the verdict against its matched run group, or no match.
-
-    ``run_labels`` (``labels``, its older name) are the matched group's run labels,
-    ``seeds`` how many runs were averaged and ``paths`` their files; all empty when the
-    claim matched no run (``verdict`` None).
-    ``gamma`` is the gamma of the row the claim was judged against (the claim's own, or
-    the only one evaluated; None for unsigned metrics), ``labelled`` whether that row is a
-    labelled run's, whose JSON carries ``gamma`` as its metric rows do.
-    """
-
-    claim: Claim
-    verdict: Verdict | None
-    run_labels: dict | None = None
-    seeds: int = 0
-    paths: tuple = ()
-    gamma: float | None = None
-    labelled: bool = False
-
-    @property
-    def labels(self) -> dict | None:
-        """The older name of :attr:`run_labels`."""
-        return self.run_labels
-
-    @property
-    def has_gamma(self) -> bool:
-        """Whether the JSON and CSV name a gamma: a labelled row, or a claim naming one."""
-        return self.labelled or self.claim.gamma is not None
-
-    @property
-    def status(self) -> str:
-        """The verdict name, or ``'unmatched'``."""
-        return UNMATCHED if self.verdict is None else self.verdict.verdict
-
-    @property
-    def flagged(self) -> bool:
-        """'impossible' or 'tie-break only'."""
-        return self.status in FLAGGED
-
-    def to_dict(self) -> dict:
-        c = self.claim
-        out = {"line": c.line, "method": c.method, "dataset": c.dataset, "task": c.task,
-               "metric": c.metric, "k": c.k}
-        if self.has_gamma:
-            out["gamma"] = self.gamma
-        out.update(value=c.value, text=c.text, verdict=self.status)
-        v = self.verdict
-        for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
-                    "first", "original", "matches_original"):
-            out[key] = None if v is None else getattr(v, key)
-        out["seeds"] = self.seeds
-        out["paths"] = list(self.paths)
-        return out
 
 
 def _norm(text) -> str | None:

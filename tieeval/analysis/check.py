@@ -39,27 +39,21 @@ that was not evaluated is an error).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.registry import parse_gamma, signed_names
+from tieeval.records.check import (  # noqa: F401 - the check records, where they were
+    CHANGE_KINDS,
+    KINDS,
+    OPTION_NAMES,
+    SIGMA_FLOOR,
+    Outcome,
+    Threshold,
+    signed_change,
+)
 from tieeval.results import MetricRow, RunResult, gammas_text, label_rows
 
-# kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
-KINDS = {
-    "max_change": (True, "max", "fraction"),
-    "max_inflation": (True, "max", "fraction"),
-    "max_change_sigma": (True, "max", "sigma"),
-    "max_spread": (True, "max", "fraction"),
-    "max_tie_decided": (False, "max", "fraction"),
-    "max_gap": (True, "max", "value"),
-    "min": (True, "min", "value"),
-    "max_tie_frequency": (False, "max", "fraction"),
-    "max_positive_tie_frequency": (False, "max", "fraction"),
-}
-OPTION_NAMES = {kind: "--" + kind.replace("_", "-") for kind in KINDS}
-CHANGE_KINDS = ("max_change", "max_inflation")
 # The gate when no threshold is given: it fails a dump whose figures the tie-break decides
 # (the share of HR@K outcomes it decides, how far apart First and Last are, and an
 # Original further from Tie-aware than tie-break noise explains) and passes a tie-free one.
@@ -67,31 +61,10 @@ DEFAULT_THRESHOLDS = (("max_tie_decided", "5%"), ("max_spread", "10%"),
                       ("max_change_sigma", "3"))
 DEFAULT_GATE = " ".join(f"--{kind.replace('_', '-')} {bound}"
                         for kind, bound in DEFAULT_THRESHOLDS)
-SIGMA_FLOOR = 0.01  # max_change_sigma passes a change of at most 1 % of the original
 # Bounds are inclusive up to float rounding: |0.6 - 0.8| / 0.8 is 0.2500000000000001 in
 # binary floating point and must still pass "25%". Every figure checked lies within [0, a
 # few], so an absolute allowance far below any printed digit is enough.
 TOLERANCE = 1e-12
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """One bound: ``kind`` from :data:`KINDS`, an optional metric, the bound as a fraction,
-    and an optional ``gamma`` picking one gamma row of a signed metric (None: every row of
-    the metric)."""
-
-    kind: str
-    bound: float
-    metric: Metric | None = None
-    gamma: float | None = None
-
-    @property
-    def comparison(self) -> str:
-        return KINDS[self.kind][1]
-
-    @property
-    def unit(self) -> str:
-        return KINDS[self.kind][2]
 
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(%?)\s*$")
@@ -191,50 +164,6 @@ def metrics_needed(thresholds, default) -> list[Metric]:
     return list(dict.fromkeys(named))
 
 
-@dataclass
-class Outcome:
-    """One check on one run: what was measured, against which bound, and whether it passed.
-
-    ``measured`` is None when the figure is undefined (the relative gap of a metric whose
-    original value is 0 while its tie-aware value is not); such a check fails. ``row`` is
-    the metric row checked (None for the tie frequencies); ``gamma`` its gamma, for a
-    signed metric of a labelled run.
-    """
-
-    run: RunResult
-    threshold: Threshold
-    metric: Metric | None
-    measured: float | None
-    passed: bool
-    row: MetricRow | None = None
-
-    @property
-    def gamma(self) -> float | None:
-        return getattr(self.row, "gamma", None)
-
-    @property
-    def change(self) -> float | None:
-        """The signed relative change original -> tie-aware of a change check."""
-        if self.row is None or self.threshold.kind not in (*CHANGE_KINDS,
-                                                           "max_change_sigma"):
-            return None
-        return signed_change(self.row)
-
-    def to_dict(self) -> dict:
-        out: dict = {"path": self.run.path, "check": self.threshold.kind,
-                     "metric": None if self.metric is None else str(self.metric)}
-        if _labelled(self.run):  # as the run's own metric rows: gamma for labelled runs
-            out["gamma"] = self.gamma
-        out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
-        if self.threshold.kind in (*CHANGE_KINDS, "max_change_sigma"):
-            out["change"] = self.change  # added key: the signed change
-        return out
-
-
-def _labelled(run: RunResult) -> bool:
-    return run.labelled
-
-
 def metric_rows(run: RunResult, metric: Metric, gamma: float | None = None) -> list:
     """The run's rows of ``metric``: one per gamma for a signed metric of a labelled run
     (only the ``gamma`` row when given), else one. Raises ParameterError when none is."""
@@ -258,16 +187,6 @@ def within_floor(row: MetricRow | None) -> bool:
     diff = abs(row.original - row.tie_aware)
     return diff <= TOLERANCE or (row.original != 0
                                  and diff / abs(row.original) <= SIGMA_FLOOR + TOLERANCE)
-
-
-def signed_change(row: MetricRow) -> float | None:
-    """``(tie_aware - original) / original``: negative when Original overstates the
-    tie-aware value (None when the original is 0 and the tie-aware value is not)."""
-    if row.original is None or row.tie_aware is None:
-        return None
-    if row.original == 0:
-        return 0.0 if row.tie_aware == 0 else None
-    return (row.tie_aware - row.original) / row.original
 
 
 def relative_gap(original: float, tie_aware: float) -> float | None:

@@ -21,7 +21,11 @@
    mean difference.
 4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
    ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
-   tie-aware`` when they disagree.
+   tie-aware`` when they disagree. The sign alone says nothing about chance: a column's
+   difference is **significant** when both paired tests reject "no difference" at level
+   ``1 - confidence`` (two-sided, ``p < 1 - confidence``); only then do the rendered
+   tables name a winner (``ColumnComparison.significant_winner``), and
+   :func:`significantly_worse` is the ``--fail-if-worse`` gate.
 
 :func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
 dataset and task, with the original ranking beside it and each method's move: the reading of
@@ -32,36 +36,38 @@ the paper's Table 5.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
-from tieeval.analysis.stats import (
-    EXACT_RANDOMIZATION_MAX_N,
-    PairedResult,
-    check_permutations,
-    paired_comparison,
-    ranking_changes,
-)
+from tieeval.analysis.stats import check_permutations, paired_comparison, ranking_changes
 from tieeval.engine.local import collect_instance_values
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions, detect_format
 from tieeval.io.open import open_dump
-from tieeval.kernels.values import InstanceValues
-from tieeval.kernels.whatif import NO_WHAT_IF, WhatIf
 from tieeval.metrics.metric import Metric, parse_metric_list
-from tieeval.results import MetricName, find_row
+from tieeval.records.diff import (  # noqa: F401 - the diff records, where they were
+    COMPARISON_KEYS,
+    WINNERS,
+    ColumnComparison,
+    DiffResult,
+    DiffRow,
+    DiffSide,
+    RankEntry,
+    Ranking,
+    verdict_text,
+    winner_of,
+)
+from tieeval.records.values import InstanceValues
+from tieeval.records.whatif import NO_WHAT_IF, WhatIf
+from tieeval.results import label_rows
 from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = "instance"
 ALIGNMENTS = ("instance", "row order")
-WINNERS = ("A", "B", "tie")
 DEFAULT_PERMUTATIONS = 10000
 DEFAULT_CONFIDENCE = 0.95
-# The keys of one column's comparison, in JSON order.
-COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
-                   "p_value_randomization", "ci_low", "ci_high")
 
 
 # ---------------------------------------------------------------------------------------
@@ -70,7 +76,7 @@ COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
 @dataclass
 class RunValues(RunLabelled):
     """Every instance's values for one dump, concatenated over batches: one
-    :class:`~tieeval.kernels.base.InstanceValues` per kernel entry (a metric, once per
+    :class:`~tieeval.records.values.InstanceValues` per kernel entry (a metric, once per
     gamma for signed metrics), and per instance what identifies its candidates (``n``
     candidates; for labelled rows also R and the label sum; with item ids a hash of the
     sorted ids) so that two runs are never paired on different candidate sets."""
@@ -330,133 +336,22 @@ def check_same_rows(a: RunValues, b: RunValues, how: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# comparison records
-
-def winner_of(difference: float) -> str:
-    """``'B'`` when ``B - A > 0``, ``'A'`` when it is < 0, ``'tie'`` when it is 0."""
-    return "B" if difference > 0 else "A" if difference < 0 else "tie"
-
-
-_VERB = {"B": "wins", "A": "loses", "tie": "ties"}
-
-
-def verdict_text(original_winner: str, tie_aware_winner: str) -> str:
-    """``'B wins under original, loses under tie-aware'`` (or ``... under both ...``).
-
-    >>> verdict_text("B", "A")
-    'B wins under original, loses under tie-aware'
-    >>> verdict_text("A", "A")
-    'B loses under both original and tie-aware'
-    """
-    if original_winner == tie_aware_winner:
-        return f"B {_VERB[original_winner]} under both original and tie-aware"
-    return (f"B {_VERB[original_winner]} under original, {_VERB[tie_aware_winner]} under "
-            "tie-aware")
-
-
-@dataclass(frozen=True)
-class ColumnComparison(PairedResult):
-    """One column's paired comparison: a :class:`~tieeval.analysis.stats.PairedResult` that names
-    its winner; its JSON holds the fields of :data:`COMPARISON_KEYS` and the winner."""
-
-    @classmethod
-    def from_paired(cls, r: PairedResult) -> "ColumnComparison":
-        return cls(**asdict(r))
-
-    @property
-    def winner(self) -> str:
-        return winner_of(self.difference)
-
-    def to_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in COMPARISON_KEYS}
-        out["winner"] = self.winner
-        return out
-
-
-@dataclass(frozen=True)
-class DiffRow(MetricName):
-    """One metric: B versus A under the tie-aware column and under the original column."""
-
-    metric: str
-    k: int | None
-    tie_aware: ColumnComparison
-    original: ColumnComparison
-    gamma: float | None = None
-    instances: int | None = None  # instances paired (labelled runs skip undefined ones)
-    labelled: bool = False
-
-    @property
-    def winner_changed(self) -> bool:
-        return self.tie_aware.winner != self.original.winner
-
-    @property
-    def verdict(self) -> str:
-        return verdict_text(self.original.winner, self.tie_aware.winner)
-
-    def to_dict(self) -> dict:
-        """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
-        ``winner_changed`` and ``verdict``."""
-        out: dict = {"metric": self.metric, "k": self.k}
-        if self.labelled:  # labelled runs: gamma, and the instances actually paired
-            out.update(gamma=self.gamma, instances=self.instances)
-        out.update(self.tie_aware.to_dict())
-        out.update(original=self.original.to_dict(), winner_changed=self.winner_changed,
-                   verdict=self.verdict)
-        return out
-
-
-@dataclass
-class DiffSide(RunLabelled):
-    """What identifies one compared run."""
-
-    path: str
-    run_labels: dict[str, str]
-    dtype: str
-    instances: int
-
-    @property
-    def name(self) -> str:
-        return self.run_labels.get("method") or self.path
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "method": self.run_labels.get("method"),
-                "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances}
-
-
-@dataclass
-class DiffResult:
-    """B versus A on the same instances, one :class:`DiffRow` per metric."""
-
-    a: DiffSide
-    b: DiffSide
-    alignment: str
-    instances: int
-    rows: list[DiffRow]
-    permutations: int
-    seed: int | None
-    confidence: float
-    what_if: WhatIf = field(default_factory=WhatIf)
-
-    @property
-    def randomization_exact(self) -> bool:
-        return self.instances <= EXACT_RANDOMIZATION_MAX_N
-
-    def row(self, label: str) -> DiffRow:
-        return find_row(self.rows, label)
-
-    def to_dict(self) -> dict:
-        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "alignment": self.alignment,
-                "instances": self.instances, "confidence": self.confidence,
-                "randomization": {"exact": self.randomization_exact,
-                                  "permutations": (None if self.randomization_exact
-                                                   else self.permutations),
-                                  "seed": None if self.randomization_exact else self.seed},
-                "what_if": self.what_if.to_dict() if self.what_if.active else None,
-                "metrics": [r.to_dict() for r in self.rows]}
-
-
-# ---------------------------------------------------------------------------------------
 # the comparison
+
+def significantly_worse(result: DiffResult, metric: Metric | str,
+                        gamma: float | None = None) -> list[DiffRow]:
+    """The rows of ``metric`` (every gamma row of a signed metric, or only ``gamma``'s)
+    where B is significantly worse than A under the tie-aware column: the ``--fail-if-worse``
+    gate. Raises ParameterError when ``metric`` (at ``gamma``) was not compared."""
+    label = str(metric)
+    rows = label_rows(result.rows, label, gamma)
+    if not rows:
+        have = ", ".join(dict.fromkeys(r.label for r in result.rows))
+        at = "" if gamma is None else f"[gamma={gamma!r}]"
+        raise ParameterError(f"--fail-if-worse {label}{at}: not among the metrics compared "
+                             f"({have}); add it with -m {label}")
+    return [r for r in rows if r.tie_aware.significant and r.tie_aware.difference < 0]
+
 
 def compare_values(a: RunValues, b: RunValues, *,
                    alignment: str = "row order", permutations: int = DEFAULT_PERMUTATIONS,
@@ -592,64 +487,6 @@ def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
 
 # ---------------------------------------------------------------------------------------
 # rankings of several methods (Table 5 reading)
-
-@dataclass(frozen=True)
-class RankEntry:
-    """A method's place in one setting and metric: tie-aware and original value and rank.
-
-    ``change = original_rank - tie_aware_rank``: positive when the method moves up once
-    ties are handled fairly.
-    """
-
-    method: str
-    tie_aware: float
-    tie_aware_std: float
-    original: float
-    tie_aware_rank: int
-    original_rank: int
-    change: int
-    seeds: int
-
-    def to_dict(self) -> dict:
-        return {"method": self.method, "tie_aware": self.tie_aware,
-                "tie_aware_std": self.tie_aware_std, "original": self.original,
-                "tie_aware_rank": self.tie_aware_rank, "original_rank": self.original_rank,
-                "change": self.change, "seeds": self.seeds}
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """Methods of one dataset and task ranked by one metric (best first, tie-aware).
-
-    ``gamma`` is the penalty of a signed metric's row (one ranking per ``--gamma``), None
-    otherwise; ``labelled`` says the runs are labelled, whose JSON carries ``gamma`` as
-    their metric rows do.
-    """
-
-    dataset: str | None
-    task: str | None
-    metric: str
-    k: int | None
-    entries: tuple[RankEntry, ...]
-    gamma: float | None = None
-    labelled: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
-
-    @property
-    def changed(self) -> bool:
-        """Whether any method's rank differs between original and tie-aware."""
-        return any(e.change != 0 for e in self.entries)
-
-    def to_dict(self) -> dict:
-        out: dict = {"dataset": self.dataset, "task": self.task, "metric": self.metric,
-                     "k": self.k}
-        if self.labelled:
-            out["gamma"] = self.gamma
-        out.update(changed=self.changed, methods=[e.to_dict() for e in self.entries])
-        return out
 
 
 def _method_name(group) -> str:

@@ -14,15 +14,17 @@ mean of S seeds it is ``sqrt(sum of the seeds' tie_aware_std**2) / S``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
-from tieeval.results import MetricRow, RunResult, find_row
-from tieeval.run_labels import GROUP_KEYS, RunLabelled
-
-TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
-              "positive_tie_frequency")
+from tieeval.records.groups import (  # noqa: F401 - the group records, where they were
+    TIE_FIELDS,
+    GroupMetricRow,
+    GroupResult,
+    GroupTies,
+)
+from tieeval.results import RunResult
+from tieeval.run_labels import GROUP_KEYS
 
 
 def mean(values: list) -> float | None:
@@ -39,72 +41,6 @@ def seed_std(values: list[float]) -> float | None:
     if n < 2 or m is None:
         return None
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
-
-
-@dataclass
-class GroupMetricRow(MetricRow):
-    """A metric row of a group: the single-run fields hold seed means, plus seed stds."""
-
-    original_seed_std: float | None = None
-    first_seed_std: float | None = None
-    last_seed_std: float | None = None
-    tie_aware_seed_std: float | None = None
-
-    def seed_std(self, column: str) -> float | None:
-        return getattr(self, f"{column}_seed_std")
-
-    def _columns(self) -> dict:
-        out = super()._columns()
-        for c in COLUMNS:
-            out[f"{c}_seed_std"] = self.seed_std(c)
-        return out
-
-
-@dataclass
-class GroupTies:
-    """Seed means of the tie statistics, with their across-seed standard deviations."""
-
-    means: dict[str, float]
-    seed_stds: dict[str, float | None]
-    tie_decided: dict[int, float] = field(default_factory=dict)
-    tie_decided_seed_std: dict[int, float | None] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out: dict = {}
-        for name in TIE_FIELDS:
-            out[name] = self.means[name]
-        for name in TIE_FIELDS:
-            out[f"{name}_seed_std"] = self.seed_stds[name]
-        out["tie_decided"] = {str(k): v for k, v in self.tie_decided.items()}
-        out["tie_decided_seed_std"] = {str(k): v for k, v in self.tie_decided_seed_std.items()}
-        return out
-
-
-@dataclass
-class GroupResult(RunLabelled):
-    """The runs of one method / dataset / task, averaged over their seeds."""
-
-    run_labels: dict[str, str | None]
-    runs: list[RunResult]
-    metrics: list[GroupMetricRow]
-    ties: GroupTies
-
-    @property
-    def seeds(self) -> int:
-        return len(self.runs)
-
-    @property
-    def key(self) -> tuple:
-        return tuple(self.run_labels.get(k) for k in GROUP_KEYS)
-
-    def metric(self, label: str) -> GroupMetricRow:
-        """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
-        return find_row(self.metrics, label)
-
-    def to_dict(self) -> dict:
-        return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
-                "paths": [r.path for r in self.runs],
-                "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}
 
 
 def group_key(run: RunResult) -> tuple:

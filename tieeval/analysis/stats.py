@@ -30,8 +30,10 @@ import numpy as np
 
 from tieeval.errors import ParameterError
 from tieeval.kernels.summation import ExactSum
-
-EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
+from tieeval.records.diff import (  # noqa: F401 - the paired result, where it was
+    EXACT_RANDOMIZATION_MAX_N,
+    PairedResult,
+)
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
 
@@ -67,35 +69,6 @@ def _t_upper_quantile(q: float, df: int) -> float:
 
 # ---------------------------------------------------------------------------------------
 # Paired comparison
-
-@dataclass(frozen=True)
-class PairedResult:
-    """Paired comparison of method A and method B on the same ``n`` instances.
-
-    ``a`` and ``b`` are the two means, ``difference`` the mean of ``b - a`` (positive:
-    B is higher). ``difference_std`` is the standard deviation of ``difference`` under
-    random tie-breaking, None without variances. ``statistic`` is the paired t,
-    ``p_value_t`` its two-sided p-value and ``ci_low`` / ``ci_high`` the t-based
-    ``confidence`` interval of the mean difference; all four are None when ``n < 2``.
-    ``p_value_randomization`` is the two-sided sign-flip p-value (None when ``n < 2``),
-    exact over all ``2**n`` sign vectors when ``randomization_exact``, else Monte Carlo.
-    """
-
-    n: int
-    a: float
-    b: float
-    difference: float
-    difference_std: float | None
-    p_value_t: float | None
-    p_value_randomization: float | None
-    ci_low: float | None
-    ci_high: float | None
-    statistic: float | None
-    confidence: float
-    randomization_exact: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _as_values(values, name: str) -> np.ndarray:

@@ -25,20 +25,10 @@ from tieeval.io.open import open_dump
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.registry import REGISTRY
 from tieeval.metrics.spellings import trec_eval_name, trec_measure, trec_order
+from tieeval.records.trec_eval import TrecLine
 from tieeval.results import RunResult
 
 ALL = "all"
-
-
-@dataclass(frozen=True)
-class TrecLine:
-    """One printed line: ``measure``, ``qid`` (``all`` for the summary) and ``value`` (a
-    float, or text for ``runid``); ``integer`` values print as whole numbers."""
-
-    measure: str
-    qid: str
-    value: float | str
-    integer: bool = False
 
 
 def check_column(column: str) -> str:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import click
 
+from tieeval.analysis.check import parse_metric_key
 from tieeval.analysis.diff import (
     DEFAULT_CONFIDENCE,
     DEFAULT_PERMUTATIONS,
     INSTANCE_FIELD,
     diff_dumps,
     rank_groups,
+    significantly_worse,
 )
 from tieeval.cli.common import (
+    EXIT_CHECK_FAILED,
     Command,
     chosen_metrics,
     guide,
@@ -31,8 +34,25 @@ from tieeval.cli.whatif import (
     require_local_engine,
     whatif_options,
 )
+from tieeval.errors import TieevalError
 from tieeval.io.open import open_dump
 from tieeval.report import diff as diff_report
+
+
+class WorseMetric(click.ParamType):
+    """``NDCG@10`` or ``SNDCG@10[gamma=0.5]``: a metric whose significant loss fails."""
+
+    name = "METRIC"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_metric_key(value, "--fail-if-worse")
+        except TieevalError as exc:
+            text = str(exc)
+            prefix = "--fail-if-worse: "
+            self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
 
 
 def _format_option(f):
@@ -54,19 +74,30 @@ def _format_option(f):
               help="Seed of the randomization test's sign vectors.")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=DEFAULT_CONFIDENCE, show_default=True,
-              help="Level of the confidence interval of the mean difference.")
+              help="Confidence level: of the interval of the mean difference, and of the "
+                   "tests that name a winner (both p < 1 - confidence, two-sided).")
+@click.option("--fail-if-worse", "fail_if_worse", type=WorseMetric(), multiple=True,
+              metavar="METRIC",
+              help="Exit 1 when B is significantly worse than A on METRIC under the "
+                   "tie-aware column (B − A < 0, both p < 1 - confidence), with one line on "
+                   "stderr; for CI. Repeatable; METRIC is added to the metrics compared. "
+                   "A signed metric fails on any of its --gamma rows, or on one with "
+                   "'METRIC[gamma=G]'.")
 @whatif_options
 @read_options
 @quiet_option
-def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, tolerance,
-         quiet, **read_kwargs):
+@click.pass_context
+def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fail_if_worse,
+         cast, tolerance, quiet, **read_kwargs):
     """Paired comparison of run B against run A on the same instances.
 
     Per metric: the tie-aware difference B − A with its standard deviation under random
     tie-breaking, a paired t-test and a paired sign-flip randomization test across
     instances, the confidence interval of the mean difference, and the same under the
-    original column (np.argsort), with a verdict when the winner changes ("B wins under
-    original, loses under tie-aware").
+    original column, with a verdict when the winner changes ("B wins under original, loses
+    under tie-aware"). A winner is named only when the difference is significant at
+    --confidence (default 0.95): both tests give p < 0.05; otherwise "n.s.", no
+    significant difference.
 
     Rows are matched by an 'instance' id field when both dumps have one, else by position
     (the dumps must then have the same number of instances and of candidates per row).
@@ -76,6 +107,11 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
       tieeval diff baseline.parquet new.parquet --k 1 5 10
       tieeval diff A.npz B.npz -m NDCG@10 --permutations 100000 --seed 7 --format json
       tieeval diff A.npz B.npz --cast float32
+      tieeval diff baseline.parquet new.parquet --fail-if-worse NDCG@10 --fail-if-worse HR@1
+
+    Exit codes: 0 compared (and no --fail-if-worse metric significantly worse); 1 B is
+    significantly worse on a --fail-if-worse metric; 2 usage or input error; 3 internal
+    error.
     """
     if len(files) != 2:
         raise click.UsageError(f"diff compares exactly two dumps (A B), got {len(files)}; "
@@ -88,6 +124,8 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
     for unused in ("jobs", "engine"):
         read_kwargs.pop(unused, None)
     chosen = chosen_metrics(k_values, metrics)
+    if metrics:  # explicit metrics: the gated ones are compared too (defaults: see below)
+        chosen = list(dict.fromkeys(chosen + [m for m, _ in fail_if_worse]))
     options, relevance = reading(quiet=quiet, metrics=chosen, **read_kwargs)
     warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
     dumps = [open_dump(path, options) for path in files]
@@ -96,6 +134,9 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
                         nan_policy=nan_policy, batch_rows=batch_rows,
                         instance_field=options.instance or INSTANCE_FIELD,
                         warn=warn, relevance=relevance, original=original)
+    # before any output: a gated metric the dump's default set left out is a usage error
+    worse = [row for metric, gamma in fail_if_worse
+             for row in significantly_worse(result, metric, gamma)]
     if fmt == "json":
         write(diff_report.diff_json(result))
     elif fmt == "csv":
@@ -104,6 +145,10 @@ def diff(files, k_values, metrics, fmt, permutations, seed, confidence, cast, to
         write(diff_report.diff_markdown(result))
     else:
         diff_report.render_diff(result, stdout_console())
+    if worse:
+        for row in dict.fromkeys(worse):
+            click.echo(diff_report.worse_line(result, row), err=True)
+        ctx.exit(EXIT_CHECK_FAILED)
 
 
 @click.command(cls=Command, epilog=guide("rank"))

@@ -7,7 +7,7 @@ import click
 
 from tieeval.cli.run_labels import evaluate_labelled
 from tieeval.errors import TieevalError
-from tieeval.kernels.whatif import CASTS, WhatIf, check_tolerance
+from tieeval.records.whatif import CASTS, WhatIf, check_tolerance
 
 
 class ToleranceType(click.ParamType):

@@ -18,7 +18,6 @@ import numpy as np
 from tieeval.errors import ParameterError
 from tieeval.io.base import check_batch_rows
 from tieeval.kernels.counts import check_nan_policy
-from tieeval.kernels.whatif import WhatIf
 from tieeval.metrics.conventions import preset_options
 from tieeval.metrics.metric import (
     DEFAULT_KS,
@@ -29,6 +28,7 @@ from tieeval.metrics.metric import (
 )
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
+from tieeval.records.whatif import WhatIf
 from tieeval.run_labels import check_label
 
 ENGINES = ("local", "spark")

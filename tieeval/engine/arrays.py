@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import RELEVANCE_FIELDS, Batch, ReadOptions, RelevanceInfo
+from tieeval.io.base import RELEVANCE_FIELDS, ReadOptions, RelevanceInfo
 from tieeval.io.relevance import _check_combination, fill_batch
 from tieeval.io.validate import _check_matrix, check_score_dtype, resolve_positive
+from tieeval.records.batch import Batch
 
 _NAMES = {kind: kind for kind in RELEVANCE_FIELDS}
 
@@ -160,9 +161,11 @@ def _field(value, kind: str, scores: np.ndarray, offsets, path: str, flat: bool)
 
 
 def array_batch(scores, positive=None, *, labels=None, positives=None, negatives=None,
-                items=None, offsets=None, path: str = "<array>"
+                items=None, offsets=None, ranking=None, path: str = "<array>"
                 ) -> tuple[Batch, RelevanceInfo | None]:
-    """The one batch, and what relevance it carries, of in-memory arrays."""
+    """The one batch, and what relevance it carries, of in-memory arrays; ``ranking``
+    (per row, candidate indices top first) is checked and stored as ``save_scores`` stores
+    it, for ``original="given"``."""
     arr, off = score_rows(scores, offsets, path)
     rows = arr.shape[0] if off is None else off.size - 1
     given = {kind: value for kind, value in (("labels", labels), ("positives", positives),
@@ -188,6 +191,9 @@ def array_batch(scores, positive=None, *, labels=None, positives=None, negatives
         raise InputError(f"{path}: 'items' must hold integer or string item ids, got "
                          f"{columns['items'][0].dtype}")
     fill_batch(path, batch, _NAMES, columns)
+    if ranking is not None:
+        from tieeval.io.writers import ranking_lists
+        batch.ranking = ranking_lists(ranking, lengths)
     if not present:
         return batch, None
     return batch, RelevanceInfo(source, items="items" in present, fields=tuple(present))

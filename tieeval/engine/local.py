@@ -34,14 +34,7 @@ from tieeval.engine.arguments import (
     what_if_of,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import (
-    Batch,
-    Dump,
-    ReadAgain,
-    ReadOptions,
-    RelevanceInfo,
-    RelevanceReadOptions,
-)
+from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo, RelevanceReadOptions
 from tieeval.io.open import open_dump
 from tieeval.io.trec import check_missing_queries
 from tieeval.kernels import fused
@@ -52,6 +45,7 @@ from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
+from tieeval.records.batch import Batch
 from tieeval.results import RunResult
 
 AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 starts worker processes only for NPY
@@ -170,7 +164,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
     after each batch or part; negative values take back a run that had to start over.
     ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
-    ``what_if``: a :class:`tieeval.kernels.whatif.WhatIf` (cast and/or tolerance); the
+    ``what_if``: a :class:`tieeval.records.whatif.WhatIf` (cast and/or tolerance); the
     result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
     task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
     which a dump carries in its ``labels`` field. ``original``: the Original column's rule,
@@ -551,8 +545,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None,
-             relevance_level: int | None = None, depth: int | None = None
-             ) -> RunResult:
+             relevance_level: int | None = None, depth: int | None = None,
+             ranking=None, original: str | None = None) -> RunResult:
     """Evaluate in-memory scores: the Python form of ``tieeval compare`` on a dump.
 
     ``scores``: an ``(instances, candidates)`` array (numpy, a list of equal-length lists,
@@ -573,7 +567,12 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``
-    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``cast`` /
+    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``original``: the
+    Original column's rule, as ``--original`` (None: ``argsort``); ``ranking``: what the
+    codebase ranked, per row its candidate indices top first (a 2-D int array or a list of
+    lists, as ``save_scores(..., ranking=...)`` takes it), read by ``original="given"``.
+    The figures are those of :func:`evaluate_path` on the same arrays saved with
+    :func:`~tieeval.io.writers.save_scores`. ``cast`` /
     ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
     task / seed. ``path`` names the data in messages and in the result. Returns a
     :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
@@ -599,11 +598,13 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     names = run_labels_of(run_labels)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
-                              negatives=negatives, items=items, offsets=offsets, path=path)
+                              negatives=negatives, items=items, offsets=offsets,
+                              ranking=ranking, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
     # _ArrayDump has the part of the Dump interface evaluate_dump uses
     return evaluate_dump(dump, chosen, nan_policy=nan_policy,  # type: ignore[arg-type]
-                         relevance=rel, what_if=what_if, run_labels=names)
+                         relevance=rel, what_if=what_if, run_labels=names,
+                         original=original)
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,

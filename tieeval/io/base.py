@@ -1,5 +1,6 @@
-"""The types every reader shares: :class:`ReadOptions`, one :class:`Batch` (scores plus
-whatever relevance the dump carries), :class:`Dump`, and the format and path helpers."""
+"""The types every reader shares: :class:`ReadOptions`, :class:`Dump`, and the format and
+path helpers. A dump yields :class:`~tieeval.records.batch.Batch` records (scores plus
+whatever relevance the dump carries), imported here for the readers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError
+from tieeval.records.batch import Batch, RankLists, instance_name  # noqa: F401 - readers' names
 
 FORMATS = ("npy", "npz", "parquet", "csv")
 LAYOUTS = ("auto", "wide", "long")
@@ -116,88 +118,6 @@ def check_batch_rows(batch_rows):
             or batch_rows < 1:
         raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}")
     return int(batch_rows)
-
-
-@dataclass
-class Batch:
-    """Consecutive rows of a dump.
-
-    Dense: ``scores`` is 2-D and ``offsets`` is None. Ragged: ``scores`` is the flat values
-    and row i is ``scores[offsets[i]:offsets[i+1]]``. ``positive`` holds each row's positive
-    column (int64, already range-checked); ``start`` is the dump row of the first row.
-    ``labels``, when the dump carries relevance labels, has the same layout as ``scores``
-    (graded gains > 0, 0 unobserved, < 0 explicit negatives); ``positive`` is then unused.
-    ``ids`` (long layout) holds each row's instance id, for messages; ``nbytes`` is the
-    share of the input this batch accounts for (for progress reports). ``items``, when the
-    dump carries candidate ids, has the scores' layout too (see :mod:`tieeval.io.relevance`).
-    ``ranking``, when the dump has a ``ranking`` field, holds each row's candidate indices
-    in the order the codebase ranked them, top first (:class:`RankLists`). ``judged``,
-    when the dump knows which candidates are judged (TREC: in the qrels with relevance
-    >= 0), is a bool array in the scores' layout; None means ``labels != 0``.
-    """
-
-    scores: np.ndarray
-    positive: np.ndarray
-    start: int
-    offsets: np.ndarray | None = None
-    labels: np.ndarray | None = None
-    ids: np.ndarray | None = None
-    nbytes: int = 0
-    items: np.ndarray | None = None
-    ranking: "RankLists | None" = None
-    # True when no positive field or --positive-index gave the positive (column 0)
-    positive_defaulted: bool = False
-    judged: np.ndarray | None = None
-
-    @property
-    def rows(self) -> int:
-        return len(self.positive)
-
-    def lengths(self) -> np.ndarray:
-        if self.offsets is None:
-            return np.full(self.rows, self.scores.shape[1], dtype=np.int64)
-        return np.diff(self.offsets).astype(np.int64)
-
-    def where(self, i: int) -> str:
-        """How messages name batch row ``i``: the dump row, or the long layout's instance."""
-        if self.ids is not None:
-            return f"instance {instance_name(self.ids[i])}"
-        return f"row {self.start + i}"
-
-
-@dataclass
-class RankLists:
-    """Per-row candidate indices in rank order, top first: row i is
-    ``values[offsets[i]:offsets[i + 1]]`` (rows may list fewer indices than candidates)."""
-
-    values: np.ndarray
-    offsets: np.ndarray
-
-    @classmethod
-    def from_rows(cls, values: np.ndarray, offsets: np.ndarray | None) -> "RankLists":
-        """From flat values with offsets, or a 2-D ``(rows, K)`` array (offsets None)."""
-        values = np.asarray(values)
-        if offsets is None:
-            rows = values.shape[0]
-            width = values.shape[1] if values.ndim == 2 else 1
-            return cls(values.reshape(-1), np.arange(rows + 1, dtype=np.int64) * width)
-        return cls(values.reshape(-1), np.asarray(offsets, dtype=np.int64))
-
-    @property
-    def rows(self) -> int:
-        return self.offsets.size - 1
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-
-def instance_name(value) -> str:
-    """An instance id as messages show it: integers plain, strings quoted."""
-    if isinstance(value, (str, bytes)):
-        return repr(value)
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return str(value)
 
 
 @dataclass

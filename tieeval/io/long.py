@@ -61,14 +61,12 @@ from tieeval.io.arrow import (
 from tieeval.io.base import (
     DEFAULT_BATCH_ROWS,
     HOW_TO_DUMP,
-    Batch,
     Dump,
     LabelledDump,
     ReadAgain,
     ReadOptions,
     RelevanceLabelsFound,
     check_row_length,
-    instance_name,
     max_row_candidates,
 )
 from tieeval.io.validate import (
@@ -76,6 +74,7 @@ from tieeval.io.validate import (
     positive_index_conflict,
     resolve_positive,
 )
+from tieeval.records.batch import Batch, instance_name
 
 SPILL_PART_BYTES = 16 << 20  # measured: smaller partitions group faster and leaner
 MAX_SPILL_PARTS = 512  # open files at once while spilling

@@ -16,15 +16,9 @@ from typing import Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import (
-    HOW_TO_DUMP,
-    PART_BYTES,
-    Batch,
-    Dump,
-    ReadOptions,
-    check_row_length,
-)
+from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length
 from tieeval.io.validate import _check_matrix, _positive_for
+from tieeval.records.batch import Batch
 
 # ---------------------------------------------------------------------------------------
 # NPY and NPZ: arrays located in a file (memory-mapped) or in a compressed zip member

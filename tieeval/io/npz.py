@@ -14,15 +14,7 @@ import zlib
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import (
-    HOW_TO_DUMP,
-    PART_BYTES,
-    Batch,
-    Dump,
-    ReadOptions,
-    check_row_length,
-    not_a_dump,
-)
+from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length, not_a_dump
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
@@ -36,6 +28,7 @@ from tieeval.io.validate import (
     _positive_for,
     check_named_field,
 )
+from tieeval.records.batch import Batch
 
 
 class _NpzMember:

@@ -29,7 +29,6 @@ from tieeval.io.arrow import (
 from tieeval.io.base import (
     LARGE_ROW_GROUP_BYTES,
     RELEVANCE_FIELDS,
-    Batch,
     Dump,
     ReadOptions,
     check_row_length,
@@ -42,6 +41,7 @@ from tieeval.io.validate import (
     positive_index_conflict,
     require_scores_column,
 )
+from tieeval.records.batch import Batch
 
 
 def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:

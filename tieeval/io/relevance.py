@@ -52,15 +52,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import (
-    RELEVANCE_FIELDS,
-    Batch,
-    Dump,
-    LabelledDump,
-    RankLists,
-    ReadOptions,
-    RelevanceInfo,
-)
+from tieeval.io.base import RELEVANCE_FIELDS, Dump, LabelledDump, ReadOptions, RelevanceInfo
+from tieeval.records.batch import Batch, RankLists
 
 RANKING_FIELD = "ranking"
 

@@ -60,13 +60,8 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import (
-    Batch,
-    LabelledDump,
-    RelevanceInfo,
-    check_row_length,
-    require_regular_file,
-)
+from tieeval.io.base import LabelledDump, RelevanceInfo, check_row_length, require_regular_file
+from tieeval.records.batch import Batch
 
 MISSING_QUERIES = ("skip", "zero")
 

@@ -33,6 +33,7 @@ from typing import cast
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.records.batch import RankLists
 
 SAVE_FORMATS = {".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 # The field tieeval diff aligns runs by (tieeval.analysis.diff.INSTANCE_FIELD).
@@ -289,6 +290,16 @@ def _ranking(ranking, scores: _Rows) -> _Rows | None:
     if given.values.dtype == np.int32:
         rows.values = rows.values.astype(np.int32)  # int32 indices stay int32
     return rows
+
+
+def ranking_lists(ranking, lengths: np.ndarray) -> RankLists:
+    """``ranking`` as :func:`save_scores` takes it (per row, candidate indices top first),
+    checked against rows of ``lengths`` candidates and given back as a dump's reader gives
+    its ``ranking`` field, so in-memory arrays rank exactly as the saved file does."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(lengths)
+    rows = cast(_Rows, _ranking(ranking, _Rows(np.empty(0), offsets)))
+    return RankLists(rows.values, rows.offsets)
 
 
 def _items(items, scores: _Rows) -> _Rows | None:

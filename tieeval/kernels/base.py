@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
-from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
+from tieeval.records.batch import Batch
+from tieeval.records.values import InstanceValues
 from tieeval.results import RunResult
 
 if TYPE_CHECKING:
-    from tieeval.kernels.whatif import WhatIf
+    from tieeval.records.whatif import WhatIf
 
 
 def nan_score_error(path: str, batch: Batch, row: int) -> InputError:
@@ -48,7 +48,7 @@ class EvalSpec:
     the dump carries candidate ids (the duplicate check runs); ``original``: the rule
     behind the Original column (:data:`~tieeval.results.ORIGINAL_RULES`: ``argsort`` by
     default, ``trec`` for TREC runs; :mod:`tieeval.kernels.original`); ``what_if``: a
-    :class:`~tieeval.kernels.whatif.WhatIf` (cast and/or tolerance) or None.
+    :class:`~tieeval.records.whatif.WhatIf` (cast and/or tolerance) or None.
     """
 
     metrics: tuple
@@ -165,7 +165,10 @@ class Kernel(ABC):
         if batch.start == 0 and batch.positive_defaulted and self.spec.source is None:
             check_default_positive(self.spec.path, batch, self.spec.nan_policy)
         what_if = self.spec.what_if
-        return batch if what_if is None else what_if.transform(batch)
+        if what_if is None:
+            return batch
+        from tieeval.kernels.whatif import transform  # only under a what-if
+        return transform(what_if, batch)
 
     @abstractmethod
     def add(self, acc: Accumulator, batch: Batch) -> None:

@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.metric import Metric
+from tieeval.records.values import InstanceValues
 
 # The one registry of metric names lives in tieeval.metrics.registry; these names stay importable
 # from here because they were public before (``tieeval.REGISTRY``, ``metrics.check_k``):

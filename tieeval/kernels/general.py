@@ -63,7 +63,6 @@ from typing import cast
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
 from tieeval.kernels.counts import NanScoreError
@@ -74,6 +73,7 @@ from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
+from tieeval.records.batch import Batch
 from tieeval.results import MetricRow, RunResult, TieStats
 
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Batch, RankLists
+from tieeval.errors import InputError, ParameterError, plain
+from tieeval.records.batch import Batch, RankLists
 from tieeval.results import ORIGINAL_RULES
 
 LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list per row
@@ -128,9 +128,9 @@ class Listed:
                 i = int(up[0])
                 raise InputError(
                     f"{where(int(row[i]))}: '{name}' lists candidate {int(values[i + 1])} "
-                    f"(score {s[i + 1]!r}) below candidate {int(values[i])} (score {s[i]!r}); "
-                    "it is not a ranking of these scores (were they saved from another "
-                    "dtype or run?)")
+                    f"(score {plain(s[i + 1])!r}) below candidate {int(values[i])} "
+                    f"(score {plain(s[i])!r}); it is not a ranking of these scores (were they "
+                    "saved from another dtype or run?)")
         short = np.flatnonzero((length < n) & (length > 0))
         if short.size:
             listed = np.zeros(scores.size, dtype=bool)
@@ -147,9 +147,10 @@ class Listed:
             if above.size:
                 r = int(short[above[0]])
                 raise InputError(
-                    f"{where(r)}: '{name}' leaves out a candidate scored {best[r]!r}, above "
-                    f"its last listed score {scores[flat[ranking.offsets[r + 1] - 1]]!r}; it "
-                    "is not a ranking of these scores")
+                    f"{where(r)}: '{name}' leaves out a candidate scored "
+                    f"{plain(best[r])!r}, above its last listed score "
+                    f"{plain(scores[flat[ranking.offsets[r + 1] - 1]])!r}; it is not a "
+                    "ranking of these scores")
         self.row, self.flat, self.length, self.n = row, flat, length, n
         self.values = values
         self.place = np.arange(values.size, dtype=np.int64) - ranking.offsets[:-1][row] + 1

@@ -16,7 +16,6 @@ import math
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Batch
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel, nan_score_error
 from tieeval.kernels.closed_forms import (
@@ -28,6 +27,7 @@ from tieeval.kernels.closed_forms import (
 from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
 from tieeval.kernels.summation import ExactSum, distinct_pairs
 from tieeval.metrics.metric import COLUMNS, Metric
+from tieeval.records.batch import Batch
 from tieeval.results import MetricRow, RunResult, TieStats
 
 

@@ -74,7 +74,6 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.threads import map_blocks
-from tieeval.kernels.values import InstanceValues
 from tieeval.metrics.options import (
     NAN_POLICIES,
     ORIGINAL_ORDERS,
@@ -82,6 +81,7 @@ from tieeval.metrics.options import (
     _key,
     parse_rel_metric,
 )
+from tieeval.records.values import InstanceValues
 
 # ---------------------------------------------------------------------------------------
 # Results

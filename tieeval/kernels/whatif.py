@@ -51,16 +51,20 @@ NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refus
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.io.base import Batch
 from tieeval.kernels.counts import RowCounts
-
-CASTS = ("float16", "bfloat16", "float32")
+from tieeval.records.batch import Batch
+from tieeval.records.whatif import (  # noqa: F401 - the what-if's names, where they were
+    CASTS,
+    NO_WHAT_IF,
+    WhatIf,
+    check_cast,
+    check_tolerance,
+)
 
 _DEFAULT_KS = (1, 5, 10)
 
@@ -151,24 +155,6 @@ def cast_scores(scores, target: str) -> np.ndarray:
         return arr.astype(np.float16 if target == "float16" else np.float32)
 
 
-def check_cast(target) -> str:
-    if not isinstance(target, str) or target not in CASTS:
-        raise ParameterError(f"cast must be one of {', '.join(CASTS)}, got {target!r}")
-    return target
-
-
-def check_tolerance(atol) -> float:
-    if isinstance(atol, (bool, np.bool_)):
-        raise ParameterError(f"tolerance must be a number >= 0, got {atol!r}")
-    try:
-        value = float(atol)
-    except (TypeError, ValueError):
-        raise ParameterError(f"tolerance must be a number >= 0, got {atol!r}") from None
-    if not (math.isfinite(value) and value >= 0.0):
-        raise ParameterError(f"tolerance must be a finite number >= 0, got {atol!r}")
-    return value
-
-
 # ---------------------------------------------------------------------------------------
 # tolerance kernel
 
@@ -222,55 +208,10 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
 
 
 # ---------------------------------------------------------------------------------------
-# the what-if record and the evaluation pipeline
+# the what-if applied to batches
 
-@dataclass(frozen=True)
-class WhatIf:
-    """Which what-if transforms to apply: ``cast`` (a :data:`CASTS` name or None), then
-    ``tolerance`` (an absolute ATOL >= 0 or None). Both None: no what-if. ``chained``:
-    the tolerance was applied to labelled rows, as chains of neighbours (module doc)."""
-
-    cast: str | None = None
-    tolerance: float | None = None
-    chained: bool = field(default=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.cast is not None:
-            check_cast(self.cast)
-        if self.tolerance is not None:
-            object.__setattr__(self, "tolerance", check_tolerance(self.tolerance))
-
-    @property
-    def active(self) -> bool:
-        return self.cast is not None or self.tolerance is not None
-
-    def describe(self) -> str:
-        """One sentence for titles and notes, e.g. ``scores rounded to bfloat16``."""
-        parts = []
-        if self.cast is not None:
-            parts.append(f"scores rounded to {self.cast} (nearest, ties to even)")
-        if self.tolerance is not None and self.chained:
-            parts.append(f"neighbouring scores within {self.tolerance:g} of each other "
-                         "chained into tie blocks")
-        elif self.tolerance is not None:
-            parts.append(f"scores within {self.tolerance:g} of the positive (and of the row "
-                         "maximum) counted as tied")
-        if not parts:
-            return "none"
-        return "; then ".join(parts)
-
-    def to_dict(self) -> dict:
-        return {"cast": self.cast, "tolerance": self.tolerance,
-                "description": self.describe()}
-
-    # -- applied to batches --------------------------------------------------------------
-
-    def transform(self, batch: Batch) -> Batch:
-        """The batch with its scores cast (a new Batch; the input is untouched)."""
-        if self.cast is None:
-            return batch
-        return replace(batch, scores=cast_scores(batch.scores, self.cast))
-
-
-
-NO_WHAT_IF = WhatIf()
+def transform(what_if: WhatIf, batch: Batch) -> Batch:
+    """The batch with its scores cast by ``what_if`` (a new Batch; the input is untouched)."""
+    if what_if.cast is None:
+        return batch
+    return replace(batch, scores=cast_scores(batch.scores, what_if.cast))

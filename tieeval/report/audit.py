@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tieeval.analysis.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
+from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.whatif import print_unwrapped
 from tieeval.results import environment

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from tieeval.analysis.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, Outcome
+from tieeval.records.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, Outcome
 from tieeval.report.format import fmt_percent, fmt_value, metric_title
 from tieeval.results import report_dict
 

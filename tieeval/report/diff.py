@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from tieeval.analysis.diff import COMPARISON_KEYS, DiffResult, Ranking
-from tieeval.kernels.whatif import WhatIf
+from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking
+from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment
@@ -19,6 +19,9 @@ DIFF_FORMATS = ("table", "json", "csv", "markdown")
 DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)
                    + tuple(f"original_{k}" for k in COMPARISON_KEYS + ("winner",))
                    + ("winner_changed", "what_if"))
+# added columns go last, after a labelled run's gamma and instances, so that no existing
+# column moves
+DIFF_CSV_ADDED = ("significant", "original_significant")
 RANK_CSV_FIELDS = ("dataset", "task", "metric", "k", "method", "tie_aware_rank", "tie_aware",
                    "tie_aware_std", "original_rank", "original", "change", "seeds", "what_if")
 
@@ -61,8 +64,13 @@ def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
             diff = f"{diff} ± {fmt_value(c.difference_std)}"
         rows.append([row.display, fmt_value(c.a), fmt_value(c.b), diff,
                      fmt_ci(c.ci_low, c.ci_high), fmt_p(c.p_value_t),
-                     fmt_p(c.p_value_randomization), c.winner])
+                     fmt_p(c.p_value_randomization), winner_cell(c)])
     return rows
+
+
+def winner_cell(c) -> str:
+    """The winner only when the difference is significant; ``n.s.`` otherwise."""
+    return c.winner if c.significant else "n.s."
 
 
 def _headers(result: DiffResult, column: str) -> list[str]:
@@ -96,12 +104,58 @@ def randomization_note(result: DiffResult) -> str:
             f"sign vectors ({seed})")
 
 
+def _outcome(c, column: str) -> str:
+    """``B wins under original`` when significant, else ``no significant difference under
+    original (p 0.6712 t-test, 0.6650 sign-flip)``."""
+    if c.significant:
+        return f"{'wins' if c.winner == 'B' else 'loses'} under {column}"
+    return (f"no significant difference under {column} (p {fmt_p(c.p_value_t)} t-test, "
+            f"{fmt_p(c.p_value_randomization)} sign-flip)")
+
+
+def significance_verdict(row) -> str:
+    """What the two columns conclude at the chosen confidence: ``B loses under original,
+    wins under tie-aware`` when both are significant."""
+    original, tie_aware = row.original, row.tie_aware
+    if original.significant and tie_aware.significant:
+        return f"B {_outcome(original, 'original')}, {_outcome(tie_aware, 'tie-aware')}"
+    if original.significant:
+        return f"B {_outcome(original, 'original')}; {_outcome(tie_aware, 'tie-aware')}"
+    if tie_aware.significant:
+        return f"{_outcome(original, 'original')}; B {_outcome(tie_aware, 'tie-aware')}"
+    return (f"{_outcome(original, 'original')}; {_outcome(tie_aware, 'tie-aware')}")
+
+
 def verdict_lines(result: DiffResult) -> list[str]:
-    """One line per metric whose winner changes; one summary line when none does."""
-    changed = [r for r in result.rows if r.winner_changed]
+    """One line per metric whose significant winner changes between the columns; one
+    summary line when none does."""
+    changed = [r for r in result.rows if r.significance_changed]
     if not changed:
-        return ["Same winner under original and tie-aware for every metric."]
-    return [f"{r.display}: {r.verdict}" for r in changed]
+        return [f"Same verdict under original and tie-aware for every metric at "
+                f"{confidence_text(result)} confidence."]
+    return [f"{r.display}: {significance_verdict(r)}" for r in changed]
+
+
+def confidence_text(result: DiffResult) -> str:
+    return f"{result.confidence * 100:g}%"
+
+
+def winner_note(result: DiffResult) -> str:
+    """How the Winner column reads."""
+    alpha = f"{1 - result.confidence:.6g}"
+    return (f"Winner: named only when both tests give p < {alpha} ({confidence_text(result)}"
+            " confidence); n.s.: no significant difference.")
+
+
+def worse_line(result: DiffResult, row) -> str:
+    """The ``--fail-if-worse`` line: ``Failed: --fail-if-worse NDCG@10: B is significantly
+    worse than A under tie-aware, B − A = -0.0420 (p 0.0003 t-test, 0.0002 sign-flip <
+    0.05, 95% confidence)``."""
+    c = row.tie_aware
+    return (f"Failed: --fail-if-worse {row.display}: B is significantly worse than A under "
+            f"tie-aware, B − A = {fmt_diff(c.difference)} (p {fmt_p(c.p_value_t)} t-test, "
+            f"{fmt_p(c.p_value_randomization)} sign-flip < {1 - result.confidence:.6g}, "
+            f"{confidence_text(result)} confidence)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -126,7 +180,9 @@ def render_diff(result: DiffResult, console) -> None:
             table.add_row(*cells)
         print_unwrapped(console, table)
     for line in verdict_lines(result):
-        console.print(line, style="bold" if "under original," in line else None)
+        console.print(line, style=None if line.startswith("Same verdict") else "bold",
+                      soft_wrap=True)
+    console.print(winner_note(result), style="dim", soft_wrap=True)
     console.print(randomization_note(result), style="dim")
 
 
@@ -139,7 +195,7 @@ def diff_markdown(result: DiffResult) -> str:
         parts.append(f"**{_TITLES[column]}**\n\n")
         parts.append(md_table(_headers(result, column), _column_cells(result, column)) + "\n\n")
     parts.append("\n".join(f"- {md_escape(line)}" for line in verdict_lines(result)) + "\n\n")
-    parts.append(f"_{randomization_note(result)}_\n")
+    parts.append(f"_{md_escape(winner_note(result))}_  \n_{randomization_note(result)}_\n")
     return "".join(parts)
 
 
@@ -152,13 +208,14 @@ def diff_csv(result: DiffResult) -> str:
         lines.append({"a_path": result.a.path, "b_path": result.b.path, "metric": d["metric"],
                       "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
                       **{f"original_{k}": v for k, v in d["original"].items()},
-                      "winner_changed": d["winner_changed"], "what_if": what_if})
+                      "winner_changed": d["winner_changed"], "what_if": what_if,
+                      "significant": d["significant"]})
         if row.labelled:
             lines[-1].update(gamma=row.gamma, instances=row.instances)
     fields = DIFF_CSV_FIELDS
     if any(row.labelled for row in result.rows):  # labelled runs: gamma and pairs counted
         fields = fields + ("gamma", "instances")
-    return csv_text(fields, lines)
+    return csv_text(fields + DIFF_CSV_ADDED, lines)
 
 
 def _with_environment(body: dict) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 
 from tieeval._version import __version__
-from tieeval.analysis.paper import Cell, PaperTable
+from tieeval.records.paper import Cell, PaperTable
 from tieeval.report.format import (
     csv_text,
     fmt_change,

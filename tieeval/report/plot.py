@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import os
 
-from tieeval.analysis.paper import FigurePanel
 from tieeval.errors import InputError, MissingExtraError, ParameterError
+from tieeval.records.paper import FigurePanel
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from tieeval.analysis.trec_eval import TrecLine
+from tieeval.records.trec_eval import TrecLine
 
 
 def trec_value(line: TrecLine) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from tieeval.kernels.whatif import WhatIf
+from tieeval.records.whatif import WhatIf
 
 WHAT_IF_COLUMN = "what_if"
 

@@ -1,4 +1,5 @@
-"""Per-instance values of one metric: the one record both kernels return row by row."""
+"""Per-instance values of one metric: the one record both kernels return row by row (and
+``diff``, ``--per-instance`` and ``--per-query`` consume)."""
 
 from __future__ import annotations
 

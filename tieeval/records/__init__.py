@@ -1,0 +1,15 @@
+"""Plain records of the core layer: what flows between the layers, with no behaviour that
+needs a reader, a kernel or the engine.
+
+* :mod:`~tieeval.records.batch`: :class:`Batch` (rows of a dump) and :class:`RankLists`;
+* :mod:`~tieeval.records.values`: :class:`InstanceValues`, one metric's per-instance values;
+* :mod:`~tieeval.records.whatif`: the :class:`WhatIf` record of a precision what-if;
+* the analysis results: :mod:`~tieeval.records.check` (gate outcomes),
+  :mod:`~tieeval.records.diff` (paired comparisons and rankings),
+  :mod:`~tieeval.records.audit` (claims and verdicts), :mod:`~tieeval.records.groups`
+  (seed groups), :mod:`~tieeval.records.paper` (the paper's tables and figure) and
+  :mod:`~tieeval.records.trec_eval` (trec_eval lines).
+
+The run's own result (:class:`~tieeval.results.RunResult`) is in :mod:`tieeval.results`.
+The renderers (:mod:`tieeval.report`) import these records and nothing that computes them.
+"""
