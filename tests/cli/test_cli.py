@@ -202,7 +202,7 @@ def test_internal_errors_are_not_exit_1(tied_npz, monkeypatch):
         raise RuntimeError("kaboom")
 
     import tieeval.engine.local
-    monkeypatch.setattr(tieeval.engine.local, "evaluate_dump", boom)
+    monkeypatch.setattr(tieeval.engine.local, "drive", boom)
     result = CliRunner().invoke(cli, ["compare", tied_npz[0]])
     assert result.exit_code == 3 and "internal error" in result.output
 

@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from tieeval.analysis.stats import check_permutations, paired_comparison, ranking_changes
-from tieeval.engine.local import collect_instance_values
+from tieeval.engine.consumers import InstanceCollector
+from tieeval.engine.local import drive
+from tieeval.engine.request import Request
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions, detect_format
 from tieeval.io.open import open_dump
@@ -171,42 +173,24 @@ def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
                    ) -> tuple[RunValues, np.ndarray | None]:
     """Read a whole dump into per-instance values of every metric, plus the instance ids
     the reader attached to its batches (the long layout, TREC query ids), else None."""
-    keys: list[dict] = []
-    lengths: list[np.ndarray] = []
-
-    # _Watched passes every Dump attribute through, noting each batch's keys and lengths
-    kernel, values, batch_ids = collect_instance_values(
-        cast(Dump, _Watched(dump, keys, lengths)), metrics, nan_policy=nan_policy,
-        batch_rows=batch_rows, relevance=relevance, what_if=what_if, original=original)
+    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+                      relevance=relevance, what_if=what_if, original=original)
+    collector = InstanceCollector(note=_batch_keys)
+    drive(dump, request, [collector], totals=False)
+    got = collector.collected
+    assert got is not None
+    keys = [k for k, _ in got.notes]
     labels = resolve_labels(dump.path, dump.metadata)
-    n = np.concatenate(lengths).astype(np.int64, copy=False)
+    n = np.concatenate([n for _, n in got.notes]).astype(np.int64, copy=False)
     merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
-    run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(kernel.entries),
-                    values, n, merged, labelled=kernel.name == "general")
-    return run, batch_ids
+    run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(got.kernel.entries),
+                    got.values, n, merged, labelled=got.kernel.name == "general")
+    return run, got.ids
 
 
-class _Watched:
-    """A dump whose batches also record each row's candidate keys (restarts included)."""
-
-    def __init__(self, dump: Dump, keys: list, lengths: list):
-        self._dump, self._keys, self._lengths = dump, keys, lengths
-
-    def __getattr__(self, name):
-        return getattr(self._dump, name)
-
-    def start_over(self, reason) -> None:
-        self._keys.clear()
-        self._lengths.clear()
-        self._dump.start_over(reason)
-
-    def batches(self, batch_rows=None):
-        info = getattr(self._dump, "relevance", None)
-        source = info.source if info is not None else None
-        for batch in self._dump.batches(batch_rows):
-            self._keys.append(_row_keys(batch, source))
-            self._lengths.append(batch.lengths())
-            yield batch
+def _batch_keys(batch, kernel) -> tuple[dict, np.ndarray]:
+    """What identifies each row's candidates (see :class:`RunValues`), and its length."""
+    return _row_keys(batch, kernel.spec.source), batch.lengths()
 
 
 def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | None:

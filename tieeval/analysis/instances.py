@@ -12,7 +12,7 @@ import os
 from tieeval.analysis.diff import INSTANCE_FIELD, read_instance_ids
 from tieeval.engine.local import per_instance
 from tieeval.errors import ParameterError
-from tieeval.io.base import ReadOptions
+from tieeval.io.base import Dump, ReadOptions
 from tieeval.io.open import open_dump
 
 
@@ -48,7 +48,13 @@ def write_per_instance(path: str, out: str, metrics=None, *,
     """
     out = check_output(out)
     dump = open_dump(path, options)
-    ids = None
+    return per_instance(dump, out, metrics, ids=stored_ids(dump, instance_field), **kwargs)
+
+
+def stored_ids(dump: Dump, instance_field: str | None = None):
+    """The instance ids stored beside a wide NPZ or Parquet dump's scores (field
+    ``instance_field``, default ``instance``), else None (the long layout's and TREC runs'
+    come with the batches)."""
     if getattr(dump, "layout", "wide") == "wide" and dump.format in ("npz", "parquet"):
-        ids = read_instance_ids(dump.path, instance_field)
-    return per_instance(dump, out, metrics, ids=ids, **kwargs)
+        return read_instance_ids(dump.path, instance_field or INSTANCE_FIELD)
+    return None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tieeval.engine.consumers import Collected
 from tieeval.engine.local import collect_instance_values
 from tieeval.errors import ParameterError
 from tieeval.io.base import ReadOptions
@@ -91,8 +92,14 @@ def query_values(path: str, metrics, *, options: ReadOptions | None = None,
     named by their qid, a long dump's instances by their id, other dumps' rows by their
     1-based row number.
     """
-    dump = open_dump(path, options)
-    kernel, values, ids = collect_instance_values(dump, metrics, **kwargs)
+    kernel, values, ids = collect_instance_values(open_dump(path, options), metrics, **kwargs)
+    return query_table(Collected(kernel, values, ids))
+
+
+def query_table(collected: Collected) -> QueryValues:
+    """The :class:`QueryValues` of every instance's values gathered in a pass (see
+    :func:`query_values`)."""
+    kernel, values, ids = collected.kernel, collected.values, collected.ids
     rows = len(values[0].original) if values else 0
     qids = [str(i) for i in ids] if ids is not None else [str(i + 1) for i in range(rows)]
     out: dict = {}

@@ -23,6 +23,7 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     _stop_workers,
     expand_multi_value,
 )
+from tieeval.engine.arguments import ENGINES
 from tieeval.errors import ParameterError, TieevalError
 from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
 from tieeval.kernels.counts import NAN_POLICIES
@@ -30,8 +31,6 @@ from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
 from tieeval.metrics.registry import aliases, check_k, metric_names
 from tieeval.metrics.spellings import spellings_text
 from tieeval.results import ORIGINAL_RULES
-
-ENGINES = ("local", "spark")
 
 
 def guide(command: str) -> str:
@@ -273,38 +272,42 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
     return options, rel_options
 
 
-def evaluate_files(paths, metrics, *, nan_policy="raise", batch_rows=None, quiet=False,
-                   jobs=0, engine="local", what_if=None, original=None, **read_kwargs):
-    """Evaluate every path (one run each) with the shared reading options; warnings go to
-    stderr unless ``quiet``, and a progress bar while a terminal is watching.
-    ``read_kwargs``: the options of :func:`read_options` (see :func:`reading`)."""
+def make_request(metrics, *, nan_policy="raise", batch_rows=None, quiet=False, jobs=0,
+                 engine="local", what_if=None, original=None, per_instance=None,
+                 per_query=False, paired=False, **read_kwargs):
+    """The :class:`~tieeval.engine.request.Request` of the shared command-line options
+    (``read_kwargs``: those of :func:`read_options`, see :func:`reading`): checked once, the
+    engine chosen there; an option the engine cannot honour is a usage error."""
+    from tieeval.engine.request import EngineRefusal, Request
     options, rel_options = reading(quiet=quiet, metrics=metrics, **read_kwargs)
-    results = []
-    if engine == "spark" and original not in (None, "argsort"):
-        raise click.UsageError(f"--original {original} runs on the local engine only "
-                               "(got --engine spark)")
-    if engine == "spark":
-        from tieeval.engine.spark import evaluate_path as spark_evaluate_path
-        from tieeval.engine.spark import refuse_spark
-        refuse_spark(options)  # TREC runs are read by the local engine
+    try:
+        return Request(metrics, options, rel_options, nan_policy, original, what_if, engine,
+                       jobs, batch_rows, per_instance=per_instance, per_query=per_query,
+                       paired=paired, cli=True)
+    except EngineRefusal as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def evaluate_request(request, paths, *, quiet=False, ids_for=None):
+    """Run ``request`` on every path (one run each): :class:`~tieeval.engine.local.RunOutcome`
+    records; warnings go to stderr unless ``quiet``, and a progress bar while a terminal
+    is watching. ``ids_for(dump)``: instance ids of per-instance rows (see
+    :func:`tieeval.engine.local.evaluate_request`)."""
+    from tieeval.cli.progress import ProgressBar, wanted
+    from tieeval.engine.local import evaluate_request as run
+    outcomes = []
+    with ProgressBar(wanted(quiet) and request.engine == "local") as bar:
         for path in paths:
-            results.append(spark_evaluate_path(path, metrics, options=options,
-                                               nan_policy=nan_policy,
-                                               relevance=rel_options))
-    else:
-        from tieeval.cli.progress import ProgressBar, wanted
-        with ProgressBar(wanted(quiet)) as bar:
-            for path in paths:
-                from tieeval.engine.local import evaluate_dump
-                from tieeval.io.open import open_dump
-                dump = open_dump(path, options)
-                results.append(evaluate_dump(dump, metrics, nan_policy=nan_policy,
-                                             batch_rows=batch_rows, jobs=jobs,
-                                             progress=bar.task(dump),
-                                             relevance=rel_options, what_if=what_if,
-                                             original=original))
+            outcomes.append(run(request, path, progress_for=bar.task, ids_for=ids_for))
     if not quiet:
-        for result in results:
-            for warning in result.warnings:
+        for outcome in outcomes:
+            for warning in outcome.result.warnings:
                 click.echo(f"Warning: {warning}", err=True)
-    return results
+    return outcomes
+
+
+def evaluate_files(paths, metrics, *, quiet=False, ids_for=None, **options):
+    """Evaluate every path (one run each) with the shared options (see
+    :func:`make_request`): :func:`evaluate_request`'s outcomes."""
+    request = make_request(metrics, quiet=quiet, **options)
+    return evaluate_request(request, paths, quiet=quiet, ids_for=ids_for)

@@ -12,9 +12,9 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
-    reading,
     write,
 )
+from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import (
     TABLE_CHOICES,
@@ -24,12 +24,7 @@ from tieeval.cli.tables import (
     seed_std_option,
     write_output,
 )
-from tieeval.cli.whatif import (
-    evaluate_runs,
-    make_what_if,
-    require_local_engine,
-    whatif_options,
-)
+from tieeval.cli.whatif import make_what_if, whatif_options
 from tieeval.metrics.metric import COLUMNS
 
 
@@ -95,67 +90,39 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
         require_matplotlib()  # fail before the (possibly long) evaluation
     if fmt != "trec_eval" and (column is not None or per_query):
         raise click.UsageError("--column and --per-query apply to --format trec_eval")
-    if per_query:
-        require_local_engine(read_kwargs, "--per-query")
     what_if = make_what_if(cast, tolerance)
+    ids_for = None
     if per_instance is not None:
         if len(files) != 1:
             raise click.UsageError(f"--per-instance writes the instances of one FILE, got "
                                    f"{len(files)}")
-        require_local_engine(read_kwargs, "--per-instance")
-        from tieeval.analysis.instances import check_output
+        from tieeval.analysis.instances import check_output, stored_ids
         check_output(per_instance)  # before the (possibly long) evaluation
-    runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
-                         template=template, quiet=quiet, **read_kwargs)
+        field = read_kwargs.get("instance_column")
+
+        def ids_for(dump):
+            return stored_ids(dump, field)
+    # one pass per FILE: the totals, and the per-query values and per-instance rows asked
+    outcomes = evaluate_run_outcomes(files, chosen_metrics(k_values, metrics), what_if=what_if,
+                                     meta=meta, template=template, quiet=quiet,
+                                     per_instance=per_instance, per_query=per_query,
+                                     ids_for=ids_for, **read_kwargs)
+    runs = [outcome.result for outcome in outcomes]
     groups = grouped(runs, quiet)
     if fmt == "trec_eval":
-        queries = None
-        if per_query:
-            queries = [_query_values(path, chosen_metrics(k_values, metrics), what_if,
-                                     dict(read_kwargs)) for path in files]
-        from tieeval.analysis.trec_eval import runs_lines  # only for this format
+        from tieeval.analysis.trec_eval import query_table, runs_lines  # only for this format
         from tieeval.report.trec_eval import to_trec_eval
+        queries = [query_table(o.values) for o in outcomes] if per_query else None
         write(to_trec_eval(runs_lines(runs, column or "original", queries)))
     else:
         write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
                      seed_std=seed_std, what_if=what_if)
-    if per_instance is not None:
-        rows = _write_instances(files[0], per_instance, chosen_metrics(k_values, metrics),
-                                what_if, dict(read_kwargs))
-        if not quiet:
-            click.echo(f"Wrote {rows} instance row(s) to {per_instance}", err=True)
+    if per_instance is not None and not quiet:
+        click.echo(f"Wrote {outcomes[0].instance_rows} instance row(s) to {per_instance}",
+                   err=True)
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1
         draw_figure1(figure1(groups), plot)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)
-
-
-def _query_values(path, metrics, what_if, read_kwargs):
-    """Per-query values of one dump for --per-query: a separate single pass."""
-    from tieeval.analysis.trec_eval import query_values
-    options, passes = _single_pass(metrics, read_kwargs)
-    return query_values(path, metrics, options=options, what_if=what_if, **passes)
-
-
-def _write_instances(path, out, metrics, what_if, read_kwargs) -> int:
-    """The per-instance file of one dump: a separate single pass, whatever --jobs is."""
-    from tieeval.analysis.diff import INSTANCE_FIELD
-    from tieeval.analysis.instances import write_per_instance
-    options, passes = _single_pass(metrics, read_kwargs)
-    return write_per_instance(path, out, metrics, options=options, what_if=what_if,
-                              instance_field=options.instance or INSTANCE_FIELD, **passes)
-
-
-def _single_pass(metrics, read_kwargs):
-    """The read options of a separate local pass over one dump (--per-query,
-    --per-instance), and its keyword arguments: the engine and run-label options do not
-    apply to it."""
-    passes = {"nan_policy": read_kwargs.pop("nan_policy", "raise"),
-              "batch_rows": read_kwargs.pop("batch_rows", None),
-              "original": read_kwargs.pop("original", None)}
-    for unused in ("jobs", "engine", "group_by_tag"):
-        read_kwargs.pop(unused, None)
-    options, passes["relevance"] = reading(quiet=True, metrics=metrics, **read_kwargs)
-    return options, passes

@@ -19,23 +19,18 @@ from tieeval.cli.common import (
     Command,
     chosen_metrics,
     guide,
+    make_request,
     metric_options,
     quiet_option,
     read_options,
-    reading,
     stdout_console,
     write,
 )
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import grouped
-from tieeval.cli.whatif import (
-    evaluate_runs,
-    make_what_if,
-    require_local_engine,
-    whatif_options,
-)
+from tieeval.cli.whatif import evaluate_runs, make_what_if, whatif_options
+from tieeval.engine.local import open_request
 from tieeval.errors import TieevalError
-from tieeval.io.open import open_dump
 from tieeval.report import diff as diff_report
 
 
@@ -116,24 +111,19 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     if len(files) != 2:
         raise click.UsageError(f"diff compares exactly two dumps (A B), got {len(files)}; "
                                "use 'tieeval rank FILE...' to rank several runs")
-    require_local_engine(read_kwargs, "diff")
-    what_if = make_what_if(cast, tolerance)
-    nan_policy = read_kwargs.pop("nan_policy", "raise")
-    batch_rows = read_kwargs.pop("batch_rows", None)
-    original = read_kwargs.pop("original", None)
-    for unused in ("jobs", "engine"):
-        read_kwargs.pop(unused, None)
     chosen = chosen_metrics(k_values, metrics)
     if metrics:  # explicit metrics: the gated ones are compared too (defaults: see below)
         chosen = list(dict.fromkeys(chosen + [m for m, _ in fail_if_worse]))
-    options, relevance = reading(quiet=quiet, metrics=chosen, **read_kwargs)
+    request = make_request(chosen, quiet=quiet, what_if=make_what_if(cast, tolerance),
+                           paired=True, **read_kwargs)
     warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
-    dumps = [open_dump(path, options) for path in files]
-    result = diff_dumps(*dumps, chosen, what_if=what_if,
+    dumps = [open_request(request, path) for path in files]
+    options = request.read
+    result = diff_dumps(*dumps, request.metrics, what_if=request.what_if,
                         permutations=permutations, seed=seed, confidence=confidence,
-                        nan_policy=nan_policy, batch_rows=batch_rows,
-                        instance_field=options.instance or INSTANCE_FIELD,
-                        warn=warn, relevance=relevance, original=original)
+                        nan_policy=request.nan_policy, batch_rows=request.batch_rows,
+                        instance_field=getattr(options, "instance", None) or INSTANCE_FIELD,
+                        warn=warn, relevance=request.relevance, original=request.original)
     # before any output: a gated metric the dump's default set left out is a usage error
     worse = [row for metric, gamma in fail_if_worse
              for row in significantly_worse(result, metric, gamma)]

@@ -67,9 +67,15 @@ def meta_dict(meta) -> dict[str, str]:
     return out
 
 
-def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False,
+def evaluate_labelled(files, metrics, **options):
+    """Evaluate every FILE into a labelled run (see :func:`evaluate_outcomes`)."""
+    return [outcome.result for outcome in evaluate_outcomes(files, metrics, **options)]
+
+
+def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
                       group_by_tag=False, **read_kwargs):
-    """Evaluate every FILE and give each run its labels (see :mod:`tieeval.run_labels`).
+    """Evaluate every FILE (with the outputs the options ask for, in the same pass) and
+    give each run its labels (see :mod:`tieeval.run_labels`).
 
     A TREC run is named after its file like any dump; ``group_by_tag`` names its method
     after the run's tag instead (below --meta and --template, above the file name)."""
@@ -81,12 +87,13 @@ def evaluate_labelled(files, metrics, *, meta=(), template=None, quiet=False,
         for path in files:
             if os.path.exists(path):  # a missing file gets the reader's "no such file"
                 resolve_labels(path, {}, meta=overrides, template=template)
-    runs = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
-    for run in runs:
-        # evaluate_dump put the file's own metadata in run.run_labels
+    outcomes = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
+    for outcome in outcomes:
+        run = outcome.result
+        # the driver put the file's own metadata in run.run_labels
         found = dict(run.run_labels)
         if group_by_tag and found.get("tag") is not None:
             found["method"] = found["tag"]
         run.run_labels = {**resolve_labels(run.path, found, meta=overrides, template=template),
                       **({"tag": found["tag"]} if "tag" in found else {})}
-    return runs
+    return outcomes

@@ -40,21 +40,7 @@ def make_what_if(cast, tolerance) -> WhatIf | None:
     return what_if if what_if.active else None
 
 
-def require_local_engine(read_kwargs, what: str) -> None:
-    """What-ifs and diffs run in this process: refuse ``--engine spark`` rather than
-    silently ignoring it."""
-    engine = read_kwargs.get("engine", "local")
-    if engine not in (None, "local"):
-        raise click.UsageError(f"{what} run on the local engine only (got --engine {engine})")
-
-
-def evaluate_runs(files, metrics, *, what_if: WhatIf | None = None, meta=(), template=None,
-                  quiet=False, **read_kwargs):
-    """Labelled runs as :func:`tieeval.cli.run_labels.evaluate_labelled` gives, under
-    ``what_if`` when it is active (each run then reports a ``what_if`` key)."""
-    if what_if is not None and what_if.active:
-        require_local_engine(read_kwargs, "--cast and --tolerance")
-    else:
-        what_if = None
-    return evaluate_labelled(files, metrics, meta=meta, template=template, quiet=quiet,
-                             what_if=what_if, **read_kwargs)
+def evaluate_runs(files, metrics, **options):
+    """Labelled runs as :func:`tieeval.cli.run_labels.evaluate_labelled` gives; under a
+    ``what_if`` each run reports a ``what_if`` key (the request refuses one on Spark)."""
+    return evaluate_labelled(files, metrics, **options)

@@ -15,32 +15,36 @@ for what the dump now says it carries.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
-import os
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from tieeval.engine.arguments import (
+from tieeval.engine.arguments import check_path
+from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept importable here
+    PER_INSTANCE_COLUMNS,
+    Collected,
+    Consumer,
+    InstanceCollector,
+    InstanceRows,
+    per_instance_name,
+)
+from tieeval.engine.request import (
+    Request,
     check_batch_rows,
-    check_engine,
-    check_flag,
-    check_path,
-    metric_list,
-    rel_options,
-    run_labels_of,
-    what_if_of,
+    check_jobs,
+    check_trec_options,
+    make_request,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo, RelevanceReadOptions
+from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo
 from tieeval.io.open import open_dump
-from tieeval.io.trec import check_missing_queries
 from tieeval.kernels import fused
+from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
-from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
@@ -77,37 +81,22 @@ def progress_callback(progress):
         return lambda rows, nbytes: progress(rows)
 
 
-def check_jobs(jobs) -> int:
-    """``jobs``: worker processes; 0 or None means one per available core."""
-    if jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs == 0):
-        return available_cores()
-    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
-        raise ParameterError(f"jobs must be a whole number >= 0 (0: every core), got {jobs!r}")
-    return int(jobs)
-
-
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
                nan_policy: str = "raise", what_if=None, original: str | None = None) -> Kernel:
     """The kernel that evaluates ``dump`` as it reads now (see
     :func:`tieeval.kernels.choose.spec_for`); ``original``: the Original column's rule
     (None: the dump's default)."""
-    check_query_options(dump, relevance)
     spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
                     nan_policy=nan_policy, what_if=what_if, path=dump.path,
                     original=original)
     return choose_kernel(spec)
 
 
-def check_query_options(dump: Dump, relevance: RelOptions | None) -> None:
-    """``judged_only`` with ``depth`` is refused: trec_eval cuts the ranking at ``-M``
-    before it drops the unjudged documents, an order a reader that drops them first cannot
-    follow."""
-    query_set = getattr(dump, "query_set", None)
-    if (query_set is not None and query_set.judged_only
-            and getattr(relevance, "depth", None) is not None):
-        raise ParameterError("--judged-only cannot be combined with --depth (trec_eval -J "
-                             "-M cuts the ranking at depth before dropping unjudged "
-                             "documents); give one of them")
+def request_kernel(dump: Dump, request: Request) -> Kernel:
+    """The kernel of ``request`` for ``dump`` as it reads now."""
+    return kernel_for(dump, request.metrics, relevance=request.relevance,
+                      nan_policy=request.nan_policy, what_if=request.what_if,
+                      original=request.original)
 
 
 def trec_query_report(result: RunResult, dump: Dump, relevance: RelOptions | None) -> None:
@@ -172,38 +161,99 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     runs; ``given`` reads the dump's ``ranking`` field); the result records a rule other
     than that default as ``original_rule``.
     """
-    check_nan_policy(nan_policy)
-    auto = jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs == 0)
-    jobs = check_jobs(jobs)
-    if auto and dump.nbytes and dump.nbytes < AUTO_POOL_BYTES:
-        # Below this the sorts already use every core in this process (threads), and a
-        # pool of worker processes costs more to start than it saves.
-        jobs = 1
-    given = {**(labels or {}), **(run_labels or {})}
-    dump.batch_size(batch_rows)  # a bad batch_rows fails before any reading
+    request = Request(metrics, nan_policy=nan_policy, jobs=check_jobs(jobs),
+                      batch_rows=check_batch_rows(batch_rows), relevance=relevance,
+                      what_if=what_if, original=original,
+                      run_labels={**(labels or {}), **(run_labels or {})})
+    query_set = getattr(dump, "query_set", None)
+    check_trec_options(bool(query_set is not None and query_set.judged_only), relevance)
+    result = drive(dump, request, progress=progress)
+    assert result is not None
+    return result
+
+
+def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), progress=None,
+          *, totals: bool = True) -> RunResult | None:
+    """One pass over ``dump`` for a checked ``request``: each batch is added to the totals
+    (unless ``totals`` is False) and its per-instance values, when ``consumers`` want them,
+    go to every consumer (:mod:`tieeval.engine.consumers`). Returns the run's result (None
+    without totals). The kernel is chosen anew when the reader starts over.
+
+    Without consumers the batches may go to worker processes (``request.jobs``); with
+    them, the pass stays in this process, its batches on the sort threads, the parts taken
+    in batch order.
+    """
+    jobs = request.jobs
+    auto = jobs == 0
+    if auto:
+        jobs = available_cores()
+        if dump.nbytes and dump.nbytes < AUTO_POOL_BYTES:
+            # Below this the sorts already use every core in this process (threads), and
+            # a pool of worker processes costs more to start than it saves.
+            jobs = 1
 
     def make_kernel():
-        kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                            what_if=what_if, original=original)
+        kernel = request_kernel(dump, request)
         # the fused numba count kernel serves the single-positive counts of big dumps
         fused.use(isinstance(kernel, SinglePositiveKernel) and fused.wanted(dump.nbytes))
         return kernel
 
     def consume(kernel, tick):
-        size = kernel.batch_rows(dump, batch_rows)
+        size = kernel.batch_rows(dump, request.batch_rows)
+        from tieeval.engine.readahead import read_ahead
+        if consumers:
+            for consumer in consumers:
+                consumer.start(kernel, dump)
+            return one_pass(kernel, read_ahead(dump.batches(size)), consumers, tick, totals)
         workers = auto_jobs(dump, kernel, jobs) if auto else jobs
         if workers > 1:
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
                                        progress=tick)
-        from tieeval.engine.readahead import read_ahead
         return kernel.accumulate(read_ahead(dump.batches(size)), tick)
 
-    kernel, acc = run_passes(dump, make_kernel, consume, progress)
-    result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **given},
+    try:
+        kernel, acc = run_passes(dump, make_kernel, consume, progress)
+        for consumer in consumers:
+            consumer.finish()
+    except BaseException:
+        for consumer in consumers:
+            consumer.abort()
+        raise
+    if acc is None:
+        return None
+    result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **request.run_labels},
                            dump.warnings)
-    trec_query_report(result, dump, relevance)
+    trec_query_report(result, dump, request.relevance)
     return result
+
+
+def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,
+             totals: bool = True) -> Accumulator | None:
+    """The totals of ``batches`` (None without ``totals``) and each batch's per-instance
+    values handed to ``consumers``: with batch threads (:attr:`Kernel.batch_threads`) each
+    batch into its own accumulator and parts, merged and taken in batch order, exactly as
+    :meth:`Kernel.accumulate` merges its accumulators."""
+    from tieeval.kernels.threads import map_batches, threads
+    acc = kernel.new() if totals else None
+
+    def one(batch: Batch, into: Accumulator | None = None):
+        part = into if into is not None or not totals else kernel.new()
+        counts, values = kernel.add_values(part, batch)
+        return (part, [c.part(batch, counts, values) for c in consumers], batch.rows,
+                batch.nbytes)
+
+    if kernel.batch_threads and threads() > 1:
+        results = map_batches(one, batches)
+    else:
+        results = (one(batch, acc) for batch in batches)
+    for part, parts, rows, nbytes in results:
+        if acc is not None and part is not acc:
+            acc.merge(part)
+        for consumer, got in zip(consumers, parts):
+            consumer.take(got)
+        tick(rows, nbytes)
+    return acc
 
 
 def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
@@ -291,61 +341,60 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     bad data :class:`~tieeval.errors.InputError`, with the command line's messages.
     """
     path = check_path(path)
-    chosen = metric_list(metrics, k)
-    check_nan_policy(nan_policy)
-    jobs = check_jobs(jobs)
-    batch_rows = check_batch_rows(batch_rows)
-    rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      no_relevant=no_relevant, convention=convention,
-                      relevance_level=relevance_level, depth=depth)
-    what_if = what_if_of(what_if, cast, tolerance)
-    names = run_labels_of(run_labels, labels)
-    engine = check_engine(engine)
-    read = _read_options(options, qrels, missing_queries, judged_only)
-    if engine == "spark":
-        if what_if is not None:
-            raise ParameterError("cast and tolerance run on the local engine only (got "
-                                 "engine='spark')")
-        from tieeval.engine.spark import evaluate_path as spark_evaluate_path
-        from tieeval.engine.spark import refuse_spark
-        refuse_spark(read)  # TREC runs are read by the local engine
-        result = spark_evaluate_path(path, chosen, options=read, nan_policy=nan_policy,
-                                     relevance=rel)
-        result.run_labels = {**result.run_labels, **names}
-        return result
-    return evaluate_dump(open_dump(path, read), chosen, nan_policy=nan_policy,
-                         batch_rows=batch_rows, run_labels=names, progress=progress,
-                         original=original,
-                         jobs=jobs, relevance=rel, what_if=what_if)
+    request = make_request(metrics, k=k, jobs=jobs, engine=engine, options=options,
+                           nan_policy=nan_policy, batch_rows=batch_rows, gamma=gamma,
+                           gain=gain, discount=discount, alpha=alpha, log_base=log_base,
+                           short_list=short_list, ap_norm=ap_norm, both=both,
+                           no_relevant=no_relevant, convention=convention, qrels=qrels,
+                           missing_queries=missing_queries, judged_only=judged_only,
+                           relevance_level=relevance_level, depth=depth, what_if=what_if,
+                           cast=cast, tolerance=tolerance, run_labels=run_labels,
+                           original=original, relevance=relevance, labels=labels)
+    result = evaluate_request(request, path, progress).result
+    assert result is not None
+    return result
 
 
-def _read_options(options, qrels, missing_queries=None, judged_only=False
-                  ) -> ReadOptions | None:
-    """``options`` with ``qrels`` (and a TREC run's ``missing_queries`` and
-    ``judged_only``) set (a :class:`RelevanceReadOptions` then)."""
-    if options is not None and not isinstance(options, ReadOptions):
-        raise ParameterError(f"options must be a tieeval.ReadOptions, got {options!r}")
-    check_missing_queries(missing_queries)
-    judged_only = check_flag("judged_only", judged_only)
-    trec = {k: v for k, v in (("missing_queries", missing_queries),
-                              ("judged_only", judged_only)) if v not in (None, False)}
-    if qrels is None:
-        if not trec:
-            return options
-        if options is None or getattr(options, "qrels", None) is None:
-            raise ParameterError(f"{' and '.join(trec)} only "
-                                 f"{'applies' if len(trec) == 1 else 'apply'} to TREC runs "
-                                 "(give qrels=)")
-        return dataclasses.replace(options, **trec)
-    qrels = check_path(qrels)
-    if isinstance(options, RelevanceReadOptions):
-        if options.qrels is not None and options.qrels != qrels:
-            raise ParameterError("give qrels= or options.qrels, not both")
-        return dataclasses.replace(options, qrels=qrels, **trec)
-    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(ReadOptions)
-             } if options is not None else {}
-    return RelevanceReadOptions(**given, qrels=qrels, **trec)
+@dataclass
+class RunOutcome:
+    """What one run of a request gave: the totals' result, the per-instance rows written
+    (``request.per_instance``) and every instance's values (``request.per_query``)."""
+
+    result: RunResult | None
+    instance_rows: int | None = None
+    values: Collected | None = None
+
+
+def open_request(request: Request, path: str) -> Dump:
+    """The dump at ``path`` as ``request`` reads it (the local engine)."""
+    return open_dump(path, request.read)
+
+
+def evaluate_request(request: Request, path, progress=None, *, progress_for=None,
+                     ids_for=None) -> RunOutcome:
+    """Run a checked ``request`` on the dump at ``path`` (or an opened local dump) on the
+    engine it chose: its totals and, in the same pass, the outputs it asks for.
+    ``progress``: a callback (see :func:`evaluate_dump`), or ``progress_for(dump)`` gives
+    one for the opened dump (a progress bar's task); ``ids_for(dump)``: instance ids for
+    the per-instance rows of a wide dump whose batches carry none (or None)."""
+    if request.engine == "spark":
+        from tieeval.engine.spark import evaluate_request as spark_request
+        return RunOutcome(spark_request(request, path))
+    dump = open_request(request, path) if isinstance(path, str) else path
+    if progress_for is not None:
+        progress = progress_for(dump)
+    consumers: list[Consumer] = []
+    rows = collector = None
+    if request.per_instance is not None:
+        rows = InstanceRows(request.per_instance,
+                            None if ids_for is None else ids_for(dump))
+        consumers.append(rows)
+    if request.per_query:
+        collector = InstanceCollector()
+        consumers.append(collector)
+    result = drive(dump, request, consumers, progress)
+    return RunOutcome(result, None if rows is None else rows.rows,
+                   None if collector is None else collector.collected)
 
 
 def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
@@ -359,10 +408,10 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
     The dump is settled first (a long layout checks its order and labels), so this is a
     single pass.
     """
-    check_nan_policy(nan_policy)
+    request = Request(metrics, nan_policy=nan_policy, relevance=relevance, what_if=what_if,
+                      original=original)
     dump.settle()
-    kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                        what_if=what_if, original=original)
+    kernel = request_kernel(dump, request)
     for batch in dump.batches(batch_rows):
         values = kernel.instance_values(batch)
         yield batch, {(e.metric if e.gamma is None else (e.metric, e.gamma)): v
@@ -376,38 +425,13 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
     """Every instance's values for each of the kernel's entries, concatenated over
     batches, and the instance ids the reader attached to its batches (the long layout and
     TREC runs; else None). Restarts with the reader when it asks to."""
-
-    def make_kernel():
-        return kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                          what_if=what_if, original=original)
-
-    def consume(kernel, tick):
-        parts, ids = [], []
-        for batch in dump.batches(batch_rows):
-            parts.append(kernel.instance_values(batch))
-            ids.append(batch.ids)
-            tick(batch.rows, batch.nbytes)
-        return parts, ids
-
-    kernel, (parts, ids) = run_passes(dump, make_kernel, consume, progress)
-    if not parts:
-        raise InputError(f"{dump.path}: no instances (empty dump)")
-    values = [_concat([p[i] for p in parts]) for i in range(len(kernel.entries))]
-    batch_ids = None
-    if ids and all(i is not None for i in ids):
-        batch_ids = np.concatenate([np.asarray(i) for i in ids])
-        if batch_ids.dtype == object:
-            batch_ids = batch_ids.astype(str)
-    return kernel, values, batch_ids
-
-
-PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
-
-
-def per_instance_name(entry: Entry, column: str) -> str:
-    """``NDCG@10_tie_aware``; a signed metric's gamma as ``SNDCG@10_g0.5_tie_aware``."""
-    label = str(entry.metric) if entry.gamma is None else f"{entry.metric}_g{entry.gamma:g}"
-    return f"{label}_{column}"
+    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+                      relevance=relevance, what_if=what_if, original=original)
+    collector = InstanceCollector()
+    drive(dump, request, [collector], progress, totals=False)
+    got = collector.collected
+    assert got is not None
+    return got.kernel, got.values, got.ids
 
 
 def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
@@ -427,83 +451,15 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 
     One pass over the dump, batch by batch (bounded memory), in this process: the rows do
     not depend on ``batch_rows`` or on how the run itself was split. The file is written
-    beside ``out`` under a temporary name and renamed when complete.
+    beside ``out`` under a temporary name and renamed when complete. ``compare
+    --per-instance`` writes the same rows in the pass that makes the totals
+    (:func:`evaluate_request`).
     """
-    import tempfile
-
-    from tieeval.io.arrow import _pyarrow
-    pa, pq = _pyarrow()
-    check_nan_policy(nan_policy)
-    dump.settle()
-    kernel = kernel_for(dump, metrics, relevance=relevance, nan_policy=nan_policy,
-                        what_if=what_if, original=original)
-    report = progress_callback(progress)
-    ids = None if ids is None else np.asarray(ids)
-    if ids is not None and ids.dtype == object:
-        ids = ids.astype(str)
-    out = os.fspath(out)
-    folder = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(out)}.",
-                               suffix=".tmp")
-    os.close(fd)
-    writer = None
-    rows = 0
-    try:
-        for batch in dump.batches(batch_rows):
-            if isinstance(kernel, SinglePositiveKernel):
-                counts, values = kernel.instance_counts(batch)
-            else:
-                counts, values = None, kernel.instance_values(batch)
-            if batch.ids is not None:
-                inst = np.asarray(batch.ids)
-                inst = inst.astype(str) if inst.dtype == object else inst
-            elif ids is not None:
-                if batch.start + batch.rows > ids.size:
-                    raise InputError(f"{dump.path}: {ids.size} instance id(s) for more rows")
-                inst = ids[batch.start:batch.start + batch.rows]
-            else:
-                inst = np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
-            columns = {"instance": pa.array(inst)}
-            if counts is not None:
-                columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
-                               original_rank=pa.array(counts.original))
-            for entry, v in zip(kernel.entries, values):
-                mask = None if v.defined is None else ~np.asarray(v.defined)
-                for column in PER_INSTANCE_COLUMNS:
-                    data = np.asarray(getattr(v, column), dtype=np.float64)
-                    columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
-            table = pa.table(columns)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table)
-            rows += batch.rows
-            if report is not None:
-                report(batch.rows, batch.nbytes)
-        if writer is None:
-            raise InputError(f"{dump.path}: no instances (empty dump)")
-        writer.close()
-        writer = None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
-        os.replace(tmp, out)
-    except BaseException:
-        if writer is not None:
-            writer.close()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return rows
-
-
-def _concat(values: list[InstanceValues]) -> InstanceValues:
-    def cat(name):
-        got = [getattr(v, name) for v in values]
-        if any(g is None for g in got):
-            return None
-        return np.concatenate(got)
-    return InstanceValues(*(cat(name) for name in ("original", "first", "last", "tie_aware",
-                                                   "variance", "tie_decided", "defined")))
+    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+                      relevance=relevance, what_if=what_if, original=original)
+    rows = InstanceRows(out, ids)
+    drive(dump, request, [rows], progress, totals=False)
+    return rows.rows
 
 
 # ---------------------------------------------------------------------------------------
@@ -588,23 +544,22 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     (1.0, 0.0, 0.5)
     """
     path = check_path(path)
-    chosen = metric_list(metrics, k)
-    check_nan_policy(nan_policy)
-    rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      no_relevant=no_relevant, convention=convention,
-                      relevance_level=relevance_level, depth=depth)
-    what_if = what_if_of(what_if, cast, tolerance)
-    names = run_labels_of(run_labels)
+    request = make_request(metrics, k=k, nan_policy=nan_policy, gamma=gamma, gain=gain,
+                           discount=discount, alpha=alpha, log_base=log_base,
+                           short_list=short_list, ap_norm=ap_norm, both=both,
+                           no_relevant=no_relevant, convention=convention,
+                           relevance_level=relevance_level, depth=depth, what_if=what_if,
+                           cast=cast, tolerance=tolerance, run_labels=run_labels,
+                           relevance=relevance, original=original)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(scores, positive, labels=labels, positives=positives,
                               negatives=negatives, items=items, offsets=offsets,
                               ranking=ranking, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
-    # _ArrayDump has the part of the Dump interface evaluate_dump uses
-    return evaluate_dump(dump, chosen, nan_policy=nan_policy,  # type: ignore[arg-type]
-                         relevance=rel, what_if=what_if, run_labels=names,
-                         original=original)
+    # _ArrayDump has the part of the Dump interface the driver uses
+    result = drive(dump, request)  # type: ignore[arg-type]
+    assert result is not None
+    return result
 
 
 def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
@@ -641,4 +596,4 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",
            "per_instance", "iter_instance_values", "collect_instance_values", "kernel_for",
-           "check_jobs"]
+           "check_jobs", "drive", "evaluate_request", "RunOutcome"]

@@ -39,7 +39,12 @@ from typing import Any, cast
 import numpy as np
 
 from tieeval.engine.arguments import metric_list
-from tieeval.errors import InputError, ParameterError, TieevalError
+from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
+    Request,
+    refuse_spark,
+    spark_refusal,
+)
+from tieeval.errors import InputError, TieevalError
 from tieeval.io.base import (
     ReadOptions,
     RelevanceInfo,
@@ -61,20 +66,6 @@ from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
-
-
-def spark_refusal(why: str) -> str:
-    """The message of what ``--engine spark`` leaves to the local engine."""
-    return f"--engine spark reads Parquet and CSV dumps; {why}: run with --engine local"
-
-
-def refuse_spark(options) -> None:
-    """Refuse, before any Spark work starts, what ``--engine spark`` leaves to the local
-    engine and can tell from the options alone: TREC runs (``--qrels``; small text files
-    that the local engine reads in one pass). NPY/NPZ dumps are refused by
-    :func:`evaluate_path` from their format, before Spark starts too."""
-    if getattr(options, "qrels", None) is not None:
-        raise ParameterError(spark_refusal("TREC runs (--qrels) are text files"))
 
 
 class SparkUnavailable(TieevalError):
@@ -248,6 +239,18 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     (:class:`~tieeval.metrics.options.RelOptions`: gain, discount, gammas, ``both`` ...).
     ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
+    check_nan_policy(nan_policy)
+    return _evaluate_frame(dataframe, metric_list(metrics, k), layout=layout, options=options,
+                           nan_policy=nan_policy, path=path, metadata=metadata,
+                           batch_rows=batch_rows, relevance=relevance, warnings=warnings)
+
+
+def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
+                    options: ReadOptions | None = None, nan_policy: str = "raise",
+                    path: str = "<dataframe>", metadata: dict | None = None,
+                    batch_rows: int = 4096, relevance: RelOptions | None = None,
+                    warnings: list | tuple = ()) -> RunResult:
+    """:func:`evaluate` with checked arguments (``chosen``: the metrics or a default set)."""
     _require()
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
@@ -255,8 +258,6 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     options = options or ReadOptions()
     if layout != "auto":
         options = dataclasses.replace(options, layout=layout)
-    check_nan_policy(nan_policy)
-    chosen = metric_list(metrics, k)
 
     def kernel_for(info: RelevanceInfo | None):
         return choose_kernel(spec_for(info, chosen, options=relevance, nan_policy=nan_policy,
@@ -333,8 +334,24 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     (only file footers and headers are read here); Spark reads the rows. ``relevance``:
     options of labelled metrics, as for :func:`evaluate`.
     """
+    request = Request(metric_list(metrics), options, relevance, nan_policy, engine="spark")
+    return evaluate_request(request, path, spark=spark)
+
+
+def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
+    """Run a checked :class:`~tieeval.engine.request.Request` (``engine='spark'``) on
+    ``path``; its run labels go over the file's own."""
+    result = _evaluate_path(path, request.metrics, options=request.read,
+                            nan_policy=request.nan_policy, spark=spark,
+                            relevance=request.relevance)
+    result.run_labels = {**result.run_labels, **request.run_labels}
+    return result
+
+
+def _evaluate_path(path: str, metrics, *, options: ReadOptions | None = None,
+                   nan_policy: str = "raise", spark=None,
+                   relevance: RelOptions | None = None) -> RunResult:
     options = options or ReadOptions()
-    refuse_spark(options)
     more: dict[str, Any] = {"relevance": relevance, "nan_policy": nan_policy}
     if remote_uri(path):
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
@@ -346,7 +363,7 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
                      .withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
         else:
             frame = spark.read.parquet(path)
-        return evaluate(frame, metrics, options=options, path=path, **more)
+        return _evaluate_frame(frame, metrics, options=options, path=path, **more)
     dump = open_dump(local_path(path), options)  # the local engine's checks and messages
     if dump.format in ("npy", "npz"):
         raise InputError(f"{path}: the Spark engine reads Parquet and CSV; .{dump.format} "
@@ -371,7 +388,7 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
         frame = spark.read.option("header", True).schema(schema).csv(path)
     else:
         frame = spark.read.parquet(path)
-    return evaluate(frame, metrics, layout=dump.layout, options=options, path=dump.path,
+    return _evaluate_frame(frame, metrics, layout=dump.layout, options=options, path=dump.path,
                     metadata=dump.metadata, **more,
                     warnings=[w for w in dump.warnings if "regrouped" not in w])
 

@@ -178,6 +178,16 @@ class Kernel(ABC):
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         """Per-instance values of every entry (in :attr:`entries` order) for one batch."""
 
+    def add_values(self, acc: Accumulator | None, batch: Batch
+                   ) -> tuple[Any, list[InstanceValues]]:
+        """Add one batch to ``acc`` (None: the totals are not wanted) and give its
+        per-instance values: ``(row counts or None, values)``; the row counts (``a``,
+        ``b``, the original rank) are the single-positive kernel's. Kernels that share
+        work between the two override this."""
+        if acc is not None:
+            self.add(acc, batch)
+        return None, self.instance_values(batch)
+
     @abstractmethod
     def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
                warnings: Iterable[str] = ()) -> RunResult:

@@ -132,6 +132,18 @@ class SinglePositiveKernel(Kernel):
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         return self.instance_counts(batch)[1]
 
+    def add_values(self, acc: Accumulator | None, batch: Batch
+                   ) -> tuple[RowCounts, list[InstanceValues]]:
+        """The batch's counts serve the totals and the per-instance values alike."""
+        batch = self.prepare(batch)
+        counts = self.counts(batch)
+        if acc is not None:
+            self.add_counts(acc, counts)
+            if acc.duplicates is not None and batch.items is not None:
+                self._duplicates(acc, batch, one_hot(batch))
+        return counts, [single_positive(m, counts.a, counts.b, counts.original)
+                        for m in self.metrics]
+
     def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
         """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""
         counts = self.counts(self.prepare(batch))

@@ -1,0 +1,130 @@
+"""One request, one pass: the command line and the Python API build the same checked
+request, the engine refuses there what it cannot honour (with one message, spelled for
+each front end), and the outputs asked for ride the pass that makes the totals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import tieeval
+from tieeval import save_scores
+from tieeval.cli import cli
+from tieeval.engine.request import EngineRefusal, Request
+from tieeval.errors import ParameterError
+from tieeval.io.base import Dump
+from tieeval.metrics.metric import Metric
+
+RULES = ("stable", "reverse-stable", "trec", "topk", "given")
+
+
+@pytest.fixture
+def parquet(tmp_path):
+    rng = np.random.default_rng(3)
+    path = str(tmp_path / "run.parquet")
+    save_scores(path, rng.integers(0, 3, (40, 12)).astype(np.float32),
+                rng.integers(0, 12, 40))
+    return path
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_api_spark_path_refuses_a_ranking_rule_like_the_command_line(parquet, rule):
+    """evaluate_path(engine='spark', original=...) once returned the argsort figures
+    silently; it is refused as --engine spark --original is, before Spark is needed."""
+    with pytest.raises(ParameterError) as api:
+        tieeval.evaluate_path(parquet, engine="spark", original=rule)
+    assert str(api.value) == (f"original={rule!r} runs on the local engine only "
+                              "(got engine='spark')")
+    res = CliRunner().invoke(cli, ["compare", parquet, "--engine", "spark", "--original", rule])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1] == (f"Error: --original {rule} runs on the local "
+                                           "engine only (got --engine spark)")
+
+
+def test_spark_refusals_are_made_by_the_request_alone():
+    """The engine is chosen when the request is made: no dump, no pyspark."""
+    for fields, said in [
+        ({"original": "stable"},
+         "original='stable' runs on the local engine only (got engine='spark')"),
+        ({"per_instance": "rows.parquet"},
+         "per_instance run on the local engine only (got engine='spark')"),
+        ({"per_query": True}, "per_query run on the local engine only (got engine='spark')"),
+        ({"paired": True}, "diff run on the local engine only (got engine='spark')"),
+        ({"what_if": tieeval.WhatIf("float16")},
+         "cast and tolerance run on the local engine only (got engine='spark')"),
+    ]:
+        with pytest.raises(EngineRefusal) as got:
+            Request(engine="spark", **fields)
+        assert str(got.value) == said
+        with pytest.raises(EngineRefusal) as cli_got:
+            Request(engine="spark", cli=True, **fields)
+        assert "--engine spark" in str(cli_got.value)
+        Request(engine="local", **fields)  # the local engine honours every one
+    Request(engine="spark", original="argsort")  # the rule Spark's kernel runs
+
+
+def test_request_checks_its_fields_once():
+    with pytest.raises(ParameterError, match="nan_policy must be one of"):
+        Request(nan_policy="ignore")
+    with pytest.raises(ParameterError, match="original must be one of"):
+        Request(original="random")
+    with pytest.raises(ParameterError, match="engine must be one of"):
+        Request(engine="dask")
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Rows handed out by every Dump.batches call: what the input costs to read."""
+    seen: list[int] = []
+    batches = Dump.batches
+
+    def counted(self, batch_rows=None):
+        for batch in batches(self, batch_rows):
+            seen.append(batch.rows)
+            yield batch
+    monkeypatch.setattr(Dump, "batches", counted)
+    return seen
+
+
+def test_per_instance_reads_the_input_once(parquet, tmp_path, reads):
+    out = tmp_path / "rows.parquet"
+    res = CliRunner().invoke(cli, ["compare", parquet, "-m", "HR@1", "-m", "MRR", "-f", "json",
+                                   "--per-instance", str(out), "--batch-rows", "7", "-q"])
+    assert res.exit_code == 0, res.output
+    assert sum(reads) == 40  # the totals and the rows from one pass (was 80)
+    run = json.loads(res.output)["runs"][0]
+    rows = pq.read_table(out)
+    assert rows.num_rows == 40
+    hr = rows.column("HR@1_tie_aware").to_numpy()
+    assert hr.mean() == pytest.approx(run["metrics"][0]["tie_aware"], abs=1e-12)
+
+
+def test_per_query_reads_the_input_once(parquet, reads):
+    res = CliRunner().invoke(cli, ["compare", parquet, "-m", "MRR", "-f", "trec_eval",
+                                   "--per-query", "--batch-rows", "9", "-q"])
+    assert res.exit_code == 0, res.output
+    assert sum(reads) == 40
+    lines = [line.split() for line in res.output.splitlines()]
+    assert [q for _, q, _ in lines if q != "all"] == [str(i + 1) for i in range(40)]
+
+
+def test_diff_reads_each_input_once(parquet, reads):
+    res = CliRunner().invoke(cli, ["diff", parquet, parquet, "-m", "HR@1", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    assert sum(reads) == 80
+
+
+def test_api_jobs_zero_is_automatic_as_on_the_command_line(parquet, monkeypatch):
+    """jobs=0 (or None) is ``--jobs 0``: below the pool's size this process runs alone."""
+    import tieeval.engine.parallel as parallel
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool was started for a small dump")
+    monkeypatch.setattr(parallel, "accumulate_parallel", no_pool)
+    for jobs in (0, None):
+        got = tieeval.evaluate_path(parquet, [Metric.parse("HR@1")], jobs=jobs)
+        assert got.instances == 40

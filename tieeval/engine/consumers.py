@@ -1,0 +1,206 @@
+"""What one pass over a dump feeds besides the totals: per-instance consumers.
+
+The driver (:func:`tieeval.engine.local.drive`) reads each batch once, adds it to the
+totals and, when a consumer wants them, computes the batch's per-instance values with the
+same kernel (:meth:`~tieeval.kernels.base.Kernel.add_values`). Each consumer then makes a
+*part* of the batch (on the batch's thread: it may run beside other batches) and *takes*
+the parts in batch order (in the driver's thread), as the totals merge their per-batch
+accumulators. A pass that starts over (:class:`~tieeval.io.base.ReadAgain`) starts every
+consumer over too.
+
+* :class:`InstanceRows` streams one Parquet row per instance to a file (``--per-instance``);
+* :class:`InstanceCollector` keeps every instance's values in memory (``--per-query``,
+  ``diff``), with whatever a caller wants to note per batch beside them (``diff``'s
+  candidate keys).
+
+A new consumer is a class with these four methods, asked for by a :class:`Request` field
+(:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.consumers_for`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.io.base import Dump
+from tieeval.kernels.base import Entry, Kernel
+from tieeval.records.batch import Batch
+from tieeval.records.values import InstanceValues
+
+__all__ = ["Consumer", "InstanceRows", "InstanceCollector", "Collected",
+           "PER_INSTANCE_COLUMNS", "per_instance_name"]
+
+PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+def per_instance_name(entry: Entry, column: str) -> str:
+    """``NDCG@10_tie_aware``; a signed metric's gamma as ``SNDCG@10_g0.5_tie_aware``."""
+    label = str(entry.metric) if entry.gamma is None else f"{entry.metric}_g{entry.gamma:g}"
+    return f"{label}_{column}"
+
+
+class Consumer:
+    """The interface: :meth:`start` each pass, :meth:`part` per batch (any thread),
+    :meth:`take` per batch in order, :meth:`finish` after a complete pass, :meth:`abort`
+    after an error."""
+
+    def start(self, kernel: Kernel, dump: Dump) -> None:
+        """A pass begins (again, when the reader started over)."""
+
+    def part(self, batch: Batch, counts, values: list[InstanceValues]) -> Any:
+        """What this consumer keeps of one batch; ``counts``: the single-positive
+        kernel's row counts, else None."""
+        return None
+
+    def take(self, part: Any) -> None:
+        """A batch's part, in batch order."""
+
+    def finish(self) -> None:
+        """The pass is complete."""
+
+    def abort(self) -> None:
+        """The pass failed: leave nothing half-done behind."""
+
+
+def _instance_column(batch: Batch, ids: np.ndarray | None, path: str) -> np.ndarray:
+    """A batch's instance ids: the reader's (long layout, TREC query ids), else ``ids``
+    (one per dump row), else the row numbers."""
+    if batch.ids is not None:
+        inst = np.asarray(batch.ids)
+        return inst.astype(str) if inst.dtype == object else inst
+    if ids is not None:
+        if batch.start + batch.rows > ids.size:
+            raise InputError(f"{path}: {ids.size} instance id(s) for more rows")
+        return ids[batch.start:batch.start + batch.rows]
+    return np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
+
+
+class InstanceRows(Consumer):
+    """One Parquet row per instance, streamed to ``out`` (see
+    :func:`tieeval.engine.local.per_instance` for the columns). The file is written beside
+    ``out`` under a temporary name and renamed when the pass is complete; ``rows`` counts
+    the rows written."""
+
+    def __init__(self, out: str, ids=None):
+        self.out = os.fspath(out)
+        ids = None if ids is None else np.asarray(ids)
+        self.ids = ids.astype(str) if ids is not None and ids.dtype == object else ids
+        self.rows = 0
+        self._tmp: str | None = None
+        self._writer: Any = None
+
+    def start(self, kernel: Kernel, dump: Dump) -> None:
+        import tempfile
+
+        from tieeval.io.arrow import _pyarrow
+        self.abort()  # a pass that started over writes a new file
+        self._pa, self._pq = _pyarrow()
+        self._kernel, self._path = kernel, dump.path
+        folder = os.path.dirname(os.path.abspath(self.out))
+        fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(self.out)}.",
+                                         suffix=".tmp")
+        os.close(fd)
+        self.rows = 0
+
+    def part(self, batch: Batch, counts, values: list[InstanceValues]):
+        pa = self._pa
+        columns = {"instance": pa.array(_instance_column(batch, self.ids, self._path))}
+        if counts is not None:
+            columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
+                           original_rank=pa.array(counts.original))
+        for entry, v in zip(self._kernel.entries, values):
+            mask = None if v.defined is None else ~np.asarray(v.defined)
+            for column in PER_INSTANCE_COLUMNS:
+                data = np.asarray(getattr(v, column), dtype=np.float64)
+                columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
+        return pa.table(columns), batch.rows
+
+    def take(self, part) -> None:
+        table, rows = part
+        if self._writer is None:
+            self._writer = self._pq.ParquetWriter(self._tmp, table.schema)
+        self._writer.write_table(table)
+        self.rows += rows
+
+    def finish(self) -> None:
+        if self._writer is None:
+            raise InputError(f"{self._path}: no instances (empty dump)")
+        self._writer.close()
+        self._writer = None
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp, self._tmp = self._tmp, None
+        assert tmp is not None
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
+        os.replace(tmp, self.out)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._tmp is not None and os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+        self._tmp = None
+
+
+@dataclass
+class Collected:
+    """Every instance's values of one pass: one :class:`InstanceValues` per kernel entry
+    (concatenated over batches), the instance ids the reader attached to its batches (the
+    long layout and TREC runs; else None), and what ``note`` kept of each batch."""
+
+    kernel: Kernel
+    values: list[InstanceValues]
+    ids: np.ndarray | None
+    notes: list = field(default_factory=list)
+
+
+class InstanceCollector(Consumer):
+    """Every instance's values, kept in memory; ``note(batch, kernel)`` (optional) keeps
+    something more of each batch, computed on the batch's thread."""
+
+    def __init__(self, note: Callable[[Batch, Kernel], Any] | None = None):
+        self.note = note
+        self.collected: Collected | None = None
+
+    def start(self, kernel: Kernel, dump: Dump) -> None:
+        self._kernel, self._path = kernel, dump.path
+        self._values: list[list[InstanceValues]] = []
+        self._ids: list = []
+        self._notes: list = []
+
+    def part(self, batch: Batch, counts, values: list[InstanceValues]):
+        note = None if self.note is None else self.note(batch, self._kernel)
+        return values, batch.ids, note
+
+    def take(self, part) -> None:
+        values, ids, note = part
+        self._values.append(values)
+        self._ids.append(ids)
+        self._notes.append(note)
+
+    def finish(self) -> None:
+        if not self._values:
+            raise InputError(f"{self._path}: no instances (empty dump)")
+        entries = len(self._kernel.entries)
+        values = [_concat([p[i] for p in self._values]) for i in range(entries)]
+        ids = None
+        if self._ids and all(i is not None for i in self._ids):
+            ids = np.concatenate([np.asarray(i) for i in self._ids])
+            if ids.dtype == object:
+                ids = ids.astype(str)
+        self.collected = Collected(self._kernel, values, ids, self._notes)
+
+
+def _concat(values: list[InstanceValues]) -> InstanceValues:
+    def cat(name):
+        got = [getattr(v, name) for v in values]
+        if any(g is None for g in got):
+            return None
+        return np.concatenate(got)
+    return InstanceValues(*(cat(name) for name in ("original", "first", "last", "tie_aware",
+                                                   "variance", "tie_decided", "defined")))
