@@ -22,13 +22,12 @@ from tieeval.cli.common import (
     guide,
     quiet_option,
     read_options,
-    stdout_console,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
-from tieeval.report import audit as audit_report
+from tieeval.records.audit import AuditResult
 
 
 @click.command(cls=Command, epilog=guide("audit"))
@@ -38,9 +37,7 @@ from tieeval.report import audit as audit_report
                    "metric, k, value (task and k may be empty; value as printed, e.g. "
                    "0.4123 or 41.23%), and optionally gamma: the --gamma a signed "
                    "metric's value is for (needed when several were evaluated).")
-@click.option("--format", "-f", "fmt", type=click.Choice(audit_report.AUDIT_FORMATS),
-              default="table", show_default=True,
-              help="Output: a rich table for the terminal, json, csv or markdown.")
+@format_option("audit")
 @click.option("--ignore-unmatched", is_flag=True,
               help="Report claims that match no run as 'unmatched' instead of failing with "
                    "exit code 2.")
@@ -85,13 +82,7 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
         if not quiet:
             n = sum(i.verdict is None for i in items)
             click.echo(f"Warning: {n} claim(s) match no run and are not judged", err=True)
-    if fmt == "json":
-        write(audit_report.to_json(items, claims_path))
-    elif fmt == "csv":
-        write(audit_report.to_csv(items))
-    elif fmt == "markdown":
-        write(audit_report.to_markdown(items))
-    else:
-        audit_report.render_audit(items, stdout_console())
-    if any(i.flagged for i in items):
+    result = AuditResult(items, claims_path)
+    render("audit", fmt, result)
+    if result.flagged:
         ctx.exit(EXIT_CHECK_FAILED)

@@ -24,11 +24,11 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.errors import TieevalError
-from tieeval.report.check import CHECK_FORMATS, to_github, to_json, to_text
+from tieeval.records.check import CheckResult
 
 
 class ThresholdType(click.ParamType):
@@ -90,10 +90,7 @@ def _frequency_threshold(kind, help_text):
                       "Fail when more than BOUND of the instances have their positive tied, "
                       "e.g. 5%.")
 @metric_options
-@click.option("--format", "-f", "fmt", type=click.Choice(CHECK_FORMATS), default="text",
-              show_default=True,
-              help="text: one line per check; github: workflow annotations (::error / "
-                   "::notice); json: checks and runs for machines.")
+@format_option("check")
 @label_options
 @read_options
 @quiet_option
@@ -134,12 +131,7 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
     default = chosen_metrics(k_values, metrics)
     runs = evaluate_labelled(files, metrics_needed(thresholds, default), meta=meta,
                              template=template, quiet=quiet, **read_kwargs)
-    outcomes = run_checks(runs, thresholds, default)
-    if fmt == "json":
-        write(to_json(outcomes, runs))
-    elif fmt == "github":
-        write(to_github(outcomes))
-    else:
-        write(to_text(outcomes))
-    if not all(o.passed for o in outcomes):
+    result = CheckResult(run_checks(runs, thresholds, default), runs)
+    render("check", fmt, result)
+    if not result.passed:
         ctx.exit(EXIT_CHECK_FAILED)

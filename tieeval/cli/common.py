@@ -225,18 +225,6 @@ def stderr_console():
     return Console(stderr=True)
 
 
-def emit(results, fmt: str) -> None:
-    from tieeval.report import render_tables, to_csv, to_json, to_markdown
-    if fmt == "json":
-        write(to_json(results))
-    elif fmt == "csv":
-        write(to_csv(results))
-    elif fmt == "markdown":
-        write(to_markdown(results))
-    else:
-        render_tables(results, stdout_console())
-
-
 def stdout_console():
     """The console for data on stdout: terminal width and colour only on a terminal (rich
     would wrap at 80 columns when piped)."""

@@ -12,26 +12,26 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import (
     TABLE_CHOICES,
-    compare_format_option,
     default_table,
     grouped,
+    run_tables,
     seed_std_option,
-    write_output,
 )
 from tieeval.cli.whatif import make_what_if, whatif_options
 from tieeval.metrics.metric import COLUMNS
+from tieeval.report.registry import renderer, taking
 
 
 @click.command(cls=Command, epilog=guide("compare"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@compare_format_option
+@format_option("runs")
 @click.option("--column", type=click.Choice(COLUMNS), default=None,
               help="--format trec_eval: the column to print: original (the default; for a "
                    "TREC run trec_eval's own numbers), tie_aware, first or last.")
@@ -88,8 +88,9 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot)
         require_matplotlib()  # fail before the (possibly long) evaluation
-    if fmt != "trec_eval" and (column is not None or per_query):
-        raise click.UsageError("--column and --per-query apply to --format trec_eval")
+    if (column is not None or per_query) and "column" not in renderer("runs", fmt).takes:
+        raise click.UsageError("--column and --per-query apply to --format "
+                               + " or ".join(taking("runs", "column")))
     what_if = make_what_if(cast, tolerance)
     ids_for = None
     if per_instance is not None:
@@ -109,14 +110,14 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
                                      ids_for=ids_for, **read_kwargs)
     runs = [outcome.result for outcome in outcomes]
     groups = grouped(runs, quiet)
-    if fmt == "trec_eval":
-        from tieeval.analysis.trec_eval import query_table, runs_lines  # only for this format
-        from tieeval.report.trec_eval import to_trec_eval
+
+    def trec_lines():  # trec_eval's lines, made when its format asks for them
+        from tieeval.analysis.trec_eval import query_table, runs_lines
         queries = [query_table(o.values) for o in outcomes] if per_query else None
-        write(to_trec_eval(runs_lines(runs, column or "original", queries)))
-    else:
-        write_output(runs, groups, table=default_table(table, len(files), fmt), fmt=fmt,
-                     seed_std=seed_std, what_if=what_if)
+        return runs_lines(runs, column or "original", queries)
+
+    render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
+                                   seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
     if per_instance is not None and not quiet:
         click.echo(f"Wrote {outcomes[0].instance_rows} instance row(s) to {per_instance}",
                    err=True)

@@ -23,14 +23,14 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
-    stdout_console,
-    write,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
 from tieeval.cli.tables import grouped
 from tieeval.cli.whatif import evaluate_runs, make_what_if, whatif_options
 from tieeval.engine.local import open_request
 from tieeval.errors import TieevalError
+from tieeval.records.diff import RankResult
 from tieeval.report import diff as diff_report
 
 
@@ -50,17 +50,10 @@ class WorseMetric(click.ParamType):
             self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
 
 
-def _format_option(f):
-    return click.option("--format", "-f", "fmt", type=click.Choice(diff_report.DIFF_FORMATS),
-                        default="table", show_default=True,
-                        help="Output: a rich table for the terminal, json, csv or "
-                             "markdown.")(f)
-
-
 @click.command(cls=Command, epilog=guide("diff"))
 @click.argument("files", nargs=-1, required=True, metavar="A B")
 @metric_options
-@_format_option
+@format_option("diff")
 @click.option("--permutations", type=click.IntRange(min=1), default=DEFAULT_PERMUTATIONS,
               show_default=True,
               help="Monte Carlo sign vectors of the randomization test (above 20 instances; "
@@ -127,14 +120,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     # before any output: a gated metric the dump's default set left out is a usage error
     worse = [row for metric, gamma in fail_if_worse
              for row in significantly_worse(result, metric, gamma)]
-    if fmt == "json":
-        write(diff_report.diff_json(result))
-    elif fmt == "csv":
-        write(diff_report.diff_csv(result))
-    elif fmt == "markdown":
-        write(diff_report.diff_markdown(result))
-    else:
-        diff_report.render_diff(result, stdout_console())
+    render("diff", fmt, result)
     if worse:
         for row in dict.fromkeys(worse):
             click.echo(diff_report.worse_line(result, row), err=True)
@@ -144,7 +130,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
 @click.command(cls=Command, epilog=guide("rank"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @metric_options
-@_format_option
+@format_option("rank")
 @label_options
 @whatif_options
 @read_options
@@ -167,12 +153,4 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
     what_if = make_what_if(cast, tolerance)
     runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
-    rankings = rank_groups(grouped(runs, quiet))
-    if fmt == "json":
-        write(diff_report.rank_json(rankings, what_if))
-    elif fmt == "csv":
-        write(diff_report.rank_csv(rankings, what_if))
-    elif fmt == "markdown":
-        write(diff_report.rank_markdown(rankings, what_if))
-    else:
-        diff_report.render_rankings(rankings, stdout_console(), what_if)
+    render("rank", fmt, RankResult(rank_groups(grouped(runs, quiet)), what_if))

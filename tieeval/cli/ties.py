@@ -13,13 +13,14 @@ from tieeval.cli.common import (
     quiet_option,
     read_options,
 )
+from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.tables import format_option, grouped, seed_std_option, write_output
+from tieeval.cli.tables import grouped, run_tables, seed_std_option
 
 
 @click.command(cls=Command, epilog=guide("ties"))
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@format_option
+@format_option("ties")
 @label_options
 @seed_std_option
 @metric_options
@@ -40,4 +41,4 @@ def ties(files, fmt, meta, template, seed_std, k_values, metrics, quiet, **read_
     """
     runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
                              template=template, quiet=quiet, **read_kwargs)
-    write_output(runs, grouped(runs, quiet), table="4", fmt=fmt, seed_std=seed_std)
+    render("ties", fmt, run_tables(runs, grouped(runs, quiet), "4", seed_std=seed_std))

@@ -8,7 +8,9 @@ needs a reader, a kernel or the engine.
   :mod:`~tieeval.records.diff` (paired comparisons and rankings),
   :mod:`~tieeval.records.audit` (claims and verdicts), :mod:`~tieeval.records.groups`
   (seed groups), :mod:`~tieeval.records.paper` (the paper's tables and figure) and
-  :mod:`~tieeval.records.trec_eval` (trec_eval lines).
+  :mod:`~tieeval.records.trec_eval` (trec_eval lines);
+* :mod:`~tieeval.records.runs`: :class:`RunTables`, evaluated runs as ``compare`` and
+  ``ties`` show them.
 
 The run's own result (:class:`~tieeval.results.RunResult`) is in :mod:`tieeval.results`.
 The renderers (:mod:`tieeval.report`) import these records and nothing that computes them.

@@ -132,3 +132,16 @@ class AuditItem:
         out["seeds"] = self.seeds
         out["paths"] = list(self.paths)
         return out
+
+
+@dataclass
+class AuditResult:
+    """Every claim of a claims file (``claims_path``) and how it fared."""
+
+    items: list[AuditItem]
+    claims_path: str
+
+    @property
+    def flagged(self) -> bool:
+        """Whether a claim is 'impossible' or 'tie-break only'."""
+        return any(i.flagged for i in self.items)

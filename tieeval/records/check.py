@@ -97,3 +97,16 @@ def signed_change(row: MetricRow) -> float | None:
     if row.original == 0:
         return 0.0 if row.tie_aware == 0 else None
     return (row.tie_aware - row.original) / row.original
+
+
+@dataclass
+class CheckResult:
+    """Every outcome of ``tieeval check`` (run order, then threshold order) and the runs
+    checked, whose JSON the report carries."""
+
+    outcomes: list[Outcome]
+    runs: list[RunResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outcomes)

@@ -282,3 +282,11 @@ class Ranking:
             out["gamma"] = self.gamma
         out.update(changed=self.changed, methods=[e.to_dict() for e in self.entries])
         return out
+
+
+@dataclass
+class RankResult:
+    """The rankings of ``tieeval rank``, under ``what_if`` when one was applied."""
+
+    rankings: list[Ranking]
+    what_if: WhatIf | None = None

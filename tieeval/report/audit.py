@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem
+from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.registry import Output, register
 from tieeval.report.whatif import print_unwrapped
 from tieeval.results import environment
 
-AUDIT_FORMATS = ("table", "json", "csv", "markdown")
 AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd", "First",
                  "Original", "Verdict", "Where"]
 AUDIT_CSV_FIELDS = ("line", "method", "dataset", "task", "metric", "k", "value", "text",
@@ -106,3 +106,26 @@ def to_json(items: list[AuditItem], claims_path: str) -> str:
            "flagged": sum(n[v] for v in FLAGGED), "counts": n,
            "claims": [i.to_dict() for i in items]}
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# the renderers of audit results, by format
+
+@register("audit", "table", "a rich table for the terminal")
+def _audit_table(result: AuditResult, out: Output) -> None:
+    render_audit(result.items, out.console())
+
+
+@register("audit", "json", machine_readable=True)
+def _audit_json(result: AuditResult, out: Output) -> None:
+    out.write(to_json(result.items, result.claims_path))
+
+
+@register("audit", "csv", machine_readable=True)
+def _audit_csv(result: AuditResult, out: Output) -> None:
+    out.write(to_csv(result.items))
+
+
+@register("audit", "markdown")
+def _audit_markdown(result: AuditResult, out: Output) -> None:
+    out.write(to_markdown(result.items))

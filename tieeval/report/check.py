@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import math
 
-from tieeval.records.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, Outcome
+from tieeval.records.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, CheckResult, Outcome
 from tieeval.report.format import fmt_percent, fmt_value, metric_title
+from tieeval.report.registry import Output, register
 from tieeval.results import report_dict
-
-CHECK_FORMATS = ("text", "github", "json")
 
 _WHAT = {"max_change": "{metric} change",
          "max_inflation": "{metric} change",
@@ -162,3 +161,21 @@ def to_json(outcomes: list[Outcome], runs) -> str:
     env = {k: doc.pop(k) for k in ("tieeval_version", "numpy_version", "numpy_simd",
                                    "machine")}
     return json.dumps({**env, **checks, **doc}, indent=2, allow_nan=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# the renderers of check results, by format
+
+@register("check", "text", "one line per check")
+def _check_text(result: CheckResult, out: Output) -> None:
+    out.write(to_text(result.outcomes))
+
+
+@register("check", "github", "workflow annotations (::error / ::notice)")
+def _check_github(result: CheckResult, out: Output) -> None:
+    out.write(to_github(result.outcomes))
+
+
+@register("check", "json", "checks and runs for machines", machine_readable=True)
+def _check_json(result: CheckResult, out: Output) -> None:
+    out.write(to_json(result.outcomes, result.runs))

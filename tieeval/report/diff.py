@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 
-from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking
+from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResult
 from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.registry import Output, register
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment
 
-DIFF_FORMATS = ("table", "json", "csv", "markdown")
 DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)
                    + tuple(f"original_{k}" for k in COMPARISON_KEYS + ("winner",))
                    + ("winner_changed", "what_if"))
@@ -313,3 +313,46 @@ def rank_json(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
     active = what_if if what_if is not None and what_if.active else None
     return _with_environment({"what_if": active.to_dict() if active is not None else None,
                               "rankings": [r.to_dict() for r in rankings]})
+
+
+# ---------------------------------------------------------------------------------------
+# the renderers of diff and rank results, by format
+
+@register("diff", "table", "a rich table for the terminal")
+def _diff_table(result: DiffResult, out: Output) -> None:
+    render_diff(result, out.console())
+
+
+@register("diff", "json", machine_readable=True)
+def _diff_json(result: DiffResult, out: Output) -> None:
+    out.write(diff_json(result))
+
+
+@register("diff", "csv", machine_readable=True)
+def _diff_csv(result: DiffResult, out: Output) -> None:
+    out.write(diff_csv(result))
+
+
+@register("diff", "markdown")
+def _diff_markdown(result: DiffResult, out: Output) -> None:
+    out.write(diff_markdown(result))
+
+
+@register("rank", "table", "a rich table for the terminal")
+def _rank_table(result: RankResult, out: Output) -> None:
+    render_rankings(result.rankings, out.console(), result.what_if)
+
+
+@register("rank", "json", machine_readable=True)
+def _rank_json(result: RankResult, out: Output) -> None:
+    out.write(rank_json(result.rankings, result.what_if))
+
+
+@register("rank", "csv", machine_readable=True)
+def _rank_csv(result: RankResult, out: Output) -> None:
+    out.write(rank_csv(result.rankings, result.what_if))
+
+
+@register("rank", "markdown")
+def _rank_markdown(result: RankResult, out: Output) -> None:
+    out.write(rank_markdown(result.rankings, result.what_if))

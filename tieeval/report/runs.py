@@ -24,7 +24,6 @@ from tieeval.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_d
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")
-TABLE_FORMATS = ("table", "json", "csv", "markdown")
 # Rows of labelled dumps (tieeval.kernels.general) also carry these; CSV gains them when present.
 REL_CSV_FIELDS = ("gamma", "instances", "skipped")
 
@@ -150,14 +149,14 @@ def to_json(runs: list[RunResult], groups: list | None = None, what_if=None) -> 
     return json.dumps(report_dict(runs, groups, what_if), indent=2, allow_nan=False) + "\n"
 
 
-def _csv_fields(runs) -> tuple:
+def csv_fields(runs) -> tuple:
     labelled = any("gamma" in row.to_dict() for run in runs for row in run.metrics)
     return CSV_FIELDS + (REL_CSV_FIELDS if labelled else ())
 
 
 def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
     runs = list(runs)
-    fields = _csv_fields(runs)
+    fields = csv_fields(runs)
     for run in runs:
         for row in run.metrics:
             d = row.to_dict()
@@ -165,7 +164,7 @@ def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
 
 
 def to_csv(runs: list[RunResult]) -> str:
-    return csv_text(_csv_fields(runs), csv_rows(runs))
+    return csv_text(csv_fields(runs), csv_rows(runs))
 
 
 def to_markdown(runs: list[RunResult]) -> str:

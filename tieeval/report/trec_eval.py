@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
+from tieeval.records.runs import RunTables
 from tieeval.records.trec_eval import TrecLine
+from tieeval.report.registry import Output, register
 
 
 def trec_value(line: TrecLine) -> str:
@@ -24,3 +26,12 @@ def trec_value(line: TrecLine) -> str:
 def to_trec_eval(lines: list[TrecLine]) -> str:
     """The lines as trec_eval's text, one per line."""
     return "".join(f"{line.measure:<22}\t{line.qid}\t{trec_value(line)}\n" for line in lines)
+
+
+@register("runs", "trec_eval", "trec_eval's 'measure qid value' lines in its names (P_10, "
+          "ndcg_cut_10), a drop-in for its output (see --column and --per-query)",
+          machine_readable=True, takes=("column", "per_query"))
+def runs_trec_eval(result: RunTables, out: Output) -> None:
+    if result.trec_lines is None:
+        raise ValueError("--format trec_eval needs RunTables.trec_lines")
+    out.write(to_trec_eval(result.trec_lines()))

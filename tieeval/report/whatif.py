@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-
 from tieeval.records.whatif import WhatIf
 
 WHAT_IF_COLUMN = "what_if"
@@ -24,17 +21,11 @@ def latex_note(what_if: WhatIf) -> str:
     return f"% {note(what_if)}\n"
 
 
-def add_csv_column(text: str, what_if: WhatIf) -> str:
-    """Append a ``what_if`` column (the description on every line) to CSV text."""
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        return text
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(rows[0] + [WHAT_IF_COLUMN])
-    for row in rows[1:]:
-        writer.writerow(row + [what_if.describe()])
-    return buf.getvalue()
+def csv_column(fields, rows, what_if: WhatIf):
+    """CSV ``fields`` and ``rows`` (dicts) with a ``what_if`` column: the description on
+    every row, added before the CSV is written."""
+    text = what_if.describe()
+    return (*fields, WHAT_IF_COLUMN), ({**row, WHAT_IF_COLUMN: text} for row in rows)
 
 
 def print_unwrapped(console, renderable) -> None:

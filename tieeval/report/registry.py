@@ -1,0 +1,141 @@
+"""Renderers registered per (result kind, output format).
+
+A renderer turns one result record into one output format and writes it to an
+:class:`Output`. Each module of :mod:`tieeval.report` registers its own renderers on import::
+
+    @register("diff", "html", "a standalone HTML page")
+    def diff_html(result: DiffResult, out: Output) -> None:
+        out.write(...)
+
+The command line asks this module for the formats of a kind (its ``--format`` choices,
+default and help text) and for the renderer of the format chosen; it never compares format
+names itself. A new output format is one new module here with its registrations.
+
+The kinds and the records they render:
+
+* ``runs``: a :class:`~tieeval.records.runs.RunTables` (``compare``);
+* ``ties``: a :class:`~tieeval.records.runs.RunTables` showing Table 4 (``ties``);
+* ``check``: a :class:`~tieeval.records.check.CheckResult` (``check``);
+* ``diff``: a :class:`~tieeval.records.diff.DiffResult` (``diff``);
+* ``rank``: a :class:`~tieeval.records.diff.RankResult` (``rank``);
+* ``audit``: an :class:`~tieeval.records.audit.AuditResult` (``audit``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from tieeval.errors import ParameterError
+
+
+class Output(Protocol):
+    """Where a renderer writes: the command line's stdout, or a buffer in tests."""
+
+    def write(self, text: str) -> None:
+        """Write ``text`` as it is."""
+
+    def console(self) -> Any:
+        """A rich console writing to the same place (for the terminal tables)."""
+
+    def stream(self) -> Any:
+        """The text stream itself (for renderers that size their own console)."""
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """One registered renderer: ``render(result, out)`` writes ``result`` of ``kind`` in
+    ``format``. ``help`` says what the format holds (the ``--format`` help joins them);
+    ``machine_readable`` formats (one record per line, or JSON) are read by programs rather
+    than people; ``takes`` names the command-line options only this format uses."""
+
+    kind: str
+    format: str
+    render: Callable[[Any, Output], None]
+    help: str = ""
+    machine_readable: bool = False
+    takes: tuple[str, ...] = ()
+    # the formats' listed order: this package's modules by name, then others (a plug-in's),
+    # each module's renderers as registered; import order never changes it
+    order: tuple[bool, str, int] = (False, "", 0)
+
+
+_RENDERERS: dict[str, dict[str, Renderer]] = {}
+_COUNTER = itertools.count()
+_loaded = False
+
+
+def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = False,
+             takes: tuple[str, ...] = ()):
+    """Register the decorated ``func(result, out)`` as the renderer of ``kind`` in
+    ``fmt``; a second renderer for the same pair is an error."""
+    def decorate(func):
+        by_format = _RENDERERS.setdefault(kind, {})
+        if fmt in by_format:
+            raise ValueError(f"a renderer of {kind!r} in {fmt!r} is registered twice "
+                             f"({by_format[fmt].render.__module__} and {func.__module__})")
+        by_format[fmt] = Renderer(kind, fmt, func, help, machine_readable, tuple(takes),
+                                  (not func.__module__.startswith(__package__ + "."),
+                                   func.__module__, next(_COUNTER)))
+        return func
+    return decorate
+
+
+def _load() -> None:
+    """Import every module of :mod:`tieeval.report` once: each registers its renderers
+    on import, so that a new module is found without being listed anywhere."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import tieeval.report as package
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def kinds() -> tuple[str, ...]:
+    """Every result kind with a renderer."""
+    _load()
+    return tuple(sorted(_RENDERERS))
+
+
+def renderers(kind: str) -> list[Renderer]:
+    """The renderers of ``kind``, in the order ``--format`` lists them (the first is the
+    default)."""
+    _load()
+    if kind not in _RENDERERS:
+        raise ParameterError(f"no renderer for results of kind {kind!r} (kinds: "
+                             f"{', '.join(sorted(_RENDERERS))})")
+    return sorted(_RENDERERS[kind].values(), key=lambda r: r.order)
+
+
+def formats(kind: str) -> tuple[str, ...]:
+    """The output formats of ``kind``; the first is the default."""
+    return tuple(r.format for r in renderers(kind))
+
+
+def renderer(kind: str, fmt: str) -> Renderer:
+    """The renderer of ``kind`` in ``fmt``; ParameterError naming the formats otherwise."""
+    for r in renderers(kind):
+        if r.format == fmt:
+            return r
+    raise ParameterError(f"format must be one of {', '.join(formats(kind))}, got {fmt!r}")
+
+
+def taking(kind: str, option: str) -> tuple[str, ...]:
+    """The formats of ``kind`` that use the command-line ``option``."""
+    return tuple(r.format for r in renderers(kind) if option in r.takes)
+
+
+def describe(kind: str) -> str:
+    """The ``--format`` help of ``kind``: each format with what it holds."""
+    return "; ".join(f"{r.format}: {r.help}" if r.help else r.format
+                     for r in renderers(kind)) + "."
+
+
+def render(kind: str, fmt: str, result: Any, out: Output) -> None:
+    """Write ``result`` (of ``kind``) in ``fmt`` to ``out``."""
+    renderer(kind, fmt).render(result, out)
