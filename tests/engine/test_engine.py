@@ -248,8 +248,8 @@ def test_evaluate_boundary_checks(rng):
         evaluate(s, nan_policy="ignore")
     with pytest.raises(ParameterError):
         evaluate(s, k=[0])
-    with pytest.raises(ParameterError, match="unknown metric 'AUC'"):
-        evaluate(s, metrics=["AUC@10"])  # (AP@10 is MAP@10: see test_relevance_cli.py)
+    with pytest.raises(ParameterError, match="unknown metric 'Novelty'"):
+        evaluate(s, metrics=["Novelty@10"])  # (AP@10 is MAP@10: see test_relevance_cli.py)
     with pytest.raises(InputError, match="object array"):
         evaluate(np.array([[0.1], "x"], dtype=object))
     with pytest.raises(InputError, match="must be a 2-D"):

@@ -1,4 +1,4 @@
-"""Tests for tieeval.kernels.cascade: exact tie-aware ERR@K and interpolated precision.
+"""Tests for tieeval.metrics.measures.cascade: exact tie-aware ERR@K and interpolated precision.
 
 Oracles: the plain-Python definitions below on one fixed ordering (ERR as Chapelle et al.
 define it, and a line-by-line port of trec_eval's ``m_iprec_at_recall.c``), averaged over
@@ -18,7 +18,8 @@ import pytest
 from helpers import tie_orderings
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.cascade import (
+from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.metrics.measures.cascade import (
     ERR_WORK_LIMIT,
     IPREC_WORK_LIMIT,
     err_expectation,
@@ -26,7 +27,6 @@ from tieeval.kernels.cascade import (
     iprec_expectations,
     not_computed_reason,
 )
-from tieeval.kernels.tie_blocks import RelBatch
 
 
 def make_rng(name: str) -> np.random.Generator:
@@ -221,7 +221,7 @@ def test_err_rejects_bad_parameters():
 
 
 def test_err_over_the_work_limit_is_nan(monkeypatch):
-    import tieeval.kernels.cascade as cascade
+    import tieeval.metrics.measures.cascade as cascade
     rb = batch([np.zeros(30), np.arange(30.0)], [np.arange(30) % 3, np.arange(30) % 3])
     monkeypatch.setattr(cascade, "ERR_WORK_LIMIT", 50)
     got = cascade.err_expectation(rb, None, 3)
@@ -347,7 +347,7 @@ def test_iprec_rejects_bad_parameters():
 
 
 def test_iprec_over_the_work_limit_is_nan(monkeypatch):
-    import tieeval.kernels.cascade as cascade
+    import tieeval.metrics.measures.cascade as cascade
     lab = np.arange(40) % 3 == 0
     rb = batch([np.zeros(40), np.arange(40.0)], [lab, lab])
     monkeypatch.setattr(cascade, "IPREC_WORK_LIMIT", 10)
@@ -459,7 +459,7 @@ def test_iprec_levels_reject_bad_parameters():
 
 
 def test_distinct_tuples_both_ways():
-    import tieeval.kernels.cascade as cascade
+    import tieeval.metrics.measures.cascade as cascade
     rng = make_rng("distinct")
     small = [rng.integers(0, 3, 500) for _ in range(7)]
     wide = [rng.integers(0, 1000, 500) * 10**6 + c for c in small]  # > 2**62 key space

@@ -135,7 +135,7 @@ def test_tie_aware_is_the_mean_over_every_tie_order(setting):
             assert v.defined[0], text
             want = sum(values) / len(values)
             got = v.tie_aware[0]
-            # ERR and IPrec come from tieeval.kernels.cascade: within its work limits on
+            # ERR and IPrec come from tieeval.metrics.measures.cascade: within its work limits on
             # rows this small, so computed (never NaN) and exact
             assert not math.isnan(got), text
             assert got == pytest.approx(want, abs=1e-12), (text, scores, items, unranked)

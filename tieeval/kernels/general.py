@@ -41,8 +41,8 @@ Definitions and defaults (the choices docs/computed.md documents):
   over the subset.
 * V-AUC: the Last column is the strict V-AUC (a tied pair counts 0), the tie-aware column
   counts it 1/2, First counts it 1.
-* MAP has no closed-form tie-break variance: its ``tie_aware_std`` is null (so are
-  bpref's, GMAP's, ERR's and IPrec's).
+* bpref, GMAP, ERR and IPrec have no exact tie-break variance: their ``tie_aware_std``
+  is null (the measure's ``has_variance``).
 * Aggregation: a metric's dataset figure is the mean over its rows, except for trec_eval's
   counts NumRet, NumRel, NumRelRet and NumQ (the sum, as trec_eval prints them; their
   ``tie_aware_std`` is the tie-break std of the sum) and GMAP (the geometric mean of the
@@ -70,6 +70,7 @@ from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.metrics.measures import MEASURES, TIE_DECIDED
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
@@ -108,7 +109,8 @@ class GeneralKernel(Kernel):
         super().__init__(spec)
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
-        self._hr = {k: RelMetric("HR", k) for k in sorted(set(spec.ks))}
+        # the measure behind the tie-decided shares, at every --k
+        self._hr = {k: RelMetric(TIE_DECIDED.name, k) for k in sorted(set(spec.ks))}
         # the deepest place of the 'original' ordering any metric reads (None: any place)
         forms = [e.form for e in self.entries]
         self.rank_depth = (max(f.k for f in forms) if forms and all(
@@ -206,7 +208,7 @@ class GeneralKernel(Kernel):
                     x = np.log(np.maximum(x, MIN_GEO_MEAN))
                 sums.columns[c].add(x)
             var = cast(np.ndarray, v.variance)[mask]
-            if entry.metric.name in _NO_VARIANCE or np.isnan(var).any():
+            if not entry.metric.spec.has_variance or np.isnan(var).any():
                 sums.has_variance = False
             else:
                 sums.variance.add(var)
@@ -222,8 +224,10 @@ class GeneralKernel(Kernel):
     def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
         """``no_relevant="zero"``: an instance without a relevant item that the metric
         leaves undefined counts as 0 in every column (trec_eval, ranx, scikit-learn);
-        V-AUC, which needs a relevant item and a negative, still skips it."""
-        if self.spec.options.no_relevant != "zero" or entry.metric.name == "V-AUC":
+        the pair measures (V-AUC, AUC), which need a relevant item in every pair, still
+        skip it."""
+        if (self.spec.options.no_relevant != "zero"
+                or not entry.metric.spec.zero_without_relevant):
             return v
         defined = np.ones(has_pos.shape, dtype=bool) if v.defined is None else v.defined
         fill = ~has_pos & ~defined
@@ -248,7 +252,7 @@ class GeneralKernel(Kernel):
             v = self._counted(rb.values(entry.form), entry, has_pos)
             if keep is not None:  # RelBatch.values always fills defined
                 v.defined = cast(np.ndarray, v.defined) & keep
-            if entry.metric.name in _NO_VARIANCE:
+            if not entry.metric.spec.has_variance:
                 v.variance = None
             out.append(v)
         return out
@@ -298,16 +302,18 @@ class GeneralKernel(Kernel):
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
         elif acc.no_relevant and options.no_relevant == "zero":
+            skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
-                       "item (label > 0); every metric but V-AUC counts them as 0 "
+                       f"item (label > 0); every metric but {skip} counts them as 0 "
                        "(no_relevant=zero)")
         elif acc.no_relevant:
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
                        "item (label > 0); every metric skips them")
-        if (any(e.metric.name == "V-AUC" for e in self.entries) and not self.both
-                and acc.no_negative):
-            own.append(f"{path}: V-AUC skips the {acc.no_negative} instance(s) without "
-                       "an explicit negative (label < 0)")
+        negatives = list(dict.fromkeys(e.metric.name for e in self.entries
+                                       if "negatives" in e.metric.spec.needs))
+        if negatives and not self.both and acc.no_negative:
+            own.append(f"{path}: {' and '.join(negatives)} skips the {acc.no_negative} "
+                       "instance(s) without an explicit negative (label < 0)")
         own += [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"
                 for k, c in acc.k_over_n.items() if c]
         relevance = {"source": self.spec.source or "positive", **options.to_dict(),
@@ -323,26 +329,14 @@ class GeneralKernel(Kernel):
         return result
 
 
-# metrics without a closed-form tie-break variance: their tie_aware_std is null
-_NO_VARIANCE = ("MAP", "GMAP", "Bpref", "ERR", "IPrec")
-
-
 def tie_aware_reason(metric: RelMetric, options: RelOptions) -> str:
     """Why a metric's tie-aware dataset figure is null (the renderers show it)."""
-    if metric.name == "GMAP":
-        return ("the expected geometric mean over tie orders has no closed form (it is not "
-                "the geometric mean of per-row expectations)")
-    if metric.name in ("ERR", "IPrec"):
-        from tieeval.kernels.cascade import not_computed_reason
-        return f"not computed for some rows: {not_computed_reason(metric.name)}"
-    return f"no exact tie-aware {metric.name} for some rows"
+    return metric.spec.tie_aware_reason()
 
 
 def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
-    if metric.name == "V-AUC":
-        return "it needs a relevant item and an explicit negative (label < 0) in one row"
     if (some_relevant and metric.k is not None
             and getattr(metric, "short_list", None) == "skip"):
         return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
                 "candidates")
-    return "no instance has a relevant item (label > 0)"
+    return metric.spec.undefined_reason()

@@ -13,7 +13,7 @@ import threading
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
-R = TypeVar("R")
+U = TypeVar("U")  # a mapped function's result
 
 _THREADS: int | None = None  # None: one per available core
 _POOL: dict = {}
@@ -62,7 +62,7 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
     return list(_pool(count).map(fn, blocks))
 
 
-def map_batches(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
     threads, at most one item per thread in flight: results are yielded in item order.
     Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
@@ -76,7 +76,7 @@ def map_batches(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         yield fn(head.pop())
         return
 
-    def inline(item: T) -> R:
+    def inline(item: T) -> U:
         _LOCAL.inline = True
         try:
             return fn(item)

@@ -32,7 +32,8 @@ Definitions (the choices docs/METRICS.md leaves open are recorded here and on :c
   also when the row has fewer than K candidates (TREC; see ``short_list``).
 * MRR / RR@K: reciprocal rank of the first relevant item, 0 when it is below K.
 * MAP / AP@K: ``(1/Z) sum_{r <= K, relevant} precision@r`` with ``Z = R`` by default
-  (trec_eval), ``Z = min(K, R)`` with ``ap_norm="min"``. It has no closed-form variance.
+  (trec_eval), ``Z = min(K, R)`` with ``ap_norm="min"``; its variance is exact too
+  (:mod:`tieeval.metrics.measures.ap`).
 * NDCG@K: IDCG from the row's own labels sorted, over ``min(K, n)`` positions.
 * SHR, SRecall, SDCG, SNDCG: gain +1 on P, -gamma on N, 0 otherwise (the sign-aware paper's
   definitions). SNDCG divides by ``ISDCG = D[min(K, R)]`` (all positives first, no
@@ -51,7 +52,8 @@ Columns of :class:`InstanceValues`, one float64 entry per row:
 * ``original``: the metric on ``np.argsort(row * -1)`` (numpy's default kind, stored dtype),
   the ordering the evaluated codebases computed. It is platform dependent (docs/METRICS.md 1).
 * ``tie_aware``: the exact expectation under uniform random tie-breaking.
-* ``variance``: the exact tie-break variance (NaN for AP, which has no closed form).
+* ``variance``: the exact tie-break variance (NaN where the measure has none: bpref,
+  ERR, IPrec).
 * ``tie_decided``: ``first != last``, from the exact conditions of docs/METRICS.md 10.
 * ``defined``: the rows where the metric exists (R >= 1; V-AUC also needs ``|N| >= 1``).
   Undefined rows hold NaN and are never divided by zero.
@@ -66,7 +68,6 @@ Columns of :class:`InstanceValues`, one float64 entry per row:
 
 from __future__ import annotations
 
-import math
 from typing import cast
 
 import numpy as np
@@ -74,11 +75,15 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.threads import map_blocks
+from tieeval.metrics.measures.base import BY_JUDGED, BY_LABELS_AND_JUDGED
+from tieeval.metrics.measures.err import GDEVAL_MAX_JUDGMENT as _GDEVAL_MAX_JUDGMENT
+from tieeval.metrics.measures.series import pmiss as _pmiss  # noqa: F401 - importable here
+from tieeval.metrics.measures.series import recip_sum as _recip_sum  # noqa: F401
+from tieeval.metrics.measures.series import rr_moments as _rr_moments  # noqa: F401
 from tieeval.metrics.options import (
     NAN_POLICIES,
     ORIGINAL_ORDERS,
     RelMetric,
-    _key,
     parse_rel_metric,
 )
 from tieeval.records.values import InstanceValues
@@ -87,130 +92,10 @@ from tieeval.records.values import InstanceValues
 # Results
 
 
-# The per-row counts of trec_eval (summed over rows, not averaged): defined on every row.
-_COUNTS = ("NumRet", "NumRel", "NumRelRet", "NumQ")
-
-#: Metrics that read every position of a row (the cascade of ERR, IPrec's running
-#: precision): a sparse batch (``RelBatch(sparse=True)``) evaluates them on the full table.
-FULL_TABLE_METRICS = ("ERR", "IPrec")
-
 # ---------------------------------------------------------------------------------------
 # Numerical helpers (private: they trust their input)
 
-_DIRECT = 64  # power sums over at most this many terms are added directly
-_CHUNK = 1 << 22  # elements per 2-D work array
 _SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
-
-
-def _recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
-    """``sum_{j=lo+1..hi} j**-power`` (power 1 or 2) for int64 ``0 <= lo <= hi``.
-
-    No prefix differences (``H[hi] - H[lo]`` cancels when the range is short and deep, and
-    a cumsum table drifts by ~1e-13 over a few thousand terms): terms up to position 64 are
-    added directly, and the rest comes from the asymptotic expansion of the tail with every
-    difference of powers factored (``1/x - 1/y = (y - x)/(x y)``), which has no cancellation.
-    At x >= 64 the truncated series is accurate to about 1e-17 relative.
-    """
-    lo = np.asarray(lo, dtype=np.int64)
-    hi = np.asarray(hi, dtype=np.int64)
-    out = np.zeros(lo.shape, dtype=np.float64)
-    # Direct part: the whole range when it is short, else the stretch below position 64.
-    cut = np.where(hi - lo <= _DIRECT, hi, np.maximum(lo, np.minimum(hi, _DIRECT)))
-    direct = np.flatnonzero(cut > lo)
-    if direct.size:
-        # j ** -power for every j the rows reach, computed once (the same values as
-        # elementwise): the rows then gather them
-        table = np.arange(1, int(lo[direct].max()) + _DIRECT + 1, dtype=np.float64) ** -power
-    for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
-        if chunk.size:
-            j = lo[chunk, None] + np.arange(1, _DIRECT + 1)
-            out[chunk] = np.where(j <= cut[chunk, None], table[j - 1], 0.0).sum(axis=1)
-    deep = np.flatnonzero(hi > cut)  # then cut >= 64
-    if deep.size:
-        x, y = cut[deep].astype(np.float64), hi[deep].astype(np.float64)
-        df = (hi[deep] - cut[deep]).astype(np.float64)
-        ix, iy = 1.0 / x, 1.0 / y
-        q1 = df * ix * iy  # 1/x - 1/y
-        q2 = q1 * (ix + iy)  # 1/x^2 - 1/y^2
-        if power == 1:
-            q4 = q2 * (ix * ix + iy * iy)
-            q6 = q2 * (ix ** 4 + (ix * iy) ** 2 + iy ** 4)
-            # H(y) - H(x), H(x) ~ ln x + C + 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6)
-            out[deep] += np.log1p(df * ix) - 0.5 * q1 + q2 / 12 - q4 / 120 + q6 / 252
-        else:
-            q3 = q1 * (ix * ix + ix * iy + iy * iy)
-            q5 = q1 * sum(ix ** (4 - e) * iy ** e for e in range(5))
-            q7 = q1 * sum(ix ** (6 - e) * iy ** e for e in range(7))
-            # T(x) - T(y), T(x) = sum_{j>x} j^-2
-            #                   ~ 1/x - 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7)
-            out[deep] += q1 - 0.5 * q2 + q3 / 6 - q5 / 30 + q7 / 42
-    return out
-
-
-def _pmiss(n: np.ndarray, p: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """``C(n-p, m) / C(n, m)``: no marked item among m uniform draws from n with p marked.
-
-    Multiplies ``min(m, p)`` factors in [0, 1] (never forms a binomial, which overflows
-    float64 near n = 1030); the loop runs over factor index, shrinking to the rows left.
-    """
-    out = np.ones(n.shape, dtype=np.float64)
-    zero = m > n - p
-    length = np.where(zero, 0, np.minimum(m, p))
-    c = np.where(m <= p, p, m)  # factors (n - c - i)/(n - i), i < length
-    order = np.argsort(-length, kind="stable")
-    counts = np.bincount(length, minlength=1)
-    alive = length.size - np.cumsum(counts)  # alive[i] = #rows with length > i
-    for i in range(int(length.max(initial=0))):
-        rows = order[:alive[i]]
-        out[rows] *= (n[rows] - c[rows] - i) / (n[rows] - i)
-    out[zero] = 0.0
-    return out
-
-
-def _rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
-                shortcut: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``E[RR@K]`` and ``E[RR@K^2]`` for a first relevant block (a above, nb items, p relevant).
-
-    The first relevant item sits at in-block position J with
-    ``P(J = j) = C(nb-j, p-1) / C(nb, p)``, ``j = 1..nb-p+1`` (docs/METRICS.md 7). With p = 1
-    (and ``shortcut``) J is uniform and the sums are harmonic differences (section 2);
-    otherwise the pmf comes from its recurrence as a product per row, in power-of-two
-    buckets of rows so a row's arithmetic never depends on its neighbours.
-    """
-    a, nb, p, k = (np.asarray(x, dtype=np.int64) for x in (a, nb, p, k))
-    length = np.clip(np.minimum(nb - p + 1, k - a), 0, None)
-    e1 = np.zeros(a.shape, dtype=np.float64)
-    e2 = np.zeros(a.shape, dtype=np.float64)
-    general = length > 0
-    if shortcut:
-        one = general & (p == 1)
-        general &= p != 1
-        nbf = nb[one].astype(np.float64)
-        e1[one] = _recip_sum(a[one], a[one] + length[one], 1) / nbf
-        e2[one] = _recip_sum(a[one], a[one] + length[one], 2) / nbf
-    idx = np.flatnonzero(general)
-    if idx.size == 0:
-        return e1, e2
-    bucket = np.ceil(np.log2(length[idx])).astype(np.int64)
-    for b in np.unique(bucket):
-        width = 1 << int(b)
-        sel = idx[bucket == b]
-        for rows in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
-            if rows.size == 0:
-                continue
-            j = np.arange(1, width + 1, dtype=np.int64)
-            nr, pr, ar, lr = (x[rows, None] for x in (nb, p, a, length))
-            inside = j <= lr
-            # pi_1 = p/nb; pi_j = pi_{j-1} (nb - j - p + 2)/(nb - j + 1)
-            num = np.where(j == 1, pr, nr - j - pr + 2)
-            den = np.where(j == 1, nr, nr - j + 1)
-            f = np.where(inside, num / np.where(inside, den, 1), 0.0)
-            pi = np.cumprod(f, axis=1)
-            inv = 1.0 / (ar + j)
-            t = pi * inv
-            e1[rows] = t.sum(axis=1)
-            e2[rows] = (t * inv).sum(axis=1)
-    return e1, e2
 
 
 def _sort_key_desc(x: np.ndarray) -> np.ndarray:
@@ -224,32 +109,6 @@ def _sort_key_desc(x: np.ndarray) -> np.ndarray:
     if kind == "f" or (kind == "i" and not (x == np.iinfo(x.dtype).min).any()):
         return x * -1
     return ~x
-
-
-def _gain(rel: np.ndarray, gain: str) -> np.ndarray:
-    if gain == "linear":
-        return rel
-    with np.errstate(over="ignore"):
-        # 2**rel - 1: exp2 is exact on integers; expm1 keeps the digits of small rel.
-        g = np.where(rel >= 1, np.exp2(rel) - 1.0, np.expm1(rel * math.log(2.0)))
-    if not np.isfinite(g).all():
-        raise ParameterError("exponential gain 2**label - 1 overflows float64; labels must "
-                             "be below 1024")
-    return g
-
-
-def _weights(metric: RelMetric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Discount of the 1-based positions ``r`` (float64) given the row cutoffs ``k``."""
-    if metric.discount == "log2":
-        return 1.0 / np.log2(r + 1.0)
-    if metric.discount == "power":
-        return r ** -metric.alpha
-    if metric.discount == "news":
-        return 1.0 / (1.0 + np.log2(r) ** 1.5)
-    if metric.discount == "logb":
-        return 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
-    kf = k.astype(np.float64)
-    return (kf - r + 1.0) / kf
 
 
 def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -707,18 +566,26 @@ class RelBatch:
         if not isinstance(metric, RelMetric):
             raise ParameterError(f"metric must be a RelMetric (see parse_rel_metric), "
                                  f"got {metric!r}")
-        if self.compact and metric.name in FULL_TABLE_METRICS:
+        if self.compact and metric.spec.every_position:
             return self.full().values(metric, original_order=original_order)
         if (original_order and self.rank_depth is not None
                 and not (isinstance(metric.k, int) and metric.level is None
                          and metric.k <= self.rank_depth)):
             raise ParameterError(f"{metric} reads the 'original' ordering below "
                                  f"rank_depth={self.rank_depth}")
-        return _Evaluation(self, metric, original_order).run()
+        return Evaluation(self, metric, original_order).run()
 
 
-class _Evaluation:
-    """One metric on one :class:`RelBatch` (private; trusts its input)."""
+class Evaluation:
+    """One metric on one :class:`RelBatch`: the cutoff arrays and the block-table services
+    its measure (:class:`tieeval.metrics.measures.base.Measure`) computes with.
+
+    ``b`` is the batch, ``m`` the metric with its options, ``k`` / ``kc`` the per-row cutoff
+    (a denominator) and counting cutoff (capped at the depth), ``in_k`` the positions
+    inside it, ``m_t`` each block's places inside it, ``defined`` the rows where the
+    measure exists and ``R`` a safe denominator (R where defined, else 1). Private to the
+    kernels and the measures: it trusts its input.
+    """
 
     def __init__(self, batch: RelBatch, metric: RelMetric, original_order: bool):
         self.b, self.m, self.original_order = batch, metric, original_order
@@ -742,33 +609,26 @@ class _Evaluation:
                       np.clip(kc[batch.brow] - batch.ba, 0, batch.bsz))
             batch._cutoffs[key] = cached
         self.k, self.kc, self.in_k, self.m_t = cached
-        defined = batch.n_pos >= 1
-        if metric.name == "V-AUC":  # pairs of ranked items only
-            defined = (batch.n_pos_ranked >= 1) & (batch.n_neg >= 1)
-        elif metric.name in _COUNTS:  # a count exists for every row
-            defined = np.ones(batch.rows, dtype=bool)
+        self.measure = metric.spec
+        defined = self.measure.defined(self)
         if metric.k is not None and metric.short_list == "skip":
             defined &= n >= metric.k
         self.defined = defined
         self.R = np.where(defined, batch.n_pos, 1).astype(np.float64)  # safe denominator
 
     def run(self) -> InstanceValues:
-        name = self.m.name
         b = self.b
-        if name in ("DCG", "NDCG", "SDCG", "SNDCG"):
-            closed, realise = self._dcg()
-        else:
-            closed = getattr(self, "_closed_" + _key(name).lower())
-            realise = getattr(self, "_realise_" + _key(name).lower())
+        closed, realise = self.measure.bind(self)
         e, var, decided = closed()
-        if name == "Judged":
-            # First / Last of Judged@K: judged items first / last inside every tie block
-            # (its maximum and minimum; the label orderings do not order it)
+        orders = self.measure.orders
+        if orders == BY_JUDGED:
+            # judged items first / last inside every tie block (the measure's maximum and
+            # minimum; the label orderings do not order it)
             jfirst, jlast = b.judged_extremes()
             first, last = realise(None, jfirst), realise(None, jlast)
             original = (realise(None, b.judged_original()) if self.original_order
                         else np.full(b.rows, np.nan))
-        elif name == "Bpref":  # reads the judged mask of each ordering
+        elif orders == BY_LABELS_AND_JUDGED:  # reads the judged mask of each ordering
             first = realise(b.lab_first, b.judged_first)
             last = realise(b.lab_last, b.judged_last)
             original = (realise(b.lab_original(), b.judged_original()) if self.original_order
@@ -810,27 +670,27 @@ class _Evaluation:
         rows = b.brow[t]
         return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
 
-    # -- HR -------------------------------------------------------------------------------
-    def _closed_hr(self):
+    # -- services the measures use -----------------------------------------------------------
+    def hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
+        """Per row the relevant items (``sign`` +1) or explicit negatives (-1) inside the
+        cutoff, for labels by position ``lab``."""
+        mask = (self.b.relevant(lab) if sign > 0 else lab < 0) & self.in_k
+        return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
+
+    def first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):
+        """Each row's first block with ``mark_t``: ``(block, row, a, n, count, m)``."""
         b = self.b
-        e = np.zeros(b.rows)
-        decided = np.zeros(b.rows, dtype=bool)
-        _, rows, _, nb, p, m = self._first_block_stats(b.p_t > 0, b.p_t)
-        e[rows] = 1.0 - _pmiss(nb, p, m)
-        decided[rows] = (m >= 1) & (m <= nb - p)
-        return e, e * (1.0 - e), decided
+        t = b._first_block(mark_t)
+        rows = b.brow[t]
+        return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
 
-    def _realise_hr(self, lab):
-        return (self._hits(lab, +1) > 0).astype(np.float64)
-
-    # -- Recall / Precision ---------------------------------------------------------------
-    def _hits_moments(self, x_t: np.ndarray):
+    def hits_moments(self, x_t: np.ndarray):
         """E and Var of #(marked in top K), x_t marked items per block (hypergeometric).
 
         Only blocks reaching into the top K (m_t > 0) contribute, so only they are summed.
         """
         b = self.b
-        live = self._live_blocks()
+        live = self.live_blocks()
         m, n, x = self.m_t[live], b.bsz[live].astype(np.float64), x_t[live]
         rows = b.brow[live]
         straddle = m < n
@@ -840,556 +700,30 @@ class _Evaluation:
         decided = np.bincount(rows[straddle & (x > 0) & (x < n)], minlength=b.rows) > 0
         return e, np.bincount(rows, weights=var_t, minlength=b.rows), decided
 
-    def _live_blocks(self) -> np.ndarray:
+    def live_blocks(self) -> np.ndarray:
+        """The blocks reaching into the top K (m_t > 0)."""
         if not hasattr(self, "_live"):
             self._live = np.flatnonzero(self.m_t > 0)
         return self._live
 
-    def _row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
+    def row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
+        """Per row the sum of a per-block quantity."""
         return np.bincount(self.b.brow, weights=x_t, minlength=self.b.rows)
 
-    def _closed_recall(self):
-        e, v, d = self._hits_moments(self.b.p_t)
-        return e / self.R, v / self.R ** 2, d
-
-    def _realise_recall(self, lab):
-        return self._hits(lab, +1) / self.R
-
-    def _closed_precision(self):
-        e, v, d = self._hits_moments(self.b.p_t)
-        return e / self._k_safe(), v / self._k_safe() ** 2, d
-
-    def _realise_precision(self, lab):
-        return self._hits(lab, +1) / self._k_safe()
-
-    def _k_safe(self) -> np.ndarray:
-        # K as a denominator; 'truncate' makes it n, which is 0 for an (undefined) empty row.
+    def k_safe(self) -> np.ndarray:
+        """K as a denominator; 'truncate' makes it n, which is 0 for an (undefined) empty
+        row."""
         return np.where(self.defined, self.k, 1).astype(np.float64)
 
-    # -- SRecall --------------------------------------------------------------------------
-    def _closed_srecall(self):
-        b, g = self.b, self.m.gamma
-        live = self._live_blocks()  # blocks reaching into the top K
-        rows = b.brow[live]
-        m, n, p, q = self.m_t[live], b.bsz[live].astype(np.float64), b.p_t[live], b.q_t[live]
-        mu = (p - g * q) / n
-        e = np.bincount(rows, weights=(p - g * q) * m / n, minlength=b.rows)
-        ssg = p * (1.0 - mu) ** 2 + q * (g + mu) ** 2 + (n - p - q) * mu ** 2
-        straddle = m < n
-        var_t = np.where(straddle, m * (n - m) / (n * np.maximum(n - 1, 1.0)) * ssg, 0.0)
-        mixed = (p > 0) & (p < n)
-        if g > 0:
-            mixed |= (q > 0) & (q < n)
-        decided = np.bincount(rows[straddle & mixed], minlength=b.rows) > 0
-        var = np.bincount(rows, weights=var_t, minlength=b.rows)
-        return e / self.R, var / self.R ** 2, decided
-
-    def _realise_srecall(self, lab):
-        return (self._hits(lab, +1) - self.m.gamma * self._hits(lab, -1)) / self.R
-
-    # -- SHR ------------------------------------------------------------------------------
-    def _closed_shr(self):
-        b, g = self.b, self.m.gamma
-        hp = np.zeros(b.rows)
-        hn = np.zeros(b.rows)
-        cov = np.zeros(b.rows)
-        tp, rp, _, npb, p, mp = self._first_block_stats(b.p_t > 0, b.p_t)
-        tn, rn, _, nnb, q, mn = self._first_block_stats(b.q_t > 0, b.q_t)
-        miss_p = _pmiss(npb, p, mp)
-        miss_n = _pmiss(nnb, q, mn)
-        hp[rp] = 1.0 - miss_p
-        hn[rn] = 1.0 - miss_n
-        # Both first blocks are the same block: the events are dependent (docs/METRICS.md 9).
-        block_of_p = np.full(b.rows, -1)
-        block_of_p[rp] = tp
-        same = block_of_p[rn] == tn
-        if same.any():
-            rs = rn[same]
-            nb_, m_ = nnb[same], mn[same]
-            p_, q_ = b.p_t[tn[same]], q[same]
-            p00 = _pmiss(nb_, p_ + q_, m_)
-            p11 = 1.0 - (1.0 - hp[rs]) - miss_n[same] + p00
-            cov[rs] = p11 - hp[rs] * hn[rs]
-        e = hp - g * hn
-        var = hp * (1.0 - hp) + g * g * hn * (1.0 - hn) - 2.0 * g * cov
-        decided = np.zeros(b.rows, dtype=bool)
-        decided[rp] = (mp >= 1) & (mp <= npb - p)
-        if g > 0:
-            decided[rn] |= (mn >= 1) & (mn <= nnb - q)
-        return e, var, decided
-
-    def _realise_shr(self, lab):
-        return ((self._hits(lab, +1) > 0).astype(np.float64)
-                - self.m.gamma * (self._hits(lab, -1) > 0))
-
-    # -- DCG family -----------------------------------------------------------------------
-    def _dcg(self):
-        b, metric = self.b, self.m
-        signed = metric.name in ("SDCG", "SNDCG")
-        # Only blocks reaching into the top K carry weight. Every other position has w = 0
-        # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
-        # of the live blocks ('idx'), which hold every position above the cutoff.
-        live = np.flatnonzero(self.m_t > 0)
-        sizes = b.bsz[live]
-        local = np.repeat(np.arange(live.size), sizes)
-        head = np.cumsum(sizes) - sizes
-        idx = b.bst[live][local] + (np.arange(local.size) - head[local])
-        row = b.row[idx]
-        r = b.pos[idx].astype(np.float64) + 1.0
-        w = np.where(self.in_k[idx], _weights(metric, r, self.k[row]), 0.0)
-        gamma = metric.gamma
-
-        def item_gain(lab):
-            if signed:
-                return self.b.relevant(lab) - gamma * (lab < 0)
-            return _gain(np.maximum(lab, 0.0), metric.gain)
-
-        if metric.name in ("NDCG", "SNDCG") and (b.unranked is not None
-                                                 or b.depth is not None):
-            # the ideal list is never truncated at the depth: it needs every position
-            unranked = b.unranked if b.unranked is not None else (
-                np.zeros(0), np.zeros(b.rows + 1, dtype=np.int64))
-            norm = self._extended_norm(item_gain, unranked)
-            self.defined &= norm > 0
-        elif metric.name in ("NDCG", "SNDCG") and b.compact:
-            norm = self._sparse_norm(item_gain)
-            if metric.name == "NDCG":
-                self.defined &= norm > 0
-        elif metric.name == "NDCG":
-            ideal = b._ideal_labels(metric.k)[idx]
-            norm = np.bincount(row, weights=w * item_gain(ideal), minlength=b.rows)
-            self.defined &= norm > 0
-        elif metric.name == "SNDCG":
-            # ISDCG = D[min(K, R)]: positives first, no negative counted (docs/METRICS.md 9).
-            norm = np.bincount(row, weights=w * (b.pos[idx] < b.n_pos[row]), minlength=b.rows)
-        else:
-            norm = np.ones(b.rows)
-        norm = np.where(self.defined, norm, 1.0)
-        brow = b.brow[live]
-
-        def per_block(x):
-            return np.bincount(local, weights=x, minlength=live.size)
-
-        def closed():
-            g = item_gain(b.lab_first[idx])
-            n = sizes.astype(np.float64)
-            gsum, wsum = per_block(g), per_block(w)
-            e = np.bincount(brow, weights=gsum * wsum / n, minlength=b.rows)
-            ssg = per_block((g - (gsum / n)[local]) ** 2)
-            ssw = per_block((w - (wsum / n)[local]) ** 2)
-            var_t = np.where(sizes > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
-            # first != last iff some block has two different gains and two different
-            # weights (rearrangement); inside a block 'first' runs from high to low gain.
-            tail = head + sizes - 1
-            mixed = (g[head] != g[tail]) & (w[head] != w[tail])
-            decided = np.bincount(brow[mixed], minlength=b.rows) > 0
-            var = np.bincount(brow, weights=var_t, minlength=b.rows)
-            return e / norm, var / norm ** 2, decided
-
-        def realise(lab):
-            return np.bincount(row, weights=w * item_gain(lab[idx]), minlength=b.rows) / norm
-
-        return closed, realise
-
-    def _sparse_norm(self, item_gain) -> np.ndarray:
-        """IDCG@K (NDCG) or ISDCG@K (SNDCG) of a sparse batch, as the full table sums them.
-
-        The full table adds, over the positions p < min(K, n) of a row in order, the
-        discount of p times the gain of the row's p-th largest label (NDCG) or 1 for
-        p < R (SNDCG). Past the positive labels (past R) every term is an exact zero, so
-        only the positive labels of the marked items are listed, largest first.
-        """
-        b, metric = self.b, self.m
-        if metric.name == "NDCG":
-            if "ideal" not in b._lab_ideal:  # the positive labels by row, largest first
-                mrow, ml = b._marked
-                sel = ml > 0
-                rows, lab = mrow[sel], ml[sel]
-                span = _sparse_label_span(lab)
-                if span is None:
-                    order = np.lexsort((-lab, rows))
-                    rows, lab = rows[order], lab[order]
-                else:  # one sort of a whole-number key: row, then label descending
-                    top = float(lab.max())
-                    key = np.sort(rows * span + (top - lab).astype(np.int64))
-                    rows, lab = key // span, top - (key % span).astype(np.float64)
-                b._lab_ideal["ideal"] = (rows, lab, np.bincount(rows, minlength=b.rows))
-            rows, lab, count = b._lab_ideal["ideal"]
-        else:
-            count = b.n_pos
-            rows = np.repeat(np.arange(b.rows, dtype=np.int64), count)
-        start = np.cumsum(count) - count
-        pos = np.arange(rows.size, dtype=np.int64) - start[rows]
-        keep = pos < np.minimum(self.kc, b.n)[rows]
-        rows, pos = rows[keep], pos[keep]
-        w = _weights(metric, pos.astype(np.float64) + 1.0, self.k[rows])
-        if metric.name == "NDCG":
-            w = w * item_gain(lab[keep])
-        return np.bincount(rows, weights=w, minlength=b.rows)
-
-    def _extended_norm(self, item_gain, unranked: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
-
-        The ideal list holds every judged item of the row, best label first, so it may be
-        longer than the ranked list; it is cut at K (at ``n + unranked`` without a cutoff).
-        ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
-        """
-        b, metric = self.b, self.m
-        ulab, uoff = unranked
-        u = np.diff(uoff)
-        if b.compact:  # the unmarked items (label 0) add exact zeros: the marked ones only
-            mrow, ranked_lab = b._marked
-            ranked = np.bincount(mrow, minlength=b.rows)
-        else:
-            mrow, ranked_lab, ranked = b.row, b._labf, b.n
-        lab = np.concatenate((ranked_lab, ulab))
-        rows = np.concatenate((mrow, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
-        order = np.lexsort((-lab, rows))
-        lab, rows = lab[order], rows[order]
-        start = np.concatenate(([0], np.cumsum(ranked + u)))[:-1]
-        pos = np.arange(lab.size, dtype=np.int64) - start[rows]
-        k = self.k if metric.k is not None else b.n + u
-        cut = k
-        if metric.name == "SNDCG":
-            cut = np.minimum(k, b.n_pos)
-            gain = np.ones(lab.size)
-        else:
-            gain = item_gain(lab)
-        inside = pos < cut[rows]
-        w = np.where(inside, _weights(metric, pos + 1.0, np.maximum(k, 1)[rows]), 0.0)
-        return np.bincount(rows, weights=w * gain, minlength=b.rows)
-
-    # -- reciprocal rank ------------------------------------------------------------------
-    def _closed_mrr(self):
-        b = self.b
-        e = np.zeros(b.rows)
-        e2 = np.zeros(b.rows)
-        decided = np.zeros(b.rows, dtype=bool)
-        _, rows, a, nb, p, _ = self._first_block_stats(b.p_t > 0, b.p_t)
-        k = self.kc[rows]
-        e[rows], e2[rows] = _rr_moments(a, nb, p, k)
-        decided[rows] = (a < k) & (p < nb)
-        return e, e2 - e * e, decided
-
-    def _realise_mrr(self, lab):
-        b = self.b
-        out = np.zeros(b.rows)
-        hit = np.flatnonzero(self.b.relevant(lab) & self.in_k)
-        if hit.size:
-            r = b.row[hit]
-            keep = np.ones(hit.size, dtype=bool)
-            keep[1:] = r[1:] != r[:-1]
-            out[r[keep]] = 1.0 / (b.pos[hit[keep]] + 1.0)
-        return out
-
-    # -- average precision ----------------------------------------------------------------
-    def _ap_norm(self) -> np.ndarray:
-        if self.m.k is not None and self.m.ap_norm == "min":
-            return np.minimum(self._k_safe(), self.R)
-        return self.R
-
-    def _closed_map(self):
-        b = self.b
-        n = b.bsz.astype(np.float64)
-        p = b.p_t
-        inv = np.where(self.in_k, 1.0 / (b.pos + 1.0), 0.0)
-        # Segment sums over each block's own positions (no prefix differences at depth).
-        s1 = b._block_sum(inv)
-        s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
-        r_before = b._within_row_exclusive(p)
-        c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
-        term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
-        e = self._row_sum_blocks(term) / self._ap_norm()
-        decided = b._row_any((self.m_t >= 1) & (p > 0) & (p < b.bsz))
-        return e, None, decided
-
-    def _realise_map(self, lab):
-        b = self.b
-        rel = b.relevant(lab)
-        c = np.cumsum(rel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        hits_so_far = c - base[b.row]
-        mask = rel & self.in_k
-        return (np.bincount(b.row[mask], weights=hits_so_far[mask] / (b.pos[mask] + 1.0),
-                            minlength=b.rows) / self._ap_norm())
-
-    # -- V-AUC ----------------------------------------------------------------------------
-    def _vauc_pairs(self) -> np.ndarray:
-        return np.where(self.defined, self.b.n_pos_ranked * self.b.n_neg, 1).astype(np.float64)
-
-    def _closed_vauc(self):
-        b = self.b
-        p, q = b.p_t.astype(np.float64), b.q_t.astype(np.float64)
-        below = b.n_neg[b.brow] - b._within_row_exclusive(q) - q
-        pairs = self._vauc_pairs()
-        greater = self._row_sum_blocks(p * below)
-        tied = self._row_sum_blocks(p * q)
-        e = (greater + 0.5 * tied) / pairs
-        var = self._row_sum_blocks(p * q * (p + q + 1.0)) / 12.0 / pairs ** 2
-        return e, var, b._row_any((p > 0) & (q > 0))
-
-    def _realise_vauc(self, lab):
-        b = self.b
-        neg = lab < 0
-        c = np.cumsum(neg, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        below = b.n_neg[b.row] - (c - base[b.row])
-        pos = b.relevant(lab)
-        return (np.bincount(b.row[pos], weights=below[pos].astype(np.float64),
-                            minlength=b.rows) / self._vauc_pairs())
-
-    # -- trec_eval's counts -----------------------------------------------------------------
-    def _constant(self, x: np.ndarray):
-        return lambda: (x, np.zeros(self.b.rows), np.zeros(self.b.rows, dtype=bool))
-
-    def _closed_numret(self):
-        return self._constant(self._numret())()
-
-    def _numret(self) -> np.ndarray:
-        return self.kc.astype(np.float64)  # min(n, depth)
-
-    def _realise_numret(self, lab):
-        return self._numret()
-
-    def _closed_numrel(self):
-        return self._constant(self.b.n_pos.astype(np.float64))()
-
-    def _realise_numrel(self, lab):
-        return self.b.n_pos.astype(np.float64)
-
-    def _closed_numq(self):
-        return self._constant(np.ones(self.b.rows))()
-
-    def _realise_numq(self, lab):
-        return np.ones(self.b.rows)
-
-    def _closed_numrelret(self):
-        # relevant items in the top min(n, depth): hypergeometric, as Recall's numerator
-        return self._hits_moments(self.b.p_t)
-
-    def _realise_numrelret(self, lab):
-        return self._hits(lab, +1)
-
-    # -- Success ----------------------------------------------------------------------------
-    def _closed_success(self):
-        return self._closed_hr()
-
-    def _realise_success(self, lab):
-        return self._realise_hr(lab)
-
-    # -- Judged@K ---------------------------------------------------------------------------
-    def _closed_judged(self):
-        """E[#judged in the top K] / K: each block contributes ``jd_t m_t / n_t`` (the
-        hypergeometric mean), as Precision does with relevant items."""
-        e, v, d = self._hits_moments(self.b.jd_t)
-        return e / self._k_safe(), v / self._k_safe() ** 2, d
-
-    def _realise_judged(self, lab, judged):
-        hits = np.bincount(self.b.row[judged & self.in_k], minlength=self.b.rows)
-        return hits / self._k_safe()
-
-    # -- R-precision ------------------------------------------------------------------------
-    def _rprec_cut(self) -> np.ndarray:
-        """Per row the top min(R, n, depth) positions: trec_eval's ``num_to_look_at``."""
-        return np.minimum(self.b.n_pos, self.kc)
-
-    def _closed_rprec(self):
-        b = self.b
-        m_t = np.clip(self._rprec_cut()[b.brow] - b.ba, 0, b.bsz)
-        e, var, decided = _hypergeometric_hits(b, m_t, b.p_t)
-        return e / self.R, var / self.R ** 2, decided
-
-    def _realise_rprec(self, lab):
-        b = self.b
-        inside = b.relevant(lab) & (b.pos < self._rprec_cut()[b.row])
-        return np.bincount(b.row[inside], minlength=b.rows) / self.R
-
-    # -- bpref ------------------------------------------------------------------------------
-    def _bpref_norm(self) -> np.ndarray:
-        """D = min(judged non-relevant of the row, R), 1 where it is 0 (then no judged
-        non-relevant item exists and every retrieved relevant item scores 1)."""
-        b = self.b
-        return np.maximum(np.minimum(b.n_judged_nonrel, b.n_pos), 1).astype(np.float64)
-
-    def _closed_bpref(self):
-        """Exact E[bpref] under uniform random tie-breaking (no closed-form variance).
-
-        bpref = (1/R) sum over retrieved relevant items of ``f(J) = 1 - min(J, R) / D``,
-        J the judged non-relevant items above the item, D = min(judged non-relevant, R)
-        (trec_eval m_bpref.c; f(0) = 1). Take a relevant item of tie block t, with
-        ``Jb`` judged non-relevant items in the blocks above and ``j`` in its own block.
-        Only its order relative to those ``j`` items matters for J, and that order is
-        uniform: J = Jb + X with X uniform on 0..j. A block wholly retrieved contributes
-
-            p_t (1 - S(Jb, j + 1) / ((j + 1) D)),  S(a, c) = sum_{y=a}^{a+c-1} min(y, R),
-
-        in O(1). A block cut by the cutoff (the depth) after its first m items: the
-        item and the j judged non-relevant items occupy j + 1 uniform positions of the
-        block, the item the (X+1)-th of them, so ``P(X = x, item retrieved) =
-        P(H > x) / (j + 1)`` with H ~ Hypergeometric(n_t, m, j + 1) the number of those
-        positions among the first m. Summing over x,
-
-            p_t / (j + 1) * E[G(H)],  G(h) = h - S(Jb, h) / D,
-
-        which is computed from the pmf of H (one cut block per row).
-        """
-        b = self.b
-        R = b.n_pos.astype(np.float64)
-        D = self._bpref_norm()
-        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
-        j = b.j_t.astype(np.float64)
-        p = b.p_t.astype(np.float64)
-        n = b.bsz
-        m = self.m_t
-        rows = b.brow
-        whole = (m == n) & (p > 0)
-        term = np.zeros(b.bst.size)
-        term[whole] = p[whole] * (1.0 - _sum_min(jb[whole], j[whole] + 1.0, R[rows[whole]])
-                                  / ((j[whole] + 1.0) * D[rows[whole]]))
-        cut = np.flatnonzero((m > 0) & (m < n) & (p > 0))
-        if cut.size:
-            from scipy.stats import hypergeom
-
-            draws = b.j_t[cut] + 1
-            lo = np.maximum(0, draws - (n[cut] - m[cut]))
-            hi = np.minimum(m[cut], draws)
-            width = hi - lo + 1
-            which = np.repeat(np.arange(cut.size), width)
-            h = (np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
-                 + lo[which])
-            pmf = hypergeom.pmf(h, n[cut][which], m[cut][which], draws[which])
-            t = cut[which]
-            g = h - _sum_min(jb[t], h.astype(np.float64), R[rows[t]]) / D[rows[t]]
-            eg = np.bincount(which, weights=pmf * g, minlength=cut.size)
-            term[cut] = p[cut] / draws * eg
-        e = self._row_sum_blocks(term) / self.R
-        return e, None, None
-
-    def _realise_bpref(self, lab, judged):
-        b = self.b
-        rel = b.relevant(lab)
-        nonrel = judged & ~rel
-        c = np.cumsum(nonrel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        above = (c - base[b.row] - nonrel).astype(np.float64)  # judged non-relevant above
-        hit = rel & self.in_k
-        r = b.row[hit]
-        f = 1.0 - np.minimum(above[hit], b.n_pos[r]) / self._bpref_norm()[r]
-        return np.bincount(r, weights=f, minlength=b.rows) / self.R
-
-    # -- GMAP: AP per row; the geometric mean is taken by the kernel ------------------------
-    def _closed_gmap(self):
-        return self._closed_map()
-
-    def _realise_gmap(self, lab):
-        return self._realise_map(lab)
-
-    # -- ERR@K ------------------------------------------------------------------------------
-    def _err_max_grade(self):
-        """g_max: the metric's ``max_grade``, else max(4, the largest label of the
-        judgements: the batch's, else each row's, ranked or unranked); a float, or per-row
-        float64 array. 4 is gdeval's MAX_JUDGMENT (TREC Web track, ir_measures' ERR@K):
-        judgements up to 4 give gdeval's figures, larger grades keep R < 1."""
-        if self.m.max_grade is not None:
-            return self.m.max_grade
-        if self.b.max_grade is not None:
-            return max(GDEVAL_MAX_JUDGMENT, self.b.max_grade)
-        return np.maximum(self.b.row_max_label(), GDEVAL_MAX_JUDGMENT)
-
-    def _closed_err(self):
-        err = _cascade("err_expectation")
-        k = int(self.m.k) if self.b.depth is None else min(int(self.m.k), self.b.depth)
-        return np.asarray(err(self.b, k, self._err_max_grade()), dtype=np.float64), None, None
-
-    def _realise_err(self, lab):
-        """ERR@K = sum_{r <= K} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max,
-        g = max(label, 0) capped at g_max (so R < 1)."""
-        b = self.b
-        gmax = np.broadcast_to(np.asarray(self._err_max_grade(), dtype=np.float64), (b.rows,))
-        g = np.minimum(np.maximum(lab, 0.0), gmax[b.row])
-        stop = -np.expm1(-g * math.log(2.0)) * np.exp2(g - gmax[b.row])  # (2^g - 1)/2^gmax
-        # prod_{i < r} (1 - R_i), left to right within each row only (rows of one length
-        # as a 2-D array), so a row's value never depends on the rows batched with it
-        survive = np.ones(b.size)
-        go = 1.0 - stop
-        for _, idx in b._by_length(np.arange(b.rows)):
-            if idx.shape[1] > 1:
-                survive[idx[:, 1:]] = np.cumprod(go[idx[:, :-1]], axis=1)
-        w = np.where(self.in_k, stop * survive / (b.pos + 1.0), 0.0)
-        return np.bincount(b.row, weights=w, minlength=b.rows)
-
-    # -- IPrec@x ----------------------------------------------------------------------------
-    def _iprec_cut(self) -> np.ndarray:
-        """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
-        return np.floor(self._level() * self.b.n_pos + 0.5).astype(np.int64)
-
-    def _level(self) -> float:
-        level = self.m.level  # IPrec always has one (RelMetric checks it)
-        return 0.0 if level is None else level
-
-    def _closed_iprec(self):
-        iprec = _cascade("iprec_expectation")
-        return (np.asarray(iprec(self.b, self._level(), depth=self.b.depth,
-                                 relevant_level=self.b.level), dtype=np.float64), None, None)
-
-    def _realise_iprec(self, lab):
-        """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with
-        c = lround(x R), the largest precision at any retrieved rank at or below the c-th
-        relevant item (any rank when c = 0); 0 when fewer than c relevant items are
-        retrieved or nothing is."""
-        b = self.b
-        rel = b.relevant(lab) & self.in_k
-        c = np.cumsum(rel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        so_far = c - base[b.row]
-        prec = np.where(self.in_k, so_far / (b.pos + 1.0), 0.0)
-        best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
-        for _, idx in b._by_length(np.arange(b.rows)):
-            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-        cut = self._iprec_cut()
-        out = np.zeros(b.rows)
-        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
-        out[b.row[at]] = best[at]
-        zero = (cut == 0) & (b.n > 0)
-        out[zero] = best[b.offsets[:-1][zero]]
-        return out
-
-
-
-# gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
-GDEVAL_MAX_JUDGMENT = 4.0
-
-
-def _sparse_label_span(lab: np.ndarray):
-    from tieeval.kernels.sparse_blocks import label_span
-    return label_span(lab)
-
-
-def _cascade(name: str):
-    """A tie-aware function of :mod:`tieeval.kernels.cascade` (imported on first use: only
-    ERR and IPrec need it)."""
-    from tieeval.kernels import cascade
-    return getattr(cascade, name)
-
-
-def _sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``sum_{y=a}^{a+c-1} min(y, r)`` for float64 integers a, c >= 0, r (bpref's sums)."""
-    below = np.clip(r - a, 0.0, c)  # the terms y < r
-    return below * a + below * (below - 1.0) / 2.0 + (c - below) * r
-
-
-def _hypergeometric_hits(b: RelBatch, m_t: np.ndarray, x_t: np.ndarray):
-    """E and Var of #(marked in the top), ``m_t`` positions of each block inside the top,
-    ``x_t`` marked items per block; the draws of different blocks are independent."""
-    n = b.bsz.astype(np.float64)
-    m = m_t.astype(np.float64)
-    x = x_t.astype(np.float64)
-    e = np.bincount(b.brow, weights=x * m / n, minlength=b.rows)
-    straddle = (m_t > 0) & (m_t < b.bsz)
-    var_t = np.where(straddle, m * (n - m) * x * (n - x) / (n * n * np.maximum(n - 1, 1.0)),
-                     0.0)
-    decided = np.bincount(b.brow[straddle & (x_t > 0) & (x_t < b.bsz)], minlength=b.rows) > 0
-    return e, np.bincount(b.brow, weights=var_t, minlength=b.rows), decided
+    @staticmethod
+    def label_span(lab: np.ndarray) -> int | None:
+        """:func:`tieeval.kernels.sparse_blocks.label_span`."""
+        from tieeval.kernels.sparse_blocks import label_span
+        return label_span(lab)
+
+
+# moved to the measures; importable from here as before
+GDEVAL_MAX_JUDGMENT = _GDEVAL_MAX_JUDGMENT
 
 
 def relevance_values(scores, labels, offsets, metric, *, original_order: bool = True,

@@ -59,7 +59,7 @@ class Metric:
     @property
     def single_positive(self) -> bool:
         """True when the sort-free single-positive closed forms cover this metric."""
-        return self.name in ("HR", "NDCG", "MRR") and (self.k is None) == (self.name == "MRR")
+        return self.spec.covers_single_positive(self.k)
 
     @classmethod
     def parse(cls, text: str) -> "Metric":

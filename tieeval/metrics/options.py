@@ -175,6 +175,12 @@ class RelMetric:
         return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
 
     @property
+    def spec(self) -> MetricSpec:
+        """The metric's measure: its definition and math
+        (:class:`tieeval.metrics.measures.base.Measure`)."""
+        return REL_REGISTRY[self.name]
+
+    @property
     def level(self) -> float | None:
         """The recall level of a level metric (``IPrec@0.1``), else None."""
         if self.k is None or not REL_REGISTRY[self.name].takes_level:

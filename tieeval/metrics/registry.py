@@ -1,6 +1,8 @@
 """The one registry of metric names: what ``--metric`` accepts, its ``--help`` and its errors.
 
-Every metric tieeval computes is listed once here, whatever protocol it is evaluated under:
+Every measure of :data:`tieeval.metrics.measures.MEASURES` (one module per family, with its
+math and its names in other tools' vocabularies) is registered here, whatever protocol it is
+evaluated under:
 the single held-out positive (:mod:`tieeval.kernels.closed_forms`, sort-free closed forms) or
 labelled rows with many positives, graded gains and explicit negatives
 (:mod:`tieeval.kernels.tie_blocks`). ``Metric.parse`` and ``parse_rel_metric`` both look
@@ -16,11 +18,11 @@ translated to these names by :mod:`tieeval.metrics.spellings`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.metrics.measures import MEASURES, Measure
 
 CUTOFFS = ("required", "optional", "none", "level")
 AGGREGATES = ("mean", "sum", "geometric")
@@ -29,43 +31,9 @@ MIN_GEO_MEAN = 1e-5
 ``MIN_GEO_MEAN``, m_gm_map.c), so a zero AP does not send the mean to 0."""
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """One metric: canonical name, cutoff rule, the options that apply, a description.
-
-    ``cutoff`` is ``"required"`` (``HR@10``), ``"optional"`` (``MRR`` is untruncated,
-    ``MRR@10`` truncated), ``"none"`` (V-AUC ranks whole lists) or ``"level"`` (a required
-    recall level in [0, 1] instead of a rank cutoff: ``IPrec@0.1``). ``options`` names the
-    :class:`~tieeval.metrics.options.RelMetric` options that change its value (``gain``,
-    ``discount``, ``alpha``, ``gamma``, ``ap_norm``). ``single_positive`` marks the metrics
-    with sort-free closed forms for one held-out positive (HR@K, NDCG@K, MRR).
-    ``aggregate`` is how per-row values become the dataset figure: ``"mean"`` (most
-    metrics), ``"sum"`` (the counts NumRet, NumRel, NumRelRet, NumQ, as trec_eval prints
-    them) or ``"geometric"`` (GMAP: ``exp(mean(log(max(x, 1e-5))))``).
-    """
-
-    name: str
-    cutoff: str
-    description: str
-    aliases: tuple = ()
-    options: frozenset = frozenset()
-    single_positive: bool = False
-    aggregate: str = "mean"
-
-    @property
-    def takes_k(self) -> bool:
-        """True when a cutoff is required (``HR@10``)."""
-        return self.cutoff == "required"
-
-    @property
-    def takes_level(self) -> bool:
-        """True when the parameter is a recall level in [0, 1] (``IPrec@0.1``)."""
-        return self.cutoff == "level"
-
-    @property
-    def signed(self) -> bool:
-        """True for the sign-aware metrics, whose value depends on gamma."""
-        return "gamma" in self.options
+#: A metric's definition and math (:class:`tieeval.metrics.measures.base.Measure`); the
+#: name it had before measures carried their math.
+MetricSpec = Measure
 
 
 def key(name: str) -> str:
@@ -99,94 +67,8 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
-_DCG = frozenset({"gain", "discount", "alpha", "base"})
-_SDCG = frozenset({"gamma", "discount", "alpha", "base"})
-
-register(MetricSpec(
-    "HR", "required",
-    "hit ratio: the probability that at least one relevant item (label > 0) is in the top K; "
-    "a probability, not a fraction of the relevant items", ("HIT", "HITRATE"),
-    single_positive=True))
-register(MetricSpec(
-    "Recall", "required",
-    "relevant items in the top K divided by R, the row's number of relevant items", ("R",)))
-register(MetricSpec(
-    "Precision", "required",
-    "relevant items in the top K divided by K (TREC P@K, also when K > n)", ("P",)))
-register(MetricSpec(
-    "DCG", "optional", "discounted cumulative gain of the graded relevance max(label, 0)",
-    options=_DCG))
-register(MetricSpec(
-    "NDCG", "optional",
-    "DCG divided by the ideal DCG of the row's own labels (zero-padded); one positive: "
-    "1/log2(rank+1) within the top K", options=_DCG, single_positive=True))
-register(MetricSpec(
-    "MRR", "optional",
-    "reciprocal rank of the first relevant item (0 beyond K); MRR is the mean", ("RR",),
-    single_positive=True))
-register(MetricSpec(
-    "MAP", "optional",
-    "average precision over the top K (full list without K), divided by R or, with "
-    "ap_norm=min, by min(K, R); MAP is the mean", ("AP",), frozenset({"ap_norm"})))
-register(MetricSpec(
-    "SHR", "required",
-    "signed hit ratio: [a positive in the top K] - gamma [a negative in the top K]",
-    options=frozenset({"gamma"})))
-register(MetricSpec(
-    "SRecall", "required", "signed recall: (positives - gamma negatives in the top K) / R",
-    options=frozenset({"gamma"})))
-register(MetricSpec(
-    "SDCG", "optional", "signed DCG: gain +1 for positives, -gamma for negatives, 0 otherwise",
-    options=_SDCG))
-register(MetricSpec(
-    "SNDCG", "optional",
-    "signed DCG divided by ISDCG = D[min(K, R)], the DCG of positives first", options=_SDCG))
-register(MetricSpec(
-    "V-AUC", "none",
-    "valence AUC: share of (positive, negative) pairs ranked positive first; tie-aware "
-    "counts a tied pair 1/2, strict (= the Last column) counts it 0", ("VAUC",)))
-register(MetricSpec(
-    "Success", "required",
-    "trec_eval success@K: 1 when a relevant item is in the top K, else 0 (the value of HR@K "
-    "under trec_eval's name)"))
-register(MetricSpec(
-    "Rprec", "none",
-    "R-precision: relevant items in the top R divided by R, R the row's number of relevant "
-    "items (trec_eval Rprec)"))
-register(MetricSpec(
-    "Bpref", "none",
-    "binary preference (trec_eval bpref): judged items only; each retrieved relevant item "
-    "scores 1 - min(judged non-relevant above it, R) / min(judged non-relevant, R); "
-    "the sum is divided by R"))
-register(MetricSpec(
-    "Judged", "required",
-    "share of the top K that is judged (ir_measures Judged@K; divides by K)"))
-register(MetricSpec(
-    "NumRet", "none", "number of retrieved items (trec_eval num_ret); the dataset figure is "
-    "the sum over rows", aggregate="sum"))
-register(MetricSpec(
-    "NumRel", "none", "number of relevant items, retrieved or not (trec_eval num_rel); the "
-    "dataset figure is the sum over rows", aggregate="sum"))
-register(MetricSpec(
-    "NumRelRet", "none", "number of relevant items retrieved (trec_eval num_rel_ret); the "
-    "dataset figure is the sum over rows", aggregate="sum"))
-register(MetricSpec(
-    "NumQ", "none", "number of rows (queries) evaluated (trec_eval num_q): 1 per row, "
-    "summed", aggregate="sum"))
-register(MetricSpec(
-    "GMAP", "none",
-    "geometric mean over rows of average precision, exp(mean(log(max(AP, 1e-5)))) "
-    "(trec_eval gm_map); no closed-form tie-aware value", ("gm_map",),
-    aggregate="geometric"))
-register(MetricSpec(
-    "ERR", "required",
-    "expected reciprocal rank (Chapelle et al. 2009, gdeval): stop probability "
-    "(2^g - 1) / 2^g_max for grade g, g_max = max(4, the largest grade of the "
-    "judgements); 4 is gdeval's, so judgements up to 4 give gdeval's and ir_measures' ERR"))
-register(MetricSpec(
-    "IPrec", "level",
-    "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
-    "best precision at any rank holding at least round(x R) relevant items", ("iprec_at_recall",)))
+for _measure in MEASURES:
+    register(_measure)
 
 
 def metric_names() -> list[str]:

@@ -1,0 +1,180 @@
+"""Average precision: AP@K / MAP (the mean over rows), and GMAP (their geometric mean).
+
+    AP@K = (1/Z) sum_{r <= K, item r relevant} precision@r,   precision@r = hits@r / r
+
+with ``Z = R`` (trec_eval's map and map_cut) or, with ``ap_norm="min"``, ``Z = min(K, R)``.
+
+Expectation (docs/METRICS.md 8; McSherry & Najork's tie-averaged AP): with ``p_t`` relevant
+items among the ``n_t`` of tie block t, ``a_t`` candidates above it, ``m_t`` of its places
+inside the cutoff and ``B_t`` relevant items in the blocks above it,
+
+    E[AP@K] = (1/Z) sum_t (p_t/n_t) [(1 + B_t) S1_t + (p_t-1)/(n_t-1) S2_t]
+    S1_t = sum_{i<=m_t} 1/(a_t+i),   S2_t = sum_{i<=m_t} (i-1)/(a_t+i)
+
+Variance (exact, derived here). ``B_t`` does not depend on the tie order, so
+``Z AP = sum_t Y_t`` with ``Y_t = sum_{i<=m_t} rho_i (B_t + c_i) / (a_t+i)``, ``rho_i`` the
+relevance of the block's i-th place and ``c_i = rho_1 + ... + rho_i``; each ``Y_t`` depends
+only on its own block's order, so ``Var(AP) = sum_t Var(Y_t) / Z^2``. Writing
+``w_i = 1/(a_t+i)``, ``Y = (B+1) L + Q`` with ``L = sum_i w_i rho_i`` and
+``Q = sum_{j<i} w_i rho_j rho_i``, and the moments of ``rho`` on k distinct places are
+``f_k = p (p-1) ... (p-k+1) / (n (n-1) ... (n-k+1))`` (a uniform arrangement of p ones):
+
+    Var L    = (f1 - f2) S(w^2) + (f2 - f1^2) W^2
+    Cov(L,Q) = (f3 - f1 f2) W A + (f2 - f3) (C + N2)
+    Var Q    = (f4 - f2^2) A^2 + (f3 - f4) N3 + (f2 - f4) N2
+
+with ``W = sum w_i``, ``A = sum (i-1) w_i``, ``C = sum_{j<i} w_j w_i``,
+``N2 = sum (i-1) w_i^2`` (a pair of places with itself), ``N3 = sum (i-1)(i-2) w_i^2 +
+4 sum_{j<i} (j-1) w_j w_i`` (two pairs sharing one place). O(m_t) per block; the tests
+check it against every tie order of small rows.
+
+first / last (labels descending / ascending inside ties) are the maximum and the minimum.
+
+Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_map.c, m_map_cut.c, m_gm_map.c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.metrics.measures.base import Measure
+
+_CHUNK = 1 << 22  # elements per 2-D work array
+
+
+def _falling_ratio(p: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
+    """``f_k = p (p-1) ... (p-k+1) / (n (n-1) ... (n-k+1))``, 0 where p < k (float64)."""
+    out = np.ones(p.shape)
+    for i in range(k):
+        ok = p - i > 0
+        out = np.where(ok, out * (p - i) / np.where(n - i > 0, n - i, 1), 0.0)
+    return out
+
+
+def _block_place_sums(a: np.ndarray, m: np.ndarray):
+    """Per block (``a`` above it, ``m >= 1`` places inside the cutoff), over its places
+    ``i = 1..m`` with ``w_i = 1/(a+i)``: ``W, S(w^2), A, N2, sum (i-1)(i-2) w_i^2`` and
+    ``U = sum_{j<i} (j-1) w_j w_i``.
+
+    Rows of places are padded to a power of two (w = 0 past m), so a block's sums come from
+    its own places in order, whatever blocks it is batched with.
+    """
+    out = np.zeros((6, a.size))
+    if a.size == 0:
+        return out
+    bucket = np.ceil(np.log2(np.maximum(m, 1))).astype(np.int64)
+    for bk in np.unique(bucket):
+        width = 1 << int(bk)
+        sel = np.flatnonzero(bucket == bk)
+        for part in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
+            if part.size == 0:
+                continue
+            i = np.arange(1, width + 1, dtype=np.float64)
+            w = np.where(i <= m[part, None], 1.0 / (a[part, None] + i), 0.0)
+            im1 = i - 1.0
+            w2 = w * w
+            # P_i = sum_{j<i} (j-1) w_j: the exclusive running sum along the block
+            run = np.cumsum(im1 * w, axis=1) - im1 * w
+            out[:, part] = (w.sum(axis=1), w2.sum(axis=1), (im1 * w).sum(axis=1),
+                            (im1 * w2).sum(axis=1), (im1 * (i - 2.0) * w2).sum(axis=1),
+                            (w * run).sum(axis=1))
+    return out
+
+
+def ap_block_variance(a, n, p, m, before) -> np.ndarray:
+    """``Var(Y_t)`` of every block (see the module docstring): ``a`` candidates above it,
+    ``n`` items, ``p`` relevant, ``m`` places inside the cutoff, ``before`` relevant items
+    in the blocks above it. Blocks whose order cannot matter get an exact 0."""
+    var = np.zeros(a.size)
+    live = np.flatnonzero((m >= 1) & (p > 0) & (p < n))
+    if live.size == 0:
+        return var
+    a, n, p, m = (x[live].astype(np.int64) for x in (a, n, p, m))
+    nf, pf = n.astype(np.float64), p.astype(np.float64)
+    W, S2, A, N2, Na, U = _block_place_sums(a.astype(np.float64), m)
+    C = 0.5 * (W * W - S2)
+    N3 = Na + 4.0 * U
+    f1, f2, f3, f4 = (_falling_ratio(pf, nf, k) for k in (1, 2, 3, 4))
+    # differences of the moments in forms without cancellation where n allows them
+    var_l = pf * (nf - pf) / (nf * (nf - 1.0)) * (S2 - W * W / nf)
+    f3_f1f2 = np.where(n >= 3, -2.0 * f2 * (nf - pf) / (nf * np.maximum(nf - 2.0, 1.0)),
+                       -f1 * f2)
+    r1 = (pf - 2.0) * (pf - 3.0) / np.maximum((nf - 2.0) * (nf - 3.0), 1.0)
+    r2 = pf * (pf - 1.0) / (nf * (nf - 1.0))
+    f4_f2f2 = np.where(n >= 4, f2 * (r1 - r2), -f2 * f2)
+    cov_lq = f3_f1f2 * W * A + (f2 - f3) * (C + N2)
+    var_q = f4_f2f2 * A * A + (f3 - f4) * N3 + (f2 - f4) * N2
+    b1 = before[live].astype(np.float64) + 1.0
+    var[live] = np.maximum(b1 * b1 * var_l + 2.0 * b1 * cov_lq + var_q, 0.0)
+    return var
+
+
+@dataclass(frozen=True)
+class AveragePrecision(Measure):
+    """``(1/Z) sum_{r <= K, relevant} precision@r``; exact E and Var."""
+
+    def norm(self, ev) -> np.ndarray:
+        """Z: R, or min(K, R) with ``ap_norm="min"`` and a cutoff."""
+        if ev.m.k is not None and ev.m.ap_norm == "min":
+            return np.minimum(ev.k_safe(), ev.R)
+        return ev.R
+
+    def closed(self, ev):
+        b = ev.b
+        n = b.bsz.astype(np.float64)
+        p = b.p_t
+        inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
+        # Segment sums over each block's own positions (no prefix differences at depth).
+        s1 = b._block_sum(inv)
+        s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
+        r_before = b._within_row_exclusive(p)
+        c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
+        term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
+        z = self.norm(ev)
+        e = ev.row_sum_blocks(term) / z
+        decided = b._row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
+        var = None
+        if self.has_variance:
+            var_t = ap_block_variance(b.ba, b.bsz, p, ev.m_t, r_before)
+            var = ev.row_sum_blocks(var_t) / z ** 2
+        return e, var, decided
+
+    def realise(self, ev, lab, judged):
+        b = ev.b
+        rel = b.relevant(lab)
+        c = np.cumsum(rel, dtype=np.int64)
+        base = np.concatenate(([0], c))[b.offsets[:-1]]
+        hits_so_far = c - base[b.row]
+        mask = rel & ev.in_k
+        return (np.bincount(b.row[mask], weights=hits_so_far[mask] / (b.pos[mask] + 1.0),
+                            minlength=b.rows) / self.norm(ev))
+
+
+@dataclass(frozen=True)
+class GeometricAP(AveragePrecision):
+    """AP per row; the dataset figure is the geometric mean ``exp(mean(log(max(AP,
+    1e-5))))`` (trec_eval gm_map)."""
+
+    def tie_aware_reason(self) -> str:
+        return ("the expected geometric mean over tie orders has no closed form (it is not "
+                "the geometric mean of per-row expectations)")
+
+
+MAP = AveragePrecision(
+    "MAP", "optional",
+    "average precision over the top K (full list without K), divided by R or, with "
+    "ap_norm=min, by min(K, R); MAP is the mean", ("AP",), frozenset({"ap_norm"}),
+    names={"tieeval": ("MAP", "AP"), "trec_eval": ("map", "map_cut"), "ir_measures": ("AP",),
+           "RecBole": ("MAP",), "LensKit": ("AveragePrecision",), "Cornac": ("MAP",),
+           "ranx": ("map",)},
+    needs=frozenset({"labels"}))
+
+GMAP = GeometricAP(
+    "GMAP", "none",
+    "geometric mean over rows of average precision, exp(mean(log(max(AP, 1e-5)))) "
+    "(trec_eval gm_map); no closed-form tie-aware value", ("gm_map",),
+    aggregate="geometric",
+    names={"tieeval": ("GMAP", "gm_map"), "trec_eval": ("gm_map",)},
+    needs=frozenset({"labels"}), has_variance=False)

@@ -1,0 +1,155 @@
+"""What a measure is: :class:`Measure`, one object per metric name, holding everything the
+kernels and the engine ask about it.
+
+A measure says what it needs from a row (:attr:`Measure.needs`), on which rows it is
+defined (:meth:`Measure.defined`), its realised value for one ordering of a row
+(:meth:`Measure.realise`; the ``first`` and ``last`` orderings give its best and worst case
+over the tie orders), its exact expectation under uniform random tie-breaking with the
+variance where one exists (:meth:`Measure.closed`), and its names in every vocabulary
+users bring (:attr:`Measure.names`). Kernels call these methods on the measure of a metric
+and never test a metric's name; the per-batch machinery they share (the block table, the
+cutoff arrays, hypergeometric counts of the top K) is the ``ev`` argument, one evaluation of
+one metric on one batch (:class:`tieeval.kernels.tie_blocks.Evaluation`).
+
+Each family of measures lives in one module of this package, with its formula and a
+reference in the class docstring; ``tieeval.metrics.registry`` registers every measure of
+:data:`tieeval.metrics.measures.MEASURES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tieeval.errors import ParameterError
+
+#: The vocabularies of :attr:`Measure.names`: tieeval's own, then the tools and libraries
+#: whose spellings users bring.
+VOCABULARIES = ("tieeval", "trec_eval", "ir_measures", "RecBole", "LensKit", "Cornac", "ranx")
+
+#: What a measure may need from a row (:attr:`Measure.needs`): the single held-out
+#: ``positive`` (it has sort-free closed forms for one), relevance ``labels``, an explicit
+#: negative (``negatives``: a row without one is undefined), the ``judged`` set, a rank
+#: ``cutoff`` or a recall ``level``, and ``every_position`` of a row (not only the tie
+#: blocks holding a labelled item).
+NEEDS = frozenset({"positive", "labels", "negatives", "judged", "cutoff", "level",
+                   "every_position"})
+
+#: Which orderings a measure's first / last columns rank (:attr:`Measure.orders`): the
+#: label orderings (labels descending / ascending inside ties), the judged orderings
+#: (judged items first / last inside ties), or the label orderings with each one's judged
+#: mask.
+BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED = "labels", "judged items", "labels and judged"
+ORDERS = (BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One metric: canonical name, cutoff rule, options, description, and its math.
+
+    ``cutoff`` is ``"required"`` (``HR@10``), ``"optional"`` (``MRR`` is untruncated,
+    ``MRR@10`` truncated), ``"none"`` (V-AUC ranks whole lists) or ``"level"`` (a required
+    recall level in [0, 1] instead of a rank cutoff: ``IPrec@0.1``). ``options`` names the
+    :class:`~tieeval.metrics.options.RelMetric` options that change its value (``gain``,
+    ``discount``, ``alpha``, ``gamma``, ``ap_norm``). ``single_positive`` marks the metrics
+    with sort-free closed forms for one held-out positive (HR@K, NDCG@K, MRR).
+    ``aggregate`` is how per-row values become the dataset figure: ``"mean"`` (most
+    metrics), ``"sum"`` (the counts NumRet, NumRel, NumRelRet, NumQ, as trec_eval prints
+    them) or ``"geometric"`` (GMAP: ``exp(mean(log(max(x, 1e-5))))``).
+
+    ``names`` maps a vocabulary of :data:`VOCABULARIES` to the measure's spellings there
+    (``{"trec_eval": ("recip_rank",), "RecBole": ("MRR",), ...}``; a vocabulary without
+    the measure is absent). ``needs`` is what the measure reads of a row (:data:`NEEDS`).
+    ``zero_without_relevant``: under ``no_relevant="zero"`` a row without a relevant item
+    counts 0 (False for the pair measures, which stay undefined there).
+    ``has_variance``: the per-row tie-break variance is exact (else the dataset's
+    ``tie_aware_std`` is null). ``orders``: which orderings first / last rank
+    (:data:`ORDERS`).
+    """
+
+    name: str
+    cutoff: str
+    description: str
+    aliases: tuple = ()
+    options: frozenset = frozenset()
+    single_positive: bool = False
+    aggregate: str = "mean"
+    names: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    needs: frozenset = frozenset({"labels"})
+    zero_without_relevant: bool = True
+    has_variance: bool = True
+    orders: str = BY_LABELS
+
+    @property
+    def takes_k(self) -> bool:
+        """True when a cutoff is required (``HR@10``)."""
+        return self.cutoff == "required"
+
+    @property
+    def takes_level(self) -> bool:
+        """True when the parameter is a recall level in [0, 1] (``IPrec@0.1``)."""
+        return self.cutoff == "level"
+
+    @property
+    def signed(self) -> bool:
+        """True for the sign-aware metrics, whose value depends on gamma."""
+        return "gamma" in self.options
+
+    @property
+    def every_position(self) -> bool:
+        """True when the measure reads every position of a row (a sparse block table
+        evaluates it on the full table)."""
+        return "every_position" in self.needs
+
+    def names_in(self, vocabulary: str) -> tuple[str, ...]:
+        """The measure's spellings in one vocabulary of :data:`VOCABULARIES` (empty when
+        that vocabulary has no such measure)."""
+        if vocabulary not in VOCABULARIES:
+            raise ParameterError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, "
+                                 f"got {vocabulary!r}")
+        return tuple(self.names.get(vocabulary, ()))
+
+    # -- the general kernel: one metric on one block table ----------------------------------
+    def defined(self, ev) -> np.ndarray:
+        """The rows where the measure exists: a relevant item (R >= 1), by default."""
+        return ev.b.n_pos >= 1
+
+    def bind(self, ev):
+        """``(closed, realise)`` for one evaluation: ``closed()`` gives the exact
+        expectation, variance (None: no exact variance) and first != last (None: read
+        it off the realised first and last); ``realise(lab, judged)`` the value of the
+        ordering whose labels by position are ``lab`` (``judged`` its judged mask)."""
+        return (lambda: self.closed(ev)), (lambda lab, judged=None: self.realise(ev, lab,
+                                                                                judged))
+
+    def closed(self, ev):
+        raise ParameterError(f"{self.name} has no tie-aware kernel")
+
+    def realise(self, ev, lab, judged):
+        raise ParameterError(f"{self.name} has no tie-aware kernel")
+
+    # -- the single-positive closed forms ---------------------------------------------------
+    def covers_single_positive(self, k) -> bool:
+        """True when the sort-free single-positive closed forms cover this measure at
+        cutoff ``k``."""
+        return False
+
+    def rank_value(self, k, rank: np.ndarray) -> np.ndarray:
+        """The value for a single positive at the deterministic 1-based ``rank``."""
+        raise ParameterError(f"{self.name} is not defined for the single-positive protocol")
+
+    def tie_moments(self, k, a: np.ndarray, b: np.ndarray):
+        """``E[X]``, ``E[X^2]`` and first != last for a single positive with ``a``
+        candidates above it and ``b`` tied with it (itself included)."""
+        raise ParameterError(f"{self.name} is not defined for the single-positive protocol")
+
+    # -- what reports say -------------------------------------------------------------------
+    def tie_aware_reason(self) -> str:
+        """Why the dataset's tie-aware figure is null (some row has no exact value)."""
+        return f"no exact tie-aware {self.name} for some rows"
+
+    def undefined_reason(self) -> str:
+        """Why a row is left out of the measure's mean."""
+        return "no instance has a relevant item (label > 0)"

@@ -1,0 +1,114 @@
+"""bpref: binary preference over the judged items (trec_eval bpref).
+
+    bpref = (1/R) sum_{retrieved relevant r} (1 - min(J_r, R) / D)
+
+with ``J_r`` the judged non-relevant items above r and ``D = min(judged non-relevant, R)``
+(1 where that is 0: every retrieved relevant item then scores 1). The expectation under
+uniform random tie-breaking is exact (see :meth:`Bpref.closed`); its variance couples the
+relevant items of a block through their shared judged non-relevant items and is not
+computed (the tie-aware sd is null).
+
+Reference: C. Buckley & E. Voorhees, Retrieval evaluation with incomplete information,
+SIGIR 2004; trec_eval m_bpref.c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
+
+
+def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``sum_{y=a}^{a+c-1} min(y, r)`` for float64 integers a, c >= 0, r (bpref's sums)."""
+    below = np.clip(r - a, 0.0, c)  # the terms y < r
+    return below * a + below * (below - 1.0) / 2.0 + (c - below) * r
+
+
+@dataclass(frozen=True)
+class Bpref(Measure):
+    """trec_eval's bpref; exact E, no variance."""
+
+    def _norm(self, ev) -> np.ndarray:
+        """D = min(judged non-relevant of the row, R), 1 where it is 0 (then no judged
+        non-relevant item exists and every retrieved relevant item scores 1)."""
+        b = ev.b
+        return np.maximum(np.minimum(b.n_judged_nonrel, b.n_pos), 1).astype(np.float64)
+
+    def closed(self, ev):
+        """Exact E[bpref] under uniform random tie-breaking (no closed-form variance).
+
+        bpref = (1/R) sum over retrieved relevant items of ``f(J) = 1 - min(J, R) / D``,
+        J the judged non-relevant items above the item, D = min(judged non-relevant, R)
+        (trec_eval m_bpref.c; f(0) = 1). Take a relevant item of tie block t, with
+        ``Jb`` judged non-relevant items in the blocks above and ``j`` in its own block.
+        Only its order relative to those ``j`` items matters for J, and that order is
+        uniform: J = Jb + X with X uniform on 0..j. A block wholly retrieved contributes
+
+            p_t (1 - S(Jb, j + 1) / ((j + 1) D)),  S(a, c) = sum_{y=a}^{a+c-1} min(y, R),
+
+        in O(1). A block cut by the cutoff (the depth) after its first m items: the
+        item and the j judged non-relevant items occupy j + 1 uniform positions of the
+        block, the item the (X+1)-th of them, so ``P(X = x, item retrieved) =
+        P(H > x) / (j + 1)`` with H ~ Hypergeometric(n_t, m, j + 1) the number of those
+        positions among the first m. Summing over x,
+
+            p_t / (j + 1) * E[G(H)],  G(h) = h - S(Jb, h) / D,
+
+        which is computed from the pmf of H (one cut block per row).
+        """
+        b = ev.b
+        R = b.n_pos.astype(np.float64)
+        D = self._norm(ev)
+        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
+        j = b.j_t.astype(np.float64)
+        p = b.p_t.astype(np.float64)
+        n = b.bsz
+        m = ev.m_t
+        rows = b.brow
+        whole = (m == n) & (p > 0)
+        term = np.zeros(b.bst.size)
+        term[whole] = p[whole] * (1.0 - sum_min(jb[whole], j[whole] + 1.0, R[rows[whole]])
+                                  / ((j[whole] + 1.0) * D[rows[whole]]))
+        cut = np.flatnonzero((m > 0) & (m < n) & (p > 0))
+        if cut.size:
+            from scipy.stats import hypergeom
+
+            draws = b.j_t[cut] + 1
+            lo = np.maximum(0, draws - (n[cut] - m[cut]))
+            hi = np.minimum(m[cut], draws)
+            width = hi - lo + 1
+            which = np.repeat(np.arange(cut.size), width)
+            h = (np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
+                 + lo[which])
+            pmf = hypergeom.pmf(h, n[cut][which], m[cut][which], draws[which])
+            t = cut[which]
+            g = h - sum_min(jb[t], h.astype(np.float64), R[rows[t]]) / D[rows[t]]
+            eg = np.bincount(which, weights=pmf * g, minlength=cut.size)
+            term[cut] = p[cut] / draws * eg
+        e = ev.row_sum_blocks(term) / ev.R
+        return e, None, None
+
+    def realise(self, ev, lab, judged):
+        b = ev.b
+        rel = b.relevant(lab)
+        nonrel = judged & ~rel
+        c = np.cumsum(nonrel, dtype=np.int64)
+        base = np.concatenate(([0], c))[b.offsets[:-1]]
+        above = (c - base[b.row] - nonrel).astype(np.float64)  # judged non-relevant above
+        hit = rel & ev.in_k
+        r = b.row[hit]
+        f = 1.0 - np.minimum(above[hit], b.n_pos[r]) / self._norm(ev)[r]
+        return np.bincount(r, weights=f, minlength=b.rows) / ev.R
+
+
+BPREF = Bpref(
+    "Bpref", "none",
+    "binary preference (trec_eval bpref): judged items only; each retrieved relevant item "
+    "scores 1 - min(judged non-relevant above it, R) / min(judged non-relevant, R); "
+    "the sum is divided by R",
+    names={"tieeval": ("Bpref",), "trec_eval": ("bpref",), "ir_measures": ("Bpref",),
+           "ranx": ("bpref",)},
+    needs=frozenset({"labels", "judged"}), has_variance=False, orders=BY_LABELS_AND_JUDGED)

@@ -1,0 +1,263 @@
+"""The DCG family: DCG@K, NDCG@K and their signed forms SDCG@K, SNDCG@K.
+
+    DCG@K = sum_{r=1..min(K, n)} g(item at r) d(r)
+
+with the gain ``g = max(label, 0)`` (linear) or ``2^label - 1`` (exponential) and the
+discount ``d(r) = 1/log2(r+1)`` (or ``r^-alpha``, ``1/(1 + log2(r)^1.5)``, ``(K-r+1)/K``,
+``1/max(1, log_b r)``). The signed forms give +1 to a relevant item, ``-gamma`` to an
+explicit negative and 0 otherwise. DCG is linear in the gains, so by the linear-statistic
+lemma (docs/METRICS.md 3-4) each tie block t contributes
+
+    E_t   = (G_t / n_t) W_t
+    Var_t = SS_g SS_w / (n_t - 1)
+
+with ``G_t`` the sum of its gains, ``W_t`` the sum of its places' discounts (0 past K) and
+``SS`` the sums of squared deviations from the mean; blocks are independent. NDCG divides
+by the ideal DCG of the row's own labels (IDCG@K, ranked and unranked, zero-padded); SNDCG
+by ``ISDCG = D[min(K, R)]`` (all positives first, no negative counted), which stays > 0 and
+equals the literal ideal whenever ``K <= n - |N|`` (docs/METRICS.md 9). Both normalisers
+are tie-independent, so E and Var scale. first / last sort every tie block by gain
+descending / ascending: by the rearrangement inequality, the maximum and the minimum.
+
+One positive: ``E[NDCG@K] = (D[min(a+b, K)] - D[min(a, K)]) / b`` (docs/METRICS.md 2).
+
+Reference: K. Järvelin & J. Kekäläinen, Cumulated gain-based evaluation of IR techniques,
+TOIS 2002; F. McSherry & M. Najork, ECIR 2008 (tie-averaged DCG).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.errors import ParameterError
+from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.hr import _reachable
+from tieeval.metrics.measures.series import discount_prefix
+
+
+def gain(rel: np.ndarray, kind: str) -> np.ndarray:
+    """Linear (``rel``) or exponential (``2**rel - 1``) gain of graded relevance ``rel``."""
+    if kind == "linear":
+        return rel
+    with np.errstate(over="ignore"):
+        # 2**rel - 1: exp2 is exact on integers; expm1 keeps the digits of small rel.
+        g = np.where(rel >= 1, np.exp2(rel) - 1.0, np.expm1(rel * math.log(2.0)))
+    if not np.isfinite(g).all():
+        raise ParameterError("exponential gain 2**label - 1 overflows float64; labels must "
+                             "be below 1024")
+    return g
+
+
+def weights(metric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Discount of the 1-based positions ``r`` (float64) given the row cutoffs ``k``."""
+    if metric.discount == "log2":
+        return 1.0 / np.log2(r + 1.0)
+    if metric.discount == "power":
+        return r ** -metric.alpha
+    if metric.discount == "news":
+        return 1.0 / (1.0 + np.log2(r) ** 1.5)
+    if metric.discount == "logb":
+        return 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
+    kf = k.astype(np.float64)
+    return (kf - r + 1.0) / kf
+
+
+@dataclass(frozen=True)
+class DiscountedGain(Measure):
+    """``sum_r g(item at r) d(r)`` over the top K, divided by ``normaliser``.
+
+    ``signed_gain``: +1 / 0 / -gamma instead of the graded gain. ``normaliser``: ``"none"``
+    (DCG), ``"ideal"`` (IDCG@K of the row's labels; a row whose ideal is 0 is undefined) or
+    ``"positives"`` (ISDCG = D[min(K, R)]).
+    """
+
+    signed_gain: bool = False
+    normaliser: str = "none"
+
+    # -- one positive ---------------------------------------------------------------------
+    def covers_single_positive(self, k) -> bool:
+        return self.single_positive and k is not None
+
+    def rank_value(self, k, rank):
+        rank = np.asarray(rank, dtype=np.int64)
+        return np.where(rank <= k, 1.0 / np.log2(rank + 1.0), 0.0)
+
+    def tie_moments(self, k, a, b):
+        k = _reachable(int(k), a, b)
+        lo, hi = np.minimum(a, k), np.minimum(a + b, k)
+        # The table only needs the ranks present; its entries do not depend on its length.
+        D, D2 = discount_prefix(1 << max(k - 1, 0).bit_length())
+        bf = b.astype(np.float64)
+        return (D[hi] - D[lo]) / bf, (D2[hi] - D2[lo]) / bf, (a < k) & (b > 1)
+
+    # -- labelled rows --------------------------------------------------------------------
+    def bind(self, ev):
+        b, metric = ev.b, ev.m
+        # Only blocks reaching into the top K carry weight. Every other position has w = 0
+        # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
+        # of the live blocks ('idx'), which hold every position above the cutoff.
+        live = np.flatnonzero(ev.m_t > 0)
+        sizes = b.bsz[live]
+        local = np.repeat(np.arange(live.size), sizes)
+        head = np.cumsum(sizes) - sizes
+        idx = b.bst[live][local] + (np.arange(local.size) - head[local])
+        row = b.row[idx]
+        r = b.pos[idx].astype(np.float64) + 1.0
+        w = np.where(ev.in_k[idx], weights(metric, r, ev.k[row]), 0.0)
+        gamma = metric.gamma
+        signed = self.signed_gain
+
+        def item_gain(lab):
+            if signed:
+                return b.relevant(lab) - gamma * (lab < 0)
+            return gain(np.maximum(lab, 0.0), metric.gain)
+
+        ideal = self.normaliser == "ideal"
+        if self.normaliser != "none" and (b.unranked is not None or b.depth is not None):
+            # the ideal list is never truncated at the depth: it needs every position
+            unranked = b.unranked if b.unranked is not None else (
+                np.zeros(0), np.zeros(b.rows + 1, dtype=np.int64))
+            norm = self._extended_norm(ev, item_gain, unranked)
+            ev.defined &= norm > 0
+        elif self.normaliser != "none" and b.compact:
+            norm = self._sparse_norm(ev, item_gain)
+            if ideal:
+                ev.defined &= norm > 0
+        elif ideal:
+            lab_ideal = b._ideal_labels(metric.k)[idx]
+            norm = np.bincount(row, weights=w * item_gain(lab_ideal), minlength=b.rows)
+            ev.defined &= norm > 0
+        elif self.normaliser == "positives":
+            # ISDCG = D[min(K, R)]: positives first, no negative counted (docs/METRICS.md 9).
+            norm = np.bincount(row, weights=w * (b.pos[idx] < b.n_pos[row]), minlength=b.rows)
+        else:
+            norm = np.ones(b.rows)
+        norm = np.where(ev.defined, norm, 1.0)
+        brow = b.brow[live]
+
+        def per_block(x):
+            return np.bincount(local, weights=x, minlength=live.size)
+
+        def closed():
+            g = item_gain(b.lab_first[idx])
+            n = sizes.astype(np.float64)
+            gsum, wsum = per_block(g), per_block(w)
+            e = np.bincount(brow, weights=gsum * wsum / n, minlength=b.rows)
+            ssg = per_block((g - (gsum / n)[local]) ** 2)
+            ssw = per_block((w - (wsum / n)[local]) ** 2)
+            var_t = np.where(sizes > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
+            # first != last iff some block has two different gains and two different
+            # weights (rearrangement); inside a block 'first' runs from high to low gain.
+            tail = head + sizes - 1
+            mixed = (g[head] != g[tail]) & (w[head] != w[tail])
+            decided = np.bincount(brow[mixed], minlength=b.rows) > 0
+            var = np.bincount(brow, weights=var_t, minlength=b.rows)
+            return e / norm, var / norm ** 2, decided
+
+        def realise(lab, judged=None):
+            return np.bincount(row, weights=w * item_gain(lab[idx]), minlength=b.rows) / norm
+
+        return closed, realise
+
+    def _sparse_norm(self, ev, item_gain) -> np.ndarray:
+        """IDCG@K (NDCG) or ISDCG@K (SNDCG) of a sparse batch, as the full table sums them.
+
+        The full table adds, over the positions p < min(K, n) of a row in order, the
+        discount of p times the gain of the row's p-th largest label (NDCG) or 1 for
+        p < R (SNDCG). Past the positive labels (past R) every term is an exact zero, so
+        only the positive labels of the marked items are listed, largest first.
+        """
+        b, metric = ev.b, ev.m
+        ideal = self.normaliser == "ideal"
+        if ideal:
+            if "ideal" not in b._lab_ideal:  # the positive labels by row, largest first
+                mrow, ml = b._marked
+                sel = ml > 0
+                rows, lab = mrow[sel], ml[sel]
+                span = ev.label_span(lab)
+                if span is None:
+                    order = np.lexsort((-lab, rows))
+                    rows, lab = rows[order], lab[order]
+                else:  # one sort of a whole-number key: row, then label descending
+                    top = float(lab.max())
+                    key = np.sort(rows * span + (top - lab).astype(np.int64))
+                    rows, lab = key // span, top - (key % span).astype(np.float64)
+                b._lab_ideal["ideal"] = (rows, lab, np.bincount(rows, minlength=b.rows))
+            rows, lab, count = b._lab_ideal["ideal"]
+        else:
+            count = b.n_pos
+            rows = np.repeat(np.arange(b.rows, dtype=np.int64), count)
+        start = np.cumsum(count) - count
+        pos = np.arange(rows.size, dtype=np.int64) - start[rows]
+        keep = pos < np.minimum(ev.kc, b.n)[rows]
+        rows, pos = rows[keep], pos[keep]
+        w = weights(metric, pos.astype(np.float64) + 1.0, ev.k[rows])
+        if ideal:
+            w = w * item_gain(lab[keep])
+        return np.bincount(rows, weights=w, minlength=b.rows)
+
+    def _extended_norm(self, ev, item_gain, unranked) -> np.ndarray:
+        """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
+
+        The ideal list holds every judged item of the row, best label first, so it may be
+        longer than the ranked list; it is cut at K (at ``n + unranked`` without a cutoff).
+        ISDCG counts ``min(K, R)`` positions with R including the unranked positives.
+        """
+        b, metric = ev.b, ev.m
+        ulab, uoff = unranked
+        u = np.diff(uoff)
+        if b.compact:  # the unmarked items (label 0) add exact zeros: the marked ones only
+            mrow, ranked_lab = b._marked
+            ranked = np.bincount(mrow, minlength=b.rows)
+        else:
+            mrow, ranked_lab, ranked = b.row, b._labf, b.n
+        lab = np.concatenate((ranked_lab, ulab))
+        rows = np.concatenate((mrow, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
+        order = np.lexsort((-lab, rows))
+        lab, rows = lab[order], rows[order]
+        start = np.concatenate(([0], np.cumsum(ranked + u)))[:-1]
+        pos = np.arange(lab.size, dtype=np.int64) - start[rows]
+        k = ev.k if metric.k is not None else b.n + u
+        cut = k
+        if self.normaliser == "positives":
+            cut = np.minimum(k, b.n_pos)
+            g = np.ones(lab.size)
+        else:
+            g = item_gain(lab)
+        inside = pos < cut[rows]
+        w = np.where(inside, weights(metric, pos + 1.0, np.maximum(k, 1)[rows]), 0.0)
+        return np.bincount(rows, weights=w * g, minlength=b.rows)
+
+
+_DCG_OPTIONS = frozenset({"gain", "discount", "alpha", "base"})
+_SDCG_OPTIONS = frozenset({"gamma", "discount", "alpha", "base"})
+
+DCG = DiscountedGain(
+    "DCG", "optional", "discounted cumulative gain of the graded relevance max(label, 0)",
+    options=_DCG_OPTIONS,
+    names={"tieeval": ("DCG",), "LensKit": ("DCG",), "ranx": ("dcg",)},
+    needs=frozenset({"labels", "cutoff"}))
+
+NDCG = DiscountedGain(
+    "NDCG", "optional",
+    "DCG divided by the ideal DCG of the row's own labels (zero-padded); one positive: "
+    "1/log2(rank+1) within the top K", options=_DCG_OPTIONS, single_positive=True,
+    names={"tieeval": ("NDCG",), "trec_eval": ("ndcg_cut", "ndcg"), "ir_measures": ("nDCG",),
+           "RecBole": ("NDCG",), "LensKit": ("NDCG",), "Cornac": ("NDCG",),
+           "ranx": ("ndcg",)},
+    needs=frozenset({"positive", "labels", "cutoff"}), normaliser="ideal")
+
+SDCG = DiscountedGain(
+    "SDCG", "optional", "signed DCG: gain +1 for positives, -gamma for negatives, 0 otherwise",
+    options=_SDCG_OPTIONS, names={"tieeval": ("SDCG",)},
+    needs=frozenset({"labels", "cutoff"}), signed_gain=True)
+
+SNDCG = DiscountedGain(
+    "SNDCG", "optional",
+    "signed DCG divided by ISDCG = D[min(K, R)], the DCG of positives first",
+    options=_SDCG_OPTIONS, names={"tieeval": ("SNDCG",)},
+    needs=frozenset({"labels", "cutoff"}), signed_gain=True,
+    normaliser="positives")

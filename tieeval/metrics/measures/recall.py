@@ -1,0 +1,64 @@
+"""Recall@K and Precision@K: relevant items in the top K, divided by R or by K.
+
+Under uniform random tie-breaking the number of relevant items among the ``m_t`` places of
+tie block t inside the top K is hypergeometric (docs/METRICS.md 6), so with ``p_t``
+relevant items among the block's ``n_t``
+
+    E[hits@K]   = sum_t p_t m_t / n_t
+    Var[hits@K] = sum_t m_t (n_t - m_t) p_t (n_t - p_t) / (n_t^2 (n_t - 1))
+
+(only the block straddling the cutoff is random). Recall divides by R, the row's relevant
+items (ranked or not); Precision by K, also when the row has fewer than K candidates
+(TREC P@K; ``short_list="truncate"`` makes it ``min(K, n)``). Both are constants, so E
+scales by 1/denominator and Var by its square.
+
+Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_P.c, m_recall.c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tieeval.metrics.measures.base import Measure
+
+
+@dataclass(frozen=True)
+class RecallMeasure(Measure):
+    """Relevant items in the top K divided by R."""
+
+    def closed(self, ev):
+        e, v, d = ev.hits_moments(ev.b.p_t)
+        return e / ev.R, v / ev.R ** 2, d
+
+    def realise(self, ev, lab, judged):
+        return ev.hits(lab, +1) / ev.R
+
+
+@dataclass(frozen=True)
+class PrecisionMeasure(Measure):
+    """Relevant items in the top K divided by K."""
+
+    def closed(self, ev):
+        e, v, d = ev.hits_moments(ev.b.p_t)
+        k = ev.k_safe()
+        return e / k, v / k ** 2, d
+
+    def realise(self, ev, lab, judged):
+        return ev.hits(lab, +1) / ev.k_safe()
+
+
+RECALL = RecallMeasure(
+    "Recall", "required",
+    "relevant items in the top K divided by R, the row's number of relevant items", ("R",),
+    names={"tieeval": ("Recall", "R"), "trec_eval": ("recall",), "ir_measures": ("R",),
+           "RecBole": ("Recall",), "LensKit": ("Recall",), "Cornac": ("Recall",),
+           "ranx": ("recall",)},
+    needs=frozenset({"labels", "cutoff"}))
+
+PRECISION = PrecisionMeasure(
+    "Precision", "required",
+    "relevant items in the top K divided by K (TREC P@K, also when K > n)", ("P",),
+    names={"tieeval": ("Precision", "P"), "trec_eval": ("P",), "ir_measures": ("P",),
+           "RecBole": ("Precision",), "LensKit": ("Precision",), "Cornac": ("Precision",),
+           "ranx": ("precision",)},
+    needs=frozenset({"labels", "cutoff"}))
