@@ -535,6 +535,9 @@ class _CsvSource(_Source):
                 stream, read_options=pcsv.ReadOptions(block_size=block, use_threads=False),
                 convert_options=pcsv.ConvertOptions(
                     include_columns=include, null_values=[""],  # "nan" is a NaN score
+                    # an empty field is a missing value in a text column too (an instance
+                    # id), as in a numeric one, and is refused as a null
+                    strings_can_be_null=True,
                     column_types={k: v for k, v in self.column_types.items() if k in include}))
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise InputError(f"{self.path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
