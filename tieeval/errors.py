@@ -46,8 +46,20 @@ def plain_text(message: str) -> str:
     return _NUMPY_BOOL.sub(r"\1", _NUMPY_REPR.sub(r"\1", message))
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other unprintable characters escaped (``\\n``): a
+    message that quotes a damaged file's names or bytes stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class TieevalError(Exception):
-    """Base class: an error the user can fix (bad input or bad arguments)."""
+    """Base class: an error the user can fix (bad input or bad arguments). Its message is
+    always one line (see :func:`one_line`)."""
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
     def __init__(self, *args):
         if args and isinstance(args[0], str):

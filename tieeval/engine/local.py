@@ -514,7 +514,9 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``scores``: an ``(instances, candidates)`` array (numpy, a list of equal-length lists,
     anything with ``__array__`` such as a CPU torch tensor; never cast), ragged rows as a
     list of 1-D numpy arrays, or flat values with ``offsets`` (``instances + 1`` row
-    boundaries). Relevance, as a dump gives it:
+    boundaries). A numpy masked array's masked scores are not candidates: each row is its
+    unmasked scores, and ``positive`` and ``labels`` / ``items`` follow (a masked
+    positive is an error). Relevance, as a dump gives it:
 
     * ``positive``: each row's one positive column (an int, or one per row; default 0;
       negative counts from the end), the single-positive protocol;
