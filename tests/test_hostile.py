@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -586,7 +587,9 @@ def test_unreadable_input_and_unwritable_folder_are_exit_2(tmp_path, scores):
             tmp_path / "w" / "warm.parquet"]
     p = _as_nobody(tmp_path, warm, ["compare", "secret.npy", "-q", "-f", "json"])
     assert p.returncode == 2, p.stderr
-    assert p.stderr.decode().splitlines() == ["Error: secret.npy: Permission denied"]
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        r"Error: secret\.npy: (cannot open: )?Permission denied", lines[0]), lines
     p = _as_nobody(tmp_path, warm, ["compare", "ok.npy", "-q", "-f", "json",
                                     "--per-instance", "ro/rows.parquet"])
     assert p.returncode == 2, p.stderr
