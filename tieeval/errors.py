@@ -75,5 +75,10 @@ class ParameterError(TieevalError, ValueError):
     """An argument is out of range or of the wrong type (for example K < 1)."""
 
 
+class OutputError(TieevalError):
+    """An output file cannot be written where asked: the target is a device, a folder or an
+    input, its folder is missing or not writable, or the disk is full."""
+
+
 class MissingExtraError(TieevalError):
     """An optional dependency is not installed (e.g. matplotlib for ``--plot``)."""

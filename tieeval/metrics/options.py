@@ -24,7 +24,7 @@ from tieeval.metrics.registry import (
     parse_parameter,
 )
 from tieeval.metrics.registry import key as registry_key
-from tieeval.metrics.spellings import choices_text, translate
+from tieeval.metrics.spellings import choices_text, translate, unknown_hint
 
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
@@ -62,13 +62,16 @@ def _names_text() -> str:
     return choices_text()
 
 
-def _number(name: str, value: object) -> float:
+def _number(name: str, value: object, above_one: bool = False) -> float:
+    """``value`` as a finite float >= 0 (> 1 with ``above_one``: a log base); the message
+    states the bound that applies, so a negative base is not told it must be >= 0."""
+    bound = "> 1" if above_one else ">= 0"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                      np.floating)):
-        raise ParameterError(f"{name} must be a number >= 0, got {value!r}")
+        raise ParameterError(f"{name} must be a number {bound}, got {value!r}")
     x = float(value)
-    if not math.isfinite(x) or x < 0:
-        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(x) or (x <= 1 if above_one else x < 0):
+        raise ParameterError(f"{name} must be a finite number {bound}, got {value!r}")
     return x
 
 
@@ -145,7 +148,8 @@ class RelMetric:
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
         if spec is None:
-            raise ParameterError(f"unknown metric {self.name!r}; choose from {_names_text()}")
+            raise ParameterError(f"unknown metric {self.name!r}; "
+                                 f"{unknown_hint(self.name)}")
         set_ = object.__setattr__
         set_(self, "name", spec.name)
         set_(self, "k", check_cutoff(spec, self.k))
@@ -154,9 +158,7 @@ class RelMetric:
         for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
-        set_(self, "base", _number("base", self.base))
-        if self.base <= 1:
-            raise ParameterError(f"base must be a number > 1, got {self.base!r}")
+        set_(self, "base", _number("base", self.base, above_one=True))
         set_(self, "gamma", _number("gamma", self.gamma))
         allowed = set(spec.options)
         if spec.name == "ERR":
@@ -237,7 +239,8 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
                              f"NAME(option=value, ...)@K with NAME one of {_names_text()}")
     name, opt_text, k_text = m.groups()
     if _key(name) not in REL_REGISTRY:
-        raise ParameterError(f"unknown metric {name!r} in {text!r}; choose from {_names_text()}")
+        where = f" in {text!r}" if text != name else ""
+        raise ParameterError(f"unknown metric {name!r}{where}; {unknown_hint(name, text)}")
     k = None if k_text is None else parse_parameter(REL_REGISTRY[name], k_text, text)
     merged = dict(options)
     for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
@@ -313,9 +316,7 @@ class RelOptions:
         if self.convention is not None and not isinstance(self.convention, str):
             raise ParameterError(f"convention must be a name, got {self.convention!r}")
         set_(self, "alpha", _number("alpha", self.alpha))
-        set_(self, "base", _number("base", self.base))
-        if self.base <= 1:
-            raise ParameterError(f"the log base must be a number > 1, got {self.base!r}")
+        set_(self, "base", _number("the log base", self.base, above_one=True))
         gammas = self.gammas
         if isinstance(gammas, (int, float, np.integer, np.floating)) and not isinstance(
                 gammas, bool):
