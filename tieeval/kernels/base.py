@@ -19,7 +19,6 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.counts import NAN_POLICIES
 from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
@@ -61,11 +60,9 @@ class EvalSpec:
     path: str = ""
 
     def __post_init__(self) -> None:
+        # the options were checked once, where the request was made
+        # (tieeval.engine.request); the spec trusts them
         object.__setattr__(self, "metrics", tuple(parse_metric_list(self.metrics)))
-        if self.nan_policy not in NAN_POLICIES:
-            from tieeval.errors import ParameterError
-            raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
-                                 f"got {self.nan_policy!r}")
 
     @property
     def ks(self) -> list[int]:

@@ -49,9 +49,9 @@ def default_rule(trec: bool) -> str:
 
 
 def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
-    """``rule`` checked against the dump kind and the metrics (one-line errors)."""
+    """``rule`` (one of :data:`~tieeval.results.ORIGINAL_RULES`, checked where the request
+    was made) checked against the dump kind and the metrics (one-line errors)."""
     where = f"{path}: " if path else ""
-    check_rule(rule)
     if trec and rule != "trec":
         raise ParameterError(f"{where}a TREC run's Original is trec_eval's order "
                              f"(--original trec); --original {rule} does not apply to it")

@@ -227,13 +227,9 @@ class RelBatch:
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
+        # the run's options (relevance_level, depth, nan_policy, original) were checked
+        # once, where the request was made (tieeval.engine.request); not per batch here
         self.level = None if relevance_level is None else float(relevance_level)
-        if self.level is not None and not self.level > 0:
-            raise ParameterError(f"relevance_level must be a number > 0, got "
-                                 f"{relevance_level!r}")
-        if depth is not None and (isinstance(depth, (bool, np.bool_))
-                                  or not isinstance(depth, (int, np.integer)) or depth < 1):
-            raise ParameterError(f"depth must be a whole number >= 1, got {depth!r}")
         self.depth = None if depth is None else int(depth)
         self.max_grade = None if max_grade is None else float(max_grade)
         if judged is not None:
@@ -242,12 +238,6 @@ class RelBatch:
                 raise ParameterError(f"judged must be a bool array shaped like the labels "
                                      f"{lab.shape}, got {judged.dtype} {judged.shape}")
             judged = judged.ravel()
-        if nan_policy not in NAN_POLICIES:
-            raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
-                                 f"got {nan_policy!r}")
-        if original not in ORIGINAL_ORDERS:
-            raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
-                                 f"got {original!r}")
         if s.shape != lab.shape:
             raise ParameterError(f"scores and labels differ in shape: {s.shape} vs {lab.shape}")
         if offsets is None:
@@ -755,5 +745,12 @@ def relevance_values(scores, labels, offsets, metric, *, original_order: bool = 
     """
     if isinstance(metric, str):
         metric = parse_rel_metric(metric)
+    # a standalone entry point: its options are checked here, once, not by RelBatch
+    if nan_policy not in NAN_POLICIES:
+        raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
+                             f"got {nan_policy!r}")
+    if original not in ORIGINAL_ORDERS:
+        raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
+                             f"got {original!r}")
     return RelBatch(scores, labels, offsets, nan_policy=nan_policy, original=original,
                     unranked=unranked).values(metric, original_order=original_order)
