@@ -198,6 +198,14 @@ class RunResult(RunLabelled):
     original_rule: str | None = None  # set only when not the dump's default rule
 
     @property
+    def effective_original_rule(self) -> str:
+        """The rule that produced the Original column, named even when it is the dump's
+        default: ``original_rule``, else ``trec`` for a TREC run, else ``argsort``."""
+        if self.original_rule is not None:
+            return self.original_rule
+        return "trec" if (self.relevance or {}).get("source") == "trec" else "argsort"
+
+    @property
     def labelled(self) -> bool:
         """True when the run went through the general kernel: labelled rows, TREC runs,
         or metrics and options beyond HR@K / NDCG@K / MRR (``relevance`` is then set)."""
@@ -248,6 +256,12 @@ class RunResult(RunLabelled):
         if self.original_rule is not None:
             out["original_rule"] = self.original_rule
         return out
+
+
+def original_rule_of(runs) -> str:
+    """The rule(s) behind the Original figures of ``runs`` (seeds averaged into one
+    figure, say): their effective rules, once each, joined by ``; ``."""
+    return "; ".join(dict.fromkeys(r.effective_original_rule for r in runs))
 
 
 def query_set_note(queries: dict) -> str:

@@ -130,7 +130,9 @@ def test_exit_0_when_every_check_passes():
     r = invoke(TIE_FREE, *ALL_GATES)
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert len(lines) == 6 and lines[-1] == "all 5 checks passed"
+    # the last line names the rule behind the Original figures the change checks read
+    assert len(lines) == 7 and lines[-2] == "all 5 checks passed"
+    assert lines[-1].startswith("Original = np.argsort(scores * -1) as the codebases rank")
     assert lines[0] == (f"PASS {TIE_FREE}: NDCG@10 change +0.00%: |change| 0.00% <= max "
                         "5.00% (original 0.6425, tie-aware 0.6425)")
     assert lines[3] == f"PASS {TIE_FREE}: top-score tie frequency 0.00% <= max 10.00%"
@@ -140,7 +142,8 @@ def test_exit_1_when_any_check_fails_one_line_per_check():
     r = invoke(SATURATED, TIE_FREE, *ALL_GATES)
     assert r.exit_code == 1
     lines = r.stdout.splitlines()
-    assert len(lines) == 16 and lines[10] == "5 of 10 checks failed"
+    assert len(lines) == 17 and lines[10] == "5 of 10 checks failed"
+    assert lines[-1].startswith("Original = np.argsort(scores * -1) as the codebases rank")
     run = tieeval.evaluate_path(SATURATED)
     ndcg = run.metric("NDCG@10")
     change = (ndcg.tie_aware - ndcg.original) / ndcg.original  # a drop: negative
@@ -160,7 +163,8 @@ def test_default_gate_is_announced_on_stderr():
     assert ("using the default gate --max-tie-decided 5% --max-spread 10% "
             "--max-change-sigma 3") in r.stderr
     # 3 cutoffs decided by the tie-break, 7 spreads and 7 sigma changes, then the summary
-    assert len(r.stdout.splitlines()) == 18
+    # and the rule behind the Original figures the sigma changes read
+    assert len(r.stdout.splitlines()) == 19
 
 
 @pytest.mark.parametrize("args,fragment", [
@@ -210,7 +214,9 @@ def test_json_format():
     assert doc["passed"] is False and doc["failed"] == 5
     assert len(doc["checks"]) == 10 and len(doc["runs"]) == 2
     first = doc["checks"][0]
-    assert set(first) == {"path", "check", "metric", "measured", "bound", "passed", "change"}
+    assert set(first) == {"path", "check", "metric", "measured", "bound", "passed", "change",
+                          "original_rule"}
+    assert first["original_rule"] == "argsort"
     assert first["check"] == "max_inflation" and first["metric"] == "NDCG@10"
     assert first["change"] == pytest.approx(-first["measured"])  # a drop, signed
     assert first["bound"] == 0.05 and first["passed"] is False
@@ -222,7 +228,7 @@ def test_real_subprocess_exit_codes():
         return subprocess.run([sys.executable, "-m", "tieeval", "check", *args],
                               capture_output=True, text=True, cwd=ROOT)
     ok = run(TIE_FREE, "--max-inflation", "NDCG@10=5%")
-    assert ok.returncode == 0 and ok.stdout.endswith("all 1 checks passed\n")
+    assert ok.returncode == 0 and "\nall 1 checks passed\nOriginal = " in ok.stdout
     bad = run(SATURATED, "--max-inflation", "NDCG@10=5%")
     assert bad.returncode == 1 and bad.stdout.startswith("FAIL ") and bad.stderr == ""
     missing = run("nope.npz", "--max-gap", "HR@1=0.01")

@@ -196,7 +196,8 @@ def test_csv_is_tidy_and_matches_the_group_means(groups):
     rows = list(csv.DictReader(io.StringIO(render.to_csv(t))))
     assert list(rows[0]) == ["task", "dataset", "metric", "k", "method", "seeds", "original",
                              "original_seed_std", "tie_aware", "tie_aware_seed_std",
-                             "change_original_to_tie_aware"]
+                             "change_original_to_tie_aware", "original_rule"]
+    assert {r["original_rule"] for r in rows} == {"argsort"}  # the rule behind Original
     # 2 tasks x 2 datasets x 3 methods, minus the missing one, x 5 metrics
     assert len(rows) == (2 * 2 * 3 - 1) * 5
     g = next(g for g in groups if g.key == ("Align%Group", "Mafengwo", "user"))

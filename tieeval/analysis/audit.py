@@ -40,7 +40,7 @@ from tieeval.records.audit import (  # noqa: F401 - the audit records, where the
     Claim,
     Verdict,
 )
-from tieeval.results import gammas_text, label_rows
+from tieeval.results import gammas_text, label_rows, original_rule_of
 
 DEFAULT_TOLERANCE = 5e-5  # half a unit of the 4th decimal, the usual printed precision
 CLAIM_COLUMNS = ("method", "dataset", "task", "metric", "k", "value")
@@ -429,7 +429,7 @@ def audit_groups(claims: list[Claim], groups, source: str = "claims") -> list[Au
         row = _claimed_row(claim, group, source)
         items.append(AuditItem(claim, judge_against(claim, row), dict(group.run_labels),
                                group.seeds, tuple(r.path for r in group.runs),
-                               row.gamma, row.labelled))
+                               row.gamma, row.labelled, original_rule_of(group.runs)))
     return items
 
 

@@ -63,7 +63,7 @@ from tieeval.records.diff import (  # noqa: F401 - the diff records, where they 
 )
 from tieeval.records.values import InstanceValues
 from tieeval.records.whatif import NO_WHAT_IF, WhatIf
-from tieeval.results import label_rows
+from tieeval.results import label_rows, original_rule_of
 from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = "instance"
@@ -91,6 +91,7 @@ class RunValues(RunLabelled):
     n: np.ndarray
     keys: dict
     labelled: bool = False
+    original_rule: str = "argsort"  # the rule of the Original values (trec, given, ...)
 
     @property
     def instances(self) -> int:
@@ -99,7 +100,8 @@ class RunValues(RunLabelled):
     def take(self, order: np.ndarray) -> "RunValues":
         return RunValues(self.path, self.dtype, self.run_labels, self.entries,
                          [_take(v, order) for v in self.values], self.n[order],
-                         {k: v[order] for k, v in self.keys.items()}, self.labelled)
+                         {k: v[order] for k, v in self.keys.items()}, self.labelled,
+                         self.original_rule)
 
 
 def _at(x: np.ndarray | None, order: np.ndarray) -> Any:
@@ -184,7 +186,8 @@ def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
     n = np.concatenate([n for _, n in got.notes]).astype(np.int64, copy=False)
     merged = {k: np.concatenate([d[k] for d in keys]) for k in (keys[0] if keys else {})}
     run = RunValues(dump.path, str(np.dtype(dump.dtype)), labels, list(got.kernel.entries),
-                    got.values, n, merged, labelled=got.kernel.name == "general")
+                    got.values, n, merged, labelled=got.kernel.name == "general",
+                    original_rule=got.kernel.spec.original)
     return run, got.ids
 
 
@@ -386,8 +389,9 @@ def compare_values(a: RunValues, b: RunValues, *,
         rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
                             ColumnComparison.from_paired(orig), gamma=entry.gamma,
                             instances=paired, labelled=labelled))
-    return DiffResult(DiffSide(a.path, a.run_labels, a.dtype, a.instances),
-                      DiffSide(b.path, b.run_labels, b.dtype, b.instances), alignment,
+    return DiffResult(DiffSide(a.path, a.run_labels, a.dtype, a.instances, a.original_rule),
+                      DiffSide(b.path, b.run_labels, b.dtype, b.instances, b.original_rule),
+                      alignment,
                       a.instances, rows, int(permutations), seed, float(confidence),
                       what_if or NO_WHAT_IF)
 
@@ -519,7 +523,9 @@ def rank_groups(groups) -> list[Ranking]:
                                       {n: r.tie_aware for n, r in rows.items()})
             entries = tuple(RankEntry(c.method, c.tie_aware, rows[c.method].tie_aware_std,
                                       c.original, c.tie_aware_rank, c.original_rank,
-                                      c.change, by_name[c.method].seeds) for c in changes)
+                                      c.change, by_name[c.method].seeds,
+                                      original_rule_of(by_name[c.method].runs))
+                            for c in changes)
             out.append(Ranking(dataset, task, row.metric, row.k, entries,
                                row.gamma, row.labelled))
     return out

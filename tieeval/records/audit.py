@@ -97,6 +97,7 @@ class AuditItem:
     paths: tuple = ()
     gamma: float | None = None
     labelled: bool = False
+    original_rule: str | None = None  # the rule behind the matched runs' Original
 
     @property
     def labels(self) -> dict | None:
@@ -129,6 +130,7 @@ class AuditItem:
         for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
                     "first", "original", "matches_original"):
             out[key] = None if v is None else getattr(v, key)
+        out["original_rule"] = self.original_rule
         out["seeds"] = self.seeds
         out["paths"] = list(self.paths)
         return out

@@ -26,6 +26,8 @@ KINDS = {
 }
 OPTION_NAMES = {kind: "--" + kind.replace("_", "-") for kind in KINDS}
 CHANGE_KINDS = ("max_change", "max_inflation")
+# The checks that read the Original column (their JSON names its rule).
+ORIGINAL_KINDS = (*CHANGE_KINDS, "max_change_sigma", "max_gap")
 SIGMA_FLOOR = 0.01  # max_change_sigma passes a change of at most 1 % of the original
 
 
@@ -86,6 +88,8 @@ class Outcome:
         out.update(measured=self.measured, bound=self.threshold.bound, passed=self.passed)
         if self.threshold.kind in (*CHANGE_KINDS, "max_change_sigma"):
             out["change"] = self.change  # added key: the signed change
+        if self.threshold.kind in ORIGINAL_KINDS:  # the rule behind the Original it read
+            out["original_rule"] = self.run.effective_original_rule
         return out
 
 

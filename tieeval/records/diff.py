@@ -180,6 +180,7 @@ class DiffSide(RunLabelled):
     run_labels: dict[str, str]
     dtype: str
     instances: int
+    original_rule: str = "argsort"  # the rule that produced its Original values
 
     @property
     def name(self) -> str:
@@ -187,7 +188,8 @@ class DiffSide(RunLabelled):
 
     def to_dict(self) -> dict:
         return {"path": self.path, "method": self.run_labels.get("method"),
-                "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances}
+                "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances,
+                "original_rule": self.original_rule}
 
 
 @dataclass
@@ -211,9 +213,17 @@ class DiffResult:
     def row(self, label: str) -> DiffRow:
         return find_row(self.rows, label)
 
+    @property
+    def original_rules(self) -> list[str]:
+        """The rules of A's and B's Original columns, once each (one when they agree)."""
+        return list(dict.fromkeys((self.a.original_rule, self.b.original_rule)))
+
     def to_dict(self) -> dict:
+        # ``original_rule``: the rule of both runs' Original (each side names its own too)
+        rules = self.original_rules
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "alignment": self.alignment,
                 "instances": self.instances, "confidence": self.confidence,
+                "original_rule": rules[0] if len(rules) == 1 else None,
                 "randomization": {"exact": self.randomization_exact,
                                   "permutations": (None if self.randomization_exact
                                                    else self.permutations),
@@ -241,10 +251,12 @@ class RankEntry:
     original_rank: int
     change: int
     seeds: int
+    original_rule: str | None = None  # the rule behind ``original`` (argsort, given, ...)
 
     def to_dict(self) -> dict:
         return {"method": self.method, "tie_aware": self.tie_aware,
                 "tie_aware_std": self.tie_aware_std, "original": self.original,
+                "original_rule": self.original_rule,
                 "tie_aware_rank": self.tie_aware_rank, "original_rank": self.original_rank,
                 "change": self.change, "seeds": self.seeds}
 

@@ -8,6 +8,7 @@ import json
 from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.registry import Output, register
+from tieeval.report.runs import rules_footer
 from tieeval.report.whatif import print_unwrapped
 from tieeval.results import environment
 
@@ -15,7 +16,8 @@ AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd"
                  "Original", "Verdict", "Where"]
 AUDIT_CSV_FIELDS = ("line", "method", "dataset", "task", "metric", "k", "value", "text",
                     "verdict", "detail", "tolerance", "spread", "last", "tie_aware",
-                    "tie_aware_std", "first", "original", "matches_original", "seeds")
+                    "tie_aware_std", "first", "original", "matches_original", "seeds",
+                    "original_rule")
 _STYLE = {"impossible": "bold red", "tie-break only": "bold yellow", "consistent": "green",
           UNMATCHED: "dim"}
 
@@ -68,6 +70,11 @@ LEGEND = ("impossible: above First (or below Last) beyond the printed rounding; 
           "means of the matching runs.")
 
 
+def audit_footer(items: list[AuditItem]) -> str:
+    """What the Original column was ranked by (see :func:`rules_footer`)."""
+    return rules_footer(i.original_rule for i in items if i.original_rule)
+
+
 def render_audit(items: list[AuditItem], console) -> None:
     from rich import box
     from rich.table import Table
@@ -83,11 +90,13 @@ def render_audit(items: list[AuditItem], console) -> None:
     print_unwrapped(console, table)
     console.print(summary(items))
     console.print(LEGEND, style="dim")
+    console.print(audit_footer(items), style="dim", soft_wrap=True)
 
 
 def to_markdown(items: list[AuditItem]) -> str:
     return (md_table(AUDIT_HEADERS, [cells(i) for i in items]) + "\n\n"
-            + md_escape(summary(items)) + "\n\n_" + md_escape(LEGEND) + "_\n")
+            + md_escape(summary(items)) + "\n\n_" + md_escape(LEGEND) + "_\n\n_"
+            + md_escape(audit_footer(items)) + "_\n")
 
 
 def to_csv(items: list[AuditItem]) -> str:

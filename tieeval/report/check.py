@@ -9,9 +9,17 @@ import math
 import os
 
 from tieeval.errors import InputError
-from tieeval.records.check import CHANGE_KINDS, OPTION_NAMES, SIGMA_FLOOR, CheckResult, Outcome
+from tieeval.records.check import (
+    CHANGE_KINDS,
+    OPTION_NAMES,
+    ORIGINAL_KINDS,
+    SIGMA_FLOOR,
+    CheckResult,
+    Outcome,
+)
 from tieeval.report.format import fmt_percent, fmt_value, md_table, md_text, metric_title
 from tieeval.report.registry import Output, register
+from tieeval.report.runs import rules_footer
 from tieeval.results import report_dict
 
 _WHAT = {"max_change": "{metric} change",
@@ -156,9 +164,16 @@ def advice(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+def check_footer(outcomes: list[Outcome]) -> list[str]:
+    """What the Original figures the checks read were ranked by (see :func:`rules_footer`):
+    one line, or none when no check reads the Original column."""
+    read = [o for o in outcomes if o.threshold.kind in ORIGINAL_KINDS]
+    return [rules_footer(o.run.effective_original_rule for o in read)] if read else []
+
+
 def to_text(outcomes: list[Outcome]) -> str:
     return "\n".join([outcome_line(o) for o in outcomes] + [summary(outcomes)]
-                     + advice(outcomes)) + "\n"
+                     + advice(outcomes) + check_footer(outcomes)) + "\n"
 
 
 def to_github(outcomes: list[Outcome]) -> str:
@@ -166,7 +181,8 @@ def to_github(outcomes: list[Outcome]) -> str:
     relax each failed threshold (plain log lines): a passed check is not annotated, as a
     dozen notices per dump would bury the failures."""
     return "\n".join([github_line(o) for o in outcomes if not o.passed]
-                     + [github_summary(outcomes)] + advice(outcomes)) + "\n"
+                     + [github_summary(outcomes)] + advice(outcomes)
+                     + check_footer(outcomes)) + "\n"
 
 
 def step_summary(outcomes: list[Outcome]) -> str:

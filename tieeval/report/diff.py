@@ -13,6 +13,7 @@ from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResul
 from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.registry import Output, register
+from tieeval.report.runs import original_title, rules_footer
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
 from tieeval.results import environment
 
@@ -21,9 +22,10 @@ DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("win
                    + ("winner_changed", "what_if"))
 # added columns go last, after a labelled run's gamma and instances, so that no existing
 # column moves
-DIFF_CSV_ADDED = ("significant", "original_significant")
+DIFF_CSV_ADDED = ("significant", "original_significant", "original_rule")
 RANK_CSV_FIELDS = ("dataset", "task", "metric", "k", "method", "tie_aware_rank", "tie_aware",
-                   "tie_aware_std", "original_rank", "original", "change", "seeds", "what_if")
+                   "tie_aware_std", "original_rank", "original", "change", "seeds", "what_if",
+                   "original_rule")
 
 
 # ---------------------------------------------------------------------------------------
@@ -79,8 +81,11 @@ def _headers(result: DiffResult, column: str) -> list[str]:
     return ["Metric", "A", "B", diff, level, "p (t-test)", "p (sign-flip)", "Winner"]
 
 
-_TITLES = {"tie_aware": "Tie-aware (expectation under uniform random tie-breaking)",
-           "original": "Original (np.argsort(scores * -1), as the codebases rank)"}
+def column_title(result: DiffResult, column: str) -> str:
+    """A table's title; the Original one names the rule its numbers come from."""
+    if column == "tie_aware":
+        return "Tie-aware (expectation under uniform random tie-breaking)"
+    return original_title(result.original_rules)
 
 
 def describe_sides(result: DiffResult) -> list[str]:
@@ -170,7 +175,7 @@ def render_diff(result: DiffResult, console) -> None:
     for line in describe_sides(result):
         console.print(line)
     for column in ("tie_aware", "original"):
-        title = _TITLES[column]
+        title = column_title(result, column)
         if result.what_if.active:
             title += " — what-if"
         table = Table(title=title, box=box.SIMPLE_HEAVY, title_style="bold")
@@ -192,7 +197,7 @@ def diff_markdown(result: DiffResult) -> str:
         parts.append(markdown_note(result.what_if))
     parts.append("  \n".join(md_escape(line) for line in describe_sides(result)) + "\n\n")
     for column in ("tie_aware", "original"):
-        parts.append(f"**{_TITLES[column]}**\n\n")
+        parts.append(f"**{md_escape(column_title(result, column))}**\n\n")
         parts.append(md_table(_headers(result, column), _column_cells(result, column)) + "\n\n")
     parts.append("\n".join(f"- {md_escape(line)}" for line in verdict_lines(result)) + "\n\n")
     parts.append(f"_{md_escape(winner_note(result))}_  \n_{randomization_note(result)}_\n")
@@ -209,7 +214,8 @@ def diff_csv(result: DiffResult) -> str:
                       "k": d["k"], **{k: d[k] for k in COMPARISON_KEYS}, "winner": d["winner"],
                       **{f"original_{k}": v for k, v in d["original"].items()},
                       "winner_changed": d["winner_changed"], "what_if": what_if,
-                      "significant": d["significant"]})
+                      "significant": d["significant"],
+                      "original_rule": "; ".join(result.original_rules)})
         if row.labelled:
             lines[-1].update(gamma=row.gamma, instances=row.instances)
     fields = DIFF_CSV_FIELDS
@@ -266,6 +272,11 @@ def rank_summary(rankings: list[Ranking]) -> str:
             "are broken fairly.")
 
 
+def rank_footer(rankings: list[Ranking]) -> str:
+    """What the Original values and ranks were ranked by (see :func:`rules_footer`)."""
+    return rules_footer(e.original_rule or "argsort" for r in rankings for e in r.entries)
+
+
 def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = None) -> None:
     from rich import box
     from rich.table import Table
@@ -283,6 +294,7 @@ def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = N
             table.add_row(*cells)
         print_unwrapped(console, table)
     console.print(rank_summary(rankings), style="dim")
+    console.print(rank_footer(rankings), style="dim", soft_wrap=True)
 
 
 def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
@@ -293,7 +305,7 @@ def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str
     for r in rankings:
         parts.append(f"**{md_escape(ranking_title(r))}**\n\n")
         parts.append(md_table(_rank_headers(seeds), _rank_cells(r, seeds)) + "\n\n")
-    parts.append(f"_{rank_summary(rankings)}_\n")
+    parts.append(f"_{rank_summary(rankings)}_\n\n_{md_escape(rank_footer(rankings))}_\n")
     return "".join(parts)
 
 

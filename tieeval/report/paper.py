@@ -23,6 +23,7 @@ from tieeval.report.format import (
     metric_title,
 )
 from tieeval.report.runs import footer
+from tieeval.results import original_rule_of
 
 MISSING = "–"
 
@@ -87,8 +88,13 @@ def notes(table: PaperTable, show_std: bool = True, provenance: bool = True) -> 
     if table.change_note:
         out.append(table.change_note + ".")
     if provenance and table.number == 3:
-        out.append(footer())
+        out.append(table_footer(table))
     return out
+
+
+def table_footer(table: PaperTable) -> str:
+    """The rule(s) behind the table's Original column, as ``compare`` names them."""
+    return footer([run for g in table.groups for run in g.runs])
 
 
 def _row_kinds(table: PaperTable, row) -> list[str]:
@@ -238,7 +244,7 @@ def to_latex(table: PaperTable, show_std: bool = True) -> str:
     lines = [f"% {latex_escape(caption(table))} -- tieeval {__version__}; "
              r"needs \usepackage{booktabs}"]
     if table.number == 3:  # provenance stays out of the caption a paper prints
-        lines.append(f"% {latex_escape(footer())}")
+        lines.append(f"% {latex_escape(table_footer(table))}")
     text = table.title + ". " + " ".join(notes(table, show_std, provenance=False))
     lines += [r"\begin{table}[t]", r"\centering", r"\caption{" + latex_escape(text) + "}",
               rf"\label{{tab:tieeval-table{table.number}}}",
@@ -291,11 +297,18 @@ def csv_fields(table: PaperTable) -> list[str]:
         lead.append(c.key)
         if c.kind != "change":
             lead.append(f"{c.key}_seed_std")
+    if _has_original(table):
+        lead.append("original_rule")
     return lead
+
+
+def _has_original(table: PaperTable) -> bool:
+    return any(c.key == "original" for c in table.columns)
 
 
 def csv_rows(table: PaperTable):
     gamma = _csv_gamma(table)
+    rule = original_rule_of([run for g in table.groups for run in g.runs])
     for task, dataset, row in table.rows():
         for method in table.methods:
             cells = row.cells[method]
@@ -313,6 +326,8 @@ def csv_rows(table: PaperTable):
                 out[col.key] = cell.value
                 if col.kind != "change":
                     out[f"{col.key}_seed_std"] = cell.seed_std
+            if _has_original(table):
+                out["original_rule"] = rule
             yield out
 
 

@@ -75,6 +75,44 @@ def describe_run(run: RunResult) -> str:
     return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
 
 
+def original_title(rules: Iterable[str]) -> str:
+    """The title of an Original column produced by ``rules`` (one per run, repeats
+    dropped): ``Original (np.argsort(scores * -1), as the codebases rank)``, ``Original
+    (trec_eval's order (score, then docno, descending))``, ``Original (--original given:
+    the ranking the dump carries (its 'ranking' field))``."""
+    parts = []
+    for rule in dict.fromkeys(rules):
+        if rule == "argsort":
+            parts.append("np.argsort(scores * -1), as the codebases rank")
+        elif rule == "trec":
+            parts.append(ORIGINAL_RULE_TEXT[rule])
+        else:
+            parts.append(f"--original {rule}: {ORIGINAL_RULE_TEXT[rule]}")
+    return f"Original ({'; '.join(parts)})"
+
+
+def rules_footer(rules: Iterable[str]) -> str:
+    """The footer of an output whose Original figures came from ``rules`` (effective rule
+    names, or several joined by ``; ``): each rule in words, numpy's platform for
+    ``argsort`` (its order among ties depends on it), and the version."""
+    env = environment()
+    names = list(dict.fromkeys(r for text in rules if text for r in text.split("; ")))
+    parts = []
+    for rule in names or ["argsort"]:
+        if rule == "argsort":
+            parts.append(f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
+                         f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); "
+                         "its order among ties is platform-dependent.")
+        elif rule == "trec":
+            parts.append(f"Original = {ORIGINAL_RULE_TEXT[rule]}, as trec_eval ranks.")
+        else:
+            text = ORIGINAL_RULE_TEXT[rule]
+            if rule == "topk":
+                text += f" (torch {_torch_version()})"
+            parts.append(f"Original (--original {rule}) = {text}.")
+    return f"{' '.join(parts)} tieeval {env['tieeval_version']}."
+
+
 def footer(runs: Iterable[RunResult] = ()) -> str:
     """What the Original column ranks by (each rule the runs used), and the versions."""
     runs = list(runs)
@@ -86,6 +124,8 @@ def footer(runs: Iterable[RunResult] = ()) -> str:
                                 if (rule := getattr(r, "original_rule", None)) is not None))
     trec = any((getattr(r, "relevance", None) or {}).get("source") == "trec"
                and getattr(r, "original_rule", None) is None for r in runs)
+    if runs and all(_is_trec(r) and getattr(r, "original_rule", None) is None for r in runs):
+        return rules_footer(["trec"])  # no run was ranked by np.argsort: do not name it
     if not chosen:
         text = argsort
         if trec:
@@ -151,7 +191,8 @@ def to_json(runs: list[RunResult], groups: list | None = None, what_if=None) -> 
 
 def csv_fields(runs) -> tuple:
     labelled = any("gamma" in row.to_dict() for run in runs for row in run.metrics)
-    return CSV_FIELDS + (REL_CSV_FIELDS if labelled else ())
+    # original_rule goes last, so that no earlier column moves
+    return CSV_FIELDS + (REL_CSV_FIELDS if labelled else ()) + ("original_rule",)
 
 
 def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
@@ -160,7 +201,8 @@ def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
     for run in runs:
         for row in run.metrics:
             d = row.to_dict()
-            yield {"path": run.path, **{k: d.get(k) for k in fields if k != "path"}}
+            yield {"path": run.path, **{k: d.get(k) for k in fields if k != "path"},
+                   "original_rule": run.effective_original_rule}
 
 
 def to_csv(runs: list[RunResult]) -> str:

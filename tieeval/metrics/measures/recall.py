@@ -8,9 +8,10 @@ relevant items among the block's ``n_t``
     Var[hits@K] = sum_t m_t (n_t - m_t) p_t (n_t - p_t) / (n_t^2 (n_t - 1))
 
 (only the block straddling the cutoff is random). Recall divides by R, the row's relevant
-items (ranked or not); Precision by K, also when the row has fewer than K candidates
-(TREC P@K; ``short_list="truncate"`` makes it ``min(K, n)``). Both are constants, so E
-scales by 1/denominator and Var by its square.
+items (ranked or not), or with ``recall_norm="min"`` by ``min(K, R)`` (LensKit's Recall@K,
+with the metric's own K, not ``min(K, n)``); Precision by K, also when the row has fewer
+than K candidates (TREC P@K; ``short_list="truncate"`` makes it ``min(K, n)``). Both are
+constants, so E scales by 1/denominator and Var by its square.
 
 Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_P.c, m_recall.c.
 """
@@ -19,19 +20,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tieeval.metrics.measures.base import Measure
 
 
 @dataclass(frozen=True)
 class RecallMeasure(Measure):
-    """Relevant items in the top K divided by R."""
+    """Relevant items in the top K divided by R, or by min(K, R)."""
+
+    def norm(self, ev) -> np.ndarray:
+        """R, or min(K, R) with ``recall_norm="min"``: a constant per row, so E and Var
+        scale by it."""
+        # (a metric without the option, from before it existed, divides by R)
+        if getattr(ev.m, "recall_norm", "relevant") == "min" and ev.m.k is not None:
+            return np.minimum(float(ev.m.k), ev.R)
+        return ev.R
 
     def closed(self, ev):
         e, v, d = ev.hits_moments(ev.b.p_t)
-        return e / ev.R, v / ev.R ** 2, d
+        z = self.norm(ev)
+        return e / z, v / z ** 2, d
 
     def realise(self, ev, lab, judged):
-        return ev.hits(lab, +1) / ev.R
+        return ev.hits(lab, +1) / self.norm(ev)
 
 
 @dataclass(frozen=True)
