@@ -128,3 +128,39 @@ def test_api_jobs_zero_is_automatic_as_on_the_command_line(parquet, monkeypatch)
     for jobs in (0, None):
         got = tieeval.evaluate_path(parquet, [Metric.parse("HR@1")], jobs=jobs)
         assert got.instances == 40
+
+
+def test_diff_takes_instance_ids_from_the_opened_dump(tmp_path, monkeypatch):
+    """diff aligns wide dumps by the ids their own reader gives (Dump.instance_ids), not
+    through a second reader of the path."""
+    import tieeval.analysis.diff as diff
+
+    def second_reader(*args, **kwargs):
+        raise AssertionError("instance ids read outside the dump's reader")
+    monkeypatch.setattr(diff, "read_instance_ids", second_reader)
+    rng = np.random.default_rng(5)
+    scores = rng.integers(0, 3, (30, 6)).astype(np.float32)
+    ids = np.arange(30) * 7
+    order = rng.permutation(30)
+    save_scores(tmp_path / "a.npz", scores, np.zeros(30, dtype=np.int64), instances=ids)
+    save_scores(tmp_path / "b.parquet", scores[order], np.zeros(30, dtype=np.int64),
+                instances=ids[order])
+    res = CliRunner().invoke(cli, ["diff", str(tmp_path / "a.npz"), str(tmp_path / "b.parquet"),
+                                   "-m", "HR@1", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    assert got["alignment"] == "instance"
+    assert got["metrics"][0]["difference"] == 0.0  # the same rows, matched by id
+
+
+def test_a_parquet_dataset_gives_its_ids_in_the_order_of_its_rows(tmp_path):
+    import pyarrow as pa
+
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    for i, part in enumerate(([5, 3], [9])):
+        pq.write_table(pa.table({"scores": [[1.0, 0.0]] * len(part), "instance": part}),
+                       folder / f"part-{i}.parquet")
+    dump = tieeval.open_dump(str(folder))
+    assert dump.instance_ids().tolist() == [5, 3, 9]
+    assert dump.instance_ids("other") is None

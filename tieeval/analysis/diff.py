@@ -47,6 +47,8 @@ from tieeval.engine.local import drive
 from tieeval.engine.request import Request
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions, detect_format
+from tieeval.io.ids import INSTANCE_FIELD as IDS_FIELD
+from tieeval.io.ids import npz_ids, parquet_ids
 from tieeval.io.open import open_dump
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.records.diff import (  # noqa: F401 - the diff records, where they were
@@ -66,7 +68,7 @@ from tieeval.records.whatif import NO_WHAT_IF, WhatIf
 from tieeval.results import label_rows, original_rule_of
 from tieeval.run_labels import RunLabelled, resolve_labels
 
-INSTANCE_FIELD = "instance"
+INSTANCE_FIELD = IDS_FIELD  # the id field a wide dump may store beside its scores
 ALIGNMENTS = ("instance", "row order")
 DEFAULT_PERMUTATIONS = 10000
 DEFAULT_CONFIDENCE = 0.95
@@ -200,53 +202,22 @@ def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | Non
     """The instance ids stored beside a wide dump's scores (NPZ array / Parquet column
     ``name``, a Parquet file or dataset folder), or None if absent.
 
-    Ids must be integers or strings, one per row, without nulls; NPY dumps have none.
+    Ids must be integers or strings, one per row, without nulls; NPY dumps have none. An
+    opened dump gives the same ids (:meth:`tieeval.io.base.Dump.instance_ids`).
     """
     path = os.fspath(path)
-    ids = None
     if os.path.isdir(path):
-        fmt = "parquet"
-    else:
-        try:
-            fmt = detect_format(path)
-        except InputError:
-            return None
-    if fmt == "npz":
-        with np.load(path, allow_pickle=False) as archive:
-            if name in archive.files:
-                try:
-                    ids = archive[name]
-                except ValueError:
-                    raise InputError(f"{path}: '{name}' holds pickled Python objects; "
-                                     "instance ids must be integers or strings") from None
-    elif fmt == "parquet":
-        import pyarrow.dataset as ds
-        dataset = ds.dataset(path, format="parquet")
-        if name in dataset.schema.names:
-            column = dataset.to_table(columns=[name]).column(name)
-            from tieeval.io.arrow import to_numpy
-            if column.null_count:
-                i = int(np.flatnonzero(to_numpy(column.is_null()))[0])
-                raise InputError(f"{path}: row {i}: instance id '{name}' is null")
-            ids = to_numpy(column)
-            if ids.dtype == object:
-                try:
-                    ids = ids.astype(str)
-                except (TypeError, ValueError):
-                    ids = None
-                if ids is None or ids.dtype.kind != "U":
-                    raise InputError(f"{path}: instance ids '{name}' must be integers or "
-                                     f"strings, got {column.type}")
-    if ids is None:
+        from tieeval.io.open import dataset_files
+        return parquet_ids(path, dataset_files(path), name)
+    try:
+        fmt = detect_format(path)
+    except InputError:
         return None
-    ids = np.asarray(ids)
-    if ids.ndim != 1:
-        raise InputError(f"{path}: instance ids '{name}' must be 1-D (one per row), got "
-                         f"shape {ids.shape}")
-    if ids.dtype.kind not in "iuUS":
-        raise InputError(f"{path}: instance ids '{name}' must be integers or strings, got "
-                         f"{ids.dtype}")
-    return ids
+    if fmt == "npz":
+        return npz_ids(path, name)
+    if fmt == "parquet":
+        return parquet_ids(path, [path], name)
+    return None
 
 
 def _id_text(value) -> str:
@@ -435,7 +406,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
                                         batch_rows=batch_rows, relevance=relevance,
                                         original=original)
         if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
-            batch_ids = read_instance_ids(dump.path, instance_field)
+            batch_ids = dump.instance_ids(instance_field)  # from the reader that opened it
         ids.append(batch_ids)
         if override:
             run.run_labels = dict(override)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from tieeval.analysis.diff import INSTANCE_FIELD, read_instance_ids
+from tieeval.analysis.diff import INSTANCE_FIELD
 from tieeval.engine.local import per_instance
 from tieeval.errors import ParameterError
 from tieeval.io.base import Dump, ReadOptions
@@ -53,8 +53,6 @@ def write_per_instance(path: str, out: str, metrics=None, *,
 
 def stored_ids(dump: Dump, instance_field: str | None = None):
     """The instance ids stored beside a wide NPZ or Parquet dump's scores (field
-    ``instance_field``, default ``instance``), else None (the long layout's and TREC runs'
-    come with the batches)."""
-    if getattr(dump, "layout", "wide") == "wide" and dump.format in ("npz", "parquet"):
-        return read_instance_ids(dump.path, instance_field or INSTANCE_FIELD)
-    return None
+    ``instance_field``, default ``instance``), read by the reader that opened it, else
+    None (the long layout's and TREC runs' come with the batches)."""
+    return dump.instance_ids(instance_field or INSTANCE_FIELD)

@@ -24,11 +24,64 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    reading,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.errors import TieevalError
+from tieeval.errors import InputError, TieevalError
+from tieeval.io.open import open_dump
+from tieeval.io.saved_ranking import SavedRanking, saved_ranking
+from tieeval.kernels.choose import resolve_metrics
+from tieeval.metrics.metric import Metric
 from tieeval.records.check import CheckResult
+
+# the options of an evaluation that are not about reading the dump's fields
+_NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "original", "qrels",
+                "group_by_tag", "what_if")
+
+
+def _saved_rankings(files, read_kwargs) -> dict:
+    """Per file, the codebase's ranking it carries (:class:`SavedRanking`), or None. Only
+    when no --original was given: an explicit rule wins, and TREC runs have their own;
+    Spark does not read saved rankings (it refuses --original given)."""
+    if (read_kwargs.get("original") is not None or read_kwargs.get("qrels") is not None
+            or read_kwargs.get("engine", "local") != "local"):
+        return dict.fromkeys(files)
+    scores = read_kwargs.get("scores_column") or "scores"
+    return {path: saved_ranking(path, scores) for path in files}
+
+
+def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet):
+    """The default metrics of ``path`` that its saved ranking answers, with a note on
+    stderr saying the dump is judged by that ranking and which defaults are left out.
+
+    A default metric the ranking cannot answer (MRR when only the top 20 are listed) is
+    left out rather than cut to the ranking's depth: MRR@20 is another measure than MRR,
+    and the gate must not report it under MRR's name. Metrics asked for by name (-m, or a
+    threshold's METRIC=) are kept, and one the ranking cannot answer is an input error."""
+    if not quiet:
+        click.echo(f"Note: {path} carries its codebase's ranking (its 'ranking' field): "
+                   "its Original column is that ranking (--original given); pass --original "
+                   "argsort to judge np.argsort(scores * -1) instead", err=True)
+    if metrics:  # chosen by name: kept as asked
+        return default
+    kw = {k: v for k, v in read_kwargs.items() if k not in _NOT_READING}
+    options, relevance = reading(quiet=True, metrics=default, **kw)
+    info = getattr(open_dump(path, options), "relevance", None)
+    resolved = resolve_metrics(default, info.source if info is not None else None, relevance)
+    kept = [m for m in resolved if saved.answers(m)]
+    left = [m for m in resolved if not saved.answers(m)]
+    if left and not quiet:
+        click.echo(f"Note: {path}: its saved ranking lists only the top {saved.depth} "
+                   f"candidates of some rows, which cannot answer "
+                   f"{', '.join(map(str, left))}: left out of the checks (to check one at "
+                   f"the ranking's depth name it, e.g. -m {Metric(left[0].name, saved.depth)}"
+                   ", or pass --original argsort)", err=True)
+    if not kept:
+        raise InputError(f"{path}: its saved ranking lists only the top {saved.depth} "
+                         "candidates of some rows, which answers none of the metrics; ask "
+                         "for metrics with a cutoff up to that depth (-m)")
+    return kept
 
 
 class ThresholdType(click.ParamType):
@@ -108,6 +161,10 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
     fails a dump whose figures the tie-break decides and passes a tie-free one. A failed
     threshold is named with a way to relax it.
 
+    A dump that carries its codebase's ranking (a 'ranking' field) is judged by that
+    ranking (as --original given) unless --original says otherwise; default metrics the
+    ranking cannot answer (MRR when it lists the top 20) are left out, with a note.
+
     With several --gamma values a signed metric (SHR, SRecall, SDCG, SNDCG) has one row
     per gamma: METRIC= checks each of them, METRIC[gamma=G]= only the row of gamma G
     (quote it for the shell).
@@ -130,9 +187,23 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
         if not quiet:
             click.echo(f"No thresholds given: using the default gate {DEFAULT_GATE}", err=True)
     default = chosen_metrics(k_values, metrics)
-    runs = evaluate_labelled(files, metrics_needed(thresholds, default), meta=meta,
-                             template=template, quiet=quiet, **read_kwargs)
-    result = CheckResult(run_checks(runs, thresholds, default), runs)
+    saved = _saved_rankings(files, read_kwargs)
+    if not any(saved.values()):
+        runs = evaluate_labelled(files, metrics_needed(thresholds, default), meta=meta,
+                                 template=template, quiet=quiet, **read_kwargs)
+        outcomes = run_checks(runs, thresholds, default)
+    else:  # each dump by its own rule, and its default metrics what its ranking answers
+        runs, outcomes = [], []
+        for path in files:
+            own, options = default, read_kwargs
+            if saved[path] is not None:
+                options = {**read_kwargs, "original": "given"}
+                own = _answerable(path, saved[path], default, metrics, read_kwargs, quiet)
+            run = evaluate_labelled([path], metrics_needed(thresholds, own), meta=meta,
+                                    template=template, quiet=quiet, **options)
+            runs += run
+            outcomes += run_checks(run, thresholds, own)
+    result = CheckResult(outcomes, runs)
     render("check", fmt, result)
     if not result.passed:
         ctx.exit(EXIT_CHECK_FAILED)

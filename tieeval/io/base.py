@@ -144,6 +144,7 @@ class Dump:
     _settle: Callable[[], None] | None = None
     _verify: Callable[[], None] | None = None
     _start_over: Callable[[ReadAgain], None] | None = None
+    _ids: Callable[[str], np.ndarray | None] | None = None  # stored instance ids, by name
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
@@ -164,6 +165,13 @@ class Dump:
         :class:`ReadAgain`, possibly from a worker process reading a part)."""
         if self._start_over is not None:
             self._start_over(reason)
+
+    def instance_ids(self, name: str = "instance") -> np.ndarray | None:
+        """The instance ids stored beside a wide dump's scores (the NPZ array or Parquet
+        column ``name``), read by the reader that opened the dump
+        (:mod:`tieeval.io.ids`); None when there are none (NPY dumps, or no such field).
+        The long layout's and TREC runs' ids come with their batches instead."""
+        return None if self._ids is None else self._ids(name)
 
     def batch_size(self, batch_rows: int | None = None) -> int:
         """``batch_rows``, or (None) as many rows as fit :data:`TARGET_BATCH_BYTES`."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length, not_a_dump
+from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
@@ -203,7 +204,8 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
     check_row_length(path, int(scores.shape[1]))
     rows = scores.shape[0]
     row_bytes = math.prod(int(n) for n in scores.shape[1:]) * scores.dtype.itemsize
-    common = dict(rows=rows, nbytes=os.path.getsize(path), row_bytes=row_bytes)
+    common: dict = dict(rows=rows, nbytes=os.path.getsize(path), row_bytes=row_bytes,
+                        _ids=lambda name: npz_ids(path, name))
     if scores.stored and (positive is None or positive.stored):
         spec = scores.spec()
         pspec = positive.spec() if positive is not None else None

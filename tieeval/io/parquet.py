@@ -119,8 +119,10 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
         unc = sum(pf.metadata.row_group(g).total_byte_size for _, pf, _ in opened
                   for g in range(pf.metadata.num_row_groups))
         row_bytes = max(1, unc // max(1, total_rows))
+    from tieeval.io.ids import parquet_ids
     return Dump(path, "parquet", dtype, metadata, None, rows=total_rows, nbytes=total_bytes,
-                row_bytes=int(row_bytes), warnings=warnings, parts=parts)
+                row_bytes=int(row_bytes), warnings=warnings, parts=parts,
+                _ids=lambda name: parquet_ids(path, files, name))
 
 
 def _column_values(rg, name: str) -> int:

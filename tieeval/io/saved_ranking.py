@@ -1,0 +1,107 @@
+"""Whether a wide dump carries its codebase's saved ranking (the ``ranking`` field), and how
+much of each row it lists -- read from the NPZ member headers or the Parquet column alone,
+before any evaluation, so that ``tieeval check`` can judge the dump by that ranking and ask
+only for the metrics it can answer.
+
+A metric with cutoff K needs ``min(K, candidates)`` listed indices per row, one without a
+cutoff (MRR, MAP) the whole ranking (:mod:`tieeval.kernels.original`).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.io.base import detect_format
+from tieeval.io.relevance import RANKING_FIELD
+
+
+@dataclass(frozen=True)
+class SavedRanking:
+    """``depth``: the fewest candidates a row's ranking lists; ``full``: every row lists
+    all its candidates (then every metric can be answered)."""
+
+    depth: int
+    full: bool
+
+    def answers(self, metric) -> bool:
+        """Whether the ranking answers ``metric`` in every row: its cutoff is within the
+        depth, or the ranking is whole."""
+        return self.full or (metric.k is not None and metric.k <= self.depth)
+
+
+def saved_ranking(path: str, scores_field: str = "scores") -> SavedRanking | None:
+    """The saved ranking of the NPZ or Parquet dump at ``path``, or None when it has none
+    (or cannot be read here: the evaluation then reports what is wrong with it)."""
+    path = os.fspath(path)
+    try:
+        fmt = "parquet" if os.path.isdir(path) else detect_format(path)
+        if fmt == "npz":
+            return _npz(path, scores_field)
+        if fmt == "parquet":
+            return _parquet(path, scores_field)
+    except (InputError, OSError, ValueError, KeyError, zipfile.BadZipFile, ImportError):
+        return None
+    except Exception as exc:  # pyarrow's errors: the reader proper reports them
+        if type(exc).__module__.startswith("pyarrow"):
+            return None
+        raise
+    return None
+
+
+def _npy_shape(archive: zipfile.ZipFile, member: str) -> tuple | None:
+    """The shape in an NPY member's header, without reading its data."""
+    with archive.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, _ = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, _ = np.lib.format.read_array_header_2_0(f)
+        else:
+            return None
+    return tuple(shape)
+
+
+def _npz(path: str, scores_field: str) -> SavedRanking | None:
+    # NPZ holds (instances, candidates) scores and an (instances, K) ranking
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        member = f"{RANKING_FIELD}.npy"
+        if member not in names:
+            return None
+        shape = _npy_shape(archive, member)
+        if shape is None or len(shape) != 2:
+            return None  # not a ranking the reader accepts: it says why
+        depth = int(shape[1])
+        scores = f"{scores_field}.npy"
+        score_shape = _npy_shape(archive, scores) if scores in names else None
+    full = score_shape is not None and len(score_shape) == 2 and depth >= int(score_shape[1])
+    return SavedRanking(depth, full)
+
+
+def _parquet(path: str, scores_field: str) -> SavedRanking | None:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(path, format="parquet")
+    names = dataset.schema.names
+    if RANKING_FIELD not in names:
+        return None
+    columns = [RANKING_FIELD] + ([scores_field] if scores_field in names else [])
+    depth: int | None = None
+    full = scores_field in names
+    for batch in dataset.to_batches(columns=columns):
+        listed = pc.list_value_length(batch.column(0)).fill_null(0)
+        if len(listed):
+            low = int(pc.min(listed).as_py())
+            depth = low if depth is None else min(depth, low)
+        if full and len(listed):
+            short = pc.less(listed, pc.list_value_length(batch.column(1)).fill_null(0))
+            full = not bool(pc.any(short).as_py())
+    if depth is None:
+        return None
+    return SavedRanking(depth, full)
