@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -154,3 +157,16 @@ def test_dumps_without_a_ranking_are_checked_as_before_beside_one_with(tmp_path)
     assert "original_rule" not in doc["runs"][0]
     assert doc["runs"][1]["original_rule"] == "given"
     assert {c["path"] for c in doc["checks"]} == {str(plain), str(ranked)}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_looking_for_a_saved_ranking_never_opens_a_fifo(tmp_path):
+    # check looks for a saved ranking before reading: a FIFO named like a dump must still
+    # be refused at once (exit 2), not block that look-up
+    fifo = tmp_path / "scores.npz"
+    os.mkfifo(fifo)
+    assert saved_ranking(str(fifo)) is None
+    proc = subprocess.run([sys.executable, "-m", "tieeval", "check", str(fifo)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1].startswith(f"Error: {fifo}: not a regular file")

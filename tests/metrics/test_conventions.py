@@ -43,7 +43,8 @@ def _value(result, name):
 
 
 def test_names_and_unknown():
-    assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "ranx", "sklearn"}
+    assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "ranx", "sklearn", "lenskit",
+                                "cornac"}
     with pytest.raises(ParameterError, match="unknown convention"):
         tieeval.evaluate(np.eye(3), labels=np.eye(3), convention="lightfm")
 
@@ -183,3 +184,174 @@ def test_explicit_options_override_the_preset(tmp_path):
     assert api.metric("MAP@5").tie_aware == run["metrics"][2]["tie_aware"]
     out = CliRunner().invoke(cli, ["compare", str(path), "--convention", "nope"])
     assert out.exit_code == 2
+
+
+# ---------------------------------------------------------------------------------------
+# LensKit and Cornac: their metric definitions written out from their source files, on
+# tie-free rankings (rows of different lengths, some shorter than K, some with R > K)
+
+def _ragged(seed=3, rows=60):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, 14, size=rows)
+    scores = [rng.permutation(m).astype(np.float64) / m for m in lengths]
+    labels = [(rng.random(m) < 0.35).astype(np.int64) for m in lengths]
+    labels[5][:] = 0  # no test item: LensKit's metrics are NaN, Cornac skips the user
+    labels[9][:] = 1  # every candidate relevant: R > K
+    return scores, labels
+
+
+def _lenskit(rel, k):
+    """One list's LensKit 2025.8.1 metrics (lenskit/metrics/ranking/): ``rel`` marks the
+    test items of the ranked candidates, best first; ``n=k`` truncates the list."""
+    recs = rel[:k]  # RankingMetricBase.truncate
+    ranks = np.arange(1, len(recs) + 1)
+    nrel = int(rel.sum())  # len(test): every test item is a candidate here
+    weight = 1 / np.log2(np.maximum(ranks, 2))  # _weighting.LogRankWeight (offset 0)
+    ideal = (1 / np.log2(np.maximum(np.arange(1, min(nrel, k) + 1), 2))).sum()  # fixed_dcg
+    good = np.flatnonzero(recs)
+    return {
+        "HR": 1.0 if recs.any() else 0.0,  # _hit.Hit
+        "Precision": recs.sum() / len(recs),  # _pr.Precision: divides by len(recs)
+        "Recall": recs.sum() / min(nrel, k),  # _pr.Recall: nrel capped at n
+        "NDCG": weight[recs].sum() / ideal,  # _dcg.NDCG, gain=None (binary)
+        "MRR": 1.0 / (good[0] + 1.0) if good.size else 0.0,  # _recip.RecipRank
+        "MAP": (np.cumsum(recs)[recs] / ranks[recs]).sum() / min(nrel, len(recs)),  # _map
+    }
+
+
+def test_lenskit_formulas():
+    scores, labels = _ragged()
+    ks = (1, 3, 5, 20)
+    r = tieeval.evaluate(scores, labels=labels, k=ks, convention="lenskit")
+    assert _names(r) == [f"{name}@{k}" for name in ("HR", "Precision", "Recall", "NDCG",
+                                                   "MRR", "MAP") for k in ks]
+    kept = [i for i, lab in enumerate(labels) if lab.any()]  # NaN lists are left out
+    for k in ks:
+        want = [_lenskit(labels[i][np.argsort(-scores[i])].astype(bool), k) for i in kept]
+        for name in want[0]:
+            got = r.metric(f"{name}@{k}")
+            assert _value(r, f"{name}@{k}") == pytest.approx(
+                np.mean([w[name] for w in want]), abs=1e-12), (name, k)
+            assert got.instances == len(kept)
+    assert r.to_dict()["relevance"]["recall_norm"] == "min"
+
+
+def _cornac(gt_pos, pd_rank, item_indices, pd_scores, k):
+    """One user's Cornac 3.0.1 metrics (cornac/metrics/ranking.py), with ``pd_rank`` the
+    candidates by descending score (what Recommender.rank returns with k=-1)."""
+    top = pd_rank[:k]
+    hits = np.isin(top, gt_pos)
+    tp = hits.sum()
+    gain = 2 ** hits.astype(int) - 1  # NDCG.dcg_score
+    dcg = np.sum(gain / np.log2(np.arange(len(hits)) + 2))
+    ideal_hits = np.isin(gt_pos[:k], gt_pos).astype(int)
+    idcg = np.sum((2 ** ideal_hits - 1) / np.log2(np.arange(len(ideal_hits)) + 2))
+    matched = np.nonzero(np.isin(pd_rank, gt_pos))[0]  # MRR over the whole ranking
+    relevant = np.isin(item_indices, gt_pos)  # MAP: rankdata(-scores, "max")
+    rank = np.array([(pd_scores >= s).sum() for s in pd_scores])[relevant]
+    within = np.array([(pd_scores[relevant] >= s).sum() for s in pd_scores[relevant]])
+    return {"HR": 1.0 if tp > 0 else 0.0, "Precision": tp / k, "Recall": tp / len(gt_pos),
+            "NDCG": dcg / idcg, "MRR": 1.0 / (matched[0] + 1), "MAP": (within / rank).mean()}
+
+
+def test_cornac_formulas():
+    scores, labels = _ragged(seed=5)
+    ks = (1, 3, 5, 20)
+    r = tieeval.evaluate(scores, labels=labels, k=ks, convention="cornac")
+    assert _names(r) == [f"{name}@{k}" for name in ("HR", "Precision", "Recall", "NDCG")
+                         for k in ks]
+    full = tieeval.evaluate(scores, labels=labels, metrics=["MRR", "MAP"],
+                            convention="cornac")
+    kept = [i for i, lab in enumerate(labels) if lab.any()]  # ranking_eval skips them
+    for k in ks:
+        want = []
+        for i in kept:
+            items = np.arange(len(scores[i]))
+            order = items[scores[i].argsort()[::-1]]  # Recommender.rank, k=-1
+            want.append(_cornac(np.flatnonzero(labels[i]), order, items, scores[i], k))
+        for name in ("HR", "Precision", "Recall", "NDCG"):
+            assert _value(r, f"{name}@{k}") == pytest.approx(
+                np.mean([w[name] for w in want]), abs=1e-12), (name, k)
+        for name in ("MRR", "MAP"):  # no cutoff in Cornac: the same for every k
+            assert _value(full, name) == pytest.approx(np.mean([w[name] for w in want]),
+                                                       abs=1e-12), name
+
+
+def test_cornac_map_is_the_last_column_with_one_positive_per_tie_block():
+    """Cornac's MAP ranks with rankdata('max'): a positive tied with negatives takes the
+    block's last rank, which is the Last column's AP; with two tied positives it is no
+    ordering's AP."""
+    scores = np.array([[0.9, 0.5, 0.5, 0.5, 0.1], [0.5, 0.5, 0.9, 0.5, 0.2]])
+    labels = np.array([[0, 1, 0, 0, 1], [1, 0, 0, 0, 1]])
+    items = np.arange(5)
+    want = [_cornac(np.flatnonzero(lab), items, items, s, 5)["MAP"]
+            for s, lab in zip(scores, labels)]
+    got = tieeval.evaluate(scores, labels=labels, metrics=["MAP"], convention="cornac")
+    assert got.metric("MAP").last == pytest.approx(np.mean(want), abs=1e-15)
+    # two positives in one tie block: both take rank 3 and count each other
+    two = _cornac(np.array([0, 1]), items, items, np.array([0.5, 0.5, 0.5, 0.1, 0.0]), 5)
+    orders = {(0.5 * (1 / a + 2 / b)) for a, b in ((1, 2), (1, 3), (2, 3))}
+    assert two["MAP"] == pytest.approx(2 / 3) and all(abs(two["MAP"] - o) > 1e-9
+                                                      for o in orders)
+
+
+def test_lenskit_recall_is_exact_under_ties_against_enumeration():
+    """--recall-norm min divides each row's hit count by the constant min(K, R): first,
+    last, tie-aware and its sd follow, checked over every tie order."""
+    import itertools
+    scores = np.array([[0.5, 0.5, 0.5, 0.5, 0.2, 0.5], [0.7, 0.1, 0.7, 0.7, 0.1, 0.7]])
+    labels = np.array([[1, 0, 1, 1, 1, 0], [0, 1, 1, 0, 1, 1]])
+    for k in (1, 2, 3, 5):
+        means, highs, lows, variances = [], [], [], []
+        for s, lab in zip(scores, labels):
+            values = []
+            for order in itertools.permutations(range(len(s))):
+                if all(s[a] >= s[b] for a, b in zip(order, order[1:])):
+                    values.append(sum(lab[c] for c in order[:k]) / min(k, lab.sum()))
+            means.append(np.mean(values))
+            highs.append(max(values))
+            lows.append(min(values))
+            variances.append(np.var(values))
+        for how in ({"recall_norm": "min"}, {"convention": "lenskit"}):
+            got = tieeval.evaluate(scores, labels=labels, metrics=[f"Recall@{k}"], **how)
+            row = got.metric(f"Recall@{k}")
+            assert row.tie_aware == pytest.approx(np.mean(means), rel=1e-12)
+            assert row.first == pytest.approx(np.mean(highs), rel=1e-12)
+            assert row.last == pytest.approx(np.mean(lows), rel=1e-12)
+            # the sd of the mean over independent rows: sqrt(sum Var) / rows
+            assert row.tie_aware_std == pytest.approx(np.sqrt(sum(variances)) / 2,
+                                                      rel=1e-9)
+
+
+def test_recall_norm_option_everywhere(tmp_path):
+    scores, labels = _data(graded=False)
+    plain = tieeval.evaluate(scores, labels=labels, metrics=["Recall@2"])
+    capped = tieeval.evaluate(scores, labels=labels, metrics=["Recall@2"],
+                              recall_norm="min")
+    assert capped.metric("Recall@2").tie_aware > plain.metric("Recall@2").tie_aware
+    assert "recall_norm" not in plain.to_dict()["relevance"]  # older JSON unchanged
+    path = tmp_path / "d.npz"
+    np.savez(path, scores=scores, labels=labels)
+    out = CliRunner().invoke(cli, ["compare", str(path), "-m", "Recall@2", "--recall-norm",
+                                   "min", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    run = json.loads(out.stdout)["runs"][0]
+    assert run["metrics"][0]["tie_aware"] == capped.metric("Recall@2").tie_aware
+    assert run["relevance"]["recall_norm"] == "min"
+    api = tieeval.evaluate_path(path, metrics=["Recall@2"], recall_norm="min")
+    assert api.metric("Recall@2").tie_aware == capped.metric("Recall@2").tie_aware
+    # the preset's value gives way to an explicit one
+    back = tieeval.evaluate(scores, labels=labels, metrics=["Recall@2"],
+                            convention="lenskit", recall_norm="relevant")
+    assert back.metric("Recall@2").tie_aware == plain.metric("Recall@2").tie_aware
+    with pytest.raises(ParameterError, match="recall_norm must be one of"):
+        tieeval.evaluate(scores, labels=labels, recall_norm="K")
+
+
+def test_the_docs_print_the_conventions_table():
+    from pathlib import Path
+
+    from tieeval.metrics.conventions import markdown_caveats, markdown_table
+    page = (Path(__file__).parents[2] / "docs" / "reproducing.md").read_text()
+    assert markdown_table() in page
+    assert markdown_caveats() in page

@@ -17,6 +17,7 @@ from tieeval.metrics.options import (
     AP_NORMS,
     DISCOUNTS,
     NO_RELEVANT_POLICIES,
+    RECALL_NORMS,
     SHORT_LIST_POLICIES,
     RelOptions,
 )
@@ -54,6 +55,9 @@ def relevance_options(f):
                      help="Instances without a relevant item: 'skip' leaves them out of "
                           "each metric's mean and counts them (default), 'zero' averages "
                           "them in as 0 (trec_eval, ranx, scikit-learn).")(f)
+    f = click.option("--recall-norm", type=click.Choice(RECALL_NORMS), default=None,
+                     help="Recall@K divides by R, the relevant items (trec_eval recall_K; "
+                          "default 'relevant') or by min(K, R) ('min', LensKit).")(f)
     f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default=None,
                      help="MAP@K divides by R (trec_eval map_cut; default) or by "
                           "min(K, R).")(f)
@@ -136,6 +140,7 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
                             discount=kwargs.pop("discount", None),
                             short_list=kwargs.pop("short_list", None),
                             ap_norm=kwargs.pop("ap_norm", None),
+                            recall_norm=kwargs.pop("recall_norm", None),
                             no_relevant=kwargs.pop("no_relevant", None),
                             relevance_level=kwargs.pop("relevance_level", None),
                             depth=kwargs.pop("depth", None))

@@ -93,10 +93,11 @@ def check_flag(name: str, value) -> bool:
 def rel_options(relevance: RelOptions | None = None, *, gamma=1.0, gain=None,
                 discount=None, alpha=1.0, log_base=2.0, short_list=None, ap_norm=None,
                 both=False, no_relevant=None, convention=None, relevance_level=None,
-                depth=None) -> RelOptions | None:
+                depth=None, recall_norm=None) -> RelOptions | None:
     """The labelled options (``--gamma``, ``--gain`` ...) as a :class:`RelOptions`, or None
     when they are all defaults. ``convention`` (``--convention``) presets ``gain``,
-    ``discount``, ``short_list``, ``ap_norm`` and ``no_relevant``; those given (not None)
+    ``discount``, ``short_list``, ``ap_norm``, ``recall_norm`` and ``no_relevant``; those
+    given (not None)
     override it (:mod:`tieeval.metrics.conventions`). ``relevance_level`` (trec_eval
     ``-l``) and ``depth`` (trec_eval ``-M``): whole numbers >= 1, or None. ``relevance`` (a
     ready RelOptions) and the separate options are two spellings: give one."""
@@ -104,7 +105,7 @@ def rel_options(relevance: RelOptions | None = None, *, gamma=1.0, gain=None,
         gamma = 1.0
     given = RelOptions(**preset_options(convention, gain=gain, discount=discount,
                                         short_list=short_list, ap_norm=ap_norm,
-                                        no_relevant=no_relevant,
+                                        recall_norm=recall_norm, no_relevant=no_relevant,
                                         relevance_level=relevance_level, depth=depth),
                        alpha=alpha, gammas=gamma, both=check_flag("both", both),
                        base=log_base)

@@ -308,6 +308,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   alpha: float = 1.0, log_base: float = 2.0, short_list: str | None = None,
                   ap_norm: str | None = None, both: bool = False,
                   no_relevant: str | None = None, convention: str | None = None, qrels=None,
+                  recall_norm: str | None = None,
                   missing_queries: str | None = None, judged_only: bool = False,
                   relevance_level: int | None = None, depth: int | None = None,
                   what_if=None, cast: str | None = None,
@@ -329,11 +330,12 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     ranking; not with ``depth``) choose its query set and documents. ``relevance_level``
     (trec_eval ``-l``: relevant means label >= N) and ``depth`` (trec_eval ``-M``: the top
     N documents of each ranking) apply to every labelled dump. ``gamma``, ``gain``,
-    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``both``,
-    ``no_relevant``: the labelled options, as on the command line (or
+    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``,
+    ``both``, ``no_relevant``: the labelled options, as on the command line (or
     ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
-    (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``: that
-    library's metrics at each ``k`` and its definitions; options given override it).
+    (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"lenskit"``,
+    ``"cornac"``: that library's metrics at each ``k`` and its definitions; options given
+    override it).
     ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
     ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
     file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
@@ -345,6 +347,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                            nan_policy=nan_policy, batch_rows=batch_rows, gamma=gamma,
                            gain=gain, discount=discount, alpha=alpha, log_base=log_base,
                            short_list=short_list, ap_norm=ap_norm, both=both,
+                           recall_norm=recall_norm,
                            no_relevant=no_relevant, convention=convention, qrels=qrels,
                            missing_queries=missing_queries, judged_only=judged_only,
                            relevance_level=relevance_level, depth=depth, what_if=what_if,
@@ -498,6 +501,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              log_base: float = 2.0, short_list: str | None = None,
              ap_norm: str | None = None, both: bool = False,
              no_relevant: str | None = None, convention: str | None = None,
+             recall_norm: str | None = None,
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None,
@@ -520,7 +524,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
     several; ``metrics`` (a name such as ``"NDCG@10"``, a :class:`Metric`, or a list)
     overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``both``, ``no_relevant``: the labelled
+    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``both``, ``no_relevant``:
+    the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``
     (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``original``: the
@@ -547,6 +552,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     request = make_request(metrics, k=k, nan_policy=nan_policy, gamma=gamma, gain=gain,
                            discount=discount, alpha=alpha, log_base=log_base,
                            short_list=short_list, ap_norm=ap_norm, both=both,
+                           recall_norm=recall_norm,
                            no_relevant=no_relevant, convention=convention,
                            relevance_level=relevance_level, depth=depth, what_if=what_if,
                            cast=cast, tolerance=tolerance, run_labels=run_labels,

@@ -201,6 +201,7 @@ def make_request(metrics=None, *, k=DEFAULT_KS, jobs=1, engine: str = "local",
                  options: ReadOptions | None = None, nan_policy: str = "raise",
                  batch_rows=None, gamma=1.0, gain=None, discount=None, alpha=1.0,
                  log_base=2.0, short_list=None, ap_norm=None, both=False, no_relevant=None,
+                 recall_norm=None,
                  convention=None, qrels=None, missing_queries=None, judged_only=False,
                  relevance_level=None, depth=None, what_if=None, cast=None, tolerance=None,
                  run_labels=None, original=None, relevance=None, labels=None,
@@ -214,7 +215,7 @@ def make_request(metrics=None, *, k=DEFAULT_KS, jobs=1, engine: str = "local",
     batch_rows = check_batch_rows(batch_rows)
     rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
                       log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      no_relevant=no_relevant, convention=convention,
+                      recall_norm=recall_norm, no_relevant=no_relevant, convention=convention,
                       relevance_level=relevance_level, depth=depth)
     what_if = what_if_of(what_if, cast, tolerance)
     names = run_labels_of(run_labels, labels)

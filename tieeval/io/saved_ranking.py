@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import detect_format
+from tieeval.io.base import detect_format, require_regular_file
+from tieeval.io.open import dataset_files
 from tieeval.io.relevance import RANKING_FIELD
 
 
@@ -39,11 +40,15 @@ def saved_ranking(path: str, scores_field: str = "scores") -> SavedRanking | Non
     (or cannot be read here: the evaluation then reports what is wrong with it)."""
     path = os.fspath(path)
     try:
-        fmt = "parquet" if os.path.isdir(path) else detect_format(path)
+        # never open a FIFO, socket or device (it would block): the reader refuses them
+        require_regular_file(path)
+        if os.path.isdir(path):
+            return _parquet(dataset_files(path), scores_field)
+        fmt = detect_format(path)
         if fmt == "npz":
             return _npz(path, scores_field)
         if fmt == "parquet":
-            return _parquet(path, scores_field)
+            return _parquet([path], scores_field)
     except (InputError, OSError, ValueError, KeyError, zipfile.BadZipFile, ImportError):
         return None
     except Exception as exc:  # pyarrow's errors: the reader proper reports them
@@ -83,11 +88,13 @@ def _npz(path: str, scores_field: str) -> SavedRanking | None:
     return SavedRanking(depth, full)
 
 
-def _parquet(path: str, scores_field: str) -> SavedRanking | None:
+def _parquet(files: list[str], scores_field: str) -> SavedRanking | None:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(path, format="parquet")
+    if not files:
+        return None
+    dataset = ds.dataset(files, format="parquet")
     names = dataset.schema.names
     if RANKING_FIELD not in names:
         return None

@@ -28,7 +28,8 @@ of rows).
 Definitions (the choices docs/METRICS.md leaves open are recorded here and on :class:`RelMetric`):
 
 * HR@K is the probability that *at least one* relevant item is in the top K (not a share).
-* Recall@K divides the relevant items in the top K by R; Precision@K divides them by K,
+* Recall@K divides the relevant items in the top K by R (by min(K, R) with
+  ``recall_norm="min"``, LensKit's); Precision@K divides them by K,
   also when the row has fewer than K candidates (TREC; see ``short_list``).
 * MRR / RR@K: reciprocal rank of the first relevant item, 0 when it is below K.
 * MAP / AP@K: ``(1/Z) sum_{r <= K, relevant} precision@r`` with ``Z = R`` by default

@@ -1,43 +1,54 @@
 """Metric conventions: presets that set the metric definitions to those of a library.
 
 ``--convention NAME`` (``convention=`` in the API) chooses the default metrics at each
-``--k`` and the options of :class:`~tieeval.metrics.options.RelOptions` (gain, discount,
-short-list policy, AP normalisation, how instances without a relevant item count) so that
-the figures are the ones that library prints for the same ranking. An option given
-explicitly (``--ap-norm R``, ``-m NDCG@10``) overrides the preset.
+``--k`` and the options of :class:`~tieeval.metrics.options.RelOptions` so that the figures
+are the ones that library prints for the same ranking. An option given explicitly
+(``--ap-norm R``, ``-m NDCG@10``) overrides the preset.
 
-* ``paper``: tieeval's defaults (HR@K, NDCG@K, MRR; labelled dumps add Recall@K and MAP).
-* ``recbole``: RecBole's ``recbole/evaluator/metrics.py``: Hit@K, MRR@K, MAP@K with
-  AP divided by min(K, R), Precision@K divided by K, NDCG@K (binary gain, log2), Recall@K;
-  users without a test item are not evaluated.
-* ``trec_eval``: ``map``, ``recip_rank``, ``P_K``, ``recall_K``, ``ndcg_cut_K`` and
-  ``map_cut_K`` (AP divided by R); a judged query without a relevant document counts 0.
-* ``ranx``: ``hit_rate@K``, ``mrr@K``, ``map@K`` (divided by R), ``precision@K`` (divided
-  by K), ``recall@K``, ``ndcg@K`` (Järvelin's linear gain); a query without a relevant
-  document scores 0.
-* ``sklearn``: ``ndcg_score`` at each K and over the whole list (linear gain, log2); a row
-  whose true relevances are all 0 scores 0.
+Each preset is one row of :data:`CONVENTIONS`: every option it sets (:data:`OPTIONS`, all of
+them, so the table reads as the definitions side by side), the library version and source
+file it was checked against, and its default metrics. docs/reproducing.md prints the same
+table (:func:`markdown_table`; a test compares the two), and tests/metrics/test_conventions.py
+checks every row against the library itself or its formulas written out from its source.
+Where a library's own numbers cannot be reproduced from a ranking, ``caveats`` says why.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
 
+#: The RelOptions fields a convention sets, in the order the docs' table shows them.
+OPTIONS = ("recall_norm", "ap_norm", "short_list", "gain", "discount", "no_relevant")
+
 
 @dataclass(frozen=True)
 class Convention:
-    """A library's metric definitions: ``metrics`` are templates (``"MAP@K"`` once per K,
-    ``"MRR"`` once), metric-major; ``options`` the :class:`RelOptions` fields it sets."""
+    """A library's metric definitions.
+
+    ``metrics`` are templates (``"MAP@K"`` once per K, ``"MRR"`` once), metric-major;
+    ``options`` maps every field of :data:`OPTIONS` to its value; ``library`` names the
+    library with the version the preset was checked against, ``source`` the file that
+    defines its metrics; ``caveats`` what of the library's own output no ranking gives.
+    """
 
     name: str
     library: str
+    source: str = ""
     metrics: tuple = ()
-    options: tuple = ()
+    options: dict = field(default_factory=dict)
+    caveats: str = ""
+
+    def __post_init__(self) -> None:
+        missing = set(OPTIONS) ^ set(self.options)
+        if missing:  # a row of the table must say every definition
+            raise ValueError(f"convention {self.name}: options {sorted(missing)} missing or "
+                             "unknown")
+        RelOptions(**self.options)  # every value is one RelOptions accepts
 
     def default_metrics(self, ks) -> list[Metric]:
         ks = [check_k(k) for k in ks]
@@ -50,20 +61,58 @@ class Convention:
         return list(dict.fromkeys(out))
 
 
-_PLAIN = (("gain", "linear"), ("discount", "log2"), ("short_list", "pad"))
+def _options(**changed) -> dict:
+    """tieeval's defaults with ``changed`` over them."""
+    defaults = RelOptions()
+    out = {name: getattr(defaults, name) for name in OPTIONS}
+    out.update(changed)
+    return out
+
+
 CONVENTIONS = {c.name: c for c in (
-    Convention("paper", "tieeval's defaults"),
-    Convention("recbole", "RecBole (recbole/evaluator/metrics.py)",
-               ("HR@K", "MRR@K", "MAP@K", "Precision@K", "NDCG@K", "Recall@K"),
-               _PLAIN + (("ap_norm", "min"), ("no_relevant", "skip"))),
-    Convention("trec_eval", "trec_eval (and pytrec_eval)",
-               ("MAP", "MRR", "Precision@K", "Recall@K", "NDCG@K", "MAP@K"),
-               _PLAIN + (("ap_norm", "R"), ("no_relevant", "zero"))),
-    Convention("ranx", "ranx",
-               ("HR@K", "MRR@K", "MAP@K", "Precision@K", "Recall@K", "NDCG@K"),
-               _PLAIN + (("ap_norm", "R"), ("no_relevant", "zero"))),
-    Convention("sklearn", "scikit-learn (ndcg_score)", ("NDCG@K", "NDCG"),
-               _PLAIN + (("no_relevant", "zero"),)),
+    Convention("paper", "tieeval's defaults", "docs/METRICS.md", (), _options()),
+    Convention(
+        "recbole", "RecBole 1.2.1", "recbole/evaluator/metrics.py",
+        ("HR@K", "MRR@K", "MAP@K", "Precision@K", "NDCG@K", "Recall@K"),
+        _options(ap_norm="min"),
+        "RecBole binarises labels (its NDCG and MAP see 1 for every test item): save 0/1 "
+        "labels. Its Original is torch.topk's tie order: save the ranking it used "
+        "(`--original given`) or use `--original topk`."),
+    Convention(
+        "trec_eval", "trec_eval through pytrec_eval-terrier 0.5.11", "trec_eval m_*.c",
+        ("MAP", "MRR", "Precision@K", "Recall@K", "NDCG@K", "MAP@K"),
+        _options(no_relevant="zero")),
+    Convention(
+        "ranx", "ranx 0.3.21", "ranx/metrics/*.py",
+        ("HR@K", "MRR@K", "MAP@K", "Precision@K", "Recall@K", "NDCG@K"),
+        _options(no_relevant="zero")),
+    Convention(
+        "sklearn", "scikit-learn 1.9.1 ndcg_score", "sklearn/metrics/_ranking.py",
+        ("NDCG@K", "NDCG"), _options(no_relevant="zero"),
+        "ndcg_score (ignore_ties=False) averages the gains of tied items: it equals the "
+        "Tie-aware column, not Original."),
+    Convention(
+        "lenskit", "LensKit 2025.8.1", "lenskit/metrics/ranking/_hit.py, _pr.py, _dcg.py, "
+        "_recip.py, _map.py",
+        ("HR@K", "Precision@K", "Recall@K", "NDCG@K", "MRR@K", "MAP@K"),
+        _options(recall_norm="min", ap_norm="min", short_list="truncate", discount="logb"),
+        "NDCG's default gain is 1 for every test item (`gain=None`): save 0/1 labels, or "
+        "compare with `NDCG(gain='rating')` for graded ones. LensKit's Precision counts a "
+        "list without a test item as 0; such a list has no relevant item here and is left "
+        "out, as LensKit's other metrics (NaN there) leave it out."),
+    Convention(
+        "cornac", "Cornac 3.0.1", "cornac/metrics/ranking.py",
+        ("HR@K", "Precision@K", "Recall@K", "NDCG@K"),
+        _options(),
+        "Cornac's MRR and MAP have no cutoff: `-m MRR -m MAP` (full AP divided by R). Its "
+        "`rank()` sorts only the top max-K items when any metric has a cutoff "
+        "(np.argpartition) and leaves the rest in partition order, so its MRR of a user "
+        "whose first positive lies below the largest K is not the reciprocal rank of any "
+        "ranking by score. Its MAP ranks by scores with rankdata('max'): the Last column "
+        "when no tie block holds two positives, and no ranking's AP when one does (all "
+        "tied positives take the block's last rank and count each other). Its AUC counts "
+        "a tied pair 0: the Last column of AUC. Cornac binarises ratings at "
+        "rating_threshold: save 0/1 labels. NCRR and F1 are not computed."),
 )}
 CONVENTION_NAMES = tuple(CONVENTIONS)
 
@@ -98,3 +147,47 @@ def convention_metrics(options: RelOptions | None, ks) -> list[Metric] | None:
     if conv is None or not conv.metrics:
         return None
     return conv.default_metrics(ks)
+
+
+# ---------------------------------------------------------------------------------------
+# the docs' table
+
+_SHOWN = {
+    ("recall_norm", "relevant"): "R", ("recall_norm", "min"): "min(K, R)",
+    ("ap_norm", "R"): "R", ("ap_norm", "min"): "min(K, R)",
+    ("short_list", "pad"): "K", ("short_list", "truncate"): "min(K, n)",
+    ("short_list", "skip"): "row left out",
+    ("no_relevant", "skip"): "left out", ("no_relevant", "zero"): "0, averaged in",
+}
+
+
+def _discount_text(options: dict) -> str:
+    discount = options["discount"]
+    if discount == "logb":  # the convention keeps the default log base, 2
+        discount = "1/log2(max(r, 2))"
+    elif discount == "log2":
+        discount = "1/log2(r + 1)"
+    return f"{options['gain']}, {discount}"
+
+
+def markdown_table() -> str:
+    """The conventions side by side, as docs/reproducing.md shows them."""
+    lines = ["| Convention | Checked against | Default metrics (per K) | Recall@K divides by "
+             "| MAP@K divides by | P@K with fewer than K candidates divides by | Gain, "
+             "discount | Instance without a relevant item |",
+             "|---|---|---|---|---|---|---|---|"]
+    for conv in CONVENTIONS.values():
+        o = conv.options
+        metrics = ", ".join(conv.metrics) if conv.metrics else (
+            "HR@K, NDCG@K, MRR (labelled: + Recall@K, MAP)")
+        cells = [f"`{conv.name}`", f"{conv.library} (`{conv.source}`)", metrics,
+                 _SHOWN[("recall_norm", o["recall_norm"])], _SHOWN[("ap_norm", o["ap_norm"])],
+                 _SHOWN[("short_list", o["short_list"])], _discount_text(o),
+                 _SHOWN[("no_relevant", o["no_relevant"])]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_caveats() -> str:
+    """What of each library's own output a ranking does not give, one bullet each."""
+    return "".join(f"- `{c.name}`: {c.caveats}\n" for c in CONVENTIONS.values() if c.caveats)

@@ -30,14 +30,16 @@ GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
+RECALL_NORMS = ("relevant", "min")
 NAN_POLICIES = ("raise", "worst")
 NO_RELEVANT_POLICIES = ("skip", "zero")
 ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
-             "short_list": "pad", "ap_norm": "R", "max_grade": None}
+             "short_list": "pad", "ap_norm": "R", "max_grade": None,
+             "recall_norm": "relevant"}
 _OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
-                 "max_grade")
+                 "max_grade", "recall_norm")
 
 
 # ---------------------------------------------------------------------------------------
@@ -76,6 +78,7 @@ _CHOICE_ALIASES = {
     "discount": {d: d for d in DISCOUNTS},
     "short_list": {p: p for p in SHORT_LIST_POLICIES},
     "ap_norm": {"r": "R", "min": "min", "minkr": "min"},
+    "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
 }
 
 
@@ -116,6 +119,10 @@ class RelMetric:
       already stop at min(K, n) / min(K, R)).
     * ``ap_norm`` (MAP@K): divide by ``"R"`` (trec_eval ``map_cut``, default) or by
       ``"min"`` = min(K, R) (common in recommender toolkits). Full AP always divides by R.
+    * ``recall_norm`` (Recall@K): divide by ``"relevant"`` = R (trec_eval ``recall_K``,
+      default) or by ``"min"`` = min(K, R) (LensKit's ``Recall``), so that a row with more
+      relevant items than K can reach 1. Either is a constant per row, so the tie-aware
+      value and variance scale with it.
     * ``max_grade`` (ERR): g_max of the stop probability ``(2**g - 1) / 2**g_max``; None
       (default) takes max(4, the largest label of the judgements), 4 being gdeval's
       maximum judgement (see :class:`RelOptions`).
@@ -133,6 +140,7 @@ class RelMetric:
     ap_norm: str = "R"
     base: float = 2.0
     max_grade: float | None = None
+    recall_norm: str = "relevant"
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -143,7 +151,7 @@ class RelMetric:
         set_(self, "k", check_cutoff(spec, self.k))
         if self.max_grade is not None:
             set_(self, "max_grade", _number("max_grade", self.max_grade))
-        for opt in ("gain", "discount", "short_list", "ap_norm"):
+        for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base))
@@ -281,6 +289,7 @@ class RelOptions:
     relevance_level: float | None = None
     depth: int | None = None
     err_max_grade: float | None = None
+    recall_norm: str = "relevant"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -296,7 +305,7 @@ class RelOptions:
             set_(self, "depth", check_k(self.depth, "depth"))
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
-        for name in ("gain", "discount", "short_list", "ap_norm"):
+        for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
             raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
@@ -343,6 +352,8 @@ class RelOptions:
                 out["ap_norm"] = self.ap_norm
         if spec.name == "ERR" and self.err_max_grade is not None:
             out["max_grade"] = self.err_max_grade
+        if "recall_norm" in spec.options and k is not None:
+            out["recall_norm"] = self.recall_norm
         return out
 
     def to_dict(self) -> dict:
@@ -354,6 +365,8 @@ class RelOptions:
         # keys added only when they differ from the defaults (older JSON stays identical)
         if self.no_relevant != "skip":
             out["no_relevant"] = self.no_relevant
+        if self.recall_norm != "relevant":
+            out["recall_norm"] = self.recall_norm
         if self.convention is not None:
             out["convention"] = self.convention
         for name in ("relevance_level", "depth", "err_max_grade"):

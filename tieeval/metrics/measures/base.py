@@ -53,8 +53,8 @@ class Measure:
     ``MRR@10`` truncated), ``"none"`` (V-AUC ranks whole lists) or ``"level"`` (a required
     recall level in [0, 1] instead of a rank cutoff: ``IPrec@0.1``). ``options`` names the
     :class:`~tieeval.metrics.options.RelMetric` options that change its value (``gain``,
-    ``discount``, ``alpha``, ``gamma``, ``ap_norm``). ``single_positive`` marks the metrics
-    with sort-free closed forms for one held-out positive (HR@K, NDCG@K, MRR).
+    ``discount``, ``alpha``, ``gamma``, ``ap_norm``, ``recall_norm``). ``single_positive``
+    marks the metrics with sort-free closed forms for one held-out positive (HR@K, NDCG@K, MRR).
     ``aggregate`` is how per-row values become the dataset figure: ``"mean"`` (most
     metrics), ``"sum"`` (the counts NumRet, NumRel, NumRelRet, NumQ, as trec_eval prints
     them) or ``"geometric"`` (GMAP: ``exp(mean(log(max(x, 1e-5))))``).

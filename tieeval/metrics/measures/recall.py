@@ -61,7 +61,8 @@ class PrecisionMeasure(Measure):
 
 RECALL = RecallMeasure(
     "Recall", "required",
-    "relevant items in the top K divided by R, the row's number of relevant items", ("R",),
+    "relevant items in the top K divided by R, the row's number of relevant items (with "
+    "recall_norm=min, by min(K, R))", ("R",), frozenset({"recall_norm"}),
     names={"tieeval": ("Recall", "R"), "trec_eval": ("recall",), "ir_measures": ("R",),
            "RecBole": ("Recall",), "LensKit": ("Recall",), "Cornac": ("Recall",),
            "ranx": ("recall",)},
