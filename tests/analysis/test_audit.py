@@ -278,7 +278,7 @@ HEADER = "method,dataset,task,metric,k,value\n"
     (HEADER + "A,D,,NDCG,10,\n", "line 2: empty value"),
     # one registry for every metric: NDCG without K and MRR@K are metrics too
     (HEADER + "A,D,,Recal,10,0.1\n",
-     "line 2: unknown metric 'Recal'; choose from HR, Recall, Precision"),
+     "line 2: unknown metric 'Recal'; did you mean Recall or SRecall?"),
     (HEADER + "A,D,,HR,,0.1\n", "line 2: HR needs a cutoff, e.g. HR@10"),
     (HEADER + "A,D,,V-AUC,10,0.1\n", "line 2: V-AUC takes no cutoff (got V-AUC@10)"),
     (HEADER + "A,D,,VAUC@20,,0.1\n", "line 2: V-AUC takes no cutoff (got V-AUC@20)"),

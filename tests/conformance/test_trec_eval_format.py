@@ -148,7 +148,7 @@ def test_a_score_dump_prints_row_numbers(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--column", "tie_aware"], "--column and --per-query apply to --format trec_eval"),
     (["--per-query"], "--column and --per-query apply to --format trec_eval"),
-    (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; choose from HR"),
+    (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; did you mean ndcg_cut_10?"),
     (["-m", "infAP"], "'infAP' is trec_eval's infAP, which tieeval does not compute"),
     (["-m", "P.0"], "cutoff '0' of 'P.0' must be >= 1"),
 ])

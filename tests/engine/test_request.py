@@ -164,3 +164,43 @@ def test_a_parquet_dataset_gives_its_ids_in_the_order_of_its_rows(tmp_path):
     dump = tieeval.open_dump(str(folder))
     assert dump.instance_ids().tolist() == [5, 3, 9]
     assert dump.instance_ids("other") is None
+
+
+def test_per_instance_rows_survive_a_pass_that_starts_over(tmp_path):
+    """An unsorted long CSV makes the reader start over: the rows file is written by the
+    complete pass only, once per instance, and no temporary file is left behind."""
+    rng = np.random.default_rng(8)
+    lines = [(f"q{i}", p, int(rng.integers(0, 3)), int(p == 0))
+             for i in range(20) for p in range(5)]
+    order = rng.permutation(len(lines))
+    text = "instance,position,score,label\n" + "".join(
+        f"{q},{p},{s},{lab}\n" for q, p, s, lab in (lines[i] for i in order))
+    (tmp_path / "long.csv").write_text(text)
+    out = tmp_path / "rows.parquet"
+    res = CliRunner().invoke(cli, ["compare", str(tmp_path / "long.csv"), "-m", "HR@1",
+                                   "-f", "json", "--per-instance", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    rows = pq.read_table(out)
+    assert sorted(rows.column("instance").to_pylist()) == sorted(f"q{i}" for i in range(20))
+    scores = {}
+    for q, _, s, _ in lines:
+        scores.setdefault(q, []).append(s)
+    # HR@1 tie-aware of one positive at position 0: 1/b when nothing is above it, else 0
+    expected = {q: (1 / s.count(s[0]) if max(s) == s[0] else 0.0) for q, s in scores.items()}
+    got = dict(zip(rows.column("instance").to_pylist(),
+                   rows.column("HR@1_tie_aware").to_pylist()))
+    assert got == pytest.approx(expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.csv", "rows.parquet"]
+
+
+def test_per_instance_with_workers_asked_gives_the_same_run_in_one_read(parquet, tmp_path,
+                                                                         reads):
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"rows{jobs}.parquet"
+        res = CliRunner().invoke(cli, ["compare", parquet, "-f", "json", "--jobs", jobs,
+                                       "--per-instance", str(out), "-q"])
+        assert res.exit_code == 0, res.output
+        outs.append((res.output, pq.read_table(out)))
+    assert outs[0][0] == outs[1][0] and outs[0][1].equals(outs[1][1])
+    assert sum(reads) == 2 * 40

@@ -27,7 +27,13 @@ from tieeval.engine.arguments import ENGINES
 from tieeval.errors import ParameterError, TieevalError
 from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
 from tieeval.kernels.counts import NAN_POLICIES
-from tieeval.metrics.metric import DEFAULT_KS, Metric, default_metrics
+from tieeval.metrics.metric import (
+    DEFAULT_KS,
+    Metric,
+    default_metrics,
+    family,
+    parse_metric_list,
+)
 from tieeval.metrics.registry import aliases, check_k, metric_names
 from tieeval.metrics.spellings import spellings_text
 from tieeval.results import ORIGINAL_RULES
@@ -70,12 +76,26 @@ class MetricType(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, Metric):
             return (value,)
-        if isinstance(value, tuple):
+        if isinstance(value, (tuple, MetricFamily)):
             return value
         try:
             return tuple(Metric.expand(value))
         except TieevalError as exc:
+            if family(value) is not None:  # HR: one metric per --k, if --k is given
+                return MetricFamily(value, str(exc))
             self.fail(str(exc), param, ctx)
+
+
+class MetricFamily(str):
+    """``-m HR``: a name that needs a cutoff, one metric per ``--k`` (:func:`chosen_metrics`
+    expands it; without ``--k`` it is the error it always was, kept in ``error``)."""
+
+    error: str
+
+    def __new__(cls, name: str, error: str):
+        self = super().__new__(cls, name)
+        self.error = error
+        return self
 
 
 def _flatten_ks(k_values) -> list[int]:
@@ -165,7 +185,14 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
     """The --metric values, flattened (one name may name several) without repeats, or
     the defaults for --k."""
     if metrics:
-        flat = [m for item in metrics for m in (item if isinstance(item, tuple) else (item,))]
+        flat: list[Metric] = []
+        for item in metrics:
+            if isinstance(item, MetricFamily):
+                if not k_values:
+                    raise click.BadParameter(item.error, param_hint="'--metric' / '-m'")
+                flat += parse_metric_list([str(item)], _flatten_ks(k_values))
+            else:
+                flat += item if isinstance(item, tuple) else [item]
         return list(dict.fromkeys(flat))
     return default_metrics(_flatten_ks(k_values))
 

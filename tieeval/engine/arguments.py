@@ -77,7 +77,10 @@ def metric_list(metrics, k=None) -> list[Metric]:
     elif isinstance(metrics, Mapping) or not isinstance(metrics, Iterable):
         raise ParameterError(f"metrics must be a metric name such as 'NDCG@10', or a list of "
                              f"them, got {metrics!r}")
-    chosen = parse_metric_list(list(metrics))
+    # a family name (HR) expands over k when k was given: the default cutoffs are not a
+    # choice, and HR alone stays the error it always was (HR needs a cutoff)
+    given = None if k is None or k is DEFAULT_KS else ks
+    chosen = parse_metric_list(list(metrics), given)
     if not chosen:
         raise ParameterError("metrics is empty; give at least one metric name, e.g. "
                              "metrics=['NDCG@10', 'MRR'] (or None for the defaults)")

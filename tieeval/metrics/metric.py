@@ -22,7 +22,7 @@ from tieeval.metrics.registry import (
     parameter_text,
     parse_parameter,
 )
-from tieeval.metrics.spellings import choices_text, translate
+from tieeval.metrics.spellings import choices_text, translate, unknown_hint
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -48,7 +48,7 @@ class Metric:
     k: int | float | None = None
 
     def __post_init__(self) -> None:
-        spec = lookup(self.name, choices=choices_text)
+        spec = lookup(self.name, hint=unknown_hint)
         object.__setattr__(self, "name", spec.name)
         object.__setattr__(self, "k", check_cutoff(spec, self.k))
 
@@ -97,7 +97,7 @@ class Metric:
             raise ParameterError(f"cannot parse metric {text!r}; expected NAME or NAME@K with "
                                  f"NAME one of {choices_text()}")
         name, k_text = m.group(1), m.group(2)
-        spec = lookup(name, text, choices_text)
+        spec = lookup(name, text, hint=unknown_hint)
         k = None if k_text is None else parse_parameter(spec, k_text, text)
         return cls(name, k)
 
@@ -105,11 +105,28 @@ class Metric:
         return self.name if self.k is None else f"{self.name}@{parameter_text(self.k)}"
 
 
-def parse_metric_list(items) -> list[Metric]:
-    """Metric values and names, each name expanded (:meth:`Metric.expand`), in order."""
+def family(text) -> MetricSpec | None:
+    """The metric a bare name stands for when it needs a cutoff (``HR``, ``HitRatio``,
+    ``Recall``), else None: with cutoffs given (``--k 1 5 10``) such a name is one metric
+    per K. A name whose cutoff is optional (``NDCG``, ``MRR``) already means the whole
+    list, and stays so."""
+    m = _METRIC_RE.match(text) if isinstance(text, str) else None
+    if m is None or m.group(2) is not None:
+        return None
+    spec = REGISTRY.get(m.group(1))
+    return spec if spec is not None and spec.takes_k else None
+
+
+def parse_metric_list(items, ks=None) -> list[Metric]:
+    """Metric values and names, each name expanded (:meth:`Metric.expand`), in order; with
+    cutoffs ``ks`` a family name (:func:`family`: ``HR``) is one metric per cutoff."""
     out: list[Metric] = []
     for item in items:
-        out += [item] if isinstance(item, Metric) else Metric.expand(item)
+        spec = family(item) if ks is not None else None
+        if spec is not None:
+            out += [Metric(spec.name, k) for k in ks]
+        else:
+            out += [item] if isinstance(item, Metric) else Metric.expand(item)
     return out
 
 

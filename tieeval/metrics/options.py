@@ -24,7 +24,7 @@ from tieeval.metrics.registry import (
     parse_parameter,
 )
 from tieeval.metrics.registry import key as registry_key
-from tieeval.metrics.spellings import choices_text, translate
+from tieeval.metrics.spellings import choices_text, translate, unknown_hint
 
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
@@ -145,7 +145,8 @@ class RelMetric:
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
         if spec is None:
-            raise ParameterError(f"unknown metric {self.name!r}; choose from {_names_text()}")
+            raise ParameterError(f"unknown metric {self.name!r}; "
+                                 f"{unknown_hint(self.name)}")
         set_ = object.__setattr__
         set_(self, "name", spec.name)
         set_(self, "k", check_cutoff(spec, self.k))
@@ -237,7 +238,8 @@ def parse_rel_metric(text: str, **options) -> RelMetric:
                              f"NAME(option=value, ...)@K with NAME one of {_names_text()}")
     name, opt_text, k_text = m.groups()
     if _key(name) not in REL_REGISTRY:
-        raise ParameterError(f"unknown metric {name!r} in {text!r}; choose from {_names_text()}")
+        where = f" in {text!r}" if text != name else ""
+        raise ParameterError(f"unknown metric {name!r}{where}; {unknown_hint(name, text)}")
     k = None if k_text is None else parse_parameter(REL_REGISTRY[name], k_text, text)
     merged = dict(options)
     for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):

@@ -57,6 +57,14 @@ class Registry(dict):
 REGISTRY: Registry = Registry()
 
 
+#: The vocabularies of :attr:`Measure.names` whose names are accepted as they are
+#: (``HitRatio@10``, ``RecipRank@10``, ``hit_rate@10``): a library's class or config name
+#: with tieeval's ``@K``. trec_eval's and ir_measures' names have a parameter syntax of
+#: their own and are translated by :mod:`tieeval.metrics.spellings`. A name only names the
+#: measure; the library's definition of it is set by its convention (``--convention``).
+LIBRARY_VOCABULARIES = ("RecBole", "LensKit", "Cornac", "ranx")
+
+
 def register(spec: MetricSpec) -> MetricSpec:
     if spec.cutoff not in CUTOFFS:
         raise ValueError(f"cutoff must be one of {CUTOFFS}")
@@ -64,6 +72,13 @@ def register(spec: MetricSpec) -> MetricSpec:
         raise ValueError(f"aggregate must be one of {AGGREGATES}")
     for name in (spec.name, *spec.aliases):
         dict.__setitem__(REGISTRY, key(name), spec)
+    for vocabulary in LIBRARY_VOCABULARIES:
+        for name in spec.names_in(vocabulary):
+            taken = dict.get(REGISTRY, key(name))
+            if taken is not None and taken is not spec:
+                raise ValueError(f"{vocabulary}'s {name!r} names both {taken.name} and "
+                                 f"{spec.name}")
+            dict.__setitem__(REGISTRY, key(name), spec)
     return spec
 
 
@@ -91,13 +106,21 @@ def names_text() -> str:
     return ", ".join(metric_names()) + " (aliases: " + ", ".join(aliases()) + ")"
 
 
-def lookup(name: object, text: object = None, choices=names_text) -> MetricSpec:
-    """The spec of ``name`` (any spelling), or a ParameterError listing every name
-    (``choices()``: the text that lists them)."""
+def library_names() -> list[str]:
+    """Every name of :data:`LIBRARY_VOCABULARIES` the registry accepts, in registry order."""
+    return list(dict.fromkeys(n for spec in dict.fromkeys(REGISTRY.values())
+                              for v in LIBRARY_VOCABULARIES for n in spec.names_in(v)))
+
+
+def lookup(name: object, text: object = None, choices=names_text, hint=None) -> MetricSpec:
+    """The spec of ``name`` (any spelling), or a ParameterError: ``hint(name, text)`` says
+    what to write instead (:func:`tieeval.metrics.spellings.unknown_hint`: the closest
+    names); without one, ``choices()`` lists every name."""
     spec = REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:
         where = f" in {text!r}" if text is not None and text != name else ""
-        raise ParameterError(f"unknown metric {name!r}{where}; choose from {choices()}")
+        tail = hint(name, text) if hint is not None else f"choose from {choices()}"
+        raise ParameterError(f"unknown metric {name!r}{where}; {tail}")
     return spec
 
 

@@ -364,6 +364,67 @@ def choices_text() -> str:
     return f"{names_text()}; or {spellings_text()}"
 
 
+_PARAMETER = re.compile(r"^\s*(.*?)\s*(?:@\s*(\S*)|_(\d+(?:\.\d*)?))?\s*$")
+
+
+def _suggestions() -> dict[str, tuple[str, bool, str]]:
+    """Every name a metric answers to, lower-cased: (how it is written, trec_eval style,
+    the registry metric it names)."""
+    from tieeval.metrics.registry import library_names, metric_names
+    out: dict[str, tuple[str, bool, str]] = {}
+    for name in (*metric_names(), *aliases_of_registry(), *library_names()):
+        out.setdefault(name.lower(), (name, False, REGISTRY[name].name))
+    for m in TREC_MEASURES:
+        if available(m.target):
+            out.setdefault(m.name.lower(), (m.name, True, str(m.target)))
+    for ir in IR_MEASURES:
+        if available(ir.target):
+            out.setdefault(ir.name.lower(), (ir.name, False, ir.target))
+    return out
+
+
+def aliases_of_registry() -> list[str]:
+    from tieeval.metrics.registry import aliases
+    return aliases()
+
+
+def closest(text: str, n: int = 3) -> list[str]:
+    """The names closest to ``text`` (difflib's ratio, case ignored), written with its
+    cutoff: ``NDGC@10`` -> ``['NDCG@10']``, ``ndcg_cutt_10`` -> ``['ndcg_cut_10']``.
+
+    >>> closest("NDGC@10"), closest("ndcg_cutt_10"), closest("xyzzy")
+    (['NDCG@10'], ['ndcg_cut_10'], [])
+    """
+    import difflib
+    m = _PARAMETER.match(text)
+    core, at, under = m.groups() if m else (text, None, None)
+    names = _suggestions()
+    found = difflib.get_close_matches(core.lower(), list(names), n=2 * n, cutoff=0.75)
+    out: list[str] = []
+    targets: set[str] = set()
+    for low in found:
+        written, trec_style, target = names[low]
+        if target in targets or len(targets) == n:  # one spelling per metric
+            continue
+        targets.add(target)
+        param = at if at is not None else under
+        if param:
+            written += f"_{param}" if trec_style else f"@{param}"
+        out.append(written)
+    return list(dict.fromkeys(out))
+
+
+def unknown_hint(name, text=None) -> str:
+    """What an unknown-metric error says after the name: the closest names, or the
+    registry's names when none is close; every spelling is on docs/metric-names.md."""
+    from tieeval.metrics.registry import metric_names
+    close = closest(str(text if text is not None else name))
+    if close:
+        return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
+    return (f"choose from {', '.join(metric_names())} (every spelling: "
+            "docs/metric-names.md)")
+
+
 def missing_trec() -> list[str]:
     """trec_eval's all_trec measures tieeval does not have."""
     return [m.name for m in TREC_MEASURES
@@ -373,14 +434,17 @@ def missing_trec() -> list[str]:
 def markdown_table() -> str:
     """The "Metric names" table: each registry metric, its aliases, trec_eval's and
     ir_measures' spellings (docs/metric-names.md holds a copy; a test compares them)."""
-    from tieeval.metrics.registry import metric_names
-    lines = ["| tieeval | aliases | trec_eval | ir_measures |", "|---|---|---|---|"]
+    from tieeval.metrics.registry import LIBRARY_VOCABULARIES, metric_names
+    lines = ["| tieeval | aliases | trec_eval | ir_measures | "
+             + " | ".join(LIBRARY_VOCABULARIES) + " |",
+             "|---|---|---|---|" + "---|" * len(LIBRARY_VOCABULARIES)]
     for name in metric_names():
         spec = REGISTRY[name]
         shown = {"required": f"{name}@K", "optional": f"{name}, {name}@K", "none": name,
                  "level": f"{name}@x"}
         trec, ir = _targets(spec)
         cells = [shown[spec.cutoff], ", ".join(spec.aliases), ", ".join(trec), ", ".join(ir)]
+        cells += [", ".join(spec.names_in(v)) for v in LIBRARY_VOCABULARIES]
         lines.append("| " + " | ".join(f"`{c}`".replace(", ", "`, `") if c else "–"
                                        for c in cells) + " |")
     return "\n".join(lines) + "\n"
