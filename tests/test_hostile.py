@@ -289,12 +289,13 @@ def test_stdout_errors_are_input_errors(tmp_path, scores, fmt):
     np.save(tmp_path / "a.npy", scores)
     if os.path.exists("/dev/full"):
         with open("/dev/full", "wb") as full:
-            p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, stdout=full)
+            p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, "--positive-index",
+                         0, stdout=full)
         assert p.returncode == 2
         assert p.stderr.decode().splitlines() == [
             "Error: cannot write the output to stdout: No space left on device"]
-    p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, stdout=subprocess.DEVNULL,
-                 preexec_fn=lambda: os.close(1))
+    p = cli_proc("compare", tmp_path / "a.npy", "--format", fmt, "--positive-index", 0,
+                 stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
     assert p.returncode == 2
     assert p.stderr.decode().splitlines() == [
         "Error: cannot write the output to stdout: it is closed"]

@@ -55,11 +55,12 @@ def runs(tmp_path):
     paths = []
     for seed, tied in ((1, 10), (2, 4)):
         path = tmp_path / f"M_seed{seed}.npz"
-        tieeval.save_scores(path, scores(tied), method="ConsRec", dataset="Mafengwo",
+        tieeval.save_scores(path, scores(tied), positive=0, method="ConsRec", dataset="Mafengwo",
                             task="group", seed=seed)
         paths.append(str(path))
     other = tmp_path / "N.npz"
-    tieeval.save_scores(other, scores(0), method="AGREE", dataset="Mafengwo", task="group")
+    tieeval.save_scores(other, scores(0), positive=0, method="AGREE", dataset="Mafengwo",
+                        task="group")
     paths.append(str(other))
     return paths
 

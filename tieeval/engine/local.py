@@ -223,30 +223,9 @@ def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), prog
     if acc is None:
         return None
     result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **request.run_labels},
-                           [*dump.warnings, *default_positive_hints(dump, kernel)])
+                           dump.warnings)
     trec_query_report(result, dump, request.relevance)
     return result
-
-
-def default_positive_hints(dump: Dump, kernel: Kernel) -> list[str]:
-    """Warnings when a wide dump's positive defaulted to column 0 and its first rows say
-    column 0 is not one (:mod:`tieeval.io.hints`): a second, small read of those rows,
-    after the evaluation (whose own checks come first). Never changes a figure."""
-    if (not isinstance(kernel, SinglePositiveKernel) or kernel.spec.source is not None
-            or getattr(dump, "format", None) not in ("npy", "npz", "parquet")
-            or getattr(dump, "layout", "wide") != "wide"):
-        return []
-    from tieeval.io.hints import HINT_ROWS, positive_hints
-    batches = dump.batches(HINT_ROWS)
-    try:
-        first = next(iter(batches), None)
-    finally:
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
-    if first is None or not first.positive_defaulted:
-        return []
-    return positive_hints(dump.path, first.scores, first.offsets)
 
 
 def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,

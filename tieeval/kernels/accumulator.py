@@ -88,6 +88,8 @@ class Accumulator:
         self.decided = {k: 0 for k in self.ks}
         self.k_over_n = {k: 0 for k in self.ks}
         self.duplicates = DuplicateCheck() if duplicates else None
+        # the first rows' evidence that a defaulted column-0 positive is none (kernels.hints)
+        self.hint: dict | None = None
 
     def add_lengths(self, lo: int, hi: int) -> None:
         """Widen the candidate-count range by a batch's shortest and longest row."""
@@ -95,6 +97,9 @@ class Accumulator:
         self.cand_max = hi if self.cand_max is None else max(self.cand_max, hi)
 
     def merge(self, other: "Accumulator") -> None:
+        if other.hint is not None:
+            from tieeval.kernels.hints import merge_evidence, new_evidence
+            self.hint = merge_evidence(self.hint or new_evidence(), other.hint)
         if other.instances == 0:
             return
         for name in _COUNTS:
@@ -120,7 +125,8 @@ class Accumulator:
                 "k_over_n": {str(k): str(v) for k, v in self.k_over_n.items()},
                 "sums": [s.state() for s in self.sums],
                 "duplicates": (None if self.duplicates is None
-                               else self.duplicates.state())}
+                               else self.duplicates.state()),
+                "hint": self.hint}
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulator":
@@ -132,6 +138,7 @@ class Accumulator:
         acc.decided = {int(k): int(v) for k, v in state["decided"].items()}
         acc.k_over_n = {int(k): int(v) for k, v in state["k_over_n"].items()}
         acc.sums = [EntrySums.from_state(s) for s in state["sums"]]
+        acc.hint = state.get("hint")
         if state["duplicates"] is not None:
             acc.duplicates = DuplicateCheck.from_state(state["duplicates"])
         return acc

@@ -87,6 +87,7 @@ class SinglePositiveKernel(Kernel):
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
         batch = self.prepare(batch)
+        self.add_hint(acc, batch)
         self.add_counts(acc, self.counts(batch))
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, one_hot(batch))
@@ -129,6 +130,18 @@ class SinglePositiveKernel(Kernel):
                 sums.columns["tie_aware"].add_counts(e, times)
                 sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
 
+    def add_hint(self, acc: Accumulator, batch: Batch) -> None:
+        """The evidence of the dump's first rows that a positive defaulted to column 0 is
+        not one (:mod:`tieeval.kernels.hints`); a warning, never a figure."""
+        if not batch.positive_defaulted or self.spec.source is not None:
+            return
+        from tieeval.kernels.hints import HINT_ROWS, add_evidence, new_evidence
+        if batch.start >= HINT_ROWS:
+            return
+        if acc.hint is None:
+            acc.hint = new_evidence()
+        add_evidence(acc.hint, batch.scores, batch.offsets, batch.start)
+
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         return self.instance_counts(batch)[1]
 
@@ -138,6 +151,7 @@ class SinglePositiveKernel(Kernel):
         batch = self.prepare(batch)
         counts = self.counts(batch)
         if acc is not None:
+            self.add_hint(acc, batch)
             self.add_counts(acc, counts)
             if acc.duplicates is not None and batch.items is not None:
                 self._duplicates(acc, batch, one_hot(batch))
@@ -166,6 +180,9 @@ class SinglePositiveKernel(Kernel):
                         {k: acc.decided[k] / n for k in acc.ks})
         own = [f"{path}: K={k} exceeds the candidate count in {c} instance(s); "
                "HR and NDCG saturate there" for k, c in acc.k_over_n.items() if c]
+        if acc.hint is not None:
+            from tieeval.kernels.hints import evidence_hints
+            own += evidence_hints(path, acc.hint)
         result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
                            str(np.dtype(dtype)), rows, ties, dict(labels or {}), own)
         return self._finish(result, acc, path, warnings)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import tieeval
 from tieeval.cli import cli
 from tieeval.engine.local import evaluate_path
-from tieeval.io.hints import HINT_Z, rank_evidence
+from tieeval.kernels.hints import HINT_Z, rank_evidence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "sample_scores")
