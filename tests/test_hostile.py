@@ -35,8 +35,9 @@ def run(*args):
 
 def cli_proc(*args, stdout=subprocess.PIPE, **kw):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    kw.setdefault("timeout", 120)
     return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)], stdout=stdout,
-                          stderr=subprocess.PIPE, env=env, timeout=120, **kw)
+                          stderr=subprocess.PIPE, env=env, **kw)
 
 
 def one_error(result, pattern):
@@ -298,6 +299,54 @@ def test_stdout_errors_are_input_errors(tmp_path, scores, fmt):
         "Error: cannot write the output to stdout: it is closed"]
 
 
+def _file_size_limit(limit: int):
+    def preexec():
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return preexec
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown", "latex"])
+def test_short_write_on_stdout_is_exit_2(tmp_path, scores, fmt):
+    # stdout is a file that can take half of the output: the first write is cut short
+    # part-way (not refused at byte 0, as /dev/full does), the next one fails
+    np.save(tmp_path / "a.npy", scores)
+    args = ["compare", *[tmp_path / "a.npy"] * 6, "-q", "-t", "runs", "--format", fmt,
+            "-k", *range(1, 13)]
+    with open(tmp_path / "whole", "wb") as fh:
+        assert cli_proc(*args, stdout=fh).returncode == 0
+    size = os.path.getsize(tmp_path / "whole")
+    assert size > 8192
+    with open(tmp_path / "half", "wb") as fh:
+        p = cli_proc(*args, stdout=fh, preexec_fn=_file_size_limit(size // 2))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == [
+        "Error: cannot write the output to stdout: File too large"]
+    assert os.path.getsize(tmp_path / "half") == size // 2  # it did fill part-way
+
+
+def test_short_write_on_stdout_of_a_full_tmpfs_is_exit_2(tmp_path, scores):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mount is not permitted here")
+    try:
+        np.save(tmp_path / "a.npy", scores)
+        with open(small / "out.json", "wb") as fh:
+            p = cli_proc("compare", *[tmp_path / "a.npy"] * 6, "-q", "-t", "runs", "-f",
+                         "json", "-k", *range(1, 13), stdout=fh)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.decode().splitlines() == [
+            "Error: cannot write the output to stdout: No space left on device"]
+        assert 0 < os.path.getsize(small / "out.json") <= 65536
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+
+
 # ---------------------------------------------------------------------------------------
 # faults and partial output (17-19)
 
@@ -322,17 +371,28 @@ def test_fortran_rows_read_by_positioned_reads(tmp_path, scores):
 
 def test_plot_is_written_atomically(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
+    from tieeval import sink
+    from tieeval.errors import OutputError
     from tieeval.report import plot
     target = tmp_path / "fig.png"
     target.write_bytes(b"old")
+    real_write = os.write
+    written = []
+
+    def full_after_64k(fd, data):  # a disk with 64 KiB free: short writes, then ENOSPC
+        room = 65536 - sum(written)
+        if room <= 0:
+            raise OSError(28, "No space left on device")
+        written.append(real_write(fd, bytes(data[:room])))
+        return written[-1]
+    monkeypatch.setattr(sink.os, "write", full_after_64k)
 
     class Fig:
-        def savefig(self, path, **kw):
-            with open(path, "wb") as fh:
-                fh.write(b"partial")
-            raise OSError(28, "No space left on device")
-    with pytest.raises(InputError, match=r"fig\.png: cannot write the plot: No space left"):
-        plot._save_atomically(Fig(), str(target))
+        def savefig(self, out, **kw):
+            out.write(b"partial" * 100_000)
+    with pytest.raises(OutputError, match=r"fig\.png: cannot write the plot: No space left"):
+        plot._save(Fig(), str(target))
+    assert sum(written) == 65536
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["fig.png"]
 
@@ -360,6 +420,180 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert proc.returncode == 130, err.decode()
     assert err.decode().splitlines() == ["Error: interrupted"]
     assert out == b""
+
+
+@pytest.fixture(scope="module")
+def big_npy(tmp_path_factory):
+    """A dump that takes seconds to evaluate (and --jobs 2 starts workers for)."""
+    path = tmp_path_factory.mktemp("big") / "big.npy"
+    rng = np.random.default_rng(0)
+    np.save(path, np.round(rng.random((60000, 1000)), 2).astype(np.float32))
+    return path
+
+
+def _signalled(args, tmp_path, signum, ready, group=False):
+    """Run the command line with TMPDIR in ``tmp_path``, send ``signum`` once ``ready()``
+    (to the process, as ``kill`` does, or to its group, as a closed terminal does), and
+    return (process, stdout, stderr, what is left in TMPDIR); None when it finished first."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    # faulthandler: a run still alive long after the signal shows where it hangs
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp), "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tieeval", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not ready(proc):
+        time.sleep(0.05)
+    if proc.poll() is None:
+        (os.killpg if group else os.kill)(proc.pid, signum)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running 120 s after the signal:\n{err.decode()}")
+    if proc.returncode == 0:
+        return None
+    return proc, out, err, sorted(os.listdir(tmp))
+
+
+def _workers_running(proc):
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    if os.path.exists(children) and not open(children).read().strip():
+        return False
+    time.sleep(1.0)  # the workers are counting, not starting
+    return True
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+@pytest.mark.parametrize("group", [False, True], ids=["kill", "group"])
+def test_sigterm_and_sighup_stop_workers_in_one_line(tmp_path, big_npy, name, code, group):
+    got = _signalled(["compare", big_npy, "-j", "2", "--format", "json", "--tolerance",
+                      "1e-3"], tmp_path, getattr(signal, name), _workers_running, group)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, out, err, left = got
+    assert proc.returncode == code, err.decode()
+    # one line: no resource-tracker warning, no worker traceback
+    assert err.decode().splitlines() == [f"Error: terminated by {name}"]
+    assert out == b""
+    assert left == []
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_leaves_no_temp_or_spill_files(tmp_path, big_npy, name, code):
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def writing(proc):
+        return any(n.endswith(".tmp") for n in os.listdir(out))
+    got = _signalled(["compare", big_npy, "-q", "--per-instance", out / "rows.parquet"],
+                     tmp_path, getattr(signal, name), writing)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, _, err, left = got
+    assert proc.returncode == code, err.decode()
+    assert err.decode().splitlines() == [f"Error: terminated by {name}"]
+    assert os.listdir(out) == [] and left == []
+
+
+def test_sigterm_while_regrouping_removes_the_spill_files(tmp_path):
+    rng = np.random.default_rng(0)
+    n, m = 100_000, 50
+    order = rng.permutation(n * m)  # unsorted by instance: regrouped through spill files
+    pq.write_table(pa.table({"instance": np.repeat(np.arange(n), m)[order],
+                             "position": np.tile(np.arange(m), n)[order],
+                             "score": np.round(rng.random(n * m), 2)[order]}),
+                   tmp_path / "long.parquet")
+
+    def spilling(proc):
+        return any(n.startswith("tieeval-long-") for n in os.listdir(tmp_path / "tmpdir"))
+    got = _signalled(["compare", tmp_path / "long.parquet", "-q"], tmp_path,
+                     signal.SIGTERM, spilling)
+    if got is None:
+        pytest.skip("the run finished before the signal")
+    proc, _, err, left = got
+    assert proc.returncode == 143, err.decode()
+    assert err.decode().splitlines() == ["Error: terminated by SIGTERM"]
+    assert left == []
+
+
+def test_sighup_ignored_under_nohup_stays_ignored():
+    from tieeval.cli.app import _raise_terminated, _stop_signals_raise
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with _stop_signals_raise():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is _raise_terminated
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
+_AS_NOBODY = """
+import os, sys
+from tieeval.cli import main
+warm, real = sys.argv[1].split("|"), sys.argv[2].split("|")
+try:
+    main(warm)  # everything the command imports, imported while root may read it
+except SystemExit:
+    pass
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+main(real)
+"""
+
+
+def _as_nobody(tmp_path, warm, real):
+    """``real`` run by an unprivileged user (root reads and writes everything), after
+    ``warm`` imported what it needs (the interpreter's own files may be root's only)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-c", _AS_NOBODY, "|".join(map(str, warm)),
+                           "|".join(map(str, real))], capture_output=True, env=env,
+                          timeout=120, cwd=tmp_path)
+
+
+def test_unreadable_input_and_unwritable_folder_are_exit_2(tmp_path, scores):
+    os.chmod(tmp_path, 0o755)
+    np.save(tmp_path / "ok.npy", scores)
+    np.save(tmp_path / "secret.npy", scores)
+    os.chmod(tmp_path / "secret.npy", 0o600)
+    (tmp_path / "ro").mkdir(mode=0o755)
+    (tmp_path / "w").mkdir(mode=0o777)
+    warm = ["compare", tmp_path / "ok.npy", "-q", "-f", "json", "--per-instance",
+            tmp_path / "w" / "warm.parquet"]
+    p = _as_nobody(tmp_path, warm, ["compare", "secret.npy", "-q", "-f", "json"])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == ["Error: secret.npy: Permission denied"]
+    p = _as_nobody(tmp_path, warm, ["compare", "ok.npy", "-q", "-f", "json",
+                                    "--per-instance", "ro/rows.parquet"])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.decode().splitlines() == [
+        f"Error: ro/rows.parquet: cannot write the per-instance file: the folder "
+        f"{tmp_path / 'ro'} is not writable"]
+    assert os.listdir(tmp_path / "ro") == []
+
+
+def test_per_instance_name_too_long_is_exit_2(tmp_path, scores):
+    np.save(tmp_path / "a.npy", scores)
+    name = tmp_path / ("r" * 300 + ".parquet")
+    one_error(run("compare", tmp_path / "a.npy", "-q", "--per-instance", name),
+              r"File name too long|file name too long")
+
+
+def test_claims_fifo_is_refused_without_blocking(tmp_path, scores):
+    np.save(tmp_path / "a.npy", scores)
+    os.mkfifo(tmp_path / "claims.csv")
+    p = cli_proc("audit", tmp_path / "a.npy", "--claims", tmp_path / "claims.csv", timeout=30)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [
+        f"Error: {tmp_path / 'claims.csv'}: not a regular file (a FIFO, socket or device); "
+        "tieeval reads files it can seek in"]
 
 
 # ---------------------------------------------------------------------------------------

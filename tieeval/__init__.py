@@ -27,6 +27,7 @@ _PUBLIC = {
     "TieevalError": "tieeval.errors",
     "InputError": "tieeval.errors",
     "ParameterError": "tieeval.errors",
+    "OutputError": "tieeval.errors",
     "WhatIf": "tieeval.records.whatif",
     "cast_scores": "tieeval.kernels.whatif",
     "round_to_bfloat16": "tieeval.kernels.whatif",

@@ -46,8 +46,20 @@ def plain_text(message: str) -> str:
     return _NUMPY_BOOL.sub(r"\1", _NUMPY_REPR.sub(r"\1", message))
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other unprintable characters escaped (``\\n``): a
+    message that quotes a damaged file's names or bytes stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class TieevalError(Exception):
-    """Base class: an error the user can fix (bad input or bad arguments)."""
+    """Base class: an error the user can fix (bad input or bad arguments). Its message is
+    always one line (see :func:`one_line`)."""
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
     def __init__(self, *args):
         if args and isinstance(args[0], str):
@@ -61,6 +73,11 @@ class InputError(TieevalError):
 
 class ParameterError(TieevalError, ValueError):
     """An argument is out of range or of the wrong type (for example K < 1)."""
+
+
+class OutputError(TieevalError):
+    """An output file cannot be written where asked: the target is a device, a folder or an
+    input, its folder is missing or not writable, or the disk is full."""
 
 
 class MissingExtraError(TieevalError):

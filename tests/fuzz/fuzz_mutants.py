@@ -7,15 +7,17 @@ fields, writer options) and applies one mutation class of its format:
 
 * ``valid``: no mutation (a control: it must be accepted with the oracle's figures);
 * ``bytes`` / ``truncate``: flipped, set, inserted or deleted bytes; a cut file;
-* ``header``: .npy header edits (shape, dtype, order), in .npy files and NPZ members;
+* ``header``: .npy header edits (shape, dtype, order), in .npy files and in NPZ members
+  (before zipping, so the member's CRC-32 is right);
 * ``values``: NaN, +-inf, huge, -0.0, subnormal and integer-extreme scores, new ties;
 * ``dtype``: the scores stored in another dtype (float16/64, big-endian, integers, bool,
   complex, text, void);
 * ``positive`` / ``labels``: out-of-range, negative, float and mis-shaped positive fields,
   relevance labels and index lists;
 * ``members``: NPZ archives with duplicated, missing, extra or misnamed members;
-* ``ragged`` / ``nulls`` / ``pages``: Parquet rows of different lengths, null rows and
-  elements, data pages damaged in files without page checksums;
+* ``ragged`` / ``nulls`` / ``pages`` / ``footer``: Parquet rows of different lengths, null
+  rows and elements, data pages damaged in files without page checksums, a damaged footer
+  (schema, row counts, offsets) with its length kept consistent;
 * ``long``: long-layout positions repeated or missing, labels with no or several
   positives, string ids, shuffled rows;
 * ``lines``: text lines duplicated, dropped, with fields replaced or added (CSV, TREC);
@@ -40,14 +42,14 @@ CLASSES = {
     "npy": ("valid", "bytes", "truncate", "header", "values", "dtype"),
     "npz_stored": ("valid", "bytes", "truncate", "header", "values", "dtype", "positive",
                    "labels", "members"),
-    "npz_deflated": ("valid", "bytes", "truncate", "values", "dtype", "positive", "labels",
-                     "members"),
+    "npz_deflated": ("valid", "bytes", "truncate", "header", "values", "dtype", "positive",
+                     "labels", "members"),
     "parquet_list": ("valid", "bytes", "truncate", "values", "dtype", "positive", "labels",
-                     "ragged", "nulls", "pages"),
+                     "ragged", "nulls", "pages", "footer"),
     "parquet_fixed": ("valid", "bytes", "truncate", "values", "dtype", "positive", "labels",
-                      "nulls", "pages"),
+                      "nulls", "pages", "footer"),
     "long_parquet": ("valid", "bytes", "truncate", "values", "dtype", "long", "nulls",
-                     "pages"),
+                     "pages", "footer"),
     "long_csv": ("valid", "bytes", "truncate", "values", "lines", "long"),
     "trec": ("valid", "bytes", "truncate", "values", "lines", "numbers", "qrels"),
 }
@@ -424,13 +426,17 @@ def _npz(rng, cls, deflated):
         else:
             members = [("scores.npy", b"not an array")] + members[1:]
             what = "scores member not an array"
+    if cls == "header":  # inside a member, before zipping: its CRC-32 stays right
+        j = 0 if rng.random() < 0.7 else int(rng.integers(len(members)))
+        name, value = members[j]
+        member = bytearray(value if isinstance(value, bytes) else _npy_bytes(value))
+        what = f"{name}: " + _header_edit(rng, member)
+        members[j] = (name, bytes(member))
     data = bytearray(_npz_bytes(members, deflated))
     if cls == "bytes":
         what = _bytes_edit(rng, data)
     elif cls == "truncate":
         what = _truncate(rng, data)
-    elif cls == "header":
-        what = _header_edit(rng, data)
     return {"": bytes(data)}, what
 
 
@@ -479,7 +485,32 @@ def _parquet(rng, cls, fixed):
         what = _truncate(rng, data)
     elif cls == "pages":
         what = _page_edit(rng, data)
+    elif cls == "footer":
+        what = _footer_edit(rng, data)
     return {"": bytes(data)}, what
+
+
+def _footer_edit(rng, data: bytearray) -> str:
+    """Damage the Thrift footer (schema, row counts, offsets) between the column chunks
+    and the trailing length and magic."""
+    footer = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - footer
+    if footer <= 0 or start < 4:
+        return _bytes_edit(rng, data)
+    what = []
+    for _ in range(int(rng.integers(1, 4))):
+        i = int(rng.integers(start, len(data) - 8))
+        choice = int(rng.integers(3))
+        if choice == 0:
+            data[i] ^= 1 << int(rng.integers(8))
+        elif choice == 1:
+            data[i] = int(rng.choice([0, 1, 0x15, 0x7F, 0x80, 0xFF]))
+        else:  # a varint grown to its longest
+            data[i:i + 1] = b"\xff" * int(rng.integers(2, 10)) + b"\x7f"
+        what.append(f"footer byte {i - start} edit {choice}")
+    footer_now = len(data) - 8 - start
+    data[-8:-4] = footer_now.to_bytes(4, "little")  # the length stays consistent
+    return "; ".join(what)
 
 
 def _with_nulls(pa, rng, table):
@@ -567,6 +598,8 @@ def _long_parquet(rng, cls):
         what = _truncate(rng, data)
     elif cls == "pages":
         what = _page_edit(rng, data)
+    elif cls == "footer":
+        what = _footer_edit(rng, data)
     return {"": bytes(data)}, what
 
 

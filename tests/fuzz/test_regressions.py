@@ -4,6 +4,7 @@ checked against the independent reader of tests/fuzz/fuzz_oracle.py or the forma
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +15,8 @@ import tieeval
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fuzz_oracle  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_npy_header_with_boolean_extents_is_refused(tmp_path):
@@ -45,3 +48,54 @@ def test_trec_run_with_a_byte_order_mark_keeps_it_in_the_first_query_id(tmp_path
     assert result.metric("MRR").tie_aware == pytest.approx(0.25, rel=1e-12)
     assert result.metric("HR@1").first == 0.0
     assert result.metric("MRR").instances == 2
+
+
+def test_npz_member_renamed_in_the_directory_is_refused(tmp_path):
+    """A damaged central directory renamed ``positive.npy`` to ``positive.npq``: the dump was
+    read without its positive field (column 0 evaluated instead); numpy.load refuses the
+    member, whose own header still says ``positive.npy``."""
+    path = tmp_path / "a.npz"
+    np.savez(path, scores=np.array([[0.1, 0.9], [0.2, 0.8]]), positive=np.array([1, 1]))
+    data = bytearray(path.read_bytes())
+    directory = data.rindex(b"positive.npy")  # the central directory's copy comes last
+    data[directory:directory + 12] = b"positive.npq"
+    path.write_bytes(bytes(data))
+    with pytest.raises(fuzz_oracle.Invalid, match="differ"):
+        fuzz_oracle.read_npz(str(path))
+    with pytest.raises(tieeval.TieevalError, match="positive.npq"):
+        tieeval.evaluate_path(str(path), ["HR@1"])
+
+
+def test_long_csv_empty_instance_id_is_a_missing_value(tmp_path):
+    """An empty instance field is a missing value (it is for a score); it was read as an
+    instance named ''."""
+    path = tmp_path / "long.csv"
+    path.write_text("instance,position,score\nu1,0,0.5\nu1,1,0.25\n,0,0.5\n,1,0.75\n")
+    with pytest.raises(fuzz_oracle.Invalid):
+        fuzz_oracle.read_csv(str(path))
+    with pytest.raises(tieeval.TieevalError, match="null"):
+        tieeval.evaluate_path(str(path), ["HR@1"])
+
+
+@pytest.mark.parametrize("name", ["sco\nres", "sco\rres", "a\x00b"])
+def test_error_quoting_a_damaged_column_name_stays_one_line(tmp_path, name):
+    """A message quoting names read from a damaged file (a column 'sco\\nres') printed over
+    several lines; every TieevalError message is one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({name: pa.array([[0.5, 0.25]])}), path)
+    with pytest.raises(tieeval.TieevalError) as info:
+        tieeval.evaluate_path(str(path), ["HR@1"])
+    text = str(info.value)
+    assert "\n" not in text and "\r" not in text and "\x00" not in text
+    assert repr(name)[1:-1] in text
+    if name != "sco\nres":
+        return
+    result = subprocess.run([sys.executable, "-m", "tieeval", "compare", str(path), "-q"],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": ROOT + os.pathsep
+                                 + os.environ.get("PYTHONPATH", "")})
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("Error: ")

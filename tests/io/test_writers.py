@@ -107,13 +107,19 @@ class NotOnCpu:
     (("x.npz", np.ones((2, 3))), {"positive": [0.0, 1.0]}, "integer column indices"),
     (("x.npz", np.ones((2, 3))), {"positive": [0, 1, 2]}, "one column index per instance (2)"),
     (("x.npz", np.ones((2, 3))), {"seed": [1, 2]}, "must be a single value"),
-    (("missing_dir/x.npz", np.ones((2, 3))), {}, "does not exist"),
 ])
 def test_save_errors_are_parameter_errors(tmp_path, monkeypatch, args, kwargs, fragment):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ParameterError) as info:
         tieeval.save_scores(*args, **kwargs)
     assert fragment in str(info.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_save_into_a_missing_folder_is_an_output_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(tieeval.OutputError, match="missing_dir/x.npz: folder .* does not exist"):
+        tieeval.save_scores("missing_dir/x.npz", np.ones((2, 3)))
     assert os.listdir(tmp_path) == []
 
 

@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from typing import cast
 
 from tieeval.errors import InputError, ParameterError, TieevalError
+from tieeval.io.base import require_regular_file
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.registry import REGISTRY, parse_gamma, signed_names
 from tieeval.records.audit import (  # noqa: F401 - the audit records, where they were
@@ -297,6 +298,8 @@ def read_claims(path) -> list[Claim]:
     path = os.fspath(path)
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory, not a claims CSV file")
+    if os.path.exists(path):
+        require_regular_file(path)  # a FIFO would block the open forever
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(_numbered_rows(fh))

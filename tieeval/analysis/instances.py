@@ -7,25 +7,17 @@ and streams the rows with :func:`tieeval.engine.local.per_instance`.
 
 from __future__ import annotations
 
-import os
-
 from tieeval.analysis.diff import INSTANCE_FIELD
 from tieeval.engine.local import per_instance
-from tieeval.errors import ParameterError
 from tieeval.io.base import Dump, ReadOptions
 from tieeval.io.open import open_dump
+from tieeval.sink import check_output_path
 
 
-def check_output(out) -> str:
-    """``out`` is a writable place for a Parquet file (checked before any evaluation)."""
-    out = os.fspath(out)
-    folder = os.path.dirname(os.path.abspath(out))
-    if os.path.isdir(out):
-        raise ParameterError(f"{out}: is a directory; --per-instance needs a file name "
-                             "(e.g. instances.parquet)")
-    if not os.path.isdir(folder):
-        raise ParameterError(f"{out}: folder {folder} does not exist")
-    return out
+def check_output(out, inputs=()) -> str:
+    """``out`` is a place the output sink can write the per-instance file to, and none of
+    ``inputs`` (checked before any evaluation; see :mod:`tieeval.sink`)."""
+    return check_output_path(out, inputs=inputs, what="the per-instance file")
 
 
 def write_per_instance(path: str, out: str, metrics=None, *,
@@ -46,9 +38,11 @@ def write_per_instance(path: str, out: str, metrics=None, *,
     >>> pq.read_table(os.path.join(d, "rows.parquet")).column("HR@1_tie_aware").to_pylist()
     [0.5, 1.0]
     """
-    out = check_output(out)
+    inputs = [path, getattr(options, "qrels", None)]  # a TREC run's qrels too
+    out = check_output(out, inputs)
     dump = open_dump(path, options)
-    return per_instance(dump, out, metrics, ids=stored_ids(dump, instance_field), **kwargs)
+    return per_instance(dump, out, metrics, ids=stored_ids(dump, instance_field),
+                        inputs=inputs, **kwargs)
 
 
 def stored_ids(dump: Dump, instance_field: str | None = None):

@@ -9,8 +9,10 @@ from __future__ import annotations
 import errno
 import os
 import re
+import signal
 import sys
 import warnings
+from contextlib import contextmanager
 
 import click
 
@@ -20,6 +22,8 @@ EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_HANGUP = 129  # 128 + SIGHUP
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class CliError(click.ClickException):
@@ -33,9 +37,162 @@ class InternalError(click.ClickException):
 
 
 class Interrupted(click.ClickException):
-    """Ctrl-C: one line, exit 130; workers stopped, nothing half-written."""
+    """Ctrl-C: one line, exit 130; workers stopped, nothing half-written. SIGTERM and
+    SIGHUP end the same way with exit 143 and 129."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+class _TerminatedExit(Interrupted):
+    exit_code = EXIT_TERMINATED
+
+
+class _HangupExit(Interrupted):
+    exit_code = EXIT_HANGUP
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread where the signal found it, so that it
+    unwinds as Ctrl-C does: every ``finally`` and ``except BaseException`` runs (the output
+    sink removes its temporary file, a long-layout spill its folder), workers are stopped
+    and the process exits with 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _ended(exc: KeyboardInterrupt) -> Interrupted:
+    """The one line and exit code for Ctrl-C, SIGTERM or SIGHUP."""
+    if isinstance(exc, Terminated):
+        name = signal.Signals(exc.signum).name
+        kind = _HangupExit if name == "SIGHUP" else _TerminatedExit
+        return kind(f"terminated by {name}")
+    return Interrupted("interrupted")
+
+
+# SIGTERM (kill, timeout, a job scheduler) and SIGHUP (a closed terminal): ended like Ctrl-C
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                      if hasattr(signal, name))
+
+
+# The stop signals received while a command runs: an error raised while the interrupt
+# unwinds (a reader's generator closed from another thread, say) is still reported as the
+# interrupt, never as an internal error.
+_RECEIVED: list[int] = []
+
+
+def _raise_terminated(signum, frame):
+    _RECEIVED.append(signum)
+    _ignore_stop_signals()  # a second signal must not cut the clean-up short
+    raise Terminated(signum)
+
+
+def _raise_interrupt(signum, frame):
+    """Ctrl-C as Python's own handler does it (KeyboardInterrupt), remembered."""
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def _received_exit() -> Interrupted:
+    signum = _RECEIVED[0]
+    return _ended(KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum))
+
+
+def _ignore_stop_signals() -> None:
+    for sig in (signal.SIGINT, *_STOP_SIGNALS):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
+
+
+@contextmanager
+def _stop_signals_raise():
+    """SIGTERM and SIGHUP raise :class:`Terminated` while a command runs (a signal the
+    process ignores, as under ``nohup``, stays ignored), Ctrl-C raises KeyboardInterrupt as
+    always; each is remembered (:data:`_RECEIVED`). The old handlers come back after."""
+    old = {}
+    del _RECEIVED[:]
+    for sig in _STOP_SIGNALS:
+        try:
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue
+            old[sig] = signal.signal(sig, _raise_terminated)
+        except (ValueError, OSError):  # not the main thread: leave the signals alone
+            pass
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+    except (ValueError, OSError):  # pragma: no cover - not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError, TypeError):  # pragma: no cover
+                pass
+
+
+def stdout_error(exc: OSError) -> CliError:
+    """Writing stdout failed (a full disk, a closed pipe or descriptor): one line, exit 2.
+    The descriptor is pointed at /dev/null so that the interpreter's final flush of what is
+    still buffered cannot fail a second time."""
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    return CliError(f"cannot write the output to stdout: {reason}")
+
+
+def _flush_stdout() -> None:
+    """The data written is all out: a buffered rest that cannot be written is an error."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise stdout_error(exc) from None
+
+
+# An OSError from the environment, not from tieeval: the file named and the system's words
+# for it, exit 2. With a file name these say which file; without one, only the errors that
+# cannot be about anything but the machine (a full disk, an I/O error) are mapped.
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "EACCES", "EPERM", "ENOENT", "ENOTDIR", "EISDIR", "ENAMETOOLONG", "ELOOP", "ENOSPC",
+    "EDQUOT", "EROFS", "EFBIG", "EIO", "EMFILE", "ENFILE", "ETXTBSY", "EEXIST", "ENXIO",
+    "ENODEV", "EBUSY", "ESTALE", "EXDEV", "ENOTEMPTY", "EAGAIN", "ESPIPE", "EINVAL",
+    "EOVERFLOW") if hasattr(errno, name))
+_MACHINE_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENOSPC", "EDQUOT", "EFBIG", "EIO", "EMFILE", "ENFILE", "EROFS") if hasattr(errno, name))
+
+
+def environment_error(exc: OSError) -> CliError | None:
+    """The one-line error for an OSError the environment caused, or None for anything
+    else (a bug: the caller reports it as an internal error)."""
+    code = exc.errno
+    reason = exc.strerror or (errno.errorcode.get(code) if code else None)
+    if code is None or reason is None:
+        return None
+    name = exc.filename
+    if name is not None and code in _ENVIRONMENT_ERRNOS:
+        name = os.fsdecode(name) if isinstance(name, bytes) else str(name)
+        other = exc.filename2
+        if other is not None:
+            other = os.fsdecode(other) if isinstance(other, bytes) else str(other)
+            return CliError(f"{name} -> {other}: {reason}")
+        return CliError(f"{name}: {reason}")
+    if code in _MACHINE_ERRNOS:
+        return CliError(reason)
+    return None
 
 
 def _numeric_error(exc: Warning) -> CliError:
@@ -88,15 +245,19 @@ class Group(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
             try:
-                rv = super().main(args, prog_name, complete_var, False, **extra)
+                with _stop_signals_raise():
+                    rv = super().main(args, prog_name, complete_var, False, **extra)
+                    _flush_stdout()
             except click.Abort as exc:
-                if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
-                    raise KeyboardInterrupt from None
+                cause = exc.__cause__ or exc.__context__
+                if isinstance(cause, KeyboardInterrupt):
+                    raise cause from None
                 raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             _stop_workers()
-            click.echo("Error: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            ended = _ended(exc)
+            ended.show()
+            sys.exit(ended.exit_code)
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -106,10 +267,25 @@ class Group(click.Group):
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 sys.exit(1)
-            raise
+            mapped = environment_error(exc)
+            if mapped is None:
+                raise
+            mapped.show()
+            sys.exit(mapped.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
+        try:
+            return self._invoke(ctx)
+        except (click.exceptions.Exit, SystemExit):
+            raise
+        except BaseException:
+            if _RECEIVED:  # whatever the interrupt left behind, it was the interrupt
+                _stop_workers()
+                raise _received_exit() from None
+            raise
+
+    def _invoke(self, ctx):
         try:
             with warnings.catch_warnings():
                 # numpy's RuntimeWarnings (overflow, invalid value) never print: where a
@@ -119,26 +295,34 @@ class Group(click.Group):
                 return super().invoke(ctx)
         except TieevalError as exc:
             raise CliError(str(exc)) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             _stop_workers()
-            raise Interrupted("interrupted") from None
+            raise _ended(exc) from None
         except RuntimeWarning as exc:
             raise _numeric_error(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
                 BrokenPipeError):
             raise
+        except OSError as exc:  # an unreadable input, a full disk: the environment's
+            mapped = environment_error(exc)
+            if mapped is not None:
+                raise mapped from None
+            if os.environ.get("TIEEVAL_DEBUG"):
+                raise
+            raise InternalError(_internal_text(exc)) from None
         except Exception as exc:  # a bug: say so, never let it pass as exit 1
             if os.environ.get("TIEEVAL_DEBUG"):
                 raise
-            raise InternalError(f"internal error ({type(exc).__name__}: {exc}); rerun with "
-                                "TIEEVAL_DEBUG=1 for a traceback and please report it") from None
+            raise InternalError(_internal_text(exc)) from None
+
+
+def _internal_text(exc: BaseException) -> str:
+    return (f"internal error ({type(exc).__name__}: {exc}); rerun with TIEEVAL_DEBUG=1 for "
+            "a traceback and please report it")
 
 
 def _stop_workers() -> None:
-    import signal
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this
-    except ValueError:  # pragma: no cover - not the main thread
-        pass
+    # a second Ctrl-C, SIGTERM or SIGHUP must not cut this short
+    _ignore_stop_signals()
     from tieeval.engine.parallel import stop_workers
     stop_workers()

@@ -22,6 +22,7 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     _numeric_error,
     _stop_workers,
     expand_multi_value,
+    stdout_error,
 )
 from tieeval.engine.arguments import ENGINES
 from tieeval.errors import ParameterError, TieevalError
@@ -197,41 +198,55 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
     return default_metrics(_flatten_ks(k_values))
 
 
-def _output_error(exc: OSError) -> CliError:
-    """Writing stdout failed (a full disk, a closed pipe or descriptor): one line, exit 2.
-    The descriptor is pointed at /dev/null so that the interpreter's final flush of what is
-    still buffered cannot fail a second time."""
-    try:
-        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, fd)
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass
-    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
-    return CliError(f"cannot write the output to stdout: {reason}")
-
-
 class _Stdout:
-    """stdout for data: an OSError while writing becomes :func:`_output_error`."""
+    """stdout for data: every write is complete or becomes :func:`stdout_error`.
+
+    Text goes to the descriptor itself, written until every byte is out: Python's buffered
+    stdout can drop the rest of a short write (a file that reaches a full disk or a size
+    limit part-way) without raising, and the command would end with exit 0 and a truncated
+    file. A stream without a descriptor (a test's capture) is written and flushed as is."""
 
     def __init__(self, stream):
         self._stream = stream
 
-    def write(self, text):
+    def _fd(self) -> int | None:
         try:
-            return self._stream.write(text)
+            return self._stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+            return None
+
+    def write(self, text):
+        fd = self._fd()
+        try:
+            if fd is None:
+                return self._stream.write(text)
+            self._stream.flush()  # what was printed before goes first
+            data = text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict")
+            write_all(fd, data)
+            return len(text)
         except OSError as exc:
-            raise _output_error(exc) from None
+            raise stdout_error(exc) from None
 
     def flush(self):
         try:
             return self._stream.flush()
         except OSError as exc:
-            raise _output_error(exc) from None
+            raise stdout_error(exc) from None
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd``; a write that makes no progress raises the
+    error the next write gives (``ENOSPC``, ``EFBIG``, ``EIO``) or ``ENOSPC``."""
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        n = os.write(fd, view[done:])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        done += n
 
 
 def _stdout() -> _Stdout:
@@ -245,6 +260,11 @@ def write(text: str) -> None:
     # _Stdout wraps a text stream: write and flush, everything else delegated
     click.echo(text, nl=False, file=cast(IO[str], out))
     out.flush()
+
+
+def data_stdout() -> IO[str]:
+    """stdout for a renderer that writes to a file object: checked as :func:`write`."""
+    return cast(IO[str], _stdout())
 
 
 def stderr_console():

@@ -45,11 +45,11 @@ from tieeval.report.registry import renderer, taking
                    "json); 4: top-score tie "
                    "statistics per method (as 'tieeval ties'). Tables 1, 3 and 4 average "
                    "runs whose run labels differ only in seed.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=click.Path(), default=None, metavar="FILE.png",
               help="Also draw the paper's Figure 1 (inflation vs. average top-score tie "
                    "size, log axis, Pearson r) to FILE.png / .pdf / .svg. Needs "
                    "'pip install tieeval[plot]'.")
-@click.option("--per-instance", "per_instance", type=click.Path(dir_okay=False), default=None,
+@click.option("--per-instance", "per_instance", type=click.Path(), default=None,
               metavar="FILE.parquet",
               help="Also write one row per instance of the (one) FILE: its id, a and b "
                    "(single-positive dumps), the original rank, and every metric's "
@@ -84,9 +84,10 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
       tieeval compare scores.npz --original stable --per-instance rows.parquet
       tieeval compare --qrels qrels.txt run.txt -m P.5,10 -m ndcg_cut_10 --format trec_eval
     """
+    inputs = [*files, read_kwargs.get("qrels")]  # never overwritten by an output
     if plot is not None:
         from tieeval.report.plot import check_plot_path, require_matplotlib
-        check_plot_path(plot)
+        check_plot_path(plot, inputs)
         require_matplotlib()  # fail before the (possibly long) evaluation
     if (column is not None or per_query) and "column" not in renderer("runs", fmt).takes:
         raise click.UsageError("--column and --per-query apply to --format "
@@ -98,7 +99,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
             raise click.UsageError(f"--per-instance writes the instances of one FILE, got "
                                    f"{len(files)}")
         from tieeval.analysis.instances import check_output, stored_ids
-        check_output(per_instance)  # before the (possibly long) evaluation
+        check_output(per_instance, inputs)  # before the (possibly long) evaluation
         field = read_kwargs.get("instance_column")
 
         def ids_for(dump):
@@ -124,6 +125,6 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1
-        draw_figure1(figure1(groups), plot)
+        draw_figure1(figure1(groups), plot, inputs)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)

@@ -4,11 +4,9 @@ compares format names."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from tieeval.cli.common import stdout_console, write
+from tieeval.cli.common import data_stdout, stdout_console, write
 from tieeval.report.registry import describe, formats, renderer
 
 
@@ -22,7 +20,7 @@ class StdoutOutput:
         return stdout_console()
 
     def stream(self):
-        return sys.stdout
+        return data_stdout()  # every write checked, as write() does
 
 
 def format_option(kind: str):

@@ -160,12 +160,95 @@ def _field(value, kind: str, scores: np.ndarray, offsets, path: str, flat: bool)
     return values, offsets
 
 
+def _masked(value) -> bool:
+    return isinstance(value, np.ma.MaskedArray) and bool(np.ma.getmaskarray(value).any())
+
+
+def unmask(scores, positive, fields: dict, offsets, path: str):
+    """Honour a numpy masked array's mask: a masked score is not a candidate. Each row
+    keeps its unmasked scores, in order (rows become ragged, as a dump's may be); the
+    positive's column index and fields in the scores' layout (``labels``, ``items``) follow.
+    A masked positive is an error: it cannot be ranked among candidates it is not one of.
+    Masks anywhere else are refused (:class:`ParameterError`): what they would mean is not
+    clear. Returns ``(scores, positive, fields, offsets)``."""
+    for kind, value in [("positive", positive), ("offsets", offsets), *fields.items()]:
+        if _masked(value):
+            raise ParameterError(f"{path}: '{kind}' is a masked array; only the scores' mask "
+                                 "is read (masked = not a candidate): mask the scores, or "
+                                 "pass plain arrays")
+    if not isinstance(scores, np.ma.MaskedArray):
+        return scores, positive, fields, offsets
+    data = np.ma.getdata(scores)
+    keep = ~np.ma.getmaskarray(scores)
+    fields = {kind: np.ma.getdata(value) if isinstance(value, np.ma.MaskedArray) else value
+              for kind, value in fields.items()}
+    if keep.all():
+        return data, positive, fields, offsets
+    for kind in ("positives", "negatives"):
+        if kind in fields:
+            raise ParameterError(f"{path}: masked scores with '{kind}' column indices: give "
+                                 "'labels' in the scores' shape instead (their masked entries "
+                                 "are dropped with the scores)")
+    if offsets is None:
+        if data.ndim != 2:
+            raise InputError(f"{path}: masked scores must be a 2-D (instances, candidates) "
+                             f"array, or flat with offsets; got shape {data.shape}")
+        rows, cols = data.shape
+        lengths = keep.sum(axis=1).astype(np.int64)
+        old = np.arange(rows + 1, dtype=np.int64) * cols
+    else:
+        old = _check_offsets(path, offsets, data.size)
+        if data.ndim != 1:
+            raise InputError(f"{path}: with offsets, scores must be flat (1-D), got shape "
+                             f"{data.shape}")
+        rows = old.size - 1
+        lengths = np.add.reduceat(keep.astype(np.int64), old[:-1]) if data.size else \
+            np.zeros(rows, np.int64)
+        lengths[np.diff(old) == 0] = 0  # reduceat gives a value for an empty row
+    flat_keep = keep.reshape(-1)
+    new_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    if positive is None and not fields:
+        positive = 0
+    if positive is not None:
+        pos = as_array(positive, "positive", path)
+        if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
+            raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
+                             f"shape {pos.shape}")
+        pos = resolve_positive(path, np.broadcast_to(pos, (rows,)), np.diff(old), 0)
+        at = old[:-1] + pos
+        masked = np.flatnonzero(~flat_keep[at])
+        if masked.size:
+            i = int(masked[0])
+            raise InputError(f"{path}: row {i}: the positive (column {int(pos[i])}) is masked; "
+                             "a masked score is not a candidate")
+        # the positive's place among its row's kept candidates
+        rank = np.cumsum(flat_keep) - 1
+        positive = rank[at] - new_offsets[:-1]
+    out = {}
+    for kind, value in fields.items():
+        arr = as_array(value, kind, path)
+        if arr.size != data.size or (offsets is None and arr.shape != data.shape):
+            raise InputError(f"{path}: '{kind}' must have the scores' shape {data.shape}, got "
+                             f"{arr.shape}")
+        out[kind] = arr.reshape(-1)[flat_keep]
+    return data.reshape(-1)[flat_keep], positive, out, new_offsets
+
+
 def array_batch(scores, positive=None, *, labels=None, positives=None, negatives=None,
                 items=None, offsets=None, ranking=None, path: str = "<array>"
                 ) -> tuple[Batch, RelevanceInfo | None]:
     """The one batch, and what relevance it carries, of in-memory arrays; ``ranking``
     (per row, candidate indices top first) is checked and stored as ``save_scores`` stores
-    it, for ``original="given"``."""
+    it, for ``original="given"``. A masked scores array: see :func:`unmask`."""
+    fields = {kind: value for kind, value in (("labels", labels), ("positives", positives),
+                                              ("negatives", negatives), ("items", items))
+              if value is not None}
+    if ranking is not None and _masked(scores):
+        raise ParameterError(f"{path}: masked scores with a 'ranking': its indices name the "
+                             "columns before the mask; drop the masked candidates from both")
+    scores, positive, fields, offsets = unmask(scores, positive, fields, offsets, path)
+    labels, positives, negatives, items = (fields.get(k) for k in
+                                           ("labels", "positives", "negatives", "items"))
     arr, off = score_rows(scores, offsets, path)
     rows = arr.shape[0] if off is None else off.size - 1
     given = {kind: value for kind, value in (("labels", labels), ("positives", positives),

@@ -81,29 +81,28 @@ def _instance_column(batch: Batch, ids: np.ndarray | None, path: str) -> np.ndar
 
 class InstanceRows(Consumer):
     """One Parquet row per instance, streamed to ``out`` (see
-    :func:`tieeval.engine.local.per_instance` for the columns). The file is written beside
-    ``out`` under a temporary name and renamed when the pass is complete; ``rows`` counts
-    the rows written."""
+    :func:`tieeval.engine.local.per_instance` for the columns) through the output sink
+    (:func:`tieeval.sink.open_output`): written beside ``out`` under a temporary name and
+    renamed when the pass is complete; ``out`` is refused when it is a device, a folder or
+    one of ``inputs``. ``rows`` counts the rows written."""
 
-    def __init__(self, out: str, ids=None):
+    def __init__(self, out: str, ids=None, inputs=()):
         self.out = os.fspath(out)
         ids = None if ids is None else np.asarray(ids)
         self.ids = ids.astype(str) if ids is not None and ids.dtype == object else ids
+        self.inputs = list(inputs)
         self.rows = 0
-        self._tmp: str | None = None
+        self._pending: Any = None
         self._writer: Any = None
 
     def start(self, kernel: Kernel, dump: Dump) -> None:
-        import tempfile
-
         from tieeval.io.arrow import _pyarrow
+        from tieeval.sink import open_output
         self.abort()  # a pass that started over writes a new file
         self._pa, self._pq = _pyarrow()
         self._kernel, self._path = kernel, dump.path
-        folder = os.path.dirname(os.path.abspath(self.out))
-        fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(self.out)}.",
-                                         suffix=".tmp")
-        os.close(fd)
+        self._pending = open_output(self.out, inputs=[dump.path, *self.inputs],
+                                    what="the per-instance file")
         self.rows = 0
 
     def part(self, batch: Batch, counts, values: list[InstanceValues]):
@@ -122,7 +121,7 @@ class InstanceRows(Consumer):
     def take(self, part) -> None:
         table, rows = part
         if self._writer is None:
-            self._writer = self._pq.ParquetWriter(self._tmp, table.schema)
+            self._writer = self._pq.ParquetWriter(self._pending.file, table.schema)
         self._writer.write_table(table)
         self.rows += rows
 
@@ -131,20 +130,19 @@ class InstanceRows(Consumer):
             raise InputError(f"{self._path}: no instances (empty dump)")
         self._writer.close()
         self._writer = None
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp, self._tmp = self._tmp, None
-        assert tmp is not None
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the output is not
-        os.replace(tmp, self.out)
+        pending, self._pending = self._pending, None
+        pending.commit()
 
     def abort(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._tmp is not None and os.path.exists(self._tmp):
-            os.unlink(self._tmp)
-        self._tmp = None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()  # the footer of a file about to be removed
+            except Exception:
+                pass
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.discard()
 
 
 @dataclass

@@ -390,7 +390,8 @@ def evaluate_request(request: Request, path, progress=None, *, progress_for=None
     rows = collector = None
     if request.per_instance is not None:
         rows = InstanceRows(request.per_instance,
-                            None if ids_for is None else ids_for(dump))
+                            None if ids_for is None else ids_for(dump),
+                            inputs=[dump.path, getattr(request.read, "qrels", None)])
         consumers.append(rows)
     if request.per_query:
         collector = InstanceCollector()
@@ -440,7 +441,7 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
 def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
                  nan_policy: str = "raise", batch_rows: int | None = None,
                  relevance: RelOptions | None = None, what_if=None,
-                 original: str | None = None, ids=None, progress=None) -> int:
+                 original: str | None = None, ids=None, progress=None, inputs=()) -> int:
     """Write one Parquet row per instance of ``dump`` to ``out``; returns the row count.
 
     Columns: ``instance`` (the ids the reader attaches to batches (long layout, TREC
@@ -453,14 +454,15 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     rows is the run's figure.
 
     One pass over the dump, batch by batch (bounded memory), in this process: the rows do
-    not depend on ``batch_rows`` or on how the run itself was split. The file is written
-    beside ``out`` under a temporary name and renamed when complete. ``compare
-    --per-instance`` writes the same rows in the pass that makes the totals
-    (:func:`evaluate_request`).
+    not depend on ``batch_rows`` or on how the run itself was split. The file goes through
+    the output sink (:mod:`tieeval.sink`): written beside ``out`` under a temporary name
+    and renamed when complete; ``out`` may not be a device, a folder, the dump or one of
+    ``inputs`` (other files the run reads, such as its qrels). ``compare --per-instance``
+    writes the same rows in the pass that makes the totals (:func:`evaluate_request`).
     """
     request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
                       relevance=relevance, what_if=what_if, original=original)
-    rows = InstanceRows(out, ids)
+    rows = InstanceRows(out, ids, inputs=[dump.path, *inputs])
     drive(dump, request, [rows], progress, totals=False)
     return rows.rows
 
@@ -512,7 +514,9 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``scores``: an ``(instances, candidates)`` array (numpy, a list of equal-length lists,
     anything with ``__array__`` such as a CPU torch tensor; never cast), ragged rows as a
     list of 1-D numpy arrays, or flat values with ``offsets`` (``instances + 1`` row
-    boundaries). Relevance, as a dump gives it:
+    boundaries). A numpy masked array's masked scores are not candidates: each row is its
+    unmasked scores, and ``positive`` and ``labels`` / ``items`` follow (a masked
+    positive is an error). Relevance, as a dump gives it:
 
     * ``positive``: each row's one positive column (an int, or one per row; default 0;
       negative counts from the end), the single-positive protocol;

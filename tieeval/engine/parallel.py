@@ -52,20 +52,49 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
+# Ctrl-C, and SIGTERM / SIGHUP sent to the whole process group, are for this process to
+# handle: it stops the workers itself (stop_workers).
+_STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name)}
+# what a worker unblocks: stop_workers ends workers with SIGTERM, and a group's SIGTERM or
+# SIGHUP ends them quietly (their default action), whereas Ctrl-C stays ignored
+_WORKER_UNBLOCKED = _STOP_SIGNALS - {signal.SIGINT}
+
+
 @contextmanager
 def _sigint_blocked():
-    """SIGINT held back while helper processes start: a process started meanwhile (the
-    fork server, the resource tracker, a worker) inherits the mask and never gets a
-    Ctrl-C halfway through its imports; this process gets it right after."""
-    if (hasattr(signal, "pthread_sigmask")
+    """SIGINT, SIGTERM and SIGHUP held back while helper processes start.
+
+    A process started meanwhile (the fork server, the resource tracker, a worker) inherits
+    the signal mask, so it never gets a Ctrl-C halfway through its imports, and a signal to
+    the whole group cannot kill the resource tracker (it would be restarted and warn of
+    leaks). This process's handlers are deferred too: the mask holds only for this thread,
+    and a signal another thread takes would still run the handler here, halfway through
+    starting a worker the pool does not know yet. The signal is handled right after, with
+    every worker started known to the pool (and so stopped by :func:`stop_workers`)."""
+    if not (hasattr(signal, "pthread_sigmask")
             and threading.current_thread() is threading.main_thread()):
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-    else:  # pragma: no cover - not POSIX, or not the main thread
+        yield  # pragma: no cover - not POSIX, or not the main thread
+        return
+    received: list[int] = []
+
+    def defer(signum, frame):
+        received.append(signum)
+    handlers = {}
+    for sig in _STOP_SIGNALS:
+        old = signal.getsignal(sig)
+        if callable(old):  # a Python handler: defer it (an ignored signal stays ignored)
+            handlers[sig] = signal.signal(sig, defer)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
         yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if received:
+            handler = handlers[received[0]]
+            handler(received[0], None)
 
 
 def _submit(executor, *args):
@@ -99,6 +128,10 @@ def _worker_init(runtime_errors: bool = False) -> None:
     # Ctrl-C reaches the whole process group: the main process stops the workers
     # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # started with them blocked (_sigint_blocked)
+        for sig in _WORKER_UNBLOCKED:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_UNBLOCKED)
     if runtime_errors:
         warnings.simplefilter("error", RuntimeWarning)
 
@@ -110,18 +143,38 @@ def stop_workers() -> None:
         # the pool's feeder may still write to a worker that is gone: an error there, not
         # a kill of this process
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # the pool's own thread may stumble on futures cancelled meanwhile (Python 3.11 marks
+    # them failed): nothing to report while the process ends
+    hook, threading.excepthook = threading.excepthook, _quiet_excepthook
+    try:
+        _stop_pools()
+    finally:
+        threading.excepthook = hook
+    _POOL.clear()
+
+
+def _stop_pools() -> None:
     for executor in list(_POOL.values()):
         processes = list((getattr(executor, "_processes", None) or {}).values())
         for proc in processes:
             try:
-                proc.terminate()
+                # SIGKILL: a worker still starting has SIGTERM blocked (_sigint_blocked)
+                proc.kill()
             except (OSError, ValueError, AttributeError):  # pragma: no cover - already gone
+                pass
+        for proc in processes:  # gone before the pool's queues and locks are released
+            try:
+                proc.join(10)
+            except (OSError, ValueError, AssertionError):  # pragma: no cover
                 pass
         try:
             executor.shutdown(wait=True, cancel_futures=True)
         except Exception:  # pragma: no cover - a broken pool is what we want here
             pass
-    _POOL.clear()
+
+
+def _quiet_excepthook(args) -> None:
+    pass
 
 
 @atexit.register

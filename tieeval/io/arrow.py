@@ -116,6 +116,8 @@ def check_same_fields(opened, fields) -> None:
 
 
 def _parquet_error(path: str, exc: Exception, where: str = "") -> InputError:
+    if isinstance(exc, OSError) and exc.errno:  # the system refused: not the file's damage
+        return InputError(f"{path}: cannot read: {os.strerror(exc.errno)}")
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return InputError(f"{path}: corrupted or truncated Parquet file ({where}{text})")
 
@@ -145,9 +147,34 @@ def check_same_columns(first: str, schema, others, columns) -> None:
                                  "must share one schema")
 
 
-def compressed_size(rg) -> int:
-    """Bytes a row group occupies in its file (the sum of its column chunks)."""
-    return int(sum(rg.column(i).total_compressed_size for i in range(rg.num_columns)))
+def row_groups(file: str, pf) -> list:
+    """The row groups of ``pf`` (the ParquetFile of ``file``) with their column chunks'
+    value counts and sizes (:class:`~tieeval.io.parquet_footer.GroupInfo`), read from the
+    footer without ``RowGroupMetaData.column``, which aborts the process on a column
+    metadata pyarrow's C++ code rejects (see :mod:`tieeval.io.parquet_footer`)."""
+    from tieeval.io.parquet_footer import FooterError, read_footer
+    meta = pf.metadata
+    try:
+        groups = read_footer(file)
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except FooterError as exc:
+        raise InputError(f"{file}: corrupted or truncated Parquet file (footer: {exc})"
+                         ) from None
+    if len(groups) != meta.num_row_groups or any(
+            g.num_rows != meta.row_group(i).num_rows for i, g in enumerate(groups)):
+        raise InputError(f"{file}: corrupted Parquet file (the footer's row groups do not "
+                         "match what pyarrow read from it)")
+    return groups
+
+
+def check_rows_decoded(file: str, group: int, decoded: int, declared: int) -> None:
+    """A row group must yield the rows its footer declares: a data page damaged without a
+    page checksum can decode to fewer, and averaging over the survivors would be a
+    silently wrong figure."""
+    if decoded != declared:
+        raise InputError(f"{file}: corrupted Parquet file (row group {group}: {decoded} rows "
+                         f"decoded, its footer declares {declared})")
 
 
 def arrow_lists(path: str, column, what: str, where) -> tuple[np.ndarray, np.ndarray]:

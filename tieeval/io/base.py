@@ -228,6 +228,13 @@ def require_regular_file(path: str) -> None:
     if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         raise InputError(f"{path}: not a regular file (a FIFO, socket or device); tieeval "
                          "reads files it can seek in")
+    if stat.S_ISREG(mode):
+        # opened once here, so that a file the user may not read is reported as such and
+        # not as damaged by a reader that sees only "cannot open"
+        try:
+            open(path, "rb").close()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
 
 
 _OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd",

@@ -52,10 +52,11 @@ from tieeval.io.arrow import (
     _parquet_error,
     _pyarrow,
     arrow_metadata,
-    compressed_size,
+    check_rows_decoded,
     from_numpy,
     numpy_dtype,
     parquet_file,
+    row_groups,
     to_numpy,
 )
 from tieeval.io.base import (
@@ -261,6 +262,13 @@ def _check_finite(path, labels, starts, ids, name) -> None:
 # ---------------------------------------------------------------------------------------
 # sources: Parquet files or a CSV file -> Rows chunks
 
+def _id_type(typ):
+    """The type instance ids are compared in: a dictionary-encoded column (what pandas
+    writes for a ``category``) by its values, the ids the user wrote."""
+    pa, _ = _pyarrow()
+    return typ.value_type if pa.types.is_dictionary(typ) else typ
+
+
 def _check_columns(path, names, options, types, score_from_csv=False):
     pa, _ = _pyarrow()
     cols = options.long_columns
@@ -278,7 +286,7 @@ def _check_columns(path, names, options, types, score_from_csv=False):
                          f"found: {', '.join(names)})")
     if has_label and options.positive_index is not None:
         raise positive_index_conflict(path, cols["label"], "column")
-    itype = types(cols["instance"])
+    itype = _id_type(types(cols["instance"]))
     if not (pa.types.is_integer(itype) or pa.types.is_string(itype)
             or pa.types.is_large_string(itype)):
         raise InputError(f"{path}: column '{cols['instance']}' must hold integer or string "
@@ -306,6 +314,9 @@ def _rows_from(path: str, table, cols, has_label, nbytes: int) -> Rows:
         col = table.column(cols[key])
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
+        if key == "instance" and pa.types.is_dictionary(col.type):
+            # ids by value: the codes of a dictionary differ between row groups and files
+            col = col.dictionary_decode()
         if col.null_count:
             raise InputError(f"{path}: column '{cols[key]}' holds null values (every row needs "
                              f"an {key})" if key == "instance" else
@@ -359,15 +370,19 @@ class _ParquetSource(_Source):
             pf = parquet_file(file)
             other = pf.schema_arrow
             for col in self.columns:
-                if col not in other.names or other.field(col).type != schema.field(col).type:
+                theirs = other.field(col).type if col in other.names else None
+                ours = schema.field(col).type
+                if col == self.cols["instance"] and theirs is not None:
+                    # ids compare by value: dictionary-encoded or not, files may differ
+                    theirs, ours = _id_type(theirs), _id_type(ours)
+                if theirs is None or theirs != ours:
                     raise InputError(f"{file}: column '{col}' differs from {first}; a "
                                      "dataset's files must share one schema")
             meta = pf.metadata
             total_rows += meta.num_rows
-            for g in range(meta.num_row_groups):
-                rg = meta.row_group(g)
-                self.size_hint += rg.total_byte_size
-                self.nbytes += compressed_size(rg)
+            for g, info in enumerate(row_groups(file, pf)):
+                self.size_hint += meta.row_group(g).total_byte_size
+                self.nbytes += info.compressed_size
         if total_rows == 0:
             raise InputError(f"{path}: no instances (empty dump)")
         self.metadata = arrow_metadata(schema)
@@ -376,18 +391,19 @@ class _ParquetSource(_Source):
         pa, _ = _pyarrow()
         for file in self.files:
             pf = parquet_file(file)
-            meta = pf.metadata
-            for g in range(meta.num_row_groups):
-                rg = meta.row_group(g)
-                if rg.num_rows == 0:
+            for g, info in enumerate(row_groups(file, pf)):
+                if info.num_rows == 0:
                     continue
+                decoded = 0
                 try:
                     for record in pf.iter_batches(batch_size=rows, row_groups=[g],
                                                   columns=self.columns, use_threads=False):
-                        share = compressed_size(rg) * record.num_rows // rg.num_rows
+                        share = info.compressed_size * record.num_rows // info.num_rows
+                        decoded += record.num_rows
                         yield _rows_from(file, record, self.cols, self.has_label, share)
                 except (pa.ArrowException, OSError, ValueError) as exc:
                     raise _parquet_error(file, exc, f"row group {g}: ") from None
+                check_rows_decoded(file, g, decoded, info.num_rows)
 
 
 class _CsvSource(_Source):
@@ -519,6 +535,9 @@ class _CsvSource(_Source):
                 stream, read_options=pcsv.ReadOptions(block_size=block, use_threads=False),
                 convert_options=pcsv.ConvertOptions(
                     include_columns=include, null_values=[""],  # "nan" is a NaN score
+                    # an empty field is a missing value in a text column too (an instance
+                    # id), as in a numeric one, and is refused as a null
+                    strings_can_be_null=True,
                     column_types={k: v for k, v in self.column_types.items() if k in include}))
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise InputError(f"{self.path}: unreadable CSV ({str(exc).splitlines()[0]})") from None

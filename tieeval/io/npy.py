@@ -132,6 +132,8 @@ def _npy_header(fh, path: str, what: str):
 
 
 def _load_error(path: str, exc: Exception) -> InputError:
+    if isinstance(exc, OSError) and exc.errno:  # the system refused: not the file's damage
+        return InputError(f"{path}: cannot read: {os.strerror(exc.errno)}")
     text = str(exc)
     if ("allow_pickle" in text and "Object arrays" not in text
             and not _starts_like_pickle(path)):
@@ -208,7 +210,24 @@ def _check_extent(path: str, spec: ArraySpec, limit: int) -> None:
                          f"{limit} are there)")
 
 
+def _check_no_trailing(path: str, spec: ArraySpec, end: int, what: str) -> None:
+    """The array must fill ``what`` exactly: bytes past the end of the array mean its
+    header declares fewer rows (or a narrower shape) than were written -- a damaged header
+    that would otherwise silently evaluate a part of the dump."""
+    need = spec.offset + math.prod(int(n) for n in spec.shape) * spec.dtype.itemsize
+    if end > need:
+        raise InputError(f"{path}: corrupted file ({what} holds {end - need} bytes more than "
+                         f"its header's shape {tuple(spec.shape)} declares)")
+
+
 def _open_npy(path: str, options: ReadOptions) -> Dump:
+    try:
+        return _open_npy_file(path, options)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _open_npy_file(path: str, options: ReadOptions) -> Dump:
     with open(path, "rb") as fh:
         if fh.read(6) != b"\x93NUMPY":
             fh.seek(0)
@@ -224,6 +243,7 @@ def _open_npy(path: str, options: ReadOptions) -> Dump:
     spec = ArraySpec(path, offset, dtype, shape, fortran)
     _check_matrix(path, spec, "scores")
     _check_extent(path, spec, os.path.getsize(path))
+    _check_no_trailing(path, spec, os.path.getsize(path), "the file")
     check_row_length(path, shape[1])
     return Dump(path, "npy", dtype, {}, None, rows=shape[0], nbytes=os.path.getsize(path),
                 row_bytes=spec.row_bytes, parts=_matrix_parts(path, spec, None, options))

@@ -19,6 +19,7 @@ from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
     _check_extent,
+    _check_no_trailing,
     _load_error,
     _matrix_parts,
     _npy_header,
@@ -65,6 +66,8 @@ class _NpzMember:
                          self.fortran)
         _check_extent(self.path, spec, min(os.path.getsize(self.path),
                                            data + self.info.file_size))
+        _check_no_trailing(self.path, spec, data + self.info.file_size,
+                           f"member {self.name}")
         self._check_crc(data)
         return spec
 
@@ -170,6 +173,21 @@ class _RowStream:
 
 
 
+def check_unambiguous(path: str, members: list[str]) -> None:
+    """Each array name must come from one member. A zip may hold two members of one name,
+    and ``np.load`` reads array ``x`` from member ``x`` or ``x.npy``: with two candidates,
+    which array is meant depends on the reader (zipfile keeps the last of a name, np.load
+    prefers the name without ``.npy``)."""
+    seen: dict[str, str] = {}
+    for name in members:
+        key = name[:-4] if name.endswith(".npy") else name
+        if key in seen:
+            raise InputError(f"{path}: ambiguous NPZ: members {seen[key]!r} and {name!r} both "
+                             f"hold an array '{key}'; save each array once (np.savez("
+                             f"path, {key}=...))")
+        seen[key] = name
+
+
 def _open_npz(path: str, options: ReadOptions) -> Dump:
     try:
         archive = zipfile.ZipFile(path)
@@ -183,6 +201,7 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
             raise _load_error(path, exc2) from None
         raise _load_error(path, exc) from None
     names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+    check_unambiguous(path, archive.namelist())
     if options.scores not in names:
         if not names and any(n.endswith("data.pkl") for n in archive.namelist()):
             raise not_a_dump(path, "a torch.save archive (a zip of pickled tensors)")
@@ -198,6 +217,7 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         member = _NpzMember(path, archive, names[name])  # refuses object arrays
         if member.dtype.kind == "U" and tuple(member.shape) == ():  # 0-d: run metadata
             metadata[name] = str(member.load().reshape(()))
+    _check_member_names(path, archive)
     check_named_field(path, options.positive, "positive", names, "array", options)
     _check_matrix(path, scores, f"'{options.scores}'")
     _check_positive_field(path, options, positive, scores.shape[0])
@@ -251,3 +271,18 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
                 _RowStream(member).check_all()
     return Dump(path, "npz", scores.dtype, metadata, gen, warnings=warnings, _verify=verify,
                 **common)
+
+
+def _check_member_names(path: str, archive: zipfile.ZipFile) -> None:
+    """Every member's own header must carry the name the archive's directory gives it. A
+    damaged directory can rename a member (``positive.npy`` to ``positive.npq``), and the
+    dump would then be read without it: opening a member compares the two names (zipfile
+    reads only the member's local header here)."""
+    for info in archive.infolist():
+        try:
+            archive.open(info).close()
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+                NotImplementedError, RuntimeError) as exc:
+            raise InputError(f"{path}: corrupted file (member {info.filename!r}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                             ) from None

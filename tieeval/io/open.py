@@ -77,7 +77,13 @@ def _open_scores(path: str, options: ReadOptions | None = None) -> Dump:
 def dataset_files(directory: str) -> list[str]:
     """The Parquet files of a dataset directory, in path order (hidden and _ files skipped)."""
     found = []
-    for root, dirs, files in os.walk(directory):
+
+    def unreadable(exc: OSError):
+        # os.walk skips a folder it cannot list; its files would be silently left out
+        where = exc.filename or directory
+        raise InputError(f"{where}: cannot read the dataset folder: {exc.strerror or exc}")
+
+    for root, dirs, files in os.walk(directory, onerror=unreadable):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in files:
             if name.startswith((".", "_")):

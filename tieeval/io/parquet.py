@@ -18,12 +18,13 @@ from tieeval.io.arrow import (
     _parquet_error,
     _pyarrow,
     arrow_metadata,
+    check_rows_decoded,
     check_same_columns,
     check_same_fields,
-    compressed_size,
     list_to_numpy,
     numpy_dtype,
     parquet_file,
+    row_groups,
     to_numpy,
 )
 from tieeval.io.base import (
@@ -87,16 +88,16 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
         meta = pf.metadata
         start = 0
         big = []
-        for g in range(meta.num_row_groups):
+        for g, info in enumerate(row_groups(file, pf)):
             rg = meta.row_group(g)
             if rg.num_rows == 0:
                 continue
-            values = _column_values(rg, options.scores)
+            values = info.values(options.scores)
             if values > limit * rg.num_rows:
                 # more values than rows times the bound: some row is over it
                 check_row_length(file, -(-values // rg.num_rows),
                                  f"row group {g}: a row")
-            size = compressed_size(rg)
+            size = info.compressed_size
             parts.append(RowGroupPart(file, g, start, rg.num_rows, wanted, has_positive,
                                       options.scores, options.positive, options.positive_index,
                                       int(size)))
@@ -123,16 +124,6 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
     return Dump(path, "parquet", dtype, metadata, None, rows=total_rows, nbytes=total_bytes,
                 row_bytes=int(row_bytes), warnings=warnings, parts=parts,
                 _ids=lambda name: parquet_ids(path, files, name))
-
-
-def _column_values(rg, name: str) -> int:
-    """Values stored in a row group for column ``name`` (its leaf column chunk)."""
-    total = 0
-    for i in range(rg.num_columns):
-        col = rg.column(i)
-        if col.path_in_schema.split(".")[0] == name:
-            total = max(total, int(col.num_values))
-    return total
 
 
 @dataclass(frozen=True)
@@ -169,6 +160,7 @@ class RowGroupPart:
                 start += record.num_rows
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _parquet_error(self.path, exc, f"row group {self.group}: ") from None
+        check_rows_decoded(self.path, self.group, start - self.start, self.rows)
 
 
 def parquet_batch(path, options, table, has_positive, start) -> Batch:

@@ -275,9 +275,10 @@ def _check_parquet_type(pa, path, typ, kind, name):
 class _Feeder:
     """Exactly ``n`` rows at a time from an iterator of Arrow record batches."""
 
-    def __init__(self, records):
+    def __init__(self, records, where: str = ""):
         self.records = iter(records)
-        self.pending = []
+        self.where = where
+        self.pending: list = []
         self.rows = 0
 
     def take(self, n: int):
@@ -291,7 +292,8 @@ class _Feeder:
                 self.rows += rec.num_rows
         table = pa.Table.from_batches(self.pending) if self.pending else None
         if table is None or table.num_rows < n:
-            raise InputError("relevance columns end before the scores (corrupted file?)")
+            raise InputError(f"{self.where}relevance columns end before the scores "
+                             "(corrupted file?)")
         out, rest = table.slice(0, n), table.slice(n)
         self.pending = rest.to_batches() if rest.num_rows else []
         self.rows = rest.num_rows
@@ -338,7 +340,7 @@ class ParquetRelevancePart(_WithRelevance):
                 columns=[name for _, name in self.fields], use_threads=False)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
-        feeder = _Feeder(records)
+        feeder = _Feeder(records, f"{path}: row group {self.base.group}: ")
         for batch in self.base.batches(batch_rows):
             try:
                 table = feeder.take(batch.rows)
@@ -346,6 +348,13 @@ class ParquetRelevancePart(_WithRelevance):
                 raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
             fill_from_arrow(path, batch, names, table)
             yield batch
+        try:
+            extra = feeder.rows + sum(rec.num_rows for rec in feeder.records)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
+        if extra:  # the relevance columns decoded more rows than the scores
+            from tieeval.io.arrow import check_rows_decoded
+            check_rows_decoded(path, self.base.group, self.base.rows + extra, self.base.rows)
 
 
 def fill_from_arrow(path: str, batch: Batch, names: dict, table) -> Batch:

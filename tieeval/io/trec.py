@@ -15,8 +15,10 @@ ends at ``\\n``; fields are separated by ASCII whitespace (space, tab, ``\\r``, 
 ``\\f``); blank lines are skipped. In a run, a line whose first non-blank character is
 ``#`` is a comment, and fields after the sixth are ignored (trec_eval keeps the tag of the
 last line only; tieeval collects every tag). In qrels, a line starting with ``#`` is a
-comment, and a judgement has exactly four fields. Unlike trec_eval, scores and relevance
-values must be numbers (trec_eval's ``atof`` reads ``abc`` as 0) and query ids UTF-8.
+comment, and a judgement has exactly four fields. A score or relevance is read as
+trec_eval's ``atof`` (C's ``strtod``) reads it when that reads the whole field as a decimal
+number; a field trec_eval would read in part (``1_000`` as 1, ``abc`` as 0) is an error
+that says what trec_eval would read. Query ids must be UTF-8.
 
 Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 
@@ -137,20 +139,56 @@ def _qid(path, number, text: bytes) -> str:
                          "(query ids are compared as text)") from None
 
 
+# C's strtod in the "C" locale, the parser behind trec_eval's atof: an optional sign, then
+# a hexadecimal float, "inf"/"infinity", "nan" or "nan(chars)" (any case), or a decimal
+# with an optional exponent (taken only when digits follow the e).
+_STRTOD = re.compile(
+    rb"[+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+    rb"|(?i:inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?)"
+    rb"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+
+
+def strtod_prefix(text: bytes) -> tuple[float, int]:
+    """``(value, length)`` of the longest prefix of ``text`` that C's ``strtod`` reads
+    (length 0: none, where ``atof`` gives 0.0). Values are correctly rounded, as glibc's
+    are; beyond float64's range they are +-inf."""
+    m = _STRTOD.match(text)
+    if m is None:
+        return 0.0, 0
+    token = m.group().decode("ascii")
+    body = token.lstrip("+-")
+    if body[:2].lower() == "0x":
+        value = float.fromhex(token)
+    else:  # Python's float() reads inf, infinity and nan in any case; nan(...) it does not
+        value = float(token.split("(")[0])
+    return value, m.end()
+
+
+# The numbers a run or qrels field may hold: a decimal with an optional sign and exponent,
+# inf, infinity or nan in any case -- the forms C's strtod reads whole and to the same
+# double as Python's float(). Anything else is refused, with what trec_eval would read.
+_DECIMAL = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                      rb"|(?i:inf|infinity|nan))\Z")
+
+
 def _number(path, number, text: bytes, what: str) -> float:
-    """A number of the file as float64 (relevance labels are float64 throughout); one
-    beyond float64's range is an error."""
-    try:
-        value = float(int(text))
-    except OverflowError:
-        value = float("inf")
-    except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            raise InputError(f"{path}: line {number}: {what} {_text(text)!r} is not a "
-                             "number") from None
-    return value
+    """A score or relevance field as float64, read as trec_eval reads it (``atof``, C's
+    ``strtod``) when that reads the whole field as a decimal number (``12``, ``-0.5``,
+    ``.5``, ``5.``, ``1e-3``, ``inf``, ``nan``). A field trec_eval would read only in part
+    -- ``1_000`` (1.0), ``0.5abc`` (0.5), ``abc`` (0.0) -- or as a hexadecimal float is an
+    error naming the line and what trec_eval would read: a silently different number is
+    worse than a refusal. Beyond float64's range a number is +-inf, as in C."""
+    if _DECIMAL.match(text):
+        return float(text)
+    value, length = strtod_prefix(text)
+    if length == 0:
+        read = "as 0 (no number at its start)"
+    elif length < len(text):
+        read = f"as {value!r}, ignoring {_text(text[length:])!r}"
+    else:
+        read = f"as {value!r}; only decimal numbers are read"
+    raise InputError(f"{path}: line {number}: {what} {_text(text)!r} is not a number "
+                     f"(trec_eval would read it {read})")
 
 
 def _qrels_lines(path: str, data: bytes):
@@ -179,11 +217,7 @@ def _run_lines(path: str, data: bytes):
             raise InputError(f"{path}: line {number}: expected 6 fields 'qid Q0 docno rank "
                              f"score tag', got {len(fields)} (is this a TREC run?)")
         qid, _, doc, _, score, tag = fields[:6]  # trec_eval ignores fields after the tag
-        try:
-            value = float(score)
-        except ValueError:
-            raise InputError(f"{path}: line {number}: score {_text(score)!r} is not a "
-                             "number") from None
+        value = _number(path, number, score, "score")
         _qid(path, number, qid)
         yield qid, doc, value, tag
 
@@ -291,6 +325,8 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
                 return None
             if pc.any(pc.starts_with(table["qid"], "#")).as_py():
                 return None
+        if pc.any(pc.match_substring(table[number], "(")).as_py():
+            return None  # pyarrow reads nan(...), which is refused: the line reader says so
         values = pc.cast(pc.cast(table[number], pa.string()), pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None

@@ -25,7 +25,6 @@ float32.
 from __future__ import annotations
 
 import os
-import uuid
 import zipfile
 from collections.abc import Mapping
 from typing import cast
@@ -34,6 +33,7 @@ import numpy as np
 
 from tieeval.errors import ParameterError
 from tieeval.records.batch import RankLists
+from tieeval.sink import atomic_output
 
 SAVE_FORMATS = {".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 # The field tieeval diff aligns runs by (tieeval.analysis.diff.INSTANCE_FIELD).
@@ -453,8 +453,10 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
     Parameters
     ----------
     path : str or os.PathLike
-        Ends in ``.npz`` or ``.parquet`` (``.pq``). Written atomically: a crash mid-write
-        leaves no half-written dump behind.
+        Ends in ``.npz`` or ``.parquet`` (``.pq``). Written through the output sink
+        (:mod:`tieeval.sink`): atomically, so a crash or a full disk leaves no
+        half-written dump behind, and never over a device, a folder or a FIFO
+        (:class:`~tieeval.errors.OutputError`).
     scores : array-like, shape (instances, candidates), or a list of 1-D rows
         float16/32/64 or integer scores; anything with ``__array__`` works (a CPU torch
         tensor), and its dtype is kept as is. Rows of different lengths (a list of 1-D
@@ -530,20 +532,9 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
               "ranking": _ranking(ranking, rows)}
     meta = _run_labels(meta, run_labels)
     arrays = _npz_arrays(fields) if fmt == "npz" else fields
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ParameterError(f"{path}: folder {folder} does not exist")
-    # a temporary name beside the target, then one rename; open() applies the umask
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            if fmt == "npz":
-                _write_npz(fh, arrays, meta)
-            else:
-                _write_parquet(fh, arrays, meta)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(path, what="the dump") as fh:
+        if fmt == "npz":
+            _write_npz(fh, arrays, meta)
+        else:
+            _write_parquet(fh, arrays, meta)
     return path

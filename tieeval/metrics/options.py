@@ -62,13 +62,16 @@ def _names_text() -> str:
     return choices_text()
 
 
-def _number(name: str, value: object) -> float:
+def _number(name: str, value: object, above_one: bool = False) -> float:
+    """``value`` as a finite float >= 0 (> 1 with ``above_one``: a log base); the message
+    states the bound that applies, so a negative base is not told it must be >= 0."""
+    bound = "> 1" if above_one else ">= 0"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                      np.floating)):
-        raise ParameterError(f"{name} must be a number >= 0, got {value!r}")
+        raise ParameterError(f"{name} must be a number {bound}, got {value!r}")
     x = float(value)
-    if not math.isfinite(x) or x < 0:
-        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(x) or (x <= 1 if above_one else x < 0):
+        raise ParameterError(f"{name} must be a finite number {bound}, got {value!r}")
     return x
 
 
@@ -155,9 +158,7 @@ class RelMetric:
         for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
-        set_(self, "base", _number("base", self.base))
-        if self.base <= 1:
-            raise ParameterError(f"base must be a number > 1, got {self.base!r}")
+        set_(self, "base", _number("base", self.base, above_one=True))
         set_(self, "gamma", _number("gamma", self.gamma))
         allowed = set(spec.options)
         if spec.name == "ERR":
@@ -315,9 +316,7 @@ class RelOptions:
         if self.convention is not None and not isinstance(self.convention, str):
             raise ParameterError(f"convention must be a name, got {self.convention!r}")
         set_(self, "alpha", _number("alpha", self.alpha))
-        set_(self, "base", _number("base", self.base))
-        if self.base <= 1:
-            raise ParameterError(f"the log base must be a number > 1, got {self.base!r}")
+        set_(self, "base", _number("the log base", self.base, above_one=True))
         gammas = self.gammas
         if isinstance(gammas, (int, float, np.integer, np.floating)) and not isinstance(
                 gammas, bool):

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import os
 
-from tieeval.errors import InputError, MissingExtraError, ParameterError
+from tieeval.errors import MissingExtraError, ParameterError
 from tieeval.records.paper import FigurePanel
+from tieeval.sink import atomic_output, check_output_path
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -27,28 +28,29 @@ def require_matplotlib():
     return Figure
 
 
-def check_plot_path(path: str) -> str:
-    """Refuse an output path that cannot be written, before any dump is read."""
+def check_plot_path(path: str, inputs=()) -> str:
+    """Refuse an output path that cannot be written, before any dump is read: a suffix
+    other than .png / .pdf / .svg, or a target the output sink refuses (a device, a folder,
+    one of ``inputs``; see :mod:`tieeval.sink`)."""
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in PLOT_SUFFIXES:
         raise ParameterError(f"{path}: the plot file must end in "
                              + ", ".join(PLOT_SUFFIXES))
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ParameterError(f"{path}: folder {folder} does not exist")
-    return path
+    return check_output_path(path, inputs=inputs, what="the plot")
 
 
-def draw_figure1(panels: list[FigurePanel], path: str) -> str:
-    """Draw one panel per (task, dataset) setting into ``path`` (png, pdf or svg)."""
+def draw_figure1(panels: list[FigurePanel], path: str, inputs=()) -> str:
+    """Draw one panel per (task, dataset) setting into ``path`` (png, pdf or svg), through
+    the output sink; ``inputs``: the files the figure was computed from, never
+    overwritten."""
     Figure = require_matplotlib()
     from tieeval.report.paper import (  # text is formatted in report/
         fmt_r,
         setting_title,
     )
 
-    check_plot_path(path)
+    check_plot_path(path, inputs)
     n = max(len(panels), 1)
     ncols = min(n, 4)
     nrows = math.ceil(n / ncols)
@@ -72,23 +74,13 @@ def draw_figure1(panels: list[FigurePanel], path: str) -> str:
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle("Inflation under the original protocol vs. top-score tie size")
-    _save_atomically(fig, path)
+    _save(fig, path, inputs)
     return path
 
 
-def _save_atomically(fig, path: str) -> None:
-    """Draw into a temporary file beside ``path``, then rename it: a full disk or an
-    interrupt leaves the old file (or none), never a truncated one."""
-    import uuid
-    folder = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    ext = os.path.splitext(base)[1].lstrip(".").lower() or None
-    tmp = os.path.join(folder, f".{base}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        fig.savefig(tmp, dpi=150, format=ext)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _save(fig, path: str, inputs=()) -> None:
+    """Draw through the output sink: a full disk or an interrupt leaves the old file (or
+    none), never a truncated one."""
+    ext = os.path.splitext(path)[1].lstrip(".").lower() or None
+    with atomic_output(path, inputs=inputs, what="the plot") as out:
+        fig.savefig(out, dpi=150, format=ext)

@@ -1,0 +1,399 @@
+"""The output sink: every file tieeval writes goes through :func:`atomic_output`.
+
+Usage::
+
+    from tieeval.sink import atomic_output
+
+    with atomic_output("rows.parquet", inputs=[dump_path], what="the per-instance file") as out:
+        out.write(b"...")          # or pq.ParquetWriter(out, schema), fig.savefig(out, ...)
+
+Rules, checked by :func:`check_output_path` when the block is entered (call it earlier too,
+to refuse a bad target before a long evaluation) and again just before the rename:
+
+* the target is a regular file or does not exist yet: a directory, FIFO, socket or device
+  node (``/dev/null``, ``/dev/full``, any ``mknod`` node) is refused, never replaced;
+* the target is none of ``inputs`` (compared by ``(st_dev, st_ino)``, so a hard link or a
+  symbolic link to an input is caught) and not inside an input folder (a Parquet dataset);
+* its folder exists and is writable, an existing target is writable too (a rename would
+  get past a read-only file's permissions), and its name fits the file system
+  (``NAME_MAX``).
+
+The data goes to a temporary file ``.NAME.XXXXXXXX.tmp`` in the target's folder (the rename
+is atomic only within one file system). ``out`` is a binary, seekable file object whose
+every ``write`` is complete or raises: a short write is retried and a write that makes no
+progress (a full disk, a file size limit) raises; Python's own buffered files can drop the
+rest of a short write without a word. When the block ends without an exception the data is
+flushed, ``fsync``-ed, given the target's permissions (an existing target's mode, else
+``0o666`` minus the umask) and renamed over the target. On any exception -- an error, or a
+signal the command line turns into one (Ctrl-C, SIGTERM, SIGHUP) -- the temporary file is
+removed and the target is left as it was.
+
+Every refusal and every failed write raises :class:`~tieeval.errors.OutputError` naming the
+target (not the temporary file), which the command line prints as one ``Error:`` line with
+exit code 2. ``what`` names the output in those messages (``"the plot"``).
+
+``out.name`` is the temporary file's path, for a writer that only takes a file name; such a
+writer must check its own writes, and nothing may be written through both.
+
+A writer that starts, takes batches and finishes in separate calls (a pass's consumer)
+uses the same sink without a ``with`` block::
+
+    pending = open_output(path, inputs=[...], what="the per-instance file")
+    pending.file.write(...)        # as ``out`` above
+    pending.commit()               # or pending.discard() on any error or interrupt
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import io
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from tieeval.errors import OutputError
+
+# Small writes (Parquet page headers, zip member headers) are gathered up to this size, so
+# that a writer making many small calls does not make as many system calls.
+_BUFFER_BYTES = 1 << 20
+_DEFAULT_NAME_MAX = 255
+# the temporary name is ".NAME.XXXXXXXX.tmp": NAME is cut so that it fits NAME_MAX too
+_TEMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+
+
+def _name_max(folder: str) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
+        return _DEFAULT_NAME_MAX
+
+
+def _kind(mode: int) -> str:
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "not a regular file"  # pragma: no cover - a door, a whiteout
+
+
+def _local_inputs(inputs: Iterable) -> Iterator[str]:
+    for item in inputs or ():
+        if item is None:
+            continue
+        path = os.fspath(item)
+        if path.lower().startswith("file://"):
+            from urllib.parse import unquote, urlparse
+            path = unquote(urlparse(path).path)
+        elif "://" in path:  # an object store: not a file of this machine
+            continue
+        yield path
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
+
+
+def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") -> str:
+    """Refuse ``path`` as a place to write ``what`` unless it is (or will be) a regular file
+    in a writable folder, none of ``inputs`` and outside every input folder; returns the
+    path as a string. Raises :class:`~tieeval.errors.OutputError` with one line."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path:
+        raise OutputError(f"an empty file name for {what}")
+    base = os.path.basename(path)
+    if not base or base in (".", ".."):
+        raise OutputError(f"{path}: names a folder; {what} needs a file name")
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise OutputError(f"{path}: a part of the path is not a folder") from None
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write {what}: {_reason(exc)}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{path}: is {_kind(st.st_mode)}, not a regular file; tieeval "
+                          f"writes {what} to regular files only")
+    if st is not None and not os.access(path, os.W_OK):
+        # a rename would get past the file's own permissions: honour them as a write would
+        raise OutputError(f"{path}: cannot write {what}: the file is read-only "
+                          "(Permission denied)")
+    # checks through the path as given (a parent of an absolute path may be closed to the
+    # user while the working folder is open); messages name the absolute folder
+    folder = os.path.dirname(path) or os.curdir
+    shown = os.path.dirname(os.path.abspath(path))
+    try:
+        is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        is_dir = False
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write {what}: {_reason(exc)}") from None
+    if not is_dir:
+        raise OutputError(f"{path}: folder {shown} does not exist")
+    limit = _name_max(folder)
+    size = len(os.fsencode(base))
+    if size > limit:
+        raise OutputError(f"{path}: file name too long ({size} bytes; the file system "
+                          f"allows {limit})")
+    for source in _local_inputs(inputs):
+        try:
+            src = os.stat(source)
+        except OSError:
+            continue  # not there: the reader says so, this is not about the output
+        if stat.S_ISDIR(src.st_mode):
+            if _inside(path, source):
+                raise OutputError(f"{path}: is inside the input folder {source}; write "
+                                  f"{what} elsewhere")
+        elif st is not None and (st.st_dev, st.st_ino) == (src.st_dev, src.st_ino):
+            raise OutputError(f"{path}: is the input {source}; tieeval never overwrites "
+                              f"its inputs: choose another file name for {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: cannot write {what}: the folder {shown} is not "
+                          "writable")
+    return path
+
+
+class SinkFile(io.RawIOBase):
+    """A binary, seekable file object over a temporary file whose every write is complete
+    or raises :class:`~tieeval.errors.OutputError` (see :mod:`tieeval.sink`).
+    ``close()`` only flushes: the descriptor belongs to :func:`atomic_output`."""
+
+    def __init__(self, fd: int, name: str, target: str, what: str):
+        super().__init__()
+        self._fd = fd
+        self.name = name
+        self._target = target
+        self._what = what
+        self._buffer = bytearray()
+        self.written = 0  # bytes handed to write(), for callers that report a size
+
+    # -- io interface ------------------------------------------------------------------
+    def readable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data) -> int:
+        if self.closed:
+            raise ValueError("write to a closed file")
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        if self._buffer and len(self._buffer) + size > _BUFFER_BYTES:
+            self._drain()
+        if size >= _BUFFER_BYTES:
+            self._write_all(view)
+        else:
+            self._buffer += view
+        self.written += size
+        return size
+
+    def flush(self) -> None:
+        if not self.closed:
+            self._drain()
+
+    def tell(self) -> int:
+        return self._seek(0, os.SEEK_CUR) + len(self._buffer)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._drain()
+        return self._seek(offset, whence)
+
+    # -- the checked writes ------------------------------------------------------------
+    def _failed(self, exc: OSError) -> OutputError:
+        return OutputError(f"{self._target}: cannot write {self._what}: {_reason(exc)}")
+
+    def _seek(self, offset: int, whence: int) -> int:
+        try:
+            return os.lseek(self._fd, offset, whence)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _drain(self) -> None:
+        if self._buffer:
+            data, self._buffer = self._buffer, bytearray()
+            self._write_all(memoryview(data))
+
+    def _write_all(self, view: memoryview) -> None:
+        done = 0
+        while done < view.nbytes:
+            try:
+                n = os.write(self._fd, view[done:])
+            except OSError as exc:
+                raise self._failed(exc) from None
+            if n <= 0:  # no progress and no errno: treat it as the full disk it is
+                raise self._failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+            done += n
+
+    def _finish(self) -> None:
+        """Everything on disk (``fsync``), the descriptor closed; errors raise."""
+        self._drain()
+        super().close()
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EROFS):  # no fsync here: nothing to lose
+                raise self._failed(exc) from None
+        fd, self._fd = self._fd, -1
+        try:
+            os.close(fd)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _discard(self) -> None:
+        self._buffer = bytearray()
+        try:
+            super().close()
+        except Exception:  # pragma: no cover - closing after a failure
+            pass
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover - already gone
+                pass
+
+
+# Every temporary file not yet renamed or removed, by name: the name is recorded before the
+# file exists, so a signal at any point between creating it and handing it to the caller
+# still leaves it known, and whatever is left at exit (an interrupt that came too early for
+# the caller's clean-up) is removed then.
+_LIVE_TEMPS: set[str] = set()
+
+
+def _create_temp(folder: str, prefix: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(1000):
+        name = os.path.join(folder, f"{prefix}{os.urandom(4).hex()}.tmp")
+        _LIVE_TEMPS.add(name)
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            _LIVE_TEMPS.discard(name)
+        except BaseException:
+            _LIVE_TEMPS.discard(name)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary name", folder)  # pragma: no cover
+
+
+@atexit.register
+def _remove_leftovers() -> None:
+    for name in list(_LIVE_TEMPS):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    _LIVE_TEMPS.clear()
+
+
+def _target_mode(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _temp_prefix(base: str, limit: int) -> str:
+    room = max(1, limit - _TEMP_EXTRA)
+    raw = os.fsencode(base)
+    if len(raw) > room:
+        raw = raw[:room]
+        base = raw.decode("utf-8", "ignore") or "out"
+    return f".{base}."
+
+
+class PendingOutput:
+    """An output being written, for a writer that cannot keep a ``with`` block open (one
+    that starts, takes batches and finishes in separate calls): :func:`open_output`
+    checks ``path`` and opens the temporary file, :attr:`file` takes the data,
+    :meth:`commit` renames it over the target, :meth:`discard` (safe to call twice, or
+    after :meth:`commit`) removes it. :func:`atomic_output` is this in a ``with`` block."""
+
+    def __init__(self, path, *, inputs: Iterable = (), what: str = "the output"):
+        self.inputs = list(_local_inputs(inputs))
+        self.what = what
+        self.target = check_output_path(path, inputs=self.inputs, what=what)
+        folder = os.path.dirname(self.target) or os.curdir
+        prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
+        try:
+            fd, self._tmp = _create_temp(folder, prefix)
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write {what}: {_reason(exc)}") from None
+        self.file = SinkFile(fd, self._tmp, self.target, what)
+        self._done = False
+
+    def commit(self) -> None:
+        """Flush, ``fsync`` and rename over the target (checked again: it may have become
+        something else meanwhile); on any error the temporary file is removed."""
+        if self._done:
+            raise ValueError(f"{self.target}: the output was already committed or discarded")
+        try:
+            self.file._finish()
+            check_output_path(self.target, inputs=self.inputs, what=self.what)
+            try:
+                os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
+                os.replace(self._tmp, self.target)
+                _LIVE_TEMPS.discard(self._tmp)
+            except OSError as exc:
+                raise OutputError(f"{self.target}: cannot write {self.what}: "
+                                  f"{_reason(exc)}") from None
+            self._done = True
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary file and leave the target as it was."""
+        if self._done:
+            return
+        self._done = True
+        self.file._discard()
+        try:
+            os.unlink(self._tmp)
+        except OSError:  # already gone, or the folder went away
+            pass
+        _LIVE_TEMPS.discard(self._tmp)
+
+
+def open_output(path, *, inputs: Iterable = (), what: str = "the output") -> PendingOutput:
+    """Check ``path`` and open a temporary file beside it: see :class:`PendingOutput`."""
+    return PendingOutput(path, inputs=inputs, what=what)
+
+
+@contextmanager
+def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
+                  ) -> Iterator[SinkFile]:
+    """Write ``path`` safely: yields a :class:`SinkFile` over a temporary file beside it,
+    renamed over ``path`` when the block ends without an exception, removed otherwise.
+    ``inputs``: the run's input files and folders, never to be overwritten. See
+    :mod:`tieeval.sink` for the rules."""
+    pending = open_output(path, inputs=inputs, what=what)
+    try:
+        yield pending.file
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
+
+
+__all__ = ["atomic_output", "open_output", "PendingOutput", "check_output_path", "SinkFile"]
