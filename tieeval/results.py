@@ -70,7 +70,7 @@ class MetricRow(MetricName):
     ``gamma`` (signed metrics; None otherwise) and ``skipped`` (rows where the metric is
     undefined or outside the subset): :attr:`labelled` is then true, the JSON row gains
     ``gamma``, ``instances`` and ``skipped``, and a mean may be None when no row was
-    evaluated. ``tie_aware_std`` is None where no exact variance exists (bpref, ERR, IPrec, GMAP).
+    evaluated. ``tie_aware_std`` is None where no exact variance exists (ERR, IPrec, GMAP).
 
     ``aggregate`` is None for a mean (most metrics), ``"sum"`` for trec_eval's counts
     (NumRet, NumRel, NumRelRet, NumQ) and ``"geometric"`` for GMAP; ``tie_aware_reason``

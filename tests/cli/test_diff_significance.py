@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,16 @@ def test_fail_if_worse_refuses_a_metric_not_compared_or_unknown(tmp_path):
     res = CliRunner().invoke(cli, ["diff", a, b, "--fail-if-worse", "NOPE@3"])
     assert res.exit_code == 2 and "--fail-if-worse" in res.stderr
     assert "Traceback" not in res.output
+
+
+def test_fail_if_worse_example_of_the_guide_is_real(monkeypatch):
+    # docs/commands.md shows the command and its stderr line: both must be what tieeval does
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    page = (root / "docs" / "commands.md").read_text(encoding="utf-8")
+    at = page.index("--fail-if-worse NDCG@10 > diff.txt")
+    command = page[page.rindex("\n", 0, at) + 1:at].split() + ["--fail-if-worse", "NDCG@10"]
+    shown = page[at:].split("\n")[2].strip()
+    res = CliRunner().invoke(cli, command[1:])
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == [shown]

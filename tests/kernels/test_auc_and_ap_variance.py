@@ -172,3 +172,50 @@ def test_map_sd_of_the_dataset_is_the_root_of_the_summed_variances():
                  for i in range(12)]
     assert row.tie_aware_std == pytest.approx(math.sqrt(math.fsum(variances)) / 12,
                                               rel=1e-9)
+
+
+def bpref_of(seq, R, nonrel_judged) -> float:
+    """trec_eval's bpref (m_bpref.c) of one ordering of (label, judged) pairs."""
+    so_far, total = 0, 0.0
+    for label, judged in seq:
+        if label > 0:
+            total += 1.0 - min(so_far, R) / min(nonrel_judged, R) if so_far else 1.0
+        elif judged:
+            so_far += 1
+    return total / R
+
+
+def test_bpref_variance_against_every_tie_order():
+    rng = np.random.default_rng(8)
+    checked = 0
+    for _ in range(250):
+        n = int(rng.integers(2, 8))
+        scores = rng.integers(0, 3, n).astype(np.float64)
+        labels = rng.choice(np.array([0.0, 0.0, 1.0, 2.0]), n)
+        judged = rng.random(n) < 0.6
+        ulab = rng.choice(np.array([0.0, 1.0]), int(rng.integers(0, 3)))
+        rb = RelBatch(scores, labels, np.array([0, n]), judged=judged,
+                      unranked=(ulab, np.array([0, ulab.size])))
+        got = rb.values(RelMetric("Bpref"))
+        R = int((labels > 0).sum() + (ulab > 0).sum())
+        if R == 0:
+            continue
+        items = [(float(x), bool(j or x > 0)) for x, j in zip(labels, judged)]
+        # unranked items are judged when their label is not 0 (the default): none of the
+        # unranked non-relevant ones here
+        nonrel = sum(j and x <= 0 for x, j in items)
+        values = [bpref_of(seq, R, nonrel) for seq in tie_orderings(scores, items)]
+        mean, var = moments(values)
+        assert close(got.tie_aware[0], mean) and close(got.variance[0], var)
+        checked += 1
+    assert checked > 150
+
+
+def test_bpref_variance_is_not_computed_where_the_depth_cuts_a_tie():
+    scores = np.array([[1.0, 1.0, 1.0, 1.0, 0.0]])
+    labels = np.array([[1, 0, 1, 0, 0]])
+    judged = np.array([[True, True, True, True, False]])
+    cut = RelBatch(scores, labels, judged=judged, depth=2).values(RelMetric("Bpref"))
+    assert np.isnan(cut.variance[0]) and not np.isnan(cut.tie_aware[0])
+    whole = RelBatch(scores, labels, judged=judged, depth=4).values(RelMetric("Bpref"))
+    assert whole.variance[0] > 0

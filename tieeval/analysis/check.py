@@ -12,7 +12,7 @@ float rounding):
 * ``max_change_sigma``: ``|original - tie_aware|`` in tie-break standard deviations of
   the mean (``tie_aware_std``), at most the bound; a change of at most
   :data:`SIGMA_FLOOR` (1 %) of the original passes whatever its sigma, and a metric
-  without an exact variance (bpref, ERR, IPrec, GMAP) is not checked;
+  without an exact variance (ERR, IPrec, GMAP) is not checked;
 * ``max_spread``: the first-last spread relative to the value,
   ``(first - last) / |tie_aware|``, at most the bound;
 * ``max_tie_decided``: per K, the share of instances whose HR@K the tie-break decides
@@ -255,7 +255,7 @@ def run_checks(runs: list[RunResult], thresholds: list[Threshold],
                 else:
                     metrics = list(dict.fromkeys(Metric(m.metric, m.k) for m in run.metrics))
                 targets = [(m, row) for m in metrics for row in metric_rows(run, m, t.gamma)]
-                if t.kind == "max_change_sigma":  # no exact variance (bpref, ERR, ...): no check
+                if t.kind == "max_change_sigma":  # no exact variance (ERR, IPrec, ...): no check
                     targets = [(m, row) for m, row in targets
                                if row is not None and row.tie_aware_std is not None]
             for metric, row in targets:

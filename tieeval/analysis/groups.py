@@ -70,7 +70,7 @@ def average(runs: list[RunResult]) -> GroupResult:
         # the kernels fill every column's mean of a run (getattr: typed Any)
         values: dict[str, list[float]] = {c: [getattr(r, c) for r in per_seed]
                                           for c in COLUMNS}
-        # bpref, ERR, IPrec and GMAP have no exact tie-break sd (None)
+        # ERR, IPrec and GMAP have no exact tie-break sd (None)
         stds = [r.tie_aware_std for r in per_seed]
         known = [s for s in stds if s is not None]
         std = (None if len(known) < len(stds) else

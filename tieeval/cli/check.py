@@ -124,8 +124,8 @@ def _frequency_threshold(kind, help_text):
 @_metric_threshold("max_change_sigma",
                    "Fail when |original - tie-aware| exceeds BOUND tie-break standard "
                    "deviations (tie_aware_std) and 1% of the original, e.g. 3 or "
-                   "NDCG@10=3; a metric without an exact spread (Bpref, ERR, IPrec, "
-                   "GMAP) is not checked. Repeatable.")
+                   "NDCG@10=3; a metric without an exact spread (ERR, IPrec, GMAP) is "
+                   "not checked. Repeatable.")
 @_metric_threshold("max_spread",
                    "Fail when (first - last) / tie-aware exceeds BOUND, e.g. 10% or "
                    "HR@10=10%. Repeatable.")

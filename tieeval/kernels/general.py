@@ -41,8 +41,8 @@ Definitions and defaults (the choices docs/computed.md documents):
   over the subset.
 * V-AUC: the Last column is the strict V-AUC (a tied pair counts 0), the tie-aware column
   counts it 1/2, First counts it 1.
-* bpref, GMAP, ERR and IPrec have no exact tie-break variance: their ``tie_aware_std``
-  is null (the measure's ``has_variance``).
+* GMAP, ERR and IPrec have no exact tie-break variance (the measure's ``has_variance``),
+  nor bpref where a depth cuts a tie block: their ``tie_aware_std`` is null.
 * Aggregation: a metric's dataset figure is the mean over its rows, except for trec_eval's
   counts NumRet, NumRel, NumRelRet and NumQ (the sum, as trec_eval prints them; their
   ``tie_aware_std`` is the tie-break std of the sum) and GMAP (the geometric mean of the

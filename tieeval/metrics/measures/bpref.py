@@ -5,8 +5,19 @@
 with ``J_r`` the judged non-relevant items above r and ``D = min(judged non-relevant, R)``
 (1 where that is 0: every retrieved relevant item then scores 1). The expectation under
 uniform random tie-breaking is exact (see :meth:`Bpref.closed`); its variance couples the
-relevant items of a block through their shared judged non-relevant items and is not
-computed (the tie-aware sd is null).
+Variance (exact when no depth cut runs through a tie block holding a relevant item).
+``J_r = Jb_t + X_r``, with ``Jb_t`` the judged non-relevant items in the blocks above r's
+block t (fixed by the scores) and ``X_r`` those of its own block above it, so ``R bpref``
+is a sum of one term per block, each depending on its own block's order only; the
+variance is the sum of the blocks'. Inside a wholly retrieved block with ``p`` relevant and
+``j`` judged non-relevant items, each ``X_r`` is uniform on ``0..j`` and two relevant items
+give the pair ``(min, max)`` uniform on ``{0 <= x <= y <= j}``, so with
+``h(x) = min(Jb + x, R)`` and ``s^2`` its variance over that uniform ``x``,
+
+    Var_t = p (j + 1 + p) / (j + 2) * s^2 / D^2
+
+(``Cov = s^2 / (j + 2)`` between two of the block's items). A block cut by the depth
+leaves the row's variance NaN (not computed), and the dataset's sd null.
 
 Reference: C. Buckley & E. Voorhees, Retrieval evaluation with incomplete information,
 SIGIR 2004; trec_eval m_bpref.c.
@@ -29,7 +40,7 @@ def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Bpref(Measure):
-    """trec_eval's bpref; exact E, no variance."""
+    """trec_eval's bpref; exact E and (without a depth cut through a tie) exact Var."""
 
     def _norm(self, ev) -> np.ndarray:
         """D = min(judged non-relevant of the row, R), 1 where it is 0 (then no judged
@@ -89,7 +100,29 @@ class Bpref(Measure):
             eg = np.bincount(which, weights=pmf * g, minlength=cut.size)
             term[cut] = p[cut] / draws * eg
         e = ev.row_sum_blocks(term) / ev.R
-        return e, None, None
+        return e, self._variance(ev, whole, cut, jb, j, p, R, D), None
+
+    def _variance(self, ev, whole, cut, jb, j, p, R, D) -> np.ndarray:
+        """Per row the exact variance of bpref (the module docstring), NaN for a row where
+        the depth cuts a tie block holding a relevant item."""
+        b = ev.b
+        rows = b.brow
+        c = j[whole] + 1.0  # the values x = 0..j
+        r, jb_w = R[rows[whole]], jb[whole]
+        below = np.clip(r - jb_w, 0.0, c)  # the x with Jb + x < R: consecutive integers
+        w1 = below / c
+        # h is a mixture: uniform on Jb..Jb+below-1 (weight w1), the constant R (1 - w1)
+        mean1 = jb_w + (below - 1.0) / 2.0
+        s2 = (w1 * (below * below - 1.0) / 12.0
+              + w1 * (1.0 - w1) * (mean1 - r) ** 2)
+        s2 = np.where(below > 0, s2, 0.0)
+        pw = p[whole]
+        var_t = np.zeros(b.bst.size)
+        var_t[whole] = pw * (c + pw) / (c + 1.0) * s2 / D[rows[whole]] ** 2
+        var = ev.row_sum_blocks(var_t) / ev.R ** 2
+        if cut.size:
+            var[rows[cut]] = np.nan
+        return var
 
     def realise(self, ev, lab, judged):
         b = ev.b
@@ -111,4 +144,4 @@ BPREF = Bpref(
     "the sum is divided by R",
     names={"tieeval": ("Bpref",), "trec_eval": ("bpref",), "ir_measures": ("Bpref",),
            "ranx": ("bpref",)},
-    needs=frozenset({"labels", "judged"}), has_variance=False, orders=BY_LABELS_AND_JUDGED)
+    needs=frozenset({"labels", "judged"}), orders=BY_LABELS_AND_JUDGED)

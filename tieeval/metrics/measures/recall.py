@@ -32,8 +32,7 @@ class RecallMeasure(Measure):
     def norm(self, ev) -> np.ndarray:
         """R, or min(K, R) with ``recall_norm="min"``: a constant per row, so E and Var
         scale by it."""
-        # (a metric without the option, from before it existed, divides by R)
-        if getattr(ev.m, "recall_norm", "relevant") == "min" and ev.m.k is not None:
+        if ev.m.recall_norm == "min" and ev.m.k is not None:
             return np.minimum(float(ev.m.k), ev.R)
         return ev.R
 
