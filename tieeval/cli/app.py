@@ -326,3 +326,28 @@ def _stop_workers() -> None:
     _ignore_stop_signals()
     from tieeval.engine.parallel import stop_workers
     stop_workers()
+    _adopt_stray_threads()
+
+
+def _adopt_stray_threads() -> None:
+    """Finish the registration an interrupt cut short. A thread pool (the sort threads, the
+    read-ahead) starts a worker thread and then records it for the pool's stop at exit; an
+    interrupt between the two leaves a thread the exit never tells to stop, and the
+    interpreter waits for it forever. Recorded now, it stops with the others."""
+    import sys
+    import threading
+    module = sys.modules.get("concurrent.futures.thread")
+    if module is None:
+        return
+    worker = getattr(module, "_worker", None)
+    known = getattr(module, "_threads_queues", None)
+    if worker is None or known is None:  # pragma: no cover - another Python's internals
+        return
+    for thread in threading.enumerate():
+        args = getattr(thread, "_args", None)
+        if getattr(thread, "_target", None) is not worker or thread in known or not args:
+            continue
+        executor = args[0]() if callable(args[0]) else None
+        if executor is not None:
+            executor._threads.add(thread)
+        known[thread] = args[1]
