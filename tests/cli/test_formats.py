@@ -123,7 +123,7 @@ def test_the_formats_of_each_command():
     assert registry.formats("runs") == ("table", "json", "csv", "markdown", "latex",
                                         "trec_eval")
     assert registry.formats("ties") == ("table", "json", "csv", "markdown", "latex")
-    assert registry.formats("check") == ("text", "github", "json")
+    assert registry.formats("check") == ("text", "github", "json", "junit")
     for kind in ("diff", "rank", "audit"):
         assert registry.formats(kind) == ("table", "json", "csv", "markdown")
 
@@ -156,7 +156,7 @@ def test_a_new_format_is_one_registration(samples, monkeypatch):
 
 
 # Comparisons of a format name: fmt == ..., fmt in (...), == "json", in ("csv", ...)
-_FORMAT_NAMES = r"(table|json|csv|markdown|latex|trec_eval|text|github)"
+_FORMAT_NAMES = r"(table|json|csv|markdown|latex|trec_eval|text|github|junit|html)"
 _COMPARISON = re.compile(r"\bfmt\s*(==|!=|\bin\b|\bnot\s+in\b)|"
                          r"(==|!=)\s*[\"']" + _FORMAT_NAMES + r"[\"']|"
                          r"\bin\s*[\(\[\{][^)\]}]*[\"']" + _FORMAT_NAMES + r"[\"']")

@@ -3,9 +3,12 @@ annotations) and a JSON document for machines."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 
+from tieeval.errors import InputError
 from tieeval.records.check import (
     CHANGE_KINDS,
     OPTION_NAMES,
@@ -14,7 +17,7 @@ from tieeval.records.check import (
     CheckResult,
     Outcome,
 )
-from tieeval.report.format import fmt_percent, fmt_value, metric_title
+from tieeval.report.format import fmt_percent, fmt_value, md_table, md_text, metric_title
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.results import report_dict
@@ -113,10 +116,20 @@ def _gh_property(text: str) -> str:
 
 
 def github_line(o: Outcome) -> str:
-    """A workflow command: ``::error`` for a failed check, ``::notice`` for a passed one."""
+    """A workflow command: ``::error`` for a failed check (``::notice`` for a passed one,
+    which ``--format github`` no longer prints: one summary line says how many passed)."""
     level = "notice" if o.passed else "error"
     return (f"::{level} file={_gh_property(o.run.path)},title=tieeval check::"
             f"{_gh_data(('PASS ' if o.passed else 'FAIL ') + message(o))}")
+
+
+def github_summary(outcomes: list[Outcome]) -> str:
+    """The one ``::notice`` of a run: how many checks passed and failed, over how many
+    dumps."""
+    failed = sum(not o.passed for o in outcomes)
+    dumps = len({o.run.path for o in outcomes})
+    return (f"::notice title=tieeval check::{len(outcomes) - failed} passed / {failed} "
+            f"failed ({len(outcomes)} checks on {dumps} dump{'s' if dumps != 1 else ''})")
 
 
 def _bound_text(kind: str, value: float) -> str:
@@ -164,8 +177,53 @@ def to_text(outcomes: list[Outcome]) -> str:
 
 
 def to_github(outcomes: list[Outcome]) -> str:
-    return "\n".join([github_line(o) for o in outcomes] + [summary(outcomes)]
-                     + advice(outcomes) + check_footer(outcomes)) + "\n"
+    """An ``::error`` annotation per failed check, one ``::notice`` summary, then how to
+    relax each failed threshold (plain log lines): a passed check is not annotated, as a
+    dozen notices per dump would bury the failures."""
+    return "\n".join([github_line(o) for o in outcomes if not o.passed]
+                     + [github_summary(outcomes)] + advice(outcomes)
+                     + check_footer(outcomes)) + "\n"
+
+
+def step_summary(outcomes: list[Outcome]) -> str:
+    """The job summary (Markdown): passed and failed checks per dump, then each failed
+    check with its reason."""
+    by_path: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_path.setdefault(o.run.path, []).append(o)
+    lines = ["### tieeval check", "", summary(outcomes), "",
+             md_table(["Dump", "Passed", "Failed"],
+                      [[md_text(path), str(sum(o.passed for o in group)),
+                        str(sum(not o.passed for o in group))]
+                       for path, group in by_path.items()])]
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        lines += ["", "| Dump | Failed check |", "| --- | --- |"]
+        lines += [f"| {md_text(o.run.path)} | {md_text(message(o))} |" for o in failed]
+        lines += [""] + [f"- {md_text(line)}" for line in advice(outcomes)]
+    return "\n".join(lines) + "\n\n"
+
+
+def append_step_summary(path: str, text: str) -> None:
+    """Append ``text`` to GitHub's job summary file (``$GITHUB_STEP_SUMMARY``), checking
+    every write: the runner shows what the steps appended, so it is opened for appending
+    (never replaced), and a short write is retried until every byte is out."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+        raise InputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: "
+                         f"{reason}") from None
 
 
 def to_json(outcomes: list[Outcome], runs) -> str:
@@ -186,9 +244,14 @@ def _check_text(result: CheckResult, out: Output) -> None:
     out.write(to_text(result.outcomes))
 
 
-@register("check", "github", "workflow annotations (::error / ::notice)")
+@register("check", "github", "GitHub workflow annotations of failed checks, one "
+                            "::notice summary, and a job summary table where "
+                            "GITHUB_STEP_SUMMARY is set")
 def _check_github(result: CheckResult, out: Output) -> None:
     out.write(to_github(result.outcomes))
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if target:
+        append_step_summary(target, step_summary(result.outcomes))
 
 
 @register("check", "json", "checks and runs for machines", machine_readable=True)

@@ -1,0 +1,71 @@
+"""``tieeval check`` outcomes as JUnit XML, the test report that GitLab, Jenkins and
+GitHub's test reporters read.
+
+One ``<testsuite>`` per dump (named by its path), one ``<testcase>`` per check, named by
+the check and its metric (``max_change NDCG@10``) so that a reporter tracks the same
+check from one pipeline to the next; a failed check holds a ``<failure>`` whose
+``message`` is the reason ``--format text`` prints and whose text adds how to relax the
+threshold. The attributes are those of the schema Jenkins reads (``junit-10.xsd``):
+``testsuites``/``testsuite`` count ``tests``, ``failures``, ``errors`` and ``skipped``;
+``time`` is 0, as a check takes no time of its own (the evaluation is shared).
+xml.etree escapes every attribute and text node; characters XML 1.0 cannot hold (control
+characters of a path) are replaced, as a parser would refuse the whole report.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from tieeval.records.check import CheckResult, Outcome
+from tieeval.report.check import advice, message
+from tieeval.report.format import metric_title
+from tieeval.report.registry import Output, register
+
+# XML 1.0 allows tab, newline, carriage return and the characters from U+0020 on, minus
+# the surrogates and U+FFFE/U+FFFF; anything else is replaced by U+FFFD.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _text(value: str) -> str:
+    return _NOT_XML.sub("\ufffd", value)
+
+
+def case_name(o: Outcome) -> str:
+    """The check and what it measured: ``max_change NDCG@10``, ``max_tie_frequency``."""
+    if o.metric is None:
+        return o.threshold.kind
+    return f"{o.threshold.kind} {metric_title(str(o.metric), o.gamma)}"
+
+
+def to_junit(result: CheckResult) -> str:
+    outcomes = result.outcomes
+    root = ET.Element("testsuites", name="tieeval check", tests=str(len(outcomes)),
+                      failures=str(sum(not o.passed for o in outcomes)), errors="0",
+                      time="0")
+    paths = list(dict.fromkeys([run.path for run in result.runs]
+                               + [o.run.path for o in outcomes]))
+    for path in paths:
+        cases = [o for o in outcomes if o.run.path == path]
+        suite = ET.SubElement(root, "testsuite", name=_text(path), tests=str(len(cases)),
+                              failures=str(sum(not o.passed for o in cases)), errors="0",
+                              skipped="0", time="0")
+        for o in cases:
+            case = ET.SubElement(suite, "testcase", name=_text(case_name(o)),
+                                 classname=_text(path), time="0")
+            reason = _text(message(o))
+            if o.passed:
+                ET.SubElement(case, "system-out").text = reason
+            else:
+                failure = ET.SubElement(case, "failure", message=reason,
+                                        type=o.threshold.kind)
+                failure.text = "\n".join([reason, *advice([o])])
+    ET.indent(root)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ET.tostring(root, encoding="unicode") + "\n")
+
+
+@register("check", "junit", "JUnit XML, one testcase per check (GitLab, Jenkins)",
+          machine_readable=True)
+def _check_junit(result: CheckResult, out: Output) -> None:
+    out.write(to_junit(result))
