@@ -16,6 +16,7 @@ from tieeval.cli.common import (
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import (
     TABLE_CHOICES,
     default_table,
@@ -30,7 +31,7 @@ from tieeval.report.registry import renderer, taking
 
 
 @click.command(cls=Command, epilog=guide("compare"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
 @metric_options
 @format_option("runs")
 @click.option("--column", type=click.Choice(COLUMNS), default=None,
