@@ -23,6 +23,8 @@ SCHEMA = {
                  {"skipped", "error", "failure", "system-out", "system-err"}),
     "failure": (set(), {"type", "message"}, set()),
     "system-out": (set(), set(), set()),
+    "properties": (set(), set(), {"property"}),
+    "property": ({"name", "value"}, set(), set()),
 }
 
 

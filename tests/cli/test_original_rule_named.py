@@ -117,7 +117,8 @@ COMMANDS = {
     "compare3": (["-m", METRIC, "--table", "3", "--meta", "dataset=d"],
                  ("table", "markdown", "latex", "csv")),
     "ties": (["-m", METRIC], ("json",)),  # Table 4 shows no Original column otherwise
-    "check": (["-m", METRIC, "--max-change", f"{METRIC}=100%"], ("text", "github", "json")),
+    "check": (["-m", METRIC, "--max-change", f"{METRIC}=100%"],
+              ("text", "github", "json", "junit")),
     "diff": (["-m", METRIC], ("table", "markdown", "csv", "json")),
     "rank": (["-m", METRIC, "--meta", "dataset=d"], ("table", "markdown", "csv", "json")),
     "audit": (["--meta", "dataset=d"], ("table", "markdown", "csv", "json")),
@@ -141,7 +142,12 @@ def test_every_output_names_the_original_rule(cases, rule, command):
         extra = extra + ["--claims", claims[rule]]
     for fmt in formats:
         text = run([name, *paths, *extra, *options, "-f", fmt])
-        if fmt == "json":
+        if fmt == "junit":  # a testsuite property per dump
+            import xml.etree.ElementTree as ET
+            found = {p.get("value") for p in ET.fromstring(text).iter("property")
+                     if p.get("name") == "original_rule"}
+            assert found == {rule}, (command, fmt)
+        elif fmt == "json":
             doc = json.loads(text)
             where = JSON_RULES.get(name, _runs_rules(rule))
             assert json_rules(doc, where) == {rule}, (command, fmt)
@@ -149,6 +155,21 @@ def test_every_output_names_the_original_rule(cases, rule, command):
             assert csv_rules(text) == {rule}, (command, fmt)
         else:
             names_rule(text, rule)
+
+
+# Formats with no Original column to name: Table 4 (ties) and trec_eval's measure lines.
+NO_ORIGINAL = {("ties", f) for f in ("table", "csv", "markdown", "latex")} | {
+    ("runs", "trec_eval")}
+
+
+def test_every_registered_format_is_in_the_matrix():
+    # a format added later must join the matrix above, or say it shows no Original
+    from tieeval.report.registry import formats
+    covered = {(name, fmt) for command, (_, fmts) in COMMANDS.items() for fmt in fmts
+               for name in [{"compare": "runs", "compare3": "runs"}.get(command, command)]}
+    for kind in ("runs", "ties", "check", "diff", "rank", "audit"):
+        for fmt in formats(kind):
+            assert (kind, fmt) in covered | NO_ORIGINAL, (kind, fmt)
 
 
 def test_trec_eval_format_has_no_place_for_the_rule_and_claims_none(cases):

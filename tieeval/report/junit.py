@@ -50,6 +50,11 @@ def to_junit(result: CheckResult) -> str:
         suite = ET.SubElement(root, "testsuite", name=_text(path), tests=str(len(cases)),
                               failures=str(sum(not o.passed for o in cases)), errors="0",
                               skipped="0", time="0")
+        run = next((r for r in result.runs if r.path == path), None)
+        if run is not None:  # the rule behind the Original figures its checks read
+            properties = ET.SubElement(suite, "properties")
+            ET.SubElement(properties, "property", name="original_rule",
+                          value=run.effective_original_rule)
         for o in cases:
             case = ET.SubElement(suite, "testcase", name=_text(case_name(o)),
                                  classname=_text(path), time="0")
