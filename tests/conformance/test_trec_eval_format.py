@@ -223,3 +223,53 @@ def test_every_trec_measure_is_the_same_whatever_the_batch_size():
         assert result.exit_code == 0, result.output
         outputs.append(json.loads(result.stdout)["runs"][0]["metrics"])
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+@pytest.mark.parametrize("qrels,level", [("qrels.test", 2), ("qrels.rel_level", 3),
+                                         ("qrels.rel_level", 5)])
+def test_ndcg_under_a_relevance_level_is_pytrec_evals(qrels, level):
+    """``-l N`` decides only relevant / non-relevant: ndcg and ndcg_cut_K keep the raw
+    judgement as gain, so a query with nothing at level N still scores (qrels.test at -l2:
+    trec_eval prints ndcg 0.4021, not 0). pytrec_eval (trec_eval 9) is the oracle of the
+    original column, per query and in the 'all' line; the other columns bracket it (the
+    tie-aware values are checked by enumeration in tests/kernels/test_trec_measures.py)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    judgements: dict = {}
+    with open(os.path.join(DATA, qrels)) as fh:
+        for line in fh:
+            qid, _, doc, rel = line.split()
+            judgements.setdefault(qid, {})[doc] = int(rel)
+    ranking: dict = {}
+    with open(RUN) as fh:
+        for line in fh:
+            qid, _, doc, _, score = line.split()[:5]
+            ranking.setdefault(qid, {})[doc] = float(score)
+    measures = ["ndcg", "ndcg_cut_5", "ndcg_cut_10", "ndcg_cut_100"]
+    want = pytrec_eval.RelevanceEvaluator(judgements, set(measures),
+                                          relevance_level=level).evaluate(ranking)
+    assert any(want[q]["ndcg"] > 0 and not any(r >= level for r in judgements[q].values())
+               for q in want)  # a query without a relevant document that ndcg scores
+    printed = {}
+    for column in ("original", "first", "last", "tie_aware"):
+        args = ["compare", "--qrels", os.path.join(DATA, qrels), RUN, "--format", "trec_eval",
+                "--per-query", "--convention", "trec_eval", "--relevance-level", str(level),
+                "--column", column, "-q"]
+        for m in measures:
+            args += ["-m", m]
+        result = runner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        got = printed[column] = {}
+        for line in result.stdout.splitlines():
+            name, qid, value = line.split("\t")
+            got[name.rstrip(), qid] = value
+    for m in measures:
+        for qid in [*want, "all"]:
+            if qid == "all":
+                expected = sum(want[q][m] for q in want) / len(want)
+            else:
+                expected = want[qid][m]
+            assert printed["original"][m, qid] == f"{expected:.4f}", (m, qid)
+            first, tie_aware, last = (float(printed[c][m, qid])
+                                      for c in ("first", "tie_aware", "last"))
+            assert first >= tie_aware >= last, (m, qid)
+            assert first >= expected - 5e-5 and last <= expected + 5e-5, (m, qid)

@@ -215,6 +215,61 @@ def test_level_metric_prints_back(text):
     assert str(parse_rel_metric(text)) == text == str(Metric.parse(text))
 
 
+def ndcg_oracle(k, seq, unranked, depth):
+    """trec_eval's ndcg / ndcg_cut_k on one ordering (m_ndcg.c, m_ndcg_cut.c): the gain is
+    the raw judgement whatever -l says (a negative one gains 0), the ideal ranks every
+    judged document's positive gain, retrieved or not, and is never cut at the depth.
+    None where the ideal DCG is 0."""
+    ret = seq[:depth] if depth is not None else seq
+    cut = k if k is not None else len(ret)
+    dcg = sum(max(x, 0.0) / math.log2(i + 2) for i, (x, _) in enumerate(ret[:cut]))
+    gains = sorted((x for x, _ in seq + unranked if x > 0), reverse=True)
+    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k] if k else gains))
+    return None if ideal == 0 else dcg / ideal
+
+
+@pytest.mark.parametrize("setting", [(2.0, None), (3.0, None), (2.0, 2), (4.0, 3)])
+def test_ndcg_keeps_raw_gains_under_a_relevance_level(setting):
+    # -l N decides relevant / non-relevant only: ndcg still scores a row whose graded labels
+    # are all below N (trec_eval 10 and pytrec_eval do), in every column
+    level, depth = setting
+    rng = make_rng(f"ndcg-level-{level}-{depth}")
+    below = 0
+    for _ in range(150):
+        scores, labels, judged, ulab, ujudged = random_row(rng)
+        rb = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
+                      depth=depth, judged=judged, unranked=(ulab, np.array([0, ulab.size])),
+                      unranked_judged=ujudged, original="stable")
+        sparse = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
+                          depth=depth, judged=judged,
+                          unranked=(ulab, np.array([0, ulab.size])),
+                          unranked_judged=ujudged, original="stable", sparse=True)
+        items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
+        unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
+        orders = tie_orderings(scores, items)
+        stable = [items[i] for i in np.argsort(-scores, kind="stable")]
+        for k in (None, 1, 3):
+            v = rb.values(RelMetric("NDCG", k))
+            w = sparse.values(RelMetric("NDCG", k))
+            assert w.defined[0] == v.defined[0]
+            assert not v.defined[0] or w.tie_aware[0] == pytest.approx(v.tie_aware[0])
+            values = [ndcg_oracle(k, list(o), unranked, depth) for o in orders]
+            if values[0] is None:
+                assert not v.defined[0], (k, items, unranked)
+                continue
+            assert v.defined[0], (k, items, unranked)
+            below += k is None and rb.n_pos[0] == 0
+            want = sum(values) / len(values)
+            assert v.tie_aware[0] == pytest.approx(want, abs=1e-12), (k, items, unranked)
+            assert v.first[0] == pytest.approx(max(values), abs=1e-12)
+            assert v.last[0] == pytest.approx(min(values), abs=1e-12)
+            assert v.original[0] == pytest.approx(
+                ndcg_oracle(k, stable, unranked, depth), abs=1e-12)
+            var = sum((x - want) ** 2 for x in values) / len(values)
+            assert v.variance[0] == pytest.approx(var, abs=1e-12)
+    assert below >= 10  # rows with nothing at the level were scored, not left out
+
+
 # ---------------------------------------------------------------------------------------
 # pytrec_eval on a heavily tied run
 
@@ -245,7 +300,8 @@ def test_original_matches_pytrec_eval_on_a_tied_run():
              "ndcg": "NDCG", "success_5": "Success@5", "num_ret": "NumRet",
              "num_rel": "NumRel", "num_rel_ret": "NumRelRet", "map_cut_10": "MAP@10",
              "gm_map": "GMAP"}
-    for level in (1, 2):
+    # level 4: no query has a relevant document, yet ndcg scores the graded labels
+    for level in (1, 2, 4):
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level)
         want = evaluator.evaluate(run)
         for qid in sorted(run):

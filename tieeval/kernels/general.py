@@ -304,11 +304,12 @@ class GeneralKernel(Kernel):
         elif acc.no_relevant and options.no_relevant == "zero":
             skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
-                       f"item (label > 0); every metric but {skip} counts them as 0 "
-                       "(no_relevant=zero)")
+                       f"item ({_relevant(options)}); every metric but {skip} counts them "
+                       f"as 0{_graded(options)} (no_relevant=zero)")
         elif acc.no_relevant:
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
-                       "item (label > 0); every metric skips them")
+                       f"item ({_relevant(options)}); every metric skips them"
+                       f"{_graded(options)}")
         negatives = list(dict.fromkeys(e.metric.name for e in self.entries
                                        if "negatives" in e.metric.spec.needs))
         if negatives and not self.both and acc.no_negative:
@@ -340,3 +341,17 @@ def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
         return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
                 "candidates")
     return metric.spec.undefined_reason()
+
+
+def _relevant(options) -> str:
+    """What relevant means in a warning: ``label > 0``, or ``label >= N`` under a level."""
+    level = options.relevance_level
+    return "label > 0" if level is None else f"label >= {level}"
+
+
+def _graded(options) -> str:
+    # under a relevance level the DCG family's gain stays the raw label: NDCG scores a row
+    # with labels below the level (trec_eval's ndcg under -l)
+    if options.relevance_level is None:
+        return ""
+    return ", but NDCG scores those with a label > 0"

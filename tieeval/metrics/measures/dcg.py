@@ -94,6 +94,16 @@ class DiscountedGain(Measure):
         return (D[hi] - D[lo]) / bf, (D2[hi] - D2[lo]) / bf, (a < k) & (b > 1)
 
     # -- labelled rows --------------------------------------------------------------------
+    def defined(self, ev) -> np.ndarray:
+        """NDCG exists where the ideal DCG can be positive: some label > 0. The gains are
+        the raw labels whatever the relevance level says (trec_eval's ndcg under ``-l``),
+        so a row with graded labels all below the level is scored, not left out. Without
+        a level, ``label > 0`` is what relevant means and R >= 1 says the same."""
+        b = ev.b
+        if self.normaliser != "ideal" or b.level is None:
+            return super().defined(ev)
+        return b.row_max_label() > 0
+
     def bind(self, ev):
         b, metric = ev.b, ev.m
         # Only blocks reaching into the top K carry weight. Every other position has w = 0
