@@ -106,3 +106,17 @@ def test_input_error_is_a_value_error_as_parameter_error_is():
     assert issubclass(InputError, ValueError) and issubclass(ParameterError, ValueError)
     with pytest.raises(ValueError, match="no such file"):
         tieeval.evaluate_path("/nonexistent/dump.npy")
+
+
+def test_diff_repr_and_html(tmp_path):
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(a, TIED)
+    np.save(b, np.array([[0.9, 0.5, 0.1]] * 4))  # the positive alone on top: HR@1 = 1
+    result = tieeval.diff_paths(str(a), str(b), metrics=["HR@1"])
+    assert repr(result) == (f"DiffResult(a={str(a)!r}, b={str(b)!r}, instances=4, "
+                            "metrics=[HR@1])")
+    parser = _Cells()
+    parser.feed(result._repr_html_())
+    row = next(r for r in parser.rows if r[0] == "HR@1")
+    # tie-aware: A = 1/2 with sd 1/4 (as above), B = 1 without ties: B − A = 1/2 ± 1/4
+    assert row[1:4] == ["0.5000", "1.0000", "+0.5000 ± 0.2500"]

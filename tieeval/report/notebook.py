@@ -39,3 +39,13 @@ def group_html(group) -> str:
     head = _table(["Metric", "Original", "First", "Last", "Tie-aware"], rows,
                   f"{name or 'group'}: mean over {group.seeds} seed(s)")
     return "<div>" + head + "".join(run_html(r) for r in group.runs) + "</div>"
+
+
+def diff_html(result) -> str:
+    """B versus A: who was compared, then the tie-aware and the original comparison
+    tables, as the terminal shows them."""
+    from tieeval.report.diff import _column_cells, _headers, column_title, describe_sides
+    parts = [f"<p>{escape(line)}</p>" for line in describe_sides(result)]
+    parts += [_table(_headers(result, column), _column_cells(result, column),
+                     column_title(result, column)) for column in ("tie_aware", "original")]
+    return "<div>" + "".join(parts) + "</div>"
