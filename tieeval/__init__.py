@@ -28,6 +28,7 @@ _PUBLIC = {
     "InputError": "tieeval.errors",
     "ParameterError": "tieeval.errors",
     "OutputError": "tieeval.errors",
+    "TieevalWarning": "tieeval.errors",
     "WhatIf": "tieeval.records.whatif",
     "cast_scores": "tieeval.kernels.whatif",
     "round_to_bfloat16": "tieeval.kernels.whatif",

@@ -11,7 +11,11 @@ numpy scalar repr that still reaches it (a value inside a list, an argument pass
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import warnings
+from types import FrameType
 
 # np.float64(0.5), np.int64(-1), np.str_('x'), np.True_ (numpy >= 2 scalar reprs)
 _NUMPY_REPR = re.compile(
@@ -67,8 +71,9 @@ class TieevalError(Exception):
         super().__init__(*args)
 
 
-class InputError(TieevalError):
-    """A score dump is missing, unreadable, malformed or holds values that cannot be ranked."""
+class InputError(TieevalError, ValueError):
+    """A score dump is missing, unreadable, malformed or holds values that cannot be ranked
+    (a ``ValueError`` too, as :class:`ParameterError` is: both are bad values passed in)."""
 
 
 class ParameterError(TieevalError, ValueError):
@@ -82,3 +87,23 @@ class OutputError(TieevalError):
 
 class MissingExtraError(TieevalError):
     """An optional dependency is not installed (e.g. matplotlib for ``--plot``)."""
+
+
+class TieevalWarning(UserWarning):
+    """A figure holds but needs a note (a cutoff K larger than some rows' candidate list,
+    where HR and NDCG saturate). The same text is in the result's ``warnings``; the
+    command line prints that list and silences this category, so nothing prints twice."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str) -> None:
+    """Emit ``message`` as a :class:`TieevalWarning` attributed to the first caller
+    outside tieeval (the user's line, not the kernel's)."""
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, TieevalWarning, stacklevel=level)

@@ -233,6 +233,15 @@ class RunResult(RunLabelled):
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
         return find_row(self.metrics, label)
 
+    def __repr__(self) -> str:
+        # the dataclass repr lists every row and statistic (thousands of characters):
+        # say which run it is and what it holds; the figures are in its tables
+        return (f"RunResult(path={self.path!r}, instances={self.instances}, "
+                f"metrics=[{metric_list(self.metrics)}])")
+
+    def _repr_html_(self) -> str:
+        return render_html("run_html", self)
+
     @property
     def candidates(self) -> dict[str, int]:
         """``{"min": ..., "max": ...}`` candidates per instance, as in the JSON contract."""
@@ -256,6 +265,20 @@ class RunResult(RunLabelled):
         if self.original_rule is not None:
             out["original_rule"] = self.original_rule
         return out
+
+
+def metric_list(rows, shown: int = 8) -> str:
+    """``HR@1, NDCG@10, ...``: the first ``shown`` row names of a short repr."""
+    names = list(dict.fromkeys(row.display for row in rows))
+    return ", ".join(names[:shown] + (["..."] if len(names) > shown else []))
+
+
+def render_html(renderer: str, record) -> str:
+    """A notebook's HTML for ``record``, rendered by ``renderer`` of tieeval.report.notebook.
+    Numbers are formatted only in the rendering layer, which sits above the records: it is
+    looked up when a notebook asks, by name, as tieeval's public names are."""
+    module = importlib.import_module("tieeval.report.notebook")
+    return getattr(module, renderer)(record)
 
 
 def original_rule_of(runs) -> str:

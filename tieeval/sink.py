@@ -14,6 +14,8 @@ to refuse a bad target before a long evaluation) and again just before the renam
   node (``/dev/null``, ``/dev/full``, any ``mknod`` node) is refused, never replaced;
 * the target is none of ``inputs`` (compared by ``(st_dev, st_ino)``, so a hard link or a
   symbolic link to an input is caught) and not inside an input folder (a Parquet dataset);
+* a symbolic link is written through (its destination is the target, as with a shell's
+  ``>``), never replaced: ``/dev/stdout`` or a link into ``/dev`` stays what it was;
 * its folder exists and is writable, an existing target is writable too (a rename would
   get past a read-only file's permissions), and its name fits the file system
   (``NAME_MAX``).
@@ -115,6 +117,11 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
     base = os.path.basename(path)
     if not base or base in (".", ".."):
         raise OutputError(f"{path}: names a folder; {what} needs a file name")
+    if os.path.islink(path):
+        # written through the link, as a shell's redirection does: the rename would
+        # otherwise replace the link itself (/dev/stdout, a link into /dev or /proc)
+        path = os.path.realpath(path)
+        base = os.path.basename(path)
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:

@@ -19,7 +19,7 @@ from tieeval.analysis.audit import audit_groups
 from tieeval.analysis.check import default_thresholds, run_checks
 from tieeval.analysis.diff import diff_paths, rank_groups
 from tieeval.analysis.groups import group_runs
-from tieeval.analysis.paper import paper_table
+from tieeval.analysis.paper import figure1, paper_table
 from tieeval.analysis.trec_eval import runs_lines
 from tieeval.cli import cli
 from tieeval.errors import ParameterError
@@ -78,7 +78,8 @@ def samples(tmp_path_factory):
     def tables(table, what_if=None):
         return RunTables(runs, groups, table, True, what_if,
                          None if table == "runs" else (lambda: paper_table(int(table), groups)),
-                         lambda: runs_lines(runs, "original"))
+                         lambda: runs_lines(runs, "original"),
+                         lambda number: paper_table(number, groups), lambda: figure1(groups))
 
     return {
         "runs": [tables("runs"), tables("3"), tables("1", WhatIf(tolerance=0.0))],
@@ -121,7 +122,7 @@ def test_every_kind_and_format_renders(samples, kind, fmt):
 
 def test_the_formats_of_each_command():
     assert registry.formats("runs") == ("table", "json", "csv", "markdown", "latex",
-                                        "trec_eval")
+                                        "trec_eval", "html")
     assert registry.formats("ties") == ("table", "json", "csv", "markdown", "latex")
     assert registry.formats("check") == ("text", "github", "json", "junit")
     for kind in ("diff", "rank", "audit"):

@@ -9,6 +9,7 @@ table titled ``np.argsort`` above the saved ranking's numbers is the defect this
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 
@@ -113,9 +114,9 @@ def _runs_rules(rule):
 
 
 COMMANDS = {
-    "compare": (["-m", METRIC], ("table", "markdown", "latex", "csv", "json")),
+    "compare": (["-m", METRIC], ("table", "markdown", "latex", "csv", "json", "html")),
     "compare3": (["-m", METRIC, "--table", "3", "--meta", "dataset=d"],
-                 ("table", "markdown", "latex", "csv")),
+                 ("table", "markdown", "latex", "csv", "html")),
     "ties": (["-m", METRIC], ("json",)),  # Table 4 shows no Original column otherwise
     "check": (["-m", METRIC, "--max-change", f"{METRIC}=100%"],
               ("text", "github", "json", "junit")),
@@ -153,6 +154,8 @@ def test_every_output_names_the_original_rule(cases, rule, command):
             assert json_rules(doc, where) == {rule}, (command, fmt)
         elif fmt == "csv":
             assert csv_rules(text) == {rule}, (command, fmt)
+        elif fmt == "html":  # the page's text, its entities read
+            names_rule(html.unescape(text), rule)
         else:
             names_rule(text, rule)
 

@@ -273,3 +273,19 @@ def test_ndcg_under_a_relevance_level_is_pytrec_evals(qrels, level):
                                       for c in ("first", "tie_aware", "last"))
             assert first >= tie_aware >= last, (m, qid)
             assert first >= expected - 5e-5 and last <= expected + 5e-5, (m, qid)
+
+
+def test_tie_aware_column_says_why_gm_map_has_no_line():
+    """GMAP has no tie-aware value (the row's tie_aware_reason): --column tie_aware leaves
+    its 'all' line out, with a warning naming it on stderr, never silently."""
+    result = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
+                                   "-m", "gm_map", "-m", "map", "--column", "tie_aware"],
+                             catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [line.split("\t")[0].rstrip() for line in result.stdout.splitlines()] == [
+        "runid", "map"]
+    assert "GMAP has no tie_aware value" in result.stderr
+    assert "left out" in result.stderr
+    plain = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
+                                  "-m", "gm_map"], catch_exceptions=False)
+    assert "gm_map" in plain.stdout and "left out" not in plain.stderr

@@ -1,8 +1,9 @@
-"""Findings of the fuzzing harness whose fixes are under way, recognised by signature.
+"""Defects the fuzzing harness found in the readers, recognised by signature.
 
-Each known defect has an ``xfail(strict=False)`` test in tests/fuzz/test_fuzz.py that
-asserts no mutant shows it: it reports XFAIL while the defect is there and passes (XPASS)
-once the fix lands; any finding that matches none of these fails its format's test.
+Each has a test in tests/fuzz/test_fuzz.py (``test_known_defect_is_gone[NAME]``) asserting
+that no mutant shows it: a regression names the defect it brings back. (While a fix is under
+way, its test carries ``pytest.mark.xfail(strict=False, reason=...)``.) Any other finding
+fails its format's test.
 """
 
 from __future__ import annotations

@@ -213,8 +213,13 @@ def read_parquet(path: str) -> Rows:
     import pyarrow as pa
     import pyarrow.parquet as pq
     try:
-        table = pq.read_table(path)
         declared = pq.ParquetFile(path).metadata.num_rows
+        names = pq.read_schema(path).names
+        # the columns the format uses: a damaged column no reader needs changes no figure
+        used = [n for n in names if n in ("scores", "positive", "labels", "positives",
+                                          "negatives", "instance", "position", "score",
+                                          "label")]
+        table = pq.read_table(path, columns=used)
     except Exception as exc:  # noqa: BLE001
         raise Invalid(f"pyarrow.parquet.read_table: {type(exc).__name__}: {exc}") from None
     if table.num_rows != declared:
@@ -257,6 +262,7 @@ def read_parquet(path: str) -> Rows:
 
 
 _INT = re.compile(r"[+-]?\d+\Z")
+_HEX_INT = re.compile(r"0x[0-9a-fA-F]+\Z")
 _CANONICAL = re.compile(r"-?(0|[1-9][0-9]{0,18})\Z")
 # C99 strtod's decimal forms (hexadecimal ones aside): NAN(n-char-sequence) included
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity"
@@ -302,9 +308,10 @@ def read_csv(path: str) -> Rows:
             data[name] = [int(v) for v in values] if all(
                 _CANONICAL.match(v) and -2 ** 63 <= int(v) < 2 ** 63 for v in values) else values
         elif name == "position":
-            if not all(_INT.match(v.strip(" ")) for v in values):
+            # pyarrow's CSV reader also takes C's hexadecimal integers ('0x10' is 16)
+            if not all(_INT.match(v.strip(" ")) or _HEX_INT.match(v) for v in values):
                 raise Invalid("a position that is not an integer")
-            data[name] = [int(v) for v in values]
+            data[name] = [int(v, 16) if _HEX_INT.match(v) else int(v) for v in values]
         else:
             data[name] = [_number(v.strip(" "), name) for v in values]
         types[name] = None

@@ -243,6 +243,32 @@ def test_refuses_a_symlink_to_a_device_node(tmp_path):
     assert same_node(before, tmp_path / "null")
 
 
+def test_a_symbolic_link_is_written_through_never_replaced(tmp_path):
+    (tmp_path / "real.bin").write_bytes(b"old")
+    os.symlink("real.bin", tmp_path / "link.bin")
+    with atomic_output(tmp_path / "link.bin") as out:
+        out.write(b"new")
+    assert os.path.islink(tmp_path / "link.bin")
+    assert (tmp_path / "real.bin").read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["link.bin", "real.bin"]
+
+
+def test_per_instance_to_dev_stdout_leaves_the_link(tmp_path, dump):
+    if not os.path.islink("/dev/stdout"):
+        pytest.skip("no /dev/stdout link here")
+    before = os.readlink("/dev/stdout")
+    dev = sorted(os.listdir("/dev"))
+    with open(tmp_path / "captured", "wb") as fh:  # stdout a regular file: the rename
+        # lands on that file, never on /dev/stdout itself
+        p = subprocess.run([sys.executable, "-m", "tieeval", "compare", str(dump), "-q",
+                            "-f", "json", "--per-instance", "/dev/stdout"], stdout=fh,
+                           stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": ROOT},
+                           timeout=120)
+    assert p.returncode in (0, 2), p.stderr
+    assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
+    assert sorted(os.listdir("/dev")) == dev
+
+
 def test_refuses_an_input_by_name_hard_link_and_symbolic_link(tmp_path):
     src = tmp_path / "in.parquet"
     src.write_bytes(b"input")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import click
 
-from tieeval.errors import TieevalError
+from tieeval.errors import TieevalError, TieevalWarning
 
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
@@ -292,9 +292,13 @@ class Group(click.Group):
                 # value is handled the code silences them itself, anywhere else they mean
                 # the input left float64's range and are an input error
                 warnings.simplefilter("error", RuntimeWarning)
+                # a TieevalWarning's text is also in the result's warnings, which the
+                # commands print (or --quiet hides): never a second copy on stderr
+                warnings.simplefilter("ignore", TieevalWarning)
                 return super().invoke(ctx)
         except TieevalError as exc:
-            raise CliError(str(exc)) from None
+            from tieeval.cli.stdin import shown  # a dump read from '-' is named <stdin>
+            raise CliError(shown(str(exc))) from None
         except KeyboardInterrupt as exc:
             _stop_workers()
             raise _ended(exc) from None

@@ -25,13 +25,14 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
 from tieeval.records.audit import AuditResult
 
 
 @click.command(cls=Command, epilog=guide("audit"))
-@click.argument("files", nargs=-1, required=True, metavar="DUMP...")
+@click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
 @click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv",
               help="CSV of published numbers with a header naming method, dataset, task, "
                    "metric, k, value (task and k may be empty; value as printed, e.g. "

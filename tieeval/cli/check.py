@@ -28,6 +28,7 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.errors import InputError, TieevalError
 from tieeval.io.open import open_dump
 from tieeval.io.saved_ranking import SavedRanking, saved_ranking
@@ -113,7 +114,7 @@ def _frequency_threshold(kind, help_text):
 
 
 @click.command(cls=Command, epilog=guide("check"))
-@click.argument("files", nargs=-1, required=True, metavar="DUMP...")
+@click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
 @_metric_threshold("max_change",
                    "Fail when the change original -> tie-aware, |tie-aware - original| / "
                    "original, exceeds BOUND, e.g. NDCG@10=5% (printed signed). Without "

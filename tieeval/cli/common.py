@@ -329,11 +329,13 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None):
     is watching. ``ids_for(dump)``: instance ids of per-instance rows (see
     :func:`tieeval.engine.local.evaluate_request`)."""
     from tieeval.cli.progress import ProgressBar, wanted
+    from tieeval.cli.stdin import show_run
     from tieeval.engine.local import evaluate_request as run
     outcomes = []
     with ProgressBar(wanted(quiet) and request.engine == "local") as bar:
         for path in paths:
             outcomes.append(run(request, path, progress_for=bar.task, ids_for=ids_for))
+            show_run(outcomes[-1].result)  # a dump read from '-' is named <stdin>
     if not quiet:
         for outcome in outcomes:
             for warning in outcome.result.warnings:

@@ -16,12 +16,14 @@ from tieeval.cli.common import (
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import (
     TABLE_CHOICES,
     default_table,
     grouped,
     run_tables,
     seed_std_option,
+    warn,
 )
 from tieeval.cli.whatif import make_what_if, whatif_options
 from tieeval.metrics.metric import COLUMNS
@@ -29,7 +31,7 @@ from tieeval.report.registry import renderer, taking
 
 
 @click.command(cls=Command, epilog=guide("compare"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
 @metric_options
 @format_option("runs")
 @click.option("--column", type=click.Choice(COLUMNS), default=None,
@@ -115,6 +117,13 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
     def trec_lines():  # trec_eval's lines, made when its format asks for them
         from tieeval.analysis.trec_eval import query_table, runs_lines
         queries = [query_table(o.values) for o in outcomes] if per_query else None
+        # an 'all' value the column does not have (GMAP's tie-aware) has no line: say so
+        # rather than drop it silently
+        warn([f"{run.path}: {row.metric}{'' if row.k is None else f'@{row.k}'} has no "
+              f"{column} value, so its 'all' line is left out ({row.tie_aware_reason})"
+              for run in runs for row in run.metrics
+              if column == "tie_aware" and row.tie_aware is None
+              and row.tie_aware_reason is not None], quiet)
         return runs_lines(runs, column or "original", queries)
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),

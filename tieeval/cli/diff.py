@@ -26,6 +26,7 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped
 from tieeval.cli.whatif import evaluate_runs, make_what_if, whatif_options
 from tieeval.engine.local import open_request
@@ -51,7 +52,7 @@ class WorseMetric(click.ParamType):
 
 
 @click.command(cls=Command, epilog=guide("diff"))
-@click.argument("files", nargs=-1, required=True, metavar="A B")
+@click.argument("files", nargs=-1, required=True, metavar="A B", callback=stdin_files)
 @metric_options
 @format_option("diff")
 @click.option("--permutations", type=click.IntRange(min=1), default=DEFAULT_PERMUTATIONS,
@@ -128,7 +129,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
 
 
 @click.command(cls=Command, epilog=guide("rank"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
 @metric_options
 @format_option("rank")
 @label_options

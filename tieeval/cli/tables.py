@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from tieeval.analysis.groups import group_runs
-from tieeval.analysis.paper import paper_table
+from tieeval.analysis.paper import figure1, paper_table
 from tieeval.records.runs import RunTables
 from tieeval.report.registry import renderer
 
@@ -38,10 +38,12 @@ def warn(lines, quiet: bool) -> None:
 
 def run_tables(runs, groups, table: str, *, seed_std: bool = True, what_if=None,
                trec_lines=None) -> RunTables:
-    """The runs and their groups as ``table`` shows them: the paper's table is assembled
-    only when a renderer asks for it (JSON never does)."""
+    """The runs and their groups as ``table`` shows them: the paper's tables and Figure 1
+    are assembled only when a renderer asks for them (JSON never does)."""
     paper = None if table == "runs" else (lambda: paper_table(int(table), groups))
-    return RunTables(runs, groups, table, seed_std, what_if, paper, trec_lines)
+    return RunTables(runs, groups, table, seed_std, what_if, paper, trec_lines,
+                     tables=lambda number: paper_table(number, groups),
+                     figure=lambda: figure1(groups))
 
 
 def grouped(runs, quiet: bool):

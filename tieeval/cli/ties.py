@@ -15,11 +15,12 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
+from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped, run_tables, seed_std_option
 
 
 @click.command(cls=Command, epilog=guide("ties"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
 @format_option("ties")
 @label_options
 @seed_std_option

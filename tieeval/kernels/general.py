@@ -62,7 +62,7 @@ from typing import cast
 
 import numpy as np
 
-from tieeval.errors import InputError
+from tieeval.errors import InputError, warn
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
 from tieeval.kernels.counts import NanScoreError
@@ -315,8 +315,11 @@ class GeneralKernel(Kernel):
         if negatives and not self.both and acc.no_negative:
             own.append(f"{path}: {' and '.join(negatives)} skips the {acc.no_negative} "
                        "instance(s) without an explicit negative (label < 0)")
-        own += [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"
+        over = [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"
                 for k, c in acc.k_over_n.items() if c]
+        for line in over:  # Python callers see it too, not only in result.warnings
+            warn(line)
+        own += over
         relevance = {"source": self.spec.source or "positive", **options.to_dict(),
                      "instances_in_subset": kept,
                      "instances_without_relevant": acc.no_relevant,

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from tieeval.errors import InputError
+from tieeval.errors import InputError, warn
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel, nan_score_error
 from tieeval.kernels.closed_forms import (
@@ -183,6 +183,8 @@ class SinglePositiveKernel(Kernel):
         if acc.hint is not None:
             from tieeval.kernels.hints import evidence_hints
             own += evidence_hints(path, acc.hint)
+        for line in own:  # Python callers see it too, not only in result.warnings
+            warn(line)
         result = RunResult(path, n, int(acc.cand_min), int(acc.cand_max),
                            str(np.dtype(dtype)), rows, ties, dict(labels or {}), own)
         return self._finish(result, acc, path, warnings)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from tieeval.records.whatif import WhatIf
-from tieeval.results import MetricName, find_row
+from tieeval.results import MetricName, find_row, metric_list, render_html
 from tieeval.run_labels import RunLabelled
 
 EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
@@ -205,6 +205,14 @@ class DiffResult:
     seed: int | None
     confidence: float
     what_if: WhatIf = field(default_factory=WhatIf)
+
+    def __repr__(self) -> str:
+        # the dataclass repr spells out every paired test of every row
+        return (f"DiffResult(a={self.a.path!r}, b={self.b.path!r}, "
+                f"instances={self.instances}, metrics=[{metric_list(self.rows)}])")
+
+    def _repr_html_(self) -> str:
+        return render_html("diff_html", self)
 
     @property
     def randomization_exact(self) -> bool:

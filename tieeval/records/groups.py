@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tieeval.metrics.metric import COLUMNS
-from tieeval.results import MetricRow, RunResult, find_row
+from tieeval.results import MetricRow, RunResult, find_row, metric_list, render_html
 from tieeval.run_labels import GROUP_KEYS, RunLabelled
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
@@ -76,6 +76,15 @@ class GroupResult(RunLabelled):
     def metric(self, label: str) -> GroupMetricRow:
         """The row for ``"NDCG@10"``-style labels (case-insensitive)."""
         return find_row(self.metrics, label)
+
+    def __repr__(self) -> str:
+        # the dataclass repr would print every seed's run in full
+        labels = {k: v for k, v in self.run_labels.items() if v is not None}
+        return (f"GroupResult(labels={labels!r}, seeds={self.seeds}, "
+                f"metrics=[{metric_list(self.metrics)}])")
+
+    def _repr_html_(self) -> str:
+        return render_html("group_html", self)
 
     def to_dict(self) -> dict:
         return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tieeval.records.groups import GroupResult
-from tieeval.records.paper import PaperTable
+from tieeval.records.paper import FigurePanel, PaperTable
 from tieeval.records.trec_eval import TrecLine
 from tieeval.records.whatif import WhatIf
 from tieeval.results import RunResult
@@ -21,7 +21,9 @@ class RunTables:
 
     ``paper`` assembles the paper's table and ``trec_lines`` gives trec_eval's lines; both
     are called by the renderers that need them, so a format that shows neither (JSON
-    holds the runs and groups whatever ``table`` says) never computes them.
+    holds the runs and groups whatever ``table`` says) never computes them. A format that
+    shows more than the chosen table (the HTML page) asks ``tables(number)`` for any of
+    the paper's tables and ``figure()`` for Figure 1's panels, made on demand as well.
     """
 
     runs: list[RunResult]
@@ -31,6 +33,8 @@ class RunTables:
     what_if: WhatIf | None = None
     paper: Callable[[], PaperTable] | None = None
     trec_lines: Callable[[], list[TrecLine]] | None = None
+    tables: Callable[[int], PaperTable] | None = None
+    figure: Callable[[], list[FigurePanel]] | None = None
 
     @property
     def active_what_if(self) -> WhatIf | None:

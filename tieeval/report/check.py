@@ -8,7 +8,7 @@ import json
 import math
 import os
 
-from tieeval.errors import InputError
+from tieeval.errors import OutputError
 from tieeval.records.check import (
     CHANGE_KINDS,
     OPTION_NAMES,
@@ -206,8 +206,9 @@ def step_summary(outcomes: list[Outcome]) -> str:
 
 def append_step_summary(path: str, text: str) -> None:
     """Append ``text`` to GitHub's job summary file (``$GITHUB_STEP_SUMMARY``), checking
-    every write: the runner shows what the steps appended, so it is opened for appending
-    (never replaced), and a short write is retried until every byte is out."""
+    every write: the runner shows what every step appended, so the file is appended to,
+    never replaced (which is why this does not go through :mod:`tieeval.sink`, whose
+    writes replace a file whole), and a short write is retried until every byte is out."""
     data = text.encode("utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -222,7 +223,7 @@ def append_step_summary(path: str, text: str) -> None:
             os.close(fd)
     except OSError as exc:
         reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
-        raise InputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: "
+        raise OutputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: "
                          f"{reason}") from None
 
 

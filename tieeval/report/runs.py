@@ -65,6 +65,14 @@ def metric_notes(run: RunResult) -> list[str]:
 
 METRIC_HEADERS = ["Metric", "Original", "First", "Last", "Tie-aware ± sd",
                   "% Chg orig→tie", "% Chg first→last"]
+# A narrow terminal (80 columns) would wrap every "Tie-aware ± sd" cell: the table takes
+# the first of these that fits, with shorter headers, then without the % columns (the
+# last one is printed whatever the width: the figures themselves never shrink).
+NARROWER_HEADERS = [METRIC_HEADERS,
+                    ["Metric", "Original", "First", "Last", "Tie-aware ± sd", "%o→t",
+                     "%f→l"],
+                    ["Metric", "Original", "First", "Last", "Tie-aware ± sd", "%o→t"],
+                    METRIC_HEADERS[:5]]
 
 
 def describe_run(run: RunResult) -> str:
@@ -157,6 +165,25 @@ def _torch_version() -> str:
     return str(torch.__version__)
 
 
+def narrow_note(headers: list[str], width: int) -> str:
+    """What a narrowed table's headers mean and what it left out ("" for the full one)."""
+    if headers == METRIC_HEADERS:
+        return ""
+    parts = [{"%o→t": "%o→t: % change original → tie-aware",
+              "%f→l": "%f→l: first → last"}[h] for h in headers[5:]]
+    if len(headers) < 7:
+        parts.append(f"{'both ' if len(headers) == 5 else ''}"
+                     f"{'% change columns' if len(headers) == 5 else '%f→l'} left out at "
+                     f"{width} columns (a wider terminal or --format csv / json has them)")
+    return "; ".join(parts)
+
+
+def natural_width(console, table) -> int:
+    """The width ``table`` takes unwrapped (``console.measure`` caps it at the console's)."""
+    from rich.measure import Measurement
+    return Measurement.get(console, console.options.update_width(1 << 16), table).maximum
+
+
 def render_tables(runs: Iterable[RunResult], console) -> None:
     """Print one metric table and one tie-statistics table per run to a rich console."""
     from rich import box
@@ -164,14 +191,21 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
 
     runs = list(runs)
     for run in runs:
-        table = Table(title=f"{run.path}", caption=describe_run(run), box=box.SIMPLE_HEAVY,
-                      title_style="bold", caption_justify="left")
-        for i, header in enumerate(METRIC_HEADERS):
-            table.add_column(header, justify="left" if i == 0 else "right",
-                             no_wrap=i == 0)
-        for cells in metric_cells(run):
-            table.add_row(*cells)
+        cells = metric_cells(run)
+        for headers in NARROWER_HEADERS:  # the first that keeps every row on one line
+            table = Table(title=f"{run.path}", caption=describe_run(run),
+                          box=box.SIMPLE_HEAVY, title_style="bold", caption_justify="left")
+            for i, header in enumerate(headers):
+                table.add_column(header, justify="left" if i == 0 else "right",
+                                 no_wrap=i == 0)
+            for row in cells:
+                table.add_row(*row[:len(headers)])
+            if natural_width(console, table) <= console.width:
+                break
         console.print(table)
+        note = narrow_note(headers, console.width)
+        if note:
+            console.print(note, style="dim", markup=False, highlight=False)
         for note in metric_notes(run):
             console.print(note, style="dim", markup=False, highlight=False)
         ties = Table(title="Tie statistics", box=box.SIMPLE, show_header=False,

@@ -1,0 +1,86 @@
+"""``-`` as a dump's name: the dump read from standard input.
+
+Readers need a file they can seek in (Parquet's footer is at the end, NPZ's directory
+too), so standard input is spooled to one temporary file, bounded by the disk as any
+dump is, and that file is evaluated as the dump. The format is sniffed from its first
+bytes and given as the file's suffix: NPY ``\\x93NUMPY``, NPZ ``PK\\x03\\x04``, Parquet
+``PAR1``, anything else text (a TREC run, read with ``--qrels``). The file is removed
+when the command ends, however it ends (the application turns SIGTERM and SIGHUP into an
+unwinding exception, so the context's close runs; :mod:`atexit` is the last resort).
+Results, warnings and errors name it ``<stdin>``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+import click
+
+from tieeval.errors import InputError
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+_MAGIC = ((b"\x93NUMPY", ".npy"), (b"PK\x03\x04", ".npz"), (b"PAR1", ".parquet"))
+_CHUNK = 1 << 20
+_SPOOLED: dict[str, str] = {}  # the spool's path -> the name the user reads
+
+
+def stdin_files(ctx: click.Context, param, files):
+    """A click callback for DUMP arguments: ``-`` becomes the path of standard input's
+    spool (once: standard input can be read only once)."""
+    if STDIN not in files:
+        return files
+    if files.count(STDIN) > 1:
+        raise click.UsageError("'-' (standard input) can be given once")
+    path = spool(sys.stdin.buffer)
+    ctx.call_on_close(lambda: _remove(path))
+    return tuple(path if f == STDIN else f for f in files)
+
+
+def spool(stream) -> str:
+    """Copy ``stream`` to a new temporary file named by its format; the file's path."""
+    if stream.isatty():
+        raise click.UsageError("'-' reads a dump from standard input, which is a terminal; "
+                               "pipe or redirect the dump into tieeval")
+    head = stream.read(8)
+    if not head:
+        raise InputError(f"{STDIN_NAME}: empty (nothing was piped or redirected in)")
+    suffix = next((s for magic, s in _MAGIC if head.startswith(magic)), ".txt")
+    fd, path = tempfile.mkstemp(prefix="tieeval-stdin-", suffix=suffix)
+    _SPOOLED[path] = STDIN_NAME
+    atexit.register(_remove, path)
+    with os.fdopen(fd, "wb") as out:
+        out.write(head)
+        shutil.copyfileobj(stream, out, _CHUNK)
+    return path
+
+
+def _remove(path: str) -> None:
+    # the name stays in _SPOOLED: an error raised inside the command is shown after
+    # the command's context (and this) has closed
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def shown(text: str) -> str:
+    """``text`` (a path, a message) with any spool's path written ``<stdin>``."""
+    for path, name in _SPOOLED.items():
+        text = text.replace(path, name)
+    return text
+
+
+def show_run(run) -> None:
+    """Name a run read from standard input ``<stdin>``: its path and its warnings."""
+    if run.path in _SPOOLED:
+        run.path = shown(run.path)
+        run.warnings = [shown(w) for w in run.warnings]
+        if run.data_warnings:
+            run.data_warnings = [{k: shown(v) if isinstance(v, str) else v
+                                  for k, v in w.items()} if isinstance(w, dict) else w
+                                 for w in run.data_warnings]

@@ -1,0 +1,51 @@
+"""The HTML a notebook shows for a result (``_repr_html_``): plain tables, no styles or
+scripts, with the numbers formatted as the terminal table formats them."""
+
+from __future__ import annotations
+
+from html import escape
+
+from tieeval.report.format import fmt_value
+from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_rows
+from tieeval.results import RunResult
+
+
+def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def run_html(run: RunResult) -> str:
+    """One run: its metric table (captioned with the path and shape), its tie statistics
+    and its warnings."""
+    parts = [_table(METRIC_HEADERS, metric_cells(run),
+                    f"{run.path}: {describe_run(run)}"),
+             _table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])]
+    if run.warnings:
+        parts.append("<ul>" + "".join(f"<li>{escape(w)}</li>" for w in run.warnings)
+                     + "</ul>")
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def group_html(group) -> str:
+    """A seed group: the seed-averaged rows (mean over seeds) and each seed's run."""
+    name = ", ".join(f"{k}={v}" for k, v in group.run_labels.items() if v is not None)
+    rows = [[row.display, *(fmt_value(v) for v in
+                            (row.original, row.first, row.last, row.tie_aware))]
+            for row in group.metrics]
+    head = _table(["Metric", "Original", "First", "Last", "Tie-aware"], rows,
+                  f"{name or 'group'}: mean over {group.seeds} seed(s)")
+    return "<div>" + head + "".join(run_html(r) for r in group.runs) + "</div>"
+
+
+def diff_html(result) -> str:
+    """B versus A: who was compared, then the tie-aware and the original comparison
+    tables, as the terminal shows them."""
+    from tieeval.report.diff import _column_cells, _headers, column_title, describe_sides
+    parts = [f"<p>{escape(line)}</p>" for line in describe_sides(result)]
+    parts += [_table(_headers(result, column), _column_cells(result, column),
+                     column_title(result, column)) for column in ("tie_aware", "original")]
+    return "<div>" + "".join(parts) + "</div>"
