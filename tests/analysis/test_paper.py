@@ -261,6 +261,58 @@ def test_plot_writes_a_png(tmp_path, study):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _figure_texts_fit(fig):
+    """Every visible text of ``fig`` inside the figure, and no two x tick labels of one
+    axes overlapping, measured by matplotlib's own renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    box = fig.bbox
+    def shown(labels, lim):  # tick labels matplotlib draws: those within the view
+        lo, hi = sorted(lim)
+        return [t for t in labels if t.get_visible() and t.get_text()
+                and lo <= t.get_position()[0 if lim is xlim else 1] <= hi]
+
+    texts = list(fig.texts)
+    xlabels = {}
+    for ax in (a for a in fig.axes if a.get_visible()):
+        xlim, ylim = ax.get_xlim(), ax.get_ylim()
+        xlabels[ax] = shown(ax.get_xticklabels(which="both"), xlim)
+        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label, *xlabels[ax],
+                  *shown(ax.get_yticklabels(which="both"), ylim)]
+    texts = [t for t in texts if t.get_visible() and t.get_text()]
+    assert fig._suptitle in texts
+    for t in texts:
+        ext = t.get_window_extent(renderer)
+        assert (ext.x0 >= box.x0 - 0.5 and ext.x1 <= box.x1 + 0.5
+                and ext.y0 >= box.y0 - 0.5 and ext.y1 <= box.y1 + 0.5), t.get_text()
+    for labels in xlabels.values():
+        assert len(labels) >= 2, "a tie-size axis needs at least two labelled ticks"
+        exts = sorted((t.get_window_extent(renderer) for t in labels), key=lambda e: e.x0)
+        for a, b in zip(exts, exts[1:]):
+            assert a.x1 <= b.x0, (a, b)
+
+
+@pytest.mark.parametrize("sizes", [(1.0, 15.0), (1.0, 1.02, 1.31), (3.0, 3.0), (2.0, 40.0),
+                                   (1.0, 900.0)])
+@pytest.mark.parametrize("n_panels", [1, 5])
+def test_plot_text_stays_inside_the_figure_and_tick_labels_apart(sizes, n_panels):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from tieeval.records.paper import FigurePanel, FigurePoint
+    from tieeval.report.plot import figure1_figure
+
+    points = [FigurePoint(f"method-with-a-long-name-{i}", s, 0.9 * i / len(sizes), 1)
+              for i, s in enumerate(sizes)]
+    panels = [FigurePanel("user", f"Dataset{j}", points, 0.5) for j in range(n_panels)]
+    fig = figure1_figure(panels)
+    _figure_texts_fit(fig)
+    for ax in fig.axes[:n_panels]:  # the data drawn are the points given, unchanged
+        drawn = ax.collections[0].get_offsets()
+        assert [tuple(row) for row in drawn] == [
+            (p.top_tie_size, 100.0 * p.inflation) for p in points]
+
+
 def test_plot_without_matplotlib_is_a_clear_error(tmp_path, study, monkeypatch):
     files = _write_study(tmp_path, study)
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 
 from tieeval.errors import MissingExtraError, ParameterError
 from tieeval.records.paper import FigurePanel
 from tieeval.sink import atomic_output, check_output_path
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+SUPTITLE = "Inflation under the original protocol vs. top-score tie size"
+SUPTITLE_SIZE = 12.0
+# a DejaVu Sans character is at most ~0.62 em wide on average for this text; wrapping at
+# that estimate keeps the centred suptitle inside a one-panel (4 in) figure
+_CHAR_EM = 0.62
+# below one decade a log axis has at most one labelled major tick and labels its minor
+# ticks, which collide; such a tie-size axis gets a few plain integer ticks instead
+_NARROW_RATIO = 10.0
 
 
 def require_matplotlib():
@@ -44,13 +53,20 @@ def draw_figure1(panels: list[FigurePanel], path: str, inputs=()) -> str:
     """Draw one panel per (task, dataset) setting into ``path`` (png, pdf or svg), through
     the output sink; ``inputs``: the files the figure was computed from, never
     overwritten."""
+    require_matplotlib()
+    check_plot_path(path, inputs)
+    _save(figure1_figure(panels), path, inputs)
+    return path
+
+
+def figure1_figure(panels: list[FigurePanel]):
+    """Figure 1 as a matplotlib ``Figure`` (one panel per setting), not yet drawn."""
     Figure = require_matplotlib()
     from tieeval.report.paper import (  # text is formatted in report/
         fmt_r,
         setting_title,
     )
 
-    check_plot_path(path, inputs)
     n = max(len(panels), 1)
     ncols = min(n, 4)
     nrows = math.ceil(n / ncols)
@@ -62,20 +78,63 @@ def draw_figure1(panels: list[FigurePanel], path: str, inputs=()) -> str:
         xs = [p.top_tie_size for p in panel.points]
         ys = [100.0 * p.inflation for p in panel.points]
         ax.scatter(xs, ys, zorder=3)
+        ax.set_xscale("log")
+        # room inside the frame for the labels of the outermost points
+        ax.margins(x=0.12, y=0.15)
+        if xs:
+            _tie_size_ticks(ax, min(xs), max(xs))
+        mid = math.sqrt(math.prod(ax.get_xlim()))  # the middle of the log axis
         for p, x, y in zip(panel.points, xs, ys):
+            # labels of points right of the middle go to their left, so none crosses the frame
+            right = x > mid
             # a '$' would start matplotlib's mathtext
             ax.annotate(p.method.replace("$", r"\$"), (x, y), textcoords="offset points",
-                        xytext=(4, 4), fontsize=8)
-        ax.set_xscale("log")
+                        xytext=(-4 if right else 4, 4), ha="right" if right else "left",
+                        fontsize=8)
         ax.set_xlabel("Avg. top-score tie size (log scale)")
         ax.set_ylabel("Inflation: mean relative drop (%)")
         title = setting_title(panel.task, panel.dataset).replace("$", r"\$")
         ax.set_title(f"{title}\n{fmt_r(panel.r)}",
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    fig.suptitle("Inflation under the original protocol vs. top-score tie size")
-    _save(fig, path, inputs)
-    return path
+    fig.suptitle(_wrap_to_width(SUPTITLE, fig.get_figwidth(), SUPTITLE_SIZE),
+                 fontsize=SUPTITLE_SIZE)
+    return fig
+
+
+def _wrap_to_width(text: str, width_in: float, fontsize: float) -> str:
+    """Break ``text`` into lines that fit ``width_in`` inches at ``fontsize`` points."""
+    chars = max(int(0.92 * width_in * 72.0 / (_CHAR_EM * fontsize)), 10)
+    return "\n".join(textwrap.wrap(text, chars))
+
+
+def _tie_size_ticks(ax, lo: float, hi: float) -> None:
+    """Keep the tie-size tick labels apart and at least two of them in view: within a
+    decade, integer ticks on a span of at least two units (tie sizes are at least 1);
+    within two decades, ticks at 1, 2 and 5 times powers of ten; wider ranges keep the
+    log axis's own decades. Minor ticks stay unlabelled (matplotlib labels them on short
+    log ranges, where they collide)."""
+    if lo <= 0:
+        return
+    from matplotlib.ticker import (
+        LogLocator,
+        MaxNLocator,
+        NullFormatter,
+        StrMethodFormatter,
+    )
+
+    ratio = hi / lo
+    if ratio < _NARROW_RATIO:
+        left = max(math.floor(lo), 1)
+        right = max(math.ceil(hi), left + 2)
+        pad = (right / left) ** 0.08  # a margin on the log scale
+        ax.set_xlim(min(left, lo) / pad, max(right, hi) * pad)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=2))
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    elif ratio < _NARROW_RATIO ** 2:
+        ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _save(fig, path: str, inputs=()) -> None:
