@@ -78,3 +78,13 @@ def test_other_formats_leave_the_job_summary_alone(dumps, tmp_path):
             cli, ["check", *dumps, "--max-tie-frequency", "25%", "-f", fmt, "-q"])
         assert result.exit_code == 1, result.output
     assert not os.path.exists(target)
+
+
+def test_github_summary_fifo_is_refused_at_once_not_blocked_on(dumps, tmp_path):
+    fifo = tmp_path / "summary.fifo"
+    os.mkfifo(fifo)  # an append would block until a reader opens the other end
+    result = _invoke(dumps, {"GITHUB_STEP_SUMMARY": str(fifo)})
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: GITHUB_STEP_SUMMARY {fifo}: cannot append the job summary: {fifo}: is a "
+        "FIFO, not a regular file; tieeval writes the job summary to regular files only")

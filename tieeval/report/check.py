@@ -21,6 +21,7 @@ from tieeval.report.format import fmt_percent, fmt_value, md_table, md_text, met
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.results import report_dict
+from tieeval.sink import atomic_output, check_output_path
 
 _WHAT = {"max_change": "{metric} change",
          "max_inflation": "{metric} change",
@@ -205,26 +206,26 @@ def step_summary(outcomes: list[Outcome]) -> str:
 
 
 def append_step_summary(path: str, text: str) -> None:
-    """Append ``text`` to GitHub's job summary file (``$GITHUB_STEP_SUMMARY``), checking
-    every write: the runner shows what every step appended, so the file is appended to,
-    never replaced (which is why this does not go through :mod:`tieeval.sink`, whose
-    writes replace a file whole), and a short write is retried until every byte is out."""
-    data = text.encode("utf-8")
+    """Append ``text`` to GitHub's job summary file (``$GITHUB_STEP_SUMMARY``) through the
+    output sink: the runner shows what every step appended, so what the file holds is kept
+    and ``text`` added after it, written completely or not at all; a FIFO, a device or a
+    folder named there is refused at once (an append would block or land outside a file)."""
+    what = "the job summary"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        target = check_output_path(path, what=what)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                view = view[written:]
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+            with open(target, "rb") as fh:
+                before = fh.read()
+        except FileNotFoundError:
+            before = b""
+        except OSError as exc:
+            reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+            raise OutputError(reason) from None
+        with atomic_output(target, what=what) as out:
+            out.write(before + text.encode("utf-8"))
+    except OutputError as exc:
         raise OutputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: "
-                         f"{reason}") from None
+                          f"{exc}") from None
 
 
 def to_json(outcomes: list[Outcome], runs) -> str:
