@@ -131,10 +131,12 @@ def sequential_mean(mean: float, values: np.ndarray) -> float:
 
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
-                    print_queries: bool = True) -> list[TrecLine]:
+                    runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
     """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
-    ``print_queries``): per-query blocks, then ``runid`` and the ``all`` lines, whose means
-    are added up as trec_eval adds them when ``per_query`` is given (:func:`sequential_mean`).
+    ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
+    only when the measure is requested, ``-m runid`` or a nickname holding it) and the
+    ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
+    given (:func:`sequential_mean`).
     Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
@@ -152,7 +154,8 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 if not np.isnan(value):
                     lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
                                           value, _integer(metric, k)))
-    lines.append(TrecLine("runid", ALL, _runid(run)))
+    if runid:
+        lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
         value = getattr(row, column)
         if value is not None and not np.isnan(value):
@@ -175,9 +178,9 @@ def _runid(run: RunResult) -> str:
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
-               print_queries: bool = True) -> list[TrecLine]:
-    """Every run's lines, one run after the other."""
+               runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+    """Every run's lines, one run after the other (``runid``: with its runid line)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
-            for line in trec_eval_lines(run, column, q, print_queries)]
+            for line in trec_eval_lines(run, column, q, runid, print_queries)]

@@ -12,6 +12,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    runid_asked,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
@@ -127,7 +128,8 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
               for run in runs for row in run.metrics
               if column == "tie_aware" and row.tie_aware is None
               and row.tie_aware_reason is not None], quiet)
-        return runs_lines(runs, column or "original", queries, print_queries=per_query)
+        return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
+                          print_queries=per_query)
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
