@@ -32,10 +32,13 @@ CUTOFF = "cutoff"
 LEVEL = "level"
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
-# m_success.c, m_iprec_at_recall.c)
+# m_success.c, m_iprec_at_recall.c, m_rel_P.c)
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_SUCCESS = (1, 5, 10)
 TREC_LEVELS = tuple(i / 10 for i in range(11))
+# m_Rprec_mult.c (multiples of R, as C writes them) and m_unjudged.c
+TREC_R_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+TREC_UNJ = (5, 10, 20)
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,9 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", None, LEVEL),
-    TrecMeasure("utility", None),
-    TrecMeasure("11pt_avg", None),
+    TrecMeasure("Rprec_mult", "RprecMult", LEVEL, TREC_R_MULTIPLES),
+    TrecMeasure("utility", "Utility"),
+    TrecMeasure("11pt_avg", "IPrec11pt"),
     TrecMeasure("binG", None),
     TrecMeasure("G", None),
     TrecMeasure("ndcg", "NDCG"),
@@ -94,17 +97,17 @@ TREC_MEASURES = (
     TrecMeasure("Rndcg", None),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("relative_P", None, CUTOFF),
+    TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
-    TrecMeasure("set_P", None),
-    TrecMeasure("set_relative_P", None),
-    TrecMeasure("set_recall", None),
-    TrecMeasure("set_map", None),
-    TrecMeasure("set_F", None),
-    TrecMeasure("num_nonrel_judged_ret", None, integer=True),
+    TrecMeasure("set_P", "SetP"),
+    TrecMeasure("set_relative_P", "SetRelP"),
+    TrecMeasure("set_recall", "SetR"),
+    TrecMeasure("set_map", "SetAP"),
+    TrecMeasure("set_F", "SetF"),
+    TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
     TrecMeasure("rbp", None),
     TrecMeasure("rbp_resid", None),
-    TrecMeasure("unj", None, CUTOFF),
+    TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
@@ -153,11 +156,16 @@ IR_MEASURES = (
     IrMeasure("NumRel", "NumRel"),
     IrMeasure("NumRelRet", "NumRelRet"),
     IrMeasure("NumQ", "NumQ"),
+    IrMeasure("SetP", "SetP"),
+    IrMeasure("SetRelP", "SetRelP"),
+    IrMeasure("SetR", "SetR"),
+    IrMeasure("SetAP", "SetAP"),
+    IrMeasure("SetF", "SetF"),
 )
 _IR = {key(m.name): m.target for m in IR_MEASURES}
 # ir_measures names tieeval does not compute, or computes under another definition
 IR_MEASURES_MISSING = ("SDCG (ir_measures' scaled DCG; tieeval's SDCG is the signed DCG)",
-                       "infAP", "RBP", "SetP", "SetR", "SetF", "SetAP", "SetRelP",
+                       "infAP", "RBP",
                        "INST", "INSQ", "NERR8-11", "BPM", "Compat", "Accuracy",
                        "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP", "nNRBP", "AP_IA", "P_IA",
                        "StRecall")
@@ -182,14 +190,19 @@ def _level_text(level: float) -> str:
 
 
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
-    """One trec_eval parameter: a cutoff >= 1 or a recall level in [0, 1]."""
+    """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1], or for
+    ``Rprec_mult`` a multiple of R >= 0 (its measure's ``level_max``)."""
+    upper = measure.spec.level_max if measure.spec is not None else 1.0
+    level = "a recall level in [0, 1]" if upper == 1.0 else "a number >= 0"
     try:
         value = float(text) if measure.param == LEVEL else int(text)
     except ValueError:
-        what = "a recall level in [0, 1]" if measure.param == LEVEL else "a cutoff >= 1"
+        what = level if measure.param == LEVEL else "a cutoff >= 1"
         raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}") from None
-    if measure.param == LEVEL and not 0 <= value <= 1:
-        raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+    if measure.param == LEVEL and not 0 <= value <= upper:
+        if upper == 1.0:
+            raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+        raise ParameterError(f"parameter {text!r} of {whole!r} must be {level}")
     if measure.param == CUTOFF and value < 1:
         raise ParameterError(f"cutoff {text!r} of {whole!r} must be >= 1")
     return value
