@@ -30,15 +30,15 @@ from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
 
 CUTOFF = "cutoff"
 LEVEL = "level"
+MULTIPLE = "multiple"  # a multiple of R (Rprec_mult_0.20 ... Rprec_mult_2.00), a float > 0
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
-# m_success.c, m_iprec_at_recall.c, m_rel_P.c)
+# m_success.c, m_iprec_at_recall.c)
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_SUCCESS = (1, 5, 10)
 TREC_LEVELS = tuple(i / 10 for i in range(11))
-# m_Rprec_mult.c (multiples of R, as C writes them) and m_unjudged.c
-TREC_R_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-TREC_UNJ = (5, 10, 20)
+TREC_MULTIPLES = tuple(i / 5 for i in range(1, 11))  # m_Rprec_mult.c: 0.2, 0.4 ... 2.0
+TREC_UNJ = (5, 10, 20)  # m_unjudged.c
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class TrecMeasure:
     """One trec_eval measure and the registry metric it is (None: tieeval has none).
 
     ``param`` is ``"cutoff"`` (``P_10``), ``"level"`` (``iprec_at_recall_0.10``, a recall
-    level in [0, 1]) or ``""`` (``map``); ``defaults`` are trec_eval's parameters when none
+    level in [0, 1]), ``"multiple"`` (``Rprec_mult_0.20``, a multiple of R) or ``""``
+    (``map``); ``defaults`` are trec_eval's parameters when none
     are given. ``integer`` measures print as whole numbers, ``summary_only`` ones only on
     the ``all`` lines (trec_eval prints no per-query ``gm_map`` or ``num_q``).
     """
@@ -65,7 +66,7 @@ class TrecMeasure:
 
     def spelling(self) -> str:
         """``P_K``, ``iprec_at_recall_x``, ``map``: how the docs show the name."""
-        return self.name + {CUTOFF: "_K", LEVEL: "_x", "": ""}[self.param]
+        return self.name + {CUTOFF: "_K", LEVEL: "_x", MULTIPLE: "_x", "": ""}[self.param]
 
 
 # In trec_eval's measure table order (measures.c, te_trec_measures): the order it prints
@@ -87,7 +88,7 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", "RprecMult", LEVEL, TREC_R_MULTIPLES),
+    TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
     TrecMeasure("utility", "Utility"),
     TrecMeasure("11pt_avg", "IPrec11pt"),
     TrecMeasure("binG", None),
@@ -190,19 +191,18 @@ def _level_text(level: float) -> str:
 
 
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
-    """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1], or for
-    ``Rprec_mult`` a multiple of R >= 0 (its measure's ``level_max``)."""
-    upper = measure.spec.level_max if measure.spec is not None else 1.0
-    level = "a recall level in [0, 1]" if upper == 1.0 else "a number >= 0"
+    """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1] or a multiple > 0."""
+    floating = measure.param in (LEVEL, MULTIPLE)
+    what = {LEVEL: "a recall level in [0, 1]", MULTIPLE: "a number > 0"}.get(measure.param,
+                                                                           "a cutoff >= 1")
     try:
-        value = float(text) if measure.param == LEVEL else int(text)
+        value = float(text) if floating else int(text)
     except ValueError:
-        what = level if measure.param == LEVEL else "a cutoff >= 1"
         raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}") from None
-    if measure.param == LEVEL and not 0 <= value <= upper:
-        if upper == 1.0:
-            raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
-        raise ParameterError(f"parameter {text!r} of {whole!r} must be {level}")
+    if measure.param == LEVEL and not 0 <= value <= 1:
+        raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+    if measure.param == MULTIPLE and not 0 < value < float("inf"):
+        raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}")
     if measure.param == CUTOFF and value < 1:
         raise ParameterError(f"cutoff {text!r} of {whole!r} must be >= 1")
     return value
@@ -217,7 +217,7 @@ def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
     if not measure.param:
         return [str(measure.target)]
     values = sorted(set(params))
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return [f"{measure.target}@{_level_text(v)}" for v in values]
     return [f"{measure.target}@{v}" for v in values]
 
@@ -332,7 +332,7 @@ def trec_eval_name(spec: MetricSpec, k) -> str | None:
     measure = trec_measure(spec, k)
     if measure is None:
         return None
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return f"{measure.name}_{float(k):3.2f}"
     return measure.name if k is None else f"{measure.name}_{k}"
 
@@ -434,8 +434,17 @@ def unknown_hint(name, text=None) -> str:
     close = closest(str(text if text is not None else name))
     if close:
         return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
-    return (f"choose from {', '.join(metric_names())} (every spelling: "
-            "docs/metric-names.md)")
+    # the registry's names in --help order while the line stays short; the page lists all
+    names, shown = metric_names(), []
+    for name in names:
+        if len(", ".join([*shown, name])) > _HINT_WIDTH:
+            break
+        shown.append(name)
+    more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
+    return f"choose from {', '.join(shown)}{more} (every spelling: docs/metric-names.md)"
+
+
+_HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 
 
 def missing_trec() -> list[str]:

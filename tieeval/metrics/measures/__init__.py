@@ -14,8 +14,13 @@ from tieeval.metrics.measures.ap import GMAP, MAP
 from tieeval.metrics.measures.auc import AUC, V_AUC
 from tieeval.metrics.measures.base import NEEDS, ORDERS, VOCABULARIES, Measure
 from tieeval.metrics.measures.bpref import BPREF
-from tieeval.metrics.measures.counts import (NUM_NONREL_JUDGED_RET, NUM_Q, NUM_REL,
-                                             NUM_REL_RET, NUM_RET)
+from tieeval.metrics.measures.counts import (
+    NUM_NONREL_JUDGED_RET,
+    NUM_Q,
+    NUM_REL,
+    NUM_REL_RET,
+    NUM_RET,
+)
 from tieeval.metrics.measures.dcg import DCG, NDCG, SDCG, SNDCG
 from tieeval.metrics.measures.err import ERR
 from tieeval.metrics.measures.hr import HR, SUCCESS, TIE_DECIDED

@@ -26,8 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.cascade import (iprec_expectation, iprec_expectations,
-                                              not_computed_reason)
+from tieeval.metrics.measures.cascade import (
+    iprec_expectation,
+    iprec_expectations,
+    not_computed_reason,
+)
 
 
 def interpolated_expectation(ev, level: float) -> np.ndarray:
