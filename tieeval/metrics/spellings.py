@@ -435,7 +435,7 @@ def unknown_hint(name, text=None) -> str:
     if close:
         return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
     # the registry's names in --help order while the line stays short; the page lists all
-    names, shown = metric_names(), []
+    names, shown = metric_names(), []  # type: list[str], list[str]
     for name in names:
         if len(", ".join([*shown, name])) > _HINT_WIDTH:
             break
