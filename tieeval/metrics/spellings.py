@@ -93,9 +93,9 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", None, MULTIPLE, TREC_MULTIPLES),
-    TrecMeasure("utility", None),
-    TrecMeasure("11pt_avg", None),
+    TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
+    TrecMeasure("utility", "Utility"),
+    TrecMeasure("11pt_avg", "IPrec11pt"),
     TrecMeasure("binG", None),
     TrecMeasure("G", None),
     TrecMeasure("ndcg", "NDCG"),
@@ -103,17 +103,17 @@ TREC_MEASURES = (
     TrecMeasure("Rndcg", None),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("relative_P", None, CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
-    TrecMeasure("set_P", None),
-    TrecMeasure("set_relative_P", None),
-    TrecMeasure("set_recall", None),
-    TrecMeasure("set_map", None),
-    TrecMeasure("set_F", None),
-    TrecMeasure("num_nonrel_judged_ret", None, integer=True),
+    TrecMeasure("set_P", "SetP"),
+    TrecMeasure("set_relative_P", "SetRelP"),
+    TrecMeasure("set_recall", "SetR"),
+    TrecMeasure("set_map", "SetAP"),
+    TrecMeasure("set_F", "SetF"),
+    TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
     TrecMeasure("rbp", None),
     TrecMeasure("rbp_resid", None),
-    TrecMeasure("unj", None, CUTOFF, TREC_UNJ),
+    TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
@@ -162,11 +162,16 @@ IR_MEASURES = (
     IrMeasure("NumRel", "NumRel"),
     IrMeasure("NumRelRet", "NumRelRet"),
     IrMeasure("NumQ", "NumQ"),
+    IrMeasure("SetP", "SetP"),
+    IrMeasure("SetRelP", "SetRelP"),
+    IrMeasure("SetR", "SetR"),
+    IrMeasure("SetAP", "SetAP"),
+    IrMeasure("SetF", "SetF"),
 )
 _IR = {key(m.name): m.target for m in IR_MEASURES}
 # ir_measures names tieeval does not compute, or computes under another definition
 IR_MEASURES_MISSING = ("SDCG (ir_measures' scaled DCG; tieeval's SDCG is the signed DCG)",
-                       "infAP", "RBP", "SetP", "SetR", "SetF", "SetAP", "SetRelP",
+                       "infAP", "RBP",
                        "INST", "INSQ", "NERR8-11", "BPM", "Compat", "Accuracy",
                        "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP", "nNRBP", "AP_IA", "P_IA",
                        "StRecall")
@@ -460,8 +465,17 @@ def unknown_hint(name, text=None) -> str:
     close = closest(str(text if text is not None else name))
     if close:
         return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
-    return (f"choose from {', '.join(metric_names())} (every spelling: "
-            "docs/metric-names.md)")
+    # the registry's names in --help order while the line stays short; the page lists all
+    names, shown = metric_names(), []  # type: list[str], list[str]
+    for name in names:
+        if len(", ".join([*shown, name])) > _HINT_WIDTH:
+            break
+        shown.append(name)
+    more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
+    return f"choose from {', '.join(shown)}{more} (every spelling: docs/metric-names.md)"
+
+
+_HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 
 
 def missing_trec() -> list[str]:
