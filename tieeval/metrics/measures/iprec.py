@@ -1,7 +1,8 @@
 """Interpolated precision at a recall level, IPrec@x (trec_eval iprec_at_recall_x).
 
 With R relevant items of which ``R_ret`` are ranked, at ranks ``r_1 < ... < r_{R_ret}``, and
-``c = lround(x R)``::
+``c = lround(x R)`` (trec_eval 10; trec_eval 9.0.8, which pytrec_eval bundles, takes
+``c = (long)(x R + 0.9)``: the metric's ``iprec_rounding``, ``--convention trec_eval9``)::
 
     IPrec(x) = max_{j = max(c, 1)..R_ret} j / r_j     if c <= R_ret and R_ret >= 1,
                0                                    otherwise.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.cascade import iprec_expectation, not_computed_reason
+from tieeval.metrics.measures.cascade import iprec_cut, iprec_expectation, not_computed_reason
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class InterpolatedPrecision(Measure):
     limit, no variance."""
 
     def _cut(self, ev) -> np.ndarray:
-        """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
-        return np.floor(self._level(ev) * ev.b.n_pos + 0.5).astype(np.int64)
+        """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5)), or
+        trec_eval 9's (long)(x R + 0.9)."""
+        return iprec_cut(self._level(ev), ev.b.n_pos, ev.m.iprec_rounding)
 
     def _level(self, ev) -> float:
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
@@ -41,7 +43,7 @@ class InterpolatedPrecision(Measure):
 
     def closed(self, ev):
         e = iprec_expectation(ev.b, self._level(ev), depth=ev.b.depth,
-                              relevant_level=ev.b.level)
+                              relevant_level=ev.b.level, rounding=ev.m.iprec_rounding)
         return np.asarray(e, dtype=np.float64), None, None
 
     def realise(self, ev, lab, judged):
@@ -74,7 +76,7 @@ IPREC = InterpolatedPrecision(
     "IPrec", "level",
     "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
     "best precision at any rank holding at least round(x R) relevant items",
-    ("iprec_at_recall",),
+    ("iprec_at_recall",), options=frozenset({"iprec_rounding"}),
     names={"tieeval": ("IPrec", "iprec_at_recall"), "trec_eval": ("iprec_at_recall",),
            "ir_measures": ("IPrec",)},
     needs=frozenset({"labels", "level", "every_position"}), has_variance=False)
