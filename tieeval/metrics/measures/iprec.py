@@ -1,7 +1,8 @@
 """Interpolated precision at a recall level, IPrec@x (trec_eval iprec_at_recall_x).
 
 With R relevant items of which ``R_ret`` are ranked, at ranks ``r_1 < ... < r_{R_ret}``, and
-``c = lround(x R)``::
+``c = lround(x R)`` (trec_eval 10; trec_eval 9.0.8, which pytrec_eval bundles, takes
+``c = (long)(x R + 0.9)``: the metric's ``iprec_rounding``, ``--convention trec_eval9``)::
 
     IPrec(x) = max_{j = max(c, 1)..R_ret} j / r_j     if c <= R_ret and R_ret >= 1,
                0                                    otherwise.
@@ -27,6 +28,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.cascade import (
+    iprec_cut,
     iprec_expectation,
     iprec_expectations,
     not_computed_reason,
@@ -35,7 +37,8 @@ from tieeval.metrics.measures.cascade import (
 
 def interpolated_expectation(ev, level: float) -> np.ndarray:
     """The exact E[IPrec(level)] of each row (NaN beyond the work limit)."""
-    e = iprec_expectation(ev.b, level, depth=ev.b.depth, relevant_level=ev.b.level)
+    e = iprec_expectation(ev.b, level, depth=ev.b.depth, relevant_level=ev.b.level,
+                          rounding=ev.m.iprec_rounding)
     return np.asarray(e, dtype=np.float64)
 
 
@@ -43,7 +46,8 @@ def interpolated(ev, lab, level: float) -> np.ndarray:
     """Interpolated precision at recall ``level`` (trec_eval m_iprec_at_recall.c) of the
     ordering whose labels by position are ``lab``: with c = lround(x R), the largest
     precision at any retrieved rank at or below the c-th relevant item (any rank when
-    c = 0); 0 when fewer than c relevant items are retrieved or nothing is."""
+    c = 0); 0 when fewer than c relevant items are retrieved or nothing is. (trec_eval 9
+    rounds c as (long)(x R + 0.9): ``--convention trec_eval9``.)"""
     b = ev.b
     rel = b.relevant(lab) & ev.in_k
     c = np.cumsum(rel, dtype=np.int64)
@@ -53,8 +57,7 @@ def interpolated(ev, lab, level: float) -> np.ndarray:
     best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
     for _, idx in b._by_length(np.arange(b.rows)):
         best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-    # trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))
-    cut = np.floor(level * b.n_pos + 0.5).astype(np.int64)
+    cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
     out = np.zeros(b.rows)
     at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
     out[b.row[at]] = best[at]
@@ -95,7 +98,7 @@ class ElevenPointAverage(InterpolatedPrecision):
     def closed(self, ev):
         # the 11 levels share their path counts in one call
         e = iprec_expectations(ev.b, ELEVEN_LEVELS, depth=ev.b.depth,
-                               relevant_level=ev.b.level)
+                               relevant_level=ev.b.level, rounding=ev.m.iprec_rounding)
         return np.sum(e, axis=0) / len(ELEVEN_LEVELS), None, None
 
     def realise(self, ev, lab, judged):
@@ -113,7 +116,7 @@ IPREC = InterpolatedPrecision(
     "IPrec", "level",
     "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
     "best precision at any rank holding at least round(x R) relevant items",
-    ("iprec_at_recall",),
+    ("iprec_at_recall",), options=frozenset({"iprec_rounding"}),
     names={"tieeval": ("IPrec", "iprec_at_recall"), "trec_eval": ("iprec_at_recall",),
            "ir_measures": ("IPrec",)},
     needs=frozenset({"labels", "level", "every_position"}), has_variance=False)
