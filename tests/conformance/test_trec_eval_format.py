@@ -288,3 +288,34 @@ def test_tie_aware_column_says_why_gm_map_has_no_line():
     plain = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
                                   "-m", "gm_map"], catch_exceptions=False)
     assert "gm_map" in plain.stdout and "left out" not in plain.stderr
+
+
+def test_all_lines_are_added_up_as_trec_eval_adds_them(tmp_path):
+    """trec_eval's 'all' value is a sequential double sum over the queries divided by their
+    number; on a rounding boundary its last bit decides the printed decimal. Here P_200's
+    mean is 41.25 / 2200 = 0.01875 exactly, which trec_eval's loop makes
+    0.018750000000000003 (printed 0.0188) where a correctly rounded mean prints 0.0187."""
+    hits = [4, 3, 3, 3, 5, 4, 7, 5, 3, 3, 2, 3]  # relevant documents retrieved per query
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    with open(run, "w") as r, open(qrels, "w") as q:
+        for i, h in enumerate(hits):
+            for d in range(10):
+                r.write(f"{301 + i} Q0 d{d} {d + 1} {1 - d / 10:.1f} x\n")
+                q.write(f"{301 + i} 0 d{d} {int(d < h)}\n")
+    # The oracle: trec_eval's accumulation written out (queries in its qid order).
+    total = 0.0
+    for h in hits:
+        total += h / 200
+    expected = f"{total / len(hits):.4f}"
+    assert expected == "0.0188" and f"{sum(hits) / 200 / len(hits):.4f}" == "0.0187"
+    result = runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "-m", "P_200",
+                                   "--format", "trec_eval", "--convention", "trec_eval", "-q"],
+                             catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    (line,) = [line.split() for line in result.stdout.splitlines() if line.startswith("P_200")]
+    assert line[1:] == ["all", expected]
+    # The JSON keeps the correctly rounded mean.
+    doc = json.loads(runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "-m",
+                                           "P_200", "--format", "json", "--convention",
+                                           "trec_eval", "-q"]).stdout)
+    assert doc["runs"][0]["metrics"][0]["original"] == sum(hits) / 200 / len(hits)

@@ -113,19 +113,38 @@ def query_table(collected: Collected) -> QueryValues:
     return QueryValues(qids, out)
 
 
+def sequential_mean(mean: float, values: np.ndarray) -> float:
+    """``mean`` as trec_eval computes it from the per-query ``values``: added one query after
+    the other in its query order, in doubles, then divided by their number.
+
+    tieeval's means are exact sums rounded once; trec_eval's sequential sum can differ in the
+    last bit, which decides the fourth decimal it prints when the mean lies on a rounding
+    boundary (0.01875 is 0.018750000000000003 summed trec_eval's way: it prints 0.0188).
+    Only a mean that *is* the plain average of the values is re-added (within 1e-12); any
+    other (a sum such as num_rel, a geometric mean, a mean over some queries) is kept."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0 or np.isnan(values).any():
+        return mean
+    total = float(np.cumsum(values)[-1])  # cumsum adds in order, as trec_eval's loop does
+    again = total / values.size
+    return again if abs(again - mean) <= 1e-12 * max(1.0, abs(mean)) else mean
+
+
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
-                    runid: bool = True) -> list[TrecLine]:
-    """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given):
-    per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it only when the
-    measure is requested, ``-m runid`` or a nickname holding it) and the ``all`` lines.
+                    runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+    """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
+    ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
+    only when the measure is requested, ``-m runid`` or a nickname holding it) and the
+    ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
+    given (:func:`sequential_mean`).
     Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
     nan = _zero_division(run)
     lines: list[TrecLine] = []
-    if per_query is not None:
+    if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
                   if not _summary_only(r.metric, r.k)]
         for i, qid in enumerate(per_query.qids):
@@ -148,6 +167,11 @@ def trec_eval_lines(run: RunResult, column: str = "original",
             value = math.nan  # a query's 0/0 makes trec_eval's mean -nan
         elif value is None or np.isnan(value):
             continue
+        else:
+            found = (per_query.values.get((row.metric, row.k, row.gamma))
+                     if per_query is not None else None)
+            if found is not None:
+                value = sequential_mean(float(value), found[column])
         lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
                               float(value), _integer(row.metric, row.k)))
     return lines
@@ -184,9 +208,9 @@ def _runid(run: RunResult) -> str:
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
-               runid: bool = True) -> list[TrecLine]:
+               runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
     """Every run's lines, one run after the other (``runid``: with its runid line)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
-            for line in trec_eval_lines(run, column, q, runid)]
+            for line in trec_eval_lines(run, column, q, runid, print_queries)]

@@ -41,8 +41,11 @@ from tieeval.results import ORIGINAL_RULES
 
 
 def guide(command: str) -> str:
-    """The last line of a command's --help: where the user guide documents it."""
-    return f"Every option, with examples: see docs/commands.md#tieeval-{command}"
+    """The last lines of a command's --help: standard input, and where the user guide
+    documents the command."""
+    return ("A dump named - is read from standard input (NPY, NPZ, Parquet, or a TREC run "
+            f"with --qrels).\n\nEvery option, with examples: see "
+            f"docs/commands.md#tieeval-{command}")
 
 
 class KList(click.ParamType):
