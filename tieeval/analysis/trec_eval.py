@@ -13,6 +13,7 @@ or ``last`` print the same lines for the expected, best or worst tie-break.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -141,6 +142,7 @@ def trec_eval_lines(run: RunResult, column: str = "original",
     check_column(column)
     trec_names = trec_names_apply(run)
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
+    nan = _zero_division(run)
     lines: list[TrecLine] = []
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
@@ -151,21 +153,49 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 if found is None:
                     continue
                 value = float(found[column][i])
-                if not np.isnan(value):
-                    lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
-                                          value, _integer(metric, k)))
+                if (metric, k, qid) in nan:
+                    value = math.nan  # trec_eval's 0/0, printed -nan
+                elif np.isnan(value):
+                    continue
+                lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
+                                      value, _integer(metric, k)))
     if runid:
         lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
         value = getattr(row, column)
-        if value is not None and not np.isnan(value):
+        if (row.metric, row.k) in nan:
+            value = math.nan  # a query's 0/0 makes trec_eval's mean -nan
+        elif value is None or np.isnan(value):
+            continue
+        else:
             found = (per_query.values.get((row.metric, row.k, row.gamma))
                      if per_query is not None else None)
             if found is not None:
                 value = sequential_mean(float(value), found[column])
-            lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
-                                  float(value), _integer(row.metric, row.k)))
+        lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
+                              float(value), _integer(row.metric, row.k)))
     return lines
+
+
+def _zero_division(run: RunResult) -> set:
+    """Where trec_eval prints ``-nan`` for ``run``: ``(metric, k, qid)`` for a query that
+    ``-J`` left without a ranked document and a measure dividing 0 by 0 there
+    (:meth:`~tieeval.metrics.measures.base.Measure.nan_without_ranked`), and ``(metric,
+    k)`` for the mean over the queries, which such a query makes NaN. A query the run's
+    means leave out (no relevant document, ``--no-relevant skip``) leaves the mean alone."""
+    out: set = set()
+    if not run.zero_division:
+        return out
+    options = run.relevance or {}
+    counted = options.get("no_relevant", "skip") == "zero"
+    for row in run.metrics:
+        spec = REGISTRY[row.metric]
+        for qid, big_r in run.zero_division.items():
+            if spec.nan_without_ranked(row.k, big_r, options):
+                out.add((row.metric, row.k, qid))
+                if big_r > 0 or counted:
+                    out.add((row.metric, row.k))
+    return out
 
 
 def _runid(run: RunResult) -> str:

@@ -81,6 +81,13 @@ class InterpolatedPrecision(Measure):
     def realise(self, ev, lab, judged):
         return interpolated(ev, lab, self._level(ev))
 
+    def nan_without_ranked(self, k, big_r, options) -> bool:
+        """m_iprec_at_recall.c starts from the precision of the whole ranking,
+        num_rel_ret / num_ret: 0/0 for an empty one, kept at every level whose cutoff is 0
+        relevant documents."""
+        rounding = options.get("iprec_rounding", "trec_eval")
+        return int(iprec_cut(float(k), np.array([big_r]), rounding)[0]) == 0
+
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason(self.name)}"
 
