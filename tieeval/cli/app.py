@@ -229,9 +229,19 @@ def expand_multi_value(args: list[str]) -> list[str]:
     return out
 
 
+# checks a command's options asked for before it runs (click's shared per-invocation
+# ``ctx.meta``): ``--output FILE`` puts its check there (see tieeval.cli.output)
+BEFORE_RUN = "tieeval.before_run"
+
+
 class Command(click.Command):
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, expand_multi_value(list(args)))
+
+    def invoke(self, ctx):
+        for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the evaluation
+            check(ctx)
+        return super().invoke(ctx)
 
 
 class Group(click.Group):
