@@ -314,6 +314,10 @@ class Group(click.Group):
             raise _ended(exc) from None
         except RuntimeWarning as exc:
             raise _numeric_error(exc) from None
+        except MemoryError:
+            if os.environ.get("TIEEVAL_DEBUG"):
+                raise
+            raise CliError(memory_message()) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
                 BrokenPipeError):
             raise
@@ -327,7 +331,56 @@ class Group(click.Group):
         except Exception as exc:  # a bug: say so, never let it pass as exit 1
             if os.environ.get("TIEEVAL_DEBUG"):
                 raise
+            spark = _spark_message(exc)
+            if spark is not None:  # Spark's, from a call no engine function wrapped
+                raise CliError(spark) from None
             raise InternalError(_internal_text(exc)) from None
+
+
+def _spark_message(exc: BaseException) -> str | None:
+    """One line for an exception from Py4J or pyspark (see tieeval.engine.spark_errors)."""
+    module = type(exc).__module__ or ""
+    if not module.startswith(("py4j", "pyspark")):
+        return None
+    from tieeval.engine.spark_errors import describe, jvm_output
+    return describe(exc, log=jvm_output())
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def memory_limit() -> str:
+    """The memory limit this process runs under, in words: an ``RLIMIT_AS`` or
+    ``RLIMIT_DATA`` (ulimit -v / -d), a container's cgroup limit, else the machine's
+    memory."""
+    try:
+        import resource
+        for name, shown in (("RLIMIT_AS", "ulimit -v"), ("RLIMIT_DATA", "ulimit -d")):
+            soft, _ = resource.getrlimit(getattr(resource, name))
+            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+                return f"the process's limit of {_bytes(soft)} ({name}, {shown})"
+    except (ImportError, AttributeError, ValueError, OSError):  # pragma: no cover
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as handle:
+                text = handle.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return f"the container's limit of {_bytes(int(text))} ({path})"
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return f"this machine's {_bytes(total)}"
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return "the memory available"
+
+
+def memory_message() -> str:
+    """A MemoryError, as the input error it is: what ran out, and what to lower."""
+    return (f"out of memory: the evaluation needed more than {memory_limit()}; lower "
+            "--batch-rows (and --jobs), or TIEEVAL_MAX_ROW_CANDIDATES for very long rows")
 
 
 def _internal_text(exc: BaseException) -> str:

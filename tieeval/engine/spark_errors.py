@@ -45,14 +45,15 @@ _CONNECTORS = {  # scheme: (connector, the package that provides it)
     "s3": ("S3 (hadoop-aws, as s3a://)", "org.apache.hadoop:hadoop-aws:{hadoop}"),
     "s3n": ("S3 (hadoop-aws, as s3a://)", "org.apache.hadoop:hadoop-aws:{hadoop}"),
     "gs": ("Google Cloud Storage (gcs-connector)",
-           "com.google.cloud.bigdataoss:gcs-connector:hadoop3-2.2.26"),
+           "com.google.cloud.bigdataoss:gcs-connector:VERSION (and spark.hadoop.fs.gs.impl="
+           "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem)"),
     "abfs": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
     "abfss": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
     "wasb": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
     "wasbs": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
 }
-_CONNECTOR_CLASSES = {"org.apache.hadoop.fs.s3a.S3AFileSystem": "s3a",
-                      "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem": "gs",
+_CONNECTOR_CLASSES = {"org.apache.hadoop.fs.s3a": "s3a", "org.apache.hadoop.fs.gs": "gs",
+                      "com.google.cloud.hadoop.fs.gcs": "gs",
                       "org.apache.hadoop.fs.azurebfs": "abfs"}
 
 _CAUSE = re.compile(r"^(?:Caused by: |: )?((?:[a-z]\w*\.)+[A-Z][\w$]*(?:Exception|Error)"
@@ -142,10 +143,12 @@ def describe(exc: BaseException, path: str | None = None, master: str | None = N
     if match:
         scheme = match.group(1)
     else:
-        for name, value in _CONNECTOR_CLASSES.items():
-            if name in text and ("ClassNotFoundException" in text or "not found" in text):
-                scheme = value
-                break
+        match = re.search(r"ClassNotFoundException: Class (\S+FileSystem) not found", text)
+        if match:
+            given = re.match(r"^(\w+)://", path or "")
+            scheme = given.group(1).lower() if given else next(
+                (value for name, value in _CONNECTOR_CLASSES.items()
+                 if match.group(1).startswith(name)), "this")
     if scheme is not None:
         connector, package = _CONNECTORS.get(scheme, (f"{scheme}://", None))
         hint = (f"--spark-conf spark.jars.packages="

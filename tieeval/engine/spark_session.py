@@ -35,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -389,9 +390,11 @@ def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if spark_settings.loopback:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        interrupt = signal.getsignal(signal.SIGINT)
         with mapped_errors(master=spark_settings.master, source=spark_settings.master_source):
             _launch(spark_settings, app_name)
             spark = SparkSession.builder.getOrCreate()  # on the context just started
+        _keep_interrupt_handler(interrupt)
         cli = {}  # given at launch
     else:
         with mapped_errors():
@@ -402,6 +405,18 @@ def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
         if batch_rows is not None and BATCH_KEY not in cli:
             spark.conf.set(BATCH_KEY, str(int(batch_rows)))
     return spark
+
+
+def _keep_interrupt_handler(previous) -> None:
+    """Put tieeval's command-line Ctrl-C handler back over the one the SparkContext
+    installs. Spark's handler cancels the jobs through the gateway from inside the signal,
+    while the main thread waits on that same gateway: Py4J then logs two tracebacks before
+    the interrupt ends the command. The command line's handler only raises
+    KeyboardInterrupt; the JVM, and its jobs, end with this process. Any other handler (a
+    program's, a notebook's) is left to Spark."""
+    if getattr(previous, "__module__", "").startswith("tieeval.") and \
+            threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, previous)
 
 
 def _set_running(spark, key: str, value: str) -> None:
