@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -226,11 +227,11 @@ def master_hosts(master: str) -> list[tuple[str, int]]:
     """The (host, port) pairs a master URL names: ``spark://h1:7077,h2:7077`` (the port
     defaults to 7077), ``k8s://https://host:port`` (443); none for ``yarn`` or ``local``."""
     if master.startswith("spark://"):
-        out = []
+        out: list[tuple[str, int]] = []
         for part in master[len("spark://"):].split(","):
-            host, _, port = part.rpartition(":") if ":" in part else (part, "", "7077")
+            host, _, number = part.rpartition(":") if ":" in part else (part, "", "7077")
             try:
-                out.append((host.strip("[]"), int(port or 7077)))
+                out.append((host.strip("[]"), int(number or 7077)))
             except ValueError:
                 continue
         return out
@@ -239,10 +240,10 @@ def master_hosts(master: str) -> list[tuple[str, int]]:
         url = urlparse(rest if "://" in rest else "https://" + rest)
         if url.hostname:
             try:
-                port = url.port
+                given = url.port
             except ValueError:
-                port = None
-            return [(url.hostname, port or (80 if url.scheme == "http" else 443))]
+                given = None
+            return [(url.hostname, given or (80 if url.scheme == "http" else 443))]
     return []
 
 
