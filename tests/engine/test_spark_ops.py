@@ -166,6 +166,14 @@ def test_a_master_that_is_down_fails_fast_naming_it(dataset):
                            "is it running?\n")
 
 
+def test_a_jvm_that_cannot_start_says_why_in_one_line(dataset):
+    done = run_cli("compare", dataset, "--engine", "spark", "--spark-conf",
+                   "spark.driver.memory=lots", timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("Error: Spark's JVM stopped (Invalid maximum heap size: -Xmxlots); "
+                           "is Java 17 or later installed, and is the configuration valid?\n")
+
+
 SLOW = pytest.mark.skipif(os.environ.get("TIEEVAL_SPARK_STANDALONE") != "1",
                           reason="set TIEEVAL_SPARK_STANDALONE=1 for the slow Spark tests "
                                  "(spark-submit, Ctrl-C mid-job: a JVM each)")
@@ -234,3 +242,89 @@ def test_spark_submit_output_file_and_quiet_stdout(dataset, tmp_path):
     assert done.stdout == ""
     local = CliRunner().invoke(cli, ["compare", str(dataset), "-f", "json"])
     assert json.loads(out.read_text()) == json.loads(local.stdout)
+
+
+# ---------------------------------------------------------------------------------------
+# a standalone master and worker on 127.0.0.1, named by a spark-defaults.conf
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(log: Path, text: str, proc, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
+        time.sleep(0.5)
+    raise AssertionError(f"{log.name}: no '{text}' in time")
+
+
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait(timeout=20)
+
+
+@SLOW
+def test_standalone_master_from_spark_defaults_conf(dataset, tmp_path):
+    """The master and the shuffle partitions come from SPARK_CONF_DIR's
+    spark-defaults.conf, the batch size from --spark-conf: the job runs on the cluster's
+    executor with the local engine's figures."""
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+    env.pop("SPARK_HOME", None)
+    env.pop("TIEEVAL_SPARK_MASTER", None)
+    deadline = time.monotonic() + TIMEOUT
+    procs = []
+    try:
+        master_log = tmp_path / "master.log"
+        with open(master_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.master.Master", "--host",
+                 "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(master_log, "I have been elected leader", procs[0], deadline)
+        worker_log = tmp_path / "worker.log"
+        with open(worker_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url,
+                 "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port",
+                 str(free_port()), "--cores", "2", "--memory", "1g", "--work-dir",
+                 str(tmp_path / "work")],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(worker_log, "Successfully registered with master", procs[1], deadline)
+        conf = tmp_path / "conf"
+        conf.mkdir()
+        (conf / "spark-defaults.conf").write_text(
+            f"spark.master  {master_url}\nspark.sql.shuffle.partitions 3\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "tieeval", "compare", str(dataset), "--engine", "spark",
+             "-f", "json", "--spark-conf",
+             "spark.sql.execution.arrow.maxRecordsPerBatch=16"],
+            capture_output=True, text=True, cwd=ROOT,
+            timeout=max(10, deadline - time.monotonic()),
+            env={**env, "SPARK_CONF_DIR": str(conf)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        local = CliRunner().invoke(cli, ["compare", str(dataset), "-f", "json"])
+        assert json.loads(done.stdout) == json.loads(local.stdout)
+        assert done.stderr == local.stderr  # the dump's warnings, nothing of Spark's
+        assert "Registered app tieeval" in master_log.read_text(errors="replace")
+        assert "Asked to launch executor" in worker_log.read_text(errors="replace")
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)

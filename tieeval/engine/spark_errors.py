@@ -60,6 +60,9 @@ _CAUSE = re.compile(r"^(?:Caused by: |: )?((?:[a-z]\w*\.)+[A-Z][\w$]*(?:Exceptio
                     r"|[A-Z]\w*(?:Exception|Error))(?:: (.*))?$")
 _FILE = r"((?:file|hdfs|s3a?|s3n|gs|abfss?|wasbs?|viewfs|dbfs|webhdfs):/[^\s,;'\"]+|/[^\s,;'\"]+)"
 _MAX_REASON = 240
+# the JVM's closing words after the line that says what was wrong
+_GENERIC_JVM_EXIT = re.compile(r"Could not create the Java Virtual Machine|A fatal exception "
+                               r"has occurred|^\s*at |^\s*\.\.\. \d+ more")
 
 
 def is_spark_exception(exc: BaseException) -> bool:
@@ -212,7 +215,8 @@ def describe(exc: BaseException, path: str | None = None, master: str | None = N
     if ("JAVA_GATEWAY_EXITED" in text or "Py4JNetworkError" in text
             or "Answer from Java side is empty" in text
             or isinstance(exc, (ConnectionError, EOFError))):
-        last = next((line for line in reversed(log) if line.strip()), None)
+        last = next((line for line in reversed(log) if line.strip()
+                     and not _GENERIC_JVM_EXIT.search(line)), None)
         return ("Spark's JVM stopped" + (f" ({_short(last)})" if last else "")
                 + "; is Java 17 or later installed, and is the configuration valid?")
     return f"{where}Spark failed ({_root(text)}); rerun with TIEEVAL_DEBUG=1 for Spark's trace"

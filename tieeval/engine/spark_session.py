@@ -21,15 +21,14 @@ used as it is; only ``--spark-conf`` keys (and ``--batch-rows``) are set on it, 
 allows a running session to change them.
 
 Outside ``spark-submit`` tieeval launches the JVM itself, with its output (stdout and
-stderr: log lines, Java's own warnings, the Python workers' stderr) read into a buffer by a
-thread, never onto this process's stdout or stderr: the last lines explain a failure
+stderr: log lines, Java's own warnings, the Python workers' stderr) written to an unnamed
+temporary file, never onto this process's stdout or stderr: the last lines explain a failure
 (:mod:`tieeval.engine.spark_errors`), and ``TIEEVAL_DEBUG=1`` (or a ``log4j2.properties``
 of the user's in the configuration folder) passes them on to stderr.
 """
 
 from __future__ import annotations
 
-import collections
 import importlib
 import importlib.util
 import os
@@ -43,6 +42,7 @@ import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 from tieeval.engine.spark_errors import JVM_OUTPUTS, mapped_errors
@@ -300,31 +300,23 @@ def probe_master(spark_settings: SparkSettings, timeout: float = MASTER_PROBE_SE
 # the JVM's output
 
 class JvmOutput:
-    """The launched JVM's stdout and stderr, read by a thread: the last lines kept (for
-    error messages), passed on to stderr only when ``forward``."""
+    """Where the launched JVM's stdout and stderr go: an unnamed temporary file (a file,
+    not a pipe: the JVM never blocks on it, however much it prints before tieeval could
+    read a pipe, as Ivy does resolving ``spark.jars.packages``), whose last lines explain a
+    failure. Spark's log is at level ERROR there, so it stays small."""
 
-    def __init__(self, stream, forward: bool, keep: int = 400):
-        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
-        self._stream = stream
-        self._forward = forward
-        self._thread = threading.Thread(target=self._read, name="tieeval-spark-jvm-output",
-                                        daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        for raw in iter(self._stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if _JVM_NOISE.match(line):
-                continue
-            self.lines.append(line)
-            if self._forward:
-                try:
-                    os.write(2, raw)
-                except OSError:
-                    self._forward = False
+    def __init__(self, keep_bytes: int = 64 * 1024):
+        self.file = tempfile.TemporaryFile(prefix="tieeval-spark-jvm-")
+        self._keep = keep_bytes
 
     def tail(self, n: int = 400) -> list[str]:
-        return list(self.lines)[-n:]
+        try:
+            size = os.fstat(self.file.fileno()).st_size
+            data = os.pread(self.file.fileno(), self._keep, max(0, size - self._keep))
+        except (OSError, ValueError):
+            return []
+        lines = data.decode("utf-8", "replace").splitlines()
+        return [line for line in lines if not _JVM_NOISE.match(line)][-n:]
 
 
 def _debug() -> bool:
@@ -351,17 +343,18 @@ def _launch(spark_settings: SparkSettings, app_name: str):
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    gateway = launch_gateway(spark_conf, popen_kwargs={
-        "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT})
-    # pyspark waits for the gateway's port file, not for output: a JVM that printed more
-    # than a pipe holds before that would block, which the few lines before it never do
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.stdout is not None:
-        JVM_OUTPUTS.append(JvmOutput(proc.stdout, forward=_debug() or own_log4j))
     try:
+        streams: dict[str, Any]
+        if _debug() or own_log4j:  # the JVM's output as it comes, on stderr (never stdout)
+            streams = {"stdout": 2, "stderr": subprocess.STDOUT}
+        else:
+            output = JvmOutput()
+            JVM_OUTPUTS.append(output)  # before the launch: a JVM that exits at once says why
+            streams = {"stdout": output.file, "stderr": subprocess.STDOUT}
+        gateway = launch_gateway(spark_conf, popen_kwargs=streams)
         return SparkContext(conf=spark_conf, gateway=gateway)
     finally:
-        if tmp is not None:
+        if tmp is not None:  # read by the JVM as it started
             shutil.rmtree(tmp, ignore_errors=True)
 
 
