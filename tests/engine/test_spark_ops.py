@@ -40,9 +40,13 @@ TIMEOUT = 240
 
 @pytest.fixture(scope="module")
 def spark():
+    """The suite's running session if there is one (left running), else one of our own."""
+    from pyspark.sql import SparkSession
+    running = SparkSession.getActiveSession()
     session = tspark.session("tieeval-ops-tests")
     yield session
-    session.stop()
+    if running is None:
+        session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ group of runs; this module is named for the application to keep the two apart.)"
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import signal
@@ -234,6 +235,33 @@ def expand_multi_value(args: list[str]) -> list[str]:
 BEFORE_RUN = "tieeval.before_run"
 
 
+class _WithoutPy4J(logging.StreamHandler):
+    """What Python prints for a log record when nothing is configured (the message, on
+    stderr, WARNING and above), except the records of Py4J and pyspark: Py4J reports a
+    Ctrl-C, or a gateway that went away, with ``logging.exception`` on the root logger,
+    which would print its tracebacks before the command's one ``Error:`` line."""
+
+    def __init__(self):
+        super().__init__()
+        self.setLevel(logging.WARNING)
+
+    def emit(self, record):
+        self.stream = sys.stderr  # today's stderr, as Python's own last resort writes to
+        super().emit(record)
+
+    def filter(self, record):
+        path = record.pathname.replace(os.sep, "/")
+        return "/py4j/" not in path and "/pyspark/" not in path and super().filter(record)
+
+
+def _quiet_py4j_logging() -> None:
+    """The command line configures logging as Python would (see :class:`_WithoutPy4J`),
+    unless something else did; ``TIEEVAL_DEBUG=1`` leaves it alone."""
+    root = logging.getLogger()
+    if not root.handlers and not os.environ.get("TIEEVAL_DEBUG"):
+        root.addHandler(_WithoutPy4J())
+
+
 class Command(click.Command):
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, expand_multi_value(list(args)))
@@ -253,6 +281,7 @@ class Group(click.Group):
         is one ``Error: interrupted`` line and exit 130, not "Aborted!" and exit 1."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        _quiet_py4j_logging()
         try:
             try:
                 with _stop_signals_raise():

@@ -336,8 +336,6 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None):
     from tieeval.cli.progress import ProgressBar, wanted
     from tieeval.cli.stdin import show_run
     from tieeval.engine.local import evaluate_request as run
-    if request.engine == "spark":
-        quiet_driver_logging()
     outcomes = []
     with ProgressBar(wanted(quiet) and request.engine == "local") as bar:
         for path in paths:
@@ -348,17 +346,6 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None):
             for warning in outcome.result.warnings:
                 click.echo(f"Warning: {warning}", err=True)
     return outcomes
-
-
-def quiet_driver_logging() -> None:
-    """Py4J reports a Ctrl-C (and a gateway that went away) with ``logging.exception`` on
-    the root logger, which with no handler configured prints a traceback before the one
-    ``Error:`` line; a command line configures its own logging, so it gets a handler that
-    drops them (``TIEEVAL_DEBUG=1`` keeps them)."""
-    import logging
-    root = logging.getLogger()
-    if not root.handlers and not os.environ.get("TIEEVAL_DEBUG"):
-        root.addHandler(logging.NullHandler())
 
 
 def evaluate_files(paths, metrics, *, quiet=False, ids_for=None, **options):
