@@ -5,9 +5,10 @@ Configuration, from the lowest precedence to the highest (a key set by a higher 
 never changed by a lower one):
 
 1. tieeval's defaults: ``local[*]``, no UI, no progress bars, 8 shuffle partitions, Arrow
-   batches of 4096 rows (``--batch-rows`` sets them), Python workers reused and running this
-   interpreter; with a local master (``local``, ``local[N]``, ``local-cluster[...]``) or a
-   master on a loopback address, the driver bound to 127.0.0.1 so that it works offline;
+   batches of 4096 rows (``--batch-rows`` sets them), Python workers reused; with a local
+   master (``local``, ``local[N]``, ``local-cluster[...]``) or a master on a loopback
+   address, Python workers running this interpreter and the driver bound to 127.0.0.1, so
+   that it works offline;
    with any other master the driver's address is Spark's own choice (``SPARK_LOCAL_IP`` or
    the host's name), so that executors elsewhere can reach it;
 2. ``spark-defaults.conf`` in ``SPARK_CONF_DIR`` (else ``SPARK_HOME/conf``), read by Spark
@@ -343,6 +344,11 @@ def _launch(spark_settings: SparkSettings, app_name: str):
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
+    if SparkContext._gateway is not None:
+        # this process's JVM outlives a stopped session: pyspark starts the next context on
+        # it (a second JVM would be left unused), so only the context's settings apply
+        shutil.rmtree(tmp or "", ignore_errors=True)
+        return SparkContext(conf=spark_conf)
     try:
         streams: dict[str, Any]
         if _debug() or own_log4j:  # the JVM's output as it comes, on stderr (never stdout)
@@ -380,9 +386,12 @@ def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
     elif spark is None:
         spark_settings = settings(cli)
         probe_master(spark_settings)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if spark_settings.loopback:
+            # the executors are on this machine: they run this interpreter; elsewhere they
+            # run the cluster's Python (PYSPARK_PYTHON, spark.pyspark.python)
+            if "spark.pyspark.python" not in spark_settings.given:
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         interrupt = signal.getsignal(signal.SIGINT)
         with mapped_errors(master=spark_settings.master, source=spark_settings.master_source):
