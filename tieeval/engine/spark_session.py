@@ -335,7 +335,8 @@ def _launch(spark_settings: SparkSettings, app_name: str):
     folder = conf_dir()
     own_log4j = folder is not None and os.path.exists(os.path.join(folder, "log4j2.properties"))
     tmp = None
-    if not own_log4j and "spark.driver.extraJavaOptions" not in spark_settings.given:
+    if (not own_log4j and "spark.driver.extraJavaOptions" not in spark_settings.given
+            and SparkContext._gateway is None):
         tmp = tempfile.mkdtemp(prefix="tieeval-spark-")
         config = os.path.join(tmp, "log4j2.properties")
         with open(config, "w", encoding="utf-8") as handle:
@@ -347,7 +348,6 @@ def _launch(spark_settings: SparkSettings, app_name: str):
     if SparkContext._gateway is not None:
         # this process's JVM outlives a stopped session: pyspark starts the next context on
         # it (a second JVM would be left unused), so only the context's settings apply
-        shutil.rmtree(tmp or "", ignore_errors=True)
         return SparkContext(conf=spark_conf)
     try:
         streams: dict[str, Any]
