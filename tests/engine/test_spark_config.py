@@ -190,7 +190,10 @@ TRACE = "\n\tat org.apache.spark.SomeClass.method(SomeClass.scala:1)" * 40
      "allows (the Python workers' memory counts too): raise spark.executor.memoryOverhead "
      "or spark.executor.pyspark.memory (--spark-conf KEY=VALUE), or lower --batch-rows"),
 ])
-def test_spark_exceptions_are_one_line_naming_the_file_url_or_limit(text, path, expected):
+def test_spark_exceptions_are_one_line_naming_the_file_url_or_limit(text, path, expected,
+                                                                     monkeypatch):
+    # no JVM to ask (another test's session may be running in this process)
+    monkeypatch.setattr(spark_errors, "_hadoop_version", lambda: "<Spark's Hadoop version>")
     got = spark_errors.describe(spark_exception(text), path)
     assert got == expected and "\n" not in got
 

@@ -44,9 +44,9 @@ from tieeval.engine.spark_errors import mapped_errors
 from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
     DEFAULT_BATCH_ROWS,
     SparkUnavailable,
-    require,
     session,
 )
+from tieeval.engine.spark_session import require as _require
 from tieeval.errors import InputError, TieevalError
 from tieeval.io.base import (
     ReadOptions,
@@ -202,7 +202,7 @@ def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
                     batch_rows: int = 4096, relevance: RelOptions | None = None,
                     warnings: list | tuple = ()) -> RunResult:
     """:func:`evaluate` with checked arguments (``chosen``: the metrics or a default set)."""
-    require()
+    _require()
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
