@@ -639,6 +639,9 @@ class Evaluation:
             last = realise(b.lab_last)
             original = (realise(b.lab_original()) if self.original_order
                         else np.full(b.rows, np.nan))
+        extremes = self.measure.extremes(self)
+        if extremes is not None:  # the orderings above do not reach its extremes
+            first, last = extremes
         if decided is None:
             # first and last are the maximum and the minimum (the metric is monotone in
             # moving a relevant item up): ties decide exactly where they differ

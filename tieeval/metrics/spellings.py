@@ -93,9 +93,9 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", None, MULTIPLE, TREC_MULTIPLES),
-    TrecMeasure("utility", None),
-    TrecMeasure("11pt_avg", None),
+    TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
+    TrecMeasure("utility", "Utility"),
+    TrecMeasure("11pt_avg", "IPrec11pt"),
     TrecMeasure("binG", None),
     TrecMeasure("G", None),
     TrecMeasure("dcg", "DCG"),
@@ -105,14 +105,14 @@ TREC_MEASURES = (
     TrecMeasure("Rndcg", None),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("relative_P", None, CUTOFF, TREC_CUTOFFS),
+    TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
-    TrecMeasure("set_P", None),
-    TrecMeasure("set_relative_P", None),
-    TrecMeasure("set_recall", None),
-    TrecMeasure("set_map", None),
-    TrecMeasure("set_F", None),
-    TrecMeasure("num_nonrel_judged_ret", None, integer=True),
+    TrecMeasure("set_P", "SetP"),
+    TrecMeasure("set_relative_P", "SetRelP"),
+    TrecMeasure("set_recall", "SetR"),
+    TrecMeasure("set_map", "SetAP"),
+    TrecMeasure("set_F", "SetF"),
+    TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
     *(TrecMeasure(name, None) for name in (
         "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
         "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
@@ -121,7 +121,7 @@ TREC_MEASURES = (
         "yaap")),
     TrecMeasure("rbp", None),
     TrecMeasure("rbp_resid", None),
-    TrecMeasure("unj", None, CUTOFF, TREC_UNJ),
+    TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
@@ -195,6 +195,11 @@ IR_MEASURES = (
     IrMeasure("NumRel", "NumRel"),
     IrMeasure("NumRelRet", "NumRelRet"),
     IrMeasure("NumQ", "NumQ"),
+    IrMeasure("SetP", "SetP"),
+    IrMeasure("SetRelP", "SetRelP"),
+    IrMeasure("SetR", "SetR"),
+    IrMeasure("SetAP", "SetAP"),
+    IrMeasure("SetF", "SetF"),
 )
 _IR = {key(m.name): m.target for m in IR_MEASURES}
 
@@ -575,8 +580,17 @@ def unknown_hint(name, text=None) -> str:
     close = closest(str(text if text is not None else name))
     if close:
         return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
-    return (f"choose from {', '.join(metric_names())} (every spelling: "
-            "docs/metric-names.md)")
+    # the registry's names in --help order while the line stays short; the page lists all
+    names, shown = metric_names(), []  # type: list[str], list[str]
+    for name in names:
+        if len(", ".join([*shown, name])) > _HINT_WIDTH:
+            break
+        shown.append(name)
+    more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
+    return f"choose from {', '.join(shown)}{more} (every spelling: docs/metric-names.md)"
+
+
+_HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 
 
 def missing_trec() -> list[str]:
