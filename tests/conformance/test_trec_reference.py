@@ -51,6 +51,11 @@ EXPECTED_MISSING = frozenset({
     "infAP", "gm_bpref", "binG", "G", "ndcg_rel", "Rndcg", "rbp", "rbp_resid",
 })
 
+#: Measures whose ``-nan`` lines (under -J, a query left with no judged document) tieeval
+#: does not print as ``-nan`` yet: their lines are compared everywhere else. (None left.)
+NAN_PENDING: frozenset = frozenset()
+
+
 def trec_eval_output(collection: str, option_set: str) -> list[tuple[str, str, str]]:
     with gzip.open(DATA / collection / f"{option_set}.txt.gz", "rt") as fh:
         return [tuple(line.split()) for line in fh if line.strip()]  # type: ignore[misc]
@@ -104,9 +109,8 @@ def test_all_trec_lines_are_trec_evals(collection, option_set, monkeypatch):
     wanted = [line for line in theirs if line[0] not in EXPECTED_MISSING]
     # the same lines in the same order: measures, queries, trec_eval's measure order
     assert [(m, q) for m, q, _ in ours] == [(m, q) for m, q, _ in wanted]
-    # -nan too (under -J, a query left with no judged document): trec_eval's, line for line
     wrong = [(m, q, v, w) for (m, q, v), (_, _, w) in zip(ours, wanted)
-             if not same_value(m, v, w)]
+             if not same_value(m, v, w) and not (m in NAN_PENDING and "nan" in w)]
     assert not wrong, f"{len(wrong)} values differ from trec_eval's, e.g. {wrong[:5]}"
     assert len({q for _, q, _ in ours}) >= 10  # the queries and the 'all' lines
 

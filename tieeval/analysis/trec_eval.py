@@ -130,14 +130,33 @@ def sequential_mean(mean: float, values: np.ndarray) -> float:
     return again if abs(again - mean) <= 1e-12 * max(1.0, abs(mean)) else mean
 
 
+def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
+    """trec_eval's ``num_rel`` 'all' line under ``-c`` when ``-l`` is above 1, else None.
+
+    With ``-c`` trec_eval does not add the queries' num_rel up: it counts again every
+    judgement above 0 in the whole qrels file (m_num_rel.c, te_calc_avg_num_rel), whatever
+    ``-l`` says, so ``-c -l 2`` prints the number of judgements >= 1 while every query's
+    line counts those >= 2. Below ``-l 2`` the two counts agree and tieeval's sum stands."""
+    rel = run.relevance or {}
+    queries = rel.get("queries") or {}
+    if qrels_path is None or queries.get("missing_queries") != "zero" \
+            or (rel.get("relevance_level") or 1) <= 1:
+        return None
+    from tieeval.io.trec import read_qrels
+    return sum(value > 0 for judged in read_qrels(qrels_path).values()
+               for value in judged.values())
+
+
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
-                    runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+                    runid: bool = True, print_queries: bool = True,
+                    num_rel: int | None = None) -> list[TrecLine]:
     """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
     ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
     only when the measure is requested, ``-m runid`` or a nickname holding it) and the
     ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
-    given (:func:`sequential_mean`).
+    given (:func:`sequential_mean`); ``num_rel``: the 'all' line of num_rel when trec_eval
+    prints another count than the queries' sum (:func:`complete_num_rel`).
     Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
@@ -172,6 +191,8 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                      if per_query is not None else None)
             if found is not None:
                 value = sequential_mean(float(value), found[column])
+            if num_rel is not None and row.metric == "NumRel":
+                value = num_rel
         lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
                               float(value), _integer(row.metric, row.k)))
     return lines
@@ -208,9 +229,12 @@ def _runid(run: RunResult) -> str:
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
-               runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
-    """Every run's lines, one run after the other (``runid``: with its runid line)."""
+               runid: bool = True, print_queries: bool = True,
+               qrels_path: str | None = None) -> list[TrecLine]:
+    """Every run's lines, one run after the other (``runid``: with its runid line;
+    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
-            for line in trec_eval_lines(run, column, q, runid, print_queries)]
+            for line in trec_eval_lines(run, column, q, runid, print_queries,
+                                        complete_num_rel(run, qrels_path))]

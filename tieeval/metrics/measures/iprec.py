@@ -112,8 +112,9 @@ class ElevenPointAverage(InterpolatedPrecision):
         return sum(interpolated(ev, lab, x) for x in ELEVEN_LEVELS) / len(ELEVEN_LEVELS)
 
     def nan_without_ranked(self, k, big_r, options) -> bool:
-        """Level 0's cutoff is 0 relevant documents whatever R: m_11pt_avg.c's 0/0 of an
-        empty ranking makes the mean of the 11 levels NaN."""
+        """m_11pt_avg.c starts from num_rel_ret / num_ret as m_iprec_at_recall.c does, and
+        recall 0.0's cutoff is always 0 relevant documents: an empty ranking's 0/0 is in
+        the sum, so the average is -nan whatever R is."""
         return True
 
     def tie_aware_reason(self) -> str:
