@@ -1,7 +1,7 @@
 """The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline),
 for single-positive and labelled dumps alike.
 
-One SparkSession for the module and tiny data keep this near a minute. Skipped, with the
+One SparkSession for every Spark test (tests/engine/conftest.py) and tiny data keep this near a minute. Skipped, with the
 reason shown by ``pytest -ra``, only when pyspark or Java is missing
 (``pip install "tieeval[spark]"``; Java 17 or later). The test on a real standalone cluster
 (a master and a worker started from the pyspark install, on 127.0.0.1) runs only with
@@ -53,12 +53,6 @@ def write_long(tmp, long) -> None:
     pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
     pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
     pcsv.write_csv(long, tmp / "long.csv")
-
-@pytest.fixture(scope="module")
-def spark():
-    session = tspark.session("tieeval-tests")
-    yield session
-    session.stop()
 
 
 def same(result) -> dict:
@@ -369,25 +363,19 @@ def test_labelled_errors_are_one_line(spark, tmp_path):
 
 
 def test_what_remains_local_is_refused_in_one_line(spark, dumps, tmp_path):
-    run = tmp_path / "run.txt"
-    run.write_text("q1 Q0 d1 1 0.5 tag\n")
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("q1 0 d1 1\n")
+    """Only a dump's format leaves it to the local engine: NPY/NPZ, and float16 Parquet
+    (Spark has no float16); every option runs on Spark (tests/engine/test_spark_parity.py)."""
     np.save(tmp_path / "s.npy", np.zeros((2, 3), dtype=np.float32))
     pq.write_table(pa.table({"scores": pa.array([np.array([0.5, 0.25], dtype=np.float16)],
                                                 type=pa.list_(pa.float16()))}),
                    tmp_path / "half.parquet")
     for args, message in (
-            ([run, "--qrels", qrels], "Error: --engine spark reads Parquet and CSV dumps; "
-                                      "TREC runs (--qrels) are text files: run with --engine "
-                                      "local"),
-            ([tmp_path / "s.npy"], "the Spark engine reads Parquet and CSV; .npy dumps run "
-                                   "with --engine local"),
+            ([tmp_path / "s.npy"], "the Spark engine reads Parquet, CSV and TREC runs; .npy "
+                                   "dumps run with --engine local"),
             ([tmp_path / "half.parquet"], "Spark has no float16: run with --engine local")):
         res = CliRunner().invoke(cli, ["compare", *map(str, args), "--engine", "spark"])
         assert res.exit_code == 2 and message in res.output
         assert len(res.output.strip().splitlines()) == 1
-
 
 
 # ---------------------------------------------------------------------------------------
