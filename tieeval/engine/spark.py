@@ -434,12 +434,15 @@ def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = Tr
                            warnings=[w for w in dump.warnings if "regrouped" not in w], **more)
 
 
+# a read option reaches the Parquet reader's Hadoop configuration (as
+# spark.hadoop.parquet.page.verify-checksum.enabled=true would, for every read)
+PAGE_CHECKSUMS = "parquet.page.verify-checksum.enabled"
+
+
 def _read_parquet(spark, path: str):
     """Parquet read by Spark with its page checksums verified, as the local reader does:
     a damaged page is an error, never other figures."""
-    spark.sparkContext._jsc.hadoopConfiguration().set(
-        "parquet.page.verify-checksum.enabled", "true")
-    return spark.read.parquet(path)
+    return spark.read.option(PAGE_CHECKSUMS, "true").parquet(path)
 
 
 def _evaluate_batches(spark, request: Request, dump, *, consumers: Sequence = (),
