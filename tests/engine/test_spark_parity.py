@@ -32,9 +32,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support:FutureWarning")
 
 from tieeval.cli import cli  # noqa: E402
-from tieeval.engine.request import Request  # noqa: E402
 from tieeval.io import long as long_reader  # noqa: E402
-from tieeval.records.whatif import WhatIf  # noqa: E402
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "sample_scores")
 
@@ -127,13 +125,13 @@ def trec(tmp_path_factory):
     return tmp
 
 
-def test_the_request_refuses_no_option_on_spark():
-    """What the local engine honours, Spark does: no refusal in the request."""
-    for fields in ({"original": "stable"}, {"original": "given"},
-                   {"per_instance": "rows.parquet"}, {"per_query": True}, {"paired": True},
-                   {"what_if": WhatIf("float16")}, {"what_if": WhatIf(tolerance=1e-6)}):
-        Request(engine="spark", cli=True, **fields)
-        Request(engine="spark", **fields)
+def test_api_runs_every_option_on_spark(spark, data):
+    """``evaluate_path(engine='spark', ...)`` once refused these; now the local figures."""
+    import tieeval
+    for path, kwargs in ((data / "ranked.parquet", {"original": "given", "metrics": "HR@3"}),
+                         (data / "A.parquet", {"original": "stable", "cast": "bfloat16"})):
+        got = tieeval.evaluate_path(str(path), engine="spark", **kwargs)
+        assert got.to_dict() == tieeval.evaluate_path(str(path), **kwargs).to_dict()
 
 
 def test_original_rules_and_what_ifs_match_local(spark, data):
