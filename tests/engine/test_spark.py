@@ -1,7 +1,7 @@
 """The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline),
 for single-positive and labelled dumps alike.
 
-One SparkSession for every Spark test (tests/engine/conftest.py) and tiny data keep this
+One SparkSession for every Spark test (tests/conftest.py) and tiny data keep this
 near a minute. Skipped, with the reason shown by ``pytest -ra``, only when pyspark or Java
 is missing (``pip install "tieeval[spark]"``; Java 17 or later). The test on a real
 standalone cluster (a master and two workers started from the pyspark install, on

@@ -6,7 +6,7 @@ bit: TREC runs, ``diff``, the ``--original`` rules (a saved ranking too), ``--ca
 The local engine is the oracle here (its figures are checked against enumeration, closed
 forms, trec_eval and other libraries elsewhere in the suite); each test runs the same
 command line on both engines, in Spark local mode with one shared session
-(tests/engine/conftest.py). Skipped without pyspark or Java, as tests/engine/test_spark.py.
+(tests/conftest.py). Skipped without pyspark or Java, as tests/engine/test_spark.py.
 """
 
 from __future__ import annotations

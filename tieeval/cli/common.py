@@ -154,7 +154,7 @@ def read_options(f):
                           "depend on it.")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
-                          "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
+                          "(pip install 'tieeval[spark]'; Parquet, CSV or TREC paths).")(f)
     from tieeval.cli.relevance import (
         relevance_options,  # labels, positives/negatives, items, TREC
     )
