@@ -31,6 +31,7 @@ from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept 
     InstanceRows,
     per_instance_name,
 )
+from tieeval.engine.queries import trec_query_report  # noqa: F401 - kept importable here
 from tieeval.engine.request import (
     Request,
     check_batch_rows,
@@ -97,21 +98,6 @@ def request_kernel(dump: Dump, request: Request) -> Kernel:
     return kernel_for(dump, request.metrics, relevance=request.relevance,
                       nan_policy=request.nan_policy, what_if=request.what_if,
                       original=request.original)
-
-
-def trec_query_report(result: RunResult, dump: Dump, relevance: RelOptions | None) -> None:
-    """Put a TREC run's query set in ``result``: ``relevance.queries`` (the counts) and,
-    when a query is left out or counted as 0 without results, a ``trec_queries`` data
-    warning and a warning line."""
-    query_set = getattr(dump, "query_set", None)
-    if query_set is None or result.relevance is None:
-        return
-    summary, warning = query_set.report(getattr(relevance, "relevance_level", None),
-                                        getattr(relevance, "no_relevant", "skip"))
-    result.relevance["queries"] = summary
-    if warning is not None:
-        result.data_warnings = [*(result.data_warnings or []), warning]
-        result.warnings.append(warning["message"])
 
 
 def run_passes(dump: Dump, make_kernel, consume, progress=None):

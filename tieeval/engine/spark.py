@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tieeval.engine.arguments import metric_list
+from tieeval.engine.queries import trec_query_report
 from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
     Request,
     refuse_spark,
@@ -449,9 +450,11 @@ def _evaluate_batches(spark, request: Request, dump, *, consumers: Sequence = ()
                       totals: bool = True) -> RunResult | None:
     """A dump the local reader reads whole on the driver (a TREC run and its qrels):
     its batches evaluated by the executors, the answers merged as for a DataFrame."""
-    from tieeval.engine.local import request_kernel, trec_query_report
     dump.settle()
-    kernel = request_kernel(dump, request)
+    kernel = choose_kernel(spec_for(getattr(dump, "relevance", None), request.metrics,
+                                    options=request.relevance, nan_policy=request.nan_policy,
+                                    what_if=request.what_if, path=dump.path,
+                                    original=request.original))
     size = kernel.batch_rows(dump, request.batch_rows)
     numbered = list(enumerate(dump.batches(size)))
     slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))
