@@ -1,6 +1,6 @@
 """Where the Spark engine's time goes, against the local engine, on one machine.
 
-    python benchmarks/bench_spark.py [--rows 200000] [--repeat 3]
+    python benchmarks/bench_spark_partitions.py [--rows 200000] [--repeat 3]
 
 Writes a seeded single-positive wide Parquet dump (``rows`` x 101 float32, tied top scores,
 row groups of 16,384 rows) and a labelled one (graded labels), then reports medians of:
