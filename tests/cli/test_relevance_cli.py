@@ -287,19 +287,14 @@ def test_guide_labelled_python_example(capsys):
     assert printed == shown
 
 
-def test_spark_engine_leaves_npz_and_trec_runs_to_the_local_engine(graded, tmp_path):
-    """Labelled Parquet and CSV dumps run on Spark (tests/engine/test_spark.py); NPZ dumps
-    and TREC runs are refused in one line, before Spark starts."""
+def test_spark_engine_leaves_npz_dumps_to_the_local_engine(graded, tmp_path):
+    """Labelled Parquet and CSV dumps and TREC runs run on Spark
+    (tests/engine/test_spark*.py); NPZ dumps are refused in one line, before Spark
+    starts."""
     path, *_ = graded
     for extra in ([], ["-m", "Recall@5"]):
         result = CliRunner().invoke(cli, ["compare", path, "--engine", "spark", *extra])
         assert result.exit_code == 2 and "run with --engine local" in result.output
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("q1 0 d1 1\n")
-    result = CliRunner().invoke(cli, ["compare", path, "--qrels", str(qrels), "--engine",
-                                      "spark"])
-    assert result.exit_code == 2
-    assert "TREC runs (--qrels) are text files: run with --engine local" in result.output
 
 
 def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
@@ -308,7 +303,6 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
     import tieeval.engine.spark as tspark
     import tieeval.io.open as tio
     from tieeval.engine.spark import refuse_spark
-    from tieeval.errors import ParameterError
     from tieeval.io.base import RelevanceReadOptions, local_path, remote_uri
 
     assert [remote_uri(p) for p in ("hdfs://nn:8020/d", "s3a://b/k.parquet", "gs://b/x",
@@ -322,8 +316,7 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
     monkeypatch.setattr(tspark, "open_dump", local)
     refuse_spark(RelevanceReadOptions())
     refuse_spark(RelevanceReadOptions(labels="rel"))  # renamed fields: the schema decides
-    with pytest.raises(ParameterError, match=r"TREC runs \(--qrels\)"):
-        refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))
+    refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))  # TREC runs: read on the driver
 
 
 def test_other_commands_read_labelled_dumps(signed):
