@@ -145,3 +145,18 @@ BPREF = Bpref(
     names={"tieeval": ("Bpref",), "trec_eval": ("bpref",), "ir_measures": ("Bpref",),
            "ranx": ("bpref",)},
     needs=frozenset({"labels", "judged"}), orders=BY_LABELS_AND_JUDGED)
+
+
+@dataclass(frozen=True)
+class GeometricBpref(Bpref):
+    """bpref per row; the dataset figure is the geometric mean ``exp(mean(log(max(bpref,
+    1e-5))))`` (trec_eval gm_bpref)."""
+
+
+GM_BPREF = GeometricBpref(
+    "GBpref", "none",
+    "geometric mean over rows of bpref, exp(mean(log(max(bpref, 1e-5)))) "
+    "(trec_eval gm_bpref)", ("gm_bpref",),
+    aggregate="geometric",
+    names={"tieeval": ("GBpref", "gm_bpref"), "trec_eval": ("gm_bpref",)},
+    needs=frozenset({"labels", "judged"}), orders=BY_LABELS_AND_JUDGED, has_variance=False)
