@@ -649,8 +649,11 @@ class Evaluation:
                                          for arr in (original, first, last, e, var))
         for arr in (original, first, last, e, var):
             arr[undef] = np.nan
+        spread = (self.measure.spread(self, first) if self.measure.aggregate == "geometric"
+                  else None)
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
-                         tie_decided=decided & self.defined, defined=self.defined.copy())
+                         tie_decided=decided & self.defined, defined=self.defined.copy(),
+                         spread=spread)
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:

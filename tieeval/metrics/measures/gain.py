@@ -33,6 +33,7 @@ from tieeval.metrics.measures.placement import (
     item_expectation,
     item_reason,
     row_cumsum,
+    segment_cumsum,
 )
 
 
@@ -71,10 +72,8 @@ def _cost_prefix(ev):
     extra = np.maximum(gains, 1.0) - 1.0
     starts = off[:-1] + np.arange(rows, dtype=np.int64)
     x = np.zeros(gains.size + rows)
-    c = np.cumsum(extra)
-    base = np.concatenate(([0.0], c))[off[:-1]]
     gpos = np.arange(gains.size, dtype=np.int64) - off[:-1][grow]
-    x[starts[grow] + gpos + 1] = c - base[grow]
+    x[starts[grow] + gpos + 1] = segment_cumsum(extra, off)
     total = np.bincount(grow, weights=gains, minlength=rows)
     return x, starts, count, total
 

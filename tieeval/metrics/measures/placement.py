@@ -42,11 +42,23 @@ def item_reason(name: str) -> str:
             "product of their counts); it is not estimated by sampling")
 
 
+def segment_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The running sum of ``x`` along each segment ``offsets[i]:offsets[i+1]``, each
+    segment summed on its own (segments of one length as the rows of a 2-D array), so a
+    row's sums never depend on the rows batched with it."""
+    out = np.zeros(x.size)
+    lengths = np.diff(offsets)
+    for length in np.unique(lengths):
+        if length == 0:
+            continue
+        idx = offsets[:-1][lengths == length][:, None] + np.arange(length)
+        out[idx] = np.cumsum(x[idx], axis=1)
+    return out
+
+
 def row_cumsum(b, x: np.ndarray, inclusive: bool = True) -> np.ndarray:
     """Per position the sum of ``x`` over its row up to it (``inclusive``) or above it."""
-    c = np.cumsum(x)
-    base = np.concatenate(([0.0], c))[b.offsets[:-1]]
-    out = c - base[b.row]
+    out = segment_cumsum(np.asarray(x, dtype=np.float64), b.offsets)
     return out if inclusive else out - x
 
 
@@ -80,10 +92,7 @@ def ideal_dcg_prefix(gains: np.ndarray, offsets: np.ndarray):
     term = gains / np.log2(gpos + 2.0)
     starts = offsets[:-1] + np.arange(rows, dtype=np.int64)  # T + 1 entries per row
     prefix = np.zeros(gains.size + rows)
-    at = gpos + 1 + starts[grow]
-    c = np.cumsum(term)
-    base = np.concatenate(([0.0], c))[offsets[:-1]]
-    prefix[at] = c - base[grow]
+    prefix[gpos + 1 + starts[grow]] = segment_cumsum(term, offsets)
     return prefix, starts
 
 
@@ -100,7 +109,7 @@ def linear_moments(b, g: np.ndarray, w: np.ndarray):
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows)
 
 
-def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _log_comb(n, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
@@ -157,9 +166,10 @@ def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.
             grids, x = grids[:, keep], x[keep]
             if x.size == 0:
                 continue
-            logp = (sum(_log_comb(float(others[l]), grids[l].astype(np.float64))
-                        for l in range(classes))
-                    - _log_comb(float(n - 1), x.astype(np.float64)) - np.log(n))
+            logp = -_log_comb(np.float64(n - 1), x.astype(np.float64)) - np.log(n)
+            for kind in range(classes):
+                logp = logp + _log_comb(np.float64(others[kind]),
+                                        grids[kind].astype(np.float64))
             above = before[:, t][:, None] + grids
             v = f(np.full(x.size, row), b.ba[t] + x, above, c)
             out[row] += count * float(np.sum(np.exp(logp) * v))

@@ -105,9 +105,9 @@ class NdcgRel(Measure):
         # first sum: pairs k <= r, weight d_k / I_r
         mean1 = np.bincount(b.row, weights=inv * ybar * row_cumsum(b, d * xbar),
                             minlength=b.rows)
-        d_before = b._block_sum(d)  # placeholder shape; recomputed per position below
-        within = np.cumsum(d) - d  # d of the places above, within the block
-        within = within - (np.cumsum(d) - d)[b.bst][b.bid]
+        # d of the places above, within the block (row-local running sums)
+        above = row_cumsum(b, d, inclusive=False)
+        within = above - above[b.bst][b.bid]
         corr1 = (c1 * b._block_sum(inv * d) + c2 * b._block_sum(inv * within))
         first = mean1 + np.bincount(b.brow, weights=corr1, minlength=b.rows)
         # second sum: T E[D@N] - E[N_pos D@N]
@@ -117,7 +117,6 @@ class NdcgRel(Measure):
         m_t = b._block_sum(ret)
         corr2 = c1 * w_t + c2 * (m_t - 1.0) * w_t
         e_n_dcg = e_npos * e_dcg + np.bincount(b.brow, weights=corr2, minlength=b.rows)
-        del d_before
         e = (first + (t * e_dcg - e_n_dcg) / full) / np.where(ev.defined, t, 1.0)
         return e, None, None
 
@@ -136,7 +135,6 @@ class RNdcg(Measure):
         # the places j (1..T) where the ideal gain changes, and j = T
         change = np.zeros(gains.size, dtype=bool)
         change[1:] = (gains[1:] != gains[:-1]) & (grow[1:] == grow[:-1])
-        last = off[1:] - 1
         prow = np.concatenate((grow[change], np.flatnonzero(t > 0)))
         pj = np.concatenate((gpos[change], t[t > 0]))
         idcg = prefix[starts[prow] + pj]
@@ -146,7 +144,6 @@ class RNdcg(Measure):
         prow = np.concatenate((prow, tail))
         pk = np.concatenate((pk, n_ret[tail]))
         idcg = np.concatenate((idcg, prefix[starts[tail] + t[tail]]))
-        del last
         count = np.bincount(prow, minlength=rows).astype(np.float64)
         v = 1.0 / (idcg * count[prow])
         # each point counts at the places r < k: total minus the points stopped by r
