@@ -98,7 +98,7 @@ def oracle(name, seq, unranked, level, depth):
                 so_far += 1
                 total += 1.0 / math.log2(3 + i - so_far)
         return total / num_rel if so_far else 0.0
-    if name == "G":
+    if name == "NormGain":
         ideal = Ideal(table)
         res_g = sum_res = sum_ideal = sum_cost = 0.0
         i = 0
@@ -236,7 +236,7 @@ def oracle(name, seq, unranked, level, depth):
     raise AssertionError(name)
 
 
-METRICS = ["RBP", "RBP-resid", "BinG", "G", "NDCG-rel", "Rndcg", "InfAP", "GBpref"]
+METRICS = ["RBP", "RBP-resid", "BinG", "NormGain", "NDCG-rel", "Rndcg", "InfAP", "GBpref"]
 EXACT_VARIANCE = {"RBP", "RBP-resid", "Rndcg"}
 
 
@@ -334,7 +334,7 @@ def test_large_tie_blocks_stay_exact_and_bounded():
     judged = labels >= 0
     scores = np.concatenate(([3.0, 2.0, 2.0], np.ones(60)))
     rb = RelBatch(scores, labels, np.array([0, 63]), judged=judged, depth=40)
-    for name in ("BinG", "G", "InfAP"):
+    for name in ("BinG", "NormGain", "InfAP"):
         v = rb.values(RelMetric(name))
         assert v.last[0] - 1e-12 <= v.tie_aware[0] <= v.first[0] + 1e-12, name
     big = 400

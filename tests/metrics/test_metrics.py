@@ -261,7 +261,7 @@ def test_registry_is_the_one_list():
     assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
                               "SRecall", "SDCG", "SNDCG", "V-AUC", "Success", "Rprec",
                               "Bpref", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ",
-                              "GMAP", "ERR", "IPrec", "AUC", "InfAP", "GBpref", "BinG", "G",
+                              "GMAP", "ERR", "IPrec", "AUC", "InfAP", "GBpref", "BinG", "NormGain",
                               "NDCG-rel", "Rndcg", "RBP", "RBP-resid"]
     for name in metric_names():
         assert REGISTRY[name].name == name == REGISTRY[name.lower()].name

@@ -88,7 +88,7 @@ TREC_MEASURES = (
     TrecMeasure("utility", None),
     TrecMeasure("11pt_avg", None),
     TrecMeasure("binG", "BinG"),
-    TrecMeasure("G", "G"),
+    TrecMeasure("G", "NormGain"),
     TrecMeasure("ndcg", "NDCG"),
     TrecMeasure("ndcg_rel", "NDCG-rel"),
     TrecMeasure("Rndcg", "Rndcg"),

@@ -126,9 +126,11 @@ BING = BinaryGain(
     names={"tieeval": ("BinG",), "trec_eval": ("binG",)},
     needs=frozenset({"labels", "every_position"}), has_variance=False)
 
+# trec_eval's one-letter name G is its spelling only (tieeval.metrics.spellings translates
+# it): a registry key "G" would be any "g" string of the code, such as a format spec
 G = NormalisedGain(
-    "G", "none",
+    "NormGain", "none",
     "normalised gain (trec_eval G): each retrieved item's gain over log2(2 + ideal cost - "
     "gain so far), summed and divided by the sum of the judged gains",
-    names={"tieeval": ("G",), "trec_eval": ("G",)},
+    names={"tieeval": ("NormGain",)},
     needs=frozenset({"labels", "every_position"}), has_variance=False)

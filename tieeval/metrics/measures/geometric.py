@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Work limit of one row: the product over its tie blocks of the number of distinct
-#: orders of each block's kinds of items (the values its distribution is built from).
+#: orders of each block's kinds of items, ``n! / prod_l K_l!`` (a bound on the values its
+#: distribution is built from).
 GEO_WORK_LIMIT = 250_000
 
 #: Values kept over a whole run for the rows whose value ties decide.
@@ -59,17 +60,11 @@ def geometric_reason(name: str) -> str:
             "estimated by sampling")
 
 
-def prefix_count(counts, m: int) -> float:
-    """How many distinct sequences of kinds the first ``m`` places of a block holding
-    ``counts[l]`` items of kind l can show: ``m! [x^m] prod_l sum_{c <= K_l} x^c / c!``
-    (as a float; it decides the work limit only)."""
-    poly = np.ones(1)
-    for k in counts:
-        if k == 0:
-            continue
-        terms = np.exp(-np.array([math.lgamma(c + 1.0) for c in range(int(k) + 1)]))
-        poly = np.convolve(poly, terms)[:m + 1]
-    return float(poly[m]) * math.exp(math.lgamma(m + 1.0)) if m < poly.size else 0.0
+def log_orders(counts) -> float:
+    """``log(n! / prod_l K_l!)``: the number of distinct orders of a block's kinds (an
+    upper bound on the distinct sequences of its first m places), in logarithms."""
+    n = float(sum(int(k) for k in counts))
+    return math.lgamma(n + 1.0) - sum(math.lgamma(float(k) + 1.0) for k in counts)
 
 
 def prefixes(counts, m: int):
@@ -118,7 +113,8 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
     their places would, and those do not count there): such a block's sequences leave
     them out.
 
-    A row whose blocks' numbers of distinct orders multiply to more than
+    A row whose blocks' numbers of distinct orders (``n! / prod_l K_l!``, of the kinds
+    left) multiply to more than
     :data:`GEO_WORK_LIMIT` is not enumerated (``over``); nor is any row once the batch's
     rows hold more than :data:`GEO_STORE_LIMIT` values (the run's figure is then null
     anyway), so the work of a batch stays bounded.
@@ -133,7 +129,7 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
     kept = 0
     for lo, hi in zip(starts, np.append(starts[1:], blocks.size)):
         row = int(brow[lo])
-        plan, work = [], 1.0
+        plan, work = [], 0.0
         for t in blocks[lo:hi]:
             first = cls[b.bst[t]:b.bst[t] + b.bsz[t]]
             m = int(m_t[t])
@@ -141,9 +137,9 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
                 first = first[first != droppable]
                 m = first.size
             counts = np.bincount(first, minlength=classes)
-            work *= prefix_count(counts, m)
+            work += log_orders(counts)
             plan.append((t, first, m, counts))
-        if work > GEO_WORK_LIMIT or kept > GEO_STORE_LIMIT:
+        if work > math.log(GEO_WORK_LIMIT) or kept > GEO_STORE_LIMIT:
             over[row] = True
             continue
         values, probs = np.array([0.0]), np.array([1.0])

@@ -27,7 +27,6 @@ gain_init.c (gains are the relevance levels).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
 #: Work limit of one row of :func:`item_expectation`: the number of (block, class of item,
 #: composition of the items above it) terms summed for the row, ``sum over its tie blocks
@@ -110,6 +109,8 @@ def linear_moments(b, g: np.ndarray, w: np.ndarray):
 
 
 def _log_comb(n, k: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln  # scipy only when ties are summed over
+
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
