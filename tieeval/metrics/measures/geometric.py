@@ -16,8 +16,8 @@ exact probability ``prod_l K_l (K_l - 1) ... / (n (n - 1) ... (n - m + 1))``.
 Work limits (a row beyond one has no exact value, and the dataset's tie-aware figure is
 null with :func:`geometric_reason`; nothing is sampled): :data:`GEO_WORK_LIMIT`, the
 product over a row's tie blocks of the numbers of distinct orders of each block's kinds
-(counted before anything is enumerated), and :data:`GEO_STORE_LIMIT` values kept over the whole run (they are
-kept until the number of rows Q is known, at the end of the pass).
+(counted before anything is enumerated), and :data:`GEO_STORE_LIMIT` values kept over
+the whole run (they are kept until the number of rows Q is known, at the end of the pass).
 
 Reference: S. Robertson, On GMAP, CIKM 2006; trec_eval m_gm_map.c, m_gm_bpref.c;
 F. McSherry & M. Najork, ECIR 2008 (the tie model).
