@@ -267,8 +267,11 @@ def test_registry_is_the_one_list():
     assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
                               "SRecall", "SDCG", "SNDCG", "V-AUC", "Success", "Rprec",
                               "Bpref", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ",
-                              "GMAP", "ERR", "IPrec", "AUC", "InfAP", "GBpref", "BinG", "NormGain",
-                              "NDCG-rel", "Rndcg", "RBP", "RBP-resid"]
+                              "GMAP", "ERR", "IPrec", "AUC",
+                              "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
+                              "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
+                              "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "RBP", "RBP-resid",
+                              "Unjudged"]
     for name in metric_names():
         assert REGISTRY[name].name == name == REGISTRY[name.lower()].name
     assert [n for n in metric_names() if REGISTRY[n].single_positive] == ["HR", "NDCG", "MRR"]
