@@ -657,8 +657,8 @@ def test_registry_lists_every_name():
                                   "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec", "AUC",
                                   "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
                                   "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
-                                  "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "RBP", "RBP-resid",
-                                  "Unjudged"]
+                                  "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",
+                                  "TrecRBP-resid", "Unjudged"]
     suffix = {"required": "@5", "level": "@0.5"}
     for key, spec in REL_REGISTRY.items():
         assert parse_rel_metric(key + suffix.get(spec.cutoff, "")).name == spec.name

@@ -73,7 +73,7 @@ def oracle(name, seq, unranked, level, depth):
     lst, levels, num_rel, lvl = res_rels(seq, unranked, level, depth)
     table = gains_table(levels)
     n = len(lst)
-    if name == "RBP":
+    if name == "TrecRBP":
         p = 0.9
         lo, hi = min([0.0] + [g for _, g, _ in table]), max([0.0] + [g for _, g, _ in table])
         if lo < 0 or hi > 1:
@@ -83,7 +83,7 @@ def oracle(name, seq, unranked, level, depth):
             total += get_gain(x, table) * cur
             cur *= p
         return (1 - p) * total
-    if name == "RBP-resid":
+    if name == "TrecRBP-resid":
         p, total, cur, unj = 0.9, 0.0, 1.0, 0
         for x in lst:
             if x < 0:
@@ -236,8 +236,9 @@ def oracle(name, seq, unranked, level, depth):
     raise AssertionError(name)
 
 
-METRICS = ["RBP", "RBP-resid", "BinG", "NormGain", "NDCG-rel", "Rndcg", "InfAP", "GBpref"]
-EXACT_VARIANCE = {"RBP", "RBP-resid", "Rndcg"}
+METRICS = ["TrecRBP", "TrecRBP-resid", "BinG", "NormGain", "NDCG-rel", "Rndcg", "InfAP",
+           "GBpref"]
+EXACT_VARIANCE = {"TrecRBP", "TrecRBP-resid", "Rndcg"}
 
 
 def trec_row(rng, n_max=7):
@@ -310,15 +311,15 @@ def test_rbp_and_rndcg_first_and_last_bound_every_order():
         items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
         unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
         orders = tie_orderings(scores, items)
-        for name in ("RBP", "Rndcg", "BinG"):
+        for name in ("TrecRBP", "Rndcg", "BinG"):
             v = rb.values(RelMetric(name))
             if not v.defined[0]:
                 continue
             values = [oracle(name, list(o), unranked, None, None) for o in orders]
             assert v.first[0] == pytest.approx(max(values), abs=1e-12), name
             assert v.last[0] == pytest.approx(min(values), abs=1e-12), name
-        v = rb.values(RelMetric("RBP-resid"))
-        values = [oracle("RBP-resid", list(o), unranked, None, None) for o in orders]
+        v = rb.values(RelMetric("TrecRBP-resid"))
+        values = [oracle("TrecRBP-resid", list(o), unranked, None, None) for o in orders]
         assert v.first[0] == pytest.approx(min(values), abs=1e-12)
         assert v.last[0] == pytest.approx(max(values), abs=1e-12)
 

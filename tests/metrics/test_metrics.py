@@ -270,8 +270,8 @@ def test_registry_is_the_one_list():
                               "GMAP", "ERR", "IPrec", "AUC",
                               "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
                               "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
-                              "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "RBP", "RBP-resid",
-                              "Unjudged"]
+                              "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",
+                              "TrecRBP-resid", "Unjudged"]
     for name in metric_names():
         assert REGISTRY[name].name == name == REGISTRY[name.lower()].name
     assert [n for n in metric_names() if REGISTRY[n].single_positive] == ["HR", "NDCG", "MRR"]

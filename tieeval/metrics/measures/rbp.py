@@ -111,16 +111,17 @@ class RbpResidual(Measure):
         return np.where(some, self._tail(ev) + s, 0.0)
 
 
+# tieeval's names keep clear of ir_measures' RBP, whose default persistence is 0.8
 RBP = RankBiasedPrecision(
-    "RBP", "none",
+    "TrecRBP", "none",
     "rank-biased precision with persistence p = 0.9 (trec_eval rbp): (1 - p) sum of "
     "p^(r-1) times the gain, the relevance level scaled to [0, 1]",
-    names={"tieeval": ("RBP",), "trec_eval": ("rbp",)},
+    names={"tieeval": ("TrecRBP",), "trec_eval": ("rbp",)},
     needs=frozenset({"labels", "every_position"}))
 
 RBP_RESID = RbpResidual(
-    "RBP-resid", "none",
+    "TrecRBP-resid", "none",
     "residual of rank-biased precision, p = 0.9 (trec_eval rbp_resid): p^N plus (1 - p) "
     "sum of p^(r-1) over the unjudged retrieved items; 0 when none is unjudged",
-    names={"tieeval": ("RBP-resid",), "trec_eval": ("rbp_resid",)},
+    names={"tieeval": ("TrecRBP-resid",), "trec_eval": ("rbp_resid",)},
     needs=frozenset({"labels", "judged", "every_position"}), orders=BY_LABELS_AND_JUDGED)
