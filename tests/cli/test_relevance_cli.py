@@ -342,10 +342,11 @@ def test_nan_scores_in_labelled_rows(tmp_path):
     assert (row["first"], row["last"], row["tie_aware"]) == (2 / 3, 2 / 3, 2 / 3)
 
 
-def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing():
+def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing(tmp_path):
     """trec_eval's counts are sums over the queries (trec_eval prints num_ret 1500 for its
     test run: 3 queries of 500 documents), shown as whole numbers; GMAP's tie-aware figure
-    is n/a and the table says why, on stdout beside the table."""
+    is exact there, and n/a where a query's ties are beyond the work limit, the table
+    saying why, on stdout beside the table."""
     import os
 
     from click.testing import CliRunner
@@ -359,4 +360,10 @@ def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing():
     assert result.exit_code == 0, result.output
     row = next(line for line in result.stdout.splitlines() if "NumRet" in line)
     assert row.split()[:6] == ["NumRet", "(sum)", "1500", "1500", "1500", "1500"]
-    assert "GMAP: tie-aware n/a, the expected geometric mean" in result.stdout
+    assert "tie-aware n/a" not in result.stdout
+    (tmp_path / "run").write_text("".join(f"a Q0 d{i} 1 1.0 t\n" for i in range(40)))
+    (tmp_path / "qrels").write_text("".join(f"a 0 d{i} {i % 2}\n" for i in range(40)))
+    big = CliRunner().invoke(cli, ["compare", "--qrels", str(tmp_path / "qrels"),
+                                   str(tmp_path / "run"), "-m", "gm_map"])
+    assert big.exit_code == 0, big.output
+    assert "GMAP: tie-aware n/a, the exact distribution over tie orders" in big.stdout

@@ -647,8 +647,10 @@ class Evaluation:
             # moving a relevant item up): ties decide exactly where they differ
             decided = first != last
         # Where ties cannot matter the one realised value is exact; elsewhere rounding must
-        # not push the expectation outside [last, first].
-        e = np.where(decided, np.clip(e, last, first), first)
+        # not push the expectation outside [last, first] (or [first, last], for a measure
+        # the label orderings rank the other way round, such as rbp's residual).
+        e = np.where(decided, np.clip(e, np.minimum(last, first), np.maximum(last, first)),
+                     first)
         if var is not None:
             var = np.where(decided, np.maximum(var, 0.0), 0.0)
         else:
@@ -660,8 +662,11 @@ class Evaluation:
                                          for arr in (original, first, last, e, var))
         for arr in (original, first, last, e, var):
             arr[undef] = np.nan
+        spread = (self.measure.spread(self, first) if self.measure.aggregate == "geometric"
+                  else None)
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
-                         tie_decided=decided & self.defined, defined=self.defined.copy())
+                         tie_decided=decided & self.defined, defined=self.defined.copy(),
+                         spread=spread)
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
