@@ -144,7 +144,7 @@ def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
 
 
 def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
-          rank_depth: int | None = None) -> None:
+          rank_depth: int | None = None, prune_depth: int | None = None) -> None:
     """Fill the compact block table of ``b`` (a RelBatch with ``rows``, ``n``, ``offsets``,
     ``original`` and ``level`` set) from flat scores ``s`` and labels ``lab``.
 
@@ -153,6 +153,12 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     length in the 'original' ordering. ``rank_depth``: when set, no metric reads a place
     at or below it in the 'original' ordering, so a tie block starting there is not sorted
     (its items take their 'first' places; every metric value is unchanged).
+    ``prune_depth``: when set, every metric to be read has a cutoff K <= prune_depth, so
+    a tie block starting at or below it adds exact zeros to every sum and is left out of
+    the table, except each row's first block holding a relevant item (the positive-tie
+    statistics read it); the per-row counts (R, negatives, judged) and the ideal DCG still
+    come from every marked item. Such items are found without a search: their score is
+    below the row's ``prune_depth``-th largest.
     """
     rows, n, offsets = b.rows, b.n, b.offsets
     dense = bool(rows) and bool((n == n[0]).all())
@@ -169,6 +175,13 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         raise InputError("labels must be finite (no NaN or inf)")
     rel = b.relevant(ml)
     mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
+    # per-row counts over every marked item, before a prune_depth leaves some out
+    b.n_pos = np.bincount(mrow[rel], minlength=rows)
+    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
+    b.n_pos_ranked = b.n_pos
+    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
+    # the marked items' rows and labels (the ideal DCG and the largest label read them)
+    b._marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     ss = _sorted_rows(s, n, offsets)
     steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
@@ -177,6 +190,10 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
     width = int(n[0]) if dense and n[0] > 0 else None
     v = s[mi]
+    if prune_depth is not None and mi.size:
+        keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
+        if not keep.all():
+            mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
     if width is not None:
         right = _bound(ss, lo[mrow], width, v, right=True)
     else:
@@ -260,14 +277,32 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     newrow = np.ones(nblocks, dtype=bool)
     newrow[1:] = brow[1:] != brow[:-1]
     b._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(nblocks), 0))
-    b.n_pos = np.bincount(mrow[rel], minlength=rows)
-    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
-    b.n_pos_ranked = b.n_pos
-    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
-    # the marked items' rows and labels (the ideal DCG and the largest label read them)
-    b._marked = (mrow, ml)
     b._row_length = n
     b.compact = True
+
+
+def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
+    """Which marked items (row ``mrow``, score ``v``) a table cut at ``depth`` keeps: those
+    scored at or above their row's ``depth``-th largest score (fewer than ``depth`` scores
+    above them: a score below it has at least ``depth`` above), and, in a row where no
+    relevant item is, those tied with the row's highest-scored relevant item. ``ss``: the
+    rows sorted ascending, row i at ``ss[lo[i]:hi[i]]``."""
+    kth = ss[np.maximum(hi - depth, lo)[mrow]]
+    keep = v >= kth
+    rows_with = np.zeros(lo.size, dtype=bool)
+    rows_with[mrow[rel & keep]] = True
+    deep = np.flatnonzero(rel & ~rows_with[mrow])
+    if deep.size:  # the first relevant block below the depth: kept for the tie figures
+        # each such row's highest-scored relevant item (ordered in the stored dtype)
+        by = deep[np.lexsort((v[deep], mrow[deep]))]
+        last = np.ones(by.size, dtype=bool)
+        last[:-1] = mrow[by][1:] != mrow[by][:-1]
+        best = by[last]
+        item = np.full(lo.size, -1, dtype=np.int64)
+        item[mrow[best]] = best
+        owner = item[mrow]
+        keep |= (owner >= 0) & (v == v[np.maximum(owner, 0)])
+    return keep
 
 
 def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray:
@@ -304,10 +339,17 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
         order = row_orders(vals)
         rix = np.searchsorted(rows, mrow[items])
         ti, ai = t[items], a[items]
-        if int(ti.sum()) > order.size:  # large tie blocks: invert the whole rows
-            inv = np.empty_like(order)
-            np.put_along_axis(inv, order, np.arange(length)[None, :], axis=1)
-            return items, inv[rix, col[items]]
+        if int(ti.sum()) > order.size:
+            # large tie blocks: the items' places lie in the window a .. a + t - 1 of the
+            # order, so each row's items are looked up there (one gather of the window)
+            # instead of inverting whole rows
+            lo = int(ai.min())
+            hi = int((ai + ti).max())
+            slot = np.zeros(order.shape, dtype=np.int64)
+            slot[rix, col[items]] = np.arange(1, items.size + 1)
+            got = np.take_along_axis(slot, order[:, lo:hi], axis=1)
+            r, place = np.nonzero(got)
+            return items[got[r, place] - 1], place + lo
         # compare each item's column with its tie block's members, a .. a + t - 1
         owner = np.repeat(np.arange(items.size), ti)
         member = np.arange(owner.size) - np.repeat(np.cumsum(ti) - ti - ai, ti)

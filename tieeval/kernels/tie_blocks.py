@@ -196,6 +196,11 @@ class RelBatch:
         the 'original' ordering (every metric has a cutoff K <= rank_depth), so a tie
         block starting there is not sorted. :meth:`values` refuses a metric that would
         read one.
+    prune_depth : int, optional
+        With ``sparse``: every metric to be evaluated, in any ordering, has a cutoff
+        K <= prune_depth, so the tie blocks starting at or below it are left out (but for
+        each row's first block holding a relevant item). :meth:`values` refuses any other
+        metric.
 
     Attributes
     ----------
@@ -224,7 +229,8 @@ class RelBatch:
                  original: str = "argsort", unranked=None, tolerance: float | None = None,
                  relevance_level: float | None = None, depth: int | None = None,
                  judged=None, unranked_judged=None, max_grade: float | None = None,
-                 sparse: bool = False, rank_depth: int | None = None):
+                 sparse: bool = False, rank_depth: int | None = None,
+                 prune_depth: int | None = None):
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
@@ -275,12 +281,15 @@ class RelBatch:
         self.compact = False
         self._full_args = None
         self.rank_depth = None
+        self.prune_depth: int | None = None
         if sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
             if original == "given":
                 self._check_given_order(s, None, None)
-            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth)
+            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth,
+                                prune_depth)
+            self.prune_depth = prune_depth
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
                                dict(nan_policy=nan_policy, original=original,
                                     unranked=unranked, relevance_level=relevance_level,
@@ -559,6 +568,11 @@ class RelBatch:
                                  f"got {metric!r}")
         if self.compact and metric.spec.every_position:
             return self.full().values(metric, original_order=original_order)
+        if (self.prune_depth is not None
+                and not (isinstance(metric.k, int) and metric.level is None
+                         and metric.k <= self.prune_depth)):
+            raise ParameterError(f"{metric} reads places below prune_depth="
+                                 f"{self.prune_depth}")
         if (original_order and self.rank_depth is not None
                 and not (isinstance(metric.k, int) and metric.level is None
                          and metric.k <= self.rank_depth)):
