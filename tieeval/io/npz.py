@@ -19,9 +19,9 @@ from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_ro
 from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
+    StreamCrc,
     _check_extent,
     _check_no_trailing,
-    StreamCrc,
     _load_error,
     _matrix_parts,
     _npy_header,
