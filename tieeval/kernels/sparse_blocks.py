@@ -336,7 +336,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
             vals = dense.take(rows, axis=0)
         else:
             vals = s[offsets[rows][:, None] + np.arange(length)]
-        order = row_orders(vals)
+        order = row_orders(vals, True)  # vals is this block's own copy
         rix = np.searchsorted(rows, mrow[items])
         ti, ai = t[items], a[items]
         if int(ti.sum()) > order.size:
@@ -345,7 +345,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
             # instead of inverting whole rows
             lo = int(ai.min())
             hi = int((ai + ti).max())
-            slot = np.zeros(order.shape, dtype=np.int64)
+            slot = np.zeros(order.shape, dtype=np.int32 if items.size < 1 << 31 else np.int64)
             slot[rix, col[items]] = np.arange(1, items.size + 1)
             got = np.take_along_axis(slot, order[:, lo:hi], axis=1)
             r, place = np.nonzero(got)

@@ -99,17 +99,18 @@ from tieeval.records.values import InstanceValues
 _SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
 
 
-def _sort_key_desc(x: np.ndarray) -> np.ndarray:
+def _sort_key_desc(x: np.ndarray, scratch: bool = False) -> np.ndarray:
     """``x * -1``, the codebases' key, where it reverses the order; else ``~x``.
 
     The rule the single-positive kernel in :mod:`tieeval.kernels.counts` uses for its 'original'
     rank: ``* -1`` overflows the signed integer minimum and raises for unsigned dtypes,
-    where ``~x`` gives the same descending order.
+    where ``~x`` gives the same descending order. ``scratch``: ``x`` is a copy of the
+    caller's own, turned into the key in place (the same values, one pass less).
     """
     kind = x.dtype.kind
     if kind == "f" or (kind == "i" and not (x == np.iinfo(x.dtype).min).any()):
-        return x * -1
-    return ~x
+        return np.multiply(x, -1, out=x) if scratch else x * -1
+    return np.invert(x, out=x) if scratch else ~x
 
 
 def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -482,7 +483,7 @@ class RelBatch:
             raise InputError(f"row {row}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
 
-    def _row_orders(self, vals: np.ndarray) -> np.ndarray:
+    def _row_orders(self, vals: np.ndarray, scratch: bool = False) -> np.ndarray:
         """Per row of the 2-D ``vals`` (rows of one length), its column indices in the
         'original' ordering.
 
@@ -496,8 +497,8 @@ class RelBatch:
             back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
             return vals.shape[1] - 1 - back
         if self.original == "argsort":
-            return np.argsort(_sort_key_desc(vals), axis=1)
-        return np.argsort(_sort_key_desc(vals), axis=1, kind="stable")
+            return np.argsort(_sort_key_desc(vals, scratch), axis=1)
+        return np.argsort(_sort_key_desc(vals, scratch), axis=1, kind="stable")
 
     def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
         """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
