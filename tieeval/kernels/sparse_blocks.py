@@ -121,22 +121,24 @@ def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
     return t
 
 
-def label_span(ml: np.ndarray) -> int | None:
+def label_span(ml: np.ndarray, whole: bool = False) -> int | None:
     """``max - min + 1`` of whole-number labels when a key ``row * span + label`` fits in
-    int64 beside any batch (span < 2**24), else None."""
+    int64 beside any batch (span < 2**24), else None. ``whole``: the labels are known to
+    be whole numbers (read from an integer or bool array)."""
     if ml.size == 0:
         return None
     top, bottom = float(ml.max()), float(ml.min())
-    if top - bottom >= 1 << 24 or not (ml == np.floor(ml)).all():
+    if top - bottom >= 1 << 24 or not (whole or (ml == np.floor(ml)).all()):
         return None
     return int(top - bottom) + 1
 
 
-def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
+def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray,
+              whole: bool = False) -> np.ndarray:
     """The permutation sorting by ``gkey``, then label descending, then judged first
     (equal keys in any order: their items are alike for every metric). One stable sort of
     an int64 key for whole-number labels, else ``np.lexsort``."""
-    span = label_span(ml)
+    span = label_span(ml, whole)
     if span is None or gkey.size == 0 or int(gkey.max()) >= 1 << 37:
         return np.lexsort((~mjd, -ml, gkey))
     rank = (float(ml.max()) - ml).astype(np.int64)  # 0 for the largest label
@@ -171,7 +173,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     else:
         mrow = np.searchsorted(offsets, mi, side="right") - 1
     ml = lab[mi].astype(np.float64)
-    if not np.isfinite(ml).all():
+    whole = lab.dtype.kind in "biu"  # integer labels: finite whole numbers
+    if not whole and not np.isfinite(ml).all():
         raise InputError("labels must be finite (no NaN or inf)")
     rel = b.relevant(ml)
     mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
@@ -226,7 +229,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     # judged first among equal labels
     gkey = offsets[mrow] + a
     if not (np.diff(gkey) > 0).all():  # else each marked item is alone, in order
-        o = _order_by(gkey, ml, mjd)
+        o = _order_by(gkey, ml, mjd, whole)
         mrow, ml, mjd, rel = mrow[o], ml[o], mjd[o], rel[o]
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
         if unsorted is not None:
