@@ -23,7 +23,7 @@ Then once, on the same data in the same run (the per-query peers on the first
 those rows is printed beside tieeval's, to show what it computes):
 
 * scikit-learn ``ndcg_score(k=10, ignore_ties=False)`` (tie-averaged) in a fresh process:
-  start-up and the read counted once, the score scaled;
+  start-up and the read counted once, the score scaled (timed in the rounds too);
 * ranx ``evaluate(qrels, run, "ndcg@10")`` (numba compiled first), and the cost of
   building its ``Qrels`` / ``Run`` from the arrays, stated apart;
 * pytrec_eval ``RelevanceEvaluator(qrels, {"ndcg_cut_10"})``, the dicts' cost apart;
@@ -212,8 +212,8 @@ def peer_topk(path: str):
     step = max(1, (1 << 22) // s.shape[1])
     total, count = 0.0, 0
     for lo in range(0, s.shape[0], step):
-        sb = torch.from_numpy(np.ascontiguousarray(s[lo:lo + step]))
-        yb = torch.from_numpy(np.ascontiguousarray(y[lo:lo + step])).to(torch.float64)
+        sb = torch.from_numpy(np.array(s[lo:lo + step]))
+        yb = torch.from_numpy(np.array(y[lo:lo + step])).to(torch.float64)
         idx = torch.topk(sb, K, dim=1).indices
         dcg = (yb.gather(1, idx) * disc).sum(1)
         ideal = (torch.topk(yb, K, dim=1).values * disc).sum(1)
@@ -245,16 +245,30 @@ def main() -> None:
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat} rounds\n")
     for name in args.only.split(","):
         path = makers[name]()
+        m = npz_members(path)
+        rows, cols = m["scores"].shape
+        sub = min(args.peer_rows, rows)
+        sk_values = []
+
+        def sklearn(path=path, sub=sub, rows=rows, values=sk_values):
+            got = peer_sklearn(path, sub, rows)
+            if got is None:
+                return None
+            values.append(got[1])
+            return got[0]
         runs = {"cli": lambda path=path: cli(path),
                 "api": lambda path=path: tieeval.evaluate_path(path, [f"NDCG@{K}"]),
                 "floor": lambda path=path: floor(path, K),
-                "script": lambda path=path: floor_script(path)}
+                "script": lambda path=path: floor_script(path),
+                "sklearn": sklearn}
         times: dict = {k: [] for k in runs}
         for _ in range(args.repeat):
             for key, fn in runs.items():
                 t0 = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - t0)
+                got = fn()
+                times[key].append(got if key == "sklearn" else time.perf_counter() - t0)
+        if any(x is None for x in times["sklearn"]):
+            del times["sklearn"]
         med = {k: statistics.median(v) for k, v in times.items()}
 
         def ratio(a, b, times=times):
@@ -263,10 +277,7 @@ def main() -> None:
         want = floor(path, K)
         same = all(abs(got[c] - want[c]) < 1e-12 for c in ("original", "first", "last",
                                                              "tie_aware", "tie_aware_std"))
-        m = npz_members(path)
-        rows, cols = m["scores"].shape
-        s, y, total = head(path, args.peer_rows)
-        sub = s.shape[0]
+        s, y, total = head(path, sub)
         ta, orig = tieeval_on_head(s, y)
         print(f"### {name} {rows:,} x {cols:,} ({os.path.getsize(path) / 1e6:,.0f} MB "
               f"stored NPZ)\n")
@@ -283,11 +294,15 @@ def main() -> None:
         print(f"| exact labelled floor, as a script | {med['script']:.3f} | |")
         cli_t = med["cli"]
         rows_note = f"first {sub:,} rows, scaled"
-        sk = peer_sklearn(path, sub, total)
-        if sk is not None:
-            print(f"| scikit-learn `ndcg_score(ignore_ties=False)`, fresh process ({rows_note}"
-                  f"; mean {sk[1]:.6f}, tieeval tie-aware {ta:.6f}) | {sk[0]:.1f} | "
-                  f"{sk[0] / cli_t:.1f}x tieeval CLI |")
+        if "sklearn" in med:
+            print(f"| scikit-learn `ndcg_score(ignore_ties=False)`, fresh process, in the "
+                  f"rounds ({rows_note}; mean {sk_values[0]:.6f}, tieeval tie-aware "
+                  f"{ta:.6f}) | {med['sklearn']:.1f} | {ratio('sklearn', 'cli'):.1f}x "
+                  "tieeval CLI |")
+        print("\nOnce, after the rounds (single measurements: read their ratios "
+              "loosely):\n")
+        print("| what | seconds | ratio |")
+        print("| --- | ---: | ---: |")
         rx = peer_ranx(s, y, total)
         if rx is not None:
             print(f"| ranx `evaluate` ndcg@10 ({rows_note}; mean {rx[2]:.6f}, no tie "
