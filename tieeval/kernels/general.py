@@ -118,6 +118,10 @@ class GeneralKernel(Kernel):
         forms = [e.form for e in self.entries]
         self.rank_depth = (max(f.k for f in forms) if forms and all(
             isinstance(f.k, int) and f.level is None for f in forms) else None)
+        # the deepest place any ordering is read at (the metrics and the tie-decided HR@K
+        # of every --k): the table leaves out the tie blocks below it
+        self.prune_depth = (None if self.rank_depth is None
+                            else max([self.rank_depth, *spec.ks]))
 
     def labels(self, batch: Batch):
         if self.spec.source is None:
@@ -147,7 +151,7 @@ class GeneralKernel(Kernel):
                           unranked_judged=getattr(batch, "unranked_judged", None),
                           max_grade=getattr(batch, "max_label", None),
                           sparse=listed is None and atol is None,
-                          rank_depth=self.rank_depth)
+                          rank_depth=self.rank_depth, prune_depth=self.prune_depth)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
