@@ -185,8 +185,8 @@ def test_against_every_tie_order(metric, definition, has_variance, sparse):
         else:
             assert np.isnan(got.variance[0])
         checked_ties += max(values) != min(values)
-    assert checked_ties >= 5 or metric.name in ("SetP", "SetRelP", "SetR", "SetAP", "SetF",
-                                                "Utility", "NumNonRelJudgedRet")
+    assert checked_ties >= 5  # rows where the tie order matters (for the set measures:
+    # a depth cut through a tie block) were drawn and checked
 
 
 @pytest.mark.parametrize("metric", ["SetP", "SetRelP", "SetR", "SetAP", "SetF", "Utility",
