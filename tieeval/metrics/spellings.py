@@ -40,6 +40,11 @@ TREC_LEVELS = tuple(i / 10 for i in range(11))
 TREC_MULTIPLES = tuple(i / 5 for i in range(1, 11))  # m_Rprec_mult.c: 0.2, 0.4 ... 2.0
 TREC_UNJ = (5, 10, 20)  # m_unjudged.c
 
+#: trec_eval's run-id line (m_runid.c): a measure of trec_eval's that is no metric here.
+#: ``-m runid`` names no metric; under ``--format trec_eval`` it asks for the line, which
+#: trec_eval prints only when ``runid`` is requested, itself or in a nickname.
+RUNID = "runid"
+
 
 @dataclass(frozen=True)
 class TrecMeasure:
@@ -112,15 +117,15 @@ TREC_MEASURES = (
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
-# trec_eval's nicknames (measures.c, trec_names and off_names), without runid
+# trec_eval's nicknames (measures.c, trec_names and off_names)
 TREC_NICKNAMES = {
-    "all_trec": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj",
                  "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
                  "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
                  "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
                  "set_F", "num_nonrel_judged_ret"),
-    "official": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P"),
 }
 _NICKNAMES = {key(name): names for name, names in TREC_NICKNAMES.items()}
@@ -244,6 +249,8 @@ def _trec_eval(text: str) -> list[str] | None:
         return _texts(measure, params, text)
     m = _BARE.match(text)
     if m:
+        if key(m.group(1)) == key(RUNID):
+            return []  # a line of trec_eval's format, no metric (asks_runid)
         names = _NICKNAMES.get(key(m.group(1)))
         if names is not None:  # all_trec, official: what the registry has of the list
             out: list[str] = []
@@ -298,6 +305,30 @@ def _ir_measures(text: str) -> list[str] | None:
         return None  # the registry's name with tieeval's own options
     out = target + (f"({', '.join(options)})" if options else "")
     return [out if k_text is None else f"{out}@{k_text}"]
+
+
+def trec_family(name: object) -> bool:
+    """True when ``name`` alone is a trec_eval measure with parameters (``P``, ``recall``,
+    ``success``, ``iprec_at_recall``, ``ndcg_cut``): trec_eval expands it to its default
+    parameters, and so does :func:`translate`, even where the registry has the name (``P``
+    is Precision's alias, which needs a cutoff)."""
+    if not isinstance(name, str):
+        return False
+    m = _BARE.match(name)
+    measure = _TREC.get(key(m.group(1))) if m else None
+    return measure is not None and bool(measure.param) and bool(measure.defaults)
+
+
+def asks_runid(text: object) -> bool:
+    """True when ``text`` asks for trec_eval's ``runid`` line: ``runid`` itself, or a
+    nickname whose list holds it (``official``, ``all_trec``), as trec_eval prints it."""
+    if not isinstance(text, str):
+        return False
+    m = _BARE.match(text)
+    if m is None:
+        return False
+    name = key(m.group(1))
+    return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
 
 
 def translate(text: object) -> list[str] | None:
