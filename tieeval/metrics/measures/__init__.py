@@ -22,10 +22,9 @@ from tieeval.metrics.measures.counts import (
     NUM_RET,
 )
 from tieeval.metrics.measures.dcg import DCG, NDCG, SDCG, SNDCG
-from tieeval.metrics.measures.eleven_point import IPREC_11PT
 from tieeval.metrics.measures.err import ERR
 from tieeval.metrics.measures.hr import HR, SUCCESS, TIE_DECIDED
-from tieeval.metrics.measures.iprec import IPREC
+from tieeval.metrics.measures.iprec import IPREC, IPREC_11PT
 from tieeval.metrics.measures.judged import JUDGED
 from tieeval.metrics.measures.recall import PRECISION, RECALL
 from tieeval.metrics.measures.relative import RELATIVE_P

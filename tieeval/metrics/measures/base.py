@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -104,6 +105,10 @@ class Measure:
         """True when the measure reads every position of a row (a sparse block table
         evaluates it on the full table)."""
         return "every_position" in self.needs
+
+    #: A judged-orderings measure (:data:`BY_JUDGED`) that counts an item with a negative
+    #: label as judged (ir_measures' Judged@K); trec_eval reads it as unjudged.
+    negatives_judged: ClassVar[bool] = False
 
     def names_in(self, vocabulary: str) -> tuple[str, ...]:
         """The measure's spellings in one vocabulary of :data:`VOCABULARIES` (empty when
