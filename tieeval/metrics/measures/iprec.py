@@ -99,7 +99,8 @@ class ElevenPointAverage(InterpolatedPrecision):
     m_11pt_avg.c computes the same interpolated precisions as m_iprec_at_recall.c (the
     cutoff lround(x R), the best precision at or below it, 0 past the relevant items
     retrieved) and averages them, so E is the mean of the 11 exact expectations (NaN where
-    one is beyond the work limit); no variance, as IPrec.
+    one is beyond the work limit); no variance, as IPrec. trec_eval 9 rounded the cutoff
+    as (long)(x R + 0.9) here too: ``--convention trec_eval9`` follows it.
     """
 
     def closed(self, ev):
@@ -137,6 +138,6 @@ IPREC = InterpolatedPrecision(
 IPREC_11PT = ElevenPointAverage(
     "IPrec11pt", "none",
     "11-point interpolated average precision: the mean of IPrec at recall levels 0, 0.1, "
-    "..., 1 (trec_eval 11pt_avg)",
+    "..., 1 (trec_eval 11pt_avg)", options=frozenset({"iprec_rounding"}),
     names={"tieeval": ("IPrec11pt",), "trec_eval": ("11pt_avg",)},
     needs=frozenset({"labels", "every_position"}), has_variance=False)
