@@ -151,6 +151,7 @@ class GeneralKernel(Kernel):
             raise InputError(f"{path}: {exc}") from None
         if listed is not None:
             rb.use_order(listed)
+        rb.plan(e.form for e in self.entries)
         return rb
 
     def add(self, acc: Accumulator, batch: Batch) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.cascade import iprec_expectation, not_computed_reason
+from tieeval.metrics.measures.cascade import iprec_expectations, not_computed_reason
 
 
 @dataclass(frozen=True)
@@ -31,24 +31,50 @@ class InterpolatedPrecision(Measure):
     """trec_eval's interpolated precision at a recall level; exact E within the work
     limit, no variance."""
 
-    def _cut(self, ev) -> np.ndarray:
+    def _cut(self, ev, level: float) -> np.ndarray:
         """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
-        return np.floor(self._level(ev) * ev.b.n_pos + 0.5).astype(np.int64)
+        return np.floor(level * ev.b.n_pos + 0.5).astype(np.int64)
 
     def _level(self, ev) -> float:
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
         return 0.0 if level is None else level
 
+    def _levels(self, ev) -> list[float]:
+        """This metric's level first, then the other levels planned on the batch: the
+        levels share their set-up, so they are computed together, once per batch."""
+        own = self._level(ev)
+        others = {0.0 if m.level is None else m.level for m in ev.b.planned
+                  if getattr(m, "spec", None) == self}
+        return [own] + sorted(others - {own})
+
     def closed(self, ev):
-        e = iprec_expectation(ev.b, self._level(ev), depth=ev.b.depth,
-                              relevant_level=ev.b.level)
-        return np.asarray(e, dtype=np.float64), None, None
+        # row j of iprec_expectations is iprec_expectation at level j, bit for bit (every
+        # path count is a per-request computation), so computing the levels together
+        # changes no figure
+        store = ev.b.shared.setdefault(("IPrec", "expectation"), {})
+        level = self._level(ev)
+        if level not in store:
+            levels = [x for x in self._levels(ev) if x not in store]
+            e = iprec_expectations(ev.b, levels, depth=ev.b.depth,
+                                   relevant_level=ev.b.level)
+            store.update(zip(levels, (np.asarray(row, dtype=np.float64) for row in e)))
+        return store[level], None, None
 
     def realise(self, ev, lab, judged):
         """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with
         c = lround(x R), the largest precision at any retrieved rank at or below the c-th
         relevant item (any rank when c = 0); 0 when fewer than c relevant items are
-        retrieved or nothing is."""
+        retrieved or nothing is. The precision curve of an ordering serves every level
+        planned on the batch."""
+        key = ("IPrec", "realised", id(lab), id(ev.in_k))
+        kept = ev.b.shared.get(key)
+        level = self._level(ev)
+        if kept is None or kept[0] is not lab or kept[1] is not ev.in_k or level not in kept[2]:
+            kept = (lab, ev.in_k, self._realise_levels(ev, lab, self._levels(ev)))
+            ev.b.shared[key] = kept
+        return kept[2][level]
+
+    def _realise_levels(self, ev, lab, levels) -> dict:
         b = ev.b
         rel = b.relevant(lab) & ev.in_k
         c = np.cumsum(rel, dtype=np.int64)
@@ -58,13 +84,16 @@ class InterpolatedPrecision(Measure):
         best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
         for _, idx in b._by_length(np.arange(b.rows)):
             best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-        cut = self._cut(ev)
-        out = np.zeros(b.rows)
-        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
-        out[b.row[at]] = best[at]
-        zero = (cut == 0) & (b.n > 0)
-        out[zero] = best[b.offsets[:-1][zero]]
-        return out
+        out_levels = {}
+        for level in levels:
+            cut = self._cut(ev, level)
+            out = np.zeros(b.rows)
+            at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
+            out[b.row[at]] = best[at]
+            zero = (cut == 0) & (b.n > 0)
+            out[zero] = best[b.offsets[:-1][zero]]
+            out_levels[level] = out
+        return out_levels
 
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason(self.name)}"
