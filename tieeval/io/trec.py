@@ -333,8 +333,8 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     try:
         table = csv.read_csv(
             pa.BufferReader(data),
-            # one chunk is one block: parsed in this thread
-            read_options=csv.ReadOptions(column_names=list(names), block_size=1 << 24,
+            # in this thread, 1 MB blocks: the parser's buffers grow with the block
+            read_options=csv.ReadOptions(column_names=list(names), block_size=1 << 20,
                                          use_threads=False),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
                                            escape_char=False, ignore_empty_lines=True),
@@ -419,25 +419,45 @@ def _read_chunks(path: str, what: str, size: int | None = None):
             del block
 
 
-def _dictionary_codes(parts: list) -> tuple[np.ndarray, object]:
-    """Join per-chunk ``(int32 codes, binary dictionary)`` into codes into one dictionary
-    (each distinct value once, in order of first appearance)."""
+class _Growing:
+    """A flat array filled chunk by chunk, grown by half again when full: the records
+    land in place instead of in pieces joined at the end (which would hold both)."""
+
+    def __init__(self, dtype, capacity: int):
+        self.data = np.empty(max(1, capacity), dtype=dtype)
+        self.size = 0
+
+    def add(self, values: np.ndarray) -> None:
+        end = self.size + values.size
+        if end > self.data.size:
+            grown = np.empty(max(end, self.data.size * 3 // 2), dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:end] = values
+        self.size = end
+
+    def array(self) -> np.ndarray:
+        return self.data[:self.size]
+
+
+def _dictionary_codes(codes: np.ndarray, parts: list) -> object:
+    """Turn ``codes``, in pieces ``(start, stop, binary dictionary)`` each coded into its
+    own dictionary, into codes into one dictionary (each distinct value once, in order of
+    first appearance), in place; returns that dictionary."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not parts:
-        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.binary())
+        return pa.array([], type=pa.binary())
     if len(parts) == 1:
-        return parts[0]
-    enc = pc.dictionary_encode(pa.concat_arrays([d for _, d in parts]))
+        return parts[0][2]
+    enc = pc.dictionary_encode(pa.concat_arrays([d for _, _, d in parts]))
     merged = to_numpy(enc.indices).astype(np.int32, copy=False)
-    codes = np.empty(sum(c.size for c, _ in parts), dtype=np.int32)
-    at = base = 0
-    for c, d in parts:
-        codes[at:at + c.size] = merged[base:base + len(d)][c]
-        at += c.size
+    base = 0
+    for start, stop, d in parts:
+        codes[start:stop] = merged[base:base + len(d)][codes[start:stop]]
         base += len(d)
-    return codes, enc.dictionary
+    return enc.dictionary
 
 
 def _encode(column) -> tuple[np.ndarray, object]:
@@ -445,7 +465,7 @@ def _encode(column) -> tuple[np.ndarray, object]:
     import pyarrow.compute as pc
 
     enc = pc.dictionary_encode(_array(column))
-    return to_numpy(enc.indices).astype(np.int32, copy=False).copy(), enc.dictionary
+    return to_numpy(enc.indices).astype(np.int32, copy=False), enc.dictionary
 
 
 def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_col0: bool,
@@ -457,9 +477,13 @@ def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_co
     import pyarrow.compute as pc
 
     pool = pa.default_memory_pool()
-    qids, docnos, values = [], [], []
+    qids: list = []
+    docnos: list = []
+    columns = None
     seen_tags: dict[str, None] = {}
+    read = 0
     for chunk in _read_chunks(path, what):
+        read += len(chunk)
         got = _parse(chunk, names, number, comment_col0)
         del chunk
         if got is None:
@@ -469,19 +493,27 @@ def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_co
         table, value = got
         if finite and not np.isfinite(value).all():
             return None
-        qids.append(_encode(table["qid"]))
-        docnos.append(_encode(table["docno"]))
-        values.append(value)
+        if columns is None:  # room for the whole file at the first chunk's line length
+            lines = int(value.size * max(1.0, os.path.getsize(path) / read) * 1.02) + 16
+            columns = (_Growing(np.int32, lines), _Growing(np.int32, lines),
+                       _Growing(np.float64, lines))
+        start = columns[2].size
+        for grow, parts, name in ((columns[0], qids, "qid"), (columns[1], docnos, "docno")):
+            codes, dictionary = _encode(table[name])
+            grow.add(codes)
+            parts.append((start, grow.size, dictionary))
+        columns[2].add(value)
         if tags:
-            seen_tags.update((_text(t), None) for t in pc.unique(_array(table["tag"])).to_pylist())
-        del table, got
+            seen_tags.update((_text(t), None)
+                             for t in pc.unique(_array(table["tag"])).to_pylist())
+        del table, got, value
         pool.release_unused()  # the parser's buffers, which the allocator would keep
-    qid_codes, qid_dict = _dictionary_codes(qids)
-    del qids
-    docno_codes, docno_dict = _dictionary_codes(docnos)
-    del docnos
-    value = np.concatenate(values) if values else np.zeros(0)
-    return _Columns(qid_codes, qid_dict, docno_codes, docno_dict, value, list(seen_tags))
+    if columns is None:
+        columns = (_Growing(np.int32, 0), _Growing(np.int32, 0), _Growing(np.float64, 0))
+    qid_codes, docno_codes, values = (c.array() for c in columns)
+    qid_dict = _dictionary_codes(qid_codes, qids)
+    docno_dict = _dictionary_codes(docno_codes, docnos)
+    return _Columns(qid_codes, qid_dict, docno_codes, docno_dict, values, list(seen_tags))
 
 
 def _line_columns(rows: list, tags: list | None = None) -> _Columns:
@@ -844,9 +876,11 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     metadata = {"tag": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
+    # a row's bytes: its scores, labels and judged mask (17 bytes a line), which size the
+    # batches and so the working memory of the kernel
     dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path), row_bytes=max(1, int(8 * scores.size
-                                                                          // rows)),
+                        nbytes=os.path.getsize(path), row_bytes=max(1, int(17 * scores.size
+                                                                           // rows)),
                         warnings=[], relevance=info, query_set=query_set)
     return dump
 
