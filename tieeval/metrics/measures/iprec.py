@@ -81,9 +81,15 @@ class InterpolatedPrecision(Measure):
         base = np.concatenate(([0], c))[b.offsets[:-1]]
         so_far = c - base[b.row]
         prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
-        best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
-        for _, idx in b._by_length(np.arange(b.rows)):
-            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
+        # max precision at this rank or below (suffix maximum, row by row)
+        length = int(b.n[0]) if b.rows else 0
+        if length and (b.n == length).all():  # rows of one length: a 2-D view
+            best = np.maximum.accumulate(prec.reshape(b.rows, length)[:, ::-1],
+                                         axis=1)[:, ::-1].ravel()
+        else:
+            best = np.zeros(b.size)
+            for _, idx in b._by_length(np.arange(b.rows)):
+                best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
         out_levels = {}
         for level in levels:
             cut = self._cut(ev, level)
