@@ -130,11 +130,12 @@ def test_trec_eval_names_print_back(printed):
     ("map.5", "trec_eval's map takes no parameters"),
     ("nDCG(judged_only=True)@10", "has no tieeval counterpart"),
     ("P(rel=2)@10", "'rel=2' .* has no tieeval counterpart"),
-    ("P", "Precision needs a cutoff"),
+    ("Precision", "Precision needs a cutoff"),
+    ("runid", "'runid' is trec_eval's runid line, not a metric"),
 ])
 def test_spelling_errors(text, match):
     with pytest.raises(ParameterError, match=match):
-        Metric.expand(text)
+        Metric.parse(text)
 
 
 def test_unknown_name_suggests_the_closest_names_on_one_short_line():

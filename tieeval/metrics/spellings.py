@@ -30,12 +30,20 @@ from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
 
 CUTOFF = "cutoff"
 LEVEL = "level"
+MULTIPLE = "multiple"  # a multiple of R (Rprec_mult_0.20 ... Rprec_mult_2.00), a float > 0
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
 # m_success.c, m_iprec_at_recall.c)
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_SUCCESS = (1, 5, 10)
 TREC_LEVELS = tuple(i / 10 for i in range(11))
+TREC_MULTIPLES = tuple(i / 5 for i in range(1, 11))  # m_Rprec_mult.c: 0.2, 0.4 ... 2.0
+TREC_UNJ = (5, 10, 20)  # m_unjudged.c
+
+#: trec_eval's run-id line (m_runid.c): a measure of trec_eval's that is no metric here.
+#: ``-m runid`` names no metric; under ``--format trec_eval`` it asks for the line, which
+#: trec_eval prints only when ``runid`` is requested, itself or in a nickname.
+RUNID = "runid"
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,8 @@ class TrecMeasure:
     """One trec_eval measure and the registry metric it is (None: tieeval has none).
 
     ``param`` is ``"cutoff"`` (``P_10``), ``"level"`` (``iprec_at_recall_0.10``, a recall
-    level in [0, 1]) or ``""`` (``map``); ``defaults`` are trec_eval's parameters when none
+    level in [0, 1]), ``"multiple"`` (``Rprec_mult_0.20``, a multiple of R) or ``""``
+    (``map``); ``defaults`` are trec_eval's parameters when none
     are given. ``integer`` measures print as whole numbers, ``summary_only`` ones only on
     the ``all`` lines (trec_eval prints no per-query ``gm_map`` or ``num_q``).
     """
@@ -62,7 +71,7 @@ class TrecMeasure:
 
     def spelling(self) -> str:
         """``P_K``, ``iprec_at_recall_x``, ``map``: how the docs show the name."""
-        return self.name + {CUTOFF: "_K", LEVEL: "_x", "": ""}[self.param]
+        return self.name + {CUTOFF: "_K", LEVEL: "_x", MULTIPLE: "_x", "": ""}[self.param]
 
 
 # In trec_eval's measure table order (measures.c, te_trec_measures): the order it prints
@@ -84,7 +93,7 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", None, LEVEL),
+    TrecMeasure("Rprec_mult", None, MULTIPLE, TREC_MULTIPLES),
     TrecMeasure("utility", None),
     TrecMeasure("11pt_avg", None),
     TrecMeasure("binG", None),
@@ -94,7 +103,7 @@ TREC_MEASURES = (
     TrecMeasure("Rndcg", None),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("relative_P", None, CUTOFF),
+    TrecMeasure("relative_P", None, CUTOFF, TREC_CUTOFFS),
     TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
     TrecMeasure("set_P", None),
     TrecMeasure("set_relative_P", None),
@@ -104,19 +113,19 @@ TREC_MEASURES = (
     TrecMeasure("num_nonrel_judged_ret", None, integer=True),
     TrecMeasure("rbp", None),
     TrecMeasure("rbp_resid", None),
-    TrecMeasure("unj", None, CUTOFF),
+    TrecMeasure("unj", None, CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
-# trec_eval's nicknames (measures.c, trec_names and off_names), without runid
+# trec_eval's nicknames (measures.c, trec_names and off_names)
 TREC_NICKNAMES = {
-    "all_trec": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj",
                  "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
                  "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
                  "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
                  "set_F", "num_nonrel_judged_ret"),
-    "official": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P"),
 }
 _NICKNAMES = {key(name): names for name, names in TREC_NICKNAMES.items()}
@@ -182,14 +191,18 @@ def _level_text(level: float) -> str:
 
 
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
-    """One trec_eval parameter: a cutoff >= 1 or a recall level in [0, 1]."""
+    """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1] or a multiple > 0."""
+    floating = measure.param in (LEVEL, MULTIPLE)
+    what = {LEVEL: "a recall level in [0, 1]", MULTIPLE: "a number > 0"}.get(measure.param,
+                                                                           "a cutoff >= 1")
     try:
-        value = float(text) if measure.param == LEVEL else int(text)
+        value = float(text) if floating else int(text)
     except ValueError:
-        what = "a recall level in [0, 1]" if measure.param == LEVEL else "a cutoff >= 1"
         raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}") from None
     if measure.param == LEVEL and not 0 <= value <= 1:
         raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+    if measure.param == MULTIPLE and not 0 < value < float("inf"):
+        raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}")
     if measure.param == CUTOFF and value < 1:
         raise ParameterError(f"cutoff {text!r} of {whole!r} must be >= 1")
     return value
@@ -204,7 +217,7 @@ def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
     if not measure.param:
         return [str(measure.target)]
     values = sorted(set(params))
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return [f"{measure.target}@{_level_text(v)}" for v in values]
     return [f"{measure.target}@{v}" for v in values]
 
@@ -231,6 +244,8 @@ def _trec_eval(text: str) -> list[str] | None:
         return _texts(measure, params, text)
     m = _BARE.match(text)
     if m:
+        if key(m.group(1)) == key(RUNID):
+            return []  # a line of trec_eval's format, no metric (asks_runid)
         names = _NICKNAMES.get(key(m.group(1)))
         if names is not None:  # all_trec, official: what the registry has of the list
             out: list[str] = []
@@ -287,6 +302,30 @@ def _ir_measures(text: str) -> list[str] | None:
     return [out if k_text is None else f"{out}@{k_text}"]
 
 
+def trec_family(name: object) -> bool:
+    """True when ``name`` alone is a trec_eval measure with parameters (``P``, ``recall``,
+    ``success``, ``iprec_at_recall``, ``ndcg_cut``): trec_eval expands it to its default
+    parameters, and so does :func:`translate`, even where the registry has the name (``P``
+    is Precision's alias, which needs a cutoff)."""
+    if not isinstance(name, str):
+        return False
+    m = _BARE.match(name)
+    measure = _TREC.get(key(m.group(1))) if m else None
+    return measure is not None and bool(measure.param) and bool(measure.defaults)
+
+
+def asks_runid(text: object) -> bool:
+    """True when ``text`` asks for trec_eval's ``runid`` line: ``runid`` itself, or a
+    nickname whose list holds it (``official``, ``all_trec``), as trec_eval prints it."""
+    if not isinstance(text, str):
+        return False
+    m = _BARE.match(text)
+    if m is None:
+        return False
+    name = key(m.group(1))
+    return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
+
+
 def translate(text: object) -> list[str] | None:
     """The registry texts a trec_eval or ir_measures spelling stands for, or None when
     ``text`` is not one (the registry's own names are not translated).
@@ -319,7 +358,7 @@ def trec_eval_name(spec: MetricSpec, k) -> str | None:
     measure = trec_measure(spec, k)
     if measure is None:
         return None
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return f"{measure.name}_{float(k):3.2f}"
     return measure.name if k is None else f"{measure.name}_{k}"
 
