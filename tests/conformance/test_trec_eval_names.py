@@ -40,8 +40,13 @@ def tieeval_lines(*args) -> list[str]:
 
 
 def trec_eval_printed() -> list[str]:
-    with open(os.path.join(DATA, "out.test.aq"), encoding="utf-8") as f:
-        return f.read().splitlines()
+    """trec_eval's -q lines: -m all_trec, then -m dcg (in no nickname)."""
+    lines = []
+    for name in ("out.test.aq", "out.test.dcgq"):
+        with open(os.path.join(DATA, name), encoding="utf-8") as f:
+            lines += [line for line in f.read().splitlines()
+                      if not line.startswith("runid ") or not lines]
+    return lines
 
 
 def accepted(name: str) -> bool:

@@ -1,7 +1,8 @@
 """Interpolated precision at a recall level, IPrec@x (trec_eval iprec_at_recall_x).
 
 With R relevant items of which ``R_ret`` are ranked, at ranks ``r_1 < ... < r_{R_ret}``, and
-``c = lround(x R)``::
+``c = lround(x R)`` (trec_eval 10; trec_eval 9.0.8, which pytrec_eval bundles, takes
+``c = (long)(x R + 0.9)``: the metric's ``iprec_rounding``, ``--convention trec_eval9``)::
 
     IPrec(x) = max_{j = max(c, 1)..R_ret} j / r_j     if c <= R_ret and R_ret >= 1,
                0                                    otherwise.
@@ -13,7 +14,10 @@ variance is not computed: the maximum over ranks has no additive decomposition o
 blocks, and no exact computation within the work limits is implemented (the tie-aware sd
 is null).
 
-Reference: trec_eval m_iprec_at_recall.c; F. McSherry & M. Najork, ECIR 2008.
+trec_eval's 11pt_avg (IPrec11pt here) is the mean of IPrec at the 11 levels 0, 0.1, ..., 1,
+and its expectation the mean of theirs.
+
+Reference: trec_eval m_iprec_at_recall.c, m_11pt_avg.c; F. McSherry & M. Najork, ECIR 2008.
 """
 
 from __future__ import annotations
@@ -23,7 +27,96 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.cascade import iprec_expectations, not_computed_reason
+from tieeval.metrics.measures.cascade import (
+    iprec_cut,
+    iprec_expectations,
+    not_computed_reason,
+)
+
+
+def _planned_levels(ev) -> set:
+    """The recall levels of every IPrec and 11pt_avg metric planned on the batch with this
+    metric's rounding: they share their set-up, so they are computed together, once."""
+    levels: set = set()
+    for m in ev.b.planned:
+        if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
+                and m.iprec_rounding == ev.m.iprec_rounding):
+            levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
+                          else (0.0 if m.level is None else m.level,))
+    return levels
+
+
+def interpolated_expectations(ev, levels) -> list[np.ndarray]:
+    """The exact E[IPrec(level)] of each row at each of ``levels`` (NaN beyond the work
+    limit), computed once per batch for every level planned on it.
+
+    Row j of :func:`iprec_expectations` is :func:`iprec_expectation` at level j, bit for
+    bit (every path count is a computation of its own request), so computing the levels
+    together changes no figure."""
+    rounding = ev.m.iprec_rounding
+    store = ev.b.shared.setdefault(("IPrec", "expectation", rounding), {})
+    if any(x not in store for x in levels):
+        todo = sorted((set(levels) | _planned_levels(ev)) - set(store))
+        e = iprec_expectations(ev.b, todo, depth=ev.b.depth, relevant_level=ev.b.level,
+                               rounding=rounding)
+        store.update(zip(todo, (np.asarray(row, dtype=np.float64) for row in e)))
+    return [store[x] for x in levels]
+
+
+def interpolated_expectation(ev, level: float) -> np.ndarray:
+    """The exact E[IPrec(level)] of each row (NaN beyond the work limit)."""
+    return interpolated_expectations(ev, [level])[0]
+
+
+def interpolated_levels(ev, lab, levels) -> list[np.ndarray]:
+    """:func:`interpolated` at each of ``levels``; the ordering's precision curve is made
+    once per batch for every level planned on it."""
+    key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
+    kept = ev.b.shared.get(key)
+    if (kept is None or kept[0] is not lab or kept[1] is not ev.in_k
+            or any(x not in kept[2] for x in levels)):
+        todo = set(levels) | _planned_levels(ev)
+        kept = (lab, ev.in_k, _interpolated(ev, lab, todo))
+        ev.b.shared[key] = kept
+    return [kept[2][x] for x in levels]
+
+
+def interpolated(ev, lab, level: float) -> np.ndarray:
+    """Interpolated precision at recall ``level`` (trec_eval m_iprec_at_recall.c) of the
+    ordering whose labels by position are ``lab``: with c = lround(x R), the largest
+    precision at any retrieved rank at or below the c-th relevant item (any rank when
+    c = 0); 0 when fewer than c relevant items are retrieved or nothing is. (trec_eval 9
+    rounds c as (long)(x R + 0.9): ``--convention trec_eval9``.)"""
+    return interpolated_levels(ev, lab, [level])[0]
+
+
+def _interpolated(ev, lab, levels) -> dict:
+    """``{level: interpolated(ev, lab, level)}`` from one precision curve."""
+    b = ev.b
+    rel = b.relevant(lab) & ev.in_k
+    c = np.cumsum(rel, dtype=np.int64)
+    base = np.concatenate(([0], c))[b.offsets[:-1]]
+    so_far = c - base[b.row]
+    prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
+    # max precision at this rank or below (suffix maximum, row by row)
+    length = int(b.n[0]) if b.rows else 0
+    if length and (b.n == length).all():  # rows of one length: a 2-D view
+        best = np.maximum.accumulate(prec.reshape(b.rows, length)[:, ::-1],
+                                     axis=1)[:, ::-1].ravel()
+    else:
+        best = np.zeros(b.size)
+        for _, idx in b._by_length(np.arange(b.rows)):
+            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
+    out_levels = {}
+    for level in levels:
+        cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
+        out = np.zeros(b.rows)
+        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
+        out[b.row[at]] = best[at]
+        zero = (cut == 0) & (b.n > 0)
+        out[zero] = best[b.offsets[:-1][zero]]
+        out_levels[level] = out
+    return out_levels
 
 
 @dataclass(frozen=True)
@@ -31,85 +124,58 @@ class InterpolatedPrecision(Measure):
     """trec_eval's interpolated precision at a recall level; exact E within the work
     limit, no variance."""
 
-    def _cut(self, ev, level: float) -> np.ndarray:
-        """trec_eval's cutoff in relevant items: lround(x R) (x R >= 0, so floor(+0.5))."""
-        return np.floor(level * ev.b.n_pos + 0.5).astype(np.int64)
-
     def _level(self, ev) -> float:
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
         return 0.0 if level is None else level
 
-    def _levels(self, ev) -> list[float]:
-        """This metric's level first, then the other levels planned on the batch: the
-        levels share their set-up, so they are computed together, once per batch."""
-        own = self._level(ev)
-        others = {0.0 if m.level is None else m.level for m in ev.b.planned
-                  if getattr(m, "spec", None) == self}
-        return [own] + sorted(others - {own})
-
     def closed(self, ev):
-        # row j of iprec_expectations is iprec_expectation at level j, bit for bit (every
-        # path count is a per-request computation), so computing the levels together
-        # changes no figure
-        store = ev.b.shared.setdefault(("IPrec", "expectation"), {})
-        level = self._level(ev)
-        if level not in store:
-            levels = [x for x in self._levels(ev) if x not in store]
-            e = iprec_expectations(ev.b, levels, depth=ev.b.depth,
-                                   relevant_level=ev.b.level)
-            store.update(zip(levels, (np.asarray(row, dtype=np.float64) for row in e)))
-        return store[level], None, None
+        return interpolated_expectation(ev, self._level(ev)), None, None
 
     def realise(self, ev, lab, judged):
-        """Interpolated precision at recall x (trec_eval m_iprec_at_recall.c): with
-        c = lround(x R), the largest precision at any retrieved rank at or below the c-th
-        relevant item (any rank when c = 0); 0 when fewer than c relevant items are
-        retrieved or nothing is. The precision curve of an ordering serves every level
-        planned on the batch."""
-        key = ("IPrec", "realised", id(lab), id(ev.in_k))
-        kept = ev.b.shared.get(key)
-        level = self._level(ev)
-        if kept is None or kept[0] is not lab or kept[1] is not ev.in_k or level not in kept[2]:
-            kept = (lab, ev.in_k, self._realise_levels(ev, lab, self._levels(ev)))
-            ev.b.shared[key] = kept
-        return kept[2][level]
-
-    def _realise_levels(self, ev, lab, levels) -> dict:
-        b = ev.b
-        rel = b.relevant(lab) & ev.in_k
-        c = np.cumsum(rel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        so_far = c - base[b.row]
-        prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
-        # max precision at this rank or below (suffix maximum, row by row)
-        length = int(b.n[0]) if b.rows else 0
-        if length and (b.n == length).all():  # rows of one length: a 2-D view
-            best = np.maximum.accumulate(prec.reshape(b.rows, length)[:, ::-1],
-                                         axis=1)[:, ::-1].ravel()
-        else:
-            best = np.zeros(b.size)
-            for _, idx in b._by_length(np.arange(b.rows)):
-                best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-        out_levels = {}
-        for level in levels:
-            cut = self._cut(ev, level)
-            out = np.zeros(b.rows)
-            at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
-            out[b.row[at]] = best[at]
-            zero = (cut == 0) & (b.n > 0)
-            out[zero] = best[b.offsets[:-1][zero]]
-            out_levels[level] = out
-        return out_levels
+        return interpolated(ev, lab, self._level(ev))
 
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason(self.name)}"
+
+
+@dataclass(frozen=True)
+class ElevenPointAverage(InterpolatedPrecision):
+    """trec_eval's 11pt_avg: the mean of IPrec at the 11 recall levels 0, 0.1, ..., 1.
+
+    m_11pt_avg.c computes the same interpolated precisions as m_iprec_at_recall.c (the
+    cutoff lround(x R), the best precision at or below it, 0 past the relevant items
+    retrieved) and averages them, so E is the mean of the 11 exact expectations (NaN where
+    one is beyond the work limit); no variance, as IPrec.
+    """
+
+    def closed(self, ev):
+        # the 11 levels share their path counts (with any IPrec planned on the batch)
+        e = np.array(interpolated_expectations(ev, ELEVEN_LEVELS))
+        return np.sum(e, axis=0) / len(ELEVEN_LEVELS), None, None
+
+    def realise(self, ev, lab, judged):
+        return sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)) / len(ELEVEN_LEVELS)
+
+    def tie_aware_reason(self) -> str:
+        return f"not computed for some rows: {not_computed_reason('IPrec')}"
+
+
+#: trec_eval's 11pt_avg levels (m_11pt_avg.c): 0.0, 0.1, ..., 1.0 as C writes them.
+ELEVEN_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 IPREC = InterpolatedPrecision(
     "IPrec", "level",
     "interpolated precision at recall level x in [0, 1] (trec_eval iprec_at_recall_x): the "
     "best precision at any rank holding at least round(x R) relevant items",
-    ("iprec_at_recall",),
+    ("iprec_at_recall",), options=frozenset({"iprec_rounding"}),
     names={"tieeval": ("IPrec", "iprec_at_recall"), "trec_eval": ("iprec_at_recall",),
            "ir_measures": ("IPrec",)},
     needs=frozenset({"labels", "level", "every_position"}), has_variance=False)
+
+IPREC_11PT = ElevenPointAverage(
+    "IPrec11pt", "none",
+    "11-point interpolated average precision: the mean of IPrec at recall levels 0, 0.1, "
+    "..., 1 (trec_eval 11pt_avg)",
+    names={"tieeval": ("IPrec11pt",), "trec_eval": ("11pt_avg",)},
+    needs=frozenset({"labels", "every_position"}), has_variance=False)
