@@ -361,7 +361,7 @@ def test_iprec_levels_planned_together_equal_each_level_computed_alone(setting):
         return RelBatch(scores, labels, offsets, relevance_level=level, depth=depth,
                         judged=judged, unranked=(ulab, uoffsets), unranked_judged=ujudged,
                         original="stable", sparse=sparse)
-    texts = [f"IPrec@{x / 10:g}" for x in range(11)] + ["IPrec@0.25", "MAP"]
+    texts = [f"IPrec@{x / 10:g}" for x in range(11)] + ["IPrec@0.25", "IPrec11pt", "MAP"]
     metrics = [parse_rel_metric(t) for t in texts]
     for sparse in (False, True):
         shared = batch(sparse)
@@ -372,4 +372,4 @@ def test_iprec_levels_planned_together_equal_each_level_computed_alone(setting):
                 np.testing.assert_array_equal(getattr(got, column), getattr(alone, column),
                                               err_msg=f"{metric} {column}")
         # the first level asked computed all twelve at once
-        assert len(shared.full().shared[("IPrec", "expectation")]) == 12
+        assert len(shared.full().shared[("IPrec", "expectation", "trec_eval")]) == 12
