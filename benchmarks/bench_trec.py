@@ -209,6 +209,7 @@ def main() -> None:
     with open(qrels_path, "rb") as fh:
         judgements = sum(1 for _ in fh)
     tools = contestants(run_path, qrels_path, args.also)
+    load_before = os.getloadavg()[0]
     for command, env in tools.values():  # warm page cache and bytecode, checked once
         run_once(command, env)
     times: dict = {name: [] for name in tools}
@@ -233,7 +234,8 @@ def main() -> None:
 
     print(f"{args.queries * args.docs:,} run lines ({run_mb:.0f} MB), {judgements:,} "
           f"judgements; trec_eval's official measures; median of {args.rounds} interleaved "
-          "rounds, fresh processes\n")
+          f"rounds, fresh processes; {os.cpu_count()} cores, load average {load_before:.1f} "
+          f"before and {os.getloadavg()[0]:.1f} after\n")
     print("| tool | wall s | / pytrec_eval | / trec_eval | CPU s | / pytrec_eval | / trec_eval "
           "| peak RSS (MB) | / trec_eval | / run file |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
