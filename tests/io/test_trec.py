@@ -324,6 +324,52 @@ def test_vectorised_reader_agrees_with_line_reader(tmp_path, seed):
     np.testing.assert_array_equal(got.value, [r[2] for r in want])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_reader_agrees_with_line_reader_across_chunk_boundaries(tmp_path,
+                                                                        monkeypatch, seed):
+    """Files are parsed a chunk at a time, each cut after a line end: with chunks of a few
+    dozen bytes (lines longer than a chunk, chunks of comments and blank lines only, ids
+    repeated across chunks) the records, their ids and the tags are the line reader's."""
+    from tieeval.io import trec
+    from tieeval.io.trec import _qrels_columns, _qrels_lines, _run_columns, _run_lines
+    monkeypatch.setattr(trec, "CHUNK_BYTES", int(np.random.default_rng(seed).integers(7, 90)))
+    rng = np.random.default_rng(100 + seed)
+    run_records, qrels_records = [], []
+    for i in range(150):
+        q, d = f"q{rng.integers(0, 5)}", f"doc-{'x' * int(rng.integers(0, 40))}{i % 60}"
+        run_records.append([q, "Q0", d, str(i), repr(float(rng.choice([0.5, 1.0, 2.5]))),
+                            f"t{i // 50}"])
+        qrels_records.append([q, "0", f"{d}.{i}", str(int(rng.integers(-1, 4)))])
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    if seed % 2 == 0:
+        run_path.write_text("\n".join(" ".join(f) for f in run_records) + "\n")
+        qrels_path.write_text("\n".join(" ".join(f) for f in qrels_records) + "\n")
+    else:
+        run_path.write_bytes(_messy(rng, run_records, False).encode())
+        qrels_path.write_bytes(_messy(rng, qrels_records, True).encode())
+    got = _run_columns(str(run_path))
+    want = list(_run_lines(str(run_path), run_path.read_bytes()))
+    assert got.qid.to_pylist() == [r[0] for r in want] and len(want) == 150
+    assert got.docno.to_pylist() == [r[1] for r in want]
+    np.testing.assert_array_equal(got.value, [r[2] for r in want])
+    assert got.tags == ["t0", "t1", "t2"]
+    got = _qrels_columns(str(qrels_path))
+    want = list(_qrels_lines(str(qrels_path), qrels_path.read_bytes()))
+    assert got.qid.to_pylist() == [r[0] for r in want] and len(want) == 150
+    assert got.docno.to_pylist() == [r[1] for r in want]
+    np.testing.assert_array_equal(got.value, [r[2] for r in want])
+
+
+def test_a_bad_line_in_a_later_chunk_is_named(tmp_path, monkeypatch):
+    from tieeval.io import trec
+    monkeypatch.setattr(trec, "CHUNK_BYTES", 64)
+    lines = [f"q1 Q0 d{i} {i} 1.5 t" for i in range(40)]
+    lines[33] = "q1 Q0 d33 33 1_000 t"
+    (tmp_path / "run").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"line 34: score '1_000' is not a number"):
+        trec._run_columns(str(tmp_path / "run"))
+
+
 def test_trec_eval_comment_rules(tmp_path):
     """Runs: '#' as the first non-blank character; qrels: '#' in the first column (an
     indented '#...' line is a judgement, as trec_eval reads it); '#' inside a docno is data."""

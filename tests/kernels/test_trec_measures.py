@@ -336,3 +336,40 @@ def test_the_orderings_helper_covers_every_order():
     seqs = tie_orderings(np.array([1.0, 1.0, 0.0]), [(1.0, True), (0.0, False), (2.0, True)])
     assert len(seqs) == 2 and all(s[2] == (2.0, True) for s in seqs)
     assert list(itertools.chain(*seqs))
+
+
+@pytest.mark.parametrize("setting", [(None, None), (2.0, None), (None, 3), (1.5, 2)])
+def test_iprec_levels_planned_together_equal_each_level_computed_alone(setting):
+    """trec_eval's 11 iprec_at_recall levels share, per batch, the expectation's set-up
+    and each ordering's precision curve (``RelBatch.plan``): every column must be the one
+    a batch computing that level alone gives, bit for bit (that one is checked against
+    enumeration above), on the sparse table and on the full one."""
+    level, depth = setting
+    rng = make_rng(f"iprec-planned-{level}-{depth}")
+    rows = [random_row(rng) for _ in range(80)]
+    for _ in range(10):  # longer rows with wide ties
+        n = int(rng.integers(8, 30))
+        rows.append((rng.integers(0, 4, n).astype(np.float64),
+                     rng.choice([0.0, 0.0, 1.0, 2.0], n), rng.random(n) < 0.7,
+                     rng.choice([0.0, 1.0], 2), np.array([True, True])))
+    scores, labels, judged, ulab, ujudged = (np.concatenate([r[i] for r in rows])
+                                             for i in range(5))
+    offsets = np.concatenate(([0], np.cumsum([r[0].size for r in rows])))
+    uoffsets = np.concatenate(([0], np.cumsum([r[3].size for r in rows])))
+
+    def batch(sparse):
+        return RelBatch(scores, labels, offsets, relevance_level=level, depth=depth,
+                        judged=judged, unranked=(ulab, uoffsets), unranked_judged=ujudged,
+                        original="stable", sparse=sparse)
+    texts = [f"IPrec@{x / 10:g}" for x in range(11)] + ["IPrec@0.25", "IPrec11pt", "MAP"]
+    metrics = [parse_rel_metric(t) for t in texts]
+    for sparse in (False, True):
+        shared = batch(sparse)
+        shared.plan(metrics)
+        for metric in reversed(metrics):  # not the plan's order
+            got, alone = shared.values(metric), batch(sparse).values(metric)
+            for column in ("original", "first", "last", "tie_aware", "variance"):
+                np.testing.assert_array_equal(getattr(got, column), getattr(alone, column),
+                                              err_msg=f"{metric} {column}")
+        # the first level asked computed all twelve at once
+        assert len(shared.full().shared[("IPrec", "expectation", "trec_eval")]) == 12

@@ -45,10 +45,14 @@ Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 * A document retrieved twice for one query, or judged twice, is an input error, as in
   trec_eval.
 
-Reading is vectorised: the bytes are normalised only where they need it (tabs and runs of
-blanks to one space, comment lines dropped) and split by pyarrow's CSV parser; any line it
-cannot take (a missing or extra field, a bad number) sends the file to the line-by-line
-reader, which reads extra fields as trec_eval does and names the line of any error.
+Reading is vectorised and chunked: the file is read about 8 MB at a time, cut after a line
+end; each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
+one space, comment lines dropped) and split by pyarrow's CSV parser, and its records kept
+as compact arrays (query ids and docnos as int32 codes into dictionaries of the distinct
+ids, scores as float64), so memory follows the number of lines, not their bytes. Any line
+the parser cannot take (a missing or extra field, a bad number) sends the file to the
+line-by-line reader, which reads extra fields as trec_eval does and names the line of any
+error.
 """
 
 
@@ -57,6 +61,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -258,17 +263,31 @@ _QRELS_FIELDS = ("qid", "iter", "docno", "relevance")
 
 @dataclass
 class _Columns:
-    """A file's records: ``qid`` and ``docno`` as pyarrow binary arrays, ``value`` (score
-    or relevance) as float64, and a run's tags in order of first appearance."""
+    """A file's records in compact arrays: ``qid`` and ``docno`` as int32 codes into
+    pyarrow binary dictionaries (each distinct id held once, in order of first
+    appearance), ``value`` (score or relevance) as float64, and a run's tags in order of
+    first appearance. About 16 bytes per line whatever the ids' length."""
 
-    qid: object
-    docno: object
+    qid_codes: np.ndarray
+    qid_dict: Any
+    docno_codes: np.ndarray
+    docno_dict: Any
     value: np.ndarray
     tags: list = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return int(self.value.size)
+
+    @property
+    def qid(self):
+        """The query id of every record, as a pyarrow binary array."""
+        return self.qid_dict.take(self.qid_codes)
+
+    @property
+    def docno(self):
+        """The docno of every record, as a pyarrow binary array."""
+        return self.docno_dict.take(self.docno_codes)
 
 
 def _comment_lines(data: bytes) -> bool:
@@ -314,7 +333,9 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     try:
         table = csv.read_csv(
             pa.BufferReader(data),
-            read_options=csv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            # in this thread, 1 MB blocks: the parser's buffers grow with the block
+            read_options=csv.ReadOptions(column_names=list(names), block_size=1 << 20,
+                                         use_threads=False),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
                                            escape_char=False, ignore_empty_lines=True),
             convert_options=csv.ConvertOptions(
@@ -338,12 +359,171 @@ def _array(column):
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
+_NO_RECORD = "no record"  # a chunk of blank and comment lines only
+
+
 def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
-    """The fast readers: the bytes as they are, else normalised; None when neither fits."""
+    """The fast readers: the bytes as they are, else normalised; None when neither fits,
+    :data:`_NO_RECORD` when nothing but blank and comment lines is left."""
     got = _csv_columns(data, names, number, plain=True)
     if got is None:
-        got = _csv_columns(_normalise(data, comment_col0), names, number)
+        data = _normalise(data, comment_col0)
+        if data.count(b"\n") == len(data):
+            return _NO_RECORD
+        got = _csv_columns(data, names, number)
     return got
+
+
+# Files are read and parsed this many bytes at a time (cut after a line end), so that
+# reading holds one chunk's bytes and parsed columns besides the compact arrays of the
+# records read so far, whatever the file's size.
+CHUNK_BYTES = 1 << 23
+
+
+def _read_chunks(path: str, what: str, size: int | None = None):
+    """The bytes of a file in pieces of about ``size`` bytes, each ending at a line end
+    (the last at the end of the file): every rule of the readers is one line's."""
+    size = CHUNK_BYTES if size is None else size
+    if os.path.exists(path):
+        require_regular_file(path)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
+    with fh:
+        rest = b""
+        while True:
+            try:
+                block = fh.read(size)
+            except OSError as exc:
+                raise InputError(f"{path}: cannot read {what}: "
+                                 f"{exc.strerror or exc}") from None
+            if not block:
+                if rest:
+                    yield rest
+                return
+            if rest:
+                block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # a line longer than a chunk: read on
+                rest = block
+                continue
+            if cut == len(block):
+                rest = b""
+                yield block
+            else:
+                rest = block[cut:]
+                yield block[:cut]
+            del block
+
+
+class _Growing:
+    """A flat array filled chunk by chunk, grown by half again when full: the records
+    land in place instead of in pieces joined at the end (which would hold both)."""
+
+    def __init__(self, dtype, capacity: int):
+        self.data = np.empty(max(1, capacity), dtype=dtype)
+        self.size = 0
+
+    def add(self, values: np.ndarray) -> None:
+        end = self.size + values.size
+        if end > self.data.size:
+            grown = np.empty(max(end, self.data.size * 3 // 2), dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:end] = values
+        self.size = end
+
+    def array(self) -> np.ndarray:
+        return self.data[:self.size]
+
+
+def _dictionary_codes(codes: np.ndarray, parts: list) -> object:
+    """Turn ``codes``, in pieces ``(start, stop, binary dictionary)`` each coded into its
+    own dictionary, into codes into one dictionary (each distinct value once, in order of
+    first appearance), in place; returns that dictionary."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not parts:
+        return pa.array([], type=pa.binary())
+    if len(parts) == 1:
+        return parts[0][2]
+    enc = pc.dictionary_encode(pa.concat_arrays([d for _, _, d in parts]))
+    merged = to_numpy(enc.indices).astype(np.int32, copy=False)
+    base = 0
+    for start, stop, d in parts:
+        codes[start:stop] = merged[base:base + len(d)][codes[start:stop]]
+        base += len(d)
+    return enc.dictionary
+
+
+def _encode(column) -> tuple[np.ndarray, object]:
+    """``(int32 codes, dictionary)`` of a binary column."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(_array(column))
+    return to_numpy(enc.indices).astype(np.int32, copy=False), enc.dictionary
+
+
+def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_col0: bool,
+                     *, tags: bool = False, finite: bool = False) -> _Columns | None:
+    """The records of a file read chunk by chunk with the fast readers, kept as compact
+    arrays; None when a chunk does not fit them (the caller reads the file line by line,
+    which names the line of any error)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pool = pa.default_memory_pool()
+    qids: list = []
+    docnos: list = []
+    columns = None
+    seen_tags: dict[str, None] = {}
+    read = 0
+    for chunk in _read_chunks(path, what):
+        read += len(chunk)
+        got = _parse(chunk, names, number, comment_col0)
+        del chunk
+        if got is None:
+            return None
+        if got is _NO_RECORD:
+            continue
+        table, value = got
+        if finite and not np.isfinite(value).all():
+            return None
+        if columns is None:  # room for the whole file at the first chunk's line length
+            lines = int(value.size * max(1.0, os.path.getsize(path) / read) * 1.02) + 16
+            columns = (_Growing(np.int32, lines), _Growing(np.int32, lines),
+                       _Growing(np.float64, lines))
+        start = columns[2].size
+        for grow, parts, name in ((columns[0], qids, "qid"), (columns[1], docnos, "docno")):
+            codes, dictionary = _encode(table[name])
+            grow.add(codes)
+            parts.append((start, grow.size, dictionary))
+        columns[2].add(value)
+        if tags:
+            seen_tags.update((_text(t), None)
+                             for t in pc.unique(_array(table["tag"])).to_pylist())
+        del table, got, value
+        pool.release_unused()  # the parser's buffers, which the allocator would keep
+    if columns is None:
+        columns = (_Growing(np.int32, 0), _Growing(np.int32, 0), _Growing(np.float64, 0))
+    qid_codes, docno_codes, values = (c.array() for c in columns)
+    qid_dict = _dictionary_codes(qid_codes, qids)
+    docno_dict = _dictionary_codes(docno_codes, docnos)
+    return _Columns(qid_codes, qid_dict, docno_codes, docno_dict, values, list(seen_tags))
+
+
+def _line_columns(rows: list, tags: list | None = None) -> _Columns:
+    """:class:`_Columns` of the line-by-line reader's records."""
+    import pyarrow as pa
+
+    qid_codes, qid_dict = _encode(pa.chunked_array([_binary([r[0] for r in rows])]))
+    docno_codes, docno_dict = _encode(pa.chunked_array([_binary([r[1] for r in rows])]))
+    return _Columns(qid_codes, qid_dict, docno_codes, docno_dict,
+                    np.array([r[2] for r in rows], dtype=np.float64), tags or [])
 
 
 def _binary(values: list):
@@ -352,31 +532,19 @@ def _binary(values: list):
 
 
 def _run_columns(path: str) -> _Columns:
-    data = _read_bytes(path, "run")
-    got = _parse(data, _RUN_FIELDS, "score", comment_col0=False)
+    got = _chunked_columns(path, "run", _RUN_FIELDS, "score", False, tags=True)
     if got is not None:
-        import pyarrow.compute as pc
-        table, scores = got
-        tags = [_text(t) for t in pc.unique(table["tag"]).to_pylist()]
-        return _Columns(_array(table["qid"]), _array(table["docno"]), scores, tags)
-    rows = list(_run_lines(path, data))
-    tags = list(dict.fromkeys(_text(r[3]) for r in rows))
-    return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
-                    np.array([r[2] for r in rows], dtype=np.float64), tags)
+        return got
+    rows = list(_run_lines(path, _read_bytes(path, "run")))
+    return _line_columns(rows, list(dict.fromkeys(_text(r[3]) for r in rows)))
 
 
-def _qrels_columns(path: str, data: bytes | None = None, *, checked: bool = False
-                   ) -> _Columns:
-    if data is None:
-        data = _read_bytes(path, "qrels")
-    got = None if checked else _parse(data, _QRELS_FIELDS, "relevance", comment_col0=True)
-    if got is not None:
-        table, rel = got
-        if np.isfinite(rel).all():
-            return _Columns(_array(table["qid"]), _array(table["docno"]), rel)
-    rows = list(_qrels_lines(path, data))
-    return _Columns(_binary([r[0] for r in rows]), _binary([r[1] for r in rows]),
-                    np.array([r[2] for r in rows], dtype=np.float64))
+def _qrels_columns(path: str, *, checked: bool = False) -> _Columns:
+    if not checked:
+        got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True)
+        if got is not None:
+            return got
+    return _line_columns(list(_qrels_lines(path, _read_bytes(path, "qrels"))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -502,26 +670,35 @@ def _decode_qids(raw: list, run_path: str, qrels_path: str, run_codes: np.ndarra
 
 def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int):
     """:func:`_trec_rows_order` for the usual layout of a run -- each query's lines
-    together, by score descending -- in about linear time: the query blocks are put in
-    order and the docnos of each tie sorted; None for any other layout."""
+    together, by score descending -- in about linear time: the docnos of each tie are
+    sorted where the lines are (a key that only reorders lines inside a tie) and the query
+    blocks then put in order; None for any other layout."""
     n = query.size
     if n == 0 or np.isnan(scores).any():
         return None
-    starts = np.flatnonzero(np.concatenate(([True], query[1:] != query[:-1])))
+    same = query[1:] == query[:-1]
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
     heads = query[starts]
     blocks = np.argsort(heads, kind="stable")
     if (heads[blocks][1:] == heads[blocks][:-1]).any():  # a query in several blocks
         return None
+    if (same & (scores[1:] > scores[:-1])).any():  # scores rise inside a query
+        return None
+    # key: the tie's number along the file, then docno descending (docnos are distinct
+    # inside a query: a document retrieved twice was refused before)
+    key = np.zeros(n, dtype=np.int64)
+    np.cumsum(~(same & (scores[1:] == scores[:-1])), out=key[1:])
+    del same
+    key *= nd
+    key += nd - 1
+    key -= docno
+    order = np.argsort(key, kind="stable")
+    del key
     lengths = np.diff(np.append(starts, n))[blocks]
     new_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    perm = np.repeat(starts[blocks] - new_starts, lengths) + np.arange(n)
-    q, s = query[perm], scores[perm]
-    same = q[1:] == q[:-1]
-    if (same & (s[1:] > s[:-1])).any():  # scores rise inside a query
-        return None
-    tie = np.concatenate(([0], np.cumsum(~(same & (s[1:] == s[:-1])))))
-    key = tie * nd + (nd - 1 - docno[perm])
-    return perm[np.argsort(key, kind="stable")]
+    perm = np.repeat(starts[blocks] - new_starts, lengths)
+    perm += np.arange(n)
+    return order[perm]
 
 
 def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int
@@ -538,7 +715,7 @@ def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, n
     dense = dense.reshape(-1).astype(np.int64) + nan  # NaN after every number
     width = distinct.size + 1
     if (int(query.max(initial=0)) + 1) * width * nd < (1 << 62):
-        key = (query * width + dense) * nd + (nd - 1 - docno)
+        key = (query.astype(np.int64) * width + dense) * nd + (nd - 1 - docno)
         return np.argsort(key, kind="stable")
     return np.lexsort((-docno, dense, query))
 
@@ -563,33 +740,37 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     qrels = _qrels_columns(qrels_path)
     if qrels.size == 0:
         raise InputError(f"{qrels_path}: no judgements (empty qrels file)")
-    n_run = run.size
 
     # query ids: one code per id over both files, ranked by their text
-    enc = pc.dictionary_encode(pa.concat_arrays([run.qid, qrels.qid]))
-    codes = to_numpy(enc.indices)
-    names = _decode_qids(enc.dictionary.to_pylist(), run_path, qrels_path, codes[:n_run])
+    qenc = pc.dictionary_encode(pa.concat_arrays([run.qid_dict, qrels.qid_dict]))
+    qmap = to_numpy(qenc.indices)  # the run's dictionary, then the qrels': the code of each
+    nrq = len(run.qid_dict)
+    names = _decode_qids(qenc.dictionary.to_pylist(), run_path, qrels_path, qmap[:nrq])
     order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
     qnames = [names[i] for i in order]
-    rank = _ranks(order)
-    rq, jq = rank[codes[:n_run]], rank[codes[n_run:]]
+    rank = _ranks(order).astype(np.int32)
+    rq, jq = rank[qmap[:nrq]][run.qid_codes], rank[qmap[nrq:]][qrels.qid_codes]
     nq = len(names)
+    del qenc, qmap
 
     # docnos: one code per docno over both files, ranked byte-wise (trec_eval's strcmp)
-    denc = pc.dictionary_encode(pa.concat_arrays([run.docno, qrels.docno]))
-    dcodes = to_numpy(denc.indices)
+    denc = pc.dictionary_encode(pa.concat_arrays([run.docno_dict, qrels.docno_dict]))
+    dmap = to_numpy(denc.indices)
     dorder = to_numpy(pc.sort_indices(denc.dictionary))
     nd = max(1, len(denc.dictionary))
-    drank = _ranks(dorder)
-    rd, jd = drank[dcodes[:n_run]], drank[dcodes[n_run:]]
+    drank = _ranks(dorder).astype(np.int32)
+    nrd = len(run.docno_dict)
+    rd = drank[dmap[:nrd]][run.docno_codes]
+    jd = drank[dmap[nrd:]][qrels.docno_codes]
     ddict = denc.dictionary
-    del enc, codes, denc, dcodes, drank
+    del denc, dmap, drank
+    run.qid_codes = run.docno_codes = np.zeros(0, dtype=np.int32)  # not needed again
 
     def docno(r: int) -> str:
         return _text(ddict[int(dorder[r])].as_py())
 
     # judgements sorted by (query, docno); a pair judged twice is refused with its line
-    jkey = jq * nd + jd
+    jkey = jq.astype(np.int64) * nd + jd
     jo = np.argsort(jkey, kind="stable")
     js, jrel, jqs = jkey[jo], qrels.value[jo], jq[jo]
     if js.size > 1 and (js[1:] == js[:-1]).any():
@@ -610,7 +791,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
 
     # the run's lines of evaluated queries; a document retrieved twice is refused
     keep = both[rq]
-    rkey = rq * nd + rd
+    rkey = rq.astype(np.int64) * nd + rd
     kept_keys = np.sort(rkey[keep])
     dup = np.flatnonzero(kept_keys[1:] == kept_keys[:-1])
     if dup.size:
@@ -629,12 +810,19 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
         kept_keys = np.sort(rkey[keep])
     del rkey
 
-    idx = np.flatnonzero(keep)
-    del keep
-    idx = idx[_trec_rows_order(rq[idx], run.value[idx], rd[idx], nd)]
-    scores, labels, judged = run.value[idx], labels[idx], judged[idx]
-    counts = np.bincount(rq[idx], minlength=nq)[row_ranks]
-    del idx, order
+    if keep.all():  # every line evaluated: no copy of the lines kept
+        counts = np.bincount(rq, minlength=nq)[row_ranks]
+        idx = _trec_rows_order(rq, run.value, rd, nd)
+    else:
+        counts = np.bincount(rq[keep], minlength=nq)[row_ranks]
+        idx = np.flatnonzero(keep)
+        idx = idx[_trec_rows_order(rq[idx], run.value[idx], rd[idx], nd)]
+    del keep, rq, rd, order
+    scores = run.value[idx]
+    run.value = scores[:0]
+    labels = labels[idx]
+    judged = judged[idx]
+    del idx
     if counts.size and counts.max() > 0:
         longest = int(np.argmax(counts))
         check_row_length(run_path, int(counts[longest]), f"query {qnames[row_ranks[longest]]}")
@@ -703,9 +891,11 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     metadata = {"tag": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
+    # a row's bytes: its scores, labels and judged mask (17 bytes a line), which size the
+    # batches and so the working memory of the kernel
     dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path), row_bytes=max(1, int(8 * scores.size
-                                                                          // rows)),
+                        nbytes=os.path.getsize(path), row_bytes=max(1, int(17 * scores.size
+                                                                           // rows)),
                         warnings=[], relevance=info, query_set=query_set)
     return dump
 

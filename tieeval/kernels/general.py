@@ -158,6 +158,7 @@ class GeneralKernel(Kernel):
             raise InputError(f"{path}: {exc}") from None
         if listed is not None:
             rb.use_order(listed)
+        rb.plan(e.form for e in self.entries)
         return rb
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
@@ -167,10 +168,28 @@ class GeneralKernel(Kernel):
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, np.asarray(lab) > 0)
 
-    def add_rows(self, acc: Accumulator, rb: RelBatch) -> None:
+    def add_values(self, acc: Accumulator | None, batch: Batch
+                   ) -> tuple[None, list[InstanceValues]]:
+        """The totals and the per-instance values from one block table and one evaluation
+        of each metric (the values the totals add are the ones handed out)."""
+        if acc is None:
+            return None, self.instance_values(batch)
+        batch = self.prepare(batch)
+        lab = self.labels(batch)
+        rb = self.block_table(batch, lab)
+        if rb.rows == 0:
+            return None, self._instances(rb, [rb.values(e.form) for e in self.entries])
+        values = self.add_rows(acc, rb)
+        if acc.duplicates is not None and batch.items is not None:
+            self._duplicates(acc, batch, np.asarray(lab) > 0)
+        return None, self._instances(rb, cast(list, values), counted=True)
+
+    def add_rows(self, acc: Accumulator, rb: RelBatch) -> list[InstanceValues] | None:
+        """Add a block table's rows to ``acc``; returns each entry's values as added
+        (``no_relevant`` applied), None for a table without rows."""
         rows = rb.rows
         if rows == 0:
-            return
+            return None
         acc.instances += rows
         n = rb.n
         acc.add_lengths(int(n.min()), int(n.max()))
@@ -196,12 +215,14 @@ class GeneralKernel(Kernel):
         ranked_pos[prow] = True
         # HR@K entries serve the tie-decided shares too
         hr_values: dict[int, InstanceValues] = {}
+        added = []
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
             k = entry.metric.k
             if isinstance(k, int) and entry.form == self._hr.get(k):
                 hr_values[k] = v
             v = self._counted(v, entry, has_pos)
+            added.append(v)
             # RelBatch.values always fills defined and variance (NaN where no closed form)
             mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
@@ -232,6 +253,7 @@ class GeneralKernel(Kernel):
             # a query the run does not answer (--missing-queries zero) has no candidates:
             # the query-set note reports it, not this warning
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
+        return added
 
     @staticmethod
     def _spread(sums, v: InstanceValues, mask: np.ndarray):
@@ -273,13 +295,20 @@ class GeneralKernel(Kernel):
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
         rb = self.block_table(batch, self.labels(batch))
+        return self._instances(rb, [rb.values(e.form) for e in self.entries])
+
+    def _instances(self, rb: RelBatch, values: list[InstanceValues], counted: bool = False
+                   ) -> list[InstanceValues]:
+        """Each entry's per-instance values from its values on ``rb`` (``counted``:
+        ``no_relevant`` already applied)."""
         keep = None
         if self.both:
             keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
         out = []
         has_pos = rb.n_pos >= 1
-        for entry in self.entries:
-            v = self._counted(rb.values(entry.form), entry, has_pos)
+        for entry, v in zip(self.entries, values):
+            if not counted:
+                v = self._counted(v, entry, has_pos)
             if keep is not None:  # RelBatch.values always fills defined
                 v.defined = cast(np.ndarray, v.defined) & keep
             if not entry.metric.spec.has_variance:

@@ -278,6 +278,10 @@ class RelBatch:
         self.original = original
         self._lab_ideal: dict = {}
         self._cutoffs: dict = {}
+        # what the metrics evaluated on this batch are (plan) and what a measure computes
+        # once for all of them (shared): the 11 levels of trec_eval's iprec_at_recall
+        self.planned: tuple = ()
+        self.shared: dict = {}
         self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         self.compact = False
         self._full_args = None
@@ -439,7 +443,15 @@ class RelBatch:
         if not hasattr(self, "_full"):
             scores, labels, offsets, kwargs = cast(tuple, self._full_args)
             self._full = RelBatch(scores, labels, offsets, **kwargs)
+            self._full.planned = self.planned
         return self._full
+
+    def plan(self, metrics) -> None:
+        """Name the metrics that will be evaluated on this batch, so that a measure can
+        compute what several of them share once (:meth:`values` is the same without it)."""
+        self.planned = tuple(metrics)
+        if hasattr(self, "_full"):
+            self._full.planned = self.planned
 
     # -- sums ------------------------------------------------------------------------------
     def _block_sum(self, x: np.ndarray) -> np.ndarray:

@@ -494,9 +494,10 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
     m_t = np.clip(kept[rb.brow] - rb.ba, 0, rb.bsz)
     b_t = _exclusive_within_row(rb, p_t)
     plans = []
+    shape = _iprec_shape(rb, p_t, b_t, m_t)  # the same at every level
     for recall in levels:
         cut = iprec_cut(recall, big_r, rounding)
-        plans.append(_iprec_rows(rb, p_t, b_t, m_t, np.maximum(cut, 1)))
+        plans.append(_iprec_rows(rb, p_t, b_t, m_t, np.maximum(cut, 1), shape))
     # every level's CDF requests, evaluated together (duplicates once)
     requests = [np.concatenate([plan[0][j] for plan in plans]) for j in range(7)]
     cdf = _path_cdf(*requests)
@@ -509,11 +510,32 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
     return out
 
 
-def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1):
+def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1, shape=None):
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
     they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
-    giving the rows' expectations."""
+    giving the rows' expectations. ``shape`` (:func:`_iprec_shape`), which does not
+    depend on the level, is shared by the levels of one batch."""
+    if shape is None:
+        shape = _iprec_shape(rb, p_t, b_t, m_t)
+    nv, vrow, weight, vret, ib, ba, nb, pb, bb = shape
+    vc1 = c1[vrow]
+    valid = vret >= vc1  # else 0 in every order (R_ret = 0 included, as c' >= 1)
+    request, finish_virtual = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow,
+                                             rb.rows)
+
+    def finish(cdf_values: np.ndarray) -> np.ndarray:
+        ev, over = finish_virtual(cdf_values)
+        out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
+        out[over] = np.nan
+        return out
+
+    return request, finish
+
+
+def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
+    """The virtual rows of :func:`_iprec_rows` and their block instances: ``(nv, vrow,
+    weight, vret, ib, ba, nb, pb, bb)``."""
     full = np.flatnonzero(m_t == rb.bsz)
     cutb = np.flatnonzero((m_t > 0) & (m_t < rb.bsz))  # at most one per row
     # h values of the cut blocks: max(0, p - (n - m)) .. min(p, m)
@@ -549,18 +571,7 @@ def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1):
     pb = np.concatenate((p_t[inst_block], h))
     bb = np.concatenate((b_t[inst_block], b_t[cutb][ci]))
     ib = np.concatenate((inst_v, cv))
-    vc1 = c1[vrow]
-    valid = vret >= vc1  # else 0 in every order (R_ret = 0 included, as c' >= 1)
-    request, finish_virtual = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow,
-                                             rb.rows)
-
-    def finish(cdf_values: np.ndarray) -> np.ndarray:
-        ev, over = finish_virtual(cdf_values)
-        out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
-        out[over] = np.nan
-        return out
-
-    return request, finish
+    return nv, vrow, weight, vret, ib, ba, nb, pb, bb
 
 
 def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):

@@ -29,17 +29,56 @@ import numpy as np
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.cascade import (
     iprec_cut,
-    iprec_expectation,
     iprec_expectations,
     not_computed_reason,
 )
 
 
+def _planned_levels(ev) -> set:
+    """The recall levels of every IPrec and 11pt_avg metric planned on the batch with this
+    metric's rounding: they share their set-up, so they are computed together, once."""
+    levels: set = set()
+    for m in ev.b.planned:
+        if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
+                and m.iprec_rounding == ev.m.iprec_rounding):
+            levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
+                          else (0.0 if m.level is None else m.level,))
+    return levels
+
+
+def interpolated_expectations(ev, levels) -> list[np.ndarray]:
+    """The exact E[IPrec(level)] of each row at each of ``levels`` (NaN beyond the work
+    limit), computed once per batch for every level planned on it.
+
+    Row j of :func:`iprec_expectations` is :func:`iprec_expectation` at level j, bit for
+    bit (every path count is a computation of its own request), so computing the levels
+    together changes no figure."""
+    rounding = ev.m.iprec_rounding
+    store = ev.b.shared.setdefault(("IPrec", "expectation", rounding), {})
+    if any(x not in store for x in levels):
+        todo = sorted((set(levels) | _planned_levels(ev)) - set(store))
+        e = iprec_expectations(ev.b, todo, depth=ev.b.depth, relevant_level=ev.b.level,
+                               rounding=rounding)
+        store.update(zip(todo, (np.asarray(row, dtype=np.float64) for row in e)))
+    return [store[x] for x in levels]
+
+
 def interpolated_expectation(ev, level: float) -> np.ndarray:
     """The exact E[IPrec(level)] of each row (NaN beyond the work limit)."""
-    e = iprec_expectation(ev.b, level, depth=ev.b.depth, relevant_level=ev.b.level,
-                          rounding=ev.m.iprec_rounding)
-    return np.asarray(e, dtype=np.float64)
+    return interpolated_expectations(ev, [level])[0]
+
+
+def interpolated_levels(ev, lab, levels) -> list[np.ndarray]:
+    """:func:`interpolated` at each of ``levels``; the ordering's precision curve is made
+    once per batch for every level planned on it."""
+    key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
+    kept = ev.b.shared.get(key)
+    if (kept is None or kept[0] is not lab or kept[1] is not ev.in_k
+            or any(x not in kept[2] for x in levels)):
+        todo = set(levels) | _planned_levels(ev)
+        kept = (lab, ev.in_k, _interpolated(ev, lab, todo))
+        ev.b.shared[key] = kept
+    return [kept[2][x] for x in levels]
 
 
 def interpolated(ev, lab, level: float) -> np.ndarray:
@@ -48,22 +87,36 @@ def interpolated(ev, lab, level: float) -> np.ndarray:
     precision at any retrieved rank at or below the c-th relevant item (any rank when
     c = 0); 0 when fewer than c relevant items are retrieved or nothing is. (trec_eval 9
     rounds c as (long)(x R + 0.9): ``--convention trec_eval9``.)"""
+    return interpolated_levels(ev, lab, [level])[0]
+
+
+def _interpolated(ev, lab, levels) -> dict:
+    """``{level: interpolated(ev, lab, level)}`` from one precision curve."""
     b = ev.b
     rel = b.relevant(lab) & ev.in_k
     c = np.cumsum(rel, dtype=np.int64)
     base = np.concatenate(([0], c))[b.offsets[:-1]]
     so_far = c - base[b.row]
     prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
-    best = np.zeros(b.size)  # max precision at this rank or below (suffix maximum)
-    for _, idx in b._by_length(np.arange(b.rows)):
-        best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-    cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
-    out = np.zeros(b.rows)
-    at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
-    out[b.row[at]] = best[at]
-    zero = (cut == 0) & (b.n > 0)
-    out[zero] = best[b.offsets[:-1][zero]]
-    return out
+    # max precision at this rank or below (suffix maximum, row by row)
+    length = int(b.n[0]) if b.rows else 0
+    if length and (b.n == length).all():  # rows of one length: a 2-D view
+        best = np.maximum.accumulate(prec.reshape(b.rows, length)[:, ::-1],
+                                     axis=1)[:, ::-1].ravel()
+    else:
+        best = np.zeros(b.size)
+        for _, idx in b._by_length(np.arange(b.rows)):
+            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
+    out_levels = {}
+    for level in levels:
+        cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
+        out = np.zeros(b.rows)
+        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
+        out[b.row[at]] = best[at]
+        zero = (cut == 0) & (b.n > 0)
+        out[zero] = best[b.offsets[:-1][zero]]
+        out_levels[level] = out
+    return out_levels
 
 
 @dataclass(frozen=True)
@@ -104,13 +157,12 @@ class ElevenPointAverage(InterpolatedPrecision):
     """
 
     def closed(self, ev):
-        # the 11 levels share their path counts in one call
-        e = iprec_expectations(ev.b, ELEVEN_LEVELS, depth=ev.b.depth,
-                               relevant_level=ev.b.level, rounding=ev.m.iprec_rounding)
+        # the 11 levels share their path counts (with any IPrec planned on the batch)
+        e = np.array(interpolated_expectations(ev, ELEVEN_LEVELS))
         return np.sum(e, axis=0) / len(ELEVEN_LEVELS), None, None
 
     def realise(self, ev, lab, judged):
-        return sum(interpolated(ev, lab, x) for x in ELEVEN_LEVELS) / len(ELEVEN_LEVELS)
+        return sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)) / len(ELEVEN_LEVELS)
 
     def nan_without_ranked(self, k, big_r, options) -> bool:
         """m_11pt_avg.c starts from num_rel_ret / num_ret as m_iprec_at_recall.c does, and
