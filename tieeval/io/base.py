@@ -197,6 +197,9 @@ class Dump:
         except ReadAgain as exc:  # a part learned something about the dump: tell it
             self.start_over(exc)
             raise
+        finally:
+            from tieeval.io import buffers  # the pass is over: its batch buffers go
+            buffers.release()
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")

@@ -23,6 +23,7 @@ from tieeval.io.arrow import (
     check_same_fields,
     list_to_numpy,
     numpy_dtype,
+    iter_row_group,
     parquet_file,
     row_groups,
     to_numpy,
@@ -148,8 +149,7 @@ class RowGroupPart:
         start = self.start
         try:
             pf = parquet_file(self.path)
-            it = pf.iter_batches(batch_size=batch_rows, row_groups=[self.group],
-                                 columns=self.columns, use_threads=False)
+            it = iter_row_group(self.path, pf, self.group, batch_rows, self.columns)
             for record in it:
                 if record.num_rows == 0:
                     continue
