@@ -39,7 +39,14 @@ from tieeval.engine.request import (
     make_request,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo
+from tieeval.io.base import (
+    DEFAULT_BATCH_ROWS,
+    TARGET_BATCH_BYTES,
+    Dump,
+    ReadAgain,
+    ReadOptions,
+    RelevanceInfo,
+)
 from tieeval.io.open import open_dump
 from tieeval.kernels import fused
 from tieeval.kernels.accumulator import Accumulator
@@ -469,20 +476,36 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 
 
 class _ArrayDump:
-    """An in-memory batch dressed as a dump, so arrays take the one pipeline too."""
+    """In-memory arrays dressed as a dump, so arrays take the one pipeline too: cut into
+    batches of the size a file of the same rows would be read in (views of the arrays,
+    :meth:`Batch.take`), so that the kernel's working memory is bounded by the batch and
+    batches run on the sort threads, as a file's do."""
 
     def __init__(self, batch: Batch, path: str, dtype, relevance: RelevanceInfo | None):
         self.batch, self.path, self.dtype, self.relevance = batch, path, dtype, relevance
         self.metadata: dict = {}
         self.warnings: list = []
-        self.nbytes = 0
+        self.nbytes = int(batch.scores.nbytes)
         self.parts = None
+        self.rows = batch.rows
+        # a dump's automatic batch size follows the bytes of a row of scores
+        self.row_bytes = -(-self.nbytes // max(1, batch.rows))
 
     def batch_size(self, batch_rows=None) -> int:
-        return max(1, self.batch.rows)
+        if batch_rows is not None:
+            return batch_rows
+        if self.row_bytes <= 0:
+            return DEFAULT_BATCH_ROWS
+        return int(max(1, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
 
     def batches(self, batch_rows=None):
-        yield self.batch
+        size = self.batch_size(batch_rows)
+        rows = self.batch.rows
+        if rows <= size:
+            yield self.batch
+            return
+        for lo in range(0, rows, size):
+            yield self.batch.take(lo, min(lo + size, rows))
 
     def verify(self) -> None:
         pass
