@@ -22,10 +22,12 @@ and the medians of ``--repeat`` rounds are printed, with ratios from the same ru
   100,000 x 200 NPZ (labels 0-3) and a multi-positive 50,000 x 5,000 NPZ (1-50 positives
   per row, 1.25 GB). Time of the call; working memory is the peak above the process's
   resident size just before the call (for ``evaluate``, after the arrays were loaded).
-  ``--baseline-src DIR`` also runs ``evaluate`` from another checkout (before a change).
+  ``--baseline-src DIR`` also runs ``evaluate`` from another checkout (before a change),
+  and ``rows`` the command line from there.
 * ``jobs``: the command line with ``--jobs 0`` (the default), ``--jobs 1`` and ``--jobs 2``
   (a pool of two workers, what ``--jobs 0`` started on 2 cores for NPY and stored NPZ
-  matrices of 1 GB or more) on the 1M NPY, the 10M NPY and the 1.25 GB labelled NPZ.
+  matrices of 1 GB or more) on the 1M NPY, the 10M NPY and the 1.25 GB labelled NPZ
+  (``--jobs-dumps 1m,10m,multi``).
 """
 
 from __future__ import annotations
@@ -244,22 +246,28 @@ def median(values) -> float:
 # ---------------------------------------------------------------------------------------
 # rows: peak memory of 1M against 10M rows
 
-def bench_rows(readers: list[str], repeat: int, keep: bool) -> None:
+def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None) -> None:
     print("## Peak memory against rows (tieeval compare, default --jobs; MB, median of "
           f"{repeat})\n")
-    print("| reader | 1M x 101 | 10M x 101 | 10M / 1M | seconds 1M | seconds 10M |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| reader | 1M x 101 | 10M x 101 | 10M / 1M | seconds 1M | seconds 10M |" + (
+        " before: 1M | before: 10M | before: 10M / 1M |" if baseline else ""))
+    print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |"
+                                                        if baseline else ""))
     for reader in readers:
         paths = {rows: write_dump(reader, rows) for rows in (1_000_000, 10_000_000)}
-        got: dict = {rows: [] for rows in paths}
+        got: dict = {(rows, src): [] for rows in paths for src in (ROOT, baseline) if src}
         for _ in range(repeat):
-            for rows, path in paths.items():
-                got[rows].append(cli(path))
-        small, big = got[1_000_000], got[10_000_000]
-        mb = [median(r["peak_mb"] for r in runs) for runs in (small, big)]
-        s = [median(r["seconds"] for r in runs) for runs in (small, big)]
-        print(f"| {reader} | {mb[0]:.1f} | {mb[1]:.1f} | {mb[1] / mb[0]:.3f} | {s[0]:.2f} | "
-              f"{s[1]:.2f} |", flush=True)
+            for rows, src in got:
+                got[rows, src].append(cli(paths[rows], env={"PYTHONPATH": src}))
+        mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
+        s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
+        small, big = (1_000_000, ROOT), (10_000_000, ROOT)
+        line = (f"| {reader} | {mb[small]:.1f} | {mb[big]:.1f} | {mb[big] / mb[small]:.3f} | "
+                f"{s[small]:.2f} | {s[big]:.2f} |")
+        if baseline:
+            old = mb[1_000_000, baseline], mb[10_000_000, baseline]
+            line += f" {old[0]:.1f} | {old[1]:.1f} | {old[1] / old[0]:.3f} |"
+        print(line, flush=True)
         if reader == "npy":
             fused = [cli(paths[10_000_000], env={"TIEEVAL_KERNEL": "numba"})
                      for _ in range(repeat)]
@@ -344,15 +352,17 @@ def bench_api(repeat: int, baseline: str | None) -> None:
 # ---------------------------------------------------------------------------------------
 # jobs: --jobs 0 against --jobs 1 (and a pool of two)
 
-def bench_jobs(repeat: int) -> None:
+def bench_jobs(repeat: int, which: list[str]) -> None:
     print(f"## --jobs 0 against --jobs 1 and 2 (median of {repeat}; MB of the whole process "
           "tree)\n")
     print("| dump | -j1 s | -j0 s | -j2 s | -j0 / -j1 | -j2 / -j1 | -j1 MB | -j0 MB | "
           "-j2 MB | -j0 MB / -j1 | -j2 MB / -j1 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    dumps = [("sampled 1M x 101 NPY (404 MB)", write_npy(1_000_000)),
-             ("sampled 10M x 101 NPY (4 GB)", write_npy(10_000_000)),
-             ("multi-positive 50k x 5,000 NPZ (1.25 GB)", write_labelled("multi"))]
+    makers = {"1m": ("sampled 1M x 101 NPY (404 MB)", lambda: write_npy(1_000_000)),
+              "10m": ("sampled 10M x 101 NPY (4 GB)", lambda: write_npy(10_000_000)),
+              "multi": ("multi-positive 50k x 5,000 NPZ (1.25 GB)",
+                        lambda: write_labelled("multi"))}
+    dumps = [(makers[key][0], makers[key][1]()) for key in which]
     for name, path in dumps:
         got: dict = {j: [] for j in ("1", "0", "2")}
         for _ in range(repeat):
@@ -368,24 +378,29 @@ def bench_jobs(repeat: int) -> None:
 
 
 def main() -> None:
+    global FOLDER
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="rows,api,jobs")
     parser.add_argument("--readers", default="npy,npz,parquet,long")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs-dumps", default="1m,10m,multi",
+                        help="the dumps of the jobs section: 1m, 10m, multi")
     parser.add_argument("--keep", action="store_true", help="keep the data files")
+    parser.add_argument("--data", default=FOLDER, help="where the data files go")
     parser.add_argument("--baseline-src", default=None,
-                        help="another checkout whose evaluate() is timed beside (api)")
+                        help="another checkout (before a change) run beside (rows, api)")
     args = parser.parse_args()
     ONLY[:] = args.only.split(",")
+    FOLDER = args.data
     warm_up()
     print(f"numpy {np.__version__}, {os.cpu_count()} cores\n")
     try:
         if "api" in ONLY:
             bench_api(args.repeat, args.baseline_src)
         if "jobs" in ONLY:
-            bench_jobs(args.repeat)
+            bench_jobs(args.repeat, args.jobs_dumps.split(","))
         if "rows" in ONLY:
-            bench_rows(args.readers.split(","), args.repeat, args.keep)
+            bench_rows(args.readers.split(","), args.repeat, args.keep, args.baseline_src)
     finally:
         if not args.keep:  # 4 GB files: gone unless asked to keep them
             for name in os.listdir(FOLDER) if os.path.isdir(FOLDER) else ():

@@ -37,7 +37,9 @@ def test_small_arrays_and_other_sizes_are_fresh():
     big = buffers.empty((1 << 18,), np.float64)
     owner = id(_owner(big))
     del big
-    other = buffers.empty((1 << 17,), np.float64)  # another size: not that buffer
+    other = buffers.empty((1 << 16,), np.float64)  # a quarter of it: not that buffer
     assert id(_owner(other)) != owner
     assert other.dtype == np.float64 and other.flags.c_contiguous
+    shorter = buffers.empty((3 << 16,), np.float64)  # a last, shorter batch: reused
+    assert id(_owner(shorter)) == owner and shorter.shape == (3 << 16,)
     buffers.release()

@@ -29,23 +29,25 @@ _FREE: list[np.ndarray] = []
 
 
 def empty(shape: tuple, dtype) -> np.ndarray:
-    """An uninitialised C-order array of ``shape`` and ``dtype``, in a reused buffer when
-    one of the same size is free."""
+    """An uninitialised C-order array of ``shape`` and ``dtype``, in the smallest free
+    buffer that holds it (a dump's last, shorter batch reuses a full one: a fresh array
+    there would add a batch to the peak at the very end)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype=dtype)
     with _LOCK:
+        best = None
         for i in range(len(_FREE)):
+            size = _FREE[i].nbytes
             # 2: the list's reference and getrefcount's own argument; nothing else
-            if _FREE[i].nbytes == nbytes and sys.getrefcount(_FREE[i]) == 2:
-                buf = _FREE.pop(i)
-                break
-        else:
-            buf = np.empty(nbytes, dtype=np.uint8)
+            if nbytes <= size <= 2 * nbytes and sys.getrefcount(_FREE[i]) == 2 and (
+                    best is None or size < _FREE[best].nbytes):
+                best = i
+        buf = np.empty(nbytes, dtype=np.uint8) if best is None else _FREE.pop(best)
         _FREE.append(buf)
         del _FREE[:-KEEP]
-    return buf.view(dtype).reshape(shape)
+    return buf[:nbytes].view(dtype).reshape(shape)
 
 
 def release() -> None:
