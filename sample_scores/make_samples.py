@@ -13,6 +13,15 @@ are written twice:
 
 Each is saved as Parquet (list column ``scores`` plus ``positive``) and as NPZ (arrays
 ``scores`` and ``positive``), with the run's labels as metadata.
+
+Two smaller sets serve the guide's examples:
+
+* ``runs/{method}/{dataset}_group_seed{seed}.npz``: two methods x two datasets x three
+  seeds, 200 instances x 51 candidates each, for the multi-run tables (Tables 1, 3, 4) and
+  Figure 1: ``ConsRec`` scores through the saturating sigmoid, ``GroupIM`` raw logits.
+* ``trec/run.txt`` and ``trec/qrels.txt``: a TREC run of 12 queries x 40 documents whose
+  scores are rounded to two decimals (so documents tie), and graded judgements 0-2, with a
+  retrieved query without judgements (313, which trec_eval ignores).
 """
 
 from __future__ import annotations
@@ -58,6 +67,40 @@ def save(name: str, scores: np.ndarray, labels: dict[str, str]) -> None:
                         **{k: np.array(v) for k, v in labels.items()})
 
 
+def save_runs(rng: np.random.Generator) -> None:
+    """The multi-run tree: ConsRec saturates (ties), GroupIM does not."""
+    dim, instances, negatives = 16, 200, 50
+    for dataset, lean in (("Mafengwo", 0.7), ("CAMRa2011", 0.5)):
+        for seed in (1, 2, 3):
+            users = rng.normal(size=(instances, dim))
+            items = rng.normal(size=(instances, negatives + 1, dim))
+            items[:, 0, :] += lean * users
+            raw = (4.0 * np.einsum("ud,ucd->uc", users, items)).astype(np.float32)
+            for method, scores in (("ConsRec", sigmoid32(raw)), ("GroupIM", raw)):
+                os.makedirs(os.path.join(HERE, "runs", method), exist_ok=True)
+                np.savez_compressed(
+                    os.path.join(HERE, "runs", method, f"{dataset}_group_seed{seed}.npz"),
+                    scores=scores, positive=np.zeros(instances, dtype=np.int64))
+
+
+def save_trec(rng: np.random.Generator) -> None:
+    """A small TREC run and its qrels: tied scores, graded judgements, unmatched queries."""
+    os.makedirs(os.path.join(HERE, "trec"), exist_ok=True)
+    with open(os.path.join(HERE, "trec", "run.txt"), "w") as run, \
+            open(os.path.join(HERE, "trec", "qrels.txt"), "w") as qrels:
+        for q in range(301, 314):
+            docs = [f"D{q}-{d:03d}" for d in range(60)]
+            grades = rng.choice([0, 0, 0, 1, 1, 2], size=len(docs))
+            if q != 313:  # 313: retrieved, never judged
+                for doc, grade in zip(docs[::2], grades[::2]):
+                    qrels.write(f"{q} 0 {doc} {grade}\n")
+            chosen = rng.choice(len(docs), size=40, replace=False)
+            quality = grades[chosen] + rng.normal(scale=0.8, size=40)
+            scores = np.round(1 / (1 + np.exp(-quality)), 2)
+            for rank, i in enumerate(np.argsort(-scores, kind="stable"), start=1):
+                run.write(f"{q} Q0 {docs[chosen[i]]} {rank} {scores[i]:.2f} sample\n")
+
+
 def main() -> None:
     rng = np.random.default_rng(SEED)
     raw = logits(rng)
@@ -65,6 +108,8 @@ def main() -> None:
                            "seed": str(SEED)})
     save("sigmoid_saturated", sigmoid32(raw),
          {"method": "sigmoid-bpr", "dataset": "synthetic", "task": "user", "seed": str(SEED)})
+    save_runs(np.random.default_rng(SEED + 1))
+    save_trec(np.random.default_rng(SEED + 2))
 
 
 if __name__ == "__main__":

@@ -654,7 +654,10 @@ def test_registry_lists_every_name():
     assert rel_metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP",
                                   "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC", "Success",
                                   "Rprec", "Bpref", "Judged", "NumRet", "NumRel",
-                                  "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec", "AUC"]
+                                  "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec", "AUC",
+                                  "RprecMult", "Utility", "IPrec11pt", "RelativeP", "SetP",
+                                  "SetRelP", "SetR", "SetAP", "SetF", "NumNonRelJudgedRet",
+                                  "Unjudged"]
     suffix = {"required": "@5", "level": "@0.5"}
     for key, spec in REL_REGISTRY.items():
         assert parse_rel_metric(key + suffix.get(spec.cutoff, "")).name == spec.name

@@ -43,8 +43,8 @@ def _value(result, name):
 
 
 def test_names_and_unknown():
-    assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "ranx", "sklearn", "lenskit",
-                                "cornac"}
+    assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "trec_eval9", "ranx",
+                                "sklearn", "lenskit", "cornac"}
     with pytest.raises(ParameterError, match="unknown convention"):
         tieeval.evaluate(np.eye(3), labels=np.eye(3), convention="lightfm")
 
@@ -109,6 +109,43 @@ def test_trec_eval_pytrec_eval():
         assert _value(r, f"NDCG@{k}") == pytest.approx(mean(f"ndcg_cut_{k}"), abs=1e-12)
         assert _value(r, f"MAP@{k}") == pytest.approx(mean(f"map_cut_{k}"), abs=1e-12)
         assert r.metric(f"MAP@{k}").instances == len(labels)
+
+
+def test_trec_eval9_iprec_is_pytrec_evals(tmp_path):
+    """pytrec_eval bundles trec_eval 9.0.8, whose iprec_at_recall cuts at (long)(x R + 0.9)
+    relevant items where trec_eval 10 takes lround(x R): ``--convention trec_eval9`` gives
+    pytrec_eval's figures on TREC runs with ties (its Original is trec_eval's docno rule),
+    and the default, trec_eval 10's, differs on some of them."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(11)
+    levels = [i / 10 for i in range(11)]
+    differs = 0
+    for trial in range(4):
+        rows, n = 15, int(rng.integers(3, 25))
+        scores = rng.integers(0, 5, (rows, n)).astype(float)
+        labels = (rng.random((rows, n)) < 0.35) * rng.integers(1, 3, (rows, n))
+        labels[:, 0] = np.maximum(labels[:, 0], 1)
+        qrels = {f"q{i}": {f"d{j:02d}": int(labels[i, j]) for j in range(n)}
+                 for i in range(rows)}
+        run = {f"q{i}": {f"d{j:02d}": float(scores[i, j]) for j in range(n)
+                         if rng.random() < 0.8} for i in range(rows)}
+        (tmp_path / "q").write_text("".join(f"{q} 0 {d} {v}\n" for q, docs in qrels.items()
+                                            for d, v in docs.items()))
+        (tmp_path / "r").write_text("".join(f"{q} Q0 {d} 0 {v} t\n" for q, docs in run.items()
+                                            for d, v in docs.items()))
+        per_query = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"}).evaluate(
+            {q: docs for q, docs in run.items() if docs})
+        metrics = [f"IPrec@{x}" for x in levels]
+        nine = tieeval.evaluate_path(str(tmp_path / "r"), metrics, qrels=str(tmp_path / "q"),
+                                     convention="trec_eval9")
+        ten = tieeval.evaluate_path(str(tmp_path / "r"), metrics, qrels=str(tmp_path / "q"),
+                                    convention="trec_eval")
+        for x, a, b in zip(levels, nine.metrics, ten.metrics):
+            want = np.mean([q[f"iprec_at_recall_{x:.2f}"] for q in per_query.values()])
+            assert a.original == pytest.approx(want, abs=1e-12), (trial, x)
+            assert a.last <= a.tie_aware <= a.first
+            differs += abs(b.original - want) > 1e-9
+    assert differs > 0  # the two roundings are told apart on these collections
 
 
 def test_ranx():

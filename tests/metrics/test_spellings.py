@@ -8,6 +8,8 @@ skipped, not failed.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from guide import read
@@ -126,15 +128,16 @@ def test_trec_eval_names_print_back(printed):
     ("P.x", "parameter 'x' of 'P.x' must be a cutoff >= 1"),
     ("iprec_at_recall_1.5", "must be in \\[0, 1\\]"),
     ("infAP", "'infAP' is trec_eval's infAP, which tieeval does not compute"),
-    ("relative_P_10", "is trec_eval's relative_P, which tieeval does not compute"),
+    ("relstring", "is trec_eval's relstring, which tieeval does not compute"),
     ("map.5", "trec_eval's map takes no parameters"),
-    ("nDCG(judged_only=True)@10", "has no tieeval counterpart"),
-    ("P(rel=2)@10", "'rel=2' .* has no tieeval counterpart"),
-    ("P", "Precision needs a cutoff"),
+    ("nDCG(judged_only=True)@10", "is tieeval's --judged-only"),
+    ("P(rel=2)@10", "'rel=2' .* is tieeval's --relevance-level 2"),
+    ("Precision", "Precision needs a cutoff"),
+    ("runid", "'runid' is trec_eval's runid line, not a metric"),
 ])
 def test_spelling_errors(text, match):
     with pytest.raises(ParameterError, match=match):
-        Metric.expand(text)
+        Metric.parse(text)
 
 
 def test_unknown_name_suggests_the_closest_names_on_one_short_line():
@@ -217,3 +220,80 @@ def test_metric_help_lists_names_and_spellings():
         if spellings.available(measure.target):
             assert measure.spelling() in help_text
     assert "docs/metric-names.md" in help_text
+
+
+# trec_eval 10's measure table (measures.c, te_trec_measures), written out in its order
+TREC_EVAL_10_MEASURES = [
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+    "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
+    "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel",
+    "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+    "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "prefs_num_prefs_poss",
+    "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
+    "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
+    "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "yaap", "rbp", "rbp_resid",
+    "unj"]
+
+
+def test_every_trec_eval_measure_has_a_status():
+    """The page lists trec_eval 10's whole measure table, and each status is what the
+    names do: a supported name parses, a refused one is refused with its reason."""
+    rows = spellings.trec_status()
+    assert [re.sub(r"_[Kx]$", "", name) for name, *_ in rows] == TREC_EVAL_10_MEASURES
+    for name, target, status, note in rows:
+        bare = re.sub(r"_[Kx]$", "", name)
+        if status == spellings.REFUSED:
+            assert note
+            with pytest.raises(ParameterError, match=f"is trec_eval's {bare}, which tieeval "
+                                                     "does not compute"):
+                Metric.expand(bare)
+        elif bare != "runid":
+            assert Metric.expand(bare), bare
+            assert target.split("@")[0] in REGISTRY
+
+
+def test_every_ir_measures_measure_has_a_status():
+    """The page lists every measure ir_measures registers; a refused name is refused with
+    its reason, never read as another measure."""
+    rows = spellings.ir_status()
+    listed = [name.split(",")[0].split("@")[0] for name, *_ in rows]
+    assert listed == list(spellings.IR_CATALOGUE)
+    ir_measures = pytest.importorskip("ir_measures")
+    registry = {n for n in ir_measures.measures.registry if n.isascii()}  # α_nDCG: alpha_nDCG
+    assert registry == set(spellings.IR_CATALOGUE)
+    for name, target, status, _note in rows:
+        if status == spellings.REFUSED:
+            text = name + ("(max_rel=4)@10" if name == "SDCG" else "@10")
+            with pytest.raises(ParameterError, match="which tieeval does not compute"):
+                Metric.expand(text)
+        else:
+            for spelled, want in zip(name.split(", "), target.split(", ")):
+                k = "10" if spelled.endswith("@K") else "0.5" if spelled.endswith("@x") else ""
+                text = spelled.replace("@K", "@" + k).replace("@x", "@" + k)
+                assert Metric.parse(text) == Metric.parse(want.replace("@K", "@" + k)
+                                                          .replace("@x", "@" + k))
+
+
+@pytest.mark.parametrize("text,match", [
+    ("P(rel=2)@5", "is tieeval's --relevance-level 2 .* give P@5 with --relevance-level 2"),
+    ("NumRet(rel=2)", "give NumRelRet with --relevance-level 2"),
+    ("nDCG(judged_only=True)@10", "is tieeval's --judged-only"),
+    ("Judged(judged_only=True)@10", "ir_measures' Judged has no judged_only parameter"),
+    ("nDCG(gains={0:1})@5", "has no tieeval counterpart"),
+    ("SDCG(max_rel=4)@10", "ir_measures' SDCG, which tieeval does not compute \\(scaled DCG"),
+    ("RBP(p=0.8)", "ir_measures' RBP, which tieeval does not compute"),
+])
+def test_ir_measures_options_point_to_their_counterpart(text, match):
+    with pytest.raises(ParameterError, match=match):
+        Metric.expand(text)
+
+
+def test_docs_status_tables_are_generated():
+    page = read("docs/metric-names.md")
+    for name, make in (("trec_eval status", spellings.markdown_trec_status),
+                       ("ir_measures status", spellings.markdown_ir_status)):
+        block = page.split(f"<!-- {name}: generated by", 1)[1].split("-->\n", 1)[1]
+        block = block.split(f"<!-- end of {name}", 1)[0]
+        assert block == make(), ("regenerate docs/metric-names.md from "
+                                 f"tieeval.metrics.spellings.{make.__name__}()")

@@ -112,16 +112,37 @@ def query_table(collected: Collected) -> QueryValues:
     return QueryValues(qids, out)
 
 
+def sequential_mean(mean: float, values: np.ndarray) -> float:
+    """``mean`` as trec_eval computes it from the per-query ``values``: added one query after
+    the other in its query order, in doubles, then divided by their number.
+
+    tieeval's means are exact sums rounded once; trec_eval's sequential sum can differ in the
+    last bit, which decides the fourth decimal it prints when the mean lies on a rounding
+    boundary (0.01875 is 0.018750000000000003 summed trec_eval's way: it prints 0.0188).
+    Only a mean that *is* the plain average of the values is re-added (within 1e-12); any
+    other (a sum such as num_rel, a geometric mean, a mean over some queries) is kept."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0 or np.isnan(values).any():
+        return mean
+    total = float(np.cumsum(values)[-1])  # cumsum adds in order, as trec_eval's loop does
+    again = total / values.size
+    return again if abs(again - mean) <= 1e-12 * max(1.0, abs(mean)) else mean
+
+
 def trec_eval_lines(run: RunResult, column: str = "original",
-                    per_query: QueryValues | None = None) -> list[TrecLine]:
-    """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given):
-    per-query blocks, then ``runid`` and the ``all`` lines. Undefined values (a query the
-    metric skips, a mean over no query) are left out."""
+                    per_query: QueryValues | None = None,
+                    runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+    """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
+    ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
+    only when the measure is requested, ``-m runid`` or a nickname holding it) and the
+    ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
+    given (:func:`sequential_mean`).
+    Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
     lines: list[TrecLine] = []
-    if per_query is not None:
+    if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
                   if not _summary_only(r.metric, r.k)]
         for i, qid in enumerate(per_query.qids):
@@ -133,10 +154,15 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 if not np.isnan(value):
                     lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
                                           value, _integer(metric, k)))
-    lines.append(TrecLine("runid", ALL, _runid(run)))
+    if runid:
+        lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
         value = getattr(row, column)
         if value is not None and not np.isnan(value):
+            found = (per_query.values.get((row.metric, row.k, row.gamma))
+                     if per_query is not None else None)
+            if found is not None:
+                value = sequential_mean(float(value), found[column])
             lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
                                   float(value), _integer(row.metric, row.k)))
     return lines
@@ -151,8 +177,10 @@ def _runid(run: RunResult) -> str:
 
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
-               per_query: Iterable[QueryValues | None] | None = None) -> list[TrecLine]:
-    """Every run's lines, one run after the other."""
+               per_query: Iterable[QueryValues | None] | None = None,
+               runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+    """Every run's lines, one run after the other (``runid``: with its runid line)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
-    return [line for run, q in zip(runs, queries) for line in trec_eval_lines(run, column, q)]
+    return [line for run, q in zip(runs, queries)
+            for line in trec_eval_lines(run, column, q, runid, print_queries)]

@@ -233,6 +233,29 @@ class Command(click.Command):
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, expand_multi_value(list(args)))
 
+    def format_options(self, ctx, formatter):
+        """The options under the headings of ``cli/help_sections.py`` (input, relevance,
+        ranking rule, metrics, output, performance, what-ifs ...), not in one long list."""
+        from tieeval.cli.help_sections import SECTIONS, section_of
+
+        records: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            if not isinstance(param, click.Option):  # arguments are in the usage line
+                continue
+            record = param.get_help_record(ctx)
+            if record is not None:
+                records.setdefault(section_of(long_name(param)), []).append(record)
+        for title, _ in SECTIONS:
+            if records.get(title):
+                with formatter.section(title):
+                    formatter.write_dl(records[title])
+
+
+def long_name(param: click.Parameter) -> str:
+    """An option's long name (``--k`` for ``-k/--k``), by which help sections list it."""
+    names = [*param.opts, *param.secondary_opts]
+    return next((name for name in names if name.startswith("--")), names[0] if names else "")
+
 
 class Group(click.Group):
     command_class = Command

@@ -36,13 +36,16 @@ from tieeval.metrics.metric import (
     parse_metric_list,
 )
 from tieeval.metrics.registry import aliases, check_k, metric_names
-from tieeval.metrics.spellings import spellings_text
+from tieeval.metrics.spellings import asks_runid, spellings_text
 from tieeval.results import ORIGINAL_RULES
 
 
 def guide(command: str) -> str:
-    """The last line of a command's --help: where the user guide documents it."""
-    return f"Every option, with examples: see docs/commands.md#tieeval-{command}"
+    """The last lines of a command's --help: standard input, and where the user guide
+    documents the command."""
+    return ("A dump named - is read from standard input (NPY, NPZ, Parquet, or a TREC run "
+            f"with --qrels).\n\nEvery option, with examples: see "
+            f"docs/commands.md#tieeval-{command}")
 
 
 class KList(click.ParamType):
@@ -80,22 +83,42 @@ class MetricType(click.ParamType):
         if isinstance(value, (tuple, MetricFamily)):
             return value
         try:
-            return tuple(Metric.expand(value))
+            expanded = tuple(Metric.expand(value))
         except TieevalError as exc:
             if family(value) is not None:  # HR: one metric per --k, if --k is given
                 return MetricFamily(value, str(exc))
             self.fail(str(exc), param, ctx)
+        if family(value) is not None:  # P: one metric per --k, else trec_eval's cutoffs
+            return MetricFamily(value, "", expanded)
+        return Named(expanded, asks_runid(value))
+
+
+class Named(tuple):
+    """The metrics one ``-m`` value names; ``runid``: it asks for trec_eval's runid line
+    (``-m runid``, ``official``, ``all_trec``)."""
+
+    runid: bool
+
+    def __new__(cls, metrics, runid: bool = False):
+        self = super().__new__(cls, metrics)
+        self.runid = runid
+        return self
 
 
 class MetricFamily(str):
     """``-m HR``: a name that needs a cutoff, one metric per ``--k`` (:func:`chosen_metrics`
-    expands it; without ``--k`` it is the error it always was, kept in ``error``)."""
+    expands it). Without ``--k`` it is trec_eval's expansion where trec_eval has the name
+    (``-m P``: its nine cutoffs, in ``expanded``), else the error it always was, kept in
+    ``error``."""
 
     error: str
+    expanded: tuple
+    runid = False
 
-    def __new__(cls, name: str, error: str):
+    def __new__(cls, name: str, error: str, expanded: tuple = ()):
         self = super().__new__(cls, name)
         self.error = error
+        self.expanded = expanded
         return self
 
 
@@ -189,13 +212,26 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
         flat: list[Metric] = []
         for item in metrics:
             if isinstance(item, MetricFamily):
-                if not k_values:
+                if k_values:
+                    flat += parse_metric_list([str(item)], _flatten_ks(k_values))
+                elif item.expanded:
+                    flat += item.expanded
+                else:
                     raise click.BadParameter(item.error, param_hint="'--metric' / '-m'")
-                flat += parse_metric_list([str(item)], _flatten_ks(k_values))
             else:
                 flat += item if isinstance(item, tuple) else [item]
+        if not flat:  # -m runid alone
+            raise click.BadParameter("runid names no metric (it asks for trec_eval's runid "
+                                     "line under --format trec_eval); add a metric",
+                                     param_hint="'--metric' / '-m'")
         return list(dict.fromkeys(flat))
     return default_metrics(_flatten_ks(k_values))
+
+
+def runid_asked(metrics) -> bool:
+    """True when trec_eval would print the ``runid`` line: no ``-m`` (trec_eval's default
+    list holds it) or a ``-m`` that asks for it (:func:`tieeval.metrics.spellings.asks_runid`)."""
+    return not metrics or any(getattr(item, "runid", False) for item in metrics)
 
 
 class _Stdout:

@@ -12,6 +12,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    runid_asked,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
@@ -109,14 +110,17 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
     # one pass per FILE: the totals, and the per-query values and per-instance rows asked
     outcomes = evaluate_run_outcomes(files, chosen_metrics(k_values, metrics), what_if=what_if,
                                      meta=meta, template=template, quiet=quiet,
-                                     per_instance=per_instance, per_query=per_query,
+                                     per_instance=per_instance,
+                                     # trec_eval's 'all' lines are added up from the queries
+                                     per_query=per_query or "per_query" in renderer(
+                                         "runs", fmt).takes,
                                      ids_for=ids_for, **read_kwargs)
     runs = [outcome.result for outcome in outcomes]
     groups = grouped(runs, quiet)
 
     def trec_lines():  # trec_eval's lines, made when its format asks for them
         from tieeval.analysis.trec_eval import query_table, runs_lines
-        queries = [query_table(o.values) for o in outcomes] if per_query else None
+        queries = [query_table(o.values) for o in outcomes]
         # an 'all' value the column does not have (GMAP's tie-aware) has no line: say so
         # rather than drop it silently
         warn([f"{run.path}: {row.metric}{'' if row.k is None else f'@{row.k}'} has no "
@@ -124,7 +128,8 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
               for run in runs for row in run.metrics
               if column == "tie_aware" and row.tie_aware is None
               and row.tie_aware_reason is not None], quiet)
-        return runs_lines(runs, column or "original", queries)
+        return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
+                          print_queries=per_query)
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))

@@ -515,23 +515,31 @@ class RelBatch:
         (``original='given'``)."""
         return self._lab_original
 
-    def judged_extremes(self) -> tuple[np.ndarray, np.ndarray]:
-        """The judged mask by position with judged items first / last in every tie block."""
-        if not hasattr(self, "_judged_extremes"):
-            jd = self.judged_first
+    def judged_extremes(self, negatives: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The judged mask by position with judged items first / last in every tie block;
+        with ``negatives``, an item with a negative label counts as judged (ir_measures'
+        Judged@K counts every qrels line; trec_eval reads a negative one as unjudged)."""
+        cache = f"_judged_extremes_{negatives}"
+        if not hasattr(self, cache):
+            jd = self.judged_first | (self.lab_first < 0) if negatives else self.judged_first
             first = jd.copy()
             tied = np.flatnonzero(np.repeat(self.bsz > 1, self.bsz))
             if tied.size:
                 first[tied] = jd[tied][np.lexsort((~jd[tied], self.bid[tied]))]
             back = 2 * self.bst[self.bid] + self.bsz[self.bid] - 1 - np.arange(self.size)
-            self._judged_extremes = (first, first[back])
-        return self._judged_extremes
+            setattr(self, cache, (first, first[back]))
+        return getattr(self, cache)
 
     def judged_original(self) -> np.ndarray:
         """The judged mask in the order of :meth:`lab_original`."""
         if self.compact:
             return self._judged_original
         return self._judged[self._original_index]
+
+    def judged_or_negative_original(self) -> np.ndarray:
+        """:meth:`judged_original` with the negative labels counted as judged (the mask
+        :meth:`judged_extremes` orders)."""
+        return self.judged_original() | (self.lab_original() < 0)
 
     def _ideal_labels(self, k: int | None = None) -> np.ndarray:
         """Each row's labels sorted descending, by position (cached per ``k``).
@@ -615,9 +623,11 @@ class Evaluation:
         if orders == BY_JUDGED:
             # judged items first / last inside every tie block (the measure's maximum and
             # minimum; the label orderings do not order it)
-            jfirst, jlast = b.judged_extremes()
+            negatives = self.measure.negatives_judged
+            jfirst, jlast = b.judged_extremes(negatives)
             first, last = realise(None, jfirst), realise(None, jlast)
-            original = (realise(None, b.judged_original()) if self.original_order
+            jorig = b.judged_or_negative_original if negatives else b.judged_original
+            original = (realise(None, jorig()) if self.original_order
                         else np.full(b.rows, np.nan))
         elif orders == BY_LABELS_AND_JUDGED:  # reads the judged mask of each ordering
             first = realise(b.lab_first, b.judged_first)
@@ -629,6 +639,9 @@ class Evaluation:
             last = realise(b.lab_last)
             original = (realise(b.lab_original()) if self.original_order
                         else np.full(b.rows, np.nan))
+        extremes = self.measure.extremes(self)
+        if extremes is not None:  # the orderings above do not reach its extremes
+            first, last = extremes
         if decided is None:
             # first and last are the maximum and the minimum (the metric is monotone in
             # moving a relevant item up): ties decide exactly where they differ

@@ -23,7 +23,8 @@ from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
 
 #: The RelOptions fields a convention sets, in the order the docs' table shows them.
-OPTIONS = ("recall_norm", "ap_norm", "short_list", "gain", "discount", "no_relevant")
+OPTIONS = ("recall_norm", "ap_norm", "short_list", "gain", "discount", "no_relevant",
+           "iprec_rounding")
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,18 @@ CONVENTIONS = {c.name: c for c in (
     Convention(
         "trec_eval", "trec_eval through pytrec_eval-terrier 0.5.11", "trec_eval m_*.c",
         ("MAP", "MRR", "Precision@K", "Recall@K", "NDCG@K", "MAP@K"),
-        _options(no_relevant="zero")),
+        _options(no_relevant="zero"),
+        "IPrec@x (`iprec_at_recall_x`) is trec_eval 10's: its cutoff in relevant items is "
+        "lround(x R). pytrec_eval bundles trec_eval 9.0.8, whose cutoff is (long)(x R + 0.9): "
+        "`--convention trec_eval9` gives its figures."),
+    Convention(
+        "trec_eval9", "trec_eval 9.0.8 through pytrec_eval-terrier 0.5.11",
+        "trec_eval 9.0.8 m_iprec_at_recall.c",
+        ("MAP", "MRR", "Precision@K", "Recall@K", "NDCG@K", "MAP@K"),
+        _options(no_relevant="zero", iprec_rounding="trec_eval9"),
+        "trec_eval's convention with trec_eval 9.0.8's IPrec@x, the one pytrec_eval and "
+        "ir_measures compute: the cutoff in relevant items is (long)(x R + 0.9), not trec_eval "
+        "10's lround(x R). Every other measure is the same in both."),
     Convention(
         "ranx", "ranx 0.3.21", "ranx/metrics/*.py",
         ("HR@K", "MRR@K", "MAP@K", "Precision@K", "Recall@K", "NDCG@K"),

@@ -22,7 +22,13 @@ from tieeval.metrics.registry import (
     parameter_text,
     parse_parameter,
 )
-from tieeval.metrics.spellings import choices_text, translate, unknown_hint
+from tieeval.metrics.spellings import (
+    asks_runid,
+    choices_text,
+    translate,
+    trec_family,
+    unknown_hint,
+)
 
 COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -67,6 +73,10 @@ class Metric:
         trec_eval's and ir_measures' spelling of one metric (``"ndcg_cut_10"``,
         ``"recip_rank"``, ``"nDCG@10"``; :mod:`tieeval.metrics.spellings`)."""
         metrics = cls.expand(text)
+        if not metrics and asks_runid(text):
+            raise ParameterError(f"{text!r} is trec_eval's runid line, not a metric: "
+                                 "'--format trec_eval' prints it when -m runid (or "
+                                 "official, all_trec) is given")
         if len(metrics) != 1:
             raise ParameterError(f"{text!r} names {len(metrics)} metrics "
                                  f"({', '.join(map(str, metrics)) or 'none'}); give one here")
@@ -84,7 +94,10 @@ class Metric:
         ['NDCG@10', 'NDCG@20']
         """
         m = _METRIC_RE.match(text) if isinstance(text, str) else None
-        if m is None or m.group(1) not in REGISTRY:
+        # a bare trec_eval family (P, recall, success) means trec_eval's default parameters,
+        # as trec_eval expands it, though the registry knows the name
+        if m is None or m.group(1) not in REGISTRY or (m.group(2) is None
+                                                        and trec_family(m.group(1))):
             texts = translate(text)
             if texts is not None:
                 return [cls._parse(t) for t in texts]

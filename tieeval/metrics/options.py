@@ -37,9 +37,12 @@ ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R", "max_grade": None,
-             "recall_norm": "relevant"}
+             "recall_norm": "relevant", "iprec_rounding": "trec_eval"}
 _OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
-                 "max_grade", "recall_norm")
+                 "max_grade", "recall_norm", "iprec_rounding")
+#: IPrec@x's cutoff in relevant items: trec_eval 10's lround(x R) (``"trec_eval"``) or
+#: trec_eval 9.0.8's (long)(x R + 0.9) (``"trec_eval9"``, the one pytrec_eval bundles)
+IPREC_ROUNDINGS = ("trec_eval", "trec_eval9")
 
 
 # ---------------------------------------------------------------------------------------
@@ -82,6 +85,8 @@ _CHOICE_ALIASES = {
     "short_list": {p: p for p in SHORT_LIST_POLICIES},
     "ap_norm": {"r": "R", "min": "min", "minkr": "min"},
     "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
+    "iprec_rounding": {"treceval": "trec_eval", "treceval10": "trec_eval",
+                       "treceval9": "trec_eval9"},
 }
 
 
@@ -130,6 +135,11 @@ class RelMetric:
       (default) takes max(4, the largest label of the judgements), 4 being gdeval's
       maximum judgement (see :class:`RelOptions`).
 
+    * ``iprec_rounding`` (IPrec@x): the cutoff in relevant items is trec_eval 10's
+      ``lround(x R)`` (``"trec_eval"``, default) or trec_eval 9.0.8's ``(long)(x R + 0.9)``
+      (``"trec_eval9"``: pytrec_eval's and so ir_measures' figures; ``--convention
+      trec_eval9``).
+
     ``k`` of a level metric (``IPrec``) is a float recall level in [0, 1].
     """
 
@@ -144,6 +154,7 @@ class RelMetric:
     base: float = 2.0
     max_grade: float | None = None
     recall_norm: str = "relevant"
+    iprec_rounding: str = "trec_eval"
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -155,7 +166,8 @@ class RelMetric:
         set_(self, "k", check_cutoff(spec, self.k))
         if self.max_grade is not None:
             set_(self, "max_grade", _number("max_grade", self.max_grade))
-        for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
+        for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
+                    "iprec_rounding"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base, above_one=True))
@@ -293,6 +305,7 @@ class RelOptions:
     depth: int | None = None
     err_max_grade: float | None = None
     recall_norm: str = "relevant"
+    iprec_rounding: str = "trec_eval"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -308,7 +321,8 @@ class RelOptions:
             set_(self, "depth", check_k(self.depth, "depth"))
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
-        for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm"):
+        for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
+                     "iprec_rounding"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
             raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
@@ -355,6 +369,8 @@ class RelOptions:
             out["max_grade"] = self.err_max_grade
         if "recall_norm" in spec.options and k is not None:
             out["recall_norm"] = self.recall_norm
+        if "iprec_rounding" in spec.options:
+            out["iprec_rounding"] = self.iprec_rounding
         return out
 
     def to_dict(self) -> dict:
@@ -368,6 +384,8 @@ class RelOptions:
             out["no_relevant"] = self.no_relevant
         if self.recall_norm != "relevant":
             out["recall_norm"] = self.recall_norm
+        if self.iprec_rounding != "trec_eval":
+            out["iprec_rounding"] = self.iprec_rounding
         if self.convention is not None:
             out["convention"] = self.convention
         for name in ("relevance_level", "depth", "err_max_grade"):

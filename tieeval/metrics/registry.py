@@ -151,19 +151,24 @@ def parse_gamma(text: str) -> float:
     return gamma
 
 
-def check_level(x: object) -> float:
-    """Validate a recall level: a number in [0, 1] (bool refused)."""
+def check_level(x: object, upper: float = 1.0) -> float:
+    """Validate a level: a number in [0, ``upper``] (bool refused); ``upper`` is 1 for a
+    recall level, infinite for trec_eval's multiples of R (``Rprec_mult``)."""
+    if upper == 1.0:
+        what = "recall level must be a number in [0, 1]"
+    else:
+        what = "level must be a number >= 0" + ("" if math.isinf(upper) else f" and <= {upper:g}")
     if isinstance(x, str):
         try:
             x = float(x)
         except ValueError:
-            raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}") from None
+            raise ParameterError(f"{what}, got {x!r}") from None
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
                                                                np.floating)):
-        raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}")
+        raise ParameterError(f"{what}, got {x!r}")
     level = float(x)
-    if not 0.0 <= level <= 1.0:  # NaN fails too
-        raise ParameterError(f"recall level must be a number in [0, 1], got {x!r}")
+    if not 0.0 <= level <= upper:  # NaN fails too
+        raise ParameterError(f"{what}, got {x!r}")
     return level
 
 
@@ -178,7 +183,7 @@ def parameter_text(k: int | float | None) -> str:
 def parse_parameter(spec: MetricSpec, text: str, whole: str) -> int | float:
     """The text after ``@`` of ``whole``: a cutoff, or a recall level for level metrics."""
     if spec.takes_level:
-        return check_level(text)
+        return check_level(text, spec.level_max)
     try:
         return int(text)
     except ValueError:
@@ -191,7 +196,7 @@ def check_cutoff(spec: MetricSpec, k) -> int | float | None:
     if spec.takes_level:
         if k is None:
             raise ParameterError(f"{spec.name} needs a recall level, e.g. {spec.name}@0.1")
-        return check_level(k)
+        return check_level(k, spec.level_max)
     if spec.cutoff == "required" and k is None:
         raise ParameterError(f"{spec.name} needs a cutoff, e.g. {spec.name}@10")
     if spec.cutoff == "none" and k is not None:

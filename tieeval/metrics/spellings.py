@@ -30,12 +30,20 @@ from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
 
 CUTOFF = "cutoff"
 LEVEL = "level"
+MULTIPLE = "multiple"  # a multiple of R (Rprec_mult_0.20 ... Rprec_mult_2.00), a float > 0
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
 # m_success.c, m_iprec_at_recall.c)
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_SUCCESS = (1, 5, 10)
 TREC_LEVELS = tuple(i / 10 for i in range(11))
+TREC_MULTIPLES = tuple(i / 5 for i in range(1, 11))  # m_Rprec_mult.c: 0.2, 0.4 ... 2.0
+TREC_UNJ = (5, 10, 20)  # m_unjudged.c
+
+#: trec_eval's run-id line (m_runid.c): a measure of trec_eval's that is no metric here.
+#: ``-m runid`` names no metric; under ``--format trec_eval`` it asks for the line, which
+#: trec_eval prints only when ``runid`` is requested, itself or in a nickname.
+RUNID = "runid"
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,8 @@ class TrecMeasure:
     """One trec_eval measure and the registry metric it is (None: tieeval has none).
 
     ``param`` is ``"cutoff"`` (``P_10``), ``"level"`` (``iprec_at_recall_0.10``, a recall
-    level in [0, 1]) or ``""`` (``map``); ``defaults`` are trec_eval's parameters when none
+    level in [0, 1]), ``"multiple"`` (``Rprec_mult_0.20``, a multiple of R) or ``""``
+    (``map``); ``defaults`` are trec_eval's parameters when none
     are given. ``integer`` measures print as whole numbers, ``summary_only`` ones only on
     the ``all`` lines (trec_eval prints no per-query ``gm_map`` or ``num_q``).
     """
@@ -62,7 +71,7 @@ class TrecMeasure:
 
     def spelling(self) -> str:
         """``P_K``, ``iprec_at_recall_x``, ``map``: how the docs show the name."""
-        return self.name + {CUTOFF: "_K", LEVEL: "_x", "": ""}[self.param]
+        return self.name + {CUTOFF: "_K", LEVEL: "_x", MULTIPLE: "_x", "": ""}[self.param]
 
 
 # In trec_eval's measure table order (measures.c, te_trec_measures): the order it prints
@@ -84,39 +93,72 @@ TREC_MEASURES = (
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("infAP", None),
     TrecMeasure("gm_bpref", None),
-    TrecMeasure("Rprec_mult", None, LEVEL),
-    TrecMeasure("utility", None),
-    TrecMeasure("11pt_avg", None),
+    TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
+    TrecMeasure("utility", "Utility"),
+    TrecMeasure("11pt_avg", "IPrec11pt"),
     TrecMeasure("binG", None),
     TrecMeasure("G", None),
+    TrecMeasure("dcg", "DCG"),
+    TrecMeasure("ideal_dcg", None),
     TrecMeasure("ndcg", "NDCG"),
     TrecMeasure("ndcg_rel", None),
     TrecMeasure("Rndcg", None),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("relative_P", None, CUTOFF),
+    TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("success", "Success", CUTOFF, TREC_SUCCESS),
-    TrecMeasure("set_P", None),
-    TrecMeasure("set_relative_P", None),
-    TrecMeasure("set_recall", None),
-    TrecMeasure("set_map", None),
-    TrecMeasure("set_F", None),
-    TrecMeasure("num_nonrel_judged_ret", None, integer=True),
+    TrecMeasure("set_P", "SetP"),
+    TrecMeasure("set_relative_P", "SetRelP"),
+    TrecMeasure("set_recall", "SetR"),
+    TrecMeasure("set_map", "SetAP"),
+    TrecMeasure("set_F", "SetF"),
+    TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
+    *(TrecMeasure(name, None) for name in (
+        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
+        "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
+        "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
+        "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
+        "yaap")),
     TrecMeasure("rbp", None),
     TrecMeasure("rbp_resid", None),
-    TrecMeasure("unj", None, CUTOFF),
+    TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
 
-# trec_eval's nicknames (measures.c, trec_names and off_names), without runid
+#: What the "Metric names" page and the refusals say of a trec_eval measure: a note on one
+#: tieeval computes, or why tieeval does not compute one (a row without a reason is one
+#: not computed yet). A new measure sets its row's target above; its reason here then
+#: stops applying.
+TREC_NOTES = {
+    "runid": "not a metric: the `runid` line of `--format trec_eval`, printed when asked for "
+             "(`-m runid`, `official`, `all_trec`)",
+    "relstring": "a per-query string of relevance codes, not a number to average",
+    "ideal_dcg": "the ideal DCG is NDCG's denominator, not reported on its own",
+    "iprec_at_recall": "trec_eval 10's rounding of x·R (lround); trec_eval 9's (pytrec_eval) "
+                       "with `--convention trec_eval9`",
+    "gm_map": "printed on the `all` line only, as trec_eval prints it",
+    "num_q": "printed on the `all` line only, as trec_eval prints it",
+    "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
+    **{name: "preference judgements (trec_eval's prefs and qrels_prefs formats), which "
+             "tieeval does not read" for name in (
+        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
+        "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
+        "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
+        "prefs_pair_imp", "prefs_avgjg_imp")},
+    **{name: "several judgement groups per query (trec_eval's qrels_jg format), which "
+             "tieeval does not read" for name in ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")},
+    "yaap": "yet another AP (m_yaap.c): in no trec_eval nickname, not computed",
+}
+
+# trec_eval's nicknames (measures.c, trec_names and off_names)
 TREC_NICKNAMES = {
-    "all_trec": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj",
                  "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
                  "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
                  "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
                  "set_F", "num_nonrel_judged_ret"),
-    "official": ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                  "bpref", "recip_rank", "iprec_at_recall", "P"),
 }
 _NICKNAMES = {key(name): names for name, names in TREC_NICKNAMES.items()}
@@ -153,14 +195,55 @@ IR_MEASURES = (
     IrMeasure("NumRel", "NumRel"),
     IrMeasure("NumRelRet", "NumRelRet"),
     IrMeasure("NumQ", "NumQ"),
+    IrMeasure("SetP", "SetP"),
+    IrMeasure("SetRelP", "SetRelP"),
+    IrMeasure("SetR", "SetR"),
+    IrMeasure("SetAP", "SetAP"),
+    IrMeasure("SetF", "SetF"),
 )
 _IR = {key(m.name): m.target for m in IR_MEASURES}
-# ir_measures names tieeval does not compute, or computes under another definition
-IR_MEASURES_MISSING = ("SDCG (ir_measures' scaled DCG; tieeval's SDCG is the signed DCG)",
-                       "infAP", "RBP", "SetP", "SetR", "SetF", "SetAP", "SetRelP",
-                       "INST", "INSQ", "NERR8-11", "BPM", "Compat", "Accuracy",
-                       "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP", "nNRBP", "AP_IA", "P_IA",
-                       "StRecall")
+
+#: Every measure ir_measures 0.4.3 registers (ir_measures.measures.registry, aliases
+#: included), in its order: what the "Metric names" page lists. Those without a row of
+#: :data:`IR_MEASURES` are refused with :data:`IR_NOTES`' reason.
+IR_CATALOGUE = (
+    "P", "Precision", "R", "Recall", "nDCG", "NDCG", "AP", "MAP", "RR", "MRR", "Success",
+    "Rprec", "RPrec", "Bpref", "BPref", "IPrec", "Judged", "ERR", "NumRet", "NumRel",
+    "NumRelRet", "NumQ", "SDCG", "infAP", "RBP", "SetP", "SetR", "SetF", "SetAP", "SetRelP",
+    "INST", "INSQ", "NERR8", "NERR9", "NERR10", "NERR11", "BPM", "Compat", "Accuracy",
+    "alpha_DCG", "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP", "nNRBP", "AP_IA", "MAP_IA",
+    "P_IA", "StRecall")
+
+_DIVERSITY = "a diversity measure over query intents (subtopic qrels), which tieeval does not read"
+#: A note on an ir_measures measure tieeval computes, or why it does not compute one.
+IR_NOTES = {
+    "IPrec": "ir_measures computes it with pytrec_eval, trec_eval 9's rounding of x·R: "
+             "`--convention trec_eval9` gives its figures",
+    "Judged": "judged (any qrels line, negative ones too) among the top min(K, retrieved); "
+              "ir_measures breaks score ties by docno ascending, a TREC run's Original here "
+              "by trec_eval's order, so the Original column can differ on ties (First, Last "
+              "and Tie-aware do not depend on a tie order)",
+    "ERR": "gdeval's ERR with g_max = max(4, the largest judgement)",
+    "NumQ": "ir_measures counts only the queries the run answers: `--missing-queries skip` "
+            "(the default)",
+    "NumRel": "ir_measures counts the relevant documents of the queries the run answers "
+              "only: `--missing-queries skip` (the default)",
+    "SDCG": "scaled DCG, `SDCG(max_rel=N)@K`; tieeval's `SDCG@K`, without the max_rel "
+            "ir_measures requires, is tieeval's signed DCG",
+    "infAP": "inferred AP (sampled judgements)",
+    "RBP": "rank-biased precision",
+    **{name: "a set measure of the whole retrieved list" for name in (
+        "SetP", "SetR", "SetF", "SetAP", "SetRelP")},
+    **{name: "a user-model measure of the C/W/L framework (cwl_eval)" for name in (
+        "INST", "INSQ", "NERR8", "NERR9", "NERR10", "NERR11", "BPM")},
+    "Compat": "compatibility with a preferred ordering (Clarke et al.), needs ideal rankings",
+    "Accuracy": "pairwise accuracy of the ranking (ir_measures' own accuracy provider)",
+    **{name: _DIVERSITY for name in ("alpha_DCG", "alpha_nDCG", "ERR_IA", "nERR_IA", "NRBP",
+                                      "nNRBP", "AP_IA", "MAP_IA", "P_IA", "StRecall")},
+}
+# ir_measures' aliases: the measure they are another name for
+IR_ALIASES = {"Precision": "P", "Recall": "R", "NDCG": "nDCG", "MAP": "AP", "MRR": "RR",
+              "RPrec": "Rprec", "BPref": "Bpref", "MAP_IA": "AP_IA"}
 
 
 def available(target: str | None) -> bool:
@@ -182,14 +265,18 @@ def _level_text(level: float) -> str:
 
 
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
-    """One trec_eval parameter: a cutoff >= 1 or a recall level in [0, 1]."""
+    """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1] or a multiple > 0."""
+    floating = measure.param in (LEVEL, MULTIPLE)
+    what = {LEVEL: "a recall level in [0, 1]", MULTIPLE: "a number > 0"}.get(measure.param,
+                                                                           "a cutoff >= 1")
     try:
-        value = float(text) if measure.param == LEVEL else int(text)
+        value = float(text) if floating else int(text)
     except ValueError:
-        what = "a recall level in [0, 1]" if measure.param == LEVEL else "a cutoff >= 1"
         raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}") from None
     if measure.param == LEVEL and not 0 <= value <= 1:
         raise ParameterError(f"recall level {text!r} of {whole!r} must be in [0, 1]")
+    if measure.param == MULTIPLE and not 0 < value < float("inf"):
+        raise ParameterError(f"parameter {text!r} of {whole!r} must be {what}")
     if measure.param == CUTOFF and value < 1:
         raise ParameterError(f"cutoff {text!r} of {whole!r} must be >= 1")
     return value
@@ -198,13 +285,15 @@ def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
 def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
     """The registry texts of ``measure`` at ``params`` (sorted, as trec_eval sorts them)."""
     if not available(measure.target):
+        reason = TREC_NOTES.get(measure.name)
+        why = f" ({reason})" if reason else ""
         raise ParameterError(
-            f"{whole!r} is trec_eval's {measure.name}, which tieeval does not compute; "
+            f"{whole!r} is trec_eval's {measure.name}, which tieeval does not compute{why}; "
             f"trec_eval measures tieeval has: {trec_text()}")
     if not measure.param:
         return [str(measure.target)]
     values = sorted(set(params))
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return [f"{measure.target}@{_level_text(v)}" for v in values]
     return [f"{measure.target}@{v}" for v in values]
 
@@ -231,6 +320,8 @@ def _trec_eval(text: str) -> list[str] | None:
         return _texts(measure, params, text)
     m = _BARE.match(text)
     if m:
+        if key(m.group(1)) == key(RUNID):
+            return []  # a line of trec_eval's format, no metric (asks_runid)
         names = _NICKNAMES.get(key(m.group(1)))
         if names is not None:  # all_trec, official: what the registry has of the list
             out: list[str] = []
@@ -249,7 +340,45 @@ def _trec_eval(text: str) -> list[str] | None:
 
 # ir_measures options -> tieeval's: (ir_measures name, value) -> tieeval option or None
 _IR_OPTIONS = {("dcg", "log2"): None, ("dcg", "exp-log2"): "gain=exponential",
-               ("rel", "1"): None}
+               ("rel", "1"): None, ("judged_only", "false"): None}
+# ir_measures' measures with a judged_only parameter (ir_measures/measures/*.py)
+_JUDGED_ONLY = frozenset(key(n) for n in ("P", "R", "nDCG", "AP", "RR", "Success", "Rprec",
+                                          "IPrec"))
+
+
+def _ir_refusal(name: str, text: str) -> ParameterError:
+    """ir_measures' ``name``, which tieeval does not compute, refused with the reason."""
+    canonical = IR_ALIASES.get(name, name)
+    reason = IR_NOTES.get(canonical)
+    why = f" ({reason})" if reason else ""
+    return ParameterError(f"{text!r} is ir_measures' {canonical}, which tieeval does not "
+                          f"compute{why}; ir_measures measures tieeval has: {ir_text()}")
+
+
+def _ir_option(name: str, item: str, opt: str, value: str, text: str) -> ParameterError:
+    """The error of an ir_measures option tieeval does not take in a metric's name: where
+    tieeval has it as a run-wide option, the option to use."""
+    if opt == "rel" and value.isdigit():
+        if key(name) == "NUMRET":  # NumRet(rel=N) counts the relevant retrieved
+            name = "NumRelRet"
+        return ParameterError(
+            f"ir_measures' {item!r} in {text!r} is tieeval's --relevance-level {value} "
+            f"(relevance_level={value} in the API), an option of the whole run: give "
+            f"{name}{'@' + text.rsplit('@', 1)[1] if '@' in text else ''} with "
+            f"--relevance-level {value}")
+    if opt == "judged_only" and value.lower() == "true":
+        if key(name) not in _JUDGED_ONLY:
+            return ParameterError(f"ir_measures' {name} has no judged_only parameter "
+                                  f"(in {text!r})")
+        return ParameterError(
+            f"ir_measures' {item!r} in {text!r} is tieeval's --judged-only (judged_only=True "
+            "in the API; TREC runs, trec_eval -J), an option of the whole run: give the "
+            "metric without it, with --judged-only")
+    if opt == "gains":
+        return ParameterError(f"ir_measures' option {item!r} in {text!r} has no tieeval "
+                              "counterpart: gains are the labels (--gain linear) or "
+                              "2^label - 1 (--gain exponential)")
+    return ParameterError(f"ir_measures' {name} takes no option {item!r} (in {text!r})")
 
 
 def _ir_measures(text: str) -> list[str] | None:
@@ -257,34 +386,64 @@ def _ir_measures(text: str) -> list[str] | None:
     if not m:
         return None
     name, opt_text, k_text = m.groups()
+    if key(name) == "SDCG" and opt_text and any(
+            o.strip().startswith(("max_rel", "min_rel", "dcg")) for o in opt_text.split(",")):
+        raise _ir_refusal("SDCG", text)  # ir_measures' scaled DCG, written with its max_rel
     target = _IR.get(key(name))
-    if target is None or (key(name) in REGISTRY and not opt_text):
+    if target is None:
+        if key(name) not in REGISTRY:
+            listed = {key(n): n for n in IR_CATALOGUE}.get(key(name))
+            if listed is not None:
+                raise _ir_refusal(listed, text)
+        return None
+    if key(name) in REGISTRY and not opt_text:
         return None  # the registry's own spelling: nothing to translate
     if not available(target):
-        raise ParameterError(f"{text!r} is ir_measures' {name}, which tieeval does not "
-                             f"compute; ir_measures measures tieeval has: {ir_text()}")
+        raise _ir_refusal(name, text)
     changed = key(name) not in REGISTRY
     options = []
     for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
         opt, sep, value = (s.strip().strip("'\"") for s in item.partition("="))
-        changed = changed or opt in ("cutoff", "dcg", "rel")
+        changed = changed or opt in ("cutoff", "dcg", "rel", "judged_only")
         if opt == "cutoff" and sep and k_text is None:
             k_text = value
         elif key(name) == "NUMRET" and (opt, value) == ("rel", "1"):
             target = "NumRelRet"  # ir_measures defines NumRelRet as NumRet(rel=1)
-        elif (opt, value) in _IR_OPTIONS:
-            if _IR_OPTIONS[(opt, value)]:
+        elif (opt, value.lower() if opt == "judged_only" else value) in _IR_OPTIONS:
+            if _IR_OPTIONS[(opt, value.lower() if opt == "judged_only" else value)]:
                 options.append(str(_IR_OPTIONS[(opt, value)]))
         elif opt in ("dcg", "rel", "gains", "judged_only", "cutoff"):
-            raise ParameterError(f"ir_measures' option {item!r} in {text!r} has no tieeval "
-                                 "counterpart (tieeval counts labels > 0 as relevant, with "
-                                 "linear or exponential gain)")
+            raise _ir_option(name, item, opt, value, text)
         else:
             options.append(item)
     if not changed:
         return None  # the registry's name with tieeval's own options
     out = target + (f"({', '.join(options)})" if options else "")
     return [out if k_text is None else f"{out}@{k_text}"]
+
+
+def trec_family(name: object) -> bool:
+    """True when ``name`` alone is a trec_eval measure with parameters (``P``, ``recall``,
+    ``success``, ``iprec_at_recall``, ``ndcg_cut``): trec_eval expands it to its default
+    parameters, and so does :func:`translate`, even where the registry has the name (``P``
+    is Precision's alias, which needs a cutoff)."""
+    if not isinstance(name, str):
+        return False
+    m = _BARE.match(name)
+    measure = _TREC.get(key(m.group(1))) if m else None
+    return measure is not None and bool(measure.param) and bool(measure.defaults)
+
+
+def asks_runid(text: object) -> bool:
+    """True when ``text`` asks for trec_eval's ``runid`` line: ``runid`` itself, or a
+    nickname whose list holds it (``official``, ``all_trec``), as trec_eval prints it."""
+    if not isinstance(text, str):
+        return False
+    m = _BARE.match(text)
+    if m is None:
+        return False
+    name = key(m.group(1))
+    return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
 
 
 def translate(text: object) -> list[str] | None:
@@ -319,7 +478,7 @@ def trec_eval_name(spec: MetricSpec, k) -> str | None:
     measure = trec_measure(spec, k)
     if measure is None:
         return None
-    if measure.param == LEVEL:
+    if measure.param in (LEVEL, MULTIPLE):
         return f"{measure.name}_{float(k):3.2f}"
     return measure.name if k is None else f"{measure.name}_{k}"
 
@@ -421,8 +580,17 @@ def unknown_hint(name, text=None) -> str:
     close = closest(str(text if text is not None else name))
     if close:
         return f"did you mean {' or '.join(close)}? (every name: docs/metric-names.md)"
-    return (f"choose from {', '.join(metric_names())} (every spelling: "
-            "docs/metric-names.md)")
+    # the registry's names in --help order while the line stays short; the page lists all
+    names, shown = metric_names(), []  # type: list[str], list[str]
+    for name in names:
+        if len(", ".join([*shown, name])) > _HINT_WIDTH:
+            break
+        shown.append(name)
+    more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
+    return f"choose from {', '.join(shown)}{more} (every spelling: docs/metric-names.md)"
+
+
+_HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 
 
 def missing_trec() -> list[str]:
@@ -453,7 +621,74 @@ def markdown_table() -> str:
 def markdown_missing() -> str:
     """The docs' list of trec_eval's and ir_measures' measures tieeval does not have."""
     trec = ", ".join(f"`{name}`" for name in missing_trec())
-    ir = ", ".join(f"`{name}`" if " " not in name else f"`{name.split(' ', 1)[0]}` "
-                   + name.split(" ", 1)[1] for name in IR_MEASURES_MISSING)
+    ir = ", ".join(f"`{name}`" for name, _, status, _ in ir_status()
+                   if status == REFUSED and name not in IR_ALIASES)
     return (f"- trec_eval's `all_trec` measures (`all_trec` expands without them): {trec}\n"
-            f"- ir_measures' measures: {ir}\n")
+            f"- ir_measures' measures (the reasons: [the tables below]"
+            f"(#every-trec_eval-and-ir_measures-measure)): {ir}\n")
+
+
+# ---------------------------------------------------------------------------------------
+# every measure of trec_eval and ir_measures, with its status here
+
+SUPPORTED, NOTED, REFUSED = "supported", "supported, with a note", "refused"
+
+
+def _shown(target: str, param: str) -> str:
+    return target + {CUTOFF: "@K", LEVEL: "@x", MULTIPLE: "@x", "": ""}[param]
+
+
+def trec_status() -> list[tuple[str, str, str, str]]:
+    """Every trec_eval 10 measure (its measure table, runid first): ``(name, tieeval's
+    metric, status, note or reason)``, status one of :data:`SUPPORTED`, :data:`NOTED`,
+    :data:`REFUSED`."""
+    rows = [(RUNID, "", NOTED, TREC_NOTES[RUNID])]
+    for m in TREC_MEASURES:
+        note = TREC_NOTES.get(m.name, "")
+        if available(m.target):
+            rows.append((m.spelling(), _shown(str(m.target), m.param),
+                         NOTED if note else SUPPORTED, note))
+        else:
+            rows.append((m.spelling(), "", REFUSED, note or "not computed yet"))
+    return rows
+
+
+def ir_status() -> list[tuple[str, str, str, str]]:
+    """Every ir_measures measure of :data:`IR_CATALOGUE`: ``(name, tieeval's metric,
+    status, note or reason)``."""
+    rows = []
+    for name in IR_CATALOGUE:
+        canonical = IR_ALIASES.get(name, name)
+        mine = [m for m in IR_MEASURES if m.name == canonical and available(m.target)]
+        note = IR_NOTES.get(canonical, "")
+        status = NOTED if note else SUPPORTED
+        if name != canonical:
+            note = f"ir_measures' alias of {canonical}" + (f"; {note}" if note else "")
+        if mine:
+            shown = ", ".join(dict.fromkeys(_shown(m.target, m.param) for m in mine))
+            spelled = ", ".join(dict.fromkeys(
+                name + m.spelling()[len(m.name):] for m in mine))
+            rows.append((spelled, shown, status, note))
+        else:
+            rows.append((name, "", REFUSED, note or "not computed yet"))
+    return rows
+
+
+def _status_table(head: str, rows) -> str:
+    lines = [f"| {head} | tieeval | status | note |", "|---|---|---|---|"]
+    for name, target, status, note in rows:
+        cells = [", ".join(f"`{n}`" for n in name.split(", ")),
+                 ", ".join(f"`{t}`" for t in target.split(", ")) if target else "–",
+                 status, note or "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_trec_status() -> str:
+    """The "Metric names" page's table of every trec_eval 10 measure and its status."""
+    return _status_table("trec_eval 10", trec_status())
+
+
+def markdown_ir_status() -> str:
+    """The "Metric names" page's table of every ir_measures measure and its status."""
+    return _status_table("ir_measures 0.4.3", ir_status())

@@ -14,20 +14,32 @@ from tieeval.metrics.measures.ap import GMAP, MAP
 from tieeval.metrics.measures.auc import AUC, V_AUC
 from tieeval.metrics.measures.base import NEEDS, ORDERS, VOCABULARIES, Measure
 from tieeval.metrics.measures.bpref import BPREF
-from tieeval.metrics.measures.counts import NUM_Q, NUM_REL, NUM_REL_RET, NUM_RET
+from tieeval.metrics.measures.counts import (
+    NUM_NONREL_JUDGED_RET,
+    NUM_Q,
+    NUM_REL,
+    NUM_REL_RET,
+    NUM_RET,
+)
 from tieeval.metrics.measures.dcg import DCG, NDCG, SDCG, SNDCG
 from tieeval.metrics.measures.err import ERR
 from tieeval.metrics.measures.hr import HR, SUCCESS, TIE_DECIDED
-from tieeval.metrics.measures.iprec import IPREC
+from tieeval.metrics.measures.iprec import IPREC, IPREC_11PT
 from tieeval.metrics.measures.judged import JUDGED
 from tieeval.metrics.measures.recall import PRECISION, RECALL
-from tieeval.metrics.measures.rprec import RPREC
+from tieeval.metrics.measures.relative import RELATIVE_P
+from tieeval.metrics.measures.rprec import RPREC, RPREC_MULT
 from tieeval.metrics.measures.rr import MRR
+from tieeval.metrics.measures.sets import SET_AP, SET_F, SET_P, SET_R, SET_REL_P, UTILITY
 from tieeval.metrics.measures.signed import SHR, SRECALL
+from tieeval.metrics.measures.unjudged import UNJUDGED
 
 #: Every measure, in the order of ``--help`` and error messages.
 MEASURES: tuple[Measure, ...] = (
     HR, RECALL, PRECISION, DCG, NDCG, MRR, MAP, SHR, SRECALL, SDCG, SNDCG, V_AUC, SUCCESS,
-    RPREC, BPREF, JUDGED, NUM_RET, NUM_REL, NUM_REL_RET, NUM_Q, GMAP, ERR, IPREC, AUC)
+    RPREC, BPREF, JUDGED, NUM_RET, NUM_REL, NUM_REL_RET, NUM_Q, GMAP, ERR, IPREC, AUC,
+    # trec_eval's measures, in its measure-table order
+    RPREC_MULT, UTILITY, IPREC_11PT, RELATIVE_P, SET_P, SET_REL_P, SET_R, SET_AP, SET_F,
+    NUM_NONREL_JUDGED_RET, UNJUDGED)
 
 __all__ = ["MEASURES", "NEEDS", "ORDERS", "TIE_DECIDED", "VOCABULARIES", "Measure"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -66,7 +67,8 @@ class Measure:
     counts 0 (False for the pair measures, which stay undefined there).
     ``has_variance``: the per-row tie-break variance is exact (else the dataset's
     ``tie_aware_std`` is null). ``orders``: which orderings first / last rank
-    (:data:`ORDERS`).
+    (:data:`ORDERS`). ``level_max``: the largest parameter of a level measure (1 for a
+    recall level; trec_eval's ``Rprec_mult`` takes any multiple of R >= 0).
     """
 
     name: str
@@ -81,6 +83,7 @@ class Measure:
     zero_without_relevant: bool = True
     has_variance: bool = True
     orders: str = BY_LABELS
+    level_max: float = 1.0
 
     @property
     def takes_k(self) -> bool:
@@ -102,6 +105,10 @@ class Measure:
         """True when the measure reads every position of a row (a sparse block table
         evaluates it on the full table)."""
         return "every_position" in self.needs
+
+    #: A judged-orderings measure (:data:`BY_JUDGED`) that counts an item with a negative
+    #: label as judged (ir_measures' Judged@K); trec_eval reads it as unjudged.
+    negatives_judged: ClassVar[bool] = False
 
     def names_in(self, vocabulary: str) -> tuple[str, ...]:
         """The measure's spellings in one vocabulary of :data:`VOCABULARIES` (empty when
@@ -126,6 +133,13 @@ class Measure:
 
     def closed(self, ev):
         raise ParameterError(f"{self.name} has no tie-aware kernel")
+
+    def extremes(self, ev):
+        """``(first, last)``: the measure's maximum and minimum over the tie orders, for a
+        measure the label orderings do not take to its extremes (a count of unjudged
+        items); None (the default): first and last are the realised values of the
+        orderings of :attr:`orders`."""
+        return None
 
     def realise(self, ev, lab, judged):
         raise ParameterError(f"{self.name} has no tie-aware kernel")

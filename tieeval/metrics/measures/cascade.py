@@ -338,8 +338,25 @@ def _position_weights(d: np.ndarray, a: np.ndarray, n: np.ndarray, p: np.ndarray
 # Interpolated precision
 
 
+def iprec_cut(recall: float, big_r, rounding: str = "trec_eval") -> np.ndarray:
+    """IPrec's cutoff in relevant items at recall level ``recall`` for ``big_r`` relevant
+    items: trec_eval 10's ``lround(x R)`` (``"trec_eval"``; x R >= 0, halves up) or trec_eval
+    9.0.8's ``(long)(x R + 0.9)`` (``"trec_eval9"``, m_iprec_at_recall.c of pytrec_eval).
+
+    >>> iprec_cut(0.1, np.array([4, 5, 6])).tolist(), iprec_cut(0.1, np.array([4, 5, 6]),
+    ...                                                        "trec_eval9").tolist()
+    ([0, 1, 1], [1, 1, 1])
+    """
+    prod = recall * np.asarray(big_r).astype(np.float64)
+    if rounding == "trec_eval9":
+        return np.floor(prod + 0.9).astype(np.int64)
+    fl = np.floor(prod)
+    return (fl + (prod - fl >= 0.5)).astype(np.int64)  # lround: halves away from zero
+
+
 def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
-                      relevant_level: float | None = None) -> np.ndarray:
+                      relevant_level: float | None = None,
+                      rounding: str = "trec_eval") -> np.ndarray:
     """Per row, the exact expectation of trec_eval's ``iprec_at_recall`` at level ``recall``
     under uniform random tie-breaking.
 
@@ -348,12 +365,15 @@ def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
     rb : BlockTable
         The labelled batch; unranked relevant items (``RelBatch(unranked=...)``) count in R.
     recall : float
-        The recall level x in [0, 1]; the cutoff is ``c = lround(x R)`` relevant items.
+        The recall level x in [0, 1]; the cutoff is ``c = lround(x R)`` relevant items
+        (``rounding``: :func:`iprec_cut`'s rule).
     depth : int, optional
         Only the top ``depth`` candidates are retrieved (trec_eval ``-M``); a tie block
         across that depth is cut after the random order is drawn.
     relevant_level : float, optional
         Relevant means ``label >= relevant_level`` (trec_eval ``-l``); default ``label > 0``.
+    rounding : str
+        ``"trec_eval"`` (trec_eval 10, default) or ``"trec_eval9"`` (:func:`iprec_cut`).
 
     Returns
     -------
@@ -412,11 +432,13 @@ def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
     """
     _check_batch(rb)
     recall = _check_real("recall", recall)
-    return iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level)[0]
+    return iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level,
+                              rounding=rounding)[0]
 
 
 def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
-                       relevant_level: float | None = None) -> np.ndarray:
+                       relevant_level: float | None = None,
+                       rounding: str = "trec_eval") -> np.ndarray:
     """:func:`iprec_expectation` at several recall levels in one call.
 
     The levels share the set-up and the path counts: every distinct tie-block CDF
@@ -432,6 +454,8 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
         Recall levels in [0, 1].
     depth, relevant_level
         As for :func:`iprec_expectation`.
+    rounding : str
+        The cutoff rule of :func:`iprec_cut`.
 
     Returns
     -------
@@ -471,9 +495,7 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
     b_t = _exclusive_within_row(rb, p_t)
     plans = []
     for recall in levels:
-        prod = recall * big_r.astype(np.float64)
-        fl = np.floor(prod)
-        cut = (fl + (prod - fl >= 0.5)).astype(np.int64)  # lround: halves away from zero
+        cut = iprec_cut(recall, big_r, rounding)
         plans.append(_iprec_rows(rb, p_t, b_t, m_t, np.maximum(cut, 1)))
     # every level's CDF requests, evaluated together (duplicates once)
     requests = [np.concatenate([plan[0][j] for plan in plans]) for j in range(7)]

@@ -1,15 +1,21 @@
-"""trec_eval's per-query counts: NumRet, NumRel, NumRelRet and NumQ, summed over rows.
+"""trec_eval's per-query counts: NumRet, NumRel, NumRelRet, NumNonRelJudgedRet and NumQ,
+summed over rows.
 
-    NumRet    = min(n, depth)             retrieved items
-    NumRel    = R                         relevant items, retrieved or not
-    NumRelRet = |relevant in the top min(n, depth)|
-    NumQ      = 1
+    NumRet             = min(n, depth)             retrieved items
+    NumRel             = R                         relevant items, retrieved or not
+    NumRelRet          = |relevant in the top min(n, depth)|
+    NumNonRelJudgedRet = |judged non-relevant in the top min(n, depth)|
+    NumQ               = 1
 
 Each exists for every row, and the dataset figure is the sum (as trec_eval prints them).
-Only NumRelRet can depend on the tie order (a depth cut through a tie block): it is
-hypergeometric, as Recall's numerator (docs/METRICS.md 6); the others are constants.
+Only NumRelRet and NumNonRelJudgedRet can depend on the tie order (a depth cut through a tie
+block): they are hypergeometric, as Recall's numerator (docs/METRICS.md 6); the others are
+constants. The label orderings do not take NumNonRelJudgedRet to its extremes (they order
+relevant items, not judged ones), so its first / last are the largest and smallest counts
+the straddled block allows.
 
-Reference: trec_eval m_num_ret.c, m_num_rel.c, m_num_rel_ret.c, m_num_q.c.
+Reference: trec_eval m_num_ret.c, m_num_rel.c, m_num_rel_ret.c,
+m_num_nonrel_judged_ret.c, m_num_q.c.
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
+from tieeval.metrics.measures.series import hypergeometric_extremes
 
 
 @dataclass(frozen=True)
 class Count(Measure):
     """A per-row count; ``counts`` is ``"retrieved"``, ``"relevant"``,
-    ``"relevant_retrieved"`` or ``"rows"``."""
+    ``"relevant_retrieved"``, ``"judged_nonrelevant_retrieved"`` or ``"rows"``."""
 
     counts: str = "rows"
 
@@ -41,12 +48,23 @@ class Count(Measure):
     def closed(self, ev):
         if self.counts == "relevant_retrieved":
             return ev.hits_moments(ev.b.p_t)
+        if self.counts == "judged_nonrelevant_retrieved":
+            return ev.hits_moments(ev.b.j_t)  # j_t: judged non-relevant items per block
         return self._constant(ev), np.zeros(ev.b.rows), np.zeros(ev.b.rows, dtype=bool)
 
     def realise(self, ev, lab, judged):
         if self.counts == "relevant_retrieved":
             return ev.hits(lab, +1)
+        if self.counts == "judged_nonrelevant_retrieved":
+            b = ev.b
+            mask = judged & ~b.relevant(lab) & ev.in_k
+            return np.bincount(b.row[mask], minlength=b.rows).astype(np.float64)
         return self._constant(ev)
+
+    def extremes(self, ev):
+        if self.counts == "judged_nonrelevant_retrieved":
+            return hypergeometric_extremes(ev.b, ev.m_t, ev.b.j_t)
+        return None
 
 
 NUM_RET = Count(
@@ -67,6 +85,13 @@ NUM_REL_RET = Count(
     names={"tieeval": ("NumRelRet",), "trec_eval": ("num_rel_ret",),
            "ir_measures": ("NumRelRet",)},
     needs=frozenset({"labels"}), counts="relevant_retrieved")
+
+NUM_NONREL_JUDGED_RET = Count(
+    "NumNonRelJudgedRet", "none", "number of judged non-relevant items retrieved (trec_eval "
+    "num_nonrel_judged_ret); the dataset figure is the sum over rows", aggregate="sum",
+    names={"tieeval": ("NumNonRelJudgedRet",), "trec_eval": ("num_nonrel_judged_ret",)},
+    needs=frozenset({"labels", "judged"}), counts="judged_nonrelevant_retrieved",
+    orders=BY_LABELS_AND_JUDGED)
 
 NUM_Q = Count(
     "NumQ", "none", "number of rows (queries) evaluated (trec_eval num_q): 1 per row, "

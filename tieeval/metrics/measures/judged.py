@@ -1,16 +1,27 @@
-"""Judged@K: the share of the top K that is judged (ir_measures Judged@K; divides by K).
+"""Judged@K: the share of the top K that is judged, as ir_measures defines it.
+
+ir_measures' Judged@K (its judged provider) counts the retrieved documents with a
+relevance judgement, any qrels line, a negative one too, among the top K, and divides by
+min(K, retrieved); every query with judgements is averaged in, whether or not one of them
+is relevant. So does this measure: an item is judged when the dump marks it judged or its
+label is negative (trec_eval reads a negative judgement as "in the pool but unjudged", for
+bpref and ``-J``; ir_measures counts it as judged).
 
 The judged items among the ``m_t`` places of a tie block inside the top K are
-hypergeometric, as Precision's relevant items (docs/METRICS.md 6) with ``jd_t`` judged
+hypergeometric, as Precision's relevant items (docs/METRICS.md 6) with ``c_t`` judged
 items per block. first / last put judged items first / last inside every tie (its maximum
-and minimum; the label orderings do not order it).
+and minimum; the label orderings do not order it). ir_measures breaks score ties by docno
+ascending; a TREC run's Original here is trec_eval's order (docno descending), so the
+Original column can differ from ir_measures' own figure where a tie straddles K; First,
+Last and Tie-aware do not depend on a tie order.
 
-Reference: ir_measures' Judged (S. MacAvaney et al., ECIR 2022).
+Reference: ir_measures' Judged (S. MacAvaney et al., ECIR 2022), providers/judged_provider.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -19,22 +30,38 @@ from tieeval.metrics.measures.base import BY_JUDGED, Measure
 
 @dataclass(frozen=True)
 class JudgedShare(Measure):
-    """``|judged in the top K| / K``."""
+    """``|judged in the top K| / min(K, n)``."""
+
+    negatives_judged: ClassVar[bool] = True
+
+    def defined(self, ev) -> np.ndarray:
+        """Every row with a judgement (ir_measures averages every judged query; one the run
+        does not answer, a row without candidates under ``--missing-queries zero``, is 0)."""
+        b = ev.b
+        return (b.n_pos + b.n_judged_nonrel + b.n_neg) >= 1
+
+    def _den(self, ev) -> np.ndarray:
+        """min(K, n): ir_measures divides by the run's length where it is shorter than K
+        (1 for a row without candidates, whose count is 0)."""
+        return np.maximum(np.minimum(ev.k, ev.b.n), 1).astype(np.float64)
 
     def closed(self, ev):
-        """E[#judged in the top K] / K: each block contributes ``jd_t m_t / n_t`` (the
-        hypergeometric mean), as Precision does with relevant items."""
-        e, v, d = ev.hits_moments(ev.b.jd_t)
-        k = ev.k_safe()
-        return e / k, v / k ** 2, d
+        """E[#judged in the top K] / min(K, n): each block contributes ``c_t m_t / n_t``
+        (the hypergeometric mean), as Precision does with relevant items."""
+        b = ev.b
+        c_t = b._block_sum((b.judged_first | (b.lab_first < 0)).astype(np.int64))
+        e, v, d = ev.hits_moments(c_t)
+        den = self._den(ev)
+        return e / den, v / den ** 2, d
 
     def realise(self, ev, lab, judged):
         hits = np.bincount(ev.b.row[judged & ev.in_k], minlength=ev.b.rows)
-        return hits / ev.k_safe()
+        return hits / self._den(ev)
 
 
 JUDGED = JudgedShare(
     "Judged", "required",
-    "share of the top K that is judged (ir_measures Judged@K; divides by K)",
+    "share of the top min(K, retrieved) that is judged, negative judgements included "
+    "(ir_measures Judged@K)",
     names={"tieeval": ("Judged",), "ir_measures": ("Judged",)},
     needs=frozenset({"labels", "judged", "cutoff"}), orders=BY_JUDGED)

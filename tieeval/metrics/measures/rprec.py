@@ -1,11 +1,12 @@
-"""R-precision: relevant items in the top R, divided by R (trec_eval Rprec).
+"""R-precision and precision at multiples of R (trec_eval Rprec, Rprec_mult_x).
 
-    Rprec = |relevant in the top min(R, n, depth)| / R
+    Rprec        = |relevant in the top min(R, n, depth)| / R
+    Rprec_mult_x = |relevant in the top min(c, n, depth)| / c,   c = (long)(x R + 0.9)
 
-The count is hypergeometric in the block the cut at R straddles (docs/METRICS.md 6 with
-K = R), so E and Var are Recall's with a per-row cutoff.
+The count is hypergeometric in the block the cut straddles (docs/METRICS.md 6 with K = R
+or K = c), so E and Var are Recall's with a per-row cutoff.
 
-Reference: trec_eval m_Rprec.c.
+Reference: trec_eval m_Rprec.c, m_Rprec_mult.c.
 """
 
 from __future__ import annotations
@@ -45,3 +46,46 @@ RPREC = RPrecision(
     names={"tieeval": ("Rprec",), "trec_eval": ("Rprec",), "ir_measures": ("Rprec",),
            "ranx": ("r-precision",)},
     needs=frozenset({"labels"}))
+
+
+@dataclass(frozen=True)
+class RPrecisionMultiple(Measure):
+    """Precision at a multiple x of R (trec_eval Rprec_mult_x).
+
+        c = (long)(x R + 0.9),   Rprec_mult_x = |relevant in the top min(c, n, depth)| / c
+
+    (0 when c = 0); places past the retrieved list count as non-relevant, as in
+    m_Rprec_mult.c. The count is hypergeometric in the block the cut at c straddles (as
+    Rprec's), so E and Var are exact.
+    """
+
+    def _c(self, ev) -> np.ndarray:
+        # trec_eval's cutoff in documents: (long) (x * num_rel + 0.9), in double arithmetic
+        x = 0.0 if ev.m.level is None else float(ev.m.level)
+        return np.floor(x * ev.b.n_pos.astype(np.float64) + 0.9).astype(np.int64)
+
+    def _cut(self, ev) -> np.ndarray:
+        return np.minimum(self._c(ev), ev.kc)
+
+    def _denominator(self, ev) -> np.ndarray:
+        return np.maximum(self._c(ev), 1).astype(np.float64)  # c = 0: the count is 0 too
+
+    def closed(self, ev):
+        b = ev.b
+        m_t = np.clip(self._cut(ev)[b.brow] - b.ba, 0, b.bsz)
+        e, var, decided = hypergeometric_hits(b, m_t, b.p_t)
+        c = self._denominator(ev)
+        return e / c, var / c ** 2, decided
+
+    def realise(self, ev, lab, judged):
+        b = ev.b
+        inside = b.relevant(lab) & (b.pos < self._cut(ev)[b.row])
+        return np.bincount(b.row[inside], minlength=b.rows) / self._denominator(ev)
+
+
+RPREC_MULT = RPrecisionMultiple(
+    "RprecMult", "level",
+    "precision at x R documents, R the row's number of relevant items (trec_eval "
+    "Rprec_mult_x; x >= 0, its cutoff (long)(x R + 0.9))",
+    names={"tieeval": ("RprecMult",), "trec_eval": ("Rprec_mult",)},
+    needs=frozenset({"labels", "level"}), level_max=float("inf"))

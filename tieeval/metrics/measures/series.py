@@ -200,3 +200,49 @@ def hypergeometric_hits(b, m_t: np.ndarray, x_t: np.ndarray):
                      0.0)
     decided = np.bincount(b.brow[straddle & (x_t > 0) & (x_t < b.bsz)], minlength=b.rows) > 0
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows), decided
+
+
+def hypergeometric_extremes(b, m_t: np.ndarray, x_t: np.ndarray):
+    """The largest and smallest #(marked in the top) over the tie orders: ``m_t`` places of
+    each block inside the top, ``x_t`` marked items per block. A block the top cut straddles
+    holds at most ``min(m, x)`` and at least ``max(0, m - (n - x))`` of its marked items
+    there (marked items first / last inside the block)."""
+    m, x, n = m_t.astype(np.int64), x_t.astype(np.int64), b.bsz.astype(np.int64)
+    most = np.minimum(m, x)
+    least = np.maximum(0, m - (n - x))
+    return (np.bincount(b.brow, weights=most, minlength=b.rows),
+            np.bincount(b.brow, weights=least, minlength=b.rows))
+
+
+def shifted_square_moments(b, m_t: np.ndarray, x_t: np.ndarray):
+    """E[X^2] and Var[X^2] of X = #(marked in the top), ``m_t`` places of each block inside
+    the top and ``x_t`` marked items per block.
+
+    Only a block the cut straddles is random, and a row's cut straddles at most one block,
+    so X = c + H with c fixed and H hypergeometric (n items, x marked, m drawn). H's
+    factorial moments are ``E[H_(r)] = m_(r) x_(r) / n_(r)`` (falling factorials), which give
+    its raw moments mu_1..mu_4; then E[X^2] = c^2 + 2 c mu_1 + mu_2 and
+    Var[X^2] = 4 c^2 Var H + 4 c Cov(H, H^2) + Var(H^2).
+    """
+    m, x, n = (a.astype(np.float64) for a in (m_t, x_t, b.bsz))
+    whole = m_t >= b.bsz
+    straddle = (m_t > 0) & ~whole
+    c = np.bincount(b.brow, weights=np.where(whole, x, 0.0), minlength=b.rows)
+    f = [np.zeros(b.rows) for _ in range(5)]  # factorial moments F_1..F_4 of each row's H
+    t = np.flatnonzero(straddle)
+    rows = b.brow[t]
+    term = np.ones(t.size)
+    for r in range(1, 5):
+        nr = n[t] - (r - 1)
+        term = term * (m[t] - (r - 1)) * (x[t] - (r - 1)) / np.where(nr > 0, nr, 1.0)
+        term = np.where((m[t] >= r) & (x[t] >= r), term, 0.0)
+        f[r][rows] = term
+    mu1, mu2 = f[1], f[2] + f[1]
+    mu3 = f[3] + 3 * f[2] + f[1]
+    mu4 = f[4] + 6 * f[3] + 7 * f[2] + f[1]
+    var_h = np.zeros(b.rows)  # the closed form, not mu2 - mu1^2 (which cancels)
+    var_h[rows] = (m[t] * (n[t] - m[t]) * x[t] * (n[t] - x[t])
+                   / (n[t] * n[t] * np.maximum(n[t] - 1, 1.0)))
+    e2 = c * c + 2 * c * mu1 + mu2
+    var2 = 4 * c * c * var_h + 4 * c * (mu3 - mu1 * mu2) + (mu4 - mu2 * mu2)
+    return e2, np.maximum(var2, 0.0)
