@@ -7,10 +7,10 @@ holding a NaN are left to the numpy path, which owns the NaN policies and their 
 
 numpy alone stays a complete path, and the default one: the fused kernel is used only with
 ``TIEEVAL_KERNEL=numba`` (when numba is installed). Importing numba and loading the
-compiled kernel costs about 0.3 s and 130 MB, and since batches are evaluated on every core
-the numpy counts keep pace with it (``benchmarks/bench_memory.py``): chosen by the dump's
-size, it made a 4 GB dump's peak memory twice a 400 MB dump's, where streaming keeps it
-independent of the row count.
+compiled kernel costs about 0.3 s and 130 MB: chosen by the dump's size, it made a 4 GB
+dump's peak memory twice a 400 MB dump's, where streaming keeps it independent of the row
+count (``benchmarks/bench_memory.py``). It spends less CPU per score than the numpy
+counts, which, with batches on every core, came within 3% of it on a quiet 2-core machine.
 """
 
 
