@@ -251,7 +251,7 @@ def _read_footer(path: str, mtime_ns: int, size: int) -> list[GroupInfo]:
 # Some writers (parquet-mr before 1.2.9) counted a column chunk's bytes without its dictionary
 # page header: pages may run this many bytes past the declared end (pyarrow allows as much).
 CHUNK_SLACK = 100
-_HEADER_READ = 1 << 16  # a page header is read in windows of this size ...
+_HEADER_READ = 1 << 12  # a page header is read in windows of this size ...
 _MAX_HEADER = 16 << 20  # ... up to this size (page statistics can be long)
 
 
