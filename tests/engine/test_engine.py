@@ -358,11 +358,11 @@ def test_default_jobs_follow_the_sort_work(tmp_path, monkeypatch):
     assert local.auto_jobs(free_dump, local.kernel_for(free_dump), 8) == 1
     assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 8) == 8
     assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump, original="stable"), 8) == 1
-    # with few cores one process evaluates batches on all of them: a pool only for big dumps
+    # with few cores one process evaluates batches on all of them: never a pool, whatever
+    # the dump's size (a pool holds a copy of the working memory per worker)
+    monkeypatch.setattr(local, "AUTO_POOL_BYTES", 0)
     for cores in range(1, local.AUTO_POOL_MIN_CORES):
         assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), cores) == 1
-    monkeypatch.setattr(local, "AUTO_POOL_FEW_CORES_BYTES", 0)
-    assert local.auto_jobs(tied_dump, local.kernel_for(tied_dump), 2) == 2
     table = pa.table({"scores": pa.array(list(tied[:50]), type=pa.list_(pa.float32()))})
     pq.write_table(table, tmp_path / "tied.parquet")
     parquet = open_dump(tmp_path / "tied.parquet")

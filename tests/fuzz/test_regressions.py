@@ -101,11 +101,6 @@ def test_error_quoting_a_damaged_column_name_stays_one_line(tmp_path, name):
     assert result.stderr.startswith("Error: ")
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "a damaged Parquet page header declaring a 1.7 GB page makes the buffered page reader "
-    "(ParquetFile(pre_buffer=False, buffer_size=1 << 20) in tieeval/io/arrow.py) allocate "
-    "the declared size: 1.7 GB and ~10 s before the refusal, where pyarrow.parquet."
-    "read_table (or buffer_size=0) refuses in 0.4 s at 75 MB"))
 def test_parquet_page_header_declaring_a_huge_page_is_refused_in_bounded_memory(tmp_path):
     import fuzz_mutants
     # mutant 2911 of the fixed-size-list Parquet dumps, seed 99: two bytes deleted from

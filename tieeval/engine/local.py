@@ -40,7 +40,14 @@ from tieeval.engine.request import (
     make_request,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Dump, ReadAgain, ReadOptions, RelevanceInfo
+from tieeval.io.base import (
+    DEFAULT_BATCH_ROWS,
+    TARGET_BATCH_BYTES,
+    Dump,
+    ReadAgain,
+    ReadOptions,
+    RelevanceInfo,
+)
 from tieeval.io.open import open_dump
 from tieeval.kernels import fused
 from tieeval.kernels.accumulator import Accumulator
@@ -53,11 +60,10 @@ from tieeval.metrics.options import RelOptions
 from tieeval.records.batch import Batch
 from tieeval.results import RunResult
 
-AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 starts worker processes only for NPY
-AUTO_POOL_FEW_CORES_BYTES = 1 << 30  # and stored NPZ matrices from this size: below it one
+AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 never starts worker processes: one
 # process that evaluates batches and sorts rows on every core (threads) measured as fast
-# as a pool on 2 cores, or faster; on a 4 GB NPY a pool gained about 10%
-# (benchmarks/bench_scale.py)
+# as a pool on 2 cores (a 1.25 GB labelled NPZ, a 4 GB NPY), and a pool holds a copy of
+# the working memory per worker, twice the memory or more (benchmarks/bench_memory.py)
 AUTO_POOL_BYTES = 256 << 20  # --jobs 0 starts worker processes for dumps from this size
 # ... and, for a memory-mapped single-positive matrix (NPY, stored NPZ), only when the
 # estimated single-core time of its Original sorts is at least this: in one process the
@@ -246,9 +252,8 @@ def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
     """Worker processes for ``--jobs 0`` (``cores`` available), following the work.
 
     This process already evaluates batches on every core (threads). With fewer than
-    :data:`AUTO_POOL_MIN_CORES` cores a pool pays only for an NPY or stored NPZ matrix of
-    :data:`AUTO_POOL_FEW_CORES_BYTES` or more (a Parquet worker holds its decoded row
-    groups: two of them would double the memory for a tenth of the time). A memory-mapped
+    :data:`AUTO_POOL_MIN_CORES` cores that is the whole answer: no pool (it was never
+    faster there, and each worker holds its own batches). A memory-mapped
     single-positive matrix costs little to read: a pool pays only for a long Original
     sort, estimated from the first rows (:func:`sort_seconds`). With more cores, other
     dumps (decoded Parquet row groups, labelled rows) keep the size rule: a pool from
@@ -256,10 +261,9 @@ def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
     """
     if cores <= 1:
         return 1
-    matrix = dump.format in ("npy", "npz") and bool(dump.parts) and bool(dump.rows)
-    if cores < AUTO_POOL_MIN_CORES and not (matrix
-                                             and dump.nbytes >= AUTO_POOL_FEW_CORES_BYTES):
+    if cores < AUTO_POOL_MIN_CORES:
         return 1
+    matrix = dump.format in ("npy", "npz") and bool(dump.parts) and bool(dump.rows)
     if not (isinstance(kernel, SinglePositiveKernel) and matrix):
         return cores
     if kernel.spec.what_if is not None:
@@ -473,20 +477,36 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 
 
 class _ArrayDump:
-    """An in-memory batch dressed as a dump, so arrays take the one pipeline too."""
+    """In-memory arrays dressed as a dump, so arrays take the one pipeline too: cut into
+    batches of the size a file of the same rows would be read in (views of the arrays,
+    :meth:`Batch.take`), so that the kernel's working memory is bounded by the batch and
+    batches run on the sort threads, as a file's do."""
 
     def __init__(self, batch: Batch, path: str, dtype, relevance: RelevanceInfo | None):
         self.batch, self.path, self.dtype, self.relevance = batch, path, dtype, relevance
         self.metadata: dict = {}
         self.warnings: list = []
-        self.nbytes = 0
+        self.nbytes = int(batch.scores.nbytes)
         self.parts = None
+        self.rows = batch.rows
+        # a dump's automatic batch size follows the bytes of a row of scores
+        self.row_bytes = -(-self.nbytes // max(1, batch.rows))
 
     def batch_size(self, batch_rows=None) -> int:
-        return max(1, self.batch.rows)
+        if batch_rows is not None:
+            return batch_rows
+        if self.row_bytes <= 0:
+            return DEFAULT_BATCH_ROWS
+        return int(max(1, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
 
     def batches(self, batch_rows=None):
-        yield self.batch
+        size = self.batch_size(batch_rows)
+        rows = self.batch.rows
+        if rows <= size:
+            yield self.batch
+            return
+        for lo in range(0, rows, size):
+            yield self.batch.take(lo, min(lo + size, rows))
 
     def verify(self) -> None:
         pass

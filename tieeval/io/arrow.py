@@ -83,6 +83,22 @@ def _parquet_file(path: str, mtime_ns: int, size: int):
                           page_checksum_verification=True)
 
 
+def iter_row_group(file: str, pf, group: int, batch_size: int, columns):
+    """``pf.iter_batches`` over one row group's ``columns``, once its page headers are
+    checked against its column chunks (:func:`~tieeval.io.parquet_footer.check_pages`): a
+    damaged header declaring a huge page is refused before pyarrow allocates it. The
+    refusal is a :class:`~tieeval.io.parquet_footer.FooterError` (a ValueError), reported
+    by the callers as the damage they report for pyarrow's errors (:func:`_parquet_error`).
+    """
+    from tieeval.io.parquet_footer import check_pages, read_footer
+    chunks = read_footer(file)[group].columns
+    wanted = set(columns)
+    check_pages(file, [c for c in chunks if c.path[:1] and c.path[0] in wanted],
+                os.path.getsize(file))
+    return pf.iter_batches(batch_size=batch_size, row_groups=[group], columns=columns,
+                           use_threads=False)
+
+
 def arrow_metadata(schema) -> dict[str, str]:
     """A schema's key-value metadata as run metadata (pandas and Arrow keys left out);
     bytes that are not UTF-8 are shown escaped, never an error."""

@@ -202,10 +202,13 @@ class Dump:
         try:
             for part in parts:
                 yield from part.batches(size)
+            self.finish()
         except ReadAgain as exc:  # a part learned something about the dump: tell it
             self.start_over(exc)
             raise
-        self.finish()
+        finally:
+            from tieeval.io import buffers  # the pass is over: its batch buffers go
+            buffers.release()
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")

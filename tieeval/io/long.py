@@ -54,6 +54,7 @@ from tieeval.io.arrow import (
     arrow_metadata,
     check_rows_decoded,
     from_numpy,
+    iter_row_group,
     numpy_dtype,
     parquet_file,
     row_groups,
@@ -396,8 +397,7 @@ class _ParquetSource(_Source):
                     continue
                 decoded = 0
                 try:
-                    for record in pf.iter_batches(batch_size=rows, row_groups=[g],
-                                                  columns=self.columns, use_threads=False):
+                    for record in iter_row_group(file, pf, g, rows, self.columns):
                         share = info.compressed_size * record.num_rows // info.num_rows
                         decoded += record.num_rows
                         yield _rows_from(file, record, self.cols, self.has_label, share)

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from tieeval.errors import InputError
+from tieeval.io import buffers
 from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length
 from tieeval.io.validate import _check_matrix, _positive_for
 from tieeval.records.batch import Batch
@@ -97,7 +98,7 @@ class RowReader:
                 self._fill(memoryview(col).cast("B"),  # type: ignore[arg-type]
                            spec.offset + (j * rows + lo) * size)
             return out
-        out = np.empty((n,) + rest, dtype=spec.dtype)
+        out = buffers.empty((n,) + rest, spec.dtype)
         if out.nbytes:
             view = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]
             self._fill(view, spec.offset + lo * spec.row_bytes)

@@ -21,6 +21,7 @@ from tieeval.io.arrow import (
     check_rows_decoded,
     check_same_columns,
     check_same_fields,
+    iter_row_group,
     list_to_numpy,
     numpy_dtype,
     parquet_file,
@@ -148,8 +149,7 @@ class RowGroupPart:
         start = self.start
         try:
             pf = parquet_file(self.path)
-            it = pf.iter_batches(batch_size=batch_rows, row_groups=[self.group],
-                                 columns=self.columns, use_threads=False)
+            it = iter_row_group(self.path, pf, self.group, batch_rows, self.columns)
             for record in it:
                 if record.num_rows == 0:
                     continue

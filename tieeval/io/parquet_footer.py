@@ -34,6 +34,7 @@ class ChunkInfo:
     path: tuple
     num_values: int
     compressed_size: int
+    start: int = -1  # the file offset of its first page (-1: not declared)
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,10 @@ class _Reader:
         return self.zigzag()
 
 
-def _column_meta(r: _Reader, depth: int) -> tuple[tuple, int, int]:
+def _column_meta(r: _Reader, depth: int) -> tuple[tuple, int, int, int]:
     path: tuple = ()
-    num_values = compressed = -1
+    num_values = compressed = data_page = -1
+    dictionary_page = 0
     for fid, kind in r.fields(depth):
         if fid == 3 and kind == _LIST:
             size, elem = r.list_header()
@@ -170,9 +172,16 @@ def _column_meta(r: _Reader, depth: int) -> tuple[tuple, int, int]:
             num_values = r.integer(kind)
         elif fid == 7:
             compressed = r.integer(kind)
+        elif fid == 9:
+            data_page = r.integer(kind)
+        elif fid == 11:
+            dictionary_page = r.integer(kind)
     if num_values < 0 or compressed < 0:
         raise FooterError("column metadata without its value count or size")
-    return path, num_values, compressed
+    # a chunk starts at its dictionary page when it has one; writers that have none write
+    # 0 there (or nothing), and some wrote an offset past the data page: then the data page
+    start = dictionary_page if 0 < dictionary_page < data_page else data_page
+    return path, num_values, compressed, start
 
 
 def _column_chunk(r: _Reader, depth: int) -> ChunkInfo:
@@ -237,3 +246,62 @@ def _read_footer(path: str, mtime_ns: int, size: int) -> list[GroupInfo]:
     if len(footer) != length:
         raise FooterError("the file changed while its footer was read")
     return parse_footer(footer)
+
+
+# Some writers (parquet-mr before 1.2.9) counted a column chunk's bytes without its dictionary
+# page header: pages may run this many bytes past the declared end (pyarrow allows as much).
+CHUNK_SLACK = 100
+_HEADER_READ = 1 << 12  # a page header is read in windows of this size ...
+_MAX_HEADER = 16 << 20  # ... up to this size (page statistics can be long)
+
+
+def check_pages(path: str, chunks, file_size: int) -> None:
+    """Walk the page headers of ``chunks`` (:class:`ChunkInfo` of one row group) and raise
+    :class:`FooterError` at the first page whose declared size runs past its column chunk.
+
+    pyarrow's buffered page reader allocates a page's declared size before it finds that
+    the chunk cannot hold it: a damaged header declaring gigabytes costs that memory and
+    seconds of reading before the refusal. A chunk's pages follow each other from its first
+    byte to its declared size, so each header's ``compressed_page_size`` is bounded by what
+    is left of the chunk (plus :data:`CHUNK_SLACK`). A header that cannot be parsed ends
+    the walk of its chunk: the damage is pyarrow's to report, within the chunk's bytes.
+    """
+    with open(path, "rb") as fh:
+        for chunk in chunks:
+            if chunk.start < 0:
+                continue
+            end = min(chunk.start + chunk.compressed_size, file_size)
+            pos = chunk.start
+            while pos < end:
+                got = _page_sizes(fh, pos, end)
+                if got is None:
+                    break
+                header, compressed = got
+                room = end + CHUNK_SLACK - (pos + header)
+                if compressed > room:
+                    column = ".".join(chunk.path) or "?"
+                    raise FooterError(f"column {column}: a page header at byte {pos} declares "
+                                      f"{compressed} bytes, and its column chunk has "
+                                      f"{max(0, end - pos - header)} left")
+                pos += header + compressed
+
+
+def _page_sizes(fh, pos: int, end: int) -> tuple[int, int] | None:
+    """``(header bytes, compressed_page_size)`` of the page header at ``pos``; None when it
+    is not a readable header (the damage is then pyarrow's to report)."""
+    window = _HEADER_READ
+    while True:
+        fh.seek(pos)
+        data = fh.read(min(window, max(0, end + CHUNK_SLACK - pos)))
+        r = _Reader(data)
+        compressed = -1
+        try:
+            for fid, kind in r.fields():
+                if fid == 3:
+                    compressed = r.integer(kind)
+        except FooterError:
+            if len(data) < window or window >= _MAX_HEADER:
+                return None  # not a header, or one cut by the chunk's end
+            window *= 4  # a long header (statistics): read more of it
+            continue
+        return (r.pos, compressed) if compressed >= 0 else None

@@ -330,14 +330,13 @@ class ParquetRelevancePart(_WithRelevance):
     fields: tuple  # ((kind, column name), ...)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
-        from tieeval.io.arrow import _parquet_error, _pyarrow, parquet_file
+        from tieeval.io.arrow import _parquet_error, _pyarrow, iter_row_group, parquet_file
         pa, _ = _pyarrow()
         path = self.base.path
         names = dict(self.fields)
         try:
-            records = parquet_file(path).iter_batches(
-                batch_size=batch_rows, row_groups=[self.base.group],
-                columns=[name for _, name in self.fields], use_threads=False)
+            records = iter_row_group(path, parquet_file(path), self.base.group, batch_rows,
+                                     [name for _, name in self.fields])
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _parquet_error(path, exc, f"row group {self.base.group}: ") from None
         feeder = _Feeder(records, f"{path}: row group {self.base.group}: ")

@@ -5,11 +5,12 @@ with its count, where the numpy path needs four passes. Comparisons are the same
 ``==`` on the stored dtype, so the counts are identical (tests compare both paths). Rows
 holding a NaN are left to the numpy path, which owns the NaN policies and their messages.
 
-numpy alone stays a complete path. When it is used (measured in benchmarks/README.md):
-
-* ``TIEEVAL_KERNEL=numba``: always (when numba is installed); ``TIEEVAL_KERNEL=numpy``: never;
-* otherwise only for dumps of at least :data:`AUTO_MIN_BYTES`: importing numba and loading
-  the compiled kernel costs about 0.3 s and 130 MB, which a smaller dump does not win back.
+numpy alone stays a complete path, and the default one: the fused kernel is used only with
+``TIEEVAL_KERNEL=numba`` (when numba is installed). Importing numba and loading the
+compiled kernel costs about 0.3 s and 130 MB: chosen by the dump's size, it made a 4 GB
+dump's peak memory twice a 400 MB dump's, where streaming keeps it independent of the row
+count (``benchmarks/bench_memory.py``). It spends less CPU per score than the numpy
+counts, which, with batches on every core, came within 3% of it on a quiet 2-core machine.
 """
 
 
@@ -23,7 +24,6 @@ import numpy as np
 _KERNEL = None
 _TRIED = False
 _ON = False  # set per run by use()
-AUTO_MIN_BYTES = 1 << 30
 # Worth compiling (or loading from numba's cache) only for batches at least this large.
 MIN_SCORES = 1 << 20
 DTYPES = (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -81,11 +81,10 @@ def available() -> bool:
 
 
 def wanted(nbytes: int) -> bool:
-    """Whether a run over ``nbytes`` of input should use the fused kernel (see above)."""
+    """Whether a run over ``nbytes`` of input should use the fused kernel: only when
+    ``TIEEVAL_KERNEL=numba`` asks for it (see above), whatever the size."""
     mode = os.environ.get("TIEEVAL_KERNEL", "").lower()
-    if mode in ("numpy", "numba"):
-        return mode == "numba"
-    return nbytes >= AUTO_MIN_BYTES and importlib.util.find_spec("numba") is not None
+    return mode == "numba" and importlib.util.find_spec("numba") is not None
 
 
 def use(on: bool) -> None:

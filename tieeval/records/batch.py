@@ -51,6 +51,29 @@ class Batch:
             return np.full(self.rows, self.scores.shape[1], dtype=np.int64)
         return np.diff(self.offsets).astype(np.int64)
 
+    def take(self, lo: int, hi: int) -> "Batch":
+        """Rows ``lo..hi`` of this batch as a batch of their own (views, no copy): what a
+        reader would have yielded for them. ``nbytes`` is their share of the scores."""
+        if self.offsets is None:
+            cut = slice(lo, hi)
+            offsets = None
+        else:
+            cut = slice(int(self.offsets[lo]), int(self.offsets[hi]))
+            offsets = self.offsets[lo:hi + 1] - self.offsets[lo]
+
+        def part(values):
+            return None if values is None else values[cut]
+        ranking = self.ranking
+        if ranking is not None:
+            first, last = int(ranking.offsets[lo]), int(ranking.offsets[hi])
+            ranking = RankLists(ranking.values[first:last],
+                                ranking.offsets[lo:hi + 1] - first)
+        scores = self.scores[cut]
+        return Batch(scores, self.positive[lo:hi], self.start + lo, offsets,
+                     part(self.labels), None if self.ids is None else self.ids[lo:hi],
+                     int(scores.nbytes), part(self.items), ranking, self.positive_defaulted,
+                     part(self.judged))
+
     def where(self, i: int) -> str:
         """How messages name batch row ``i``: the dump row, or the long layout's instance."""
         if self.ids is not None:
