@@ -28,10 +28,7 @@ TREC runs (``--qrels``) and NPY/NPZ dumps are left to the local engine.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
-import shutil
-import sys
 import warnings
 from typing import Any, Sequence
 
@@ -44,6 +41,12 @@ from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importab
     refuse_spark,
     spark_refusal,
 )
+from tieeval.engine.spark_errors import mapped_errors
+from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
+    SparkUnavailable,
+    session,
+)
+from tieeval.engine.spark_session import require as _require
 from tieeval.engine.spark_tasks import (
     ANSWER_SCHEMA,
     BLOCK_COLUMN,
@@ -61,7 +64,7 @@ from tieeval.engine.spark_tasks import (
     wants_of,
     wide_task,
 )
-from tieeval.errors import InputError, TieevalError
+from tieeval.errors import InputError
 from tieeval.io.base import (
     ReadOptions,
     RelevanceInfo,
@@ -81,60 +84,6 @@ from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
-
-
-class SparkUnavailable(TieevalError):
-    """pyspark or Java is missing, so the Spark engine cannot run."""
-
-
-def _require():
-    """Import pyspark, or explain in one line what is missing."""
-    try:
-        importlib.import_module("pyspark.sql")
-    except ImportError:
-        raise SparkUnavailable("the Spark engine needs pyspark: pip install 'tieeval[spark]'"
-                               ) from None
-    java_home = os.environ.get("JAVA_HOME")
-    if not (shutil.which("java") or (java_home and os.path.exists(
-            os.path.join(java_home, "bin", "java")))):
-        raise SparkUnavailable("the Spark engine needs Java 17 or later: no java on PATH "
-                               "and JAVA_HOME is not set")
-
-
-def session(app_name: str = "tieeval"):
-    """The active SparkSession, or a new one.
-
-    Under spark-submit (or any already-configured session) the cluster's settings are kept.
-    Otherwise a local session is made that works offline: ``local[*]``, the driver bound to
-    127.0.0.1, no UI, and Python workers running this interpreter.
-    """
-    _require()
-    from pyspark.sql import SparkSession
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = (builder.master(os.environ.get("TIEEVAL_SPARK_MASTER", "local[*]"))
-                   .config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "8")
-                   .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
-                   .config("spark.python.worker.reuse", "true"))
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # the JVM did not start: say so in one line
-        text = str(exc).strip().splitlines()
-        raise SparkUnavailable(f"could not start Spark ({text[0] if text else type(exc).__name__}"
-                               "); is Java 17 or later installed?") from None
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
 
 # ---------------------------------------------------------------------------------------
 # what runs on the executors: tieeval.engine.spark_tasks
@@ -198,8 +147,9 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     check_nan_policy(nan_policy)
     request = Request(metric_list(metrics, k), options, relevance, nan_policy,
                       engine="spark", batch_rows=batch_rows)
-    result = _evaluate_frame(dataframe, request, layout=layout, path=path, metadata=metadata,
-                             warnings=warnings)
+    with mapped_errors(path):
+        result = _evaluate_frame(dataframe, request, layout=layout, path=path,
+                                 metadata=metadata, warnings=warnings)
     assert result is not None
     return result
 
@@ -395,15 +345,22 @@ def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = Tr
     """One Spark pass for a checked ``request`` over ``path`` (``dump``: its local dump
     from :func:`open_for_spark`, opened here when not given): the totals (None without
     ``totals``) and, when ``consumers`` want them, every instance's values fed to them in
-    the local engine's order, as :func:`tieeval.engine.local.drive` feeds them."""
+    the local engine's order, as :func:`tieeval.engine.local.drive` feeds them. Spark's
+    failures are one-line errors (:mod:`tieeval.engine.spark_errors`)."""
     path = os.fspath(path)
+    with mapped_errors(path):
+        return _drive(request, path, consumers, totals=totals, spark=spark, dump=dump)
+
+
+def _drive(request: Request, path: str, consumers: Sequence, *, totals: bool, spark,
+           dump) -> RunResult | None:
     if dump is None:
         dump = open_for_spark(request, path)
     options = request.read or ReadOptions()
     more: dict[str, Any] = {"consumers": consumers, "totals": totals}
     if dump is None:
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
-        spark = spark or session()
+        spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
         if path.lower().endswith((".csv", ".csv.gz")):
             dtype = options.score_dtype or "float64"
             cols = options.long_columns
@@ -412,7 +369,7 @@ def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = Tr
         else:
             frame = _read_parquet(spark, path)
         return _evaluate_frame(frame, request, path=path, ordered=True, **more)
-    spark = spark or session()
+    spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
     if dump.format == "trec":
         return _evaluate_batches(spark, request, dump, **more)
     if dump.format == "csv":
