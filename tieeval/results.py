@@ -196,6 +196,9 @@ class RunResult(RunLabelled):
     data_warnings: list | None = None
     what_if: Any = None  # a tieeval.records.whatif.WhatIf when measured under one
     original_rule: str | None = None  # set only when not the dump's default rule
+    # a TREC run under trec_eval -J: the queries left without a ranked document and their
+    # R (trec_eval prints -nan where it divides 0 by 0 there); not part of the JSON
+    zero_division: dict = field(default_factory=dict, repr=False)
 
     @property
     def effective_original_rule(self) -> str:

@@ -319,3 +319,16 @@ def test_all_lines_are_added_up_as_trec_eval_adds_them(tmp_path):
                                            "P_200", "--format", "json", "--convention",
                                            "trec_eval", "-q"]).stdout)
     assert doc["runs"][0]["metrics"][0]["original"] == sum(hits) / 200 / len(hits)
+
+
+def test_complete_run_with_a_relevance_level_prints_trec_evals_num_rel():
+    """trec_eval -c -l2 (out.test.cl2): its num_rel 'all' line counts every judgement above 0
+    in the qrels (m_num_rel.c), not the queries' level-2 counts; every line is trec_eval's."""
+    result = runner().invoke(cli, [
+        "compare", "--qrels", os.path.join(DATA, "qrels.rel_level"),
+        os.path.join(DATA, "results.trunc"), "-m", "official", "--convention", "trec_eval",
+        "--format", "trec_eval", "--missing-queries", "zero", "--relevance-level", "2", "-q"],
+        catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    with open(os.path.join(DATA, "out.test.cl2"), encoding="utf-8") as f:
+        assert result.stdout.splitlines() == f.read().splitlines()

@@ -13,6 +13,7 @@ or ``last`` print the same lines for the expected, best or worst tie-break.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -129,18 +130,38 @@ def sequential_mean(mean: float, values: np.ndarray) -> float:
     return again if abs(again - mean) <= 1e-12 * max(1.0, abs(mean)) else mean
 
 
+def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
+    """trec_eval's ``num_rel`` 'all' line under ``-c`` when ``-l`` is above 1, else None.
+
+    With ``-c`` trec_eval does not add the queries' num_rel up: it counts again every
+    judgement above 0 in the whole qrels file (m_num_rel.c, te_calc_avg_num_rel), whatever
+    ``-l`` says, so ``-c -l 2`` prints the number of judgements >= 1 while every query's
+    line counts those >= 2. Below ``-l 2`` the two counts agree and tieeval's sum stands."""
+    rel = run.relevance or {}
+    queries = rel.get("queries") or {}
+    if qrels_path is None or queries.get("missing_queries") != "zero" \
+            or (rel.get("relevance_level") or 1) <= 1:
+        return None
+    from tieeval.io.trec import read_qrels
+    return sum(value > 0 for judged in read_qrels(qrels_path).values()
+               for value in judged.values())
+
+
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
-                    runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
+                    runid: bool = True, print_queries: bool = True,
+                    num_rel: int | None = None) -> list[TrecLine]:
     """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
     ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
     only when the measure is requested, ``-m runid`` or a nickname holding it) and the
     ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
-    given (:func:`sequential_mean`).
+    given (:func:`sequential_mean`); ``num_rel``: the 'all' line of num_rel when trec_eval
+    prints another count than the queries' sum (:func:`complete_num_rel`).
     Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
+    nan = _zero_division(run)
     lines: list[TrecLine] = []
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
@@ -151,21 +172,51 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 if found is None:
                     continue
                 value = float(found[column][i])
-                if not np.isnan(value):
-                    lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
-                                          value, _integer(metric, k)))
+                if (metric, k, qid) in nan:
+                    value = math.nan  # trec_eval's 0/0, printed -nan
+                elif np.isnan(value):
+                    continue
+                lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
+                                      value, _integer(metric, k)))
     if runid:
         lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
         value = getattr(row, column)
-        if value is not None and not np.isnan(value):
+        if (row.metric, row.k) in nan:
+            value = math.nan  # a query's 0/0 makes trec_eval's mean -nan
+        elif value is None or np.isnan(value):
+            continue
+        else:
             found = (per_query.values.get((row.metric, row.k, row.gamma))
                      if per_query is not None else None)
             if found is not None:
                 value = sequential_mean(float(value), found[column])
-            lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
-                                  float(value), _integer(row.metric, row.k)))
+            if num_rel is not None and row.metric == "NumRel":
+                value = num_rel
+        lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
+                              float(value), _integer(row.metric, row.k)))
     return lines
+
+
+def _zero_division(run: RunResult) -> set:
+    """Where trec_eval prints ``-nan`` for ``run``: ``(metric, k, qid)`` for a query that
+    ``-J`` left without a ranked document and a measure dividing 0 by 0 there
+    (:meth:`~tieeval.metrics.measures.base.Measure.nan_without_ranked`), and ``(metric,
+    k)`` for the mean over the queries, which such a query makes NaN. A query the run's
+    means leave out (no relevant document, ``--no-relevant skip``) leaves the mean alone."""
+    out: set = set()
+    if not run.zero_division:
+        return out
+    options = run.relevance or {}
+    counted = options.get("no_relevant", "skip") == "zero"
+    for row in run.metrics:
+        spec = REGISTRY[row.metric]
+        for qid, big_r in run.zero_division.items():
+            if spec.nan_without_ranked(row.k, big_r, options):
+                out.add((row.metric, row.k, qid))
+                if big_r > 0 or counted:
+                    out.add((row.metric, row.k))
+    return out
 
 
 def _runid(run: RunResult) -> str:
@@ -178,9 +229,12 @@ def _runid(run: RunResult) -> str:
 
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
-               runid: bool = True, print_queries: bool = True) -> list[TrecLine]:
-    """Every run's lines, one run after the other (``runid``: with its runid line)."""
+               runid: bool = True, print_queries: bool = True,
+               qrels_path: str | None = None) -> list[TrecLine]:
+    """Every run's lines, one run after the other (``runid``: with its runid line;
+    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
-            for line in trec_eval_lines(run, column, q, runid, print_queries)]
+            for line in trec_eval_lines(run, column, q, runid, print_queries,
+                                        complete_num_rel(run, qrels_path))]

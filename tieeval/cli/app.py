@@ -230,6 +230,63 @@ def expand_multi_value(args: list[str]) -> list[str]:
     return out
 
 
+# trec_eval's short options and tieeval's for them (-q is tieeval's --quiet: --per-query)
+_TREC_FLAGS = {"-c": ["--missing-queries", "zero"], "-J": ["--judged-only"]}
+_TREC_VALUED = {"-M": "--depth", "-l": "--relevance-level"}
+_TREC_CONVENTIONS = ("trec_eval", "trec_eval9")
+
+
+def _trec_option(arg: str) -> list[str] | None:
+    """tieeval's options for one of trec_eval's short options (``-c``, ``-J``, ``-M100``,
+    ``-l2``; ``-M`` / ``-l`` alone take the next argument), or None."""
+    if arg in _TREC_FLAGS:
+        return list(_TREC_FLAGS[arg])
+    head, rest = arg[:2], arg[2:]
+    if head in _TREC_VALUED:
+        return [_TREC_VALUED[head]] + ([rest] if rest else [])
+    return None
+
+
+def trec_eval_options(args: list[str], takes_value: set[str]) -> list[str]:
+    """trec_eval's ``-c``, ``-J``, ``-M N`` and ``-l N`` under ``--convention trec_eval``
+    (or ``trec_eval9``) as tieeval's ``--missing-queries zero``, ``--judged-only``,
+    ``--depth N`` and ``--relevance-level N``; without the convention, one is a usage error
+    naming tieeval's option. ``-q`` stays tieeval's ``--quiet`` (trec_eval's ``-q`` is
+    ``--per-query``). ``takes_value``: the command's options that take a value, whose
+    values are never read as options."""
+    convention = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--convention" and i + 1 < len(args):
+            convention = args[i + 1]
+        elif arg.startswith("--convention="):
+            convention = arg.split("=", 1)[1]
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        mapped = _trec_option(arg)
+        if mapped is None:
+            out.append(arg)
+            if arg in takes_value and i + 1 < len(args):
+                out.append(args[i + 1])
+                i += 1
+            i += 1
+            continue
+        if convention not in _TREC_CONVENTIONS:
+            ours = " ".join(mapped) if arg in _TREC_FLAGS else f"{mapped[0]} N"
+            raise click.UsageError(f"{arg} is trec_eval's option: write {ours}, or give "
+                                   "--convention trec_eval, under which trec_eval's -c, -J, "
+                                   "-M and -l are accepted")
+        out.extend(mapped)
+        i += 1
+    return out
+
+
 # checks a command's options asked for before it runs (click's shared per-invocation
 # ``ctx.meta``): ``--output FILE`` puts its check there (see tieeval.cli.output)
 BEFORE_RUN = "tieeval.before_run"
@@ -264,7 +321,13 @@ def _quiet_py4j_logging() -> None:
 
 class Command(click.Command):
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, expand_multi_value(list(args)))
+        args = list(args)
+        if any(getattr(p, "name", None) == "convention" for p in self.params):
+            takes_value = {opt for p in self.params if isinstance(p, click.Option)
+                           and not p.is_flag and p.nargs != 0
+                           for opt in (*p.opts, *p.secondary_opts)}
+            args = trec_eval_options(args, takes_value)
+        return super().parse_args(ctx, expand_multi_value(args))
 
     def invoke(self, ctx):
         for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the evaluation

@@ -129,7 +129,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
               if column == "tie_aware" and row.tie_aware is None
               and row.tie_aware_reason is not None], quiet)
         return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
-                          print_queries=per_query)
+                          print_queries=per_query, qrels_path=read_kwargs.get("qrels"))
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))

@@ -20,6 +20,8 @@ def trec_query_report(result: RunResult, dump: Dump, relevance: RelOptions | Non
     summary, warning = query_set.report(getattr(relevance, "relevance_level", None),
                                         getattr(relevance, "no_relevant", "skip"))
     result.relevance["queries"] = summary
+    result.zero_division = query_set.zero_division(getattr(relevance, "relevance_level",
+                                                           None))
     if warning is not None:
         result.data_warnings = [*(result.data_warnings or []), warning]
         result.warnings.append(warning["message"])

@@ -415,10 +415,22 @@ class QuerySet:
     missing_queries: str
     judged_only: bool
     best: np.ndarray
+    no_ranked: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
         return int(self.best.size)
+
+    def zero_division(self, relevance_level=None) -> dict:
+        """Under ``judged_only`` (trec_eval ``-J``), the evaluated queries left without a
+        ranked document, and the relevant documents R of each: trec_eval divides 0 by 0
+        there (m_iprec_at_recall.c: precision of an empty ranking) and prints ``-nan``."""
+        if not self.judged_only:
+            return {}
+        level = relevance_level
+        return {qid: int(np.count_nonzero(labels >= level if level is not None
+                                          else labels > 0))
+                for qid, labels in self.no_ranked.items()}
 
     def summary(self, relevance_level=None, no_relevant: str = "skip") -> dict:
         """The counts as the JSON's ``relevance.queries`` reports them."""
@@ -646,6 +658,9 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          [qnames[r] for r in np.flatnonzero(in_run & ~in_qrels).tolist()],
                          [qnames[r] for r in np.flatnonzero(in_qrels & ~in_run).tolist()],
                          missing_queries, bool(judged_only), best)
+    if judged_only:  # the rows -J leaves without a ranked document, with their judgements
+        for r in np.flatnonzero(counts == 0).tolist():
+            query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]
     return (qids, scores, labels, offsets, (un_labels, un_offsets), query_set, run.tags,
             judged, un_labels >= 0, float(jrel.max()))
 

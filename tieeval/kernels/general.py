@@ -315,8 +315,7 @@ class GeneralKernel(Kernel):
         if negatives and not self.both and acc.no_negative:
             own.append(f"{path}: {' and '.join(negatives)} skips the {acc.no_negative} "
                        "instance(s) without an explicit negative (label < 0)")
-        over = [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"
-                for k, c in acc.k_over_n.items() if c]
+        over = k_over_n_warnings(path, acc.k_over_n)
         for line in over:  # Python callers see it too, not only in result.warnings
             warn(line)
         own += over
@@ -344,6 +343,21 @@ def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
         return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
                 "candidates")
     return metric.spec.undefined_reason()
+
+
+def k_over_n_warnings(path: str, counts: dict) -> list[str]:
+    """The cutoffs past some rows' candidate count, said once: a TREC run's shorter
+    queries fall below several of trec_eval's cutoffs (100 ... 1000) at once, one line for
+    all of them rather than one per cutoff."""
+    over = [(k, c) for k, c in counts.items() if c]
+    if len(over) == 1:
+        k, c = over[0]
+        return [f"{path}: K={k} exceeds the candidate count in {c} instance(s)"]
+    if not over:
+        return []
+    each = ", ".join(f"K={k} in {c}" for k, c in over)
+    return [f"{path}: K exceeds the candidate count at {len(over)} cutoffs ({each} "
+            "instance(s))"]
 
 
 def _relevant(options) -> str:

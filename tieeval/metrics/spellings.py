@@ -138,6 +138,9 @@ TREC_NOTES = {
                        "with `--convention trec_eval9`",
     "gm_map": "printed on the `all` line only, as trec_eval prints it",
     "num_q": "printed on the `all` line only, as trec_eval prints it",
+    "num_rel": "under `-c -l N` (N > 1) trec_eval's `all` line counts every judgement above 0 "
+               "in the qrels, whatever `-l` says; `--format trec_eval` prints that count, "
+               "JSON the queries' sum",
     "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
     **{name: "preference judgements (trec_eval's prefs and qrels_prefs formats), which "
              "tieeval does not read" for name in (

@@ -20,6 +20,8 @@ def trec_value(line: TrecLine) -> str:
         return value
     if line.integer and math.isfinite(value):
         return str(int(value))  # C's (long) cast truncates toward zero, as int() does
+    if math.isnan(value):
+        return "  -nan"  # glibc's %6.4f of 0.0/0.0 (the sign bit set): trec_eval's -J lines
     return f"{value:6.4f}"
 
 

@@ -159,6 +159,12 @@ class Measure:
         candidates above it and ``b`` tied with it (itself included)."""
         raise ParameterError(f"{self.name} is not defined for the single-positive protocol")
 
+    def nan_without_ranked(self, k, big_r: int, options: dict) -> bool:
+        """True when trec_eval divides 0 by 0 for a query left without a ranked document
+        (``-J``; ``big_r`` relevant documents, ``options`` the run's relevance options): its
+        value and its mean print ``-nan`` in trec_eval's format."""
+        return False
+
     # -- what reports say -------------------------------------------------------------------
     def tie_aware_reason(self) -> str:
         """Why the dataset's tie-aware figure is null (some row has no exact value)."""

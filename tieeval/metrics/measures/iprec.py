@@ -81,6 +81,13 @@ class InterpolatedPrecision(Measure):
     def realise(self, ev, lab, judged):
         return interpolated(ev, lab, self._level(ev))
 
+    def nan_without_ranked(self, k, big_r, options) -> bool:
+        """m_iprec_at_recall.c starts from the precision of the whole ranking,
+        num_rel_ret / num_ret: 0/0 for an empty one, kept at every level whose cutoff is 0
+        relevant documents."""
+        rounding = options.get("iprec_rounding", "trec_eval")
+        return int(iprec_cut(float(k), np.array([big_r]), rounding)[0]) == 0
+
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason(self.name)}"
 
@@ -103,6 +110,12 @@ class ElevenPointAverage(InterpolatedPrecision):
 
     def realise(self, ev, lab, judged):
         return sum(interpolated(ev, lab, x) for x in ELEVEN_LEVELS) / len(ELEVEN_LEVELS)
+
+    def nan_without_ranked(self, k, big_r, options) -> bool:
+        """m_11pt_avg.c starts from num_rel_ret / num_ret as m_iprec_at_recall.c does, and
+        recall 0.0's cutoff is always 0 relevant documents: an empty ranking's 0/0 is in
+        the sum, so the average is -nan whatever R is."""
+        return True
 
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason('IPrec')}"
