@@ -360,8 +360,7 @@ def _drive(request: Request, path: str, consumers: Sequence, *, totals: bool, sp
     more: dict[str, Any] = {"consumers": consumers, "totals": totals}
     if dump is None:
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
-        spark = spark or session(conf=request.spark_conf,
-                                 batch_rows=request.batch_rows)
+        spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
         if path.lower().endswith((".csv", ".csv.gz")):
             dtype = options.score_dtype or "float64"
             cols = options.long_columns
@@ -370,8 +369,7 @@ def _drive(request: Request, path: str, consumers: Sequence, *, totals: bool, sp
         else:
             frame = _read_parquet(spark, path)
         return _evaluate_frame(frame, request, path=path, ordered=True, **more)
-    spark = spark or session(conf=request.spark_conf,
-                                 batch_rows=request.batch_rows)
+    spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
     if dump.format == "trec":
         return _evaluate_batches(spark, request, dump, **more)
     if dump.format == "csv":
