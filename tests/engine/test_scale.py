@@ -375,7 +375,7 @@ def test_cli_spark_missing_is_one_line_error(tmp_path, rng, monkeypatch):
     def missing():
         raise SparkUnavailable("the Spark engine needs pyspark: pip install 'tieeval[spark]'")
     monkeypatch.setattr(spark, "_require", missing)
-    monkeypatch.setattr(spark, "session", lambda: missing())
+    monkeypatch.setattr(spark, "session", lambda *args, **kwargs: missing())
     pq.write_table(pa.table({"scores": pa.array([[0.5, 0.1]])}), tmp_path / "s.parquet")
     res = run_cli("compare", tmp_path / "s.parquet", "--engine", "spark")
     assert res.exit_code == 2

@@ -7,6 +7,7 @@ group of runs; this module is named for the application to keep the two apart.)"
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import signal
@@ -286,6 +287,38 @@ def trec_eval_options(args: list[str], takes_value: set[str]) -> list[str]:
     return out
 
 
+# checks a command's options asked for before it runs (click's shared per-invocation
+# ``ctx.meta``): ``--output FILE`` puts its check there (see tieeval.cli.output)
+BEFORE_RUN = "tieeval.before_run"
+
+
+class _WithoutPy4J(logging.StreamHandler):
+    """What Python prints for a log record when nothing is configured (the message, on
+    stderr, WARNING and above), except the records of Py4J and pyspark: Py4J reports a
+    Ctrl-C, or a gateway that went away, with ``logging.exception`` on the root logger,
+    which would print its tracebacks before the command's one ``Error:`` line."""
+
+    def __init__(self):
+        super().__init__()
+        self.setLevel(logging.WARNING)
+
+    def emit(self, record):
+        self.stream = sys.stderr  # today's stderr, as Python's own last resort writes to
+        super().emit(record)
+
+    def filter(self, record):
+        path = record.pathname.replace(os.sep, "/")
+        return "/py4j/" not in path and "/pyspark/" not in path and super().filter(record)
+
+
+def _quiet_py4j_logging() -> None:
+    """The command line configures logging as Python would (see :class:`_WithoutPy4J`),
+    unless something else did; ``TIEEVAL_DEBUG=1`` leaves it alone."""
+    root = logging.getLogger()
+    if not root.handlers and not os.environ.get("TIEEVAL_DEBUG"):
+        root.addHandler(_WithoutPy4J())
+
+
 class Command(click.Command):
     def parse_args(self, ctx, args):
         args = list(args)
@@ -295,6 +328,11 @@ class Command(click.Command):
                            for opt in (*p.opts, *p.secondary_opts)}
             args = trec_eval_options(args, takes_value)
         return super().parse_args(ctx, expand_multi_value(args))
+
+    def invoke(self, ctx):
+        for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the evaluation
+            check(ctx)
+        return super().invoke(ctx)
 
     def format_options(self, ctx, formatter):
         """The options under the headings of ``cli/help_sections.py`` (input, relevance,
@@ -329,6 +367,7 @@ class Group(click.Group):
         is one ``Error: interrupted`` line and exit 130, not "Aborted!" and exit 1."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        _quiet_py4j_logging()
         try:
             try:
                 with _stop_signals_raise():
@@ -390,6 +429,10 @@ class Group(click.Group):
             raise _ended(exc) from None
         except RuntimeWarning as exc:
             raise _numeric_error(exc) from None
+        except MemoryError:
+            if os.environ.get("TIEEVAL_DEBUG"):
+                raise
+            raise CliError(memory_message()) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
                 BrokenPipeError):
             raise
@@ -403,7 +446,56 @@ class Group(click.Group):
         except Exception as exc:  # a bug: say so, never let it pass as exit 1
             if os.environ.get("TIEEVAL_DEBUG"):
                 raise
+            spark = _spark_message(exc)
+            if spark is not None:  # Spark's, from a call no engine function wrapped
+                raise CliError(spark) from None
             raise InternalError(_internal_text(exc)) from None
+
+
+def _spark_message(exc: BaseException) -> str | None:
+    """One line for an exception from Py4J or pyspark (see tieeval.engine.spark_errors)."""
+    module = type(exc).__module__ or ""
+    if not module.startswith(("py4j", "pyspark")):
+        return None
+    from tieeval.engine.spark_errors import describe, jvm_output
+    return describe(exc, log=jvm_output())
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def memory_limit() -> str:
+    """The memory limit this process runs under, in words: an ``RLIMIT_AS`` or
+    ``RLIMIT_DATA`` (ulimit -v / -d), a container's cgroup limit, else the machine's
+    memory."""
+    try:
+        import resource
+        for name, shown in (("RLIMIT_AS", "ulimit -v"), ("RLIMIT_DATA", "ulimit -d")):
+            soft, _ = resource.getrlimit(getattr(resource, name))
+            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+                return f"the process's limit of {_bytes(soft)} ({name}, {shown})"
+    except (ImportError, AttributeError, ValueError, OSError):  # pragma: no cover
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as handle:
+                text = handle.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return f"the container's limit of {_bytes(int(text))} ({path})"
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return f"this machine's {_bytes(total)}"
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return "the memory available"
+
+
+def memory_message() -> str:
+    """A MemoryError, as the input error it is: what ran out, and what to lower."""
+    return (f"out of memory: the evaluation needed more than {memory_limit()}; lower "
+            "--batch-rows (and --jobs), or TIEEVAL_MAX_ROW_CANDIDATES for very long rows")
 
 
 def _internal_text(exc: BaseException) -> str:

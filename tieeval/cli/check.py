@@ -37,7 +37,7 @@ from tieeval.metrics.metric import Metric
 from tieeval.records.check import CheckResult
 
 # the options of an evaluation that are not about reading the dump's fields
-_NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "original", "qrels",
+_NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "spark_conf", "original", "qrels",
                 "group_by_tag", "what_if")
 
 

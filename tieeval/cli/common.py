@@ -178,6 +178,11 @@ def read_options(f):
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
                           "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
+    f = click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+                     help="--engine spark: a Spark setting, repeatable, over "
+                          "spark-defaults.conf (SPARK_CONF_DIR) and the environment, e.g. "
+                          "--spark-conf spark.master=yarn --spark-conf "
+                          "spark.sql.shuffle.partitions=200; see docs/scale.md.")(f)
     from tieeval.cli.relevance import (
         relevance_options,  # labels, positives/negatives, items, TREC
     )
@@ -345,7 +350,7 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
 
 def make_request(metrics, *, nan_policy="raise", batch_rows=None, quiet=False, jobs=0,
                  engine="local", what_if=None, original=None, per_instance=None,
-                 per_query=False, paired=False, **read_kwargs):
+                 per_query=False, paired=False, spark_conf=(), **read_kwargs):
     """The :class:`~tieeval.engine.request.Request` of the shared command-line options
     (``read_kwargs``: those of :func:`read_options`, see :func:`reading`): checked once, the
     engine chosen there; an option the engine cannot honour is a usage error."""
@@ -354,7 +359,7 @@ def make_request(metrics, *, nan_policy="raise", batch_rows=None, quiet=False, j
     try:
         return Request(metrics, options, rel_options, nan_policy, original, what_if, engine,
                        jobs, batch_rows, per_instance=per_instance, per_query=per_query,
-                       paired=paired, cli=True)
+                       paired=paired, cli=True, spark_conf=tuple(spark_conf or ()))
     except EngineRefusal as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -26,13 +26,13 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Significance", ("--permutations", "--seed", "--confidence", "--fail-if-worse")),
     ("What-ifs", ("--cast", "--tolerance")),
     ("Output", (
-        "--format", "--column", "--per-query", "--table", "--plot", "--per-instance",
+        "--format", "--output", "--column", "--per-query", "--table", "--plot", "--per-instance",
         "--meta", "--template", "--group-by-tag", "--seed-std", "--quiet")),
     ("Input", (
         "--layout", "--scores-column", "--positive-column", "--positive-index",
         "--score-dtype", "--score-column", "--label-column", "--position-column",
         "--instance-column", "--nan-policy")),
-    ("Performance", ("--engine", "--jobs", "--batch-rows")),
+    ("Performance", ("--engine", "--spark-conf", "--jobs", "--batch-rows")),
     ("Other options", ("--help",)),
 )
 

@@ -1,13 +1,26 @@
-"""``--format`` and writing a result: the choices, default and help come from the report
-layer's registry (:mod:`tieeval.report.registry`), and so does the renderer; no command
-compares format names."""
+"""``--format`` and ``--output``, and writing a result: the choices, default and help come
+from the report layer's registry (:mod:`tieeval.report.registry`), and so does the renderer;
+no command compares format names.
+
+``--output FILE`` sends the data to FILE instead of stdout, through the output sink
+(:func:`tieeval.sink.atomic_output`): written whole or not at all, never a device, a FIFO
+or one of the run's inputs. It is checked before the evaluation starts
+(:func:`check_output_option`, called by every command), so a bad name costs no time. With
+it, stdout carries nothing, which keeps the data apart from messages where stderr is merged
+into stdout (under ``spark-submit``)."""
 
 from __future__ import annotations
 
 import click
 
+from tieeval.cli.app import BEFORE_RUN
 from tieeval.cli.common import data_stdout, stdout_console, write
 from tieeval.report.registry import describe, formats, renderer
+
+# where --output is kept between parsing and rendering (click's per-invocation scratch)
+_META_KEY = "tieeval.output"
+# the options whose values are the run's inputs, never to be overwritten
+_INPUT_PARAMS = ("files", "qrels", "claims_path")
 
 
 class StdoutOutput:
@@ -23,18 +36,95 @@ class StdoutOutput:
         return data_stdout()  # every write checked, as write() does
 
 
+class _TextSink:
+    """A text stream over the sink's binary file: UTF-8, every write checked."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, binary):
+        self._binary = binary
+
+    def write(self, text: str) -> int:
+        self._binary.write(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+class FileOutput:
+    """The report layer's :class:`~tieeval.report.registry.Output` on an ``--output``
+    file (a sink's temporary file until the renderer is done)."""
+
+    def __init__(self, binary):
+        self._text = _TextSink(binary)
+
+    def write(self, text: str) -> None:
+        self._text.write(text)
+
+    def console(self):
+        from rich.console import Console
+        # as on a pipe: no colour, wide enough that rich never wraps a row
+        return Console(file=self._text, width=120, color_system=None)
+
+    def stream(self):
+        return self._text
+
+
+def _remember(ctx, param, value):
+    if value is not None and value != "-":
+        ctx.meta[_META_KEY] = value
+        ctx.meta.setdefault(BEFORE_RUN, []).append(check_output_option)
+    return value
+
+
 def format_option(kind: str):
     """``--format`` / ``-f`` with the formats of results of ``kind`` (the first is the
-    default), each described in the help."""
+    default), each described in the help; and ``--output`` / ``-o``, where they go."""
     names = formats(kind)
 
     def decorate(f):
+        f = click.option("--output", "-o", "output", type=click.Path(),
+                         default=None, metavar="FILE", expose_value=False,
+                         callback=_remember,
+                         help="Write the output to FILE instead of stdout (whole or not at "
+                              "all; never over an input). '-' is stdout.")(f)
         return click.option("--format", "-f", "fmt", type=click.Choice(names),
                             default=names[0], show_default=True,
                             help=f"Output: {describe(kind)}")(f)
     return decorate
 
 
+def _inputs(ctx) -> list:
+    found: list = []
+    for name in _INPUT_PARAMS:
+        value = ctx.params.get(name)
+        if isinstance(value, (list, tuple)):
+            found += [v for v in value if isinstance(v, str)]
+        elif isinstance(value, str):
+            found.append(value)
+    return found
+
+
+def check_output_option(ctx) -> None:
+    """Refuse a bad ``--output`` before the evaluation (see :mod:`tieeval.sink`)."""
+    path = ctx.meta.get(_META_KEY)
+    if path is not None:
+        from tieeval.sink import check_output_path
+        check_output_path(path, inputs=_inputs(ctx), what="the output")
+
+
 def render(kind: str, fmt: str, result) -> None:
-    """Write ``result`` (of ``kind``) in ``fmt`` on stdout."""
-    renderer(kind, fmt).render(result, StdoutOutput())
+    """Write ``result`` (of ``kind``) in ``fmt`` on stdout, or to the ``--output`` file."""
+    ctx = click.get_current_context(silent=True)
+    path = ctx.meta.get(_META_KEY) if ctx is not None else None
+    if path is None:
+        renderer(kind, fmt).render(result, StdoutOutput())
+        return
+    from tieeval.sink import atomic_output
+    with atomic_output(path, inputs=_inputs(ctx), what="the output") as out:
+        renderer(kind, fmt).render(result, FileOutput(out))

@@ -98,7 +98,9 @@ class Request:
     ``per_instance``: a Parquet file to stream one row per instance to; ``per_query``:
     keep every instance's values (trec_eval ``-q`` lines); ``paired``: every instance's
     values for a paired comparison (``diff``); ``cli``: messages name the
-    command line's options (``--original``) rather than the API's (``original=``).
+    command line's options (``--original``) rather than the API's (``original=``);
+    ``spark_conf``: Spark's settings for a session the Spark engine starts
+    (:mod:`tieeval.engine.spark_session`).
     """
 
     metrics: Any = None
@@ -115,10 +117,12 @@ class Request:
     per_query: bool = False
     paired: bool = False
     cli: bool = False
+    spark_conf: tuple = ()
 
     def __post_init__(self) -> None:
         check_nan_policy(self.nan_policy)
         check_engine(self.engine)
+        self._check_spark_conf()
         if self.original is not None:
             check_rule(self.original)
         if self.what_if is not None and not self.what_if.active:
@@ -156,6 +160,21 @@ class Request:
             raise EngineRefusal(f"{self._spell('original', self.original)} runs on the local "
                                 f"engine only {got}")
         refuse_spark(self.read)  # TREC runs are read by the local engine
+
+    def _check_spark_conf(self) -> None:
+        """``spark_conf``: Spark's settings (``KEY=VALUE`` items, pairs or a dict), kept as
+        ``((key, value), ...)``; they configure the Spark engine only."""
+        from tieeval.engine.spark_session import parse_conf
+        given = self.spark_conf
+        if not given:
+            object.__setattr__(self, "spark_conf", ())
+            return
+        name = self._spell("spark_conf")
+        conf = parse_conf(given.items() if isinstance(given, dict) else given, name)
+        if self.engine != "spark":
+            raise EngineRefusal(f"{name} configures the Spark engine: give "
+                                f"{self._spell('engine', 'spark')} too")
+        object.__setattr__(self, "spark_conf", tuple(conf.items()))
 
     def _check_trec_options(self) -> None:
         check_trec_options(getattr(self.read, "judged_only", False), self.relevance)

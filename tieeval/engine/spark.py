@@ -28,11 +28,7 @@ TREC runs (``--qrels``) and NPY/NPZ dumps are left to the local engine.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
-import os
-import shutil
-import sys
 import warnings
 from typing import Any, cast
 
@@ -44,6 +40,13 @@ from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importab
     refuse_spark,
     spark_refusal,
 )
+from tieeval.engine.spark_errors import mapped_errors
+from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
+    DEFAULT_BATCH_ROWS,
+    SparkUnavailable,
+    session,
+)
+from tieeval.engine.spark_session import require as _require
 from tieeval.errors import InputError, TieevalError
 from tieeval.io.base import (
     ReadOptions,
@@ -66,60 +69,6 @@ from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
-
-
-class SparkUnavailable(TieevalError):
-    """pyspark or Java is missing, so the Spark engine cannot run."""
-
-
-def _require():
-    """Import pyspark, or explain in one line what is missing."""
-    try:
-        importlib.import_module("pyspark.sql")
-    except ImportError:
-        raise SparkUnavailable("the Spark engine needs pyspark: pip install 'tieeval[spark]'"
-                               ) from None
-    java_home = os.environ.get("JAVA_HOME")
-    if not (shutil.which("java") or (java_home and os.path.exists(
-            os.path.join(java_home, "bin", "java")))):
-        raise SparkUnavailable("the Spark engine needs Java 17 or later: no java on PATH "
-                               "and JAVA_HOME is not set")
-
-
-def session(app_name: str = "tieeval"):
-    """The active SparkSession, or a new one.
-
-    Under spark-submit (or any already-configured session) the cluster's settings are kept.
-    Otherwise a local session is made that works offline: ``local[*]``, the driver bound to
-    127.0.0.1, no UI, and Python workers running this interpreter.
-    """
-    _require()
-    from pyspark.sql import SparkSession
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = (builder.master(os.environ.get("TIEEVAL_SPARK_MASTER", "local[*]"))
-                   .config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "8")
-                   .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
-                   .config("spark.python.worker.reuse", "true"))
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # the JVM did not start: say so in one line
-        text = str(exc).strip().splitlines()
-        raise SparkUnavailable(f"could not start Spark ({text[0] if text else type(exc).__name__}"
-                               "); is Java 17 or later installed?") from None
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
 
 # ---------------------------------------------------------------------------------------
 # what runs on the executors
@@ -240,9 +189,11 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
     check_nan_policy(nan_policy)
-    return _evaluate_frame(dataframe, metric_list(metrics, k), layout=layout, options=options,
-                           nan_policy=nan_policy, path=path, metadata=metadata,
-                           batch_rows=batch_rows, relevance=relevance, warnings=warnings)
+    with mapped_errors(path):
+        return _evaluate_frame(dataframe, metric_list(metrics, k), layout=layout,
+                               options=options, nan_policy=nan_policy, path=path,
+                               metadata=metadata, batch_rows=batch_rows, relevance=relevance,
+                               warnings=warnings)
 
 
 def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
@@ -341,21 +292,27 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
 def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
     """Run a checked :class:`~tieeval.engine.request.Request` (``engine='spark'``) on
     ``path``; its run labels go over the file's own."""
-    result = _evaluate_path(path, request.metrics, options=request.read,
-                            nan_policy=request.nan_policy, spark=spark,
-                            relevance=request.relevance)
+    with mapped_errors(path):
+        result = _evaluate_path(path, request.metrics, options=request.read,
+                                nan_policy=request.nan_policy, spark=spark,
+                                relevance=request.relevance, batch_rows=request.batch_rows,
+                                conf=request.spark_conf)
     result.run_labels = {**result.run_labels, **request.run_labels}
     return result
 
 
 def _evaluate_path(path: str, metrics, *, options: ReadOptions | None = None,
                    nan_policy: str = "raise", spark=None,
-                   relevance: RelOptions | None = None) -> RunResult:
+                   relevance: RelOptions | None = None, batch_rows: int | None = None,
+                   conf=()) -> RunResult:
+    """``batch_rows`` (``--batch-rows``) and ``conf`` (``--spark-conf``) configure the
+    session (:func:`tieeval.engine.spark_session.session`) when this call starts it."""
     options = options or ReadOptions()
-    more: dict[str, Any] = {"relevance": relevance, "nan_policy": nan_policy}
+    more: dict[str, Any] = {"relevance": relevance, "nan_policy": nan_policy,
+                            "batch_rows": batch_rows or DEFAULT_BATCH_ROWS}
     if remote_uri(path):
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
-        spark = spark or session()
+        spark = spark or session(conf=conf, batch_rows=batch_rows)
         if path.lower().endswith((".csv", ".csv.gz")):
             dtype = options.score_dtype or "float64"
             cols = options.long_columns
@@ -372,7 +329,7 @@ def _evaluate_path(path: str, metrics, *, options: ReadOptions | None = None,
         raise InputError(f"{path}: Spark has no float16" + (
             "; use --score-dtype float32" if dump.format == "csv" else
             ": run with --engine local"))
-    spark = spark or session()
+    spark = spark or session(conf=conf, batch_rows=batch_rows)
     if dump.format == "csv":
         import pyspark.sql.types as T
 
