@@ -1,12 +1,14 @@
-"""tieeval against the exact-Original floor, and labelled rows against scikit-learn.
+"""Single-positive dumps: tieeval against the exact-Original floor, and against its peers.
 
-    python benchmarks/bench_floor.py [--scale 1.0] [--repeat 5]
+    python benchmarks/bench_floor.py [--scale 1.0] [--repeat 5] [--formats] [--check-floor]
 
 The *exact-Original floor* of a single-positive dump is the least work any exact tool must
 do: read it (np.load with mmap), one pass computing each row's a (scores above the
 positive), b (tied with it), the row maximum and its count, and numpy's own
-``np.argsort(scores * -1)`` of the rows whose positive is tied, spread over the machine's
-cores (threads: argsort releases the GIL). Four seeded float32 dumps (scaled by
+``np.argsort(scores * -1)`` of the rows whose positive is tied, in cache-sized blocks of
+rows on one thread per core (argsort and the comparisons release the GIL).
+``python benchmarks/bench_floor.py --check-floor`` checks that it is exact (against
+``count_nonzero`` and a full argsort of every row). Four seeded float32 dumps (scaled by
 ``--scale``): sampled 200,000 x 101 and all-item 4,000 x 10,000, each tied (a sigmoid that
 saturates at 1.0) and tie-free (raw logits).
 
@@ -18,10 +20,11 @@ compare`` with the default ``--jobs`` and with ``--jobs 1`` (a fresh process eac
 user runs it); the API in this process (``jobs=1``); naive numpy (``np.argsort(S * -1)``
 of every row, the positive's place, HR@10 / NDCG@10 / MRR under Original only); and,
 where installed, scikit-learn's tie-averaged ``ndcg_score`` and ranx's NDCG@10, timed on
-the first rows and scaled per row to the dump. Then graded labels (1-10 relevant items
-per row, ties): tieeval's NDCG@10 end to end against scikit-learn's tie-averaged
-``ndcg_score`` (scaled from a subset: it loops over rows in Python), and tieeval's time per
-score against the single-positive time on the same matrix.
+the first rows and scaled per row to the dump. ``--formats``: the same dumps as NPY, a
+stored NPZ and Parquet (row groups of about 32 MB), the API and the CLI against the floor
+on each format (a stored NPZ's member memory-mapped; Parquet's row-group stream, one row
+group at a time as tieeval reads it, its values counted and sorted on every core). Labelled
+rows are ``bench_labelled.py``'s.
 
 The machine is small and shared: read the ratios, not the seconds.
 """
@@ -33,11 +36,12 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from _common import DATA, median_time, warm_up
+from _common import DATA, warm_up
 
 
 def write(name: str, rows: int, cols: int, tied: bool, seed: int = 0) -> str:
@@ -61,53 +65,146 @@ def write(name: str, rows: int, cols: int, tied: bool, seed: int = 0) -> str:
     return path
 
 
-def floor(path: str) -> None:
+_LOCAL = threading.local()
+
+
+def floor_block(x: np.ndarray):
+    """One block of rows (positive in column 0): ``a``, ``b`` and the top tie of every row
+    (comparisons written as 0/1 into a reused float32 buffer and summed per row with
+    ``einsum``: the fastest exact count numpy offers here, all in cache), then numpy's
+    ``np.argsort(rows * -1)`` of the rows whose positive is tied and the positive's place
+    in it (looked for in its tie block only). Returns ``(a, b, top, tied rows, ranks)``."""
+    buf = getattr(_LOCAL, "buf", None)
+    if buf is None or buf.size < x.size:
+        buf = _LOCAL.buf = np.empty(x.size, dtype=np.float32)
+    flags = buf[:x.size].reshape(x.shape)
+    p = x[:, :1]
+    np.greater(x, p, out=flags)
+    a = np.einsum("ij->i", flags).astype(np.int64)
+    np.equal(x, p, out=flags)
+    b = np.einsum("ij->i", flags).astype(np.int64)
+    np.equal(x, x.max(1)[:, None], out=flags)
+    top = np.einsum("ij->i", flags).astype(np.int64)
+    tied = np.flatnonzero(b > 1)
+    rank = tied
+    if tied.size:
+        order = np.argsort(x[tied] * -1, axis=1)
+        lo, hi = int(a[tied].min()), int((a[tied] + b[tied]).max())
+        rank = np.argmax(order[:, lo:hi] == 0, axis=1) + lo + 1
+    return a, b, top, tied, rank
+
+
+def floor(path: str) -> list:
+    """The exact-Original floor: blocks of rows (1 MB of float32) of the memory-mapped
+    file, one thread per core, each block counted and its tied rows sorted in the same
+    thread (:func:`floor_block`)."""
     s = np.load(path, mmap_mode="r")
     cores = len(os.sched_getaffinity(0))
-    step = max(1, (1 << 22) // s.shape[1])
-    tied_rows = []
-    for lo in range(0, s.shape[0], step):
-        block = np.asarray(s[lo:lo + step])
-        p = block[:, :1]
-        (block > p).sum(1)
-        b = (block == p).sum(1)
-        m = block.max(1)
-        (block == m[:, None]).sum(1)
-        tied_rows.append(block[b > 1])
-    tied = [t for t in tied_rows if t.size]
-
-    def sort(block):
-        np.argsort(block * -1, axis=1)
+    step = max(1, (1 << 18) // s.shape[1])
     with ThreadPoolExecutor(cores) as pool:
-        list(pool.map(sort, tied))
+        return list(pool.map(lambda lo: floor_block(s[lo:lo + step]),
+                             range(0, s.shape[0], step)))
 
 
-def labelled_sort_rows(scores: np.ndarray, labels: np.ndarray, cutoff: int) -> np.ndarray:
-    """The rows whose Original order NDCG@cutoff can see: a relevant item tied with
-    another score and fewer than ``cutoff`` scores above it (found outside the timing)."""
-    need = np.zeros(scores.shape[0], dtype=bool)
-    rows, cols = np.nonzero(labels > 0)
-    for lo in range(0, rows.size, 100_000):
-        r, c = rows[lo:lo + 100_000], cols[lo:lo + 100_000]
-        block = scores[r]
-        v = block[np.arange(r.size), c][:, None]
-        need[r[((block == v).sum(1) > 1) & ((block > v).sum(1) < cutoff)]] = True
-    return np.flatnonzero(need)
+def as_npz(path: str) -> str:
+    """The dump as a stored NPZ (member ``scores``), written once."""
+    out = path[:-4] + ".npz"
+    if not os.path.exists(out):
+        np.savez(out, scores=np.load(path, mmap_mode="r"))
+    return out
 
 
-def floor_labelled(path: str, sort_rows: np.ndarray) -> None:
-    """The labelled floor, a strict lower bound: read scores and labels, ``np.sort`` every
-    row (values only: the cheapest way to every item's a and b) and ``np.argsort(scores *
-    -1)`` of ``sort_rows`` (which rows need it is given, not found), on every core."""
-    with np.load(path) as z:
-        s, _ = z["scores"], z["labels"]
-    cores = len(os.sched_getaffinity(0))
-    step = max(1, (1 << 22) // s.shape[1])
-    blocks = [s[lo:lo + step] for lo in range(0, s.shape[0], step)]
-    tied = [s[sort_rows[lo:lo + step]] for lo in range(0, sort_rows.size, step)]
-    with ThreadPoolExecutor(cores) as pool:
-        list(pool.map(lambda b: np.sort(b, axis=1), blocks))
-        list(pool.map(lambda b: np.argsort(b * -1, axis=1), tied))
+def as_parquet(path: str) -> str:
+    """The dump as Parquet: a ``list<float>`` column, row groups of about 32 MB (snappy),
+    as make_data.py writes them."""
+    out = path[:-4] + ".parquet"
+    if os.path.exists(out):
+        return out
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    s = np.load(path, mmap_mode="r")
+    rows, cols = s.shape
+    group = max(1, (32 << 20) // (4 * cols))
+    schema = pa.schema([("scores", pa.list_(pa.float32()))])
+    with pq.ParquetWriter(out + ".tmp", schema) as writer:
+        for lo in range(0, rows, group):
+            block = np.ascontiguousarray(s[lo:lo + group])
+            offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * cols)
+            col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
+            writer.write_table(pa.table({"scores": col}), row_group_size=group)
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def floor_npz(path: str) -> list:
+    """The floor on a stored NPZ: its member memory-mapped, then as :func:`floor`."""
+    from labelled_floor import npz_members
+    s = npz_members(path)["scores"]
+    step = max(1, (1 << 18) // s.shape[1])
+    with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
+        return list(pool.map(lambda lo: floor_block(s[lo:lo + step]),
+                             range(0, s.shape[0], step)))
+
+
+def floor_parquet(path: str) -> list:
+    """The floor on Parquet: its row-group stream (one row group at a time, no
+    pre-buffering, as tieeval reads it), each group's values as a matrix, counted and
+    sorted in blocks on one thread per core while the next group is read."""
+    import pyarrow.parquet as pq
+    pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    out = []
+    with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
+        for i in range(pf.num_row_groups):
+            col = pf.read_row_group(i, columns=["scores"]).column(0).combine_chunks()
+            values = np.frombuffer(col.values.buffers()[1], dtype=np.float32,
+                                   count=len(col.values), offset=col.values.offset * 4)
+            x = values.reshape(len(col), -1)
+            step = max(1, (1 << 18) // x.shape[1])
+            out += list(pool.map(lambda lo, x=x, step=step: floor_block(x[lo:lo + step]),
+                                 range(0, x.shape[0], step)))
+    return out
+
+
+def formats(sampled: int, allitem: int, repeat: int) -> None:
+    """The same dumps as a stored NPZ and as Parquet: the CLI and the API against the
+    floor on that format (interleaved rounds, medians, per-round ratios)."""
+    import tieeval
+    print("\n| dump | format | floor s | API s (ratio) | CLI default s (ratio) |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for name, rows, cols in (("sampled", sampled, 101), ("all-item", allitem, 10_000)):
+        for tied in (True, False):
+            npy = write(name, rows, cols, tied)
+            for fmt, path, fl in (("NPY", npy, floor), ("NPZ stored", as_npz(npy), floor_npz),
+                                  ("Parquet", as_parquet(npy), floor_parquet)):
+                times = interleaved({"floor": lambda path=path, fl=fl: fl(path),
+                                     "api": lambda path=path: tieeval.evaluate_path(path),
+                                     "cli": lambda path=path: cli(path)}, repeat)
+                med = {k: statistics.median(v) for k, v in times.items()}
+                cells = [f"{med['floor']:.3f}"]
+                for key in ("api", "cli"):
+                    r = statistics.median(t / f for t, f in zip(times[key], times["floor"]))
+                    cells.append(f"{med[key]:.3f} ({r:.2f}x)")
+                print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
+                      f"{fmt} | " + " | ".join(cells) + " |", flush=True)
+
+
+def check_floor() -> None:
+    """The floor against the plain definitions on seeded tied dumps: a, b and the top tie
+    by ``count_nonzero`` and the positive's place in a full ``np.argsort(S * -1)``."""
+    rng = np.random.default_rng(4)
+    for _trial in range(20):
+        rows, cols = int(rng.integers(1, 3000)), int(rng.integers(2, 300))
+        x = (rng.integers(0, int(rng.integers(2, 50)), size=(rows, cols)) / 7).astype(
+            np.float32)
+        a, b, top, tied, rank = floor_block(x)
+        p = x[:, :1]
+        assert (a == np.count_nonzero(x > p, axis=1)).all()
+        assert (b == np.count_nonzero(x == p, axis=1)).all()
+        assert (top == np.count_nonzero(x == x.max(1)[:, None], axis=1)).all()
+        want = np.argmax(np.argsort(x * -1, axis=1) == 0, axis=1) + 1
+        assert (rank == want[tied]).all() and (tied == np.flatnonzero(b > 1)).all()
+    print("floor exact: a, b, top tie and the argsort rank agree with the plain "
+          "definitions on 20 seeded tied dumps")
 
 
 def interleaved(runs: dict, repeat: int) -> dict:
@@ -186,16 +283,27 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--floor-task":
         floor(sys.argv[2])
         return
+    if sys.argv[1:] == ["--check-floor"]:
+        check_floor()
+        return
     import tieeval
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-labelled", action="store_true", help="skip the graded-label table")
+    ap.add_argument("--no-labelled", action="store_true",
+                    help="accepted for older command lines (labelled rows are "
+                         "benchmarks/bench_labelled.py's)")
+    ap.add_argument("--formats", action="store_true",
+                    help="only the NPY / stored NPZ / Parquet table (API and CLI vs the "
+                         "floor on each format)")
     args = ap.parse_args()
     warm_up()
     sampled, allitem = int(200_000 * args.scale), int(4_000 * args.scale)
     print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat}\n")
+    if args.formats:
+        formats(sampled, allitem, args.repeat)
+        return
     print("| dump | floor s | floor as a script s | CLI default | CLI --jobs 1 | API -j1 | "
           "naive numpy | scikit-learn | ranx |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -226,53 +334,6 @@ def main() -> None:
                              f"{t:.1f} s ({t / floor_t:.0f}x)")
             print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
                   + " | ".join(cells) + " |")
-    if args.no_labelled:
-        return
-    # labelled rows: graded NDCG@10 against scikit-learn's tie-averaged ndcg_score
-    from sklearn.metrics import ndcg_score
-    rows = sampled // 2
-    s = np.load(write("sampled", sampled, 101, True), mmap_mode="r")[:rows]
-    s = np.ascontiguousarray(s)
-    rng = np.random.default_rng(1)
-    labels = np.zeros(s.shape, dtype=np.int8)
-    for i, r in enumerate(rng.integers(1, 11, size=rows)):
-        labels[i, rng.choice(101, size=r, replace=False)] = rng.integers(1, 5, size=r)
-    path = os.path.join(DATA, f"floor_graded_{rows}x101.npz")
-    if not os.path.exists(path):
-        np.savez(path, scores=s, labels=labels)
-    single = os.path.join(DATA, f"floor_graded_{rows}x101_scores.npy")
-    if not os.path.exists(single):
-        np.save(single, s)  # the same matrix, single-positive (column 0)
-    sort_rows = labelled_sort_rows(s, labels, 10)
-    times = interleaved({"lab": lambda: cli(path, "-m", "NDCG@10"),
-                         "default": lambda: cli(path),
-                         "one": lambda: cli(single, "-m", "NDCG@10"),
-                         "lab_floor": lambda: floor_labelled(path, sort_rows),
-                         "one_floor": lambda: floor(single)}, args.repeat)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    sub = min(rows, 5_000)
-    t_sk = median_time(lambda: ndcg_score(labels[:sub], s[:sub], k=10, ignore_ties=False),
-                       max(1, args.repeat // 2)) * rows / sub
-
-    def ratio(a: str, b: str) -> float:
-        return statistics.median(x / y for x, y in zip(times[a], times[b]))
-    print(f"\nGraded NDCG@10, {rows:,} x 101, 1-10 relevant per row, tied; a relevant item "
-          f"tied above the cutoff in {sort_rows.size / rows:.0%} of rows (CLI end to end, "
-          f"medians of {args.repeat} rounds):")
-    print("| what | seconds | ratio |")
-    print("| --- | ---: | ---: |")
-    print(f"| tieeval CLI NDCG@10 | {med['lab']:.3f} | 1.00x |")
-    print(f"| tieeval CLI default labelled metrics | {med['default']:.3f} | "
-          f"{med['default'] / med['lab']:.2f}x |")
-    print(f"| scikit-learn ndcg_score(ignore_ties=False), scaled from {sub:,} rows "
-          f"(score only, no read) | {t_sk:.3f} | {t_sk / med['lab']:.1f}x slower than "
-          "tieeval |")
-    print(f"| labelled floor (read, np.sort of every row, argsort of those rows) | "
-          f"{med['lab_floor']:.3f} | tieeval CLI / floor = {ratio('lab', 'lab_floor'):.2f}x |")
-    print(f"| tieeval CLI single-positive NDCG@10, the same matrix (column 0) | "
-          f"{med['one']:.3f} | labelled / single-positive = {ratio('lab', 'one'):.2f}x |")
-    print(f"| single-positive floor, the same matrix | {med['one_floor']:.3f} | labelled "
-          f"floor / single-positive floor = {ratio('lab_floor', 'one_floor'):.2f}x |")
 
 
 if __name__ == "__main__":

@@ -110,3 +110,13 @@ def rng(request) -> np.random.Generator:
     # One seed per test, derived from its name, so tests do not share a random stream.
     seed = zlib.crc32(request.node.nodeid.encode())
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for every Spark test (tests/engine/test_spark*.py): Spark local
+    mode takes seconds to start. Asked for only by tests that skip without pyspark."""
+    from tieeval.engine import spark as tspark
+    session = tspark.session("tieeval-tests")
+    yield session
+    session.stop()

@@ -73,8 +73,9 @@ class MetricRow(MetricName):
     evaluated. ``tie_aware_std`` is None where no exact variance exists (ERR, IPrec, GMAP).
 
     ``aggregate`` is None for a mean (most metrics), ``"sum"`` for trec_eval's counts
-    (NumRet, NumRel, NumRelRet, NumQ) and ``"geometric"`` for GMAP; ``tie_aware_reason``
-    says why ``tie_aware`` is None when no exact value exists (GMAP). Both JSON keys
+    (NumRet, NumRel, NumRelRet, NumQ) and ``"geometric"`` for GMAP and GBpref;
+    ``tie_aware_reason`` says why ``tie_aware`` is None when no exact value exists (a
+    computation beyond its documented work limit: IPrec, ERR, GMAP, InfAP, ...). Both JSON keys
     appear only when set, so the rows of the other metrics keep their shape. ``k`` of a
     level metric (IPrec) is its recall level, a float.
     """

@@ -287,19 +287,14 @@ def test_guide_labelled_python_example(capsys):
     assert printed == shown
 
 
-def test_spark_engine_leaves_npz_and_trec_runs_to_the_local_engine(graded, tmp_path):
-    """Labelled Parquet and CSV dumps run on Spark (tests/engine/test_spark.py); NPZ dumps
-    and TREC runs are refused in one line, before Spark starts."""
+def test_spark_engine_leaves_npz_dumps_to_the_local_engine(graded, tmp_path):
+    """Labelled Parquet and CSV dumps and TREC runs run on Spark
+    (tests/engine/test_spark*.py); NPZ dumps are refused in one line, before Spark
+    starts."""
     path, *_ = graded
     for extra in ([], ["-m", "Recall@5"]):
         result = CliRunner().invoke(cli, ["compare", path, "--engine", "spark", *extra])
         assert result.exit_code == 2 and "run with --engine local" in result.output
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("q1 0 d1 1\n")
-    result = CliRunner().invoke(cli, ["compare", path, "--qrels", str(qrels), "--engine",
-                                      "spark"])
-    assert result.exit_code == 2
-    assert "TREC runs (--qrels) are text files: run with --engine local" in result.output
 
 
 def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
@@ -308,7 +303,6 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
     import tieeval.engine.spark as tspark
     import tieeval.io.open as tio
     from tieeval.engine.spark import refuse_spark
-    from tieeval.errors import ParameterError
     from tieeval.io.base import RelevanceReadOptions, local_path, remote_uri
 
     assert [remote_uri(p) for p in ("hdfs://nn:8020/d", "s3a://b/k.parquet", "gs://b/x",
@@ -322,8 +316,7 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
     monkeypatch.setattr(tspark, "open_dump", local)
     refuse_spark(RelevanceReadOptions())
     refuse_spark(RelevanceReadOptions(labels="rel"))  # renamed fields: the schema decides
-    with pytest.raises(ParameterError, match=r"TREC runs \(--qrels\)"):
-        refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))
+    refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))  # TREC runs: read on the driver
 
 
 def test_other_commands_read_labelled_dumps(signed):
@@ -349,10 +342,11 @@ def test_nan_scores_in_labelled_rows(tmp_path):
     assert (row["first"], row["last"], row["tie_aware"]) == (2 / 3, 2 / 3, 2 / 3)
 
 
-def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing():
+def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing(tmp_path):
     """trec_eval's counts are sums over the queries (trec_eval prints num_ret 1500 for its
     test run: 3 queries of 500 documents), shown as whole numbers; GMAP's tie-aware figure
-    is n/a and the table says why, on stdout beside the table."""
+    is exact there, and n/a where a query's ties are beyond the work limit, the table
+    saying why, on stdout beside the table."""
     import os
 
     from click.testing import CliRunner
@@ -366,4 +360,10 @@ def test_table_shows_summed_counts_and_why_a_tie_aware_figure_is_missing():
     assert result.exit_code == 0, result.output
     row = next(line for line in result.stdout.splitlines() if "NumRet" in line)
     assert row.split()[:6] == ["NumRet", "(sum)", "1500", "1500", "1500", "1500"]
-    assert "GMAP: tie-aware n/a, the expected geometric mean" in result.stdout
+    assert "tie-aware n/a" not in result.stdout
+    (tmp_path / "run").write_text("".join(f"a Q0 d{i} 1 1.0 t\n" for i in range(40)))
+    (tmp_path / "qrels").write_text("".join(f"a 0 d{i} {i % 2}\n" for i in range(40)))
+    big = CliRunner().invoke(cli, ["compare", "--qrels", str(tmp_path / "qrels"),
+                                   str(tmp_path / "run"), "-m", "gm_map"])
+    assert big.exit_code == 0, big.output
+    assert "GMAP: tie-aware n/a, the exact distribution over tie orders" in big.stdout

@@ -149,7 +149,8 @@ def test_a_score_dump_prints_row_numbers(tmp_path):
     (["--column", "tie_aware"], "--column and --per-query apply to --format trec_eval"),
     (["--per-query"], "--column and --per-query apply to --format trec_eval"),
     (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; did you mean ndcg_cut_10?"),
-    (["-m", "infAP"], "'infAP' is trec_eval's infAP, which tieeval does not compute"),
+    (["-m", "relstring"], "'relstring' is trec_eval's relstring, which tieeval does not "
+                          "compute"),
     (["-m", "P.0"], "cutoff '0' of 'P.0' must be >= 1"),
 ])
 def test_usage_errors(args, message):
@@ -204,7 +205,7 @@ def test_trec_eval_suite_end_to_end(expected, qrels, run, options):
     missing = [line for line in want if line.split("\t")[0].rstrip() in have
                and line not in got]
     assert not missing
-    assert len(got) == 3 * 88 + 91  # 88 per-query lines for each query, 91 "all" lines
+    assert len(got) == 3 * 95 + 99  # 95 per-query lines for each query, 99 "all" lines
 
 
 def test_every_trec_measure_is_the_same_whatever_the_batch_size():
@@ -275,18 +276,32 @@ def test_ndcg_under_a_relevance_level_is_pytrec_evals(qrels, level):
             assert first >= expected - 5e-5 and last <= expected + 5e-5, (m, qid)
 
 
-def test_tie_aware_column_says_why_gm_map_has_no_line():
-    """GMAP has no tie-aware value (the row's tie_aware_reason): --column tie_aware leaves
-    its 'all' line out, with a warning naming it on stderr, never silently."""
+def test_tie_aware_column_prints_gm_map_or_says_why(tmp_path):
+    """GMAP's tie-aware figure is the exact expected geometric mean: --column tie_aware
+    prints its 'all' line; where a query's ties are beyond the work limit the figure is
+    null (the row's tie_aware_reason), and the line is left out with a warning naming it
+    on stderr, never silently."""
     result = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
                                    "-m", "gm_map", "-m", "map", "--column", "tie_aware"],
                              catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert [line.split("\t")[0].rstrip() for line in result.stdout.splitlines()] == ["map"]
-    assert "GMAP has no tie_aware value" in result.stderr
-    assert "left out" in result.stderr
-    plain = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "--format", "trec_eval",
-                                  "-m", "gm_map"], catch_exceptions=False)
+    assert [line.split("\t")[0].rstrip() for line in result.stdout.splitlines()] == [
+        "map", "gm_map"]
+    assert "left out" not in result.stderr
+    # one query of 40 tied documents, 20 of them relevant: C(40, 20) orders of one block
+    (tmp_path / "run").write_text("".join(f"a Q0 d{i} 1 1.0 t\n" for i in range(40)))
+    (tmp_path / "qrels").write_text("".join(f"a 0 d{i} {i % 2}\n" for i in range(40)))
+    big = runner().invoke(cli, ["compare", "--qrels", str(tmp_path / "qrels"),
+                                str(tmp_path / "run"), "--format", "trec_eval", "-m", "gm_map",
+                                "-m", "map", "--column", "tie_aware"], catch_exceptions=False)
+    assert big.exit_code == 0, big.output
+    assert [line.split("\t")[0].rstrip() for line in big.stdout.splitlines()] == [
+        "map"]
+    assert "GMAP has no tie_aware value" in big.stderr
+    assert "left out" in big.stderr and "not estimated by sampling" in big.stderr
+    plain = runner().invoke(cli, ["compare", "--qrels", str(tmp_path / "qrels"),
+                                  str(tmp_path / "run"), "--format", "trec_eval", "-m",
+                                  "gm_map"], catch_exceptions=False)
     assert "gm_map" in plain.stdout and "left out" not in plain.stderr
 
 

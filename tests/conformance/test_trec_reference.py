@@ -48,7 +48,6 @@ REFUSED = {"c_J_M10_l2": "--judged-only cannot be combined with --depth"}
 #: string of judgements at the top ranks, is text, not a value).
 EXPECTED_MISSING = frozenset({
     "relstring",
-    "infAP", "gm_bpref", "binG", "G", "ndcg_rel", "Rndcg", "rbp", "rbp_resid",
 })
 
 #: Measures whose ``-nan`` lines (under -J, a query left with no judged document) tieeval

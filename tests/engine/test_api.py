@@ -381,8 +381,6 @@ def test_parameter_refusals(kwargs, message, npz):
      "are read from a file's 'labels' field"),
     ({"labels": {"seed": "1"}, "run_labels": {"seed": "2"}},
      "give run_labels= (labels= is its older name), not both"),
-    ({"engine": "spark", "cast": "float16"},
-     "cast and tolerance run on the local engine only (got engine='spark')"),
 ])
 def test_evaluate_path_refusals(kwargs, message, npz):
     with pytest.raises(ParameterError) as got:

@@ -120,3 +120,31 @@ def test_bad_uses_are_one_line_errors(tmp_path):
                  tmp_path / "missing" / "rows.parquet")
     assert res.exit_code == 2 and res.output.startswith("Error: ")
     assert res.output.count("\n") == 1
+
+
+def test_dataset_rows_are_numbered_over_all_files(tmp_path):
+    """A dataset's per-instance rows once restarted their numbers, and their stored ids,
+    at every file (a batch's start counts within its file): rows are numbered over the
+    whole dataset, in file order, and stored ids are each row's own."""
+    rng = np.random.default_rng(5)
+    scores = rng.integers(0, 3, (30, 6)).astype(np.float32)
+    positive = rng.integers(0, 6, 30)
+    ids = rng.permutation(100)[:30]
+    for with_ids in (False, True):
+        folder = tmp_path / f"ids-{with_ids}"
+        folder.mkdir()
+        for i, (lo, hi) in enumerate(((0, 11), (11, 20), (20, 30))):
+            columns = {"scores": pa.array(scores[lo:hi].tolist(), pa.list_(pa.float32())),
+                       "positive": positive[lo:hi]}
+            if with_ids:
+                columns["instance"] = ids[lo:hi]
+            pq.write_table(pa.table(columns), folder / f"part-{i}.parquet", row_group_size=4)
+        out = tmp_path / f"rows-{with_ids}.parquet"
+        res = invoke("compare", folder, "--per-instance", out, "-m", "HR@1", "-q")
+        assert res.exit_code == 0, res.output
+        table = pq.read_table(out)
+        expected = ids if with_ids else np.arange(30)
+        assert table.column("instance").to_pylist() == expected.tolist()
+        # each row's values are its own: the positive's place among its row's scores
+        p = scores[np.arange(30), positive]
+        assert table.column("a").to_pylist() == (scores > p[:, None]).sum(axis=1).tolist()

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 import tieeval
 from tieeval import save_scores
 from tieeval.cli import cli
-from tieeval.engine.request import EngineRefusal, Request
+from tieeval.engine.request import Request
 from tieeval.errors import ParameterError
-from tieeval.io.base import Dump
+from tieeval.io.base import Dump, RelevanceReadOptions
 from tieeval.metrics.metric import Metric
 
 RULES = ("stable", "reverse-stable", "trec", "topk", "given")
@@ -31,40 +31,16 @@ def parquet(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("rule", RULES)
-def test_api_spark_path_refuses_a_ranking_rule_like_the_command_line(parquet, rule):
-    """evaluate_path(engine='spark', original=...) once returned the argsort figures
-    silently; it is refused as --engine spark --original is, before Spark is needed."""
-    with pytest.raises(ParameterError) as api:
-        tieeval.evaluate_path(parquet, engine="spark", original=rule)
-    assert str(api.value) == (f"original={rule!r} runs on the local engine only "
-                              "(got engine='spark')")
-    res = CliRunner().invoke(cli, ["compare", parquet, "--engine", "spark", "--original", rule])
-    assert res.exit_code == 2
-    assert res.stderr.splitlines()[-1] == (f"Error: --original {rule} runs on the local "
-                                           "engine only (got --engine spark)")
-
-
-def test_spark_refusals_are_made_by_the_request_alone():
-    """The engine is chosen when the request is made: no dump, no pyspark."""
-    for fields, said in [
-        ({"original": "stable"},
-         "original='stable' runs on the local engine only (got engine='spark')"),
-        ({"per_instance": "rows.parquet"},
-         "per_instance run on the local engine only (got engine='spark')"),
-        ({"per_query": True}, "per_query run on the local engine only (got engine='spark')"),
-        ({"paired": True}, "diff run on the local engine only (got engine='spark')"),
-        ({"what_if": tieeval.WhatIf("float16")},
-         "cast and tolerance run on the local engine only (got engine='spark')"),
-    ]:
-        with pytest.raises(EngineRefusal) as got:
-            Request(engine="spark", **fields)
-        assert str(got.value) == said
-        with pytest.raises(EngineRefusal) as cli_got:
-            Request(engine="spark", cli=True, **fields)
-        assert "--engine spark" in str(cli_got.value)
-        Request(engine="local", **fields)  # the local engine honours every one
-    Request(engine="spark", original="argsort")  # the rule Spark's kernel runs
+def test_the_request_refuses_nothing_to_spark():
+    """Every option runs on Spark (tests/engine/test_spark_parity.py compares its output
+    with the local engine's): the request accepts each, from both front ends, without a
+    dump or pyspark."""
+    for fields in [{"original": rule} for rule in RULES] + [
+            {"per_instance": "rows.parquet"}, {"per_query": True}, {"paired": True},
+            {"what_if": tieeval.WhatIf("float16")}, {"what_if": tieeval.WhatIf(tolerance=1e-6)},
+            {"read": RelevanceReadOptions(qrels="qrels.txt")}]:
+        for cli_spelling in (False, True):
+            assert Request(engine="spark", cli=cli_spelling, **fields).engine == "spark"
 
 
 def test_request_checks_its_fields_once():

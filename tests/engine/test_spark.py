@@ -1,11 +1,12 @@
 """The Spark engine gives bit-for-bit the local engine's results (Spark local mode, offline),
 for single-positive and labelled dumps alike.
 
-One SparkSession for the module and tiny data keep this near a minute. Skipped, with the
-reason shown by ``pytest -ra``, only when pyspark or Java is missing
-(``pip install "tieeval[spark]"``; Java 17 or later). The test on a real standalone cluster
-(a master and a worker started from the pyspark install, on 127.0.0.1) runs only with
-``TIEEVAL_SPARK_STANDALONE=1``.
+One SparkSession for every Spark test (tests/conftest.py) and tiny data keep this
+near a minute. Skipped, with the reason shown by ``pytest -ra``, only when pyspark or Java
+is missing (``pip install "tieeval[spark]"``; Java 17 or later). The test on a real
+standalone cluster (a master and two workers started from the pyspark install, on
+127.0.0.1; one worker killed mid-application) runs only with ``TIEEVAL_SPARK_STANDALONE=1``
+(.ci/run sets it).
 """
 
 from __future__ import annotations
@@ -53,12 +54,6 @@ def write_long(tmp, long) -> None:
     pq.write_table(long.slice(0, half), tmp / "long" / "part-0.parquet")
     pq.write_table(long.slice(half), tmp / "long" / "part-1.parquet")
     pcsv.write_csv(long, tmp / "long.csv")
-
-@pytest.fixture(scope="module")
-def spark():
-    session = tspark.session("tieeval-tests")
-    yield session
-    session.stop()
 
 
 def same(result) -> dict:
@@ -146,6 +141,10 @@ def test_remote_uris_are_read_by_spark_only(spark, dumps, tmp_path, monkeypatch)
     roots = {"hdfs://namenode/": dumps, "s3a://bucket/": tmp_path}
 
     class Reader:
+        def option(self, key, value):
+            assert (key, value) == ("parquet.page.verify-checksum.enabled", "true")
+            return self
+
         def parquet(self, uri):
             prefix = next(p for p in roots if uri.startswith(p))
             return spark.read.parquet(str(roots[prefix] / uri[len(prefix):]))
@@ -369,31 +368,25 @@ def test_labelled_errors_are_one_line(spark, tmp_path):
 
 
 def test_what_remains_local_is_refused_in_one_line(spark, dumps, tmp_path):
-    run = tmp_path / "run.txt"
-    run.write_text("q1 Q0 d1 1 0.5 tag\n")
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("q1 0 d1 1\n")
+    """Only a dump's format leaves it to the local engine: NPY/NPZ, and float16 Parquet
+    (Spark has no float16); every option runs on Spark (tests/engine/test_spark_parity.py)."""
     np.save(tmp_path / "s.npy", np.zeros((2, 3), dtype=np.float32))
     pq.write_table(pa.table({"scores": pa.array([np.array([0.5, 0.25], dtype=np.float16)],
                                                 type=pa.list_(pa.float16()))}),
                    tmp_path / "half.parquet")
     for args, message in (
-            ([run, "--qrels", qrels], "Error: --engine spark reads Parquet and CSV dumps; "
-                                      "TREC runs (--qrels) are text files: run with --engine "
-                                      "local"),
-            ([tmp_path / "s.npy"], "the Spark engine reads Parquet and CSV; .npy dumps run "
-                                   "with --engine local"),
+            ([tmp_path / "s.npy"], "the Spark engine reads Parquet, CSV and TREC runs; .npy "
+                                   "dumps run with --engine local"),
             ([tmp_path / "half.parquet"], "Spark has no float16: run with --engine local")):
         res = CliRunner().invoke(cli, ["compare", *map(str, args), "--engine", "spark"])
         assert res.exit_code == 2 and message in res.output
         assert len(res.output.strip().splitlines()) == 1
 
 
-
 # ---------------------------------------------------------------------------------------
 # a real standalone cluster: one master, one worker, the driver in a subprocess
 
-STANDALONE_TIMEOUT = 240  # seconds for the whole test, cluster start included
+STANDALONE_TIMEOUT = 300  # seconds for the whole test, cluster start included
 
 
 def free_port() -> int:
@@ -429,13 +422,37 @@ def stop(proc) -> None:
     proc.wait(timeout=20)
 
 
+DRIVER = """
+import json, os, sys, time
+from click.testing import CliRunner
+from tieeval.cli import cli
+commands = json.loads(sys.argv[1])
+for i, args in enumerate(commands):
+    res = CliRunner().invoke(cli, args + ["--engine", "spark", "--quiet"])
+    with open(f"out-{i}.json", "w") as out:
+        json.dump([res.exit_code, res.stdout, res.stderr[-3000:]], out)
+    if i == 0:  # the parent kills a worker now, and waits for it to be gone
+        open("first-done", "w").close()
+        while not os.path.exists("worker-killed"):
+            time.sleep(0.2)
+"""
+
+
+def start_daemon(spark_class, args, log: Path, env) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen([str(spark_class), *args], stdout=out,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
 @pytest.mark.skipif(os.environ.get("TIEEVAL_SPARK_STANDALONE") != "1",
                     reason="set TIEEVAL_SPARK_STANDALONE=1 to start a Spark standalone master "
-                           "and worker on 127.0.0.1 and evaluate on them")
+                           "and two workers on 127.0.0.1 and evaluate on them")
 def test_standalone_cluster_matches_local(dumps, labelled, tmp_path):
-    """``--engine spark`` against ``spark://127.0.0.1:PORT``: executors in their own JVM and
-    Python workers, the kernel shipped from the driver; labelled (wide and long) and
-    single-positive dumps give the local engine's JSON."""
+    """``--engine spark`` against ``spark://127.0.0.1:PORT`` with two workers: executors
+    in their own JVMs and Python workers, the kernel shipped from the driver. One driver
+    (one application) runs labelled (wide and long) and single-positive dumps, then, after
+    one worker and its executor are killed, a TREC run under a what-if, ``check`` on a dump
+    with its saved ranking and ``diff``: each gives the local engine's output."""
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
@@ -443,40 +460,68 @@ def test_standalone_cluster_matches_local(dumps, labelled, tmp_path):
            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
     env.pop("SPARK_HOME", None)  # the pip install's own
     deadline = time.monotonic() + STANDALONE_TIMEOUT
+    # a saved ranking (a stable sort of each row) and a tied TREC run
+    wide = pq.read_table(dumps / "wide.parquet")
+    ranking = [np.argsort(-np.asarray(r, dtype=np.float32), kind="stable")
+               for r in wide.column("scores").to_pylist()]
+    pq.write_table(wide.append_column("ranking", pa.array([r.tolist() for r in ranking],
+                                                          pa.list_(pa.int64()))),
+                   tmp_path / "ranked.parquet", row_group_size=16)
+    rng = np.random.default_rng(11)
+    (tmp_path / "run.txt").write_text("".join(
+        f"q{q} Q0 d{d} {d + 1} {rng.integers(0, 3) / 2:g} t\n" for q in range(8)
+        for d in range(6)))
+    (tmp_path / "qrels.txt").write_text("".join(
+        f"q{q} 0 d{d} {rng.integers(0, 3)}\n" for q in range(8) for d in range(0, 6, 2)))
+    commands = [
+        ["compare", str(labelled / "labels.parquet"), str(labelled / "long"),
+         str(dumps / "wide.parquet"), "--format", "json"],
+        ["compare", str(tmp_path / "run.txt"), "--qrels", str(tmp_path / "qrels.txt"),
+         "--cast", "float16", "-m", "ndcg_cut_5", "-m", "map", "--format", "json"],
+        ["check", str(tmp_path / "ranked.parquet"), "--format", "json"],
+        ["diff", str(dumps / "wide.parquet"), str(tmp_path / "ranked.parquet"), "--format",
+         "json"],
+    ]
     procs = []
     try:
         master_log = tmp_path / "master.log"
-        with open(master_log, "wb") as out:
-            procs.append(subprocess.Popen(
-                [str(spark_class), "org.apache.spark.deploy.master.Master", "--host",
-                 "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        procs.append(start_daemon(spark_class, [
+            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+            str(port), "--webui-port", str(free_port())], master_log, env))
         wait_for(master_log, "I have been elected leader", procs[0], deadline)
-        worker_log = tmp_path / "worker.log"
-        with open(worker_log, "wb") as out:
-            procs.append(subprocess.Popen(
-                [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url,
-                 "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port",
-                 str(free_port()), "--cores", "2", "--memory", "1g", "--work-dir",
-                 str(tmp_path / "work")],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        wait_for(worker_log, "Successfully registered with master", procs[1], deadline)
-        paths = [labelled / "labels.parquet", labelled / "long", dumps / "wide.parquet"]
-        command = [sys.executable, "-m", "tieeval", "compare", *map(str, paths), "--format",
-                   "json", "--quiet"]
-        done = subprocess.run(command + ["--engine", "spark"], capture_output=True,
-                              text=True, timeout=max(10, deadline - time.monotonic()),
-                              env={**env, "TIEEVAL_SPARK_MASTER": master_url})
-        assert done.returncode == 0, done.stderr[-3000:]
-        res = CliRunner().invoke(cli, command[3:])
-        assert res.exit_code == 0, res.output
-        local = json.loads(res.stdout)["runs"]
-        assert json.loads(done.stdout)["runs"] == local
-        assert [run.get("relevance", {}).get("source") for run in local] == [
-            "labels", "labels", None]
-        # the work ran on the cluster's executor, not in the driver
+        logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
+        for i, log in enumerate(logs):
+            procs.append(start_daemon(spark_class, [
+                "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", "1",
+                "--memory", "1g", "--work-dir", str(tmp_path / f"work-{i}")], log, env))
+        for log, proc in zip(logs, procs[1:]):
+            wait_for(log, "Successfully registered with master", proc, deadline)
+        (tmp_path / "driver").mkdir()
+        driver = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, json.dumps(commands)], cwd=tmp_path / "driver",
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env={**env, "TIEEVAL_SPARK_MASTER": master_url}, start_new_session=True)
+        procs.append(driver)
+        while not (tmp_path / "driver" / "first-done").exists():
+            assert driver.poll() is None and time.monotonic() < deadline, \
+                driver.stdout.read().decode(errors="replace")[-3000:]  # type: ignore
+            time.sleep(0.2)
+        for log in logs:  # both workers ran an executor of the application
+            assert "Asked to launch executor" in log.read_text(errors="replace")
+        os.killpg(procs[1].pid, signal.SIGKILL)  # worker 1 and its executor, killed
+        (tmp_path / "driver" / "worker-killed").touch()
+        driver.wait(timeout=max(10, deadline - time.monotonic()))
         assert "Registered app tieeval" in master_log.read_text(errors="replace")
-        assert "Asked to launch executor" in worker_log.read_text(errors="replace")
+        for i, args in enumerate(commands):
+            code, stdout, stderr = json.loads((tmp_path / "driver" / f"out-{i}.json"
+                                               ).read_text())
+            assert code in (0, 1), stderr
+            local = CliRunner().invoke(cli, args + ["--quiet"])
+            assert (code, stdout) == (local.exit_code, local.stdout), args
+        runs = json.loads(json.loads((tmp_path / "driver" / "out-0.json").read_text())[1])
+        assert [run.get("relevance", {}).get("source") for run in runs["runs"]] == [
+            "labels", "labels", None]
     finally:
         for proc in reversed(procs):
             stop(proc)

@@ -116,3 +116,22 @@ def test_rank_evidence_against_a_permutation_oracle():
     assert missed <= 3  # P(z >= 3) is 0.13% for a random column; ties only lower it
     top = [np.r_[10.0, rng.random(30)] for _ in range(30)]
     assert rank_evidence(top)[1] > 3 * HINT_Z  # 0.5 / sqrt((31 / 29) / 12 / 30) = 9.2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_evidence_from_counts_is_the_evidence_from_rows(seed):
+    # the kernel's own counts give the hint's evidence without a second pass: the same
+    # values, bit for bit, NaN rows left out, -inf counted, rows past HINT_ROWS ignored
+    from tieeval.kernels.counts import dense_counts
+    from tieeval.kernels.hints import add_count_evidence, add_evidence, new_evidence
+    rng = np.random.default_rng(seed)
+    scores = (rng.integers(0, 9, size=(2500, 13)) / 3).astype(np.float32)
+    scores[rng.random(2500) < 0.05, 0] = -np.inf
+    scores[rng.random(2500) < 0.05, 4] = np.nan
+    for start, lo, hi in ((0, 0, 700), (700, 700, 2500), (1900, 1900, 2500)):
+        x = scores[lo:hi]
+        c = dense_counts(x, np.zeros(len(x), dtype=np.int64), "worst")
+        got, want = new_evidence(), new_evidence()
+        add_count_evidence(got, x, c.a, c.b, start, nan_rows=True)
+        add_evidence(want, x, None, start)
+        assert got == want

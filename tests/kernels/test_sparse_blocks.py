@@ -142,6 +142,69 @@ def test_rank_depth_leaves_every_value_unchanged(seed):
                      full.values(parse_rel_metric(name)).tie_aware)
 
 
+def _cut_metrics() -> list[str]:
+    """Every registered metric that takes a cutoff (K = 3 and 4), and a few at K = 1, 2."""
+    from tieeval.metrics.registry import REGISTRY
+    names = ["HR@1", "NDCG@2", "Success@2"]
+    for name in REGISTRY:
+        for k in (3, 4):
+            try:
+                m = parse_rel_metric(f"{name}@{k}")
+            except ParameterError:  # a metric without a cutoff
+                continue
+            if isinstance(m.k, int) and m.level is None:
+                names.append(f"{name}@{k}")
+    return names
+
+
+CUT_METRICS = _cut_metrics()
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
+def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original):
+    # blocks starting at or below the depth are left out of the table: every metric with a
+    # cutoff within it, the top ties, R and each row's first relevant block stay the same
+    rng = np.random.default_rng(500 + seed)
+    scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+                                      [-1, 0, 0, 0, 0, 0, 1, 2])
+    judged = rng.random(scores.size) < 0.2
+    for kw in ({}, {"judged": judged}, {"relevance_level": 2}):
+        full = RelBatch(scores, labels, offsets, original=original, **kw)
+        cut = RelBatch(scores, labels, offsets, original=original, sparse=True,
+                       rank_depth=4, prune_depth=4, **kw)
+        assert cut.compact
+        for name in CUT_METRICS:
+            a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
+            for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided",
+                      "defined"):
+                assert _same(getattr(a, c), getattr(b, c)), (name, c, kw)
+        for got, want in zip(cut.top_ties(), full.top_ties()):
+            assert np.array_equal(got, want)
+        for x in ("n_pos", "n_neg", "n_judged_nonrel"):
+            assert np.array_equal(getattr(cut, x), getattr(full, x))
+        assert np.array_equal(cut.row_max_label(), full.row_max_label())
+        fb, cb = full._first_block(full.p_t > 0), cut._first_block(cut.p_t > 0)
+        assert np.array_equal(full.brow[fb], cut.brow[cb])
+        assert np.array_equal(full.bsz[fb], cut.bsz[cb])
+        for name in ["NDCG@5", "MRR", "MAP", "V-AUC"]:
+            with pytest.raises(ParameterError, match="prune_depth=4"):
+                cut.values(parse_rel_metric(name), original_order=False)
+
+
+def test_prune_depth_drops_blocks_below_it():
+    # row 0: blocks {9}, {8, 8}, {5}, {3, 3}, {1}: the labelled items at 5 and 1 lie below
+    # depth 3 and go; the row's first relevant block {8, 8} stays
+    rb = RelBatch(np.array([[9.0, 8.0, 8.0, 5.0, 3.0, 3.0, 1.0]]),
+                  np.array([[0, 1, 0, 2, 0, 0, 1]]), sparse=True, prune_depth=3)
+    assert rb.ba.tolist() == [1]
+    assert rb.n_pos.tolist() == [3]
+    # row 1: no relevant item within the depth: its first relevant block {3, 3} stays
+    rb = RelBatch(np.array([[9.0, 8.0, 8.0, 5.0, 3.0, 3.0, 1.0]]),
+                  np.array([[0, 0, 0, -1, 1, 0, 1]]), sparse=True, prune_depth=3)
+    assert rb.ba.tolist() == [4] and rb.bsz.tolist() == [2]
+
+
 @pytest.mark.parametrize("right", [False, True])
 def test_searches_match_searchsorted(right):
     rng = np.random.default_rng(7)

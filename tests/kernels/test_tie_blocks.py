@@ -655,9 +655,10 @@ def test_registry_lists_every_name():
                                   "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC", "Success",
                                   "Rprec", "Bpref", "Judged", "NumRet", "NumRel",
                                   "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec", "AUC",
-                                  "RprecMult", "Utility", "IPrec11pt", "RelativeP", "SetP",
-                                  "SetRelP", "SetR", "SetAP", "SetF", "NumNonRelJudgedRet",
-                                  "Unjudged"]
+                                  "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
+                                  "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
+                                  "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",
+                                  "TrecRBP-resid", "Unjudged"]
     suffix = {"required": "@5", "level": "@0.5"}
     for key, spec in REL_REGISTRY.items():
         assert parse_rel_metric(key + suffix.get(spec.cutoff, "")).name == spec.name

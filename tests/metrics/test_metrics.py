@@ -268,9 +268,10 @@ def test_registry_is_the_one_list():
                               "SRecall", "SDCG", "SNDCG", "V-AUC", "Success", "Rprec",
                               "Bpref", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ",
                               "GMAP", "ERR", "IPrec", "AUC",
-                              "RprecMult", "Utility", "IPrec11pt", "RelativeP", "SetP",
-                              "SetRelP", "SetR", "SetAP", "SetF", "NumNonRelJudgedRet",
-                              "Unjudged"]
+                              "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
+                              "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
+                              "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",
+                              "TrecRBP-resid", "Unjudged"]
     for name in metric_names():
         assert REGISTRY[name].name == name == REGISTRY[name.lower()].name
     assert [n for n in metric_names() if REGISTRY[n].single_positive] == ["HR", "NDCG", "MRR"]

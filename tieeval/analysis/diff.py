@@ -173,14 +173,20 @@ def _id_multiset_hash(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
                    nan_policy: str = "raise", batch_rows: int | None = None,
-                   relevance=None, original: str | None = None
+                   relevance=None, original: str | None = None, engine: str = "local"
                    ) -> tuple[RunValues, np.ndarray | None]:
     """Read a whole dump into per-instance values of every metric, plus the instance ids
-    the reader attached to its batches (the long layout, TREC query ids), else None."""
+    the reader attached to its batches (the long layout, TREC query ids), else None.
+    ``engine='spark'``: Spark reads the dump's files and the executors evaluate them (the
+    values in the local engine's order, bit for bit)."""
     request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
-                      relevance=relevance, what_if=what_if, original=original)
+                      relevance=relevance, what_if=what_if, original=original, engine=engine)
     collector = InstanceCollector(note=_batch_keys)
-    drive(dump, request, [collector], totals=False)
+    if engine == "spark":
+        from tieeval.engine import spark
+        spark.drive(request, dump.path, [collector], totals=False, dump=dump)
+    else:
+        drive(dump, request, [collector], totals=False)
     got = collector.collected
     assert got is not None
     keys = [k for k, _ in got.notes]
@@ -372,7 +378,8 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
                seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
                nan_policy: str = "raise", batch_rows: int | None = None,
                instance_field: str = INSTANCE_FIELD, labels: tuple = (None, None),
-               warn=None, relevance=None, original: str | None = None) -> DiffResult:
+               warn=None, relevance=None, original: str | None = None,
+               engine: str = "local") -> DiffResult:
     """Compare run B with run A on the same instances (see the module docstring).
 
     Parameters
@@ -397,6 +404,9 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         by position).
     original : str, optional
         The Original column's rule (:data:`tieeval.results.ORIGINAL_RULES`) of both runs.
+    engine : {'local', 'spark'}
+        Where the dumps are evaluated (Spark: opened by
+        :func:`tieeval.engine.spark.open_for_spark`); the result is the same.
     """
     check_permutations(permutations)  # before any dump is read
     runs = []
@@ -404,7 +414,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
     for dump, override in zip((a_dump, b_dump), labels):
         run, batch_ids = collect_values(dump, metrics, what_if, nan_policy=nan_policy,
                                         batch_rows=batch_rows, relevance=relevance,
-                                        original=original)
+                                        original=original, engine=engine)
         if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
             batch_ids = dump.instance_ids(instance_field)  # from the reader that opened it
         ids.append(batch_ids)

@@ -43,10 +43,9 @@ _NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "spark_conf", "ori
 
 def _saved_rankings(files, read_kwargs) -> dict:
     """Per file, the codebase's ranking it carries (:class:`SavedRanking`), or None. Only
-    when no --original was given: an explicit rule wins, and TREC runs have their own;
-    Spark does not read saved rankings (it refuses --original given)."""
-    if (read_kwargs.get("original") is not None or read_kwargs.get("qrels") is not None
-            or read_kwargs.get("engine", "local") != "local"):
+    when no --original was given: an explicit rule wins, and TREC runs have their own.
+    A URI only Spark can open is not looked at here (it is judged by np.argsort)."""
+    if read_kwargs.get("original") is not None or read_kwargs.get("qrels") is not None:
         return dict.fromkeys(files)
     scores = read_kwargs.get("scores_column") or "scores"
     return {path: saved_ranking(path, scores) for path in files}

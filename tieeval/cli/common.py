@@ -177,7 +177,7 @@ def read_options(f):
                           "depend on it.")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
                      help="'local': this machine; 'spark': the same kernel inside Spark "
-                          "(pip install 'tieeval[spark]'; Parquet or CSV paths).")(f)
+                          "(pip install 'tieeval[spark]'; Parquet, CSV or TREC paths).")(f)
     f = click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
                      help="--engine spark: a Spark setting, repeatable, over "
                           "spark-defaults.conf (SPARK_CONF_DIR) and the environment, e.g. "

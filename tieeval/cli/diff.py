@@ -117,7 +117,8 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
                         permutations=permutations, seed=seed, confidence=confidence,
                         nan_policy=request.nan_policy, batch_rows=request.batch_rows,
                         instance_field=getattr(options, "instance", None) or INSTANCE_FIELD,
-                        warn=warn, relevance=request.relevance, original=request.original)
+                        warn=warn, relevance=request.relevance, original=request.original,
+                        engine=request.engine)
     # before any output: a gated metric the dump's default set left out is a usage error
     worse = [row for metric, gamma in fail_if_worse
              for row in significantly_worse(result, metric, gamma)]

@@ -66,17 +66,15 @@ class Consumer:
         """The pass failed: leave nothing half-done behind."""
 
 
-def _instance_column(batch: Batch, ids: np.ndarray | None, path: str) -> np.ndarray:
-    """A batch's instance ids: the reader's (long layout, TREC query ids), else ``ids``
+def _instance_column(ids: np.ndarray | None, first: int, rows: int, path: str) -> np.ndarray:
+    """Instance ids of the dump rows ``first .. first + rows`` (counted over the whole
+    dump, every file of a dataset; a batch's ``start`` counts within its file): ``ids``
     (one per dump row), else the row numbers."""
-    if batch.ids is not None:
-        inst = np.asarray(batch.ids)
-        return inst.astype(str) if inst.dtype == object else inst
     if ids is not None:
-        if batch.start + batch.rows > ids.size:
+        if first + rows > ids.size:
             raise InputError(f"{path}: {ids.size} instance id(s) for more rows")
-        return ids[batch.start:batch.start + batch.rows]
-    return np.arange(batch.start, batch.start + batch.rows, dtype=np.int64)
+        return ids[first:first + rows]
+    return np.arange(first, first + rows, dtype=np.int64)
 
 
 class InstanceRows(Consumer):
@@ -107,7 +105,11 @@ class InstanceRows(Consumer):
 
     def part(self, batch: Batch, counts, values: list[InstanceValues]):
         pa = self._pa
-        columns = {"instance": pa.array(_instance_column(batch, self.ids, self._path))}
+        # the reader's ids (long layout, TREC query ids); else set by take(), which
+        # counts the rows in dump order
+        given = batch.ids is not None
+        inst = np.asarray(batch.ids) if given else np.zeros(batch.rows, dtype=np.int64)
+        columns = {"instance": pa.array(inst.astype(str) if inst.dtype == object else inst)}
         if counts is not None:
             columns.update(a=pa.array(counts.a), b=pa.array(counts.b),
                            original_rank=pa.array(counts.original))
@@ -116,10 +118,13 @@ class InstanceRows(Consumer):
             for column in PER_INSTANCE_COLUMNS:
                 data = np.asarray(getattr(v, column), dtype=np.float64)
                 columns[per_instance_name(entry, column)] = pa.array(data, mask=mask)
-        return pa.table(columns), batch.rows
+        return pa.table(columns), batch.rows, given
 
     def take(self, part) -> None:
-        table, rows = part
+        table, rows, given = part
+        if not given:
+            table = table.set_column(0, "instance", self._pa.array(
+                _instance_column(self.ids, self.rows, rows, self._path)))
         if self._writer is None:
             self._writer = self._pq.ParquetWriter(self._pending.file, table.schema)
         self._writer.write_table(table)

@@ -31,6 +31,7 @@ from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept 
     InstanceRows,
     per_instance_name,
 )
+from tieeval.engine.queries import trec_query_report  # noqa: F401 - kept importable here
 from tieeval.engine.request import (
     Request,
     check_batch_rows,
@@ -97,23 +98,6 @@ def request_kernel(dump: Dump, request: Request) -> Kernel:
     return kernel_for(dump, request.metrics, relevance=request.relevance,
                       nan_policy=request.nan_policy, what_if=request.what_if,
                       original=request.original)
-
-
-def trec_query_report(result: RunResult, dump: Dump, relevance: RelOptions | None) -> None:
-    """Put a TREC run's query set in ``result``: ``relevance.queries`` (the counts) and,
-    when a query is left out or counted as 0 without results, a ``trec_queries`` data
-    warning and a warning line."""
-    query_set = getattr(dump, "query_set", None)
-    if query_set is None or result.relevance is None:
-        return
-    summary, warning = query_set.report(getattr(relevance, "relevance_level", None),
-                                        getattr(relevance, "no_relevant", "skip"))
-    result.relevance["queries"] = summary
-    result.zero_division = query_set.zero_division(getattr(relevance, "relevance_level",
-                                                           None))
-    if warning is not None:
-        result.data_warnings = [*(result.data_warnings or []), warning]
-        result.warnings.append(warning["message"])
 
 
 def run_passes(dump: Dump, make_kernel, consume, progress=None):
@@ -371,7 +355,16 @@ class RunOutcome:
 
 
 def open_request(request: Request, path: str) -> Dump:
-    """The dump at ``path`` as ``request`` reads it (the local engine)."""
+    """The dump at ``path`` as ``request`` reads it: the local engine's, or the local
+    dump of the files Spark reads (:func:`tieeval.engine.spark.open_for_spark`, which
+    refuses the formats Spark does not read)."""
+    if request.engine == "spark":
+        from tieeval.engine.spark import open_for_spark
+        dump = open_for_spark(request, path)
+        if dump is None:
+            raise InputError(f"{path}: a URI only Spark can open; diff reads dumps on this "
+                             "machine's file system (or file:// URIs)")
+        return dump
     return open_dump(path, request.read)
 
 
@@ -382,23 +375,29 @@ def evaluate_request(request: Request, path, progress=None, *, progress_for=None
     ``progress``: a callback (see :func:`evaluate_dump`), or ``progress_for(dump)`` gives
     one for the opened dump (a progress bar's task); ``ids_for(dump)``: instance ids for
     the per-instance rows of a wide dump whose batches carry none (or None)."""
-    if request.engine == "spark":
-        from tieeval.engine.spark import evaluate_request as spark_request
-        return RunOutcome(spark_request(request, path))
-    dump = open_request(request, path) if isinstance(path, str) else path
-    if progress_for is not None:
+    spark = request.engine == "spark"
+    if spark:  # the local dump of the same files (None for a URI only Spark can open)
+        from tieeval.engine import spark as spark_engine
+        dump = spark_engine.open_for_spark(request, path) if isinstance(path, str) else path
+    else:
+        dump = open_request(request, path) if isinstance(path, str) else path
+    if progress_for is not None and dump is not None:
         progress = progress_for(dump)
+    name = path if dump is None else dump.path
     consumers: list[Consumer] = []
     rows = collector = None
     if request.per_instance is not None:
         rows = InstanceRows(request.per_instance,
-                            None if ids_for is None else ids_for(dump),
-                            inputs=[dump.path, getattr(request.read, "qrels", None)])
+                            None if ids_for is None or dump is None else ids_for(dump),
+                            inputs=[name, getattr(request.read, "qrels", None)])
         consumers.append(rows)
     if request.per_query:
         collector = InstanceCollector()
         consumers.append(collector)
-    result = drive(dump, request, consumers, progress)
+    if spark:
+        result = spark_engine.drive(request, name, consumers, dump=dump)
+    else:
+        result = drive(dump, request, consumers, progress)
     return RunOutcome(result, None if rows is None else rows.rows,
                    None if collector is None else collector.collected)
 

@@ -226,6 +226,7 @@ def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: in
             for fut in futures:
                 fut.cancel()
             raise
+        dump.finish()  # the workers read the parts: checks due at the end run here
         return total
     pending: deque = deque()
 

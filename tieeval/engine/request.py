@@ -54,11 +54,9 @@ def spark_refusal(why: str) -> str:
 
 def refuse_spark(options) -> None:
     """Refuse what ``--engine spark`` leaves to the local engine and can tell from the
-    options alone: TREC runs (``--qrels``; small text files that the local engine reads in
-    one pass). NPY/NPZ dumps are refused by :func:`tieeval.engine.spark.evaluate_path`
-    from their format, before Spark starts too."""
-    if getattr(options, "qrels", None) is not None:
-        raise ParameterError(spark_refusal("TREC runs (--qrels) are text files"))
+    options alone: nothing now (TREC runs are read on the driver and evaluated by the
+    executors). NPY/NPZ dumps are refused by :func:`tieeval.engine.spark.open_for_spark`
+    from their format, before Spark starts."""
 
 
 def check_trec_options(judged_only: bool, relevance: RelOptions | None) -> None:
@@ -141,25 +139,13 @@ class Request:
         return name if value is None else f"{name}={value!r}"
 
     def _choose_engine(self) -> None:
-        """Refuse what the chosen engine cannot honour. Spark runs the totals of Parquet
-        and CSV dumps with the argsort Original column: a what-if, another ranking rule,
-        per-row outputs and TREC runs stay on the local engine."""
-        if self.engine == "local":
-            return
-        got = f"(got {self._spell('engine', 'spark')})"
-        if self.paired:
-            raise EngineRefusal(f"diff run on the local engine only {got}")
-        if self.what_if is not None:
-            what = "--cast and --tolerance" if self.cli else "cast and tolerance"
-            raise EngineRefusal(f"{what} run on the local engine only {got}")
-        for wanted, name in ((self.per_query, "per_query"),
-                             (self.per_instance is not None, "per_instance")):
-            if wanted:
-                raise EngineRefusal(f"{self._spell(name)} run on the local engine only {got}")
-        if self.original not in (None, "argsort"):
-            raise EngineRefusal(f"{self._spell('original', self.original)} runs on the local "
-                                f"engine only {got}")
-        refuse_spark(self.read)  # TREC runs are read by the local engine
+        """Refuse what the chosen engine cannot honour: nothing that the command line or
+        the API can ask for. Spark runs every option of the local engine (the totals,
+        per-instance rows, per-query values, ``diff``, what-ifs, every ranking rule, TREC
+        runs) with the same figures; only a dump's format may leave it to the local
+        engine (NPY/NPZ, float16: :func:`tieeval.engine.spark.open_for_spark`)."""
+        if self.engine != "local":
+            refuse_spark(self.read)
 
     def _check_spark_conf(self) -> None:
         """``spark_conf``: Spark's settings (``KEY=VALUE`` items, pairs or a dict), kept as

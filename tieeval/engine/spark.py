@@ -28,13 +28,14 @@ TREC runs (``--qrels``) and NPY/NPZ dumps are left to the local engine.
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
 import warnings
-from typing import Any, cast
+from typing import Any, Sequence
 
 import numpy as np
 
 from tieeval.engine.arguments import metric_list
+from tieeval.engine.queries import trec_query_report
 from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
     Request,
     refuse_spark,
@@ -42,28 +43,42 @@ from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importab
 )
 from tieeval.engine.spark_errors import mapped_errors
 from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
-    DEFAULT_BATCH_ROWS,
     SparkUnavailable,
     session,
 )
 from tieeval.engine.spark_session import require as _require
-from tieeval.errors import InputError, TieevalError
+from tieeval.engine.spark_tasks import (
+    ANSWER_SCHEMA,
+    BLOCK_COLUMN,
+    FILE_COLUMN,
+    SPILL_COLUMN,
+    Answers,
+    batches_task,
+    feed,
+    gather,
+    long_task,
+    merged,
+    sorted_runs,
+    sortedness_task,
+    spill_task,
+    wants_of,
+    wide_task,
+)
+from tieeval.errors import InputError
 from tieeval.io.base import (
     ReadOptions,
     RelevanceInfo,
-    RelevanceLabelsFound,
     local_path,
     remote_uri,
 )
+from tieeval.io.long import spill_parts
 from tieeval.io.open import open_dump
-from tieeval.io.parquet import parquet_batch
-from tieeval.io.relevance import fill_from_arrow, schema_relevance
+from tieeval.io.relevance import schema_relevance
 from tieeval.io.validate import (
     positive_index_conflict,
     require_scores_column,
     table_layout,
 )
-from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
@@ -71,70 +86,7 @@ from tieeval.metrics.options import RelOptions
 from tieeval.results import RunResult
 
 # ---------------------------------------------------------------------------------------
-# what runs on the executors
-
-def _partition_id() -> int:
-    from pyspark import TaskContext
-    ctx = TaskContext.get()
-    return ctx.partitionId() if ctx is not None else 0
-
-
-def _state_batch(acc: Accumulator | None, error: str | None = None, again: str | None = None):
-    """One partition's answer: its accumulator state, an input error, or (``again``) the
-    reason the driver must run the job again with relevance labels."""
-    import pyarrow as pa
-    # every answer without an error or an again carries the partition's accumulator
-    state = ({"error": error} if error is not None else {"again": again} if again is not None
-             else cast(Accumulator, acc).to_state())
-    return pa.RecordBatch.from_arrays([pa.array([json.dumps(state)], pa.string())],
-                                      names=["state"])
-
-
-def _wide_partition(path, options, has_positive, fields, kernel):
-    """``fields``: ``{kind: column}`` of the relevance fields to attach (may be empty)."""
-    def run(batches):
-        where = f"{path} (Spark partition {_partition_id()})"
-        part_kernel = type(kernel)(kernel.spec.at(where))
-        acc = part_kernel.new()
-        start = 0
-        try:
-            for record in batches:
-                if record.num_rows == 0:
-                    continue
-                batch = parquet_batch(where, options, record, has_positive, start)
-                if fields:
-                    fill_from_arrow(where, batch, fields, record)
-                part_kernel.add(acc, batch)
-                start += record.num_rows
-        except TieevalError as exc:
-            yield _state_batch(None, str(exc))
-            return
-        yield _state_batch(acc)
-    return run
-
-
-def _long_partition(path, options, has_label, kernel, batch_rows, relevance):
-    """``relevance``: the label column holds relevance labels (else one positive per
-    instance, until an instance says otherwise)."""
-    from tieeval.io.long import _rows_from, sorted_batches
-
-    def run(batches):
-        cols = {"instance": "instance", "position": "position", "score": "score",
-                "label": "label"}
-        acc = kernel.new()
-        try:
-            chunks = (_rows_from(path, record, cols, has_label, 0)
-                      for record in batches if record.num_rows)
-            for batch in sorted_batches(path, chunks, options, batch_rows, relevance):
-                kernel.add(acc, batch)
-        except TieevalError as exc:
-            yield _state_batch(None, str(exc))
-            return
-        except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
-            yield _state_batch(None, again=str(exc))
-            return
-        yield _state_batch(acc)
-    return run
+# what runs on the executors: tieeval.engine.spark_tasks
 
 
 # ---------------------------------------------------------------------------------------
@@ -161,13 +113,17 @@ def _arrow_type(path: str, spark_type, name: str):
                          f"{spark_type.simpleString()}, which no relevance field has") from None
 
 
-def _collect(selected, run) -> list[dict]:
+def _collect(selected, run, schema: str = ANSWER_SCHEMA) -> Answers:
+    """Run ``run`` on every partition of ``selected``; its answers, sorted."""
+    return gather(_rows(selected.mapInArrow(run, schema)))
+
+
+def _rows(frame) -> list:
     with warnings.catch_warnings():
         # pyspark warns about pandas versions it has not certified; mapInArrow needs none
         warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support",
                                 category=FutureWarning)
-        return [json.loads(row.state) for row in
-                selected.mapInArrow(run, "state string").collect()]
+        return frame.collect()
 
 
 def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
@@ -189,30 +145,45 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
     check_nan_policy(nan_policy)
+    request = Request(metric_list(metrics, k), options, relevance, nan_policy,
+                      engine="spark", batch_rows=batch_rows)
     with mapped_errors(path):
-        return _evaluate_frame(dataframe, metric_list(metrics, k), layout=layout,
-                               options=options, nan_policy=nan_policy, path=path,
-                               metadata=metadata, batch_rows=batch_rows, relevance=relevance,
-                               warnings=warnings)
+        result = _evaluate_frame(dataframe, request, layout=layout, path=path,
+                                 metadata=metadata, warnings=warnings)
+    assert result is not None
+    return result
 
 
-def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
-                    options: ReadOptions | None = None, nan_policy: str = "raise",
+class _Named:
+    """What a consumer asks of a dump only Spark can open: its name."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+
+def _evaluate_frame(dataframe, request: Request, *, layout: str = "auto",
                     path: str = "<dataframe>", metadata: dict | None = None,
-                    batch_rows: int = 4096, relevance: RelOptions | None = None,
-                    warnings: list | tuple = ()) -> RunResult:
-    """:func:`evaluate` with checked arguments (``chosen``: the metrics or a default set)."""
+                    warnings: list | tuple = (), consumers: Sequence = (),
+                    totals: bool = True, dump=None, ordered: bool = False
+                    ) -> RunResult | None:
+    """A checked ``request`` on a DataFrame: its totals (None without ``totals``) and its
+    per-instance values fed to ``consumers`` in the local engine's order (``ordered``:
+    the DataFrame reads files, whose ``_metadata`` gives that order; ``dump``: the local
+    dump of the same files, if any)."""
     _require()
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    options = options or ReadOptions()
+    options = request.read or ReadOptions()
     if layout != "auto":
         options = dataclasses.replace(options, layout=layout)
+    batch_rows = request.batch_rows or 4096
+    wants = wants_of(consumers, totals)
 
     def kernel_for(info: RelevanceInfo | None):
-        return choose_kernel(spec_for(info, chosen, options=relevance, nan_policy=nan_policy,
-                                      path=path))
+        return choose_kernel(spec_for(info, request.metrics, options=request.relevance,
+                                      nan_policy=request.nan_policy, what_if=request.what_if,
+                                      path=path, original=request.original))
 
     names = dataframe.columns
     cols = options.long_columns
@@ -225,16 +196,23 @@ def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
             raise InputError(f"{path}: column '{options.scores}' must be a list of numbers per "
                              f"row, got {stype.simpleString()}")
         dtype = _numpy_dtype(path, stype.elementType, f"column '{options.scores}'")
-        # the schema decides, as the local reader's does
+        # the schema decides, as the local reader's does (a saved ranking too)
         fields, info = schema_relevance(path, path, options, names,
-                                        lambda name: _arrow_type(path, schema[name], name))
+                                        lambda name: _arrow_type(path, schema[name], name),
+                                        with_ranking=True)
         has_positive = options.positive in names
         if has_positive and options.positive_index is not None:
             raise positive_index_conflict(path, options.positive, "column")
-        selected = dataframe.select(options.scores, *([options.positive] if has_positive else []),
-                                    *fields.values())
+        picked = [options.scores, *([options.positive] if has_positive else []),
+                  *fields.values()]
+        ordered = ordered and wants.values
+        if ordered:  # the file split each row comes from: the local engine's row order
+            picked += [F.col("_metadata.file_path").alias(FILE_COLUMN),
+                       F.col("_metadata.file_block_start").alias(BLOCK_COLUMN)]
+        selected = dataframe.select(*picked)
         kernel = kernel_for(info)
-        states = _collect(selected, _wide_partition(path, options, has_positive, fields, kernel))
+        answers = _collect(selected, wide_task(path, options, has_positive, fields, kernel,
+                                               wants, ordered))
     else:
         for key in ("instance", "position", "score"):
             if cols[key] not in names:
@@ -247,25 +225,69 @@ def _evaluate_frame(dataframe, chosen, *, layout: str = "auto",
         picked = [F.col(cols[key]).alias(key) for key in ("instance", "position", "score")]
         if has_label:
             picked.append(F.col(cols["label"]).alias("label"))
-        selected = (dataframe.select(*picked)
-                    .repartition("instance")
-                    .sortWithinPartitions("instance", "position"))
+        selected = dataframe.select(*picked)
+        spilled = False
+        if wants.values:
+            # instances in the local reader's order: by id, or by (spill partition, id)
+            # when it regroups an unsorted dump through several spill partitions
+            parts = spill_parts(dump) if dump is not None else 1
+            spilled = parts > 1 and not (ordered and _sorted_by_instance(dataframe, cols))
+            if spilled:
+                selected = (selected.mapInArrow(spill_task("instance", parts),
+                                                _with_spill(selected.schema))
+                            .repartitionByRange(SPILL_COLUMN, "instance")
+                            .sortWithinPartitions(SPILL_COLUMN, "instance", "position"))
+            else:
+                selected = (selected.repartitionByRange("instance")
+                            .sortWithinPartitions("instance", "position"))
+        else:
+            selected = (selected.repartition("instance")
+                        .sortWithinPartitions("instance", "position"))
         kernel = kernel_for(None)
-        states = _collect(selected, _long_partition(path, options, has_label, kernel,
-                                                    batch_rows, False))
-        if any("again" in s for s in states):
+        answers = _collect(selected, long_task(path, options, has_label, kernel, batch_rows,
+                                               False, wants, spilled))
+        if answers.again is not None:
             # the label column holds relevance labels: read it as a labels field, from the
             # start, as the local reader does after RelevanceLabelsFound
             kernel = kernel_for(RelevanceInfo("labels", fields=(cols["label"],)))
-            states = _collect(selected, _long_partition(path, options, has_label, kernel,
-                                                        batch_rows, True))
-    errors = [s["error"] for s in states if "error" in s]
-    if errors:
-        raise InputError(errors[0])
-    total = kernel.new()
-    for state in states:
-        total.merge(Accumulator.from_state(state))
-    return kernel.result(total, path, dtype, dict(metadata or {}), warnings)
+            answers = _collect(selected, long_task(path, options, has_label, kernel,
+                                                   batch_rows, True, wants, spilled))
+    return _finish(kernel, answers, request, consumers, dump or _Named(path), path, dtype,
+                   metadata, warnings, totals)
+
+
+def _finish(kernel, answers, request: Request, consumers, dump, path: str, dtype,
+            metadata: dict | None, warnings, totals: bool) -> RunResult | None:
+    """The run's result from a job's answers, and the consumers fed in the local order."""
+    try:
+        total = merged(kernel, answers)
+        if consumers:
+            feed(consumers, kernel, dump, answers.pieces)
+            for consumer in consumers:
+                consumer.finish()
+    except BaseException:
+        for consumer in consumers:
+            consumer.abort()
+        raise
+    if not totals:
+        return None
+    return kernel.result(total, path, dtype, {**dict(metadata or {}), **request.run_labels},
+                         warnings)
+
+
+def _sorted_by_instance(dataframe, cols) -> bool:
+    """Whether a long dump's rows, in file order, are sorted by instance (then the local
+    reader streams them, instances by id, whatever its size)."""
+    from pyspark.sql import functions as F
+    frame = dataframe.select(F.col(cols["instance"]).alias("instance"),
+                             F.col("_metadata.file_path").alias(FILE_COLUMN),
+                             F.col("_metadata.file_block_start").alias(BLOCK_COLUMN))
+    return sorted_runs(_rows(frame.mapInArrow(sortedness_task("instance"), ANSWER_SCHEMA)))
+
+
+def _with_spill(schema):
+    from pyspark.sql.types import LongType, StructField, StructType
+    return StructType([*schema.fields, StructField(SPILL_COLUMN, LongType(), False)])
 
 
 def _spark_cast(column: str, dtype: str):
@@ -283,7 +305,8 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
 
     The schema, metadata and warnings come from the same local checks as the local engine
     (only file footers and headers are read here); Spark reads the rows. ``relevance``:
-    options of labelled metrics, as for :func:`evaluate`.
+    options of labelled metrics, as for :func:`evaluate`. A TREC run (``options`` naming
+    qrels) is read by the local reader on the driver and evaluated by the executors.
     """
     request = Request(metric_list(metrics), options, relevance, nan_policy, engine="spark")
     return evaluate_request(request, path, spark=spark)
@@ -291,45 +314,66 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
 
 def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
     """Run a checked :class:`~tieeval.engine.request.Request` (``engine='spark'``) on
-    ``path``; its run labels go over the file's own."""
-    with mapped_errors(path):
-        result = _evaluate_path(path, request.metrics, options=request.read,
-                                nan_policy=request.nan_policy, spark=spark,
-                                relevance=request.relevance, batch_rows=request.batch_rows,
-                                conf=request.spark_conf)
-    result.run_labels = {**result.run_labels, **request.run_labels}
+    ``path``: its totals, with its run labels over the file's own. The per-instance outputs
+    a request asks for are made by :func:`tieeval.engine.local.evaluate_request`, which
+    calls :func:`drive` with their consumers."""
+    result = drive(request, path, spark=spark)
+    assert result is not None
     return result
 
 
-def _evaluate_path(path: str, metrics, *, options: ReadOptions | None = None,
-                   nan_policy: str = "raise", spark=None,
-                   relevance: RelOptions | None = None, batch_rows: int | None = None,
-                   conf=()) -> RunResult:
-    """``batch_rows`` (``--batch-rows``) and ``conf`` (``--spark-conf``) configure the
-    session (:func:`tieeval.engine.spark_session.session`) when this call starts it."""
-    options = options or ReadOptions()
-    more: dict[str, Any] = {"relevance": relevance, "nan_policy": nan_policy,
-                            "batch_rows": batch_rows or DEFAULT_BATCH_ROWS}
+def open_for_spark(request: Request, path: str):
+    """The local dump of ``path`` as Spark will read it (its checks, messages, metadata and
+    warnings; only footers and headers, or a whole TREC run, are read), or None for a URI
+    only Spark can open. NPY/NPZ and float16 dumps are refused here, before Spark starts."""
     if remote_uri(path):
+        return None
+    options = request.read or ReadOptions()
+    dump = open_dump(local_path(path), options)  # the local engine's checks and messages
+    if dump.format in ("npy", "npz"):
+        raise InputError(f"{path}: the Spark engine reads Parquet, CSV and TREC runs; "
+                         f".{dump.format} dumps run with --engine local")
+    if str(dump.dtype) == "float16":
+        raise InputError(f"{path}: Spark has no float16" + (
+            "; use --score-dtype float32" if dump.format == "csv" else
+            ": run with --engine local"))
+    return dump
+
+
+def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = True,
+          spark=None, dump=None) -> RunResult | None:
+    """One Spark pass for a checked ``request`` over ``path`` (``dump``: its local dump
+    from :func:`open_for_spark`, opened here when not given): the totals (None without
+    ``totals``) and, when ``consumers`` want them, every instance's values fed to them in
+    the local engine's order, as :func:`tieeval.engine.local.drive` feeds them. Spark's
+    failures are one-line errors (:mod:`tieeval.engine.spark_errors`)."""
+    path = os.fspath(path)
+    with mapped_errors(path):
+        return _drive(request, path, consumers, totals=totals, spark=spark, dump=dump)
+
+
+def _drive(request: Request, path: str, consumers: Sequence, *, totals: bool, spark,
+           dump) -> RunResult | None:
+    if dump is None:
+        dump = open_for_spark(request, path)
+    options = request.read or ReadOptions()
+    more: dict[str, Any] = {"consumers": consumers, "totals": totals}
+    if dump is None:
         # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
-        spark = spark or session(conf=conf, batch_rows=batch_rows)
+        spark = spark or session(conf=request.spark_conf,
+                                 batch_rows=request.batch_rows)
         if path.lower().endswith((".csv", ".csv.gz")):
             dtype = options.score_dtype or "float64"
             cols = options.long_columns
             frame = (spark.read.option("header", True).option("inferSchema", True).csv(path)
                      .withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
         else:
-            frame = spark.read.parquet(path)
-        return _evaluate_frame(frame, metrics, options=options, path=path, **more)
-    dump = open_dump(local_path(path), options)  # the local engine's checks and messages
-    if dump.format in ("npy", "npz"):
-        raise InputError(f"{path}: the Spark engine reads Parquet and CSV; .{dump.format} "
-                         "dumps run with --engine local")
-    if str(dump.dtype) == "float16":
-        raise InputError(f"{path}: Spark has no float16" + (
-            "; use --score-dtype float32" if dump.format == "csv" else
-            ": run with --engine local"))
-    spark = spark or session(conf=conf, batch_rows=batch_rows)
+            frame = _read_parquet(spark, path)
+        return _evaluate_frame(frame, request, path=path, ordered=True, **more)
+    spark = spark or session(conf=request.spark_conf,
+                                 batch_rows=request.batch_rows)
+    if dump.format == "trec":
+        return _evaluate_batches(spark, request, dump, **more)
     if dump.format == "csv":
         import pyspark.sql.types as T
 
@@ -344,10 +388,52 @@ def _evaluate_path(path: str, metrics, *, options: ReadOptions | None = None,
                                for name in header])
         frame = spark.read.option("header", True).schema(schema).csv(path)
     else:
-        frame = spark.read.parquet(path)
-    return _evaluate_frame(frame, metrics, layout=dump.layout, options=options, path=dump.path,
-                    metadata=dump.metadata, **more,
-                    warnings=[w for w in dump.warnings if "regrouped" not in w])
+        frame = _read_parquet(spark, path)
+    return _evaluate_frame(frame, request, layout=dump.layout, path=dump.path,
+                           metadata=dump.metadata, dump=dump, ordered=True,
+                           warnings=[w for w in dump.warnings if "regrouped" not in w], **more)
+
+
+# a read option reaches the Parquet reader's Hadoop configuration (as
+# spark.hadoop.parquet.page.verify-checksum.enabled=true would, for every read)
+PAGE_CHECKSUMS = "parquet.page.verify-checksum.enabled"
+
+
+def _read_parquet(spark, path: str):
+    """Parquet read by Spark with its page checksums verified, as the local reader does:
+    a damaged page is an error, never other figures."""
+    return spark.read.option(PAGE_CHECKSUMS, "true").parquet(path)
+
+
+def _evaluate_batches(spark, request: Request, dump, *, consumers: Sequence = (),
+                      totals: bool = True) -> RunResult | None:
+    """A dump the local reader reads whole on the driver (a TREC run and its qrels):
+    its batches evaluated by the executors, the answers merged as for a DataFrame."""
+    dump.settle()
+    kernel = choose_kernel(spec_for(getattr(dump, "relevance", None), request.metrics,
+                                    options=request.relevance, nan_policy=request.nan_policy,
+                                    what_if=request.what_if, path=dump.path,
+                                    original=request.original))
+    size = kernel.batch_rows(dump, request.batch_rows)
+    numbered = list(enumerate(dump.batches(size)))
+    slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))
+    wants = wants_of(consumers, totals)
+    rows = _rows(spark.sparkContext.parallelize(numbered, slices)
+                 .mapPartitions(batches_task(kernel, wants))
+                 .map(_answer_row))
+    answers = gather(rows)
+    result = _finish(kernel, answers, request, consumers, dump, dump.path, dump.dtype,
+                     dump.metadata, dump.warnings, totals)
+    if result is not None:
+        trec_query_report(result, dump, request.relevance)
+    return result
+
+
+def _answer_row(record):
+    """An answer record batch (one row) as the row :func:`gather` reads."""
+    from pyspark.sql import Row
+    got = record.to_pylist()[0]
+    return Row(**got)
 
 
 def _spark_label_type(arrow_type):

@@ -143,6 +143,8 @@ class Dump:
     parts: list | None = None
     _settle: Callable[[], None] | None = None
     _verify: Callable[[], None] | None = None
+    # checks due once every row has been read (a stored NPZ member's CRC-32)
+    _finish: Callable[[], None] | None = None
     _start_over: Callable[[ReadAgain], None] | None = None
     _ids: Callable[[str], np.ndarray | None] | None = None  # stored instance ids, by name
 
@@ -152,6 +154,12 @@ class Dump:
         CRC is checked at the end, and the damage is the error to report."""
         if self._verify is not None:
             self._verify()
+
+    def finish(self) -> None:
+        """Raise the input's corruption error found once every row was read, if any. Called
+        at the end of a pass, before its result is made."""
+        if self._finish is not None:
+            self._finish()
 
     def settle(self) -> None:
         """Make :meth:`batches` a single pass that never raises :class:`ReadAgain` (the
@@ -197,6 +205,7 @@ class Dump:
         except ReadAgain as exc:  # a part learned something about the dump: tell it
             self.start_over(exc)
             raise
+        self.finish()
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")

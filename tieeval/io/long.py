@@ -731,6 +731,7 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
     """Hash-partition the rows by instance into temporary Arrow files; one part per file.
     ``relevance``: the label column holds relevance labels (see :func:`group_rows`)."""
     pa, _ = _pyarrow()
+    # spill_parts() tells the Spark engine this count
     parts_n = min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
     tmp = tempfile.mkdtemp(prefix="tieeval-long-")
     writers: dict[int, tuple[Any, Any]] = {}  # pyarrow (OSFile, stream writer) per part
@@ -815,6 +816,16 @@ def _dump(source: _Source, fmt: str, options: ReadOptions) -> Dump:
     dump._settle = reader.settle
     dump._start_over = reader.start_over
     return dump
+
+
+def spill_parts(dump: Dump) -> int:
+    """How many spill partitions this reader regroups ``dump`` through when its rows are
+    not sorted by instance (1 for a dump of another reader): instances come out by
+    (partition, id)."""
+    reader = getattr(dump, "_batches", None)
+    if not isinstance(reader, _LongReader):
+        return 1
+    return min(MAX_SPILL_PARTS, max(1, math.ceil(reader.source.size_hint / SPILL_PART_BYTES)))
 
 
 def csv_columns(dump: Dump) -> tuple[list[str], bool, object]:

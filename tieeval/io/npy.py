@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import zipfile
 import zlib
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -32,6 +33,8 @@ class ArraySpec:
     dtype: np.dtype
     shape: tuple
     fortran: bool
+    # a stored NPZ member's CRC-32, fed with the rows as they are read (StreamCrc)
+    crc: Any = field(default=None, compare=False, repr=False)
 
     @property
     def row_bytes(self) -> int:
@@ -96,9 +99,80 @@ class RowReader:
             return out
         out = np.empty((n,) + rest, dtype=spec.dtype)
         if out.nbytes:
-            self._fill(memoryview(out.reshape(-1)).cast("B"),  # type: ignore[arg-type]
-                       spec.offset + lo * spec.row_bytes)
+            view = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]
+            self._fill(view, spec.offset + lo * spec.row_bytes)
+            if spec.crc is not None:
+                spec.crc.feed(spec.offset + lo * spec.row_bytes, view)
         return out
+
+
+class StreamCrc:
+    """The CRC-32 of a stored NPZ member, computed on the rows as the pass reads them.
+
+    A stored member is read in place, so zipfile never checks its CRC. Rows read in file
+    order (one pass in this process: the reading thread, batch after batch, part after
+    part) extend the CRC at no extra read, outside the GIL; :meth:`check` compares it at
+    the end of the pass, before any result is made. Rows read out of order, in worker
+    processes (each has its own copy of this record) or not at all leave the chain
+    incomplete, and :meth:`check` then streams the whole member once, as the reader did
+    before evaluating.
+    """
+
+    def __init__(self, path: str, name: str, start: int, size: int, expected: int):
+        self.path, self.name = path, name
+        self.start, self.end, self.expected = start, start + size, expected
+        self.crc, self.next = 0, start
+        self.verified = False
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {**self.__dict__, "_lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.Lock())
+
+    def feed(self, pos: int, data) -> None:
+        """Bytes of the member at file offset ``pos``, as read."""
+        with self._lock:
+            if self.next < 0 or pos + len(data) <= self.next:
+                return  # bytes already counted (a sample read before the pass) or no chain
+            if pos <= self.next:
+                self.crc = zlib.crc32(data[self.next - pos:], self.crc)
+                self.next = pos + len(data)
+            else:
+                self.next = -1  # a gap: check() streams the member instead
+
+    def check(self) -> None:
+        """Raise the member's bad-CRC error, if its bytes are not the ones written."""
+        if self.verified:
+            return
+        with self._lock:
+            if self.next == self.end:
+                crc = self.crc
+            else:
+                crc = _stream_crc(self.path, self.name, self.start, self.end - self.start)
+            if crc != self.expected:
+                raise InputError(f"{self.path}: corrupted file (member {self.name}: bad "
+                                 "CRC-32, its bytes are not the ones written)")
+            self.verified = True
+
+
+def _stream_crc(path: str, name: str, pos: int, left: int, crc: int = 0) -> int:
+    """The CRC-32 of ``left`` bytes of ``path`` from ``pos``, streamed."""
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            while left:
+                fh.seek(pos)
+                chunk = fh.read(min(left, 4 << 20))
+                if not chunk:
+                    raise InputError(f"{path}: corrupted or truncated file (member {name} "
+                                     "ends early)")
+                crc = zlib.crc32(chunk, crc)
+                left -= len(chunk)
+                pos += len(chunk)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return crc
 
 
 def _npy_header(fh, path: str, what: str):

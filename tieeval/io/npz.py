@@ -1,7 +1,8 @@
 """NPZ dumps: array ``scores`` and optional ``positive``, never unpickled. Stored members
-are read by rows like NPY (their CRC-32 is checked first, in one streamed pass); compressed
-members are decompressed in row chunks and their CRC-32 is checked at the member's end,
-before any result is reported."""
+are read by rows like NPY, their CRC-32 computed on the rows as they are read and checked
+at the end of the pass (:class:`tieeval.io.npy.StreamCrc`); compressed members are
+decompressed in row chunks and their CRC-32 is checked at the member's end. Either way
+the check comes before any result is reported."""
 
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_ro
 from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
+    StreamCrc,
     _check_extent,
     _check_no_trailing,
     _load_error,
     _matrix_parts,
     _npy_header,
+    _stream_crc,
 )
 from tieeval.io.validate import (
     _check_matrix,
@@ -68,29 +71,12 @@ class _NpzMember:
                                            data + self.info.file_size))
         _check_no_trailing(self.path, spec, data + self.info.file_size,
                            f"member {self.name}")
-        self._check_crc(data)
-        return spec
-
-    def _check_crc(self, data: int) -> None:
-        """The stored member's CRC-32, streamed over its bytes (zipfile checks it only for
-        members read through it; a stored member is read in place)."""
-        crc, left, pos = 0, self.info.file_size, data
-        try:
-            with open(self.path, "rb", buffering=0) as fh:
-                while left:
-                    fh.seek(pos)
-                    chunk = fh.read(min(left, 4 << 20))
-                    if not chunk:
-                        raise InputError(f"{self.path}: corrupted or truncated file (member "
-                                         f"{self.name} ends early)")
-                    crc = zlib.crc32(chunk, crc)
-                    left -= len(chunk)
-                    pos += len(chunk)
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
-        if crc != self.info.CRC:
-            raise InputError(f"{self.path}: corrupted file (member {self.name}: bad CRC-32, "
-                             "its bytes are not the ones written)")
+        # zipfile checks the CRC only of members read through it; a stored member is read
+        # in place: its CRC runs on the rows as the pass reads them (the header now)
+        crc = StreamCrc(self.path, self.name, data, self.info.file_size, self.info.CRC)
+        crc.crc = _stream_crc(self.path, self.name, data, spec.offset - data)
+        crc.next = spec.offset
+        return ArraySpec(spec.file, spec.offset, spec.dtype, spec.shape, spec.fortran, crc)
 
     @property
     def nbytes(self) -> int:
@@ -173,6 +159,12 @@ class _RowStream:
 
 
 
+def check_crcs(crcs) -> None:
+    """Each stored member's CRC-32 (:class:`tieeval.io.npy.StreamCrc`), in member order."""
+    for crc in crcs:
+        crc.check()
+
+
 def check_unambiguous(path: str, members: list[str]) -> None:
     """Each array name must come from one member. A zip may hold two members of one name,
     and ``np.load`` reads array ``x`` from member ``x`` or ``x.npy``: with two candidates,
@@ -230,8 +222,11 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         spec = scores.spec()
         pspec = positive.spec() if positive is not None else None
         archive.close()
+        crcs = [s.crc for s in (spec, pspec) if s is not None]
         return Dump(path, "npz", scores.dtype, metadata, None,
-                    parts=_matrix_parts(path, spec, pspec, options), **common)
+                    parts=_matrix_parts(path, spec, pspec, options),
+                    _verify=lambda: check_crcs(crcs), _finish=lambda: check_crcs(crcs),
+                    **common)
 
     warnings = []
     if scores.fortran and not scores.stored:

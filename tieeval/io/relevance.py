@@ -467,13 +467,32 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
     names = {kind: present[kind] for kind in present}
     if dump.parts is not None:
         parts = [NpzRelevancePart(p, names, sources) for p in dump.parts]
-        return _relabel(dump, info, parts=parts)
+        return _with_crcs(_relabel(dump, info, parts=parts), sources)
     base = dump._batches
 
     def batches(batch_rows):
         for batch in base(batch_rows):
             yield _fill_npz(dump.path, batch, names, sources)
-    return _relabel(dump, info, batches=batches)
+    return _with_crcs(_relabel(dump, info, batches=batches), sources)
+
+
+def _with_crcs(dump: Dump, sources: dict) -> Dump:
+    """The dump whose end-of-pass and damage checks also cover the stored relevance
+    members' CRC-32 (computed on their rows as they are read)."""
+    crcs = [src.spec.crc for src in sources.values()
+            if src.spec is not None and src.spec.crc is not None]
+    if not crcs:
+        return dump
+    finish, verify = dump._finish, dump._verify
+
+    def check(first):
+        if first is not None:
+            first()
+        for crc in crcs:
+            crc.check()
+    dump._finish = lambda: check(finish)
+    dump._verify = lambda: check(verify)
+    return dump
 
 
 def _check_npz_member(path, kind, name, member, rows, cols):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tieeval.kernels.duplicates import DuplicateCheck
 from tieeval.kernels.summation import ExactSum
 from tieeval.metrics.metric import COLUMNS
@@ -27,9 +29,14 @@ class EntrySums:
     variance: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     has_variance: bool = True
-    # False when some row has no exact tie-aware value (GMAP, or ERR / IPrec without one):
-    # the column is then null, never a partial sum
+    # False when some row has no exact tie-aware value (ERR / IPrec / a geometric mean
+    # beyond its work limit): the column is then null, never a partial sum
     has_tie_aware: bool = True
+    # a geometric mean's rows whose value ties decide: each one's exact distribution
+    # ``[values, probabilities]``, kept until the number of rows is known (the tie-aware
+    # column then sums the logarithms of the other rows only)
+    spread: list = field(default_factory=list)
+    spread_size: int = 0
 
     def merge(self, other: "EntrySums") -> None:
         for c in COLUMNS:
@@ -38,17 +45,36 @@ class EntrySums:
         self.count += other.count
         self.has_variance = self.has_variance and other.has_variance
         self.has_tie_aware = self.has_tie_aware and other.has_tie_aware
+        self.add_spread(other.spread)
+
+    def add_spread(self, spread: list) -> None:
+        """Keep rows' distributions, within the run's limit (beyond it the tie-aware
+        column is null)."""
+        from tieeval.metrics.measures.geometric import GEO_STORE_LIMIT
+        if not self.has_tie_aware:
+            return
+        self.spread_size += sum(len(values) for values, _ in spread)
+        if self.spread_size > GEO_STORE_LIMIT:
+            self.has_tie_aware = False
+            self.spread = []
+            return
+        self.spread.extend(spread)
 
     def state(self) -> dict:
         return {"columns": {c: self.columns[c].state() for c in COLUMNS},
                 "variance": self.variance.state(), "count": str(self.count),
-                "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware}
+                "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware,
+                "spread": [[list(map(float, v)), list(map(float, p))] for v, p in self.spread],
+                "spread_size": self.spread_size}
 
     @classmethod
     def from_state(cls, state: dict) -> "EntrySums":
         return cls({c: ExactSum.from_state(state["columns"][c]) for c in COLUMNS},
                    ExactSum.from_state(state["variance"]), int(state["count"]),
-                   bool(state["has_variance"]), bool(state.get("has_tie_aware", True)))
+                   bool(state["has_variance"]), bool(state.get("has_tie_aware", True)),
+                   [(np.asarray(v, dtype=np.float64), np.asarray(p, dtype=np.float64))
+                    for v, p in state.get("spread", [])],
+                   int(state.get("spread_size", 0)))
 
 
 class Accumulator:

@@ -106,15 +106,17 @@ def check_default_positive(path: str, batch: Batch, nan_policy: str = "raise") -
     scores = np.asarray(batch.scores[:PADDING_CHECK_ROWS])
     if scores.ndim != 2 or scores.shape[1] < 2 or scores.dtype.kind != "f" or not len(scores):
         return
-    nan = np.isnan(scores)
-    if nan_policy != "worst" and nan[:, 0].any():
+    col = scores[:, 0]
+    nan0 = np.isnan(col)
+    if nan_policy != "worst" and nan0.any():
         return  # the NaN policy reports it
     if len(scores) < PADDING_MIN_ROWS:
         return  # too few rows to tell a padding column from chance
-    col = scores[:, 0]
     with np.errstate(invalid="ignore"):
-        others = np.where(nan[:, 1:], np.inf, scores[:, 1:]).min(axis=1)
-        padding = nan[:, 0] | (col == -np.inf) | (col < others)
+        # the lowest other score, NaN left out (fmin ignores NaN; inf where all are NaN)
+        others = np.fmin.reduce(scores[:, 1:], axis=1)
+        others[np.isnan(others)] = np.inf
+        padding = nan0 | (col == -np.inf) | (col < others)
     share = float(np.count_nonzero(padding)) / len(col)
     if share > PADDING_SHARE:
         raise InputError(

@@ -48,9 +48,12 @@ Definitions and defaults (the choices docs/computed.md documents):
   ``tie_aware_std`` is the tie-break std of the sum) and GMAP (the geometric mean of the
   per-row AP, ``exp(mean(log(max(AP, 1e-5))))``). Every column of every kind is an exact
   sum (of values, or of logarithms), so batches, workers and Spark executors merge exactly.
-* GMAP's tie-aware column is null: the expectation of a geometric mean over tie orders is
-  not the geometric mean of per-row expectations, and has no closed form. The row carries
-  the reason (``tie_aware_reason``); no sampled or approximated value stands in for it.
+* The geometric means (GMAP, GBpref) have an exact tie-aware figure: rows break their ties
+  independently, so ``E[GM] = prod_q E[max(x_q, 1e-5)^(1/Q)]`` (not the geometric mean of
+  per-row expectations). Rows no tie decides enter as exact sums of logarithms; each other
+  row's exact distribution over its tie orders (the measure's ``spread``) is kept until Q
+  is known. Beyond the work limits (tieeval.metrics.measures.geometric) the column is null
+  with the reason (``tie_aware_reason``); no sampled or approximated value stands in for it.
 """
 
 
@@ -58,7 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,6 +118,10 @@ class GeneralKernel(Kernel):
         forms = [e.form for e in self.entries]
         self.rank_depth = (max(f.k for f in forms) if forms and all(
             isinstance(f.k, int) and f.level is None for f in forms) else None)
+        # the deepest place any ordering is read at (the metrics and the tie-decided HR@K
+        # of every --k): the table leaves out the tie blocks below it
+        self.prune_depth = (None if self.rank_depth is None
+                            else max([self.rank_depth, *spec.ks]))
 
     def labels(self, batch: Batch):
         if self.spec.source is None:
@@ -144,7 +151,7 @@ class GeneralKernel(Kernel):
                           unranked_judged=getattr(batch, "unranked_judged", None),
                           max_grade=getattr(batch, "max_label", None),
                           sparse=listed is None and atol is None,
-                          rank_depth=self.rank_depth)
+                          rank_depth=self.rank_depth, prune_depth=self.prune_depth)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
@@ -199,9 +206,14 @@ class GeneralKernel(Kernel):
             mask = cast(np.ndarray, v.defined) & keep
             sums.count += int(np.count_nonzero(mask))
             geometric = REGISTRY[entry.metric.name].aggregate == "geometric"
+            random = None
+            if geometric:
+                random = self._spread(sums, v, mask)
             for c in COLUMNS:
                 x = getattr(v, c)[mask]
-                if c == "tie_aware" and (geometric or np.isnan(x).any()):
+                if c == "tie_aware" and random is not None:
+                    x = x[~random]  # the rows whose value ties decide are kept apart
+                if c == "tie_aware" and np.isnan(x).any():
                     sums.has_tie_aware = False
                     continue
                 if geometric:  # sums of logarithms: the geometric mean merges exactly
@@ -221,6 +233,24 @@ class GeneralKernel(Kernel):
             # the query-set note reports it, not this warning
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
 
+    @staticmethod
+    def _spread(sums, v: InstanceValues, mask: np.ndarray):
+        """A geometric mean's rows (among ``mask``) whose value ties decide: their
+        distributions go to ``sums``; returns which of the masked rows they are (None when
+        the measure gives no distributions)."""
+        spread = v.spread
+        if spread is None:
+            sums.has_tie_aware = False
+            return None
+        sp = cast(Any, spread)
+        if np.any(sp.over & mask):
+            sums.has_tie_aware = False
+        random = np.zeros(mask.size, dtype=bool)
+        keep = [i for i, row in enumerate(sp.rows.tolist()) if mask[row]]
+        random[sp.rows[keep]] = True
+        sums.add_spread([(sp.values[i], sp.probs[i]) for i in keep])
+        return random[mask]
+
     def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
         """``no_relevant="zero"``: an instance without a relevant item that the metric
         leaves undefined counts as 0 in every column (trec_eval, ranx, scikit-learn);
@@ -238,7 +268,7 @@ class GeneralKernel(Kernel):
             return None if a is None else np.where(fill, value, a)
         return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
                               zero(v.tie_aware), zero(v.variance),
-                              zero(v.tie_decided, False), defined | fill)
+                              zero(v.tie_decided, False), defined | fill, v.spread)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
@@ -284,6 +314,8 @@ class GeneralKernel(Kernel):
                        else None)
             if kind == "geometric":
                 means = {c: math.exp(x) for c, x in means.items()}
+                if s.has_tie_aware:
+                    means["tie_aware"] = expected_geometric_mean(s)
             reason = None
             if not s.has_tie_aware:
                 means["tie_aware"], std = None, None
@@ -330,6 +362,17 @@ class GeneralKernel(Kernel):
         if result.what_if is not None and result.what_if.tolerance is not None:
             result.what_if = replace(result.what_if, chained=True)
         return result
+
+
+def expected_geometric_mean(s) -> float:
+    """``prod_q E[max(x_q, 1e-5)^(1/Q)]`` over the Q rows of a geometric mean: the
+    rows no tie decides from their exact sum of logarithms, the others from their
+    distributions (tieeval.metrics.measures.geometric)."""
+    from tieeval.metrics.measures.geometric import log_root_mean
+    fixed = float(s.columns["tie_aware"].fraction() / s.count)
+    rest = math.fsum(log_root_mean(values, probs, s.count, MIN_GEO_MEAN)
+                     for values, probs in s.spread)
+    return math.exp(fixed + rest)
 
 
 def tie_aware_reason(metric: RelMetric, options: RelOptions) -> str:

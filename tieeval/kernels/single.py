@@ -87,8 +87,9 @@ class SinglePositiveKernel(Kernel):
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
         batch = self.prepare(batch)
-        self.add_hint(acc, batch)
-        self.add_counts(acc, self.counts(batch))
+        counts = self.counts(batch)
+        self.add_hint(acc, batch, counts)
+        self.add_counts(acc, counts)
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, one_hot(batch))
 
@@ -130,16 +131,30 @@ class SinglePositiveKernel(Kernel):
                 sums.columns["tie_aware"].add_counts(e, times)
                 sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
 
-    def add_hint(self, acc: Accumulator, batch: Batch) -> None:
+    def add_hint(self, acc: Accumulator, batch: Batch, counts: RowCounts | None = None
+                 ) -> None:
         """The evidence of the dump's first rows that a positive defaulted to column 0 is
-        not one (:mod:`tieeval.kernels.hints`); a warning, never a figure."""
+        not one (:mod:`tieeval.kernels.hints`); a warning, never a figure. ``counts``:
+        the batch's own counts, which give it for a dense batch without another pass
+        (unless a tolerance changed them)."""
         if not batch.positive_defaulted or self.spec.source is not None:
             return
-        from tieeval.kernels.hints import HINT_ROWS, add_evidence, new_evidence
+        from tieeval.kernels.hints import (
+            HINT_ROWS,
+            add_count_evidence,
+            add_evidence,
+            new_evidence,
+        )
         if batch.start >= HINT_ROWS:
             return
         if acc.hint is None:
             acc.hint = new_evidence()
+        what_if = self.spec.what_if
+        if (counts is not None and batch.offsets is None and np.ndim(batch.scores) == 2
+                and (what_if is None or what_if.tolerance is None)):
+            add_count_evidence(acc.hint, np.asarray(batch.scores), counts.a, counts.b,
+                               batch.start, self.spec.nan_policy != "raise")
+            return
         add_evidence(acc.hint, batch.scores, batch.offsets, batch.start)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
@@ -151,7 +166,7 @@ class SinglePositiveKernel(Kernel):
         batch = self.prepare(batch)
         counts = self.counts(batch)
         if acc is not None:
-            self.add_hint(acc, batch)
+            self.add_hint(acc, batch, counts)
             self.add_counts(acc, counts)
             if acc.duplicates is not None and batch.items is not None:
                 self._duplicates(acc, batch, one_hot(batch))

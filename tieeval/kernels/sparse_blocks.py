@@ -121,22 +121,24 @@ def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
     return t
 
 
-def label_span(ml: np.ndarray) -> int | None:
+def label_span(ml: np.ndarray, whole: bool = False) -> int | None:
     """``max - min + 1`` of whole-number labels when a key ``row * span + label`` fits in
-    int64 beside any batch (span < 2**24), else None."""
+    int64 beside any batch (span < 2**24), else None. ``whole``: the labels are known to
+    be whole numbers (read from an integer or bool array)."""
     if ml.size == 0:
         return None
     top, bottom = float(ml.max()), float(ml.min())
-    if top - bottom >= 1 << 24 or not (ml == np.floor(ml)).all():
+    if top - bottom >= 1 << 24 or not (whole or (ml == np.floor(ml)).all()):
         return None
     return int(top - bottom) + 1
 
 
-def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
+def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray,
+              whole: bool = False) -> np.ndarray:
     """The permutation sorting by ``gkey``, then label descending, then judged first
     (equal keys in any order: their items are alike for every metric). One stable sort of
     an int64 key for whole-number labels, else ``np.lexsort``."""
-    span = label_span(ml)
+    span = label_span(ml, whole)
     if span is None or gkey.size == 0 or int(gkey.max()) >= 1 << 37:
         return np.lexsort((~mjd, -ml, gkey))
     rank = (float(ml.max()) - ml).astype(np.int64)  # 0 for the largest label
@@ -144,7 +146,7 @@ def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray) -> np.ndarray:
 
 
 def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
-          rank_depth: int | None = None) -> None:
+          rank_depth: int | None = None, prune_depth: int | None = None) -> None:
     """Fill the compact block table of ``b`` (a RelBatch with ``rows``, ``n``, ``offsets``,
     ``original`` and ``level`` set) from flat scores ``s`` and labels ``lab``.
 
@@ -153,6 +155,12 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     length in the 'original' ordering. ``rank_depth``: when set, no metric reads a place
     at or below it in the 'original' ordering, so a tie block starting there is not sorted
     (its items take their 'first' places; every metric value is unchanged).
+    ``prune_depth``: when set, every metric to be read has a cutoff K <= prune_depth, so
+    a tie block starting at or below it adds exact zeros to every sum and is left out of
+    the table, except each row's first block holding a relevant item (the positive-tie
+    statistics read it); the per-row counts (R, negatives, judged) and the ideal DCG still
+    come from every marked item. Such items are found without a search: their score is
+    below the row's ``prune_depth``-th largest.
     """
     rows, n, offsets = b.rows, b.n, b.offsets
     dense = bool(rows) and bool((n == n[0]).all())
@@ -165,10 +173,18 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     else:
         mrow = np.searchsorted(offsets, mi, side="right") - 1
     ml = lab[mi].astype(np.float64)
-    if not np.isfinite(ml).all():
+    whole = lab.dtype.kind in "biu"  # integer labels: finite whole numbers
+    if not whole and not np.isfinite(ml).all():
         raise InputError("labels must be finite (no NaN or inf)")
     rel = b.relevant(ml)
     mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
+    # per-row counts over every marked item, before a prune_depth leaves some out
+    b.n_pos = np.bincount(mrow[rel], minlength=rows)
+    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
+    b.n_pos_ranked = b.n_pos
+    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
+    # the marked items' rows and labels (the ideal DCG and the largest label read them)
+    b._marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     ss = _sorted_rows(s, n, offsets)
     steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
@@ -177,6 +193,10 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
     width = int(n[0]) if dense and n[0] > 0 else None
     v = s[mi]
+    if prune_depth is not None and mi.size:
+        keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
+        if not keep.all():
+            mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
     if width is not None:
         right = _bound(ss, lo[mrow], width, v, right=True)
     else:
@@ -209,7 +229,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     # judged first among equal labels
     gkey = offsets[mrow] + a
     if not (np.diff(gkey) > 0).all():  # else each marked item is alone, in order
-        o = _order_by(gkey, ml, mjd)
+        o = _order_by(gkey, ml, mjd, whole)
         mrow, ml, mjd, rel = mrow[o], ml[o], mjd[o], rel[o]
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
         if unsorted is not None:
@@ -260,14 +280,32 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     newrow = np.ones(nblocks, dtype=bool)
     newrow[1:] = brow[1:] != brow[:-1]
     b._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(nblocks), 0))
-    b.n_pos = np.bincount(mrow[rel], minlength=rows)
-    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
-    b.n_pos_ranked = b.n_pos
-    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
-    # the marked items' rows and labels (the ideal DCG and the largest label read them)
-    b._marked = (mrow, ml)
     b._row_length = n
     b.compact = True
+
+
+def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
+    """Which marked items (row ``mrow``, score ``v``) a table cut at ``depth`` keeps: those
+    scored at or above their row's ``depth``-th largest score (fewer than ``depth`` scores
+    above them: a score below it has at least ``depth`` above), and, in a row where no
+    relevant item is, those tied with the row's highest-scored relevant item. ``ss``: the
+    rows sorted ascending, row i at ``ss[lo[i]:hi[i]]``."""
+    kth = ss[np.maximum(hi - depth, lo)[mrow]]
+    keep = v >= kth
+    rows_with = np.zeros(lo.size, dtype=bool)
+    rows_with[mrow[rel & keep]] = True
+    deep = np.flatnonzero(rel & ~rows_with[mrow])
+    if deep.size:  # the first relevant block below the depth: kept for the tie figures
+        # each such row's highest-scored relevant item (ordered in the stored dtype)
+        by = deep[np.lexsort((v[deep], mrow[deep]))]
+        last = np.ones(by.size, dtype=bool)
+        last[:-1] = mrow[by][1:] != mrow[by][:-1]
+        best = by[last]
+        item = np.full(lo.size, -1, dtype=np.int64)
+        item[mrow[best]] = best
+        owner = item[mrow]
+        keep |= (owner >= 0) & (v == v[np.maximum(owner, 0)])
+    return keep
 
 
 def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray:
@@ -301,13 +339,20 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
             vals = dense.take(rows, axis=0)
         else:
             vals = s[offsets[rows][:, None] + np.arange(length)]
-        order = row_orders(vals)
+        order = row_orders(vals, True)  # vals is this block's own copy
         rix = np.searchsorted(rows, mrow[items])
         ti, ai = t[items], a[items]
-        if int(ti.sum()) > order.size:  # large tie blocks: invert the whole rows
-            inv = np.empty_like(order)
-            np.put_along_axis(inv, order, np.arange(length)[None, :], axis=1)
-            return items, inv[rix, col[items]]
+        if int(ti.sum()) > order.size:
+            # large tie blocks: the items' places lie in the window a .. a + t - 1 of the
+            # order, so each row's items are looked up there (one gather of the window)
+            # instead of inverting whole rows
+            lo = int(ai.min())
+            hi = int((ai + ti).max())
+            slot = np.zeros(order.shape, dtype=np.int32 if items.size < 1 << 31 else np.int64)
+            slot[rix, col[items]] = np.arange(1, items.size + 1)
+            got = np.take_along_axis(slot, order[:, lo:hi], axis=1)
+            r, place = np.nonzero(got)
+            return items[got[r, place] - 1], place + lo
         # compare each item's column with its tie block's members, a .. a + t - 1
         owner = np.repeat(np.arange(items.size), ti)
         member = np.arange(owner.size) - np.repeat(np.cumsum(ti) - ti - ai, ti)

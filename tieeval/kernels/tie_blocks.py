@@ -99,17 +99,18 @@ from tieeval.records.values import InstanceValues
 _SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
 
 
-def _sort_key_desc(x: np.ndarray) -> np.ndarray:
+def _sort_key_desc(x: np.ndarray, scratch: bool = False) -> np.ndarray:
     """``x * -1``, the codebases' key, where it reverses the order; else ``~x``.
 
     The rule the single-positive kernel in :mod:`tieeval.kernels.counts` uses for its 'original'
     rank: ``* -1`` overflows the signed integer minimum and raises for unsigned dtypes,
-    where ``~x`` gives the same descending order.
+    where ``~x`` gives the same descending order. ``scratch``: ``x`` is a copy of the
+    caller's own, turned into the key in place (the same values, one pass less).
     """
     kind = x.dtype.kind
     if kind == "f" or (kind == "i" and not (x == np.iinfo(x.dtype).min).any()):
-        return x * -1
-    return ~x
+        return np.multiply(x, -1, out=x) if scratch else x * -1
+    return np.invert(x, out=x) if scratch else ~x
 
 
 def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -196,6 +197,11 @@ class RelBatch:
         the 'original' ordering (every metric has a cutoff K <= rank_depth), so a tie
         block starting there is not sorted. :meth:`values` refuses a metric that would
         read one.
+    prune_depth : int, optional
+        With ``sparse``: every metric to be evaluated, in any ordering, has a cutoff
+        K <= prune_depth, so the tie blocks starting at or below it are left out (but for
+        each row's first block holding a relevant item). :meth:`values` refuses any other
+        metric.
 
     Attributes
     ----------
@@ -224,7 +230,8 @@ class RelBatch:
                  original: str = "argsort", unranked=None, tolerance: float | None = None,
                  relevance_level: float | None = None, depth: int | None = None,
                  judged=None, unranked_judged=None, max_grade: float | None = None,
-                 sparse: bool = False, rank_depth: int | None = None):
+                 sparse: bool = False, rank_depth: int | None = None,
+                 prune_depth: int | None = None):
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
@@ -275,12 +282,15 @@ class RelBatch:
         self.compact = False
         self._full_args = None
         self.rank_depth = None
+        self.prune_depth: int | None = None
         if sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
             if original == "given":
                 self._check_given_order(s, None, None)
-            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth)
+            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth,
+                                prune_depth)
+            self.prune_depth = prune_depth
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
                                dict(nan_policy=nan_policy, original=original,
                                     unranked=unranked, relevance_level=relevance_level,
@@ -473,7 +483,7 @@ class RelBatch:
             raise InputError(f"row {row}: candidates are not listed best first "
                              "(original='given' needs each row sorted by score, descending)")
 
-    def _row_orders(self, vals: np.ndarray) -> np.ndarray:
+    def _row_orders(self, vals: np.ndarray, scratch: bool = False) -> np.ndarray:
         """Per row of the 2-D ``vals`` (rows of one length), its column indices in the
         'original' ordering.
 
@@ -487,8 +497,8 @@ class RelBatch:
             back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
             return vals.shape[1] - 1 - back
         if self.original == "argsort":
-            return np.argsort(_sort_key_desc(vals), axis=1)
-        return np.argsort(_sort_key_desc(vals), axis=1, kind="stable")
+            return np.argsort(_sort_key_desc(vals, scratch), axis=1)
+        return np.argsort(_sort_key_desc(vals, scratch), axis=1, kind="stable")
 
     def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
         """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
@@ -567,6 +577,11 @@ class RelBatch:
                                  f"got {metric!r}")
         if self.compact and metric.spec.every_position:
             return self.full().values(metric, original_order=original_order)
+        if (self.prune_depth is not None
+                and not (isinstance(metric.k, int) and metric.level is None
+                         and metric.k <= self.prune_depth)):
+            raise ParameterError(f"{metric} reads places below prune_depth="
+                                 f"{self.prune_depth}")
         if (original_order and self.rank_depth is not None
                 and not (isinstance(metric.k, int) and metric.level is None
                          and metric.k <= self.rank_depth)):
@@ -647,8 +662,10 @@ class Evaluation:
             # moving a relevant item up): ties decide exactly where they differ
             decided = first != last
         # Where ties cannot matter the one realised value is exact; elsewhere rounding must
-        # not push the expectation outside [last, first].
-        e = np.where(decided, np.clip(e, last, first), first)
+        # not push the expectation outside [last, first] (or [first, last], for a measure
+        # the label orderings rank the other way round, such as rbp's residual).
+        e = np.where(decided, np.clip(e, np.minimum(last, first), np.maximum(last, first)),
+                     first)
         if var is not None:
             var = np.where(decided, np.maximum(var, 0.0), 0.0)
         else:
@@ -660,8 +677,11 @@ class Evaluation:
                                          for arr in (original, first, last, e, var))
         for arr in (original, first, last, e, var):
             arr[undef] = np.nan
+        spread = (self.measure.spread(self, first) if self.measure.aggregate == "geometric"
+                  else None)
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
-                         tie_decided=decided & self.defined, defined=self.defined.copy())
+                         tie_decided=decided & self.defined, defined=self.defined.copy(),
+                         spread=spread)
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:

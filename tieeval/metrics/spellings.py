@@ -91,18 +91,18 @@ TREC_MEASURES = (
     TrecMeasure("P", "Precision", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("relstring", None),
     TrecMeasure("recall", "Recall", CUTOFF, TREC_CUTOFFS),
-    TrecMeasure("infAP", None),
-    TrecMeasure("gm_bpref", None),
+    TrecMeasure("infAP", "InfAP"),
+    TrecMeasure("gm_bpref", "GBpref", summary_only=True),
     TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
     TrecMeasure("utility", "Utility"),
     TrecMeasure("11pt_avg", "IPrec11pt"),
-    TrecMeasure("binG", None),
-    TrecMeasure("G", None),
+    TrecMeasure("binG", "BinG"),
+    TrecMeasure("G", "NormGain"),
     TrecMeasure("dcg", "DCG"),
     TrecMeasure("ideal_dcg", None),
     TrecMeasure("ndcg", "NDCG"),
-    TrecMeasure("ndcg_rel", None),
-    TrecMeasure("Rndcg", None),
+    TrecMeasure("ndcg_rel", "NDCG-rel"),
+    TrecMeasure("Rndcg", "Rndcg"),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
@@ -119,8 +119,8 @@ TREC_MEASURES = (
         "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
         "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
         "yaap")),
-    TrecMeasure("rbp", None),
-    TrecMeasure("rbp_resid", None),
+    TrecMeasure("rbp", "TrecRBP"),
+    TrecMeasure("rbp_resid", "TrecRBP-resid"),
     TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
@@ -142,6 +142,11 @@ TREC_NOTES = {
                "in the qrels, whatever `-l` says; `--format trec_eval` prints that count, "
                "JSON the queries' sum",
     "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
+    "gm_bpref": "printed on the `all` line only, as trec_eval prints it",
+    **{name: "trec_eval's default gains (the relevance levels); its `level=gain` parameters "
+             "are not taken" for name in ("G", "ndcg_rel", "Rndcg")},
+    **{name: "trec_eval's default persistence p = 0.9; its `p=` parameter is not taken"
+       for name in ("rbp", "rbp_resid")},
     **{name: "preference judgements (trec_eval's prefs and qrels_prefs formats), which "
              "tieeval does not read" for name in (
         "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
@@ -203,6 +208,7 @@ IR_MEASURES = (
     IrMeasure("SetR", "SetR"),
     IrMeasure("SetAP", "SetAP"),
     IrMeasure("SetF", "SetF"),
+    IrMeasure("infAP", "InfAP"),
 )
 _IR = {key(m.name): m.target for m in IR_MEASURES}
 
@@ -233,8 +239,9 @@ IR_NOTES = {
               "only: `--missing-queries skip` (the default)",
     "SDCG": "scaled DCG, `SDCG(max_rel=N)@K`; tieeval's `SDCG@K`, without the max_rel "
             "ir_measures requires, is tieeval's signed DCG",
-    "infAP": "inferred AP (sampled judgements)",
-    "RBP": "rank-biased precision",
+    "infAP": "trec_eval's infAP (ir_measures computes it with pytrec_eval)",
+    "RBP": "rank-biased precision with ir_measures' persistence p = 0.8 and its gains; "
+           "trec_eval's rbp (p = 0.9, gains scaled to [0, 1]) is `rbp` (`TrecRBP`)",
     **{name: "a set measure of the whole retrieved list" for name in (
         "SetP", "SetR", "SetF", "SetAP", "SetRelP")},
     **{name: "a user-model measure of the C/W/L framework (cwl_eval)" for name in (

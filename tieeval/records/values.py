@@ -24,3 +24,6 @@ class InstanceValues:
     variance: np.ndarray | None
     tie_decided: np.ndarray
     defined: np.ndarray | None = None
+    # a geometric mean's rows whose value ties decide, with their exact distributions
+    # (tieeval.metrics.measures.geometric.Spread), for the dataset's tie-aware figure
+    spread: object | None = None

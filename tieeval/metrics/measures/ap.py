@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.geometric import geometric_reason, spread
 
 _CHUNK = 1 << 22  # elements per 2-D work array
 
@@ -157,9 +158,25 @@ class GeometricAP(AveragePrecision):
     """AP per row; the dataset figure is the geometric mean ``exp(mean(log(max(AP,
     1e-5))))`` (trec_eval gm_map)."""
 
+    def spread(self, ev, first):
+        """Each row's AP distribution over its tie orders (:mod:`geometric`): a block's
+        term is ``sum_{i <= m} rho_i (B + c_i) / (a + i)`` (the module docstring)."""
+        b = ev.b
+        cls = np.where(b.relevant(b.lab_first), 0, 1)
+        before = b._within_row_exclusive(b.p_t)
+        m_t = ev.m_t
+
+        def block_value(t, seqs):
+            rho = (seqs == 0).astype(np.float64)
+            hits = before[t] + np.cumsum(rho, axis=1)
+            place = b.ba[t] + np.arange(1, seqs.shape[1] + 1, dtype=np.float64)
+            return (rho * hits / place).sum(axis=1)
+
+        random_t = (m_t >= 1) & (b.p_t > 0) & (b.p_t < b.bsz)
+        return spread(b, m_t, cls, 2, block_value, first, self.norm(ev), random_t)
+
     def tie_aware_reason(self) -> str:
-        return ("the expected geometric mean over tie orders has no closed form (it is not "
-                "the geometric mean of per-row expectations)")
+        return geometric_reason("AP")
 
 
 MAP = AveragePrecision(
@@ -174,7 +191,7 @@ MAP = AveragePrecision(
 GMAP = GeometricAP(
     "GMAP", "none",
     "geometric mean over rows of average precision, exp(mean(log(max(AP, 1e-5)))) "
-    "(trec_eval gm_map); no closed-form tie-aware value", ("gm_map",),
+    "(trec_eval gm_map); tie-aware: the exact expectation over tie orders", ("gm_map",),
     aggregate="geometric",
     names={"tieeval": ("GMAP", "gm_map"), "trec_eval": ("gm_map",)},
     needs=frozenset({"labels"}), has_variance=False)

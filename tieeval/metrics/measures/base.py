@@ -144,6 +144,13 @@ class Measure:
     def realise(self, ev, lab, judged):
         raise ParameterError(f"{self.name} has no tie-aware kernel")
 
+    def spread(self, ev, first: np.ndarray):
+        """The exact distribution of each row whose value ties decide
+        (:class:`tieeval.metrics.measures.geometric.Spread`), for a geometric mean's
+        tie-aware figure; ``first`` is each row's value in the 'first' ordering. None: the
+        measure has none."""
+        return None
+
     # -- the single-positive closed forms ---------------------------------------------------
     def covers_single_positive(self, k) -> bool:
         """True when the sort-free single-positive closed forms cover this measure at

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
+from tieeval.metrics.measures.geometric import geometric_reason, spread
 
 
 def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -145,3 +146,44 @@ BPREF = Bpref(
     names={"tieeval": ("Bpref",), "trec_eval": ("bpref",), "ir_measures": ("Bpref",),
            "ranx": ("bpref",)},
     needs=frozenset({"labels", "judged"}), orders=BY_LABELS_AND_JUDGED)
+
+
+@dataclass(frozen=True)
+class GeometricBpref(Bpref):
+    """bpref per row; the dataset figure is the geometric mean ``exp(mean(log(max(bpref,
+    1e-5))))`` (trec_eval gm_bpref)."""
+
+    def spread(self, ev, first):
+        """Each row's bpref distribution over its tie orders (:mod:`geometric`): a block's
+        term is ``sum_{relevant r} (1 - min(Jb + X_r, R) / D)``, X_r the judged
+        non-relevant items of the block above r; the other items only take places."""
+        b = ev.b
+        rel = b.relevant(b.lab_first)
+        cls = np.where(rel, 0, np.where(b.judged_first, 1, 2))
+        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
+        R = b.n_pos.astype(np.float64)
+        D = self._norm(ev)
+        m_t = ev.m_t
+
+        def block_value(t, seqs):
+            row = b.brow[t]
+            hit = seqs == 0
+            above = np.cumsum(seqs == 1, axis=1) - (seqs == 1)
+            term = 1.0 - np.minimum(jb[t] + above, R[row]) / D[row]
+            return np.where(hit, term, 0.0).sum(axis=1)
+
+        whole = m_t == b.bsz
+        random_t = (m_t >= 1) & (b.p_t > 0) & np.where(whole, b.j_t > 0, b.p_t < b.bsz)
+        return spread(b, m_t, cls, 3, block_value, first, ev.R, random_t, droppable=2)
+
+    def tie_aware_reason(self) -> str:
+        return geometric_reason("bpref")
+
+
+GM_BPREF = GeometricBpref(
+    "GBpref", "none",
+    "geometric mean over rows of bpref, exp(mean(log(max(bpref, 1e-5)))) "
+    "(trec_eval gm_bpref)", ("gm_bpref",),
+    aggregate="geometric",
+    names={"tieeval": ("GBpref", "gm_bpref"), "trec_eval": ("gm_bpref",)},
+    needs=frozenset({"labels", "judged"}), orders=BY_LABELS_AND_JUDGED, has_variance=False)

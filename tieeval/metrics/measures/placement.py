@@ -1,0 +1,178 @@
+"""Shared pieces of trec_eval's experimental measures (rbp, binG, G, ndcg_rel, Rndcg,
+infAP): the judgements' ideal gains per row, the moments of a statistic linear in the
+items' gains, and exact per-item expectations over an item's place in its tie block.
+
+Under uniform random tie-breaking every tie block is in uniformly random order, blocks
+independent (McSherry & Najork's model). Three exact tools follow from it:
+
+* A statistic ``sum_r g(item at r) w(r)`` linear in per-item values ``g`` with position
+  weights ``w`` has, per block t, ``E_t = G_t W_t / n_t`` and
+  ``Var_t = SS_g SS_w / (n_t - 1)`` (docs/METRICS.md 3-4; :func:`linear_moments`).
+* A sum over items of a function of the item's absolute place and of how many items of
+  each class lie above it: an item of block t, with the other ``n_t - 1`` items of the
+  block in classes of sizes ``K_1..K_L``, lies below a uniform set of them, so the chance
+  that exactly ``a_l`` of each class lie above it (``x = sum a_l`` places down the block) is
+  ``prod_l C(K_l, a_l) / C(n_t - 1, x) / n_t``. :func:`item_expectation` sums that exactly
+  over every composition ``a`` — ``prod_l (K_l + 1)`` of them per class of item per block,
+  the work :data:`ITEM_WORK_LIMIT` bounds per row (a row above it is NaN, and the
+  dataset's tie-aware figure is null with :func:`item_reason`; nothing is sampled).
+* trec_eval's ideal gains of a row: every judged gain of the query, retrieved or not,
+  best first (:func:`ideal_gains`).
+
+Reference: F. McSherry & M. Najork, Computing information retrieval performance measures
+efficiently in the presence of tied scores, ECIR 2008 (the tie model); trec_eval
+gain_init.c (gains are the relevance levels).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Work limit of one row of :func:`item_expectation`: the number of (block, class of item,
+#: composition of the items above it) terms summed for the row, ``sum over its tie blocks
+#: and item classes of prod_l (K_l + 1)``. A row above it is NaN.
+ITEM_WORK_LIMIT = 2_000_000
+
+
+def item_reason(name: str) -> str:
+    """Why a row of a per-item expectation has no tie-aware value."""
+    return (f"the exact tie-aware {name} of some rows needs more than {ITEM_WORK_LIMIT:,} "
+            "terms (a tie block holding many items of several kinds: the work grows as the "
+            "product of their counts); it is not estimated by sampling")
+
+
+def segment_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The running sum of ``x`` along each segment ``offsets[i]:offsets[i+1]``, each
+    segment summed on its own (segments of one length as the rows of a 2-D array), so a
+    row's sums never depend on the rows batched with it."""
+    out = np.zeros(x.size)
+    lengths = np.diff(offsets)
+    for length in np.unique(lengths):
+        if length == 0:
+            continue
+        idx = offsets[:-1][lengths == length][:, None] + np.arange(length)
+        out[idx] = np.cumsum(x[idx], axis=1)
+    return out
+
+
+def row_cumsum(b, x: np.ndarray, inclusive: bool = True) -> np.ndarray:
+    """Per position the sum of ``x`` over its row up to it (``inclusive``) or above it."""
+    out = segment_cumsum(np.asarray(x, dtype=np.float64), b.offsets)
+    return out if inclusive else out - x
+
+
+def ideal_gains(b):
+    """Every positive gain of each row's judgements, best first: ``(gains, offsets)``.
+
+    The gains are the labels > 0 of the ranked items and of the unranked judged items
+    (trec_eval's ``rel_levels``: the gain of a level is the level, whatever ``-l`` says).
+    """
+    lab, rows = b.lab_first, b.row
+    keep = lab > 0
+    gains, grow = lab[keep], rows[keep]
+    if b.unranked is not None:
+        ulab, uoff = b.unranked
+        urow = np.repeat(np.arange(b.rows, dtype=np.int64), np.diff(uoff))
+        sel = ulab > 0
+        gains = np.concatenate((gains, ulab[sel]))
+        grow = np.concatenate((grow, urow[sel]))
+    order = np.lexsort((-gains, grow))
+    count = np.bincount(grow, minlength=b.rows)
+    return gains[order], np.concatenate(([0], np.cumsum(count))).astype(np.int64)
+
+
+def ideal_dcg_prefix(gains: np.ndarray, offsets: np.ndarray):
+    """Per row the ideal DCG of its first 0..T positions (log2 discount):
+    ``(prefix, starts)`` with row i's ``IDCG@j = prefix[starts[i] + j]``."""
+    rows = offsets.size - 1
+    count = np.diff(offsets)
+    grow = np.repeat(np.arange(rows, dtype=np.int64), count)
+    gpos = np.arange(gains.size, dtype=np.int64) - offsets[:-1][grow]
+    term = gains / np.log2(gpos + 2.0)
+    starts = offsets[:-1] + np.arange(rows, dtype=np.int64)  # T + 1 entries per row
+    prefix = np.zeros(gains.size + rows)
+    prefix[gpos + 1 + starts[grow]] = segment_cumsum(term, offsets)
+    return prefix, starts
+
+
+def linear_moments(b, g: np.ndarray, w: np.ndarray):
+    """Per row ``E`` and ``Var`` of ``sum_r g(item at r) w(r)``: ``g`` by position in any
+    ordering of the batch (each block holds the same items in every ordering), ``w`` the
+    weight of each position (docs/METRICS.md 3-4)."""
+    n = b.bsz.astype(np.float64)
+    gsum, wsum = b._block_sum(g), b._block_sum(w)
+    e = np.bincount(b.brow, weights=gsum * wsum / n, minlength=b.rows)
+    ssg = b._block_sum((g - (gsum / n)[b.bid]) ** 2)
+    ssw = b._block_sum((w - (wsum / n)[b.bid]) ** 2)
+    var_t = np.where(b.bsz > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
+    return e, np.bincount(b.brow, weights=var_t, minlength=b.rows)
+
+
+def _log_comb(n, k: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln  # scipy only when ties are summed over
+
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+
+def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.ndarray):
+    """Per row the exact ``E[sum over retrieved items i of class in wanted of f]`` under
+    uniform random tie-breaking, NaN where the work exceeds :data:`ITEM_WORK_LIMIT`.
+
+    ``cls`` is each position's class (0..classes-1) in any ordering of the batch;
+    ``retrieved`` the number of places of each row that count (the depth); ``f(rows, pos,
+    above, c)`` gives the value of an item of class ``c`` of row ``rows`` at 0-based place
+    ``pos`` with ``above[l]`` items of class l above it (arrays, one entry per case).
+    """
+    rows = b.rows
+    onehot = np.zeros((classes, cls.size))
+    onehot[cls, np.arange(cls.size)] = 1.0
+    k_t = np.stack([b._block_sum(onehot[c]) for c in range(classes)]) if cls.size else \
+        np.zeros((classes, 0))
+    before = np.stack([b._within_row_exclusive(k_t[c]) for c in range(classes)]) \
+        if cls.size else np.zeros((classes, 0))
+    out = np.zeros(rows)
+    m_t = np.clip(retrieved[b.brow] - b.ba, 0, b.bsz)
+    # untied blocks: the one item at its one place
+    single = np.flatnonzero((b.bsz == 1) & (m_t > 0))
+    if single.size:
+        c_single = cls[b.bst[single]]
+        for c in wanted:
+            sel = single[c_single == c]
+            if sel.size:
+                v = f(b.brow[sel], b.ba[sel], before[:, sel], c)
+                out += np.bincount(b.brow[sel], weights=v, minlength=rows)
+    tied = np.flatnonzero((b.bsz > 1) & (m_t > 0))
+    if tied.size == 0:
+        return out
+    work = np.zeros(rows)
+    for c in wanted:
+        has = k_t[c, tied] > 0
+        sizes = k_t[:, tied] + 1.0
+        sizes[c] -= 1.0
+        work += np.bincount(b.brow[tied[has]], weights=np.prod(sizes[:, has], axis=0),
+                            minlength=rows)
+    over = work > ITEM_WORK_LIMIT
+    for t in tied[~over[b.brow[tied]]]:
+        n = int(b.bsz[t])
+        row = int(b.brow[t])
+        for c in wanted:
+            count = k_t[c, t]
+            if count == 0:
+                continue
+            others = k_t[:, t].astype(np.int64)
+            others[c] -= 1
+            grids = np.indices(tuple(int(k) + 1 for k in others)).reshape(classes, -1)
+            x = grids.sum(axis=0)
+            keep = x < m_t[t]
+            grids, x = grids[:, keep], x[keep]
+            if x.size == 0:
+                continue
+            logp = -_log_comb(np.float64(n - 1), x.astype(np.float64)) - np.log(n)
+            for kind in range(classes):
+                logp = logp + _log_comb(np.float64(others[kind]),
+                                        grids[kind].astype(np.float64))
+            above = before[:, t][:, None] + grids
+            v = f(np.full(x.size, row), b.ba[t] + x, above, c)
+            out[row] += count * float(np.sum(np.exp(logp) * v))
+    out[over] = np.nan
+    return out
