@@ -20,6 +20,7 @@ A new consumer is a class with these four methods, asked for by a :class:`Reques
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,6 +36,21 @@ __all__ = ["Consumer", "InstanceRows", "InstanceCollector", "Collected",
            "PER_INSTANCE_COLUMNS", "per_instance_name"]
 
 PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
+
+
+@contextmanager
+def finishing(consumers):
+    """Finish every consumer when the block (the pass that fed them) succeeds; abort every
+    one, so that no partial output is left, when the block or a finish fails. Both engines
+    end their consumers here."""
+    try:
+        yield
+        for consumer in consumers:
+            consumer.finish()
+    except BaseException:
+        for consumer in consumers:
+            consumer.abort()
+        raise
 
 
 def per_instance_name(entry: Entry, column: str) -> str:

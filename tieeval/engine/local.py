@@ -29,6 +29,7 @@ from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept 
     Consumer,
     InstanceCollector,
     InstanceRows,
+    finishing,
     per_instance_name,
 )
 from tieeval.engine.queries import trec_query_report  # noqa: F401 - kept importable here
@@ -204,14 +205,8 @@ def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), prog
                                        progress=tick)
         return kernel.accumulate(read_ahead(dump.batches(size)), tick)
 
-    try:
+    with finishing(consumers):
         kernel, acc = run_passes(dump, make_kernel, consume, progress)
-        for consumer in consumers:
-            consumer.finish()
-    except BaseException:
-        for consumer in consumers:
-            consumer.abort()
-        raise
     if acc is None:
         return None
     result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **request.run_labels},

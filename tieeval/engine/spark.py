@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tieeval.engine.arguments import metric_list
+from tieeval.engine.consumers import finishing
 from tieeval.engine.queries import trec_query_report
 from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
     Request,
@@ -259,16 +260,10 @@ def _evaluate_frame(dataframe, request: Request, *, layout: str = "auto",
 def _finish(kernel, answers, request: Request, consumers, dump, path: str, dtype,
             metadata: dict | None, warnings, totals: bool) -> RunResult | None:
     """The run's result from a job's answers, and the consumers fed in the local order."""
-    try:
+    with finishing(consumers):
         total = merged(kernel, answers)
         if consumers:
             feed(consumers, kernel, dump, answers.pieces)
-            for consumer in consumers:
-                consumer.finish()
-    except BaseException:
-        for consumer in consumers:
-            consumer.abort()
-        raise
     if not totals:
         return None
     return kernel.result(total, path, dtype, {**dict(metadata or {}), **request.run_labels},
