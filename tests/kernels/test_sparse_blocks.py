@@ -165,13 +165,20 @@ CUT_METRICS = _cut_metrics()
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
-def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original):
+@pytest.mark.parametrize("layout", ["ragged", "dense"])
+def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original, layout):
     # blocks starting at or below the depth are left out of the table: every metric with a
     # cutoff within it, the top ties, R and each row's first relevant block stay the same
+    # (rows of one length find the items kept by a comparison of the whole batch)
     rng = np.random.default_rng(500 + seed)
     scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
                                       [-1, 0, 0, 0, 0, 0, 1, 2])
-    judged = rng.random(scores.size) < 0.2
+    if layout == "dense":
+        scores = rng.choice([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], size=(60, 12)).astype(np.float32)
+        labels = rng.choice([-1, 0, 0, 0, 0, 0, 1, 2], size=scores.shape)
+        labels[0] = 0  # a row without a labelled item
+        offsets = None
+    judged = rng.random(scores.shape) < 0.2
     for kw in ({}, {"judged": judged}, {"relevance_level": 2}):
         full = RelBatch(scores, labels, offsets, original=original, **kw)
         cut = RelBatch(scores, labels, offsets, original=original, sparse=True,

@@ -192,11 +192,21 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     index = np.int32 if s.size < 1 << 30 else np.int64
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
     width = int(n[0]) if dense and n[0] > 0 else None
-    v = s[mi]
-    if prune_depth is not None and mi.size:
-        keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
-        if not keep.all():
-            mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
+    if prune_depth is not None and mi.size and width is not None:
+        # rows of one length: the items kept are found by one comparison of every score
+        # with its row's depth-th largest, not by a look-up per marked item
+        mi = _within_depth_dense(s, ss, width, mark, lab, b.relevant, b.n_pos, prune_depth)
+        mrow = mi // width
+        ml = lab[mi].astype(np.float64)
+        rel = b.relevant(ml)
+        mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
+        v = s[mi]
+    else:
+        v = s[mi]
+        if prune_depth is not None and mi.size:
+            keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
+            if not keep.all():
+                mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
     if width is not None:
         right = _bound(ss, lo[mrow], width, v, right=True)
     else:
@@ -306,6 +316,31 @@ def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
         owner = item[mrow]
         keep |= (owner >= 0) & (v == v[np.maximum(owner, 0)])
     return keep
+
+
+def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos,
+                        depth: int) -> np.ndarray:
+    """:func:`_within_depth` for rows of one ``width``: the flat indices of the marked
+    items (``mark``) a table cut at ``depth`` keeps, in flat order. ``ss``: the rows sorted
+    ascending; ``n_pos``: each row's relevant items."""
+    rows = n_pos.size
+    s2 = s.reshape(rows, width)
+    kth = ss.reshape(rows, width)[:, max(width - depth, 0)]
+    keep = s2 >= kth[:, None]
+    keep &= mark.reshape(rows, width)
+    mi = np.flatnonzero(keep)
+    rows_with = np.zeros(rows, dtype=bool)
+    rows_with[mi[relevant(lab[mi])] // width] = True
+    deep = np.flatnonzero((n_pos > 0) & ~rows_with)
+    if deep.size:  # the first relevant block below the depth: kept for the tie figures
+        sub = s2[deep]
+        rel = relevant(lab.reshape(rows, width)[deep])
+        low = -np.inf if s.dtype.kind == "f" else np.iinfo(s.dtype).min
+        best = np.where(rel, sub, low).max(axis=1)  # a relevant item holds it
+        r, c = np.nonzero((sub == best[:, None]) & mark.reshape(rows, width)[deep])
+        # below every kept score of its row (else the row would have a relevant item kept)
+        mi = np.sort(np.concatenate((mi, deep[r] * width + c)))
+    return mi
 
 
 def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
