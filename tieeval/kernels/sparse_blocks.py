@@ -19,7 +19,10 @@ block, judged before unjudged among equal labels, unmarked items between the ite
 label >= 0 and the negatives) and the 'last' ordering (its reverse) follow from ``a`` and
 the item's rank among the block's marked items. Only the 'original' ordering needs the
 codebases' ``np.argsort(row * -1)``, and only for rows where a marked item is tied: a
-score held once in its row sits at position ``a`` in every ordering.
+score held once in its row sits at position ``a`` in every ordering. Under a rank depth
+(every metric has a cutoff) only the first places of each sorted row are read, and a
+table cut at a prune depth keeps only the items scored at or above their row's
+depth-th largest score (and each row's first relevant block).
 """
 
 from __future__ import annotations
