@@ -137,8 +137,9 @@ def peer_torchmetrics(s, y, k: int = 10):
         return None
     import numpy as np
     keep = np.flatnonzero(y.any(1))
-    preds, target = torch.from_numpy(np.ascontiguousarray(s)), torch.from_numpy(
-        y.astype(np.int64))
+    # torch takes writable arrays only (a memory-mapped dump's rows are read-only)
+    preds = torch.from_numpy(np.require(s, requirements=["C", "W"]))
+    target = torch.from_numpy(y.astype(np.int64))
     t0 = time.perf_counter()
     vals = [float(retrieval_normalized_dcg(preds[i], target[i], top_k=k)) for i in keep]
     return time.perf_counter() - t0, float(np.mean(vals))
@@ -157,8 +158,8 @@ def topk_ndcg(blocks, k: int = 10):
     disc = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
     total, count = 0.0, 0
     for s, y in blocks:
-        sb = torch.from_numpy(np.ascontiguousarray(s))
-        yb = torch.from_numpy(np.ascontiguousarray(y)).to(torch.float64)
+        sb = torch.from_numpy(np.require(s, requirements=["C", "W"]))
+        yb = torch.from_numpy(np.require(y, requirements=["C", "W"])).to(torch.float64)
         idx = torch.topk(sb, k, dim=1).indices
         dcg = (yb.gather(1, idx) * disc).sum(1)
         ideal = (torch.topk(yb, k, dim=1).values * disc).sum(1)

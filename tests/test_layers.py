@@ -129,3 +129,25 @@ def test_compare_on_an_npy_dump_loads_only_what_it_uses(tmp_path):
     measures = {m.rsplit(".", 1)[1] for m in loaded}
     assert {"hr", "dcg", "rr"} <= measures  # HR@K, NDCG@K and MRR
     assert not measures & {"ap", "bpref", "iprec", "sets", "rbp", "infap", "auc", "err"}
+
+
+def test_the_command_list_of_help_is_each_commands_own_and_imports_none():
+    """``tieeval --help`` lists the commands from ``SUMMARIES`` without importing them: the
+    listing is click's own from the commands' help, at every width, and loads no numpy."""
+    import click
+
+    from tieeval.cli import cli
+    for width in (40, 60, 80, 120):
+        ctx = click.Context(cli, info_name="tieeval")
+        ours, clicks = click.HelpFormatter(width=width), click.HelpFormatter(width=width)
+        cli.format_commands(ctx, ours)
+        click.Group.format_commands(cli, ctx, clicks)  # imports every command
+        assert ours.getvalue() == clicks.getvalue()
+    code = ("import sys\nfrom tieeval.cli import cli\n"
+            "try:\n    cli.main(['--help'], prog_name='tieeval', standalone_mode=False)\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'tieeval.cli.compare') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("[]")
