@@ -50,13 +50,15 @@ def commands(path: str) -> dict:
 
 
 def env_for(tree: str) -> dict:
-    """The environment of a run importing the tieeval package in ``tree``."""
+    """The environment of a run importing the tieeval package in ``tree`` (every run starts
+    in this folder: ``python -m`` puts the working folder first on the path, and a
+    checkout's root would shadow ``tree``)."""
     return dict(os.environ, PYTHONPATH=tree)
 
 
 def modules(cmd: list, env: dict) -> tuple[int, list[str]]:
     """How many modules ``cmd`` imports, and which of the optional heavy ones."""
-    err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env,
+    err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env, cwd=HERE,
                          capture_output=True, text=True).stderr
     names = [line.split("|")[-1].strip() for line in err.splitlines()
              if line.startswith("import time:") and "self [us]" not in line]
@@ -81,13 +83,14 @@ def main() -> None:
         for tree, folder in trees.items():
             runs[(name, tree)] = (cmd, env_for(folder))
     for cmd, env in runs.values():  # bytecode cached before the first timed run
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(cmd, env=env, cwd=HERE, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
     times: dict = {key: [] for key in runs}
     for _ in range(args.repeat):
         for key, (cmd, env) in runs.items():
             t0 = time.perf_counter()
-            subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           check=True)
+            subprocess.run(cmd, env=env, cwd=HERE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, check=True)
             times[key].append(time.perf_counter() - t0)
     load = os.getloadavg()
     print(f"numpy {np.__version__}, medians of {args.repeat} interleaved rounds, load "
