@@ -141,6 +141,18 @@ def test_batch_rows_and_spark_conf_reach_a_running_session(spark, dataset):
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
 
 
+def test_the_python_api_takes_spark_conf_as_the_command_line_does(spark, dataset):
+    """``evaluate_path(..., engine="spark", spark_conf=...)`` sets the session as
+    ``--spark-conf`` does, and gives the local engine's figures."""
+    import tieeval
+    local = tieeval.evaluate_path(str(dataset), ["HR@5", "NDCG@5"])
+    got = tieeval.evaluate_path(str(dataset), ["HR@5", "NDCG@5"], engine="spark",
+                                spark_conf={"spark.sql.shuffle.partitions": "5"})
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "5"
+    assert got.to_dict()["metrics"] == local.to_dict()["metrics"]
+    spark.conf.set("spark.sql.shuffle.partitions", "8")
+
+
 def run_cli(*args, env=None, timeout=TIMEOUT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout,

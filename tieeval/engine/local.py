@@ -299,14 +299,17 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   what_if=None, cast: str | None = None,
                   tolerance: float | None = None, run_labels: dict | None = None,
                   original: str | None = None,
-                  relevance: RelOptions | None = None, labels: dict | None = None
-                  ) -> RunResult:
+                  relevance: RelOptions | None = None, labels: dict | None = None,
+                  spark_conf=None) -> RunResult:
     """Open and evaluate one dump file: the Python form of ``tieeval compare PATH``.
 
     ``metrics``: a name (``"NDCG@10"``, ``"MRR"``), a :class:`Metric`, or a list of them;
     None gives the defaults for ``k`` (one cutoff or several) of the dump's kind.
     ``jobs``: worker processes (1: this process; 0 or None: one per core); ``engine``:
-    ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark).
+    ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark);
+    ``spark_conf``: Spark settings for the session the Spark engine starts, as
+    ``--spark-conf`` (a dict, ``(key, value)`` pairs or ``"KEY=VALUE"`` strings; over
+    ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS`` and ``TIEEVAL_SPARK_MASTER``).
     ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
     :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
     reads ``path`` as a TREC run judged by that qrels file; then ``missing_queries``
@@ -337,7 +340,8 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                            missing_queries=missing_queries, judged_only=judged_only,
                            relevance_level=relevance_level, depth=depth, what_if=what_if,
                            cast=cast, tolerance=tolerance, run_labels=run_labels,
-                           original=original, relevance=relevance, labels=labels)
+                           original=original, relevance=relevance, labels=labels,
+                           spark_conf=spark_conf)
     result = evaluate_request(request, path, progress).result
     assert result is not None
     return result

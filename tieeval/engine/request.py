@@ -210,7 +210,7 @@ def make_request(metrics=None, *, k=DEFAULT_KS, jobs=1, engine: str = "local",
                  convention=None, qrels=None, missing_queries=None, judged_only=False,
                  relevance_level=None, depth=None, what_if=None, cast=None, tolerance=None,
                  run_labels=None, original=None, relevance=None, labels=None,
-                 per_instance=None, per_query=False) -> Request:
+                 per_instance=None, per_query=False, spark_conf=None) -> Request:
     """The :class:`Request` of the Python API's arguments (those of
     :func:`tieeval.engine.local.evaluate_path`), each checked with the command line's
     message, in the order the API has always checked them."""
@@ -228,5 +228,6 @@ def make_request(metrics=None, *, k=DEFAULT_KS, jobs=1, engine: str = "local",
     read = read_options_of(options, qrels, missing_queries, judged_only)
     return Request(chosen, read, rel, nan_policy, original, what_if, engine, jobs,
                    batch_rows, names, per_instance=per_instance,
-                   per_query=check_flag("per_query", per_query))
+                   per_query=check_flag("per_query", per_query),
+                   spark_conf=() if spark_conf is None else spark_conf)
 
