@@ -315,6 +315,12 @@ def _normalise(data: bytes, comment_col0: bool) -> bytes:
     return data
 
 
+def _only_line_ends(data: bytes) -> bool:
+    """Whether ``data`` is nothing but line ends (counted only when it starts with one:
+    counting a whole chunk's bytes costs as much as a pass of the parser)."""
+    return data[:1] in (b"", b"\n") and data.count(b"\n") == len(data)
+
+
 def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False):
     """``(table, numbers)`` via pyarrow's CSV parser (every field as bytes, ``number``
     also as float64), or None when a line does not fit: a field count other than
@@ -324,7 +330,7 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     import pyarrow.compute as pc
     import pyarrow.csv as csv
 
-    if data.count(b"\n") == len(data):  # nothing but line ends
+    if _only_line_ends(data):
         return None
     if data[:3] == b"\xef\xbb\xbf":
         # pyarrow drops a byte-order mark; trec_eval reads it as part of the first query id
@@ -369,7 +375,7 @@ def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
     got = _csv_columns(data, names, number, plain=True)
     if got is None:
         data = _normalise(data, comment_col0)
-        if data.count(b"\n") == len(data):
+        if _only_line_ends(data):
             return _NO_RECORD
         got = _csv_columns(data, names, number)
     return got
