@@ -703,12 +703,13 @@ def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: 
     key -= docno
     order = np.argsort(key, kind="stable")
     del key
+    # line numbers fit int32 below 2**31 lines: half the bytes while the lines are ordered
+    small = np.int32 if n < (1 << 31) else np.int64
+    order = order.astype(small, copy=False)
     if (blocks[1:] > blocks[:-1]).all():  # the queries already in order
         return order
     lengths = np.diff(np.append(starts, n))[blocks]
     new_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    # positions fit int32 (a run's lines are counted in int32 codes already)
-    small = np.int32 if n < (1 << 31) else np.int64
     perm = np.repeat((starts[blocks] - new_starts).astype(small), lengths)
     perm += np.arange(n, dtype=small)
     return order[perm]
@@ -807,6 +808,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     in_run[rq] = True
     in_qrels = np.zeros(nq, dtype=bool)
     in_qrels[jq] = True
+    del jq, jd, qrels  # the judgements live on sorted (js, jrel, jqs)
     both = in_run & in_qrels
     if not both.any():
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
@@ -891,6 +893,13 @@ def _queries(qids) -> str:
     return f"{len(qids)} {'query' if len(qids) == 1 else 'queries'} ({shown})"
 
 
+#: The bytes a line counts for when batches are sized: twice its 17 bytes of scores, labels
+#: and judged mask, so that a batch's working arrays in the general kernel (a few hundred
+#: bytes a line) on each batch thread stay below the arrays the reader holds (a 2M-line
+#: run: 215 -> 201 MB peak, about 5 % more time; ``benchmarks/bench_trec.py``).
+LINE_BYTES = 34
+
+
 def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     """Open a TREC run with its qrels as a labelled dump (see the module docstring).
 
@@ -924,11 +933,11 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     metadata = {"tag": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
-    # a row's bytes: its scores, labels and judged mask (17 bytes a line), which size the
-    # batches and so the working memory of the kernel
+    # a row's bytes size the batches and so the working memory of the kernel, which holds
+    # far more per line than the line's 17 bytes (scores, labels, judged mask)
     dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path), row_bytes=max(1, int(17 * scores.size
-                                                                           // rows)),
+                        nbytes=os.path.getsize(path),
+                        row_bytes=max(1, int(LINE_BYTES * scores.size // rows)),
                         warnings=[], relevance=info, query_set=query_set)
     return dump
 
