@@ -309,3 +309,20 @@ def test_sort_blocks_give_every_thread_a_share(monkeypatch):
     assert [len(b) for b in sort_blocks(tied, 3)] == [3, 3, 2, 2]
     assert sort_blocks(tied[:0], 3) == []
     assert np.array_equal(np.concatenate(sort_blocks(tied, 4)), tied)
+
+
+@pytest.mark.parametrize("cols", [1, 255, 256, 65_535, 65_536, 70_001])
+def test_row_sums_of_byte_flags_are_exact_at_their_width_limits(cols):
+    # comparisons are summed as 0/1 bytes into uint16 up to 65,535 candidates a row and
+    # into int64 beyond: every candidate equal (and above) the positive, the longest sums
+    rng = np.random.default_rng(cols)
+    scores = np.ones((3, cols), dtype=np.float32)
+    scores[1] = 2.0
+    scores[1, 0] = 1.0  # all others above the positive
+    scores[2] = rng.integers(0, 3, cols).astype(np.float32)
+    got = dense_counts(scores, np.zeros(3, dtype=np.int64))
+    p = scores[:, :1]
+    assert (got.a == np.count_nonzero(scores > p, axis=1)).all()
+    assert (got.b == np.count_nonzero(scores == p, axis=1)).all()
+    assert (got.top == np.count_nonzero(scores == scores.max(axis=1)[:, None], axis=1)).all()
+    assert got.a[1] == cols - 1 and got.b[0] == cols

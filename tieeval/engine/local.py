@@ -203,6 +203,9 @@ def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), prog
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
                                        progress=tick)
+        tasks = matrix_tasks(dump, kernel, size, request.batch_rows is None)
+        if tasks is not None:
+            return accumulate_tasks(dump, kernel, tasks, tick)
         return kernel.accumulate(read_ahead(dump.batches(size)), tick)
 
     with finishing(consumers):
@@ -213,6 +216,43 @@ def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), prog
                            dump.warnings)
     trec_query_report(result, dump, request.relevance)
     return result
+
+
+def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list | None:
+    """The pass over a matrix dump (NPY, stored NPZ) as tasks that each read and evaluate
+    one batch in the thread that runs it, as the floor does with a memory map: no reading
+    thread to hand batches over, every core reading and counting its own rows. None where
+    the batches come one after another (other formats, kernels without batch threads,
+    one core). Automatic batch sizes are evened out over the threads (``automatic``)."""
+    from tieeval.kernels.threads import threads
+    count = threads()
+    if not kernel.batch_threads or count <= 1:
+        return None
+    tasks = getattr(dump, "batch_tasks", None)
+    return None if tasks is None else tasks(size, count if automatic else 1)
+
+
+def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:
+    """:meth:`Kernel.accumulate` over :func:`matrix_tasks`: each batch read and added to
+    its own accumulator on a sort thread, merged in batch order (exact sums: the result
+    of a single pass, bit for bit), an error raised where its batch comes."""
+    from tieeval.kernels.threads import map_tasks
+
+    def one(task) -> tuple[Accumulator, int, int]:
+        batch = task()
+        part = kernel.new()
+        kernel.add(part, batch)
+        return part, batch.rows, batch.nbytes
+    acc = kernel.new()
+    try:
+        for part, rows, nbytes in map_tasks(one, tasks):
+            acc.merge(part)
+            tick(rows, nbytes)
+        dump.end_pass()
+    except ReadAgain as exc:  # pragma: no cover - matrix parts never restart
+        dump.start_over(exc)
+        raise
+    return acc
 
 
 def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,

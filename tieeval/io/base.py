@@ -4,6 +4,7 @@ whatever relevance the dump carries), imported here for the readers."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -197,6 +198,42 @@ class Dump:
         if self._batches is None:  # a reader gives parts or a batch generator, never neither
             raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
+
+    def batch_tasks(self, batch_rows: int, balance: int = 1) -> list | None:
+        """The pass as independent tasks, each a call that reads one batch of rows in the
+        thread that runs it, in dump order; None when the dump cannot be read so (its
+        parts, if any, read only in order). ``batch_rows``: the most rows of a task;
+        ``balance`` > 1 evens the batches out over that many threads (a multiple of it,
+        of equal sizes), so that no thread is left with a short last round. After the
+        last task, :meth:`end_pass` makes the checks due once every row was read."""
+        parts = self.parts
+        # the part's own class says so: a wrapper that adds fields to a part's batches
+        # (relevance members) hands other attributes on to the part, but not this one
+        if not parts or not all(getattr(type(p), "reads_rows", False) for p in parts):
+            return None
+        first = parts[0]
+        if not all(p.scores is first.scores and p.positive is first.positive for p in parts):
+            return None
+        lo, hi = first.lo, parts[-1].hi
+        rows = hi - lo
+        size = max(1, batch_rows)
+        if balance > 1 and rows > size:
+            batches = -(-rows // size)
+            count = min(rows, -(-batches // balance) * balance)
+            bounds = [lo + rows * i // count for i in range(count + 1)]  # sizes differ by 1
+        else:
+            bounds = list(range(lo, hi, size)) + [hi]
+        return [functools.partial(first.read_rows, start, stop)
+                for start, stop in zip(bounds[:-1], bounds[1:])]
+
+    def end_pass(self) -> None:
+        """The end of a pass by :meth:`batch_tasks`: the checks due once every row was
+        read (:meth:`finish`), and the batch buffers go."""
+        try:
+            self.finish()
+        finally:
+            from tieeval.io import buffers
+            buffers.release()
 
     def _part_batches(self, parts, size: int) -> Iterator[Batch]:
         try:

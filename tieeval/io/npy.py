@@ -11,14 +11,15 @@ import os
 import threading
 import zipfile
 import zlib
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Generator
 
 import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.io import buffers
 from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length
+from tieeval.io.crc32 import combine, crc32
 from tieeval.io.validate import _check_matrix, _positive_for
 from tieeval.records.batch import Batch
 
@@ -46,6 +47,9 @@ class ArraySpec:
         return RowReader(self)
 
 
+CRC_PIECE = 1 << 20  # bytes read at a time where their CRC-32 is computed as they arrive
+
+
 class RowReader:
     """Rows of an :class:`ArraySpec` read into fresh arrays by positioned reads.
 
@@ -69,7 +73,16 @@ class RowReader:
     def __exit__(self, *exc):
         self.close()
 
-    def _fill(self, view: memoryview, pos: int) -> None:
+    def _fill(self, view: memoryview, pos: int, crc: int | None = None) -> int | None:
+        """Fill ``view`` from file offset ``pos``; with ``crc`` (a CRC-32 to extend), the
+        bytes' CRC-32 is computed as they arrive, a cache-sized piece at a time (while
+        the piece is still in cache), and returned."""
+        if crc is not None:
+            for lo in range(0, len(view), CRC_PIECE):
+                piece = view[lo:lo + CRC_PIECE]
+                self._fill(piece, pos + lo)
+                crc = crc32(piece, crc)
+            return crc
         done = 0
         want = len(view)
         while done < want:
@@ -83,6 +96,7 @@ class RowReader:
                 raise InputError(f"{self.spec.file}: the file changed while it was read (it "
                                  "ends before the array does)")
             done += got
+        return None
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
         spec = self.spec
@@ -101,28 +115,33 @@ class RowReader:
         out = buffers.empty((n,) + rest, spec.dtype)
         if out.nbytes:
             view = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]
-            self._fill(view, spec.offset + lo * spec.row_bytes)
-            if spec.crc is not None:
-                spec.crc.feed(spec.offset + lo * spec.row_bytes, view)
+            pos = spec.offset + lo * spec.row_bytes
+            if spec.crc is None:
+                self._fill(view, pos)
+            else:
+                spec.crc.feed(pos, view, self._fill(view, pos, 0))
         return out
 
 
 class StreamCrc:
     """The CRC-32 of a stored NPZ member, computed on the rows as the pass reads them.
 
-    A stored member is read in place, so zipfile never checks its CRC. Rows read in file
-    order (one pass in this process: the reading thread, batch after batch, part after
-    part) extend the CRC at no extra read, outside the GIL; :meth:`check` compares it at
-    the end of the pass, before any result is made. Rows read out of order, in worker
-    processes (each has its own copy of this record) or not at all leave the chain
-    incomplete, and :meth:`check` then streams the whole member once, as the reader did
-    before evaluating.
+    A stored member is read in place, so zipfile never checks its CRC. Rows read in a
+    pass (by the reading thread, or by several threads each reading its own rows) extend
+    the CRC at no extra read, outside the GIL: a piece read ahead of the chain waits as
+    its own CRC-32 and is joined on when the chain reaches it
+    (:func:`tieeval.io.crc32.combine`). :meth:`check` compares it at the end of the pass,
+    before any result is made. Rows read in worker processes (each has its own copy of
+    this record), skipped, or overlapping a piece that waits leave the chain incomplete,
+    and :meth:`check` then streams the whole member once, as the reader did before
+    evaluating.
     """
 
     def __init__(self, path: str, name: str, start: int, size: int, expected: int):
         self.path, self.name = path, name
         self.start, self.end, self.expected = start, start + size, expected
         self.crc, self.next = 0, start
+        self.waiting: dict[int, tuple[int, int]] = {}  # offset -> (length, CRC-32)
         self.verified = False
         self._lock = threading.Lock()
 
@@ -132,16 +151,36 @@ class StreamCrc:
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.Lock())
 
-    def feed(self, pos: int, data) -> None:
-        """Bytes of the member at file offset ``pos``, as read."""
+    def feed(self, pos: int, data, own: int | None = None) -> None:
+        """Bytes of the member at file offset ``pos``, as read (by any thread); ``own``:
+        their CRC-32, when the reader computed it as it read them."""
         with self._lock:
-            if self.next < 0 or pos + len(data) <= self.next:
-                return  # bytes already counted (a sample read before the pass) or no chain
-            if pos <= self.next:
-                self.crc = zlib.crc32(data[self.next - pos:], self.crc)
-                self.next = pos + len(data)
-            else:
-                self.next = -1  # a gap: check() streams the member instead
+            skip = self.next - pos
+        if self.next < 0 or skip >= len(data):
+            return  # bytes already counted (a sample read before the pass) or no chain
+        if skip > 0:
+            data, pos, own = data[skip:], pos + skip, None
+        if own is None:
+            # outside the lock (the CRC releases the GIL): threads that read different
+            # rows compute theirs at once, and the chain joins them in order
+            own = crc32(data)
+        with self._lock:
+            if self.next < 0:
+                return
+            if pos < self.next or pos in self.waiting:
+                self.next = -1  # overlapping pieces: check() streams the member instead
+                return
+            self.waiting[pos] = (len(data), own)
+            self._join()
+
+    def _join(self) -> None:
+        """Join the waiting pieces that now follow the chain (under the lock)."""
+        while self.next in self.waiting:
+            size, own = self.waiting.pop(self.next)
+            self.crc = combine(self.crc, own, size)
+            self.next += size
+        if any(pos < self.next for pos in self.waiting):
+            self.next = -1  # a waiting piece overlaps the chain: no CRC from the pieces
 
     def check(self) -> None:
         """Raise the member's bad-CRC error, if its bytes are not the ones written."""
@@ -168,7 +207,7 @@ def _stream_crc(path: str, name: str, pos: int, left: int, crc: int = 0) -> int:
                 if not chunk:
                     raise InputError(f"{path}: corrupted or truncated file (member {name} "
                                      "ends early)")
-                crc = zlib.crc32(chunk, crc)
+                crc = crc32(chunk, crc)
                 left -= len(chunk)
                 pos += len(chunk)
     except OSError as exc:
@@ -246,11 +285,22 @@ class MatrixPart:
     def rows(self) -> int:
         return self.hi - self.lo
 
+    # any range of its rows can be read on its own, in any thread (Dump.batch_tasks)
+    reads_rows = True
+
+    def read_rows(self, lo: int, hi: int) -> Batch:
+        """Rows ``lo..hi`` of the matrix as one batch, read in the calling thread."""
+        gen = replace(self, lo=lo, hi=hi).batches(max(1, hi - lo))
+        try:
+            return next(gen)
+        finally:
+            gen.close()
+
     @property
     def nbytes(self) -> int:
         return self.rows * self.scores.row_bytes
 
-    def batches(self, batch_rows: int) -> Iterator[Batch]:
+    def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
         options = ReadOptions(positive_index=self.positive_index)
         cols = int(self.scores.shape[1])
         with self.scores.reader() as scores:

@@ -79,9 +79,10 @@ def _negated(scores: np.ndarray) -> np.ndarray:
 # passes of the kernel over a block (row max, > and == the positive, == the max) hit cache
 # instead of memory: one trip through memory per batch.
 BLOCK_SCORES = 1 << 18
-# Counts are summed as float32 0/1 values, exact while a row has fewer candidates than this
-# (every partial sum is a whole number below 2**24); longer rows sum in float64.
-_FLOAT32_EXACT = 1 << 24
+# Comparisons are written as booleans (a comparison into a float array costs several times
+# more: a cast per value) and summed per row as 0/1 bytes into uint16, exact while a row
+# has at most this many candidates; longer rows sum into int64.
+_UINT16_EXACT = (1 << 16) - 1
 _BUFFERS = threading.local()
 
 
@@ -131,8 +132,9 @@ def _dense_block(scores, positive, nan_policy, row0, out) -> None:
     """``a``, ``b`` and the top tie of a block, into the rows of ``out`` (3 x rows).
 
     One pass for the row maximum, then each of the three comparisons (``>`` and ``==``
-    the positive, ``==`` the maximum) written as 0/1 into one reused float work array and
-    summed per row (exact whole-number sums: the counts ``np.count_nonzero`` gives).
+    the positive, ``==`` the maximum) written into one reused boolean work array and
+    summed per row as 0/1 bytes (exact whole-number sums: the counts
+    ``np.count_nonzero`` gives).
     """
     rows, cols = scores.shape
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
@@ -147,12 +149,13 @@ def _dense_block(scores, positive, nan_policy, row0, out) -> None:
     p = scores[np.arange(rows), positive][:, None]
     # the top tie: where the positive holds the row maximum (a == 0) that is its own tie
     # block, so one count of == max serves every row
-    work = _buffer(rows * cols, np.float32 if cols < _FLOAT32_EXACT else np.float64)
-    flags = work.reshape(rows, cols)
+    flags = _buffer(rows * cols, np.bool_).reshape(rows, cols)
+    ones = flags.view(np.uint8)
+    total = np.uint16 if cols <= _UINT16_EXACT else np.int64
     for i, (compare, against) in enumerate(((np.greater, p), (np.equal, p),
                                             (np.equal, row_max[:, None]))):
         compare(scores, against, out=flags)
-        out[i] = np.einsum("ij->i", flags)
+        out[i] = ones.sum(axis=1, dtype=total)
     a, b, top = out
     if worst:
         nan_pos = np.isnan(p[:, 0])

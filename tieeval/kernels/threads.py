@@ -102,6 +102,43 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
                     pass
 
 
+def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
+    """``fn(item)`` for each of ``items``, all queued on the sort threads at once (each
+    thread takes the next item as soon as it is free), results yielded in item order.
+    Items are cheap (a task that reads its own batch), so only the threads' own work is
+    in memory. Inside ``fn``, :func:`threads` is 1. An error is raised where its item's
+    result would be yielded; the items not started are dropped, those running finish
+    first. A single item runs in the caller, its own sorts on every thread."""
+    if len(items) <= 1 or threads() <= 1:
+        for item in items:
+            yield fn(item)
+        return
+
+    def inline(item: T) -> U:
+        _LOCAL.inline = True
+        try:
+            return fn(item)
+        finally:
+            _LOCAL.inline = False
+    pool = _pool(threads())
+    pending: list = [pool.submit(inline, item) for item in items]
+    try:
+        for i in range(len(pending)):
+            future = pending[i]
+            pending[i] = None  # its result is not kept here once yielded
+            yield future.result()
+    finally:
+        live = [f for f in pending if f is not None]
+        for future in live:
+            future.cancel()
+        for future in live:
+            if not future.cancelled():
+                try:
+                    future.result()
+                except BaseException:  # noqa: BLE001 - the first error is already raised
+                    pass
+
+
 def _drain(items: list) -> Iterator:
     """The items of a list, each dropped from it as it is yielded (no batch is held longer
     than its turn)."""
