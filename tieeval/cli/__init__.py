@@ -18,8 +18,8 @@ from tieeval.cli.app import Group, expand_multi_value
 __all__ = ["cli", "main", "expand_multi_value"]
 
 
-# Each command's module is imported when the command runs (or --help lists them), so that
-# `tieeval --version` and every command load only what they use.
+# Each command's module is imported when the command runs or shows its help, so that
+# `tieeval --version`, `tieeval --help` and every command load only what they use.
 COMMANDS = {"compare": "tieeval.cli.compare", "ties": "tieeval.cli.ties",
             "check": "tieeval.cli.check", "diff": "tieeval.cli.diff",
             "rank": "tieeval.cli.diff", "audit": "tieeval.cli.audit"}
