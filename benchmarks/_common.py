@@ -1,5 +1,6 @@
-"""What the timing scripts share: where the data lives, the median of repeated runs, and the
-Markdown table of timings relative to one baseline row.
+"""What the timing scripts share: where the data lives, the median of repeated runs, the
+Markdown table of timings relative to one baseline row, and the peers timed beside tieeval
+(ranx, pytrec_eval, torchmetrics, a ``torch.topk`` evaluator) on rows with labels.
 
 The scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and
 they import this module as ``_common``.
@@ -13,6 +14,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
+# torch is an optional extra: `pip install --target benchmarks/data/torch_site torch
+# torchmetrics` puts it where the peers look, outside the environment
+TORCH_SITE = os.path.join(DATA, "torch_site")
 
 # Fresh processes run with Python's bytecode cache on, as an installed package does (pip
 # compiles it at install): with PYTHONDONTWRITEBYTECODE set, every run would compile
@@ -57,3 +61,109 @@ def print_timings(results: dict[str, float], base: float, baseline: str) -> None
     print("| --- | ---: | ---: |")
     for name, t in results.items():
         print(f"| {name} | {t:.3f} | {t / base:.2f}x |")
+
+
+# The peers. Each takes a block of rows in memory (``s`` float32 scores, ``y`` integer labels,
+# 0 = not relevant) and returns what it measured on exactly those rows, unscaled: the
+# caller decides whether they are the whole dump or its first rows scaled per row.
+
+
+def trec_dicts(s, y):
+    """``(qrels, run)`` as ranx and pytrec_eval take them: ``{query: {doc: label}}`` for the
+    relevant items, ``{query: {doc: score}}`` for every item; rows without a relevant item
+    are left out (both peers score them 0, tieeval leaves them out)."""
+    import numpy as np
+    keep = [i for i in range(s.shape[0]) if y[i].any()]
+    qrels = {f"q{i}": {f"d{j}": int(y[i, j]) for j in np.flatnonzero(y[i])} for i in keep}
+    run = {f"q{i}": {f"d{j}": float(v) for j, v in enumerate(s[i])} for i in keep}
+    return qrels, run
+
+
+def peer_ranx(s, y, k: int = 10):
+    """ranx ``evaluate(qrels, run, "ndcg@K")`` (numba compiled first, on three rows):
+    ``(evaluate seconds, seconds building Qrels / Run from the arrays, mean)``, or None
+    when ranx is not installed."""
+    try:
+        from ranx import Qrels, Run, evaluate
+    except ImportError:
+        return None
+    q2, r2 = trec_dicts(s[:3], y[:3])
+    evaluate(Qrels(q2), Run(r2), f"ndcg@{k}")
+    t0 = time.perf_counter()
+    q, r = trec_dicts(s, y)
+    qrels, run = Qrels(q), Run(r)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    value = evaluate(qrels, run, f"ndcg@{k}")
+    return time.perf_counter() - t0, build, float(value)
+
+
+def peer_pytrec(s, y, k: int = 10):
+    """pytrec_eval ``RelevanceEvaluator(qrels, {"ndcg_cut_K"})``: ``(evaluate seconds,
+    seconds building the dicts, mean)``, or None when it is not installed."""
+    try:
+        import pytrec_eval
+    except ImportError:
+        return None
+    import numpy as np
+    t0 = time.perf_counter()
+    q, r = trec_dicts(s, y)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    got = pytrec_eval.RelevanceEvaluator(q, {f"ndcg_cut_{k}"}).evaluate(r)
+    ev = time.perf_counter() - t0
+    return ev, build, float(np.mean([v[f"ndcg_cut_{k}"] for v in got.values()]))
+
+
+def torch_or_none():
+    """torch, from the environment or :data:`TORCH_SITE`; None when neither has it."""
+    import sys
+    if os.path.isdir(TORCH_SITE) and TORCH_SITE not in sys.path:
+        sys.path.append(TORCH_SITE)  # after the environment: its numpy stays first
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def peer_torchmetrics(s, y, k: int = 10):
+    """torchmetrics ``retrieval_normalized_dcg(preds, target, top_k=K)`` (tie-averaged), one
+    call per query with a relevant item: ``(seconds, mean)``, or None without torchmetrics."""
+    torch = torch_or_none()
+    try:
+        from torchmetrics.functional.retrieval import retrieval_normalized_dcg
+    except ImportError:
+        return None
+    import numpy as np
+    keep = np.flatnonzero(y.any(1))
+    # torch takes writable arrays only (a memory-mapped dump's rows are read-only)
+    preds = torch.from_numpy(np.require(s, requirements=["C", "W"]))
+    target = torch.from_numpy(y.astype(np.int64))
+    t0 = time.perf_counter()
+    vals = [float(retrieval_normalized_dcg(preds[i], target[i], top_k=k)) for i in keep]
+    return time.perf_counter() - t0, float(np.mean(vals))
+
+
+def topk_ndcg(blocks, k: int = 10):
+    """A ``torch.topk`` evaluator: NDCG@K of the order ``torch.topk(scores, K)`` gives (one
+    order, no tie handling), over ``blocks`` of ``(scores, labels)`` row blocks as numpy
+    arrays: ``(seconds, mean over rows with a relevant item)``, reading the blocks counted;
+    None without torch."""
+    torch = torch_or_none()
+    if torch is None:
+        return None
+    import numpy as np
+    t0 = time.perf_counter()
+    disc = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
+    total, count = 0.0, 0
+    for s, y in blocks:
+        sb = torch.from_numpy(np.require(s, requirements=["C", "W"]))
+        yb = torch.from_numpy(np.require(y, requirements=["C", "W"])).to(torch.float64)
+        idx = torch.topk(sb, k, dim=1).indices
+        dcg = (yb.gather(1, idx) * disc).sum(1)
+        ideal = (torch.topk(yb, k, dim=1).values * disc).sum(1)
+        keep = ideal > 0
+        total += float((dcg[keep] / ideal[keep]).sum())
+        count += int(keep.sum())
+    return time.perf_counter() - t0, total / count

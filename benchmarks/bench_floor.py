@@ -18,9 +18,21 @@ and the floor as a script (a fresh interpreter importing numpy, as a user runs o
 shell: the CLI's times are also compared with it); ``tieeval
 compare`` with the default ``--jobs`` and with ``--jobs 1`` (a fresh process each, as a
 user runs it); the API in this process (``jobs=1``); naive numpy (``np.argsort(S * -1)``
-of every row, the positive's place, HR@10 / NDCG@10 / MRR under Original only); and,
-where installed, scikit-learn's tie-averaged ``ndcg_score`` and ranx's NDCG@10, timed on
-the first rows and scaled per row to the dump. ``--formats``: the same dumps as NPY, a
+of every row, the positive's place, HR@10 / NDCG@10 / MRR under Original only).
+
+Then, once per dump after the rounds, the peers on the same data (NDCG@10, the positive
+as the one relevant item), where installed: scikit-learn's tie-averaged ``ndcg_score``;
+ranx ``evaluate`` and pytrec_eval ``RelevanceEvaluator`` (each with the cost of building
+its input dicts from the array stated apart); torchmetrics'
+``retrieval_normalized_dcg`` (tie-averaged, one call per query); and a ``torch.topk``
+evaluator (one order, no tie handling) over the whole memory-mapped dump. torch is
+optional: ``pip install --target benchmarks/data/torch_site torch torchmetrics`` puts it
+where the script looks. Each peer runs on the whole dump when its first rows (2,000 of a
+sampled dump, 200 of an all-item one) predict at most :data:`PEER_BUDGET` seconds (and,
+for the dict-taking peers, at most :data:`PEER_MAX_ENTRIES` scores); otherwise on those
+rows, scaled per row, and the table says which. Each peer's own mean is printed beside
+tieeval's tie-aware and Original values on the same rows, to show what it computes.
+``--formats``: the same dumps as NPY, a
 stored NPZ and Parquet (row groups of about 32 MB), the API and the CLI against the floor
 on each format (a stored NPZ's member memory-mapped; Parquet's row-group stream, one row
 group at a time as tieeval reads it, its values counted and sorted on every core). Labelled
@@ -41,7 +53,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from _common import DATA, warm_up
+from _common import DATA, peer_pytrec, peer_ranx, peer_torchmetrics, topk_ndcg, warm_up
 
 
 def write(name: str, rows: int, cols: int, tied: bool, seed: int = 0) -> str:
@@ -230,42 +242,119 @@ def naive(path: str) -> None:
          (1 / rank).sum())
 
 
+K = 10
+PEER_BUDGET = 60.0
+"""Seconds: a peer runs on the whole dump when its time on the first rows, scaled per row,
+predicts at most this; otherwise the scaled figure is printed and says so."""
+PEER_MAX_ENTRIES = 25_000_000
+"""ranx and pytrec_eval take Python dicts (about 120 bytes per score): beyond this many
+scores they run on the first rows only, whatever the time, to keep a shared machine's
+memory."""
+
+
 def _head(path: str, rows: int):
     s = np.load(path, mmap_mode="r")
     return np.ascontiguousarray(s[:min(rows, s.shape[0])]), s.shape[0]
 
 
-def peer_sklearn(path: str):
-    """scikit-learn's tie-averaged ndcg_score@10 on the first rows, scaled per row."""
+def _labels(s) -> np.ndarray:
+    """The labels of single-positive rows: the positive (column 0) relevant, 1."""
+    y = np.zeros(s.shape, dtype=np.int8)
+    y[:, 0] = 1
+    return y
+
+
+def _sklearn(s, y, k: int = K):
+    """scikit-learn's tie-averaged ``ndcg_score`` on the rows: (seconds, None, mean)."""
     try:
         from sklearn.metrics import ndcg_score
     except ImportError:
         return None
-    s, total = _head(path, 2_000 if "101" in path else 200)
-    y = np.zeros(s.shape, dtype=np.int8)
-    y[:, 0] = 1
     t0 = time.perf_counter()
-    ndcg_score(y, s, k=10, ignore_ties=False)
-    return (time.perf_counter() - t0) * total / s.shape[0]
+    value = ndcg_score(y, s, k=k, ignore_ties=False)
+    return time.perf_counter() - t0, None, float(value)
 
 
-def peer_ranx(path: str):
-    """ranx's NDCG@10 on the first rows (numba warm, dicts built outside), scaled."""
-    try:
-        from ranx import Qrels, Run, evaluate
-    except ImportError:
+def _torchmetrics(s, y, k: int = K):
+    got = peer_torchmetrics(s, y, k)
+    return None if got is None else (got[0], None, got[1])
+
+
+#: (what the table calls it, how it treats ties, the peer on rows in memory)
+PEERS = (("scikit-learn `ndcg_score(ignore_ties=False)`", "tie-averaged", _sklearn),
+         ("ranx `evaluate` ndcg@10", "one order: ties by document id", peer_ranx),
+         ("pytrec_eval ndcg_cut_10", "one order: ties by docno", peer_pytrec),
+         ("torchmetrics `retrieval_normalized_dcg`", "tie-averaged", _torchmetrics))
+
+
+def run_peer(peer, path: str, head_rows: int):
+    """``peer`` on the whole dump when its first ``head_rows`` rows predict at most
+    :data:`PEER_BUDGET` seconds (and, with dicts, at most :data:`PEER_MAX_ENTRIES` scores);
+    else on those rows, its seconds scaled per row. ``(seconds, build seconds or None,
+    mean, rows it ran on, whether that is the whole dump)``, or None if not installed."""
+    s, total = _head(path, head_rows)
+    got = peer(s, _labels(s))
+    if got is None:
         return None
-    s, total = _head(path, 2_000 if "101" in path else 200)
+    predicted = (got[0] + (got[1] or 0.0)) * total / s.shape[0]
+    dicts_fit = got[1] is None or total * s.shape[1] <= PEER_MAX_ENTRIES
+    if s.shape[0] < total and predicted <= PEER_BUDGET and dicts_fit:
+        s = np.array(np.load(path, mmap_mode="r"))
+        got = peer(s, _labels(s))
+    if s.shape[0] == total:
+        return got[0], got[1], got[2], total, True
+    scale = total / s.shape[0]
+    return (got[0] * scale, None if got[1] is None else got[1] * scale, got[2],
+            s.shape[0], False)
 
-    def dicts(n):
-        run = {f"q{i}": {f"d{j}": float(v) for j, v in enumerate(row)}
-               for i, row in enumerate(s[:n])}
-        return Qrels({f"q{i}": {"d0": 1} for i in range(n)}), Run(run)
-    evaluate(*dicts(2), "ndcg@10")  # compile
-    qrels, run = dicts(s.shape[0])
-    t0 = time.perf_counter()
-    evaluate(qrels, run, "ndcg@10")
-    return (time.perf_counter() - t0) * total / s.shape[0]
+
+def peer_topk(path: str):
+    """The ``torch.topk`` evaluator over the whole memory-mapped dump (blocks of rows)."""
+    s = np.load(path, mmap_mode="r")
+    step = max(1, (1 << 22) // s.shape[1])
+    return topk_ndcg(((np.asarray(s[lo:lo + step]), _labels(s[lo:lo + step]))
+                      for lo in range(0, s.shape[0], step)), K)
+
+
+def print_peers(label: str, path: str, floor_t: float, cli_t: float) -> None:
+    """The peers' table of one dump: seconds (dict building apart), against the floor and
+    the CLI, and each peer's mean beside tieeval's on the same rows."""
+    head_rows = 2_000 if "x101_" in path else 200
+    import warnings
+
+    import tieeval
+    with warnings.catch_warnings():  # a scaled-down all-item dump's chance-level warning
+        warnings.simplefilter("ignore")
+        whole = tieeval.evaluate_path(path, [f"NDCG@{K}"]).metrics[0]
+        s, total = _head(path, head_rows)
+        part = tieeval.evaluate(s, metrics=[f"NDCG@{K}"]).metrics[0]
+    print(f"\n{label}: peers on the same dump (NDCG@10; once, after the rounds)\n")
+    print("| peer | rows | seconds | x floor | x CLI default | its mean | tieeval tie-aware "
+          "/ Original on those rows |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+
+    def row(what, rows, t, mean, m):
+        print(f"| {what} | {rows} | {t:.2f} | {t / floor_t:.0f}x | {t / cli_t:.1f}x | "
+              f"{mean:.6f} | {m.tie_aware:.6f} / {m.original:.6f} |")
+    for name, ties, peer in PEERS:
+        got = run_peer(peer, path, head_rows)
+        if got is None:
+            print(f"| {name} | not installed | | | | | |")
+            continue
+        t, build, mean, rows, is_whole = got
+        rows_text = (f"whole dump ({rows:,})" if is_whole else
+                     f"first {rows:,}, scaled to {total:,}")
+        m = whole if is_whole else part
+        row(f"{name} ({ties})", rows_text, t, mean, m)
+        if build is not None:
+            row(f"{name.split()[0]}: building its dicts from the array", rows_text, build,
+                mean, m)
+    tk = peer_topk(path)
+    if tk is None:
+        print("| torchmetrics, `torch.topk` evaluator | torch not installed | | | | | |")
+    else:
+        row("`torch.topk` evaluator (one order: ties by torch.topk)",
+            f"whole dump ({total:,})", tk[0], tk[1], whole)
 
 
 def cli(path: str, *extra: str) -> None:
@@ -305,8 +394,9 @@ def main() -> None:
         formats(sampled, allitem, args.repeat)
         return
     print("| dump | floor s | floor as a script s | CLI default | CLI --jobs 1 | API -j1 | "
-          "naive numpy | scikit-learn | ranx |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "naive numpy |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    measured = []
     for name, rows, cols in (("sampled", sampled, 101), ("all-item", allitem, 10_000)):
         for tied in (True, False):
             path = write(name, rows, cols, tied)
@@ -317,7 +407,6 @@ def main() -> None:
                     "api": lambda path=path: tieeval.evaluate_path(path, jobs=1),
                     "naive": lambda path=path: naive(path)}
             times = interleaved(runs, args.repeat)
-            peers = {"sklearn": peer_sklearn(path), "ranx": peer_ranx(path)}
             floor_t = statistics.median(times["floor"])
             cells = [f"{floor_t:.3f} s", f"{statistics.median(times['script']):.3f} s"]
             for key in ("cli", "cli1", "api", "naive"):
@@ -328,13 +417,11 @@ def main() -> None:
                                                                      times["script"]))
                     cell += f"; {script:.2f}x the script"
                 cells.append(cell + ")")
-            for key in ("sklearn", "ranx"):
-                t = peers[key]
-                cells.append("not installed" if t is None else
-                             f"{t:.1f} s ({t / floor_t:.0f}x)")
-            print(f"| {name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,} | "
-                  + " | ".join(cells) + " |")
-
+            label = f"{name} {'tied' if tied else 'tie-free'} {rows:,} x {cols:,}"
+            print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+            measured.append((label, path, floor_t, statistics.median(times["cli"])))
+    for label, path, floor_t, cli_t in measured:
+        print_peers(label, path, floor_t, cli_t)
 
 if __name__ == "__main__":
     main()

@@ -47,11 +47,18 @@ import sys
 import time
 
 import numpy as np
-from _common import DATA, warm_up
+from _common import (
+    DATA,
+    HERE,
+    peer_pytrec,
+    peer_ranx,
+    peer_torchmetrics,
+    topk_ndcg,
+    torch_or_none,
+    warm_up,
+)
 from labelled_floor import floor, npz_members
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TORCH_SITE = os.path.join(DATA, "torch_site")
 K = 10
 
 
@@ -134,93 +141,28 @@ def peer_sklearn(path: str, rows: int, total: int):
     return wall - score + score * total / rows, value
 
 
-def _dicts(s, y):
-    keep = [i for i in range(s.shape[0]) if y[i].any()]
-    qrels = {f"q{i}": {f"d{j}": int(y[i, j]) for j in np.flatnonzero(y[i])} for i in keep}
-    run = {f"q{i}": {f"d{j}": float(v) for j, v in enumerate(s[i])} for i in keep}
-    return qrels, run
-
-
-def peer_ranx(s, y, total):
-    """(scaled evaluate seconds, scaled dict-building seconds, mean) or None."""
-    try:
-        from ranx import Qrels, Run, evaluate
-    except ImportError:
-        return None
-    q2, r2 = _dicts(s[:3], y[:3])
-    evaluate(Qrels(q2), Run(r2), f"ndcg@{K}")  # numba compiles once
-    t0 = time.perf_counter()
-    q, r = _dicts(s, y)
-    qrels, run = Qrels(q), Run(r)
-    build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    value = evaluate(qrels, run, f"ndcg@{K}")
-    ev = time.perf_counter() - t0
+def scaled_peers(s, y, total):
+    """ranx, pytrec_eval and torchmetrics on the first rows, their seconds scaled per row to
+    the dump: ``{peer: (seconds, build seconds or None, mean)}`` for those installed."""
     scale = total / s.shape[0]
-    return ev * scale, build * scale, float(value)
-
-
-def peer_pytrec(s, y, total):
-    try:
-        import pytrec_eval
-    except ImportError:
-        return None
-    t0 = time.perf_counter()
-    q, r = _dicts(s, y)
-    build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    got = pytrec_eval.RelevanceEvaluator(q, {f"ndcg_cut_{K}"}).evaluate(r)
-    ev = time.perf_counter() - t0
-    value = float(np.mean([v[f"ndcg_cut_{K}"] for v in got.values()]))
-    scale = total / s.shape[0]
-    return ev * scale, build * scale, value
-
-
-def _torch():
-    if os.path.isdir(TORCH_SITE) and TORCH_SITE not in sys.path:
-        sys.path.append(TORCH_SITE)  # after the environment: its numpy stays first
-    try:
-        import torch
-        return torch
-    except ImportError:
-        return None
-
-
-def peer_torchmetrics(s, y, total):
-    torch = _torch()
-    try:
-        from torchmetrics.functional.retrieval import retrieval_normalized_dcg
-    except ImportError:
-        return None
-    keep = np.flatnonzero(y.any(1))
-    preds, target = torch.from_numpy(s), torch.from_numpy(y.astype(np.int64))
-    t0 = time.perf_counter()
-    vals = [float(retrieval_normalized_dcg(preds[i], target[i], top_k=K)) for i in keep]
-    ev = time.perf_counter() - t0
-    return ev * total / s.shape[0], float(np.mean(vals))
+    out = {}
+    for name, peer in (("ranx", peer_ranx), ("pytrec", peer_pytrec)):
+        got = peer(s, y, K)
+        if got is not None:
+            out[name] = (got[0] * scale, got[1] * scale, got[2])
+    got = peer_torchmetrics(s, y, K)
+    if got is not None:
+        out["torchmetrics"] = (got[0] * scale, None, got[1])
+    return out
 
 
 def peer_topk(path: str):
     """A torch.topk evaluator over the whole dump: (seconds, mean NDCG@10 of that order)."""
-    torch = _torch()
-    if torch is None:
-        return None
-    t0 = time.perf_counter()
     m = npz_members(path)
     s, y = m["scores"], m["labels"]
-    disc = 1.0 / torch.log2(torch.arange(2, K + 2, dtype=torch.float64))
     step = max(1, (1 << 22) // s.shape[1])
-    total, count = 0.0, 0
-    for lo in range(0, s.shape[0], step):
-        sb = torch.from_numpy(np.array(s[lo:lo + step]))
-        yb = torch.from_numpy(np.array(y[lo:lo + step])).to(torch.float64)
-        idx = torch.topk(sb, K, dim=1).indices
-        dcg = (yb.gather(1, idx) * disc).sum(1)
-        ideal = (torch.topk(yb, K, dim=1).values * disc).sum(1)
-        keep = ideal > 0
-        total += float((dcg[keep] / ideal[keep]).sum())
-        count += int(keep.sum())
-    return time.perf_counter() - t0, total / count
+    return topk_ndcg(((np.array(s[lo:lo + step]), np.array(y[lo:lo + step]))
+                      for lo in range(0, s.shape[0], step)), K)
 
 
 def tieeval_on_head(s, y) -> float:
@@ -239,7 +181,7 @@ def main() -> None:
     args = ap.parse_args()
     warm_up()
     makers = {"graded": make_graded, "multi": make_multi}
-    torch = _torch()
+    torch = torch_or_none()
     print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
           f"torch {torch.__version__ if torch is not None else 'not installed'}, "
           f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat} rounds\n")
@@ -303,22 +245,23 @@ def main() -> None:
               "loosely):\n")
         print("| what | seconds | ratio |")
         print("| --- | ---: | ---: |")
-        rx = peer_ranx(s, y, total)
+        peers = scaled_peers(s, y, total)
+        rx = peers.get("ranx")
         if rx is not None:
             print(f"| ranx `evaluate` ndcg@10 ({rows_note}; mean {rx[2]:.6f}, no tie "
                   f"averaging) | {rx[0]:.1f} | {rx[0] / cli_t:.1f}x |")
             print(f"| ranx: building `Qrels` / `Run` from the arrays ({rows_note}) | "
                   f"{rx[1]:.1f} | {rx[1] / cli_t:.1f}x |")
-        pt = peer_pytrec(s, y, total)
+        pt = peers.get("pytrec")
         if pt is not None:
             print(f"| pytrec_eval ndcg_cut_10 ({rows_note}; mean {pt[2]:.6f}, ties by "
                   f"docno) | {pt[0]:.1f} | {pt[0] / cli_t:.1f}x |")
             print(f"| pytrec_eval: building the dicts ({rows_note}) | {pt[1]:.1f} | "
                   f"{pt[1] / cli_t:.1f}x |")
-        tm = peer_torchmetrics(s, y, total)
+        tm = peers.get("torchmetrics")
         if tm is not None:
             print(f"| torchmetrics `retrieval_normalized_dcg` ({rows_note}; mean "
-                  f"{tm[1]:.6f}, tie-averaged) | {tm[0]:.1f} | {tm[0] / cli_t:.1f}x |")
+                  f"{tm[2]:.6f}, tie-averaged) | {tm[0]:.1f} | {tm[0] / cli_t:.1f}x |")
         tk = peer_topk(path)
         if tk is not None:
             print(f"| `torch.topk` evaluator, whole dump in process (mean {tk[1]:.6f}, "

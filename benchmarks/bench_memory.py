@@ -3,7 +3,7 @@ the automatic worker pool against one process: every figure of the Memory sectio
 docs/performance.md.
 
     python benchmarks/bench_memory.py [--only rows,api,jobs] [--repeat 3] [--keep]
-                                      [--readers npy,npz,parquet,long] [--baseline-src DIR]
+                                      [--readers npy,npz,parquet,long,trec] [--baseline-src DIR]
 
 Every measurement runs in a fresh process; peaks are the process's ``ru_maxrss`` (from
 ``wait4``) or, for ``jobs``, the resident memory of the whole process tree (the command
@@ -16,7 +16,11 @@ and the medians of ``--repeat`` rounds are printed, with ratios from the same ru
   scores that saturate at 1.0 as ``make_data.py sampled`` writes them (the positive tied in
   about a third of the rows); then the 10M NPY with ``TIEEVAL_KERNEL=numba`` (the fused
   kernel, now opt-in). Each reader's files are written, measured and deleted (``--keep``
-  keeps them) before the next's: the 10M files are 3.5-4 GB each.
+  keeps them) before the next's: the 10M files are 3.5-4 GB each. ``trec`` (in
+  ``--readers``): the TREC drop-in, ``-m official --convention trec_eval --format
+  trec_eval``, on runs of 2,000 queries x 100 and x 1,000 lines (0.2M and 2M lines, 7 and
+  68 MB), the same qrels for both (the queries, and so the per-query values trec_eval's
+  output needs, stay the same: only the lines grow 10x).
 * ``api``: ``tieeval.evaluate(array)`` on the matrix loaded whole against
   ``tieeval.evaluate_path`` on its file: the 1M x 101 single-positive NPY, a graded
   100,000 x 200 NPZ (labels 0-3) and a multi-positive 50,000 x 5,000 NPZ (1-50 positives
@@ -254,6 +258,9 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
     print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |"
                                                         if baseline else ""))
     for reader in readers:
+        if reader == "trec":
+            bench_trec_rows(repeat, keep, baseline)
+            continue
         paths = {rows: write_dump(reader, rows) for rows in (1_000_000, 10_000_000)}
         got: dict = {(rows, src): [] for rows in paths for src in (ROOT, baseline) if src}
         for _ in range(repeat):
@@ -278,6 +285,68 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
             for path in paths.values():
                 remove(path)
     print()
+
+
+TREC_QUERIES = 2_000
+TREC_DOCS = (100, 1_000)  # lines per query: 0.2M and 2M lines
+
+
+def write_trec(docs: int, seed: int = 0) -> tuple[str, str]:
+    """A TREC run of :data:`TREC_QUERIES` queries x ``docs`` lines, each query's lines
+    together, and qrels shared by both runs (200 judged documents a query, from the same
+    pool the runs draw from): only the number of lines differs between the runs, while
+    the queries, and so the per-query values kept for trec_eval's output, stay the same."""
+    os.makedirs(FOLDER, exist_ok=True)
+    run_path = os.path.join(FOLDER, f"trec_{TREC_QUERIES}x{docs}.run")
+    qrels_path = os.path.join(FOLDER, f"trec_{TREC_QUERIES}.qrels")
+    pool = 50_000
+    if not os.path.exists(qrels_path):
+        rng = np.random.default_rng(seed)
+        with open(qrels_path + ".tmp", "w") as fh:
+            for q in range(1, TREC_QUERIES + 1):
+                judged = np.sort(rng.choice(pool, 200, replace=False))
+                grades = rng.choice([0, 0, 0, 1, 1, 2, 3], size=judged.size)
+                fh.write("".join(f"{q} 0 doc{d:07d} {g}\n" for d, g in zip(judged, grades)))
+        os.replace(qrels_path + ".tmp", qrels_path)
+    if not os.path.exists(run_path):
+        rng = np.random.default_rng(seed + docs)
+        with open(run_path + ".tmp", "w") as fh:
+            for q in range(1, TREC_QUERIES + 1):
+                ids = rng.choice(pool, size=docs, replace=False)
+                scores = np.round(rng.normal(0.0, 1.0, size=docs), 2)  # two decimals: ties
+                order = np.argsort(-scores, kind="stable")
+                fh.write("".join(f"{q} Q0 doc{ids[i]:07d} {r} {scores[i]:.2f} bench\n"
+                                 for r, i in enumerate(order, 1)))
+        os.replace(run_path + ".tmp", run_path)
+    return run_path, qrels_path
+
+
+def bench_trec_rows(repeat: int, keep: bool, baseline: str | None) -> None:
+    """The TREC drop-in (``-m official --convention trec_eval --format trec_eval``) on a
+    run with 10x the lines of another, same queries and qrels."""
+    files = {docs: write_trec(docs) for docs in TREC_DOCS}
+    got: dict = {(docs, src): [] for docs in files for src in (ROOT, baseline) if src}
+    for _ in range(repeat):
+        for docs, src in got:
+            run_path, qrels_path = files[docs]
+            got[docs, src].append(run(
+                [sys.executable, "-m", "tieeval", "compare", run_path, "--qrels", qrels_path,
+                 "-m", "official", "--convention", "trec_eval", "--format", "trec_eval",
+                 "-q"], {"PYTHONPATH": src}))
+    mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
+    s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
+    small, big = (TREC_DOCS[0], ROOT), (TREC_DOCS[1], ROOT)
+    lines = [TREC_QUERIES * d / 1e6 for d in TREC_DOCS]
+    line = (f"| trec ({TREC_QUERIES:,} queries x {TREC_DOCS[0]:,} / {TREC_DOCS[1]:,} lines: "
+            f"{lines[0]:g}M / {lines[1]:g}M lines) | {mb[small]:.1f} | {mb[big]:.1f} | "
+            f"{mb[big] / mb[small]:.3f} | {s[small]:.2f} | {s[big]:.2f} |")
+    if baseline:
+        old = mb[TREC_DOCS[0], baseline], mb[TREC_DOCS[1], baseline]
+        line += f" {old[0]:.1f} | {old[1]:.1f} | {old[1] / old[0]:.3f} |"
+    print(line, flush=True)
+    if not keep:
+        for path in {p for pair in files.values() for p in pair}:
+            remove(path)
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,7 +450,7 @@ def main() -> None:
     global FOLDER
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="rows,api,jobs")
-    parser.add_argument("--readers", default="npy,npz,parquet,long")
+    parser.add_argument("--readers", default="npy,npz,parquet,long,trec")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs-dumps", default="1m,10m,multi",
                         help="the dumps of the jobs section: 1m, 10m, multi")

@@ -104,3 +104,50 @@ def test_the_command_line_application_is_not_called_a_group():
     lives in tieeval/cli/app.py."""
     assert not os.path.exists(os.path.join(ROOT, "tieeval", "cli", "group.py"))
     from tieeval.cli.app import Group, expand_multi_value  # noqa: F401
+
+
+def test_compare_on_an_npy_dump_loads_only_what_it_uses(tmp_path):
+    """``tieeval compare scores.npy -f json`` (its start-up): no pyarrow (Parquet and Arrow
+    input only), scipy (statistics only), pyspark (``--engine spark`` only) or rich (terminal
+    tables only), and of the measures only the default metrics' modules."""
+    import numpy as np
+    dump, out = tmp_path / "scores.npy", tmp_path / "out.json"
+    np.save(dump, np.random.default_rng(0).normal(size=(50, 11)).astype(np.float32))
+    code = ("import sys\n"
+            "from tieeval.cli import cli\n"
+            f"cli.main(['compare', {str(dump)!r}, '-q', '-f', 'json', '-o', {str(out)!r}], "
+            "prog_name='tieeval', standalone_mode=False)\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pyarrow', 'scipy', 'pyspark', 'rich') or "
+            "m.startswith('tieeval.metrics.measures.'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("{")  # the command ran
+    loaded = set(proc.stdout.split())
+    assert not {m for m in loaded if not m.startswith("tieeval.")}, loaded
+    measures = {m.rsplit(".", 1)[1] for m in loaded}
+    assert {"hr", "dcg", "rr"} <= measures  # HR@K, NDCG@K and MRR
+    assert not measures & {"ap", "bpref", "iprec", "sets", "rbp", "infap", "auc", "err"}
+
+
+def test_the_command_list_of_help_is_each_commands_own_and_imports_none():
+    """``tieeval --help`` lists the commands from ``SUMMARIES`` without importing them: the
+    listing is click's own from the commands' help, at every width, and loads no numpy."""
+    import click
+
+    from tieeval.cli import cli
+    for width in (40, 60, 80, 120):
+        ctx = click.Context(cli, info_name="tieeval")
+        ours, clicks = click.HelpFormatter(width=width), click.HelpFormatter(width=width)
+        cli.format_commands(ctx, ours)
+        click.Group.format_commands(cli, ctx, clicks)  # imports every command
+        assert ours.getvalue() == clicks.getvalue()
+    code = ("import sys\nfrom tieeval.cli import cli\n"
+            "try:\n    cli.main(['--help'], prog_name='tieeval', standalone_mode=False)\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'tieeval.cli.compare') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("[]")

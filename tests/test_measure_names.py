@@ -19,7 +19,7 @@ SCANNED = ("kernels", "engine")
 
 
 def metric_name_keys() -> set[str]:
-    keys = set(dict.keys(REGISTRY))
+    keys = set(REGISTRY.keys())
     for measure in MEASURES:
         for vocabulary in VOCABULARIES:
             keys.update(key(name) for name in measure.names_in(vocabulary))

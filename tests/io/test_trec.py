@@ -433,3 +433,25 @@ def test_missing_query_rows_have_no_candidates(example):
 def tieeval_metric(name):
     from tieeval.metrics.metric import Metric
     return Metric.parse(name)
+
+
+@pytest.mark.parametrize("queries_sorted", [True, False])
+def test_listed_order_of_a_run_written_query_by_query_is_trec_evals_order(queries_sorted):
+    """The linear-time ordering of a run whose queries each sit together, by score
+    descending, equals sorting every line by (query, score descending, docno descending),
+    whether the queries come in their own order or not."""
+    from tieeval.io.trec import _listed_order
+
+    rng = np.random.default_rng(3)
+    nd = 500
+    order = np.arange(30) if queries_sorted else rng.permutation(30)
+    query, scores, docno = [], [], []
+    for q in order:
+        n = int(rng.integers(1, 40))
+        query.append(np.full(n, q, dtype=np.int32))
+        scores.append(-np.sort(-np.round(rng.normal(size=n), 1)))  # ties, descending
+        docno.append(rng.choice(nd, n, replace=False).astype(np.int32))
+    query, scores, docno = (np.concatenate(x) for x in (query, scores, docno))
+    got = _listed_order(query, scores, docno, nd)
+    assert got is not None
+    assert np.array_equal(got, np.lexsort((-docno, -scores, query)))

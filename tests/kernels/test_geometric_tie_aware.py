@@ -148,3 +148,33 @@ def test_beyond_the_work_limit_the_figure_is_null_with_the_reason(tmp_path):
     assert row.tie_aware is None
     assert f"{GEO_WORK_LIMIT:,}" in row.tie_aware_reason
     assert "not estimated by sampling" in row.tie_aware_reason
+
+
+def test_work_screen_leaves_out_only_rows_whose_exact_work_is_over_the_limit():
+    """The vectorised pre-screen of spread() marks a row only when the exact per-block sum
+    of log_orders puts it over GEO_WORK_LIMIT, so which rows are enumerated never changes."""
+    from types import SimpleNamespace
+
+    from tieeval.metrics.measures.geometric import GEO_WORK_LIMIT, _surely_over, log_orders
+
+    rng = np.random.default_rng(7)
+    limit = math.log(GEO_WORK_LIMIT)
+    for classes, droppable in ((2, None), (3, 2)):
+        count = 400
+        sizes = rng.integers(1, 12, count)
+        brow = np.sort(rng.integers(0, 150, count))
+        bst = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        cls = rng.integers(0, classes, int(sizes.sum())).astype(np.int8)
+        m_t = np.minimum(sizes, rng.integers(1, 14, count))
+        b = SimpleNamespace(bst=bst, bsz=sizes, brow=brow)
+        starts = np.flatnonzero(np.concatenate(([True], brow[1:] != brow[:-1])))
+        got = _surely_over(b, np.arange(count), starts, m_t, cls, classes, droppable)
+        assert got.any() and (~got).any()
+        for over, lo, hi in zip(got, starts, np.append(starts[1:], count)):
+            work = 0.0
+            for t in range(lo, hi):
+                first = cls[bst[t]:bst[t] + sizes[t]]
+                if droppable is not None and m_t[t] == first.size:
+                    first = first[first != droppable]
+                work += log_orders(np.bincount(first, minlength=classes))
+            assert (work > limit) if over else (work <= limit + 1e-6)

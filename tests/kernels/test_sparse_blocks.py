@@ -1,7 +1,10 @@
 """The sparse block table gives the full table's values, bit for bit, for every metric."""
 
+import math
+
 import numpy as np
 import pytest
+from helpers import tie_orderings
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels import sparse_blocks
@@ -256,3 +259,122 @@ def test_sparse_large_tie_blocks(original):
 def test_sparse_labels_must_be_finite():
     with pytest.raises(InputError, match="labels must be finite"):
         RelBatch(np.array([[1.0, 2.0]]), np.array([[np.nan, 0]]), sparse=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The rank depth: only the first places of each sorted row are looked at
+
+
+def _oracle(name: str, seq, k: int):
+    """``name``@k of the labels ``seq`` listed best first (plain Python); None where
+    undefined (no relevant item)."""
+    n_pos = sum(1 for x in seq if x > 0)
+    if n_pos == 0:
+        return None
+    top = list(seq[:k])
+    disc = [1.0 / math.log2(r + 2) for r in range(k)]
+    if name == "HR":
+        return float(any(x > 0 for x in top))
+    if name == "Precision":
+        return sum(x > 0 for x in top) / k
+    if name == "Recall":
+        return sum(x > 0 for x in top) / n_pos
+    if name == "DCG":
+        return sum(max(x, 0) * d for x, d in zip(top, disc))
+    if name == "NDCG":
+        ideal = sorted(seq, reverse=True)[:k]
+        return (sum(max(x, 0) * d for x, d in zip(top, disc))
+                / sum(max(x, 0) * d for x, d in zip(ideal, disc)))
+    if name == "MAP":
+        found, total = 0, 0.0
+        for r, x in enumerate(top, 1):
+            if x > 0:
+                found += 1
+                total += found / r
+        return total / n_pos
+    raise AssertionError(name)
+
+
+def _codebase_order(row: np.ndarray, original: str) -> np.ndarray:
+    if original == "argsort":
+        return np.argsort(row * -1)
+    if original == "stable":
+        return np.argsort(row * -1, kind="stable")
+    return row.size - 1 - np.argsort(row[::-1] * -1, kind="stable")
+
+
+@pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
+@pytest.mark.parametrize("layout", ["dense", "ragged"])
+def test_rank_depth_places_match_every_tie_order(original, layout):
+    # tie blocks straddling the depth: the items found in the first `depth` places of the
+    # sorted row take those places, the others free places below; every column against
+    # the enumeration of all tie orders and the codebases' own argsort of the row
+    rng = np.random.default_rng(910 + len(original) + len(layout))
+    if layout == "dense":
+        scores = rng.choice([0.0, 1.0, 2.0], size=(40, 7)).astype(np.float32)
+        labels = rng.choice([-1, 0, 0, 1, 2, 3], size=scores.shape)
+        offsets = None
+        rows = list(zip(scores, labels))
+    else:
+        scores, labels, offsets = _ragged(rng, 40, 7, [0.0, 1.0, 2.0], [-1, 0, 0, 1, 2, 3])
+        rows = [(scores[lo:hi], labels[lo:hi]) for lo, hi in zip(offsets[:-1], offsets[1:])]
+    checked = 0
+    for depth in (1, 2, 3):
+        rb = RelBatch(scores, labels, offsets, original=original, sparse=True,
+                      rank_depth=depth, prune_depth=depth)
+        for name in ("HR", "Precision", "Recall", "DCG", "NDCG", "MAP"):
+            for k in range(1, depth + 1):
+                got = rb.values(parse_rel_metric(f"{name}@{k}"))
+                for i, (s, lab) in enumerate(rows):
+                    orders = [_oracle(name, seq, k) for seq in tie_orderings(s, list(lab))]
+                    if not orders or orders[0] is None:
+                        assert not got.defined[i]
+                        continue
+                    mean = math.fsum(orders) / len(orders)
+                    var = math.fsum((v - mean) ** 2 for v in orders) / len(orders)
+                    orig = _oracle(name, tuple(lab[_codebase_order(s, original)]), k)
+                    want = {"original": orig, "first": max(orders), "last": min(orders),
+                            "tie_aware": mean, "variance": var}
+                    for col, value in want.items():
+                        assert float(getattr(got, col)[i]) == pytest.approx(
+                            value, rel=1e-12, abs=1e-12), (name, k, depth, i, col)
+                    checked += 1
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("original", ["argsort", "reverse-stable"])
+@pytest.mark.parametrize("layout", ["dense", "ragged"])
+def test_rank_depth_large_tie_blocks_leave_every_value_unchanged(original, layout):
+    # long rows whose saturated top ties (hundreds of scores) hold labelled items: only the
+    # first places of each sorted row are read, and every cutoff metric is the full
+    # table's, bit for bit; the Original NDCG@4 is the one of numpy's argsort of the row
+    rng = np.random.default_rng(7)
+    scores = rng.random((16, 2000)).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.15] = 1.0
+    scores[:, :300][rng.random((16, 300)) < 0.5] = 0.5
+    labels = np.where(rng.random(scores.shape) < 0.02, rng.integers(-1, 4, scores.shape), 0)
+    labels[3] = 0  # a row without a labelled item
+    offsets = None
+    if layout == "ragged":
+        n = rng.integers(1500, 2001, size=16)
+        offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        scores = np.concatenate([r[:k] for r, k in zip(scores, n)])
+        labels = np.concatenate([r[:k] for r, k in zip(labels, n)])
+    full = RelBatch(scores, labels, offsets, original=original)
+    cut = RelBatch(scores, labels, offsets, original=original, sparse=True, rank_depth=4,
+                   prune_depth=4)
+    for name in CUT_METRICS:
+        a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided",
+                  "defined"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+    got = cut.values(parse_rel_metric("NDCG@4")).original
+    starts = np.arange(17) * 2000 if offsets is None else offsets
+    flat_s, flat_l = np.ravel(scores), np.ravel(labels)
+    for i in range(16):
+        s, lab = flat_s[starts[i]:starts[i + 1]], flat_l[starts[i]:starts[i + 1]]
+        want = _oracle("NDCG", tuple(lab[_codebase_order(s, original)]), 4)
+        if want is None:
+            assert np.isnan(got[i])
+        else:
+            assert got[i] == pytest.approx(want, rel=1e-12)

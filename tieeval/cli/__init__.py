@@ -25,8 +25,31 @@ COMMANDS = {"compare": "tieeval.cli.compare", "ties": "tieeval.cli.ties",
             "rank": "tieeval.cli.diff", "audit": "tieeval.cli.audit"}
 
 
+#: The first paragraph of each command's help, which ``tieeval --help`` shortens to list
+#: the commands: kept here so that listing them imports none (numpy, the engine, ...);
+#: tests/cli/test_cli.py checks them against the commands' own help.
+SUMMARIES = {
+    "compare": "Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.",
+    "ties": "Top-score tie statistics per method: the paper's Table 4.",
+    "check": "Fail CI when ties decide a dump's metrics: exit 0 pass, 1 fail, 2 error.",
+    "diff": "Paired comparison of run B against run A on the same instances.",
+    "rank": "Rank methods by tie-aware value, with the original ranking beside it.",
+    "audit": "Judge published numbers against the dumps: exit 0 consistent, 1 flagged, "
+             "2 error.",
+}
+
+
 class LazyGroup(Group):
     """A group whose commands are imported on first use."""
+
+    def format_commands(self, ctx, formatter):
+        """The commands as click lists them (each help's first paragraph, shortened to the
+        width), from :data:`SUMMARIES`."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        with formatter.section("Commands"):  # shortened as click shortens a command's help
+            formatter.write_dl([(name, click.Command(name, help=SUMMARIES[name])
+                                 .get_short_help_str(limit)) for name in names])
 
     def list_commands(self, ctx):
         return list(COMMANDS)

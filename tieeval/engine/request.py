@@ -150,11 +150,12 @@ class Request:
     def _check_spark_conf(self) -> None:
         """``spark_conf``: Spark's settings (``KEY=VALUE`` items, pairs or a dict), kept as
         ``((key, value), ...)``; they configure the Spark engine only."""
-        from tieeval.engine.spark_session import parse_conf
         given = self.spark_conf
         if not given:
             object.__setattr__(self, "spark_conf", ())
             return
+        # the Spark modules load only when Spark is asked for (start-up of every run)
+        from tieeval.engine.spark_session import parse_conf
         name = self._spell("spark_conf")
         conf = parse_conf(given.items() if isinstance(given, dict) else given, name)
         if self.engine != "spark":

@@ -55,3 +55,28 @@ def release() -> None:
     batches, the others are freed."""
     with _LOCK:
         _FREE.clear()
+
+
+_TRIM: list = []  # glibc's malloc_trim, looked up once (empty list: not looked up yet)
+
+
+def release_freed() -> None:
+    """Return the C heap's free pages to the system after a phase of large temporaries
+    (glibc's ``malloc_trim(0)``; nothing elsewhere).
+
+    Arrays freed under glibc's raised mmap threshold (see the module docstring) stay in
+    the heap, resident, wherever a live block sits above them; the arrays allocated next
+    (a pass's batches) then add to that instead of reusing it, and the peak counts both.
+    """
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+                trim = ctypes.CDLL(None).malloc_trim
+                trim.argtypes = [ctypes.c_size_t]
+            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)

@@ -68,6 +68,7 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
 from tieeval.io.base import LabelledDump, RelevanceInfo, check_row_length, require_regular_file
+from tieeval.io.buffers import release_freed
 from tieeval.records.batch import Batch
 
 MISSING_QUERIES = ("skip", "zero")
@@ -314,6 +315,12 @@ def _normalise(data: bytes, comment_col0: bool) -> bytes:
     return data
 
 
+def _only_line_ends(data: bytes) -> bool:
+    """Whether ``data`` is nothing but line ends (counted only when it starts with one:
+    counting a whole chunk's bytes costs as much as a pass of the parser)."""
+    return data[:1] in (b"", b"\n") and data.count(b"\n") == len(data)
+
+
 def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False):
     """``(table, numbers)`` via pyarrow's CSV parser (every field as bytes, ``number``
     also as float64), or None when a line does not fit: a field count other than
@@ -323,7 +330,7 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
     import pyarrow.compute as pc
     import pyarrow.csv as csv
 
-    if data.count(b"\n") == len(data):  # nothing but line ends
+    if _only_line_ends(data):
         return None
     if data[:3] == b"\xef\xbb\xbf":
         # pyarrow drops a byte-order mark; trec_eval reads it as part of the first query id
@@ -368,7 +375,7 @@ def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
     got = _csv_columns(data, names, number, plain=True)
     if got is None:
         data = _normalise(data, comment_col0)
-        if data.count(b"\n") == len(data):
+        if _only_line_ends(data):
             return _NO_RECORD
         got = _csv_columns(data, names, number)
     return got
@@ -513,6 +520,8 @@ def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_co
     qid_codes, docno_codes, values = (c.array() for c in columns)
     qid_dict = _dictionary_codes(qid_codes, qids)
     docno_dict = _dictionary_codes(docno_codes, docnos)
+    del qids, docnos
+    pool.release_unused()  # the last chunks' and the merge's buffers
     return _Columns(qid_codes, qid_dict, docno_codes, docno_dict, values, list(seen_tags))
 
 
@@ -694,10 +703,15 @@ def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: 
     key -= docno
     order = np.argsort(key, kind="stable")
     del key
+    # line numbers fit int32 below 2**31 lines: half the bytes while the lines are ordered
+    small = np.int32 if n < (1 << 31) else np.int64
+    order = order.astype(small, copy=False)
+    if (blocks[1:] > blocks[:-1]).all():  # the queries already in order
+        return order
     lengths = np.diff(np.append(starts, n))[blocks]
     new_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    perm = np.repeat(starts[blocks] - new_starts, lengths)
-    perm += np.arange(n)
+    perm = np.repeat((starts[blocks] - new_starts).astype(small), lengths)
+    perm += np.arange(n, dtype=small)
     return order[perm]
 
 
@@ -726,6 +740,17 @@ def _ranks(order: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
+    """``(position in js, matched, relevance)`` of each line's ``query * nd + docno`` key
+    among the sorted judgement keys ``js`` (relevance 0 where none matches)."""
+    pos = np.searchsorted(js, keys)
+    np.minimum(pos, js.size - 1, out=pos)
+    matched = js[pos] == keys
+    labels = jrel[pos]
+    labels[~matched] = 0.0
+    return pos, matched, labels
+
+
 def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
          judged_only: bool = False):
     """Queries as rows: ``(qids, scores, labels, offsets, unranked, query_set, tags,
@@ -737,6 +762,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     run = _run_columns(run_path)
     if run.size == 0:
         raise InputError(f"{run_path}: no results (empty run file)")
+    release_freed()  # the parser's chunks, before the arrays of the ordering below
     qrels = _qrels_columns(qrels_path)
     if qrels.size == 0:
         raise InputError(f"{qrels_path}: no judgements (empty qrels file)")
@@ -782,6 +808,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     in_run[rq] = True
     in_qrels = np.zeros(nq, dtype=bool)
     in_qrels[jq] = True
+    del jq, jd, qrels  # the judgements live on sorted (js, jrel, jqs)
     both = in_run & in_qrels
     if not both.any():
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
@@ -791,24 +818,21 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
 
     # the run's lines of evaluated queries; a document retrieved twice is refused
     keep = both[rq]
-    rkey = rq.astype(np.int64) * nd + rd
-    kept_keys = np.sort(rkey[keep])
+    kept_keys = rq[keep].astype(np.int64)
+    kept_keys *= nd
+    kept_keys += rd[keep]
+    kept_keys.sort()
     dup = np.flatnonzero(kept_keys[1:] == kept_keys[:-1])
     if dup.size:
         key = int(kept_keys[dup[0]])
         raise InputError(f"{run_path}: query {qnames[key // nd]}: document "
                          f"{docno(key % nd)} is retrieved twice (trec_eval refuses "
                          "duplicate documents too)")
-    pos = np.minimum(np.searchsorted(js, rkey), js.size - 1)
-    judged = js[pos] == rkey
-    labels = np.where(judged, jrel[pos], 0.0)
-    del pos
-    # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
-    judged &= labels >= 0
+    del kept_keys, dup
     if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
-        keep &= judged
-        kept_keys = np.sort(rkey[keep])
-    del rkey
+        _, matched, labels = _judgements(rq.astype(np.int64) * nd + rd, js, jrel)
+        keep &= matched & (labels >= 0)
+        del matched, labels
 
     if keep.all():  # every line evaluated: no copy of the lines kept
         counts = np.bincount(rq, minlength=nq)[row_ranks]
@@ -817,19 +841,29 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
         counts = np.bincount(rq[keep], minlength=nq)[row_ranks]
         idx = np.flatnonzero(keep)
         idx = idx[_trec_rows_order(rq[idx], run.value[idx], rd[idx], nd)]
-    del keep, rq, rd, order
+    del keep, order
+    # the kept lines' judgements, looked up in their new order (one array of keys at a
+    # time: the lookup's arrays are not held while the lines are ordered)
+    rkey = rq[idx].astype(np.int64)
+    rkey *= nd
+    rkey += rd[idx]
+    del rq, rd
     scores = run.value[idx]
     run.value = scores[:0]
-    labels = labels[idx]
-    judged = judged[idx]
     del idx
+    pos, matched, labels = _judgements(rkey, js, jrel)
+    del rkey
+    # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
+    judged = matched & (labels >= 0)
+    # the judgements a ranked line matches (the others are the rows' unranked documents)
+    ranked = np.zeros(js.size, dtype=bool)
+    ranked[pos[matched]] = True
+    del pos, matched
     if counts.size and counts.max() > 0:
         longest = int(np.argmax(counts))
         check_row_length(run_path, int(counts[longest]), f"query {qnames[row_ranks[longest]]}")
 
     # judged documents a row's ranking misses: R and the ideal DCG count them
-    pos = np.minimum(np.searchsorted(kept_keys, js), max(kept_keys.size - 1, 0))
-    ranked = (kept_keys[pos] == js) if kept_keys.size else np.zeros(js.size, dtype=bool)
     missed = rows[jqs] & ~ranked
     un_labels = jrel[missed]
     un_counts = np.bincount(jqs[missed], minlength=nq)[row_ranks]
@@ -849,6 +883,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     if judged_only:  # the rows -J leaves without a ranked document, with their judgements
         for r in np.flatnonzero(counts == 0).tolist():
             query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]
+    release_freed()  # the ordering's temporaries, before the batches' arrays
     return (qids, scores, labels, offsets, (un_labels, un_offsets), query_set, run.tags,
             judged, un_labels >= 0, float(jrel.max()))
 
@@ -856,6 +891,13 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
 def _queries(qids) -> str:
     shown = ", ".join(qids[:3]) + (", ..." if len(qids) > 3 else "")
     return f"{len(qids)} {'query' if len(qids) == 1 else 'queries'} ({shown})"
+
+
+#: The bytes a line counts for when batches are sized: twice its 17 bytes of scores, labels
+#: and judged mask, so that a batch's working arrays in the general kernel (a few hundred
+#: bytes a line) on each batch thread stay below the arrays the reader holds (a 2M-line
+#: run: 215 -> 201 MB peak, about 5 % more time; ``benchmarks/bench_trec.py``).
+LINE_BYTES = 34
 
 
 def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
@@ -891,11 +933,11 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     metadata = {"tag": tags[0]} if len(tags) == 1 else {}
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
-    # a row's bytes: its scores, labels and judged mask (17 bytes a line), which size the
-    # batches and so the working memory of the kernel
+    # a row's bytes size the batches and so the working memory of the kernel, which holds
+    # far more per line than the line's 17 bytes (scores, labels, judged mask)
     dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path), row_bytes=max(1, int(17 * scores.size
-                                                                           // rows)),
+                        nbytes=os.path.getsize(path),
+                        row_bytes=max(1, int(LINE_BYTES * scores.size // rows)),
                         warnings=[], relevance=info, query_set=query_set)
     return dump
 

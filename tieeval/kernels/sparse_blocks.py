@@ -224,7 +224,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         tied = np.flatnonzero(tied_mask)
         if tied.size:
             opos[tied] = _original_positions(s, n, offsets, mi[tied], mrow[tied], a[tied],
-                                             t[tied], row_orders)
+                                             t[tied], row_orders, rank_depth)
     # marked items by block (row, then a), inside a block 'first': label descending,
     # judged first among equal labels
     gkey = offsets[mrow] + a
@@ -308,11 +308,17 @@ def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
     return keep
 
 
-def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray:
+def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
+                        depth: int | None = None) -> np.ndarray:
     """Positions in the 'original' ordering of tied marked items (flat ``mi`` in row
     ``mrow``, non-decreasing; ``a`` above, ``t`` tied): the rows holding them are sorted
     by the codebases' call (``row_orders`` of a 2-D block of rows of one length), block
-    by block on several threads, and each item is found among its tie block's members."""
+    by block on several threads, and each item is found among its tie block's members.
+
+    ``depth`` (the rank depth; every item's block starts above it): no metric reads a
+    place at or below it, so only the first ``depth`` places of each sorted row are
+    looked at, and an item not among them takes a free place of its block at or below
+    the depth (:func:`_places_below`)."""
     first = np.ones(mrow.size, dtype=bool)
     first[1:] = mrow[1:] != mrow[:-1]
     need = mrow[first]
@@ -340,6 +346,17 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
         else:
             vals = s[offsets[rows][:, None] + np.arange(length)]
         order = row_orders(vals, True)  # vals is this block's own copy
+        if depth is not None:
+            # the items among the first `depth` places: their (row, column) keys, which
+            # ascend with the items (flat order), looked up for each place of the window
+            window = order[:, :depth]
+            keys = np.searchsorted(rows, mrow[items]) * length + col[items]
+            want = np.arange(rows.size)[:, None] * length + window
+            at = np.searchsorted(keys, want)
+            hit = np.flatnonzero(keys[np.minimum(at, keys.size - 1)] == want)
+            found = np.full(items.size, -1, dtype=np.int64)
+            found[at.ravel()[hit]] = hit % window.shape[1]
+            return items, found
         rix = np.searchsorted(rows, mrow[items])
         ti, ai = t[items], a[items]
         if int(ti.sum()) > order.size:
@@ -362,6 +379,27 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders) -> np.ndarray
     out = np.empty(mi.size, dtype=np.int64)
     for items, pos in map_blocks(positions, work, [c.size * int(n[c[0]]) for c in chunks]):
         out[items] = pos
+    if depth is not None:
+        below = np.flatnonzero(out < 0)
+        if below.size:
+            out[below] = _places_below(offsets[mrow[below]] + a[below],
+                                       np.maximum(a[below], depth))
+    return out
+
+
+def _places_below(block: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Distinct places for the tied items not found above the depth: ``start`` (the
+    depth, or the block's first place if lower) plus the item's rank among those items of
+    its ``block`` (a key per tie block). The block's places from ``start`` on belong to
+    members not found above the depth, these items among them, so the places fit inside
+    the block; none of them is read by a metric."""
+    o = np.argsort(block, kind="stable")
+    key = block[o]
+    new = np.ones(key.size, dtype=bool)
+    new[1:] = key[1:] != key[:-1]
+    first = np.maximum.accumulate(np.where(new, np.arange(key.size), 0))
+    out = np.empty(key.size, dtype=np.int64)
+    out[o] = start[o] + np.arange(key.size) - first
     return out
 
 

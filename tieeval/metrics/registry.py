@@ -18,11 +18,12 @@ translated to these names by :mod:`tieeval.metrics.spellings`.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.metrics.measures import MEASURES, Measure
+from tieeval.metrics.measures import MODULE_OF_KEY, ORDER, Measure, measures_of
 
 CUTOFFS = ("required", "optional", "none", "level")
 AGGREGATES = ("mean", "sum", "geometric")
@@ -41,20 +42,64 @@ def key(name: str) -> str:
     return name.upper().replace("-", "").replace("_", "")
 
 
+_MISSING = object()
+
+
 class Registry(dict):
-    """``{key: MetricSpec}`` that also answers to any spelling of a name or alias."""
+    """``{key: MetricSpec}`` that also answers to any spelling of a name or alias.
+
+    It fills as names are looked up: a name's module
+    (:data:`~tieeval.metrics.measures.MODULE_OF_KEY`) is imported and its measures
+    registered then, so that a run asking for NDCG@10 does not import every family. A name
+    no module is indexed under, and any iteration, registers every measure first, in the
+    order of :data:`~tieeval.metrics.measures.ORDER` (what ``--help`` lists)."""
 
     def __getitem__(self, name):
-        return super().__getitem__(key(name))
+        k = key(name)
+        value = super().get(k, _MISSING)
+        if value is _MISSING:
+            _find(k)
+            return super().__getitem__(k)
+        return value
 
     def get(self, name, default=None):
-        return super().get(key(name), default) if isinstance(name, str) else default
+        if not isinstance(name, str):
+            return default
+        k = key(name)
+        value = super().get(k, _MISSING)
+        if value is _MISSING:
+            _find(k)
+            value = super().get(k, default)
+        return value
 
     def __contains__(self, name):
-        return isinstance(name, str) and super().__contains__(key(name))
+        return isinstance(name, str) and self.get(name, _MISSING) is not _MISSING
+
+    def __iter__(self):
+        load_all()
+        return super().__iter__()
+
+    def __len__(self):
+        load_all()
+        return super().__len__()
+
+    def keys(self):
+        load_all()
+        return super().keys()
+
+    def values(self):
+        load_all()
+        return super().values()
+
+    def items(self):
+        load_all()
+        return super().items()
 
 
 REGISTRY: Registry = Registry()
+_LOCK = threading.RLock()  # a lookup that misses waits for a registration under way
+_LOADED: set[str] = set()
+_COMPLETE = False
 
 
 #: The vocabularies of :attr:`Measure.names` whose names are accepted as they are
@@ -82,8 +127,37 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
-for _measure in MEASURES:
-    register(_measure)
+def _find(k: str) -> None:
+    """Register the measures that may be named by key ``k``: its module's, or every one."""
+    with _LOCK:
+        if _COMPLETE or dict.__contains__(REGISTRY, k):
+            return
+        module = MODULE_OF_KEY.get(k)
+        if module is not None and module not in _LOADED:
+            _LOADED.add(module)
+            for spec in measures_of(module):
+                register(spec)
+        if not dict.__contains__(REGISTRY, k):
+            load_all()
+
+
+def load_all() -> None:
+    """Register every measure, in :data:`~tieeval.metrics.measures.ORDER` (the order of
+    ``--help`` and error messages), then the measures registered from elsewhere as they
+    came: the registry then iterates as if every measure had been registered at import."""
+    global _COMPLETE
+    with _LOCK:
+        if _COMPLETE:
+            return
+        from tieeval.metrics.measures import MEASURES
+        builtin = {id(spec) for spec in MEASURES}
+        others = [spec for spec in dict.fromkeys(dict.values(REGISTRY))
+                  if id(spec) not in builtin]
+        dict.clear(REGISTRY)  # a lookup meanwhile waits on the lock (Registry.get)
+        for spec in (*MEASURES, *others):
+            register(spec)
+        _LOADED.update(module for module, _ in ORDER)
+        _COMPLETE = True
 
 
 def metric_names() -> list[str]:

@@ -14,21 +14,24 @@ characters of a path) are replaced, as a parser would refuse the whole report.
 
 from __future__ import annotations
 
+import functools
 import re
-import xml.etree.ElementTree as ET
 
 from tieeval.records.check import CheckResult, Outcome
 from tieeval.report.check import advice, message
 from tieeval.report.format import metric_title
 from tieeval.report.registry import Output, register
 
+
 # XML 1.0 allows tab, newline, carriage return and the characters from U+0020 on, minus
 # the surrogates and U+FFFE/U+FFFF; anything else is replaced by U+FFFD.
-_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+@functools.cache  # compiled when a JUnit report is written, not when --format lists it
+def _not_xml() -> re.Pattern:
+    return re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _text(value: str) -> str:
-    return _NOT_XML.sub("\ufffd", value)
+    return _not_xml().sub("\ufffd", value)
 
 
 def case_name(o: Outcome) -> str:
@@ -39,6 +42,7 @@ def case_name(o: Outcome) -> str:
 
 
 def to_junit(result: CheckResult) -> str:
+    import xml.etree.ElementTree as ET  # only when a JUnit report is written (start-up)
     outcomes = result.outcomes
     root = ET.Element("testsuites", name="tieeval check", tests=str(len(outcomes)),
                       failures=str(sum(not o.passed for o in outcomes)), errors="0",

@@ -7,44 +7,85 @@ expectation and variance, the formula with a reference, and its names in every v
 order of ``--help`` and error messages; :mod:`tieeval.metrics.registry` registers them.
 
 Adding a measure is one module here (its class and instance) plus its tests, and one line
-in :data:`MEASURES`; CONTRIBUTING.md walks through an example.
+in :data:`ORDER` (and its names in :data:`KEYS`); CONTRIBUTING.md walks through an
+example.
 """
 
-from tieeval.metrics.measures.ap import GMAP, MAP
-from tieeval.metrics.measures.auc import AUC, V_AUC
+from __future__ import annotations
+
+import importlib
+
 from tieeval.metrics.measures.base import NEEDS, ORDERS, VOCABULARIES, Measure
-from tieeval.metrics.measures.bpref import BPREF, GM_BPREF
-from tieeval.metrics.measures.counts import (
-    NUM_NONREL_JUDGED_RET,
-    NUM_Q,
-    NUM_REL,
-    NUM_REL_RET,
-    NUM_RET,
-)
-from tieeval.metrics.measures.dcg import DCG, NDCG, SDCG, SNDCG
-from tieeval.metrics.measures.err import ERR
-from tieeval.metrics.measures.gain import BING, G
-from tieeval.metrics.measures.hr import HR, SUCCESS, TIE_DECIDED
-from tieeval.metrics.measures.infap import INFAP
-from tieeval.metrics.measures.iprec import IPREC, IPREC_11PT
-from tieeval.metrics.measures.judged import JUDGED
-from tieeval.metrics.measures.rbp import RBP, RBP_RESID
-from tieeval.metrics.measures.rdcg import NDCG_REL, RNDCG
-from tieeval.metrics.measures.recall import PRECISION, RECALL
-from tieeval.metrics.measures.relative import RELATIVE_P
-from tieeval.metrics.measures.rprec import RPREC, RPREC_MULT
-from tieeval.metrics.measures.rr import MRR
-from tieeval.metrics.measures.sets import SET_AP, SET_F, SET_P, SET_R, SET_REL_P, UTILITY
-from tieeval.metrics.measures.signed import SHR, SRECALL
-from tieeval.metrics.measures.unjudged import UNJUDGED
 
-#: Every measure, in the order of ``--help`` and error messages.
-MEASURES: tuple[Measure, ...] = (
-    HR, RECALL, PRECISION, DCG, NDCG, MRR, MAP, SHR, SRECALL, SDCG, SNDCG, V_AUC, SUCCESS,
-    RPREC, BPREF, JUDGED, NUM_RET, NUM_REL, NUM_REL_RET, NUM_Q, GMAP, ERR, IPREC, AUC,
+# The modules load when a measure of theirs is first looked up, not with this package: a
+# run asking for NDCG@10 imports dcg.py (and what it builds on), not the 20 families (the
+# command line's start-up). MEASURES and TIE_DECIDED are attributes loaded on first use.
+
+#: Every measure as (module, name in it), in the order of ``--help`` and error messages.
+ORDER: tuple[tuple[str, str], ...] = (
+    ("hr", "HR"), ("recall", "RECALL"), ("recall", "PRECISION"), ("dcg", "DCG"),
+    ("dcg", "NDCG"), ("rr", "MRR"), ("ap", "MAP"), ("signed", "SHR"), ("signed", "SRECALL"),
+    ("dcg", "SDCG"), ("dcg", "SNDCG"), ("auc", "V_AUC"), ("hr", "SUCCESS"),
+    ("rprec", "RPREC"), ("bpref", "BPREF"), ("judged", "JUDGED"), ("counts", "NUM_RET"),
+    ("counts", "NUM_REL"), ("counts", "NUM_REL_RET"), ("counts", "NUM_Q"), ("ap", "GMAP"),
+    ("err", "ERR"), ("iprec", "IPREC"), ("auc", "AUC"),
     # trec_eval's measures, in its measure-table order
-    INFAP, GM_BPREF, RPREC_MULT, UTILITY, IPREC_11PT, BING, G, NDCG_REL, RNDCG,
-    RELATIVE_P, SET_P, SET_REL_P, SET_R, SET_AP, SET_F, NUM_NONREL_JUDGED_RET, RBP,
-    RBP_RESID, UNJUDGED)
+    ("infap", "INFAP"), ("bpref", "GM_BPREF"), ("rprec", "RPREC_MULT"), ("sets", "UTILITY"),
+    ("iprec", "IPREC_11PT"), ("gain", "BING"), ("gain", "G"), ("rdcg", "NDCG_REL"),
+    ("rdcg", "RNDCG"), ("relative", "RELATIVE_P"), ("sets", "SET_P"), ("sets", "SET_REL_P"),
+    ("sets", "SET_R"), ("sets", "SET_AP"), ("sets", "SET_F"),
+    ("counts", "NUM_NONREL_JUDGED_RET"), ("rbp", "RBP"), ("rbp", "RBP_RESID"),
+    ("unjudged", "UNJUDGED"))
 
-__all__ = ["MEASURES", "NEEDS", "ORDERS", "TIE_DECIDED", "VOCABULARIES", "Measure"]
+#: The registry keys (:func:`tieeval.metrics.registry.key`: names, aliases and library
+#: names) each module's measures register, so that a lookup imports only that module. It
+#: only saves time: a key missing here loads every module (tests/metrics/test_registry.py
+#: checks that it is complete and exact).
+KEYS: dict[str, str] = {
+    "hr": "HR HIT HITRATE HITRATIO SUCCESS",
+    "recall": "RECALL R PRECISION P",
+    "dcg": "DCG NDCG SDCG SNDCG",
+    "rr": "MRR RR RECIPRANK",
+    "ap": "MAP AP AVERAGEPRECISION GMAP GMMAP",
+    "signed": "SHR SRECALL",
+    "auc": "VAUC AUC",
+    "rprec": "RPREC RPRECISION RPRECMULT",
+    "bpref": "BPREF GBPREF GMBPREF",
+    "judged": "JUDGED",
+    "counts": "NUMRET NUMREL NUMRELRET NUMQ NUMNONRELJUDGEDRET",
+    "err": "ERR",
+    "iprec": "IPREC IPRECATRECALL IPREC11PT",
+    "infap": "INFAP",
+    "sets": "UTILITY SETP SETRELP SETR SETAP SETF",
+    "gain": "BING NORMGAIN",
+    "rdcg": "NDCGREL RNDCG",
+    "relative": "RELATIVEP",
+    "rbp": "TRECRBP TRECRBPRESID",
+    "unjudged": "UNJUDGED",
+}
+
+#: registry key -> the module registering it (from :data:`KEYS`)
+MODULE_OF_KEY = {k: module for module, keys in KEYS.items() for k in keys.split()}
+
+
+def measures_of(module: str) -> list[Measure]:
+    """The measures of one module of :data:`ORDER`, in that order (the module imported)."""
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    return [getattr(loaded, name) for mod, name in ORDER if mod == module]
+
+
+def __getattr__(name: str):
+    if name == "MEASURES":  # every measure, in the order of --help and error messages
+        value: object = tuple(
+            getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+            for module, attr in ORDER)
+    elif name == "TIE_DECIDED":
+        from tieeval.metrics.measures.hr import TIE_DECIDED as value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+__all__ = ["KEYS", "MEASURES", "MODULE_OF_KEY", "NEEDS", "ORDER", "ORDERS", "TIE_DECIDED",
+           "VOCABULARIES", "Measure", "measures_of"]

@@ -191,6 +191,8 @@ class DiscountedGain(Measure):
                 if span is None:
                     order = np.lexsort((-lab, rows))
                     rows, lab = rows[order], lab[order]
+                elif span <= _GRADES:
+                    rows, lab = _by_grade(rows, lab, span, b.rows, b.prune_depth)
                 else:  # one sort of a whole-number key: row, then label descending
                     top = float(lab.max())
                     key = np.sort(rows * span + (top - lab).astype(np.int64))
@@ -271,3 +273,23 @@ SNDCG = DiscountedGain(
     options=_SDCG_OPTIONS, names={"tieeval": ("SNDCG",)},
     needs=frozenset({"labels", "cutoff"}), signed_gain=True,
     normaliser="positives")
+
+
+_GRADES = 64  # whole-number labels spanning at most this many values: counted per grade
+
+
+def _by_grade(rows: np.ndarray, lab: np.ndarray, span: int, nrows: int,
+              depth: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The positive labels ``lab`` (whole numbers spanning ``span`` values) of rows
+    ``rows``, listed by row and label descending, as a sort would list them, from a count
+    of each grade per row instead; with ``depth``, only each row's first ``depth`` (no
+    cutoff read deeper). Within a row the labels come in the same order, so the sums
+    over them are the same, bit for bit."""
+    top = float(lab.max())
+    counts = np.bincount(rows * span + (top - lab).astype(np.int64),
+                         minlength=nrows * span).reshape(nrows, span)
+    if depth is not None:
+        before = np.cumsum(counts, axis=1) - counts
+        counts = np.clip(depth - before, 0, counts)
+    cells = np.repeat(np.arange(nrows * span, dtype=np.int64), counts.ravel())
+    return cells // span, top - (cells % span).astype(np.float64)

@@ -126,8 +126,11 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
         return Spread(np.zeros(0, dtype=np.int64), [], [], over)
     brow = b.brow[blocks]
     starts = np.flatnonzero(np.concatenate(([True], brow[1:] != brow[:-1])))
+    ends = np.append(starts[1:], blocks.size)
+    surely_over = _surely_over(b, blocks, starts, m_t, cls, classes, droppable)
+    over[brow[starts[surely_over]]] = True
     kept = 0
-    for lo, hi in zip(starts, np.append(starts[1:], blocks.size)):
+    for lo, hi in zip(starts[~surely_over], ends[~surely_over]):
         row = int(brow[lo])
         plan, work = [], 0.0
         for t in blocks[lo:hi]:
@@ -154,6 +157,32 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
         values_out.append(base[row] + values / norm[row])
         probs_out.append(probs)
     return Spread(np.asarray(rows_out, dtype=np.int64), values_out, probs_out, over)
+
+
+#: How far above the work limit (in logarithms) the vectorised estimate of a row's work
+#: must be for the row to be left out without the exact per-block sum: the estimate adds
+#: the same terms in another order, which moves it by far less.
+_SURE_MARGIN = 1e-6
+
+
+def _surely_over(b, blocks: np.ndarray, starts: np.ndarray, m_t, cls, classes: int,
+                 droppable: int | None) -> np.ndarray:
+    """Per row (``starts`` into ``blocks``), whether its work is surely beyond
+    :data:`GEO_WORK_LIMIT`: the sum of :func:`log_orders` of its blocks, computed for
+    every block at once. A row within :data:`_SURE_MARGIN` of the limit is left to the
+    exact per-block sum of :func:`spread`, so which rows are enumerated never changes."""
+    size = b.bsz[blocks].astype(np.int64)
+    first = b.bst[blocks].astype(np.int64)
+    owner = np.repeat(np.arange(blocks.size), size)
+    pos = np.repeat(first - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+    counts = np.bincount(owner * classes + np.asarray(cls)[pos].astype(np.int64),
+                         minlength=blocks.size * classes).reshape(blocks.size, classes)
+    if droppable is not None:  # whole blocks inside the cutoff leave these items out
+        counts[np.asarray(m_t)[blocks] == size, droppable] = 0
+    table = np.array([math.lgamma(k + 1.0) for k in range(int(size.max()) + 1)])
+    work = table[counts.sum(axis=1)] - table[counts].sum(axis=1)
+    rows = np.add.reduceat(work, starts)
+    return rows > math.log(GEO_WORK_LIMIT) + _SURE_MARGIN
 
 
 def log_root_mean(values: np.ndarray, probs: np.ndarray, count: int, floor: float) -> float:

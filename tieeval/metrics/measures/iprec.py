@@ -95,7 +95,8 @@ def _interpolated(ev, lab, levels) -> dict:
     b = ev.b
     rel = b.relevant(lab) & ev.in_k
     c = np.cumsum(rel, dtype=np.int64)
-    base = np.concatenate(([0], c))[b.offsets[:-1]]
+    upto = np.concatenate(([0], c))
+    base = upto[b.offsets[:-1]]
     so_far = c - base[b.row]
     prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
     # max precision at this rank or below (suffix maximum, row by row)
@@ -107,12 +108,16 @@ def _interpolated(ev, lab, levels) -> dict:
         best = np.zeros(b.size)
         for _, idx in b._by_length(np.arange(b.rows)):
             best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
+    # the c-th relevant item of a row (c >= 1) is found from the row's count of relevant
+    # items before it, per row rather than by comparing every position at every level
+    where_rel = np.flatnonzero(rel)
+    in_row = upto[b.offsets[1:]] - base
     out_levels = {}
     for level in levels:
         cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
         out = np.zeros(b.rows)
-        at = rel & (so_far == cut[b.row])  # the c-th relevant item (c >= 1)
-        out[b.row[at]] = best[at]
+        reached = np.flatnonzero((cut >= 1) & (cut <= in_row))
+        out[reached] = best[where_rel[base[reached] + cut[reached] - 1]]
         zero = (cut == 0) & (b.n > 0)
         out[zero] = best[b.offsets[:-1][zero]]
         out_levels[level] = out

@@ -1,0 +1,76 @@
+"""The registry imports a measure's module when one of its names is looked up: the index of
+names by module (``tieeval.metrics.measures.KEYS``) must be exactly what the modules
+register, and a registry filled piece by piece must answer, list and iterate as one filled
+at once."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tieeval.metrics.measures as measures
+from tieeval.metrics.measures import KEYS, MEASURES, MODULE_OF_KEY, ORDER, Measure
+from tieeval.metrics.registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_order_lists_every_measure_the_modules_define():
+    defined = set()
+    for info in pkgutil.iter_modules(measures.__path__):
+        module = importlib.import_module(f"{measures.__name__}.{info.name}")
+        defined |= {id(v) for v in vars(module).values() if isinstance(v, Measure)}
+    assert {id(m) for m in MEASURES} == defined
+    assert len({id(m) for m in MEASURES}) == len(ORDER)
+
+
+def test_keys_index_is_exactly_what_each_module_registers():
+    module_of = {id(getattr(importlib.import_module(f"{measures.__name__}.{module}"), name)):
+                 module for module, name in ORDER}
+    registered = {k: module_of[id(spec)] for k, spec in REGISTRY.items()
+                  if id(spec) in module_of}
+    # a mismatch: KEYS in tieeval/metrics/measures/__init__.py must list these keys
+    assert registered == MODULE_OF_KEY
+    assert sorted(KEYS) == sorted(set(module for module, _ in ORDER))
+
+
+LOOKUPS = """
+import json, sys
+from tieeval.metrics import registry
+for name in sys.argv[1:]:
+    registry.REGISTRY.get(name)
+print(json.dumps({"names": registry.metric_names(),
+                  "keys": list(registry.REGISTRY), "aliases": registry.aliases(),
+                  "library": registry.library_names()}))
+"""
+
+
+def lookups(*names: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", LOOKUPS, *names], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_registry_filled_by_lookups_lists_as_one_filled_at_once():
+    at_once = lookups("no such metric")  # an unknown name registers every measure
+    piecemeal = lookups("NDCG", "RecipRank", "P", "gm_map")
+    assert piecemeal == at_once
+    assert at_once["names"] == [m.name for m in MEASURES]
+
+
+def test_looking_up_a_name_imports_only_its_module():
+    code = ("import sys; from tieeval.metrics.metric import Metric; "
+            "[Metric.parse(n) for n in ('HR@10', 'NDCG@10', 'MRR')]; "
+            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules "
+            "if m.startswith('tieeval.metrics.measures.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout.replace("'", '"')))
+    assert {"hr", "dcg", "rr"} <= loaded
+    assert not {"bpref", "iprec", "sets", "rbp", "infap"} & loaded
