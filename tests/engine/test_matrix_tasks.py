@@ -63,6 +63,7 @@ def test_batch_tasks_cover_every_row_once_in_even_rounds(tmp_path, rows, size, t
     dump = open_dump(path)
     tasks = dump.batch_tasks(size, threads)
     batches = [task() for task in tasks]
+    dump.finish()
     dump.end_pass()
     starts = [b.start for b in batches]
     assert starts == sorted(starts)

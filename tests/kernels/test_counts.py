@@ -326,3 +326,33 @@ def test_row_sums_of_byte_flags_are_exact_at_their_width_limits(cols):
     assert (got.b == np.count_nonzero(scores == p, axis=1)).all()
     assert (got.top == np.count_nonzero(scores == scores.max(axis=1)[:, None], axis=1)).all()
     assert got.a[1] == cols - 1 and got.b[0] == cols
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint16])
+def test_columnwise_and_rowwise_counts_agree_with_count_nonzero(dtype):
+    # short rows are counted on a transposed copy of the block, longer ones along rows:
+    # both against the plain definitions, on either side of the switch
+    from tieeval.kernels.counts import COLUMNWISE_BELOW
+    rng = np.random.default_rng(int(np.dtype(dtype).num))
+    for cols in (1, 2, COLUMNWISE_BELOW - 1, COLUMNWISE_BELOW):
+        scores = rng.integers(0, 4, size=(500, cols)).astype(dtype)
+        positive = rng.integers(0, cols, 500)
+        got = dense_counts(scores, positive)
+        p = scores[np.arange(500), positive][:, None]
+        assert (got.a == np.count_nonzero(scores > p, axis=1)).all()
+        assert (got.b == np.count_nonzero(scores == p, axis=1)).all()
+        top = np.count_nonzero(scores == scores.max(axis=1)[:, None], axis=1)
+        assert (got.top == top).all()
+        want = np.argmax(np.argsort(scores * -1 if dtype != np.uint16 else ~scores, axis=1)
+                         == positive[:, None], axis=1) + 1
+        assert (got.original == want).all()
+
+
+def test_a_nan_names_the_same_row_whichever_way_rows_are_counted():
+    from tieeval.kernels.counts import COLUMNWISE_BELOW
+    for cols in (5, COLUMNWISE_BELOW + 5):
+        scores = np.ones((300, cols), dtype=np.float32)
+        scores[[17, 230], 3] = np.nan
+        with pytest.raises(NanScoreError) as err:
+            dense_counts(scores, np.zeros(300, dtype=np.int64))
+        assert err.value.row == 17 and err.value.count == 2

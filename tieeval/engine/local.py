@@ -248,10 +248,12 @@ def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulat
         for part, rows, nbytes in map_tasks(one, tasks):
             acc.merge(part)
             tick(rows, nbytes)
-        dump.end_pass()
+        dump.finish()
     except ReadAgain as exc:  # pragma: no cover - matrix parts never restart
         dump.start_over(exc)
         raise
+    finally:
+        dump.end_pass()
     return acc
 
 

@@ -205,7 +205,8 @@ class Dump:
         parts, if any, read only in order). ``batch_rows``: the most rows of a task;
         ``balance`` > 1 evens the batches out over that many threads (a multiple of it,
         of equal sizes), so that no thread is left with a short last round. After the
-        last task, :meth:`end_pass` makes the checks due once every row was read."""
+        last task, :meth:`finish` makes the checks due once every row was read, and
+        :meth:`end_pass` ends the pass."""
         parts = self.parts
         # the part's own class says so: a wrapper that adds fields to a part's batches
         # (relevance members) hands other attributes on to the part, but not this one
@@ -227,13 +228,10 @@ class Dump:
                 for start, stop in zip(bounds[:-1], bounds[1:])]
 
     def end_pass(self) -> None:
-        """The end of a pass by :meth:`batch_tasks`: the checks due once every row was
-        read (:meth:`finish`), and the batch buffers go."""
-        try:
-            self.finish()
-        finally:
-            from tieeval.io import buffers
-            buffers.release()
+        """The end of a pass by :meth:`batch_tasks`, complete or not: its batch buffers go
+        (the checks due once every row was read are :meth:`finish`'s)."""
+        from tieeval.io import buffers
+        buffers.release()
 
     def _part_batches(self, parts, size: int) -> Iterator[Batch]:
         try:

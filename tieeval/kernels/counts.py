@@ -83,6 +83,9 @@ BLOCK_SCORES = 1 << 18
 # more: a cast per value) and summed per row as 0/1 bytes into uint16, exact while a row
 # has at most this many candidates; longer rows sum into int64.
 _UINT16_EXACT = (1 << 16) - 1
+# Rows of fewer candidates than this are counted column-wise (a transposed copy of the
+# block): numpy's loops along a row of 100 scores cost more per score than the copy.
+COLUMNWISE_BELOW = 160
 _BUFFERS = threading.local()
 
 
@@ -134,31 +137,43 @@ def _dense_block(scores, positive, nan_policy, row0, out) -> None:
     One pass for the row maximum, then each of the three comparisons (``>`` and ``==``
     the positive, ``==`` the maximum) written into one reused boolean work array and
     summed per row as 0/1 bytes (exact whole-number sums: the counts
-    ``np.count_nonzero`` gives).
+    ``np.count_nonzero`` gives). Short rows are first copied column by column
+    (:data:`COLUMNWISE_BELOW`): numpy's per-row loops are then long ones.
     """
     rows, cols = scores.shape
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
-    if worst:
-        row_max = np.fmax.reduce(scores, axis=1)  # ignores NaN unless the whole row is NaN
+    flags = _buffer(rows * cols, np.bool_)
+    total = np.uint16 if cols <= _UINT16_EXACT else np.int64
+    p = scores[np.arange(rows), positive]
+    if cols < COLUMNWISE_BELOW and not worst:
+        # a row's candidates down a column: the max, the comparisons and their sums run
+        # along all the block's rows at once, the same values compared in the same dtype
+        view = _buffer(rows * cols, scores.dtype).reshape(cols, rows)
+        np.copyto(view, scores.T)
+        row_max = view.max(axis=0)
+        against_p, against_max, axis = p, row_max, 0
+        flags = flags.reshape(cols, rows)
     else:
-        row_max = scores.max(axis=1)
+        view = scores
+        row_max = (np.fmax.reduce(scores, axis=1) if worst  # NaN only if the row is all NaN
+                   else scores.max(axis=1))
+        against_p, against_max, axis = p[:, None], row_max[:, None], 1
+        flags = flags.reshape(rows, cols)
+    if not worst:
         try:
             _check_nan(row_max, nan_policy)
         except NanScoreError as exc:
             raise NanScoreError(row0 + exc.row, exc.count) from None
-    p = scores[np.arange(rows), positive][:, None]
+    ones = flags.view(np.uint8)
     # the top tie: where the positive holds the row maximum (a == 0) that is its own tie
     # block, so one count of == max serves every row
-    flags = _buffer(rows * cols, np.bool_).reshape(rows, cols)
-    ones = flags.view(np.uint8)
-    total = np.uint16 if cols <= _UINT16_EXACT else np.int64
-    for i, (compare, against) in enumerate(((np.greater, p), (np.equal, p),
-                                            (np.equal, row_max[:, None]))):
-        compare(scores, against, out=flags)
-        out[i] = ones.sum(axis=1, dtype=total)
+    for i, (compare, against) in enumerate(((np.greater, against_p), (np.equal, against_p),
+                                            (np.equal, against_max))):
+        compare(view, against, out=flags)
+        out[i] = ones.sum(axis=axis, dtype=total)
     a, b, top = out
     if worst:
-        nan_pos = np.isnan(p[:, 0])
+        nan_pos = np.isnan(p)
         if nan_pos.any():
             nans = np.count_nonzero(np.isnan(scores[nan_pos]), axis=1)
             a[nan_pos] = cols - nans
