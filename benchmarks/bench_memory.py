@@ -253,8 +253,10 @@ def median(values) -> float:
 def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None) -> None:
     print("## Peak memory against rows (tieeval compare, default --jobs; MB, median of "
           f"{repeat})\n")
-    print("| reader | 1M x 101 | 10M x 101 | 10M / 1M | seconds 1M | seconds 10M |" + (
-        " before: 1M | before: 10M | before: 10M / 1M |" if baseline else ""))
+    # the matrices: 1M and 10M rows of 101; a TREC run: 0.2M and 2M lines (its row says)
+    print("| reader | peak MB | peak MB, 10x the rows | 10x / 1x | seconds | seconds, 10x "
+          "the rows |" + (" before: 1x | before: 10x | before: 10x / 1x |"
+                          if baseline else ""))
     print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |"
                                                         if baseline else ""))
     for reader in readers:
@@ -269,7 +271,7 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
         mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
         s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
         small, big = (1_000_000, ROOT), (10_000_000, ROOT)
-        line = (f"| {reader} | {mb[small]:.1f} | {mb[big]:.1f} | {mb[big] / mb[small]:.3f} | "
+        line = (f"| {reader} (1M / 10M x 101) | {mb[small]:.1f} | {mb[big]:.1f} | {mb[big] / mb[small]:.3f} | "
                 f"{s[small]:.2f} | {s[big]:.2f} |")
         if baseline:
             old = mb[1_000_000, baseline], mb[10_000_000, baseline]
@@ -278,7 +280,7 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
         if reader == "npy":
             fused = [cli(paths[10_000_000], env={"TIEEVAL_KERNEL": "numba"})
                      for _ in range(repeat)]
-            print(f"| npy, TIEEVAL_KERNEL=numba | | "
+            print(f"| npy, TIEEVAL_KERNEL=numba (10M x 101) | | "
                   f"{median(r['peak_mb'] for r in fused):.1f} | | | "
                   f"{median(r['seconds'] for r in fused):.2f} |", flush=True)
         if not keep and reader != "npy":  # the NPY files are the others' source
