@@ -271,8 +271,8 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
         mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
         s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
         small, big = (1_000_000, ROOT), (10_000_000, ROOT)
-        line = (f"| {reader} (1M / 10M x 101) | {mb[small]:.1f} | {mb[big]:.1f} | {mb[big] / mb[small]:.3f} | "
-                f"{s[small]:.2f} | {s[big]:.2f} |")
+        line = (f"| {reader} (1M / 10M x 101) | {mb[small]:.1f} | {mb[big]:.1f} | "
+                f"{mb[big] / mb[small]:.3f} | {s[small]:.2f} | {s[big]:.2f} |")
         if baseline:
             old = mb[1_000_000, baseline], mb[10_000_000, baseline]
             line += f" {old[0]:.1f} | {old[1]:.1f} | {old[1] / old[0]:.3f} |"

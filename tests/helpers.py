@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import EvalSpec
@@ -48,3 +51,16 @@ def tie_orderings(scores, labels):
     blocks = [[lab for v, lab in zip(values, labels) if v == level] for level in levels]
     per_block = [sorted(set(itertools.permutations(b))) for b in blocks]
     return [sum(parts, ()) for parts in itertools.product(*per_block)]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def python_output(code: str, *args: str) -> str:
+    """What ``python -c code args...`` prints, run in a fresh interpreter from the
+    repository's root (what a module loads at start-up is seen only there); a failure
+    fails the test with the interpreter's stderr."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import python_output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,10 +42,8 @@ def test_importing_tieeval_loads_no_heavy_dependency():
     """``import tieeval`` and ``tieeval --version`` load neither pyarrow, rich nor scipy."""
     code = ("import sys, tieeval; from tieeval.cli import main; "
             "print(sorted(m for m in ('pyarrow', 'rich', 'scipy', 'numba') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    out = python_output(code)
+    assert out.strip() == "[]"
 
 
 RENDERERS = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "tieeval", "report"))
@@ -63,10 +62,8 @@ def test_rendering_a_result_loads_no_engine_reader_or_kernel(renderer):
             "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
             "(['tieeval', 'engine'], ['tieeval', 'io'], ['tieeval', 'kernels'], "
             "['tieeval', 'analysis'])))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    out = python_output(code)
+    assert out.strip() == "[]"
 
 
 def test_kernels_load_no_reader():
@@ -76,10 +73,8 @@ def test_kernels_load_no_reader():
             "[importlib.import_module('tieeval.kernels.' + m.name) "
             "for m in pkgutil.iter_modules(k.__path__)]; "
             "print(sorted(m for m in sys.modules if m.startswith('tieeval.io')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    out = python_output(code)
+    assert out.strip() == "[]"
 
 
 def test_each_class_name_names_one_class():
@@ -120,11 +115,9 @@ def test_compare_on_an_npy_dump_loads_only_what_it_uses(tmp_path):
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('pyarrow', 'scipy', 'pyspark', 'rich') or "
             "m.startswith('tieeval.metrics.measures.'))))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
+    proc = python_output(code)
     assert out.read_text().startswith("{")  # the command ran
-    loaded = set(proc.stdout.split())
+    loaded = set(proc.split())
     assert not {m for m in loaded if not m.startswith("tieeval.")}, loaded
     measures = {m.rsplit(".", 1)[1] for m in loaded}
     assert {"hr", "dcg", "rr"} <= measures  # HR@K, NDCG@K and MRR
@@ -147,7 +140,5 @@ def test_the_command_list_of_help_is_each_commands_own_and_imports_none():
             "try:\n    cli.main(['--help'], prog_name='tieeval', standalone_mode=False)\n"
             "except SystemExit:\n    pass\n"
             "print(sorted(m for m in ('numpy', 'tieeval.cli.compare') if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("[]")
+    proc = python_output(code)
+    assert proc.strip().endswith("[]")

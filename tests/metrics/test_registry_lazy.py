@@ -8,15 +8,12 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
-import subprocess
-import sys
-from pathlib import Path
+
+from helpers import python_output
 
 import tieeval.metrics.measures as measures
 from tieeval.metrics.measures import KEYS, MEASURES, MODULE_OF_KEY, ORDER, Measure
 from tieeval.metrics.registry import REGISTRY
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_order_lists_every_measure_the_modules_define():
@@ -50,10 +47,7 @@ print(json.dumps({"names": registry.metric_names(),
 
 
 def lookups(*names: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", LOOKUPS, *names], capture_output=True,
-                         text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json.loads(python_output(LOOKUPS, *names))
 
 
 def test_a_registry_filled_by_lookups_lists_as_one_filled_at_once():
@@ -68,9 +62,6 @@ def test_looking_up_a_name_imports_only_its_module():
             "[Metric.parse(n) for n in ('HR@10', 'NDCG@10', 'MRR')]; "
             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules "
             "if m.startswith('tieeval.metrics.measures.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    loaded = set(json.loads(out.stdout.replace("'", '"')))
+    loaded = set(json.loads(python_output(code).replace("'", '"')))
     assert {"hr", "dcg", "rr"} <= loaded
     assert not {"bpref", "iprec", "sets", "rbp", "infap"} & loaded

@@ -62,6 +62,18 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
     return list(_pool(count).map(fn, blocks))
 
 
+def _in_batch(fn: Callable[[T], U]) -> Callable[[T], U]:
+    """``fn`` run as one batch's work on a sort thread: inside it, :func:`threads` is 1
+    (the batch's own sorts stay in its thread)."""
+    def inline(item: T) -> U:
+        _LOCAL.inline = True
+        try:
+            return fn(item)
+        finally:
+            _LOCAL.inline = False
+    return inline
+
+
 def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
     threads, at most one item per thread in flight: results are yielded in item order.
@@ -76,12 +88,7 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
         yield fn(head.pop())
         return
 
-    def inline(item: T) -> U:
-        _LOCAL.inline = True
-        try:
-            return fn(item)
-        finally:
-            _LOCAL.inline = False
+    inline = _in_batch(fn)
     pool = _pool(count)
     pending: list = []
     try:
@@ -114,12 +121,7 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
             yield fn(item)
         return
 
-    def inline(item: T) -> U:
-        _LOCAL.inline = True
-        try:
-            return fn(item)
-        finally:
-            _LOCAL.inline = False
+    inline = _in_batch(fn)
     pool = _pool(threads())
     pending: list = [pool.submit(inline, item) for item in items]
     try:
