@@ -98,15 +98,8 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
                 yield pending.pop(0).result()
         while pending:
             yield pending.pop(0).result()
-    finally:
-        for future in pending:  # an error or a consumer that stopped: let them finish
-            future.cancel()
-        for future in pending:
-            if not future.cancelled():
-                try:
-                    future.result()
-                except BaseException:  # noqa: BLE001 - the first error is already raised
-                    pass
+    finally:  # an error or a consumer that stopped: let those running finish
+        _settle(pending)
 
 
 def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
@@ -130,15 +123,20 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
             pending[i] = None  # its result is not kept here once yielded
             yield future.result()
     finally:
-        live = [f for f in pending if f is not None]
-        for future in live:
-            future.cancel()
-        for future in live:
-            if not future.cancelled():
-                try:
-                    future.result()
-                except BaseException:  # noqa: BLE001 - the first error is already raised
-                    pass
+        _settle([f for f in pending if f is not None])
+
+
+def _settle(futures: list) -> None:
+    """Cancel the futures not started and wait for those running (their errors dropped:
+    the first error is already raised, or the consumer stopped)."""
+    for future in futures:
+        future.cancel()
+    for future in futures:
+        if not future.cancelled():
+            try:
+                future.result()
+            except BaseException:  # noqa: BLE001 - the first error is already raised
+                pass
 
 
 def _drain(items: list) -> Iterator:
