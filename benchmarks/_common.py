@@ -26,6 +26,54 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(DATA, "pycache"))
 
 
+def npy_to_npz(src: str, out: str, *, deflated: bool = False) -> str:
+    """The NPY file ``src`` as an NPZ at ``out`` with its one member ``scores.npy``, as
+    ``np.savez`` (or ``np.savez_compressed``) writes it, streamed 64 MB at a time (zip64
+    allowed) and moved into place whole."""
+    import zipfile
+    method = zipfile.ZIP_DEFLATED if deflated else zipfile.ZIP_STORED
+    with zipfile.ZipFile(out + ".tmp", "w", compression=method, allowZip64=True) as zf:
+        with zf.open("scores.npy", "w", force_zip64=True) as dst, open(src, "rb") as fh:
+            while buf := fh.read(64 << 20):
+                dst.write(buf)
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def npy_to_parquet(src: str, out: str, group_bytes: int = 32 << 20) -> str:
+    """The NPY matrix ``src`` as Parquet at ``out``: one ``list<float>`` column
+    ``scores``, row groups of about ``group_bytes`` of scores (snappy), as pyarrow and
+    Spark write such rows by default; read memory-mapped, written one row group at a time
+    and moved into place whole."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    scores = np.load(src, mmap_mode="r")
+    rows, cols = scores.shape
+    group = max(1, group_bytes // (4 * cols))
+    schema = pa.schema([("scores", pa.list_(pa.float32()))])
+    with pq.ParquetWriter(out + ".tmp", schema) as writer:
+        for start in range(0, rows, group):
+            block = np.ascontiguousarray(scores[start:start + group])
+            offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * cols)
+            col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
+            writer.write_table(pa.table({"scores": col}), row_group_size=group)
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def interleaved(runs: dict, repeat: int, self_timed=()) -> dict:
+    """Each run's wall times over ``repeat`` rounds, every round running each in turn;
+    a run named in ``self_timed`` returns its own time (None: not installed)."""
+    times: dict = {k: [] for k in runs}
+    for _ in range(repeat):
+        for key, fn in runs.items():
+            t0 = time.perf_counter()
+            got = fn()
+            times[key].append(got if key in self_timed else time.perf_counter() - t0)
+    return times
+
+
 def warm_up() -> None:
     """Run the CLI once on a single-positive and a labelled dump, so that the bytecode of
     every module the timed runs import is cached before the first timed run."""

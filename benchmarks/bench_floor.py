@@ -53,7 +53,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from _common import DATA, peer_pytrec, peer_ranx, peer_torchmetrics, topk_ndcg, warm_up
+from _common import (
+    DATA,
+    interleaved,
+    npy_to_npz,
+    npy_to_parquet,
+    peer_pytrec,
+    peer_ranx,
+    peer_torchmetrics,
+    topk_ndcg,
+    warm_up,
+)
 
 
 def write(name: str, rows: int, cols: int, tied: bool, seed: int = 0) -> str:
@@ -141,31 +151,14 @@ def floor(path: str) -> list:
 def as_npz(path: str) -> str:
     """The dump as a stored NPZ (member ``scores``), written once."""
     out = path[:-4] + ".npz"
-    if not os.path.exists(out):
-        np.savez(out, scores=np.load(path, mmap_mode="r"))
-    return out
+    return out if os.path.exists(out) else npy_to_npz(path, out)
 
 
 def as_parquet(path: str) -> str:
-    """The dump as Parquet: a ``list<float>`` column, row groups of about 32 MB (snappy),
-    as make_data.py writes them."""
+    """The dump as Parquet (a ``list<float>`` column, row groups of about 32 MB), as
+    make_data.py writes them, written once."""
     out = path[:-4] + ".parquet"
-    if os.path.exists(out):
-        return out
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    s = np.load(path, mmap_mode="r")
-    rows, cols = s.shape
-    group = max(1, (32 << 20) // (4 * cols))
-    schema = pa.schema([("scores", pa.list_(pa.float32()))])
-    with pq.ParquetWriter(out + ".tmp", schema) as writer:
-        for lo in range(0, rows, group):
-            block = np.ascontiguousarray(s[lo:lo + group])
-            offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * cols)
-            col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
-            writer.write_table(pa.table({"scores": col}), row_group_size=group)
-    os.replace(out + ".tmp", out)
-    return out
+    return out if os.path.exists(out) else npy_to_parquet(path, out)
 
 
 def floor_npz(path: str) -> list:
@@ -237,17 +230,6 @@ def check_floor() -> None:
         assert (rank == want[tied]).all() and (tied == np.flatnonzero(b > 1)).all()
     print("floor exact: a, b, top tie and the argsort rank agree with the plain "
           "definitions on 20 seeded tied dumps")
-
-
-def interleaved(runs: dict, repeat: int) -> dict:
-    """Each run's wall times over ``repeat`` rounds, every round running each in turn."""
-    times: dict = {k: [] for k in runs}
-    for _ in range(repeat):
-        for key, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - t0)
-    return times
 
 
 def naive(path: str) -> None:

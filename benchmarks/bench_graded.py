@@ -37,7 +37,7 @@ import sys
 import time
 
 import numpy as np
-from _common import DATA, warm_up
+from _common import DATA, interleaved, warm_up
 from bench_trec import make_files
 
 
@@ -116,12 +116,7 @@ def main() -> None:
         "trec": lambda: cli("--qrels", qrels, run),
         "sklearn": lambda: sklearn_end_to_end(path, m, args.rows),
     }
-    times: dict = {k: [] for k in runs}
-    for _ in range(args.repeat):
-        for key, fn in runs.items():
-            t0 = time.perf_counter()
-            got = fn()
-            times[key].append(got if key == "sklearn" else time.perf_counter() - t0)
+    times = interleaved(runs, args.repeat, self_timed=("sklearn",))
     if any(t is None for t in times["sklearn"]):
         print("scikit-learn not installed: skipped", file=sys.stderr)
         times["sklearn"] = [float("nan")] * args.repeat

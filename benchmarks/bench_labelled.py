@@ -50,6 +50,7 @@ import numpy as np
 from _common import (
     DATA,
     HERE,
+    interleaved,
     peer_pytrec,
     peer_ranx,
     peer_torchmetrics,
@@ -203,12 +204,7 @@ def main() -> None:
                 "floor": lambda path=path: floor(path, K),
                 "script": lambda path=path: floor_script(path),
                 "sklearn": sklearn}
-        times: dict = {k: [] for k in runs}
-        for _ in range(args.repeat):
-            for key, fn in runs.items():
-                t0 = time.perf_counter()
-                got = fn()
-                times[key].append(got if key == "sklearn" else time.perf_counter() - t0)
+        times = interleaved(runs, args.repeat, self_timed=("sklearn",))
         if any(x is None for x in times["sklearn"]):
             del times["sklearn"]
         med = {k: statistics.median(v) for k, v in times.items()}

@@ -43,10 +43,9 @@ import subprocess
 import sys
 import threading
 import time
-import zipfile
 
 import numpy as np
-from _common import DATA, warm_up
+from _common import DATA, npy_to_npz, npy_to_parquet, warm_up
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -96,40 +95,27 @@ def write_dump(reader: str, rows: int) -> str:
         return out
     src = write_npy(rows)
     if reader == "npz":  # what np.savez writes (a stored member), streamed
-        with zipfile.ZipFile(out + ".tmp", "w", compression=zipfile.ZIP_STORED,
-                             allowZip64=True) as zf:
-            with zf.open("scores.npy", "w", force_zip64=True) as dst, \
-                    open(src, "rb") as fh:
-                while buf := fh.read(64 << 20):
-                    dst.write(buf)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        scores = np.load(src, mmap_mode="r")
-        if reader == "parquet":  # row groups of 32 MB of scores, as make_data.py writes
-            group = (32 << 20) // (4 * COLS)
-            schema = pa.schema([("scores", pa.list_(pa.float32()))])
-            with pq.ParquetWriter(out + ".tmp", schema) as writer:
-                for start in range(0, rows, group):
-                    block = np.ascontiguousarray(scores[start:start + group])
-                    offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * COLS)
-                    col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
-                    writer.write_table(pa.table({"scores": col}), row_group_size=group)
-        else:  # long: one row per (instance, candidate), sorted by instance
-            schema = pa.schema([("instance", pa.int64()), ("position", pa.int32()),
-                                ("score", pa.float32()), ("label", pa.int8())])
-            label = np.zeros(COLS, dtype=np.int8)
-            label[0] = 1
-            step = (1 << 22) // COLS
-            with pq.ParquetWriter(out + ".tmp", schema) as writer:
-                for start in range(0, rows, step):
-                    block = np.ascontiguousarray(scores[start:start + step])
-                    n = len(block)
-                    writer.write_table(pa.table({
-                        "instance": np.repeat(np.arange(start, start + n, dtype=np.int64),
-                                              COLS),
-                        "position": np.tile(np.arange(COLS, dtype=np.int32), n),
-                        "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
+        return npy_to_npz(src, out)
+    if reader == "parquet":  # row groups of 32 MB of scores, as make_data.py writes
+        return npy_to_parquet(src, out)
+    # long: one row per (instance, candidate), sorted by instance
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    scores = np.load(src, mmap_mode="r")
+    schema = pa.schema([("instance", pa.int64()), ("position", pa.int32()),
+                        ("score", pa.float32()), ("label", pa.int8())])
+    label = np.zeros(COLS, dtype=np.int8)
+    label[0] = 1
+    step = (1 << 22) // COLS
+    with pq.ParquetWriter(out + ".tmp", schema) as writer:
+        for start in range(0, rows, step):
+            block = np.ascontiguousarray(scores[start:start + step])
+            n = len(block)
+            writer.write_table(pa.table({
+                "instance": np.repeat(np.arange(start, start + n, dtype=np.int64),
+                                      COLS),
+                "position": np.tile(np.arange(COLS, dtype=np.int32), n),
+                "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
     os.replace(out + ".tmp", out)
     return out
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
-import zipfile
 
 import numpy as np
-from _common import DATA
+from _common import DATA, npy_to_npz, npy_to_parquet
 
 CHUNK_BYTES = 64 << 20
 
@@ -73,38 +72,14 @@ def write_npz(name: str, deflated: bool) -> str:
     out = path(name, "npz-deflated" if deflated else "npz")
     if os.path.exists(out):
         return out
-    src = write_npy(name)
-    method = zipfile.ZIP_DEFLATED if deflated else zipfile.ZIP_STORED
-    # What np.savez / np.savez_compressed write, streamed: member scores.npy, zip64 allowed.
-    with zipfile.ZipFile(out + ".tmp", "w", compression=method, allowZip64=True) as zf:
-        with zf.open("scores.npy", "w", force_zip64=True) as dst, open(src, "rb") as fh:
-            while True:
-                buf = fh.read(CHUNK_BYTES)
-                if not buf:
-                    break
-                dst.write(buf)
-    os.replace(out + ".tmp", out)
-    return out
+    return npy_to_npz(write_npy(name), out, deflated=deflated)
 
 
 def write_parquet(name: str) -> str:
     out = path(name, "parquet")
     if os.path.exists(out):
         return out
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    rows, cols = SHAPES[name]
-    group = max(1, ROW_GROUP_BYTES // (4 * cols))
-    src = np.load(write_npy(name), mmap_mode="r")
-    schema = pa.schema([("scores", pa.list_(pa.float32()))])
-    with pq.ParquetWriter(out + ".tmp", schema) as writer:
-        for start in range(0, rows, group):
-            block = np.ascontiguousarray(src[start:start + group])
-            offsets = pa.array(np.arange(len(block) + 1, dtype=np.int32) * cols)
-            col = pa.ListArray.from_arrays(offsets, pa.array(block.ravel()))
-            writer.write_table(pa.table({"scores": col}), row_group_size=group)
-    os.replace(out + ".tmp", out)
-    return out
+    return npy_to_parquet(write_npy(name), out, ROW_GROUP_BYTES)
 
 
 def make(name: str) -> None:
