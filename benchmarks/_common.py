@@ -26,6 +26,20 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(DATA, "pycache"))
 
 
+def npy_from_chunks(out: str, rows: int, cols: int, chunks) -> str:
+    """A float32 NPY of ``rows`` x ``cols`` at ``out`` from ``(start row, block)``
+    chunks, written through a memory map and moved into place whole."""
+    import numpy as np
+    mm = np.lib.format.open_memmap(out + ".tmp", mode="w+", dtype=np.float32,
+                                   shape=(rows, cols))
+    for start, block in chunks:
+        mm[start:start + len(block)] = block
+    mm.flush()
+    del mm
+    os.replace(out + ".tmp", out)
+    return out
+
+
 def npy_to_npz(src: str, out: str, *, deflated: bool = False) -> str:
     """The NPY file ``src`` as an NPZ at ``out`` with its one member ``scores.npy``, as
     ``np.savez`` (or ``np.savez_compressed``) writes it, streamed 64 MB at a time (zip64

@@ -45,7 +45,7 @@ import threading
 import time
 
 import numpy as np
-from _common import DATA, npy_to_npz, npy_to_parquet, warm_up
+from _common import DATA, npy_from_chunks, npy_to_npz, npy_to_parquet, warm_up
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -74,13 +74,7 @@ def write_npy(rows: int) -> str:
     os.makedirs(FOLDER, exist_ok=True)
     out = os.path.join(FOLDER, f"sampled_{rows}.npy")
     if not os.path.exists(out):
-        mm = np.lib.format.open_memmap(out + ".tmp", mode="w+", dtype=np.float32,
-                                       shape=(rows, COLS))
-        for start, block in _score_chunks(rows):
-            mm[start:start + len(block)] = block
-        mm.flush()
-        del mm
-        os.replace(out + ".tmp", out)
+        npy_from_chunks(out, rows, COLS, _score_chunks(rows))
     return out
 
 

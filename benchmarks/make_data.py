@@ -17,7 +17,7 @@ import os
 import sys
 
 import numpy as np
-from _common import DATA, npy_to_npz, npy_to_parquet
+from _common import DATA, npy_from_chunks, npy_to_npz, npy_to_parquet
 
 CHUNK_BYTES = 64 << 20
 
@@ -58,14 +58,7 @@ def write_npy(name: str) -> str:
         return out
     os.makedirs(DATA, exist_ok=True)
     rows, cols = SHAPES[name]
-    mm = np.lib.format.open_memmap(out + ".tmp", mode="w+", dtype=np.float32,
-                                   shape=(rows, cols))
-    for start, block in _chunks(name):
-        mm[start:start + len(block)] = block
-    mm.flush()
-    del mm
-    os.replace(out + ".tmp", out)
-    return out
+    return npy_from_chunks(out, rows, cols, _chunks(name))
 
 
 def write_npz(name: str, deflated: bool) -> str:
