@@ -483,6 +483,38 @@ def test_sigterm_and_sighup_stop_workers_in_one_line(tmp_path, big_npy, name, co
     assert left == []
 
 
+_POOL_THREAD_MASKS = """
+import os, signal, threading
+from tieeval.engine import parallel
+parallel._submit(parallel.pool(2), os.getpid).result()
+for thread in threading.enumerate():
+    if thread is threading.main_thread():
+        continue
+    with open(f"/proc/self/task/{thread.native_id}/status") as status:
+        blocked = next(int(line.split()[1], 16) for line in status
+                       if line.startswith("SigBlk:"))
+    print(thread.name, bool(blocked >> (signal.SIGPIPE - 1) & 1))
+parallel.stop_workers()
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc")
+def test_pool_threads_cannot_be_killed_by_sigpipe():
+    """A signal to the whole group ends the workers at once; the pool's own threads may
+    then write to a worker that is gone before this process's handler runs. With SIGPIPE
+    at its default (the command line's, for ``| head``) that write would end the process
+    with no message and no exit code of its own: the pool's threads hold SIGPIPE blocked,
+    so the write fails with EPIPE, which the pool handles, and the run ends on its signal's
+    one line (test above, signalled as a group)."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, "-c", _POOL_THREAD_MASKS], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    threads = dict(line.rsplit(" ", 1) for line in proc.stdout.splitlines())
+    assert threads, "the pool started no thread"  # its manager and queue feeder
+    assert set(threads.values()) == {"True"}, threads
+
+
 @pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_sigterm_leaves_no_temp_or_spill_files(tmp_path, big_npy, name, code):
     out = tmp_path / "out"

@@ -59,11 +59,16 @@ _STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP
 # what a worker unblocks: stop_workers ends workers with SIGTERM, and a group's SIGTERM or
 # SIGHUP ends them quietly (their default action), whereas Ctrl-C stays ignored
 _WORKER_UNBLOCKED = _STOP_SIGNALS - {signal.SIGINT}
+# also held back for the threads the pool starts (they inherit the mask): a write of theirs
+# to a worker already gone (a group's SIGTERM ends the workers first) must fail with EPIPE,
+# which the pool handles, and not end this process by SIGPIPE before its own handler runs
+_MASKED = _STOP_SIGNALS | ({signal.SIGPIPE} if hasattr(signal, "SIGPIPE") else set())
 
 
 @contextmanager
 def _sigint_blocked():
-    """SIGINT, SIGTERM and SIGHUP held back while helper processes start.
+    """SIGINT, SIGTERM and SIGHUP (and SIGPIPE, see ``_MASKED``) held back while helper
+    processes and the pool's threads start.
 
     A process started meanwhile (the fork server, the resource tracker, a worker) inherits
     the signal mask, so it never gets a Ctrl-C halfway through its imports, and a signal to
@@ -85,7 +90,7 @@ def _sigint_blocked():
         old = signal.getsignal(sig)
         if callable(old):  # a Python handler: defer it (an ignored signal stays ignored)
             handlers[sig] = signal.signal(sig, defer)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _MASKED)
     try:
         yield
     finally:
