@@ -587,7 +587,7 @@ class RelBatch:
         if not isinstance(metric, RelMetric):
             raise ParameterError(f"metric must be a RelMetric (see parse_rel_metric), "
                                  f"got {metric!r}")
-        if self.compact and metric.spec.every_position:
+        if self.compact and metric.spec.full_table(self):
             return self.full().values(metric, original_order=original_order)
         if (self.prune_depth is not None
                 and not (isinstance(metric.k, int) and metric.level is None
