@@ -124,8 +124,16 @@ class ExactSum:
         self._merge(total, 53 - e0)
 
     def merge(self, other: "ExactSum") -> None:
-        """Add another exact sum into this one (exact, commutative, associative)."""
-        other._flush()
+        """Add another exact sum into this one (exact, commutative, associative).
+
+        ``other``'s values still waiting join this sum's waiting ones (a batch's part
+        holds few), so they are added in one gathered call, not one per part; ``other``
+        keeps its own sum."""
+        if other._pending:
+            self._pending.extend(other._pending)
+            self._waiting += other._waiting
+            if self._waiting >= _GATHER:
+                self._flush()
         self._merge(other._total, other._shift)
 
     def state(self) -> list:

@@ -37,9 +37,18 @@ MIN_GEO_MEAN = 1e-5
 MetricSpec = Measure
 
 
+_KEYS: dict = {}  # name -> key, for the names already seen (a measure's spec is looked
+#                  up per metric per batch)
+
+
 def key(name: str) -> str:
     """The lookup key of a name: upper case, ``-`` and ``_`` removed."""
-    return name.upper().replace("-", "").replace("_", "")
+    k = _KEYS.get(name) if isinstance(name, str) else None
+    if k is None:
+        k = name.upper().replace("-", "").replace("_", "")
+        if len(_KEYS) < 4096:
+            _KEYS[name] = k
+    return k
 
 
 _MISSING = object()

@@ -37,12 +37,17 @@ from tieeval.metrics.measures.cascade import (
 def _planned_levels(ev) -> set:
     """The recall levels of every IPrec and 11pt_avg metric planned on the batch with this
     metric's rounding: they share their set-up, so they are computed together, once."""
+    key = ("IPrec", "planned", ev.m.iprec_rounding)
+    kept = ev.b.shared.get(key)
+    if kept is not None and kept[0] is ev.b.planned:
+        return kept[1]
     levels: set = set()
     for m in ev.b.planned:
         if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
                 and m.iprec_rounding == ev.m.iprec_rounding):
             levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
                           else (0.0 if m.level is None else m.level,))
+    ev.b.shared[key] = (ev.b.planned, levels)
     return levels
 
 
@@ -101,12 +106,13 @@ def _interpolated(ev, lab, levels) -> dict:
     the compact block table, which keeps every relevant item at its true place, gives
     the full table's values."""
     b = ev.b
-    where_rel = np.flatnonzero(b.relevant(lab) & ev.in_k)  # in row order, then place
-    rel_row = b.row[where_rel]
-    in_row = np.bincount(rel_row, minlength=b.rows)
-    base = np.cumsum(in_row) - in_row  # each row's first relevant item in where_rel
-    so_far = np.arange(1, where_rel.size + 1) - base[rel_row]
-    best = _suffix_max(so_far / (b.pos[where_rel] + 1.0), rel_row, b.rows)
+    _, rel_row, so_far, place, base, in_row = b.relevant_places(lab)
+    inside = place < ev.kc[rel_row]
+    if not inside.all():  # a depth: each row's relevant items above it (a prefix)
+        rel_row, so_far, place = rel_row[inside], so_far[inside], place[inside]
+        in_row = np.bincount(rel_row, minlength=b.rows)
+        base = np.cumsum(in_row) - in_row
+    best = _suffix_max(so_far / (place + 1.0), rel_row, b.rows)
     out_levels = {}
     for level in levels:
         cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
