@@ -73,7 +73,7 @@ from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch
-from tieeval.metrics.measures import MEASURES, TIE_DECIDED
+from tieeval.metrics.measures import TIE_DECIDED
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
@@ -363,6 +363,7 @@ class GeneralKernel(Kernel):
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
         elif acc.no_relevant and options.no_relevant == "zero":
+            from tieeval.metrics.measures import MEASURES  # every family: here only
             skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
                        f"item ({_relevant(options)}); every metric but {skip} counts them "
