@@ -250,7 +250,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     new = np.ones(mi.size, dtype=bool)
     new[1:] = gkey[1:] != gkey[:-1]
     first_item = np.flatnonzero(new)
-    ib = np.cumsum(new) - 1  # block of each marked item
+    ib = np.cumsum(new.astype(np.int64)) - 1  # block of each marked item (numpy's
+    # cumulative sum of a bool array is several times slower than of its int64 copy)
     nblocks = first_item.size
     bsz = t[first_item]
     ba = a[first_item]

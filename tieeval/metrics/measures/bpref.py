@@ -129,7 +129,7 @@ class Bpref(Measure):
         b = ev.b
         rel = b.relevant(lab)
         nonrel = judged & ~rel
-        c = np.cumsum(nonrel, dtype=np.int64)
+        c = np.cumsum(nonrel.astype(np.int64))  # (faster than a bool array's cumsum)
         base = np.concatenate(([0], c))[b.offsets[:-1]]
         above = (c - base[b.row] - nonrel).astype(np.float64)  # judged non-relevant above
         hit = rel & ev.in_k

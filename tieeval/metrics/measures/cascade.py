@@ -659,7 +659,7 @@ def _last_max(val: np.ndarray, group: np.ndarray) -> np.ndarray:
     new = np.ones(group.size, dtype=bool)
     new[1:] = group[1:] != group[:-1]
     start = np.flatnonzero(new)
-    of = np.cumsum(new) - 1
+    of = np.repeat(np.arange(start.size), np.diff(np.append(start, group.size)))
     at = np.flatnonzero(val == np.maximum.reduceat(val, start)[of]) if start.size else start
     last = np.ones(at.size, dtype=bool)
     last[:-1] = of[at][1:] != of[at][:-1]
