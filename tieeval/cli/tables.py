@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from tieeval.analysis.groups import group_runs
-from tieeval.analysis.paper import figure1, paper_table
 from tieeval.records.runs import RunTables
 from tieeval.report.registry import renderer
 
@@ -39,7 +38,15 @@ def warn(lines, quiet: bool) -> None:
 def run_tables(runs, groups, table: str, *, seed_std: bool = True, what_if=None,
                trec_lines=None) -> RunTables:
     """The runs and their groups as ``table`` shows them: the paper's tables and Figure 1
-    are assembled only when a renderer asks for them (JSON never does)."""
+    are assembled only when a renderer asks for them (JSON never does), and their module
+    is imported only then (a run's own lines, as trec_eval's, never need it)."""
+    def paper_table(number, groups):
+        from tieeval.analysis.paper import paper_table as table
+        return table(number, groups)
+
+    def figure1(groups):
+        from tieeval.analysis.paper import figure1 as figure
+        return figure(groups)
     paper = None if table == "runs" else (lambda: paper_table(int(table), groups))
     return RunTables(runs, groups, table, seed_std, what_if, paper, trec_lines,
                      tables=lambda number: paper_table(number, groups),
