@@ -387,3 +387,44 @@ def test_rank_depth_large_tie_blocks_leave_every_value_unchanged(original, layou
             assert np.isnan(got[i])
         else:
             assert got[i] == pytest.approx(want, rel=1e-12)
+
+
+def _listed(scores, offsets):
+    """Each row sorted best first, as a TREC run lists it (original='given')."""
+    out = scores.copy()
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        out[lo:hi] = np.sort(scores[lo:hi])[::-1]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("layout", ["ragged", "dense"])
+def test_listed_rows_take_their_blocks_without_a_sort(seed, layout):
+    # rows listed best first: each item's place above its block and the block's size come
+    # from equal neighbours, not from a sort and searches; every value, the top ties and the
+    # counts equal the full table's (signed zeros tie, empty rows, judged items, a depth)
+    rng = np.random.default_rng(900 + seed)
+    values = [-0.0, 0.0, 0.5, 1.0, 2.0, 3.0]
+    if layout == "dense":
+        scores, labels = rng.choice(values, size=(40, 9)), rng.choice([0, 0, 0, 1, 2], (40, 9))
+        offsets = np.arange(41, dtype=np.int64) * 9
+        scores, labels = scores.ravel(), labels.ravel()
+    else:
+        scores, labels, offsets = _ragged(rng, 50, 20, values, [-1, 0, 0, 0, 1, 2],
+                                          dtype=np.float64)
+    scores = _listed(scores, offsets)
+    judged = rng.random(scores.size) < 0.3
+    for kw in ({}, {"judged": judged}, {"relevance_level": 2}, {"depth": 4}):
+        _check(scores, labels, offsets, original="given", **kw)
+    full = RelBatch(scores, labels, offsets, original="given")
+    cut = RelBatch(scores, labels, offsets, original="given", sparse=True, rank_depth=3,
+                   prune_depth=3)
+    for name in ["HR@1", "Precision@3", "NDCG@3", "MAP@3", "Recall@2"]:
+        a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+    for got, want in zip(cut.top_ties(), full.top_ties()):
+        assert np.array_equal(got, want)
+    n = np.diff(offsets)
+    assert np.array_equal(sparse_blocks._reversed_rows(scores, n, offsets),
+                          sparse_blocks._sorted_rows(scores, n, offsets))

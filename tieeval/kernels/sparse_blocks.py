@@ -66,6 +66,28 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
     return out
 
 
+def _reversed_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Every row of the flat ``s`` reversed in place of the row: rows listed best first
+    (non-increasing, no NaN) sorted ascending, equal for every comparison to
+    :func:`_sorted_rows` (which may order -0.0 and 0.0 otherwise), without a sort."""
+    if s.size == 0:
+        return s.copy()
+    row = np.repeat(np.arange(n.size), n)
+    return s[(offsets[:-1] + offsets[1:] - 1)[row] - np.arange(s.size)]
+
+
+def _listed_blocks(s: np.ndarray, n: np.ndarray, offsets: np.ndarray):
+    """The tie blocks of rows listed best first (non-increasing, no NaN): each block's
+    first position and size (int64), and the block of every position."""
+    new = np.ones(s.size, dtype=bool)
+    if s.size > 1:
+        np.not_equal(s[1:], s[:-1], out=new[1:])
+    new[offsets[:-1][n > 0]] = True  # a row starts a block
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, s.size))
+    return start, size, np.cumsum(new.astype(np.int64)) - 1
+
+
 def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps: int,
             right: bool) -> np.ndarray:
     """Per query, the first index of ``ss[lo:hi]`` (ascending) holding a value > ``v``
@@ -189,7 +211,9 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     # the marked items' rows and labels (the ideal DCG and the largest label read them)
     b._marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
-    ss = _sorted_rows(s, n, offsets)
+    listed = b.original == "given"  # rows listed best first (checked): no sort, no search
+    ss = (_reversed_rows(s, n, offsets) if listed else _sorted_rows(s, n, offsets)
+          ) if prune_depth is not None or not listed else None
     steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
@@ -210,20 +234,29 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
             keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
             if not keep.all():
                 mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
-    if width is not None:
-        right = _bound(ss, lo[mrow], width, v, right=True)
-    else:
-        right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
-    a = (hi[mrow] - right).astype(np.int64)
-    t = _tied(ss, lo[mrow], right, v, steps, width)
-    # each row's top tie: known where a marked item is at the top, else searched
-    top = np.zeros(rows, dtype=np.int64)
-    at_top = a == 0
-    top[mrow[at_top]] = t[at_top]
     full_rows = np.flatnonzero(n > 0)
-    rest = full_rows[top[full_rows] == 0]
-    top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width)
-    b._top_ties = (full_rows, top[full_rows])
+    if listed:
+        # equal neighbours of a row listed best first are its tie blocks: an item's a is
+        # its block's first place, t the block's size; the top tie is each row's first
+        start, size, block_of = _listed_blocks(s, n, offsets)
+        of = block_of[mi]
+        a = start[of] - offsets[mrow]
+        t = size[of]
+        b._top_ties = (full_rows, size[block_of[offsets[full_rows]]])
+    else:
+        if width is not None:
+            right = _bound(ss, lo[mrow], width, v, right=True)
+        else:
+            right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
+        a = (hi[mrow] - right).astype(np.int64)
+        t = _tied(ss, lo[mrow], right, v, steps, width)
+        # each row's top tie: known where a marked item is at the top, else searched
+        top = np.zeros(rows, dtype=np.int64)
+        at_top = a == 0
+        top[mrow[at_top]] = t[at_top]
+        rest = full_rows[top[full_rows] == 0]
+        top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width)
+        b._top_ties = (full_rows, top[full_rows])
     # position of every marked item in the 'original' ordering
     opos = a.copy()
     unsorted = None  # tied items below rank_depth: no metric reads their place
