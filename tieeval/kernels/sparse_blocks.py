@@ -212,8 +212,11 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     b._marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     listed = b.original == "given"  # rows listed best first (checked): no sort, no search
-    ss = (_reversed_rows(s, n, offsets) if listed else _sorted_rows(s, n, offsets)
-          ) if prune_depth is not None or not listed else None
+    ss = s[:0]  # the rows sorted ascending, where they are read: searches, a depth
+    if not listed:
+        ss = _sorted_rows(s, n, offsets)
+    elif prune_depth is not None:
+        ss = _reversed_rows(s, n, offsets)
     steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
