@@ -150,16 +150,26 @@ def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
                     runid: bool = True, print_queries: bool = True,
-                    num_rel: int | None = None) -> list[TrecLine]:
+                    num_rel: int | None = None, summary: bool = True,
+                    names: dict | None = None) -> list[TrecLine]:
     """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
     ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
     only when the measure is requested, ``-m runid`` or a nickname holding it) and the
     ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
     given (:func:`sequential_mean`); ``num_rel``: the 'all' line of num_rel when trec_eval
-    prints another count than the queries' sum (:func:`complete_num_rel`).
+    prints another count than the queries' sum (:func:`complete_num_rel`); ``summary=False``:
+    no ``runid`` and no ``all`` lines (trec_eval ``-n``: m_runid.c and meas_print_final.c
+    print nothing without its summary flag); ``names``: ``{(metric, k): name}``, the names
+    trec_eval prints for metrics given with their parameters spelled out (``rbp_p=0.9``).
     Undefined values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
+    given = names or {}
+
+    def name_of(metric: str, k, gamma) -> str:
+        printed = given.get((metric, k)) if gamma is None and trec_names else None
+        return printed or measure_name(metric, k, gamma, trec_names)
+
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
     nan = _zero_division(run)
     lines: list[TrecLine] = []
@@ -176,8 +186,10 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                     value = math.nan  # trec_eval's 0/0, printed -nan
                 elif np.isnan(value):
                     continue
-                lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
-                                      value, _integer(metric, k)))
+                lines.append(TrecLine(name_of(metric, k, gamma), qid, value,
+                                      _integer(metric, k)))
+    if not summary:
+        return lines
     if runid:
         lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
@@ -193,8 +205,8 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 value = sequential_mean(float(value), found[column])
             if num_rel is not None and row.metric == "NumRel":
                 value = num_rel
-        lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
-                              float(value), _integer(row.metric, row.k)))
+        lines.append(TrecLine(name_of(row.metric, row.k, row.gamma), ALL, float(value),
+                              _integer(row.metric, row.k)))
     return lines
 
 
@@ -230,11 +242,14 @@ def _runid(run: RunResult) -> str:
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
                runid: bool = True, print_queries: bool = True,
-               qrels_path: str | None = None) -> list[TrecLine]:
+               qrels_path: str | None = None, summary: bool = True,
+               names: dict | None = None) -> list[TrecLine]:
     """Every run's lines, one run after the other (``runid``: with its runid line;
-    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`)."""
+    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`; ``summary`` and
+    ``names``: as :func:`trec_eval_lines`)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
             for line in trec_eval_lines(run, column, q, runid, print_queries,
-                                        complete_num_rel(run, qrels_path))]
+                                        complete_num_rel(run, qrels_path) if summary else None,
+                                        summary, names)]

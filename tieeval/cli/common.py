@@ -36,7 +36,7 @@ from tieeval.metrics.metric import (
     parse_metric_list,
 )
 from tieeval.metrics.registry import aliases, check_k, metric_names
-from tieeval.metrics.spellings import asks_runid, spellings_text
+from tieeval.metrics.spellings import asks_runid, spellings_text, trec_printed_name
 from tieeval.results import ORIGINAL_RULES
 
 
@@ -90,18 +90,21 @@ class MetricType(click.ParamType):
             self.fail(str(exc), param, ctx)
         if family(value) is not None:  # P: one metric per --k, else trec_eval's cutoffs
             return MetricFamily(value, "", expanded)
-        return Named(expanded, asks_runid(value))
+        return Named(expanded, asks_runid(value), trec_printed_name(value))
 
 
 class Named(tuple):
     """The metrics one ``-m`` value names; ``runid``: it asks for trec_eval's runid line
-    (``-m runid``, ``official``, ``all_trec``)."""
+    (``-m runid``, ``official``, ``all_trec``); ``printed``: the name trec_eval prints for
+    it when that is not the metric's own (``rbp.p=0.9`` prints ``rbp_p=0.9``)."""
 
     runid: bool
+    printed: str | None
 
-    def __new__(cls, metrics, runid: bool = False):
+    def __new__(cls, metrics, runid: bool = False, printed: str | None = None):
         self = super().__new__(cls, metrics)
         self.runid = runid
+        self.printed = printed
         return self
 
 
@@ -262,6 +265,18 @@ def runid_asked(metrics) -> bool:
     """True when trec_eval would print the ``runid`` line: no ``-m`` (trec_eval's default
     list holds it) or a ``-m`` that asks for it (:func:`tieeval.metrics.spellings.asks_runid`)."""
     return not metrics or any(getattr(item, "runid", False) for item in metrics)
+
+
+def printed_names(metrics) -> dict:
+    """``{(metric name, k): name}``: the names trec_eval prints for metrics given with
+    their parameters spelled out (``-m rbp.p=0.9``: ``rbp_p=0.9``), the first ``-m``
+    naming a metric deciding, as trec_eval takes a measure's first parameters."""
+    out: dict = {}
+    for item in metrics or ():
+        printed = getattr(item, "printed", None)
+        if printed is not None and len(item) == 1:
+            out.setdefault((item[0].name, item[0].k), printed)
+    return out
 
 
 class _Stdout:
