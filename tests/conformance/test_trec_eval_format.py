@@ -146,8 +146,10 @@ def test_a_score_dump_prints_row_numbers(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--column", "tie_aware"], "--column and --per-query apply to --format trec_eval"),
-    (["--per-query"], "--column and --per-query apply to --format trec_eval"),
+    (["--column", "tie_aware"], "--column, --per-query and --no-summary apply to --format "
+                                "trec_eval"),
+    (["--per-query"], "--column, --per-query and --no-summary apply to --format trec_eval"),
+    (["--no-summary"], "--column, --per-query and --no-summary apply to --format trec_eval"),
     (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; did you mean ndcg_cut_10?"),
     (["-m", "relstring"], "'relstring' is trec_eval's relstring, which tieeval does not "
                           "compute"),

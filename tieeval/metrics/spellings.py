@@ -151,6 +151,13 @@ TREC_NOTES = {
                "in the qrels, whatever `-l` says; `--format trec_eval` prints that count, "
                "JSON the queries' sum",
     "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
+    "ndcg": "trec_eval's default gains (the relevance levels); `level=gain` parameters are "
+            "taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused",
+    "set_F": "trec_eval's default beta = 1; `-m set_F.1.0` is taken, another beta is refused",
+    "utility": "trec_eval's default weights 1, -1, 0, 0; `-m utility.1,-1,0,0` is taken, "
+               "other weights are refused",
+    "11pt_avg": "trec_eval's 11 default recall levels; `-m 11pt_avg.0,.1,.2,.3,.4,.5,.6,.7,"
+                ".8,.9,1` is taken, other levels are refused",
     "gm_bpref": "printed on the `all` line only, as trec_eval prints it",
     **{name: "trec_eval's default gains (the relevance levels); `level=gain` parameters "
              "are taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused"
