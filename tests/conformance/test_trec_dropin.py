@@ -103,3 +103,46 @@ def test_no_summary_needs_the_trec_eval_format_and_n_needs_the_convention():
     result = runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "--no-summary"])
     assert result.exit_code == 2
     assert "--no-summary apply to --format trec_eval" in result.stderr
+
+
+def test_relstring_writes_each_judgement_as_trec_eval_does(tmp_path):
+    """m_relstring.c's characters: the judgement 0-9, '>' above 9, '.' for any negative
+    judgement (in the pool, unjudged), '-' for a document in no qrels line; ties broken
+    by docno descending (d6 before d5 at the same score)."""
+    run = tmp_path / "run"
+    run.write_text("".join(f"q1 Q0 d{i} {i} {score} tag\n" for i, score in
+                           ((1, 9.0), (2, 8.0), (3, 7.0), (4, 6.0), (5, 5.0), (6, 5.0))))
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 12\nq1 0 d2 -2\nq1 0 d3 -1\nq1 0 d4 3\nq1 0 d6 0\n")
+    options = ["-q", "-m", "relstring.6", "-m", "num_ret"]
+    result = tieeval(qrels, run, options)
+    assert result.exit_code == 0, result.stderr
+    # derived from m_relstring.c by hand: d1 12 '>', d2 '.', d3 '.', d4 '3', d6 '0', d5 '-'
+    assert result.stdout.splitlines()[:2] == ["num_ret               \tq1\t6",
+                                              "relstring_6           \tq1\t'>..30-'"]
+    if os.access(TREC_EVAL, os.X_OK):
+        assert result.stdout_bytes == trec_eval_output(TREC_EVAL, qrels, run, options)
+
+
+def test_relstring_is_left_out_with_a_warning_for_another_column():
+    qrels, run, _ = CASES["n_official"]
+    result = runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "--convention",
+                                   "trec_eval", "--format", "trec_eval", "--per-query",
+                                   "--column", "tie_aware", "-m", "relstring", "-m", "map"])
+    assert result.exit_code == 0, result.stderr
+    assert "relstring" not in result.stdout and "map" in result.stdout
+    assert "relstring's lines are left out: it is the Original ranking's judgements" \
+        in result.stderr
+
+
+def test_parameters_trec_eval_keeps_on_its_bogus_ranking_are_refused_under_c():
+    """Under -c trec_eval scores a query the run misses on a one-document bogus ranking
+    and resets utility and rbp_resid only when they are named without parameters: with
+    them, its lines hold the bogus values (-1, 1.0), which tieeval refuses to guess."""
+    qrels, run, _ = CASES["relstring_c"]
+    result = tieeval(qrels, run, ["-c", "-m", "utility.1,-1,0,0", "-m", "rbp_resid.p=0.9"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "trec_eval scores a query the run misses on a bogus one-document ranking for " \
+        "rbp_resid_p=0.9, utility_1,-1,0,0" in result.stderr
+    result = tieeval(qrels, run, ["-c", "-m", "utility", "-m", "rbp_resid"])
+    assert result.exit_code == 0, result.stderr

@@ -13,6 +13,7 @@ from tieeval.cli.common import (
     printed_names,
     quiet_option,
     read_options,
+    relstring_asked,
     runid_asked,
 )
 from tieeval.cli.output import format_option, render
@@ -123,9 +124,27 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
     runs = [outcome.result for outcome in outcomes]
     groups = grouped(runs, quiet)
 
+    names = printed_names(metrics)
+
     def trec_lines():  # trec_eval's lines, made when its format asks for them
-        from tieeval.analysis.trec_eval import query_table, runs_lines
+        from tieeval.analysis.trec_eval import bogus_values_kept, query_table, runs_lines
+        kept = sorted({name for run in runs for name in bogus_values_kept(run, names)})
+        if kept:
+            raise click.UsageError(
+                f"under -c (--missing-queries zero) trec_eval scores a query the run misses "
+                f"on a bogus one-document ranking for {', '.join(kept)} (it resets only the "
+                "measures named without parameters), which tieeval does not reproduce: give "
+                "the measure without its parameters")
         queries = [query_table(o.values) for o in outcomes]
+        relstring = relstring_asked(metrics) if per_query else None
+        # relstring is the Original ranking's judgements, read from the run's own file
+        why = ("it is the Original ranking's judgements" if (column or "original")
+               != "original" else "it reads each TREC run's file, not its tags"
+               if read_kwargs.get("group_by_tag") else "it needs a TREC run (--qrels)"
+               if read_kwargs.get("qrels") is None else None)
+        if relstring is not None and why is not None:
+            warn([f"relstring's lines are left out: {why}"], quiet)
+            relstring = None
         # an 'all' value the column does not have (GMAP's tie-aware) has no line: say so
         # rather than drop it silently
         warn([f"{run.path}: {row.metric}{'' if row.k is None else f'@{row.k}'} has no "
@@ -135,7 +154,8 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
               and row.tie_aware_reason is not None], quiet)
         return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
                           print_queries=per_query, qrels_path=read_kwargs.get("qrels"),
-                          summary=not no_summary, names=printed_names(metrics))
+                          summary=not no_summary, names=names,
+                          relstring=relstring)
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))

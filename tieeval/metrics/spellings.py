@@ -48,6 +48,12 @@ TREC_UNJ = (5, 10, 20)  # m_unjudged.c
 #: trec_eval prints only when ``runid`` is requested, itself or in a nickname.
 RUNID = "runid"
 
+#: trec_eval's relstring (m_relstring.c): per query, the judgements of the top N ranked
+#: documents as text (default N = 10, ``-m relstring.N``). No metric here either: under
+#: ``--format trec_eval --per-query`` it asks for the lines, made from the Original ranking.
+RELSTRING = "relstring"
+RELSTRING_LENGTH = 10
+
 
 @dataclass(frozen=True)
 class TrecMeasure:
@@ -141,7 +147,9 @@ _TREC = {key(m.name): m for m in TREC_MEASURES}
 TREC_NOTES = {
     "runid": "not a metric: the `runid` line of `--format trec_eval`, printed when asked for "
              "(`-m runid`, `official`, `all_trec`)",
-    "relstring": "a per-query string of relevance codes, not a number to average",
+    "relstring": "not a metric: the per-query `relstring` lines of `--format trec_eval "
+                 "--per-query` (the Original ranking's judgements at the top N ranks), "
+                 "printed when asked for (`-m relstring`, `relstring.N`, `all_trec`)",
     "ideal_dcg": "the ideal DCG is NDCG's denominator, not reported on its own",
     "iprec_at_recall": "trec_eval 10's rounding of x·R (lround); trec_eval 9's (pytrec_eval) "
                        "with `--convention trec_eval9`",
@@ -387,6 +395,9 @@ def _trec_eval(text: str) -> list[str] | None:
         measure = _TREC.get(key(m.group(1)))
         if measure is None:
             return None
+        if measure.name == RELSTRING:
+            asks_relstring(text)  # its parameter checked; a line of the format, no metric
+            return []
         parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
         if not measure.param and parts:
             if not measure.fixed:
@@ -414,6 +425,8 @@ def _trec_eval(text: str) -> list[str] | None:
                     out += _texts(measure, measure.defaults, text)
             return out
         measure = _TREC.get(key(m.group(1)))
+        if measure is not None and measure.name == RELSTRING:
+            return []  # a line of trec_eval's format, no metric (asks_relstring)
         if measure is not None:  # ndcg_cut alone: trec_eval's default cutoffs
             if measure.param and not measure.defaults:
                 raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
@@ -528,6 +541,31 @@ def asks_runid(text: object) -> bool:
         return False
     name = key(m.group(1))
     return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
+
+
+def asks_relstring(text: object) -> tuple[str, int] | None:
+    """``(the name trec_eval prints, N)`` when ``text`` asks for trec_eval's relstring
+    lines: ``relstring`` or a nickname holding it (``all_trec``) for N = 10, printed
+    ``relstring``; ``relstring.N``, printed ``relstring_N`` (the parameter as written, as
+    meas_init.c appends it; N is trec_eval's ``(long)`` of the number, 0 below 0)."""
+    if not isinstance(text, str):
+        return None
+    m = _BARE.match(text)
+    if m is not None:
+        name = key(m.group(1))
+        if name == key(RELSTRING) or RELSTRING in _NICKNAMES.get(name, ()):
+            return RELSTRING, RELSTRING_LENGTH
+        return None
+    m = _PARAMETERS.match(text)
+    if m is None or key(m.group(1)) != key(RELSTRING):
+        return None
+    try:
+        value = float(m.group(2))
+        length = int(value)
+    except (ValueError, OverflowError):
+        raise ParameterError(f"parameter {m.group(2).strip()!r} of {text!r} must be a number "
+                             "of documents (relstring.20)") from None
+    return f"{RELSTRING}_{m.group(2)}", max(length, 0)
 
 
 def translate(text: object) -> list[str] | None:
@@ -680,7 +718,8 @@ _HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 def missing_trec() -> list[str]:
     """trec_eval's all_trec measures tieeval does not have."""
     return [m.name for m in TREC_MEASURES
-            if m.name in TREC_NICKNAMES["all_trec"] and not available(m.target)]
+            if m.name in TREC_NICKNAMES["all_trec"] and not available(m.target)
+            and m.name != RELSTRING]
 
 
 def markdown_table() -> str:
@@ -707,7 +746,10 @@ def markdown_missing() -> str:
     trec = ", ".join(f"`{name}`" for name in missing_trec())
     ir = ", ".join(f"`{name}`" for name, _, status, _ in ir_status()
                    if status == REFUSED and name not in IR_ALIASES)
-    return (f"- trec_eval's `all_trec` measures (`all_trec` expands without them): {trec}\n"
+    trec_line = (f" (`all_trec` expands without them): {trec}" if trec else
+                 ": none (`all_trec` prints every line trec_eval prints, `relstring` per "
+                 "query)")
+    return (f"- trec_eval's `all_trec` measures{trec_line}\n"
             f"- ir_measures' measures (the reasons: [the tables below]"
             f"(#every-trec_eval-and-ir_measures-measure)): {ir}\n")
 
@@ -729,7 +771,9 @@ def trec_status() -> list[tuple[str, str, str, str]]:
     rows = [(RUNID, "", NOTED, TREC_NOTES[RUNID])]
     for m in TREC_MEASURES:
         note = TREC_NOTES.get(m.name, "")
-        if available(m.target):
+        if m.name == RELSTRING:  # a line of the format, as runid
+            rows.append((m.name, "", NOTED, note))
+        elif available(m.target):
             rows.append((m.spelling(), _shown(str(m.target), m.param),
                          NOTED if note else SUPPORTED, note))
         else:
