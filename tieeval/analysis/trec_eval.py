@@ -205,9 +205,10 @@ def relstrings(run: RunResult, qrels_path: str, length: int,
     rel = run.relevance or {}
     queries = rel.get("queries") or {}
     judged_only = bool(queries.get("judged_only"))
-    qids, _, labels, offsets, _, query_set, _, judged, _, _ = load(
-        run.path, qrels_path, queries.get("missing_queries") or "skip", judged_only)
     depth = rel.get("depth")
+    qids, _, labels, offsets, _, query_set, _, judged, _, _ = load(
+        run.path, qrels_path, queries.get("missing_queries") or "skip", judged_only,
+        None if depth is None else int(depth))  # -J -M: cut at depth before -J
     limit = length if depth is None else min(length, int(depth))
     missing = set(query_set.qrels_only)
     out: dict[str, str] = {}
