@@ -247,9 +247,9 @@ class GeneralKernel(Kernel):
                 sums.variance.add(var)
         for k in acc.ks:
             hr = hr_values.get(k)
-            if hr is None:
-                hr = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
+            decided = (rb.tie_decided(self._hr[k]) if hr is None
+                       else cast(np.ndarray, hr.tie_decided))
+            acc.decided[k] += int(np.count_nonzero(decided & keep & ranked_pos))
             # a query the run does not answer (--missing-queries zero) has no candidates:
             # the query-set note reports it, not this warning
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))

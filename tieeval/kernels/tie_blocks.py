@@ -623,6 +623,18 @@ class RelBatch:
                                  f"rank_depth={self.rank_depth}")
         return Evaluation(self, metric, original_order).run()
 
+    def tie_decided(self, metric: RelMetric) -> np.ndarray:
+        """``values(metric, original_order=False).tie_decided``: from the measure's closed
+        form alone where it says which rows ties decide (HR@K, for the tie statistics),
+        without realising any ordering."""
+        if (self.compact and metric.spec.full_table(self)) or self.prune_depth is not None:
+            return cast(np.ndarray, self.values(metric, original_order=False).tie_decided)
+        ev = Evaluation(self, metric, False)
+        decided = ev.measure.bind(ev)[0]()[2]
+        if decided is None or ev.measure.extremes(ev) is not None:
+            return cast(np.ndarray, self.values(metric, original_order=False).tie_decided)
+        return decided & ev.defined
+
 
 class Evaluation:
     """One metric on one :class:`RelBatch`: the cutoff arrays and the block-table services
@@ -653,10 +665,11 @@ class Evaluation:
             # k is the metric's cutoff (a denominator: P@K divides by K); kc the counting
             # cutoff, capped at the retrieval depth
             kc = k if batch.depth is None else np.minimum(k, batch.depth)
-            cached = (k, kc, batch.pos < kc[batch.row],
-                      np.clip(kc[batch.brow] - batch.ba, 0, batch.bsz))
+            # the positions inside it (in_k) are made when a measure first reads them
+            cached = [k, kc, None, np.clip(kc[batch.brow] - batch.ba, 0, batch.bsz)]
             batch._cutoffs[key] = cached
-        self.k, self.kc, self.in_k, self.m_t = cached
+        self._cut = cached
+        self.k, self.kc, self.m_t = cached[0], cached[1], cached[3]
         self.measure = metric.spec
         defined = self.measure.defined(self)
         if metric.k is not None and metric.short_list == "skip":
@@ -716,6 +729,15 @@ class Evaluation:
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
                          tie_decided=decided & self.defined, defined=self.defined.copy(),
                          spread=spread)
+
+    @property
+    def in_k(self) -> np.ndarray:
+        """Per position of the table, whether its place is inside the counting cutoff
+        (shared by the metrics of the batch with the same cutoff; P@K and AP, which read
+        the relevant items only, never need it)."""
+        if self._cut[2] is None:
+            self._cut[2] = self.b.pos < self.kc[self.b.row]
+        return self._cut[2]
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
