@@ -56,12 +56,12 @@ class ReciprocalRank(Measure):
     def realise(self, ev, lab, judged):
         b = ev.b
         out = np.zeros(b.rows)
-        hit = np.flatnonzero(b.relevant(lab) & ev.in_k)
-        if hit.size:
-            r = b.row[hit]
-            keep = np.ones(hit.size, dtype=bool)
-            keep[1:] = r[1:] != r[:-1]
-            out[r[keep]] = 1.0 / (b.pos[hit[keep]] + 1.0)
+        # each row's first relevant item, from the ordering's relevant places (shared)
+        _, _, _, place, first, count = b.relevant_places(lab)
+        rows = np.flatnonzero(count)
+        at = place[first[rows]]
+        inside = at < ev.kc[rows]
+        out[rows[inside]] = 1.0 / (at[inside] + 1.0)
         return out
 
 
