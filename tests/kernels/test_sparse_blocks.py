@@ -429,19 +429,3 @@ def test_listed_rows_take_their_blocks_without_a_sort(seed, layout):
     assert np.array_equal(sparse_blocks._reversed_rows(scores, n, offsets),
                           sparse_blocks._sorted_rows(scores, n, offsets))
 
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("sparse", [False, True])
-def test_tie_decided_from_the_closed_form_equals_the_realised_orders(seed, sparse):
-    # the tie statistics' HR@K shares read which rows ties decide from HR's closed form
-    # alone: the rows where the best and the worst order of the ties differ
-    rng = np.random.default_rng(1300 + seed)
-    scores, labels, offsets = _ragged(rng, 60, 15, [0.0, 1.0, 2.0], [0, 0, 0, 1, 2])
-    for original in ("argsort", "stable"):
-        rb = RelBatch(scores, labels, offsets, original=original, sparse=sparse)
-        for k in (1, 2, 3, 5, 20):
-            m = parse_rel_metric(f"HR@{k}")
-            v = rb.values(m, original_order=False)
-            want = (v.first != v.last) & v.defined
-            assert np.array_equal(rb.tie_decided(m), want), k
-            assert np.array_equal(rb.tie_decided(m), v.tie_decided), k

@@ -623,18 +623,6 @@ class RelBatch:
                                  f"rank_depth={self.rank_depth}")
         return Evaluation(self, metric, original_order).run()
 
-    def tie_decided(self, metric: RelMetric) -> np.ndarray:
-        """``values(metric, original_order=False).tie_decided``: from the measure's closed
-        form alone where it says which rows ties decide (HR@K, for the tie statistics),
-        without realising any ordering."""
-        if (self.compact and metric.spec.full_table(self)) or self.prune_depth is not None:
-            return cast(np.ndarray, self.values(metric, original_order=False).tie_decided)
-        ev = Evaluation(self, metric, False)
-        decided = ev.measure.bind(ev)[0]()[2]
-        if decided is None or ev.measure.extremes(ev) is not None:
-            return cast(np.ndarray, self.values(metric, original_order=False).tie_decided)
-        return decided & ev.defined
-
 
 class Evaluation:
     """One metric on one :class:`RelBatch`: the cutoff arrays and the block-table services
