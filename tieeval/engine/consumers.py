@@ -114,7 +114,10 @@ class InstanceRows(Consumer):
         from tieeval.sink import open_output
         self.abort()  # a pass that started over writes a new file
         self._pa, self._pq = _pyarrow()
-        self._kernel, self._path = kernel, dump.path
+        self._kernel, self._path, self._dump = kernel, dump.path, dump
+        # batches that may come out of the dump's order (a streamed TREC run, one row a
+        # query) are held and written in its order at the end
+        self._held: list | None = [] if _may_reorder(dump) else None
         self._pending = open_output(self.out, inputs=[dump.path, *self.inputs],
                                     what="the per-instance file")
         self.rows = 0
@@ -141,12 +144,26 @@ class InstanceRows(Consumer):
         if not given:
             table = table.set_column(0, "instance", self._pa.array(
                 _instance_column(self.ids, self.rows, rows, self._path)))
+        if self._held is not None:
+            self._held.append(table)
+            self.rows += rows
+            return
+        self._write(table)
+
+    def _write(self, table) -> None:
         if self._writer is None:
             self._writer = self._pq.ParquetWriter(self._pending.file, table.schema)
         self._writer.write_table(table)
-        self.rows += rows
+        if self._held is None:
+            self.rows += table.num_rows
 
     def finish(self) -> None:
+        held, self._held = self._held, None
+        if held:
+            table = self._pa.concat_tables(held)
+            del held
+            order = _instance_order(self._dump)
+            self._write(table if order is None else table.take(self._pa.array(order)))
         if self._writer is None:
             raise InputError(f"{self._path}: no instances (empty dump)")
         self._writer.close()
@@ -187,7 +204,9 @@ class InstanceCollector(Consumer):
         self.collected: Collected | None = None
 
     def start(self, kernel: Kernel, dump: Dump) -> None:
-        self._kernel, self._path = kernel, dump.path
+        self._kernel, self._path, self._dump = kernel, dump.path, dump
+        if self.note is not None and _may_reorder(dump):
+            dump.keep_order()  # the notes are per batch: they need the dump's order
         self._values: list[list[InstanceValues]] = []
         self._ids: list = []
         self._notes: list = []
@@ -212,7 +231,31 @@ class InstanceCollector(Consumer):
             ids = np.concatenate([np.asarray(i) for i in self._ids])
             if ids.dtype == object:
                 ids = ids.astype(str)
+        order = _instance_order(self._dump)
+        if order is not None:  # instances in the dump's order (a streamed TREC run)
+            values = [_take(v, order) for v in values]
+            ids = None if ids is None else ids[order]
         self.collected = Collected(self._kernel, values, ids, self._notes)
+
+
+def _may_reorder(dump) -> bool:
+    """Whether ``dump``'s batches may come out of its order (see
+    :meth:`~tieeval.io.base.Dump.instance_order`)."""
+    return getattr(dump, "_order", None) is not None
+
+
+def _instance_order(dump) -> np.ndarray | None:
+    order = getattr(dump, "instance_order", None)
+    return None if order is None else order()
+
+
+def _take(values: InstanceValues, order: np.ndarray) -> InstanceValues:
+    """``values`` with its instances in ``order`` (the fields :func:`_concat` keeps)."""
+    def at(x):
+        return None if x is None else np.asarray(x)[order]
+    return InstanceValues(at(values.original), at(values.first), at(values.last),
+                          at(values.tie_aware), at(values.variance), at(values.tie_decided),
+                          at(values.defined))
 
 
 def _concat(values: list[InstanceValues]) -> InstanceValues:

@@ -898,6 +898,8 @@ def _queries(qids) -> str:
 #: bytes a line) on each batch thread stay below the arrays the reader holds (a 2M-line
 #: run: 215 -> 201 MB peak, about 5 % more time; ``benchmarks/bench_trec.py``).
 LINE_BYTES = 34
+#: The lines a query is taken to have when a streamed run's batches are sized.
+STREAM_LINES = 16
 
 
 def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
@@ -913,32 +915,30 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     judged_only = getattr(options, "judged_only", False)
     if not isinstance(judged_only, (bool, np.bool_)):
         raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
-    (qids, scores, labels, offsets, unranked, query_set, tags, judged, un_judged,
-     max_label) = load(path, qrels, missing, bool(judged_only))
-    rows = qids.size
-    un_labels, un_offsets = unranked
+    from tieeval.io.trec_stream import TrecSource
 
-    def batches(batch_rows):
-        for lo in range(0, rows, batch_rows):
-            hi = min(lo + batch_rows, rows)
-            a, b = offsets[lo], offsets[hi]
-            ua, ub = un_offsets[lo], un_offsets[hi]
-            yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
-                            offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
-                            nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
-                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
-                            unranked_judged=un_judged[ua:ub], max_label=max_label)
-    # each file is its own run, named after the file; the tag is kept as metadata
-    # (--group-by-tag labels runs by it instead)
-    metadata = {"tag": tags[0]} if len(tags) == 1 else {}
+    source = TrecSource(path, qrels, missing, bool(judged_only))
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
+    # until a pass has read the run: the query set's options (its counts come with the
+    # pass), no row count, and batches sized for queries of 16 lines: a streamed batch
+    # holds at most the lines that size allows (about 60,000 for the general kernel)
+    # and as many queries as that many lines hold
+    placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
+                           np.zeros(0))
+    # each file is its own run, named after the file; the tag is kept as metadata
+    # (--group-by-tag labels runs by it instead), set once the pass has read every tag
     # a row's bytes size the batches and so the working memory of the kernel, which holds
     # far more per line than the line's 17 bytes (scores, labels, judged mask)
-    dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path),
-                        row_bytes=max(1, int(LINE_BYTES * scores.size // rows)),
-                        warnings=[], relevance=info, query_set=query_set)
+    dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
+                        nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
+                        warnings=[], relevance=info, query_set=placeholder,
+                        _settle=source.settle, _start_over=source.start_over,
+                        _order=source.instance_order, _keep_order=source.keep_order)
+    source.dump = dump
+    if source.whole is not None:
+        whole = source.whole
+        source._settle_dump(whole[5], whole[6], whole[0].size, whole[1].size)
     return dump
 
 
