@@ -19,7 +19,8 @@ from tieeval.engine.local import evaluate_dump
 from tieeval.errors import InputError
 from tieeval.io.base import RelevanceReadOptions
 from tieeval.io.open import open_dump
-from tieeval.io.trec import open_trec_run, read_qrels, read_run, trec_order
+from tieeval.io.trec import read_qrels, read_run, trec_order
+from tieeval.io.trec_stream import open_trec_run
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric
 

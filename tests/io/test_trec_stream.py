@@ -23,7 +23,7 @@ import tieeval.io.trec_stream as trec_stream
 from tieeval.cli import cli
 from tieeval.engine.local import evaluate_dump
 from tieeval.io.base import RelevanceReadOptions
-from tieeval.io.trec import open_trec_run
+from tieeval.io.trec_stream import open_trec_run
 
 DATA = Path(__file__).parents[1] / "conformance" / "trec_reference"
 OPTIONS = {"none": (), "c": ("--missing-queries", "zero"), "J": ("--judged-only",),

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tieeval.errors import InputError
+from tieeval.io.arrow import from_numpy
 from tieeval.io.base import Dump
 from tieeval.kernels.base import Entry, Kernel
 from tieeval.records.batch import Batch
@@ -163,7 +164,7 @@ class InstanceRows(Consumer):
             table = self._pa.concat_tables(held)
             del held
             order = _instance_order(self._dump)
-            self._write(table if order is None else table.take(self._pa.array(order)))
+            self._write(table if order is None else table.take(from_numpy(order)))
         if self._writer is None:
             raise InputError(f"{self._path}: no instances (empty dump)")
         self._writer.close()

@@ -67,7 +67,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import LabelledDump, RelevanceInfo, check_row_length, require_regular_file
+from tieeval.io.base import check_row_length, require_regular_file
 from tieeval.io.buffers import release_freed
 from tieeval.records.batch import Batch
 
@@ -898,49 +898,7 @@ def _queries(qids) -> str:
 #: bytes a line) on each batch thread stay below the arrays the reader holds (a 2M-line
 #: run: 215 -> 201 MB peak, about 5 % more time; ``benchmarks/bench_trec.py``).
 LINE_BYTES = 34
-#: The lines a query is taken to have when a streamed run's batches are sized.
-STREAM_LINES = 16
 
 
-def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
-    """Open a TREC run with its qrels as a labelled dump (see the module docstring).
-
-    ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
-    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``.
-    """
-    path, qrels = os.fspath(path), os.fspath(qrels)
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, not a TREC run file")
-    missing = check_missing_queries(getattr(options, "missing_queries", None))
-    judged_only = getattr(options, "judged_only", False)
-    if not isinstance(judged_only, (bool, np.bool_)):
-        raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
-    from tieeval.io.trec_stream import TrecSource
-
-    source = TrecSource(path, qrels, missing, bool(judged_only))
-    info = RelevanceInfo("trec", items=False, original="given", unranked=True,
-                         fields=(os.path.basename(qrels),))
-    # until a pass has read the run: the query set's options (its counts come with the
-    # pass), no row count, and batches sized for queries of 16 lines: a streamed batch
-    # holds at most the lines that size allows (about 60,000 for the general kernel)
-    # and as many queries as that many lines hold
-    placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
-                           np.zeros(0))
-    # each file is its own run, named after the file; the tag is kept as metadata
-    # (--group-by-tag labels runs by it instead), set once the pass has read every tag
-    # a row's bytes size the batches and so the working memory of the kernel, which holds
-    # far more per line than the line's 17 bytes (scores, labels, judged mask)
-    dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
-                        nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
-                        warnings=[], relevance=info, query_set=placeholder,
-                        _settle=source.settle, _start_over=source.start_over,
-                        _order=source.instance_order, _keep_order=source.keep_order)
-    source.dump = dump
-    if source.whole is not None:
-        whole = source.whole
-        source._settle_dump(whole[5], whole[6], whole[0].size, whole[1].size)
-    return dump
-
-
-__all__ = ["open_trec_run", "read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
+__all__ = ["read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
            "MISSING_QUERIES", "check_missing_queries"]

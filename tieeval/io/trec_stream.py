@@ -30,12 +30,36 @@ from typing import Any
 
 import numpy as np
 
-from tieeval.errors import InputError
-from tieeval.io.arrow import to_numpy
-from tieeval.io.base import ReadAgain, check_row_length, require_regular_file
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.arrow import from_numpy, to_numpy
+from tieeval.io.base import (
+    LabelledDump,
+    ReadAgain,
+    RelevanceInfo,
+    check_row_length,
+    require_regular_file,
+)
+from tieeval.io.buffers import release_freed
+from tieeval.io.trec import (
+    _NO_RECORD,
+    _RUN_FIELDS,
+    LINE_BYTES,
+    QuerySet,
+    TrecBatch,
+    _array,
+    _parse,
+    _qrels_columns,
+    _read_chunks,
+    _text,
+    _trec_rows_order,
+    check_missing_queries,
+    load,
+)
 
 #: Bytes of the run parsed at a time (tests shrink it to put chunk ends inside queries).
 CHUNK_BYTES = 1 << 20
+#: The lines a query is taken to have when a streamed run's batches are sized.
+STREAM_LINES = 16
 
 
 _END = "end"
@@ -50,9 +74,6 @@ class _Qrels:
     """The judgements, sorted by (query, docno) for lookups by the run's lines."""
 
     def __init__(self, path: str):
-        import pyarrow as pa
-
-        from tieeval.io.trec import _qrels_columns
 
         cols = _qrels_columns(path)
         if cols.size == 0:
@@ -71,7 +92,7 @@ class _Qrels:
             raise WholeRun("a document is judged twice")
         self.rel = cols.value[order]
         # each judgement's docno, in the order of the keys
-        self.docno_sorted = cols.docno_dict.take(pa.array(cols.docno_codes[order]))
+        self.docno_sorted = cols.docno_dict.take(from_numpy(cols.docno_codes[order]))
         query = cols.qid_codes[order]
         nq = len(raw)
         # each query's judgements are keys[start[q]:start[q + 1]]
@@ -91,8 +112,6 @@ def _parsed_chunks(path: str, size: int):
     parsed while this one's queries are evaluated. :class:`WholeRun` for a chunk the fast
     parser does not take."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from tieeval.io.trec import _NO_RECORD, _RUN_FIELDS, _parse, _read_chunks
 
     chunks = _read_chunks(path, "run", size)
 
@@ -157,6 +176,7 @@ class TrecSource:
             # the whole-run reader reads the run first and names the error it always named
             self.q = None
             self.read_whole()
+        release_freed()  # the qrels parser's buffers, before the run's
 
     # -- what the engine and the consumers ask of the dump
 
@@ -178,8 +198,6 @@ class TrecSource:
     def read_whole(self) -> None:
         if self.whole is not None:
             return
-        from tieeval.io.trec import load
-
         self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only)
         self.order = None
         qids, scores = self.whole[0], self.whole[1]
@@ -188,8 +206,6 @@ class TrecSource:
             self._settle_dump(self.whole[5], tags, qids.size, scores.size)
 
     def _settle_dump(self, query_set, tags: list, rows: int, lines: int) -> None:
-        from tieeval.io.trec import LINE_BYTES
-
         dump = self.dump
         dump.query_set = query_set
         dump.metadata.pop("tag", None)
@@ -204,8 +220,6 @@ class TrecSource:
         return self._stream(batch_rows)
 
     def _whole_batches(self, batch_rows: int):
-        from tieeval.io.trec import TrecBatch
-
         assert self.whole is not None
         (qids, scores, labels, offsets, unranked, _, _, judged, un_judged,
          max_label) = self.whole
@@ -227,8 +241,6 @@ class TrecSource:
         """One pass, query by query; :class:`WholeRun` where it cannot go on."""
         import pyarrow as pa
         import pyarrow.compute as pc
-
-        from tieeval.io.trec import LINE_BYTES, _array, _text
 
         q = self.q
         assert q is not None and self.dump is not None
@@ -279,6 +291,45 @@ class TrecSource:
         carry = []
         yield from state.ready(final=True)
         yield from state.finish(list(tags))
+
+
+def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
+    """Open a TREC run with its qrels as a labelled dump (see :mod:`tieeval.io.trec` for
+    the rules, and this module's docstring for how the run is read).
+
+    ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
+    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``. The qrels are read
+    here; the run during each pass, so that its input errors come from the pass, and its
+    row count, query set and tag are known once a pass has read it.
+    """
+    path, qrels = os.fspath(path), os.fspath(qrels)
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a TREC run file")
+    missing = check_missing_queries(getattr(options, "missing_queries", None))
+    judged_only = getattr(options, "judged_only", False)
+    if not isinstance(judged_only, (bool, np.bool_)):
+        raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
+    source = TrecSource(path, qrels, missing, bool(judged_only))
+    info = RelevanceInfo("trec", items=False, original="given", unranked=True,
+                         fields=(os.path.basename(qrels),))
+    # until a pass has read the run: the query set's options (its counts come with the
+    # pass), no row count, and batches sized for queries of STREAM_LINES lines: a
+    # streamed batch holds at most the lines that size allows (about 60,000 for the
+    # general kernel) and as many queries as those lines hold
+    placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
+                           np.zeros(0))
+    # each file is its own run, named after the file; the tag is kept as metadata
+    # (--group-by-tag labels runs by it instead), set once the pass has read every tag
+    dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
+                        nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
+                        warnings=[], relevance=info, query_set=placeholder,
+                        _settle=source.settle, _start_over=source.start_over,
+                        _order=source.instance_order, _keep_order=source.keep_order)
+    source.dump = dump
+    if source.whole is not None:
+        whole = source.whole
+        source._settle_dump(whole[5], whole[6], whole[0].size, whole[1].size)
+    return dump
 
 
 class _Pass:
@@ -363,8 +414,6 @@ class _Pass:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from tieeval.io.trec import TrecBatch, _trec_rows_order
-
         q = self.q
         qids, docnos, scores, lengths = self._take()
         # the queries with judgements are the rows; the others are ignored, as trec_eval
@@ -379,7 +428,7 @@ class _Pass:
         keep = (qrow >= 0)[line_query]
         if not keep.all():
             idx = np.flatnonzero(keep)
-            docnos = docnos.take(idx)
+            docnos = docnos.take(from_numpy(idx))
             scores = scores[idx]
             line_query = line_query[idx]
         rows = np.flatnonzero(qrow >= 0)
@@ -399,7 +448,7 @@ class _Pass:
         jpos, jrow = _ranges(q.start[qrow], q.start[qrow + 1])
         lines = len(docnos)
         enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
-            pa.array(jpos))]))
+            from_numpy(jpos))]))
         nd = max(1, len(enc.dictionary))
         drank = np.empty(len(enc.dictionary), dtype=np.int64)
         drank[to_numpy(pc.sort_indices(enc.dictionary))] = np.arange(len(enc.dictionary))
@@ -469,8 +518,6 @@ class _Pass:
     def finish(self, tags: list):
         """The qrels' queries the run does not answer (rows under ``-c``), then the query
         set, the tag and the order of the rows."""
-        from tieeval.io.trec import QuerySet, TrecBatch
-
         q, source = self.q, self.source
         if not self.seen:
             raise WholeRun("an empty run")  # the whole-run reader says so
@@ -515,3 +562,6 @@ def _name(qid: bytes) -> str:
         return qid.decode("utf-8")
     except UnicodeDecodeError:
         raise WholeRun("a query id is not UTF-8") from None  # named by the whole-run reader
+
+
+__all__ = ["open_trec_run", "TrecSource", "WholeRun", "CHUNK_BYTES"]
