@@ -215,3 +215,18 @@ def test_lines_of_one_chunk_only_for_queries_in_a_chunk(tmp_path, monkeypatch):
         for qid, n in zip(batch.ids.tolist(), np.diff(batch.offsets).tolist()):
             got[qid] = n
     assert got == {f"q{q:02d}": int(n) for q, n in enumerate(sizes)}
+
+
+@pytest.mark.parametrize("run_text,expected", [
+    # -0.0 and 0.0 tie (trec_eval compares doubles): docno descending puts b first
+    ("q1 Q0 a 1 0.0 t\nq1 Q0 b 2 -0.0 t\n", 1.0),
+    ("q1 Q0 b 1 -0.0 t\nq1 Q0 a 2 0.0 t\n", 1.0),
+    # a NaN score ranks last under --nan-policy worst, whatever its docno
+    ("q1 Q0 b 1 nan t\nq1 Q0 a 2 1 t\n", 0.5),
+])
+def test_streamed_order_ties_zeros_and_puts_nan_last(run_text, expected, tmp_path):
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text(run_text)
+    qrels.write_text("q1 0 b 1\n")
+    r = evaluate_dump(open_trec_run(str(run), str(qrels)), ["MRR"], nan_policy="worst")
+    assert r.metric("MRR").original == expected

@@ -45,8 +45,11 @@ Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 * A document retrieved twice for one query, or judged twice, is an input error, as in
   trec_eval.
 
-Reading is vectorised and chunked: the file is read about 8 MB at a time, cut after a line
-end; each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
+A run is read query by query (:mod:`tieeval.io.trec_stream`, which opens runs:
+``open_trec_run``) when each query's lines come together; this module holds the rules,
+the parsers and :func:`load`, the whole-run reader it falls back to. That reader is
+vectorised and chunked: the file is read about 8 MB at a time, cut after a line end;
+each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
 one space, comment lines dropped) and split by pyarrow's CSV parser, and its records kept
 as compact arrays (query ids and docnos as int32 codes into dictionaries of the distinct
 ids, scores as float64), so memory follows the number of lines, not their bytes. Any line

@@ -370,11 +370,11 @@ class _Pass:
         full batches as they fill (the rest waits for the next chunk's queries)."""
         while self.waiting and (final or self.lines >= self.max_lines
                                 or self.queries >= self.batch_rows):
-            yield from self._batch()
+            yield from self._group()
 
-    def _take(self):
-        """The next batch's queries out of the waiting ones: ``(qids, docnos, scores,
-        lengths)``, at most ``batch_rows`` queries and ``max_lines`` lines (or one query)."""
+    def _take(self, max_rows: int, max_lines: int):
+        """The next queries out of the waiting ones: ``(qids, docnos, scores, lengths)``,
+        at most ``max_rows`` queries and ``max_lines`` lines (or one query)."""
         import pyarrow as pa
 
         got_q: list = []
@@ -382,11 +382,11 @@ class _Pass:
         got_s: list = []
         got_n: list = []
         lines = 0
-        while self.waiting and len(got_q) < self.batch_rows:
+        while self.waiting and len(got_q) < max_rows:
             qids, docnos, scores, lengths = self.waiting[0]
-            room_q = self.batch_rows - len(got_q)
+            room_q = max_rows - len(got_q)
             ends = np.cumsum(lengths)
-            fit = int(np.searchsorted(ends, self.max_lines - lines, side="right"))
+            fit = int(np.searchsorted(ends, max_lines - lines, side="right"))
             take = min(room_q, fit, len(qids))
             if take == 0:
                 if got_q:
@@ -402,7 +402,7 @@ class _Pass:
                 self.waiting.pop(0)
             else:
                 self.waiting[0] = (qids[take:], docnos.slice(cut), scores[cut:], lengths[take:])
-            if lines >= self.max_lines:
+            if lines >= max_lines:
                 break
         self.lines -= lines
         self.queries -= len(got_q)
@@ -410,12 +410,15 @@ class _Pass:
         scores = got_s[0] if len(got_s) == 1 else np.concatenate(got_s)
         return got_q, docnos, scores, np.concatenate(got_n)
 
-    def _batch(self):
+    def _group(self):
+        """The batches of the next batch's worth of waiting queries: their judgements
+        found, the queries dropped that have none, the lines put in trec_eval's order
+        and cut into batches (one, unless ``-J`` or a long query left room)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         q = self.q
-        qids, docnos, scores, lengths = self._take()
+        qids, docnos, scores, lengths = self._take(self.batch_rows, self.max_lines)
         # the queries with judgements are the rows; the others are ignored, as trec_eval
         # ignores them
         qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
@@ -442,22 +445,18 @@ class _Pass:
         names = [_name(qids[r]) for r in rows.tolist()]
         del line_query, renumber
 
-        # docnos ranked byte-wise (trec_eval's strcmp) among the batch's lines and the
-        # judgements of its queries, which is all the tie-break needs; one dictionary
-        # for both, so a line's judgement is found by its (row, docno) key
+        # one dictionary for the lines' docnos and the judgements of their queries: a
+        # line's judgement is found by its (row, docno) key
         jpos, jrow = _ranges(q.start[qrow], q.start[qrow + 1])
         lines = len(docnos)
         enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
             from_numpy(jpos))]))
         nd = max(1, len(enc.dictionary))
-        drank = np.empty(len(enc.dictionary), dtype=np.int64)
-        drank[to_numpy(pc.sort_indices(enc.dictionary))] = np.arange(len(enc.dictionary))
-        ranks = drank[to_numpy(enc.indices)]
-        del enc, drank, docnos
-        rd = ranks[:lines]
-        key = query * nd + rd
-        jkey = jrow * nd + ranks[lines:]
-        del ranks
+        codes = to_numpy(enc.indices).astype(np.int64)
+        dictionary = enc.dictionary
+        del enc
+        key = query * nd + codes[:lines]
+        jkey = jrow * nd + codes[lines:]
         found = np.sort(key)
         if found.size > 1 and (found[1:] == found[:-1]).any():
             raise WholeRun("a document retrieved twice")  # named by the whole-run reader
@@ -470,15 +469,15 @@ class _Pass:
         pos = jpos[jorder[at]] if jkey.size else np.zeros(lines, dtype=np.int64)
         labels = np.where(matched, q.rel[pos], 0.0)
         del key, jkey, jorder, at
+        codes = codes[:lines]
         if self.source.judged_only:  # trec_eval -J: unjudged documents leave the ranking
             kept = matched & (labels >= 0)
             if not kept.all():
-                query, scores, rd = query[kept], scores[kept], rd[kept]
-                labels, matched, pos = labels[kept], matched[kept], pos[kept]
-        order = _trec_rows_order(query, scores, rd, nd)
-        scores, labels, matched, pos = scores[order], labels[order], matched[order], pos[order]
+                idx = np.flatnonzero(kept)
+                query, scores, codes = query[idx], scores[idx], codes[idx]
+                labels, matched, pos = labels[idx], matched[idx], pos[idx]
+                docnos = docnos.take(from_numpy(idx))
         counts = np.bincount(query, minlength=rows.size)
-        del order, query, rd
         if counts.size and counts.max() > 0:
             longest = int(np.argmax(counts))
             try:
@@ -489,7 +488,31 @@ class _Pass:
         judged = matched & (labels >= 0)
         self.ranked[pos[matched]] = True
         del pos, matched
-        yield self._make(TrecBatch, names, qrow, scores, labels, judged, counts)
+        ranks = None
+        if np.isnan(scores).any():  # NaN last: the numpy ordering, on docno ranks
+            ranks = np.empty(nd, dtype=np.int64)
+            ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd)
+            ranks = ranks[codes]
+        del codes, dictionary
+        # the rows' lines are together, in row order: batches are slices of them
+        ends = np.cumsum(counts)
+        lo = 0
+        while lo < rows.size:
+            first = int(ends[lo - 1]) if lo else 0
+            hi = int(np.searchsorted(ends, first + self.max_lines, side="right"))
+            hi = max(lo + 1, min(hi, lo + self.batch_rows, rows.size))
+            last = int(ends[hi - 1])
+            if ranks is None:
+                order = _arrow_order(query[first:last], scores[first:last],
+                                     docnos.slice(first, last - first))
+            else:
+                order = _trec_rows_order(query[first:last] - lo, scores[first:last],
+                                         ranks[first:last], nd)
+            order += first
+            yield self._make(TrecBatch, names[lo:hi], qrow[lo:hi], scores[order],
+                             labels[order], judged[order], counts[lo:hi])
+            del order
+            lo = hi
 
     def _unranked(self, qrow: np.ndarray):
         """The judgements of the rows' queries that no line of theirs matched."""
@@ -546,6 +569,20 @@ class _Pass:
                              sorted(self.run_only), qrels_only, source.missing,
                              bool(source.judged_only), best, self.no_ranked)
         source._settle_dump(query_set, tags, len(names), self.total_lines)
+
+
+def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
+    """trec_eval's order of lines without NaN scores (:func:`tieeval.io.trec.trec_order`
+    within each query, the queries in order): one pyarrow sort by query, score
+    descending, docno descending (byte-wise, as ``strcmp``), which compares docnos only
+    inside a tie. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as trec_eval's doubles do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table({"q": from_numpy(query), "s": from_numpy(scores + 0.0), "d": docnos})
+    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
+                                              ("d", "descending")])
+    return to_numpy(order).astype(np.int64)
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
