@@ -146,11 +146,13 @@ def test_a_score_dump_prints_row_numbers(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--column", "tie_aware"], "--column and --per-query apply to --format trec_eval"),
-    (["--per-query"], "--column and --per-query apply to --format trec_eval"),
+    (["--column", "tie_aware"], "--column, --per-query and --no-summary apply to --format "
+                                "trec_eval"),
+    (["--per-query"], "--column, --per-query and --no-summary apply to --format trec_eval"),
+    (["--no-summary"], "--column, --per-query and --no-summary apply to --format trec_eval"),
     (["-m", "ndcg_cutt_10"], "unknown metric 'ndcg_cutt_10'; did you mean ndcg_cut_10?"),
-    (["-m", "relstring"], "'relstring' is trec_eval's relstring, which tieeval does not "
-                          "compute"),
+    (["-m", "relstring"], "runid and relstring name no metric"),
+    (["-m", "relstring.x"], "parameter 'x' of 'relstring.x' must be a number of documents"),
     (["-m", "P.0"], "cutoff '0' of 'P.0' must be >= 1"),
 ])
 def test_usage_errors(args, message):
@@ -185,7 +187,8 @@ def test_a_closed_pipe_ends_quietly():
     ("out.test.aqc", "qrels.test", "results.trunc", ["--missing-queries", "zero"]),
     ("out.test.aqcM", "qrels.test", "results.trunc",
      ["--missing-queries", "zero", "--depth", "100"]),
-    ("out.test.aql", "qrels.rel_level", "results.test", ["--relevance-level", "2"]),
+    ("out.test.aql", "qrels.rel_level", "results.test",
+     ["--relevance-level", "2", "-m", "relstring.20"]),
 ])
 def test_trec_eval_suite_end_to_end(expected, qrels, run, options):
     """trec_eval's own test suite (-m all_trec -q, with -c, -c -M100 and -l2), through the
@@ -205,7 +208,8 @@ def test_trec_eval_suite_end_to_end(expected, qrels, run, options):
     missing = [line for line in want if line.split("\t")[0].rstrip() in have
                and line not in got]
     assert not missing
-    assert len(got) == 3 * 95 + 99  # 95 per-query lines for each query, 99 "all" lines
+    assert len(got) == 3 * 96 + 99  # 96 per-query lines for each query, 99 "all" lines
+    assert got == want  # every line trec_eval prints, relstring's included
 
 
 def test_every_trec_measure_is_the_same_whatever_the_batch_size():

@@ -90,7 +90,7 @@ def test_runid_is_printed_where_trec_eval_prints_it(nickname):
 def test_runid_alone_names_no_metric():
     result = runner().invoke(cli, ["compare", "--qrels", QRELS, RUN, "-m", "runid"])
     assert result.exit_code == 2
-    assert "runid names no metric" in result.stderr
+    assert "runid and relstring name no metric" in result.stderr
 
 
 def test_a_family_name_with_k_is_one_metric_per_k():

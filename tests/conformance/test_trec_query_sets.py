@@ -246,15 +246,81 @@ def test_judged_only_tie_aware_is_the_mean_over_tie_orders(tmp_path):
 # options: refusals and pass-through
 
 
-def test_judged_only_with_depth_is_refused(tmp_path):
-    rng = np.random.default_rng(0)
-    _, _, run_path, qrels_path = random_files(tmp_path, rng)
-    with pytest.raises(ParameterError, match="--judged-only cannot be combined with --depth"):
-        tieeval.evaluate_path(run_path, ["MAP"], qrels=qrels_path, judged_only=True, depth=10)
-    result = CliRunner().invoke(cli, ["compare", run_path, "--qrels", qrels_path,
-                                      "--judged-only", "--depth", "10"])
+def _judged_depth_files(tmp_path, rng, depth, queries=12):
+    """A tied run whose tie blocks never straddle rank ``depth`` (the score at ``depth``
+    differs from the one below it), with qrels judging some documents (some below 0, some
+    not at all), so that -J -M drops documents on both sides of the cut."""
+    run, qrels, lines, judgements = {}, {}, [], []
+    for q in range(queries):
+        n = int(rng.integers(depth + 1, depth + 6))
+        while True:
+            scores = np.sort(rng.choice([0.5, 1.0, 2.0, 3.0, 4.0], size=n))[::-1]
+            if scores[depth - 1] != scores[depth]:
+                break
+        names = [f"d{q}-{i}" for i in rng.permutation(n)]
+        run[f"q{q}"] = list(zip(names, scores.tolist()))
+        lines += [f"q{q} Q0 {d} 0 {float(sc)!r} tag" for d, sc in zip(names, scores)]
+        judged = {d: int(rng.choice([-1, 0, 1, 2])) for d in names if rng.random() < 0.6}
+        judged[f"d{q}-unretrieved"] = 1  # R counts it, the ranking never holds it
+        qrels[f"q{q}"] = judged
+        judgements += [f"q{q} 0 {d} {v}" for d, v in judged.items()]
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    run_path.write_text("\n".join(lines) + "\n")
+    qrels_path.write_text("\n".join(judgements) + "\n")
+    return run, qrels, str(run_path), str(qrels_path)
+
+
+def test_judged_only_with_depth_is_every_tie_order_cut_then_judged(tmp_path):
+    """trec_eval -J -M N cuts each ranking at N, then drops the unjudged documents. With no
+    tie block across the cut, tieeval's First, Last and Tie-aware P@2 and AP are the best,
+    worst and mean over every tie order of the whole list, cut at N, then judged only
+    (enumerated here), and Original is the docno tie-break's (trec_eval's order)."""
+    depth = 6
+    rng = np.random.default_rng(11)
+    run, qrels, run_path, qrels_path = _judged_depth_files(tmp_path, rng, depth)
+    result = tieeval.evaluate_path(run_path, ["Precision@2", "MAP"], qrels=qrels_path,
+                                   judged_only=True, depth=depth, no_relevant="zero")
+    per_query: dict = {"Precision@2": [], "MAP": []}
+    for q, ranked in run.items():
+        judged, big_r = qrels[q], sum(v > 0 for v in qrels[q].values())
+        blocks = [list(g) for _, g in itertools.groupby(ranked, key=lambda x: x[1])]
+        values = {"Precision@2": [], "MAP": []}
+        for parts in itertools.product(*(itertools.permutations(b) for b in blocks)):
+            order = [d for part in parts for d, _ in part][:depth]
+            kept = [judged[d] for d in order if judged.get(d, -1) >= 0]
+            hits = [v > 0 for v in kept]
+            values["Precision@2"].append(sum(hits[:2]) / 2)
+            values["MAP"].append(sum(sum(hits[:i]) / i for i, h in enumerate(hits, 1) if h)
+                                 / big_r if big_r else 0.0)
+        for name, found in values.items():
+            per_query[name].append((min(found), max(found), math.fsum(found) / len(found)))
+    for name, rows in per_query.items():
+        row = result.metric(name)
+        last, first, mean = (math.fsum(r[i] for r in rows) / len(rows) for i in range(3))
+        assert row.first == pytest.approx(first, rel=1e-12)
+        assert row.last == pytest.approx(last, rel=1e-12)
+        assert row.tie_aware == pytest.approx(mean, rel=1e-12)
+
+
+def test_judged_only_with_depth_refuses_ties_across_the_cut(tmp_path):
+    """A tie block across rank N: which of its documents survive the cut would be
+    trec_eval's docno order's choice, so First / Last / Tie-aware are not the tie-break
+    values: refused, one line naming the query, in the API and on the command line."""
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    run_path.write_text("q1 Q0 a 1 3.0 t\nq1 Q0 b 2 2.0 t\nq1 Q0 c 3 2.0 t\n"
+                        "q2 Q0 x 1 1.0 t\n")
+    qrels_path.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\nq2 0 x 1\n")
+    with pytest.raises(ParameterError, match="query q1: tied documents straddle rank 2"):
+        tieeval.evaluate_path(str(run_path), ["MAP"], qrels=str(qrels_path),
+                              judged_only=True, depth=2)
+    result = CliRunner().invoke(cli, ["compare", str(run_path), "--qrels", str(qrels_path),
+                                      "--judged-only", "--depth", "2"])
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "--judged-only cannot be combined" in result.stderr
+    assert result.stderr.count("\n") == 1 and "tied documents straddle rank 2" in result.stderr
+    # at depth 3 nothing is cut through a tie
+    result = CliRunner().invoke(cli, ["compare", str(run_path), "--qrels", str(qrels_path),
+                                      "--judged-only", "--depth", "3", "-m", "MAP"])
+    assert result.exit_code == 0, result.stderr
 
 
 @pytest.mark.parametrize("args,message", [

@@ -102,7 +102,7 @@ def test_all_trec_is_every_listed_measure_tieeval_has():
              if m.k is not None else spellings.trec_eval_name(m.spec, m.k) for m in got}
     missing = set(spellings.missing_trec())
     # every all_trec measure is either expanded or documented as missing (runid is a line)
-    assert names | missing | {"runid"} == set(ALL_TREC)
+    assert names | missing | {"runid", "relstring"} == set(ALL_TREC)
     assert not names & missing
     assert {"P", "recall", "map", "map_cut", "ndcg", "ndcg_cut", "recip_rank",
             "success"} <= names
@@ -127,7 +127,8 @@ def test_trec_eval_names_print_back(printed):
     ("P_0", "cutoff '0' of 'P_0' must be >= 1"),
     ("P.x", "parameter 'x' of 'P.x' must be a cutoff >= 1"),
     ("iprec_at_recall_1.5", "must be in \\[0, 1\\]"),
-    ("relstring", "is trec_eval's relstring, which tieeval does not compute"),
+    ("relstring", "'relstring' is trec_eval's relstring line, not a metric"),
+    ("relstring.x", "parameter 'x' of 'relstring.x' must be a number of documents"),
     ("map.5", "trec_eval's map takes no parameters"),
     ("nDCG(judged_only=True)@10", "is tieeval's --judged-only"),
     ("P(rel=2)@10", "'rel=2' .* is tieeval's --relevance-level 2"),
@@ -247,7 +248,7 @@ def test_every_trec_eval_measure_has_a_status():
             with pytest.raises(ParameterError, match=f"is trec_eval's {bare}, which tieeval "
                                                      "does not compute"):
                 Metric.expand(bare)
-        elif bare != "runid":
+        elif bare not in ("runid", "relstring"):  # lines of the format, no metric
             assert Metric.expand(bare), bare
             assert target.split("@")[0] in REGISTRY
 

@@ -26,7 +26,13 @@ from tieeval.io.base import ReadOptions
 from tieeval.io.open import open_dump
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.registry import REGISTRY
-from tieeval.metrics.spellings import trec_eval_name, trec_measure, trec_order
+from tieeval.metrics.spellings import (
+    RELSTRING,
+    TREC_MEASURES,
+    trec_eval_name,
+    trec_measure,
+    trec_order,
+)
 from tieeval.records.trec_eval import TrecLine
 from tieeval.results import RunResult
 
@@ -59,6 +65,10 @@ def measure_name(metric: str, k, gamma: float | None, trec_names: bool = True) -
         return name
     label = spec.name if k is None else f"{spec.name}@{k}"
     return label if gamma is None else f"{label}_g{gamma:g}"
+
+
+#: relstring's place in trec_eval's measure order (:func:`_sort_key`'s keys)
+_RELSTRING_ORDER = (next(i for i, m in enumerate(TREC_MEASURES) if m.name == RELSTRING), 0.0)
 
 
 def _sort_key(item) -> tuple:
@@ -130,6 +140,26 @@ def sequential_mean(mean: float, values: np.ndarray) -> float:
     return again if abs(again - mean) <= 1e-12 * max(1.0, abs(mean)) else mean
 
 
+#: Measures whose per-query value trec_eval resets for a query the run misses under
+#: ``-c`` only when the measure is named exactly so (trec_eval.c compares the printed
+#: name): given with parameters (``utility.1,-1,0,0``, ``rbp_resid.p=0.9``), trec_eval
+#: keeps their value on its bogus one-document ranking (-1, 1.0), which tieeval does not
+#: compute.
+BOGUS_KEPT = ("utility", "rbp_resid")
+
+
+def bogus_values_kept(run: RunResult, names: dict | None) -> list[str]:
+    """The printed names of :data:`BOGUS_KEPT` among ``names`` when ``run`` averages in
+    queries the run misses (``-c``) and has one: trec_eval's lines would then differ
+    (not under ``-J``, which drops the bogus document)."""
+    queries = (run.relevance or {}).get("queries") or {}
+    if queries.get("missing_queries") != "zero" or not queries.get("qrels_only") \
+            or queries.get("judged_only"):
+        return []
+    return [name for name in (names or {}).values()
+            if any(name.startswith(measure + "_") for measure in BOGUS_KEPT)]
+
+
 def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
     """trec_eval's ``num_rel`` 'all' line under ``-c`` when ``-l`` is above 1, else None.
 
@@ -147,27 +177,95 @@ def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
                for value in judged.values())
 
 
+def _relstring_code(label: float, judged: bool) -> str:
+    """One document's character of trec_eval's relstring (m_relstring.c): its judgement
+    0-9, ``>`` above 9, ``.`` judged below 0 (trec_eval's "in the pool, unjudged"), ``-``
+    in no qrels line."""
+    if judged:
+        level = int(label)  # trec_eval reads judgements as whole numbers (a C long)
+        return ">" if level > 9 else str(level)
+    return "." if label < 0 else "-"
+
+
+def relstrings(run: RunResult, qrels_path: str, length: int,
+               cleared: bool = True) -> dict[str, str]:
+    """trec_eval's relstring of every query of the TREC run ``run``: the judgements of
+    its top ``length`` documents in trec_eval's order (the Original column's), after
+    ``-M`` cut the ranking (``depth``) and ``-J`` dropped the unjudged documents, as
+    :func:`_relstring_code` writes them. A query only the qrels hold, averaged in under
+    ``-c``, is ranked by trec_eval as one bogus document in no qrels line
+    (trec_eval.c's ``bogus_ranking``), whose string it then clears (``''``) when the
+    measure is named ``relstring`` (``cleared``), not ``relstring_N``: there ``'-'``, or
+    ``''`` under ``-J``, which drops the bogus document.
+
+    The run and qrels are read again (the pass's per-query values are numbers): only a
+    ``--per-query`` output that asks for relstring pays for it."""
+    from tieeval.io.trec import load
+
+    rel = run.relevance or {}
+    queries = rel.get("queries") or {}
+    judged_only = bool(queries.get("judged_only"))
+    depth = rel.get("depth")
+    qids, _, labels, offsets, _, query_set, _, judged, _, _ = load(
+        run.path, qrels_path, queries.get("missing_queries") or "skip", judged_only,
+        None if depth is None else int(depth))  # -J -M: cut at depth before -J
+    limit = length if depth is None else min(length, int(depth))
+    missing = set(query_set.qrels_only)
+    out: dict[str, str] = {}
+    for i, qid in enumerate(str(q) for q in qids):
+        if qid in missing:
+            out[qid] = "" if cleared or judged_only or limit == 0 else "-"
+            continue
+        lo = int(offsets[i])
+        hi = min(int(offsets[i + 1]), lo + limit)
+        out[qid] = "".join(_relstring_code(float(label), bool(j))
+                           for label, j in zip(labels[lo:hi], judged[lo:hi]))
+    return out
+
+
 def trec_eval_lines(run: RunResult, column: str = "original",
                     per_query: QueryValues | None = None,
                     runid: bool = True, print_queries: bool = True,
-                    num_rel: int | None = None) -> list[TrecLine]:
+                    num_rel: int | None = None, summary: bool = True,
+                    names: dict | None = None,
+                    relstring: tuple[str, dict] | None = None) -> list[TrecLine]:
     """The lines trec_eval prints for ``run`` (``-q`` style when ``per_query`` is given and
     ``print_queries``): per-query blocks, then ``runid`` (when ``runid``: trec_eval prints it
     only when the measure is requested, ``-m runid`` or a nickname holding it) and the
     ``all`` lines, whose means are added up as trec_eval adds them when ``per_query`` is
     given (:func:`sequential_mean`); ``num_rel``: the 'all' line of num_rel when trec_eval
-    prints another count than the queries' sum (:func:`complete_num_rel`).
-    Undefined values (a query the metric skips, a mean over no query) are left out."""
+    prints another count than the queries' sum (:func:`complete_num_rel`); ``summary=False``:
+    no ``runid`` and no ``all`` lines (trec_eval ``-n``: m_runid.c and meas_print_final.c
+    print nothing without its summary flag); ``names``: ``{(metric, k): name}``, the names
+    trec_eval prints for metrics given with their parameters spelled out (``rbp_p=0.9``);
+    ``relstring``: ``(its printed name, {qid: string})`` (:func:`relstrings`), a line of
+    each query's block, at relstring's place in trec_eval's measure order. Undefined
+    values (a query the metric skips, a mean over no query) are left out."""
     check_column(column)
     trec_names = trec_names_apply(run)
+    given = names or {}
+
+    def name_of(metric: str, k, gamma) -> str:
+        printed = given.get((metric, k)) if gamma is None and trec_names else None
+        return printed or measure_name(metric, k, gamma, trec_names)
+
     rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
     nan = _zero_division(run)
     lines: list[TrecLine] = []
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
                   if not _summary_only(r.metric, r.k)]
+        # relstring's line goes before the first measure trec_eval prints after it
+        before = sum(1 for metric, k, _ in wanted if _sort_key((metric, k)) < _RELSTRING_ORDER)
+
+        def relstring_line(qid: str) -> None:
+            if relstring is not None and qid in relstring[1]:
+                lines.append(TrecLine(relstring[0], qid, f"'{relstring[1][qid]}'"))
+
         for i, qid in enumerate(per_query.qids):
-            for metric, k, gamma in wanted:
+            for at, (metric, k, gamma) in enumerate(wanted):
+                if at == before:
+                    relstring_line(qid)
                 found = per_query.values.get((metric, k, gamma))
                 if found is None:
                     continue
@@ -176,8 +274,12 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                     value = math.nan  # trec_eval's 0/0, printed -nan
                 elif np.isnan(value):
                     continue
-                lines.append(TrecLine(measure_name(metric, k, gamma, trec_names), qid,
-                                      value, _integer(metric, k)))
+                lines.append(TrecLine(name_of(metric, k, gamma), qid, value,
+                                      _integer(metric, k)))
+            if before == len(wanted):  # after every measure of the block
+                relstring_line(qid)
+    if not summary:
+        return lines
     if runid:
         lines.append(TrecLine("runid", ALL, _runid(run)))
     for row in rows:
@@ -193,8 +295,8 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 value = sequential_mean(float(value), found[column])
             if num_rel is not None and row.metric == "NumRel":
                 value = num_rel
-        lines.append(TrecLine(measure_name(row.metric, row.k, row.gamma, trec_names), ALL,
-                              float(value), _integer(row.metric, row.k)))
+        lines.append(TrecLine(name_of(row.metric, row.k, row.gamma), ALL, float(value),
+                              _integer(row.metric, row.k)))
     return lines
 
 
@@ -230,11 +332,20 @@ def _runid(run: RunResult) -> str:
 def runs_lines(runs: Iterable[RunResult], column: str = "original",
                per_query: Iterable[QueryValues | None] | None = None,
                runid: bool = True, print_queries: bool = True,
-               qrels_path: str | None = None) -> list[TrecLine]:
+               qrels_path: str | None = None, summary: bool = True,
+               names: dict | None = None,
+               relstring: tuple[str, int] | None = None) -> list[TrecLine]:
     """Every run's lines, one run after the other (``runid``: with its runid line;
-    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`)."""
+    ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`; ``summary`` and
+    ``names``: as :func:`trec_eval_lines`; ``relstring``: ``(printed name, N)``, each
+    query's relstring line, read from the runs and ``qrels_path`` by :func:`relstrings`)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
     return [line for run, q in zip(runs, queries)
-            for line in trec_eval_lines(run, column, q, runid, print_queries,
-                                        complete_num_rel(run, qrels_path))]
+            for line in trec_eval_lines(
+                run, column, q, runid, print_queries,
+                complete_num_rel(run, qrels_path) if summary else None, summary, names,
+                None if relstring is None or qrels_path is None or q is None
+                or not print_queries
+                else (relstring[0], relstrings(run, qrels_path, relstring[1],
+                                               relstring[0] == RELSTRING)))]

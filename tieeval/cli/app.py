@@ -230,8 +230,10 @@ def expand_multi_value(args: list[str]) -> list[str]:
     return out
 
 
-# trec_eval's short options and tieeval's for them (-q is tieeval's --quiet: --per-query)
-_TREC_FLAGS = {"-c": ["--missing-queries", "zero"], "-J": ["--judged-only"]}
+# trec_eval's short options and tieeval's for them (-q is tieeval's --quiet: --per-query);
+# -n (trec_eval's --nosummary) only where the command has --no-summary
+_TREC_FLAGS = {"-c": ["--missing-queries", "zero"], "-J": ["--judged-only"],
+               "-n": ["--no-summary"], "--nosummary": ["--no-summary"]}
 _TREC_VALUED = {"-M": "--depth", "-l": "--relevance-level"}
 _TREC_CONVENTIONS = ("trec_eval", "trec_eval9")
 
@@ -247,13 +249,16 @@ def _trec_option(arg: str) -> list[str] | None:
     return None
 
 
-def trec_eval_options(args: list[str], takes_value: set[str]) -> list[str]:
-    """trec_eval's ``-c``, ``-J``, ``-M N`` and ``-l N`` under ``--convention trec_eval``
-    (or ``trec_eval9``) as tieeval's ``--missing-queries zero``, ``--judged-only``,
-    ``--depth N`` and ``--relevance-level N``; without the convention, one is a usage error
-    naming tieeval's option. ``-q`` stays tieeval's ``--quiet`` (trec_eval's ``-q`` is
-    ``--per-query``). ``takes_value``: the command's options that take a value, whose
-    values are never read as options."""
+def trec_eval_options(args: list[str], takes_value: set[str],
+                      options: set[str] | None = None) -> list[str]:
+    """trec_eval's ``-c``, ``-J``, ``-M N``, ``-l N`` and ``-n`` (``--nosummary``) under
+    ``--convention trec_eval`` (or ``trec_eval9``) as tieeval's ``--missing-queries zero``,
+    ``--judged-only``, ``--depth N``, ``--relevance-level N`` and ``--no-summary``; without
+    the convention, one is a usage error naming tieeval's option. ``-q`` stays tieeval's
+    ``--quiet`` (trec_eval's ``-q`` is ``--per-query``). ``takes_value``: the command's
+    options that take a value, whose values are never read as options; ``options``: every
+    option of the command (None: any), so that one maps only to an option it has (``-n``
+    to ``compare``'s ``--no-summary``; elsewhere click calls ``-n`` unknown)."""
     convention = None
     for i, arg in enumerate(args):
         if arg == "--":
@@ -270,6 +275,8 @@ def trec_eval_options(args: list[str], takes_value: set[str]) -> list[str]:
             out.extend(args[i:])
             break
         mapped = _trec_option(arg)
+        if mapped is not None and options is not None and mapped[0] not in options:
+            mapped = None
         if mapped is None:
             out.append(arg)
             if arg in takes_value and i + 1 < len(args):
@@ -281,7 +288,7 @@ def trec_eval_options(args: list[str], takes_value: set[str]) -> list[str]:
             ours = " ".join(mapped) if arg in _TREC_FLAGS else f"{mapped[0]} N"
             raise click.UsageError(f"{arg} is trec_eval's option: write {ours}, or give "
                                    "--convention trec_eval, under which trec_eval's -c, -J, "
-                                   "-M and -l are accepted")
+                                   "-M, -l and -n are accepted")
         out.extend(mapped)
         i += 1
     return out
@@ -326,7 +333,9 @@ class Command(click.Command):
             takes_value = {opt for p in self.params if isinstance(p, click.Option)
                            and not p.is_flag and p.nargs != 0
                            for opt in (*p.opts, *p.secondary_opts)}
-            args = trec_eval_options(args, takes_value)
+            options = {opt for p in self.params if isinstance(p, click.Option)
+                       for opt in (*p.opts, *p.secondary_opts)}
+            args = trec_eval_options(args, takes_value, options)
         return super().parse_args(ctx, expand_multi_value(args))
 
     def invoke(self, ctx):

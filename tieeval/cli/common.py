@@ -36,7 +36,13 @@ from tieeval.metrics.metric import (
     parse_metric_list,
 )
 from tieeval.metrics.registry import aliases, check_k, metric_names
-from tieeval.metrics.spellings import asks_runid, spellings_text
+from tieeval.metrics.spellings import (
+    RELSTRING,
+    asks_relstring,
+    asks_runid,
+    spellings_text,
+    trec_printed_name,
+)
 from tieeval.results import ORIGINAL_RULES
 
 
@@ -90,18 +96,26 @@ class MetricType(click.ParamType):
             self.fail(str(exc), param, ctx)
         if family(value) is not None:  # P: one metric per --k, else trec_eval's cutoffs
             return MetricFamily(value, "", expanded)
-        return Named(expanded, asks_runid(value))
+        return Named(expanded, asks_runid(value), trec_printed_name(value),
+                     asks_relstring(value))
 
 
 class Named(tuple):
     """The metrics one ``-m`` value names; ``runid``: it asks for trec_eval's runid line
-    (``-m runid``, ``official``, ``all_trec``)."""
+    (``-m runid``, ``official``, ``all_trec``); ``printed``: the name trec_eval prints for
+    it when that is not the metric's own (``rbp.p=0.9`` prints ``rbp_p=0.9``);
+    ``relstring``: it asks for trec_eval's relstring lines, ``(printed name, N)``."""
 
     runid: bool
+    printed: str | None
+    relstring: tuple[str, int] | None
 
-    def __new__(cls, metrics, runid: bool = False):
+    def __new__(cls, metrics, runid: bool = False, printed: str | None = None,
+                relstring: tuple[str, int] | None = None):
         self = super().__new__(cls, metrics)
         self.runid = runid
+        self.printed = printed
+        self.relstring = relstring
         return self
 
 
@@ -250,9 +264,10 @@ def chosen_metrics(k_values, metrics) -> list[Metric]:
                     raise click.BadParameter(item.error, param_hint="'--metric' / '-m'")
             else:
                 flat += item if isinstance(item, tuple) else [item]
-        if not flat:  # -m runid alone
-            raise click.BadParameter("runid names no metric (it asks for trec_eval's runid "
-                                     "line under --format trec_eval); add a metric",
+        if not flat:  # -m runid (or relstring) alone
+            raise click.BadParameter("runid and relstring name no metric (they ask for "
+                                     "trec_eval's runid and relstring lines under --format "
+                                     "trec_eval); add a metric",
                                      param_hint="'--metric' / '-m'")
         return list(dict.fromkeys(flat))
     return default_metrics(_flatten_ks(k_values))
@@ -262,6 +277,28 @@ def runid_asked(metrics) -> bool:
     """True when trec_eval would print the ``runid`` line: no ``-m`` (trec_eval's default
     list holds it) or a ``-m`` that asks for it (:func:`tieeval.metrics.spellings.asks_runid`)."""
     return not metrics or any(getattr(item, "runid", False) for item in metrics)
+
+
+def relstring_asked(metrics) -> tuple[str, int] | None:
+    """``(the name trec_eval prints, N)`` when a ``-m`` asks for trec_eval's relstring
+    lines (:func:`tieeval.metrics.spellings.asks_relstring`), else None: the first
+    ``relstring.N`` decides, else ``relstring`` or ``all_trec`` (N = 10), as trec_eval takes
+    a measure's parameters wherever ``-m`` gives them."""
+    asked = [item.relstring for item in metrics or ()
+             if getattr(item, "relstring", None) is not None]
+    return next((a for a in asked if a[0] != RELSTRING), asked[0] if asked else None)
+
+
+def printed_names(metrics) -> dict:
+    """``{(metric name, k): name}``: the names trec_eval prints for metrics given with
+    their parameters spelled out (``-m rbp.p=0.9``: ``rbp_p=0.9``), the first ``-m``
+    naming a metric deciding, as trec_eval takes a measure's first parameters."""
+    out: dict = {}
+    for item in metrics or ():
+        printed = getattr(item, "printed", None)
+        if printed is not None and len(item) == 1:
+            out.setdefault((item[0].name, item[0].k), printed)
+    return out
 
 
 class _Stdout:

@@ -10,8 +10,10 @@ from tieeval.cli.common import (
     chosen_metrics,
     guide,
     metric_options,
+    printed_names,
     quiet_option,
     read_options,
+    relstring_asked,
     runid_asked,
 )
 from tieeval.cli.output import format_option, render
@@ -41,6 +43,9 @@ from tieeval.report.registry import renderer, taking
 @click.option("--per-query", "per_query", is_flag=True,
               help="--format trec_eval: each query's lines before the 'all' lines, as "
                    "trec_eval -q prints them (-q here is --quiet).")
+@click.option("--no-summary", "no_summary", is_flag=True,
+              help="--format trec_eval: no 'all' lines and no runid line, as trec_eval -n "
+                   "(--nosummary) prints: with --per-query, each query's lines only.")
 @click.option("--table", "-t", "table", type=click.Choice(TABLE_CHOICES), default=None,
               help="What to show. runs: each run in detail (the default for one FILE); "
                    "1: First | Last | % Change per method; 3: Original | Tie-aware | "
@@ -63,8 +68,8 @@ from tieeval.report.registry import renderer, taking
 @whatif_options
 @read_options
 @quiet_option
-def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_instance, meta,
-            template, seed_std, cast, tolerance, quiet, **read_kwargs):
+def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table, plot,
+            per_instance, meta, template, seed_std, cast, tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.
 
     Each FILE is one run: an .npz (array 'scores', optional 'positive'), an .npy score
@@ -92,8 +97,9 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot, inputs)
         require_matplotlib()  # fail before the (possibly long) evaluation
-    if (column is not None or per_query) and "column" not in renderer("runs", fmt).takes:
-        raise click.UsageError("--column and --per-query apply to --format "
+    if (column is not None or per_query or no_summary) \
+            and "column" not in renderer("runs", fmt).takes:
+        raise click.UsageError("--column, --per-query and --no-summary apply to --format "
                                + " or ".join(taking("runs", "column")))
     what_if = make_what_if(cast, tolerance)
     ids_for = None
@@ -118,18 +124,38 @@ def compare(files, k_values, metrics, fmt, column, per_query, table, plot, per_i
     runs = [outcome.result for outcome in outcomes]
     groups = grouped(runs, quiet)
 
+    names = printed_names(metrics)
+
     def trec_lines():  # trec_eval's lines, made when its format asks for them
-        from tieeval.analysis.trec_eval import query_table, runs_lines
+        from tieeval.analysis.trec_eval import bogus_values_kept, query_table, runs_lines
+        kept = sorted({name for run in runs for name in bogus_values_kept(run, names)})
+        if kept:
+            raise click.UsageError(
+                f"under -c (--missing-queries zero) trec_eval scores a query the run misses "
+                f"on a bogus one-document ranking for {', '.join(kept)} (it resets only the "
+                "measures named without parameters), which tieeval does not reproduce: give "
+                "the measure without its parameters")
         queries = [query_table(o.values) for o in outcomes]
+        relstring = relstring_asked(metrics) if per_query else None
+        # relstring is the Original ranking's judgements, read from the run's own file
+        why = ("it is the Original ranking's judgements" if (column or "original")
+               != "original" else "it reads each TREC run's file, not its tags"
+               if read_kwargs.get("group_by_tag") else "it needs a TREC run (--qrels)"
+               if read_kwargs.get("qrels") is None else None)
+        if relstring is not None and why is not None:
+            warn([f"relstring's lines are left out: {why}"], quiet)
+            relstring = None
         # an 'all' value the column does not have (GMAP's tie-aware) has no line: say so
         # rather than drop it silently
         warn([f"{run.path}: {row.metric}{'' if row.k is None else f'@{row.k}'} has no "
               f"{column} value, so its 'all' line is left out ({row.tie_aware_reason})"
               for run in runs for row in run.metrics
-              if column == "tie_aware" and row.tie_aware is None
+              if column == "tie_aware" and not no_summary and row.tie_aware is None
               and row.tie_aware_reason is not None], quiet)
         return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
-                          print_queries=per_query, qrels_path=read_kwargs.get("qrels"))
+                          print_queries=per_query, qrels_path=read_kwargs.get("qrels"),
+                          summary=not no_summary, names=names,
+                          relstring=relstring)
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))

@@ -26,8 +26,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Significance", ("--permutations", "--seed", "--confidence", "--fail-if-worse")),
     ("What-ifs", ("--cast", "--tolerance")),
     ("Output", (
-        "--format", "--output", "--column", "--per-query", "--table", "--plot", "--per-instance",
-        "--meta", "--template", "--group-by-tag", "--seed-std", "--quiet")),
+        "--format", "--output", "--column", "--per-query", "--no-summary", "--table", "--plot",
+        "--per-instance", "--meta", "--template", "--group-by-tag", "--seed-std", "--quiet")),
     ("Input", (
         "--layout", "--scores-column", "--positive-column", "--positive-index",
         "--score-dtype", "--score-column", "--label-column", "--position-column",

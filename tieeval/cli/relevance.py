@@ -98,7 +98,8 @@ def relevance_options(f):
     f = click.option("--judged-only", is_flag=True, default=False,
                      help="TREC runs: drop retrieved documents without a judgement (or "
                           "judged below 0) before ranking, as trec_eval -J does; the "
-                          "tie-aware value stays exact. Not with --depth.")(f)
+                          "tie-aware value stays exact. With --depth N the ranking is "
+                          "cut at N first, as trec_eval -J -M N cuts it.")(f)
     f = click.option("--missing-queries", type=click.Choice(MISSING_QUERIES), default=None,
                      help="TREC runs: judged queries the run does not answer. 'skip' "
                           "leaves them out (default; trec_eval's default); 'zero' averages "

@@ -159,7 +159,8 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
                       what_if=what_if, original=original,
                       run_labels={**(labels or {}), **(run_labels or {})})
     query_set = getattr(dump, "query_set", None)
-    check_trec_options(bool(query_set is not None and query_set.judged_only), relevance)
+    check_trec_options(bool(query_set is not None and query_set.judged_only), relevance,
+                       getattr(query_set, "judged_depth", None))
     result = drive(dump, request, progress=progress)
     assert result is not None
     return result

@@ -59,14 +59,18 @@ def refuse_spark(options) -> None:
     from their format, before Spark starts."""
 
 
-def check_trec_options(judged_only: bool, relevance: RelOptions | None) -> None:
-    """``judged_only`` with ``depth`` is refused: trec_eval cuts the ranking at ``-M``
-    before it drops the unjudged documents, an order a reader that drops them first cannot
-    follow."""
-    if judged_only and getattr(relevance, "depth", None) is not None:
-        raise ParameterError("--judged-only cannot be combined with --depth (trec_eval -J "
-                             "-M cuts the ranking at depth before dropping unjudged "
-                             "documents); give one of them")
+def check_trec_options(judged_only: bool, relevance: RelOptions | None,
+                       judged_depth: int | None = None) -> None:
+    """``judged_only`` with ``depth`` needs a run read with that depth as its
+    ``judged_depth``: trec_eval cuts the ranking at ``-M`` before it drops the unjudged
+    documents, which only the reader can do (a :class:`Request` asks it to); a dump read
+    otherwise is refused."""
+    depth = getattr(relevance, "depth", None)
+    if judged_only and depth is not None and judged_depth != depth:
+        raise ParameterError("--judged-only with --depth needs the run read with that depth "
+                             "(trec_eval -J -M cuts the ranking at depth before dropping "
+                             "unjudged documents): open it with judged_depth=depth in its "
+                             "read options, or give both to evaluate_path")
 
 
 def check_jobs(jobs) -> int:
@@ -164,7 +168,16 @@ class Request:
         object.__setattr__(self, "spark_conf", tuple(conf.items()))
 
     def _check_trec_options(self) -> None:
-        check_trec_options(getattr(self.read, "judged_only", False), self.relevance)
+        """trec_eval ``-J -M N``: the reader cuts each ranking at N before the unjudged
+        documents leave (``judged_depth``), so that the depth is applied where trec_eval
+        applies it."""
+        depth = getattr(self.relevance, "depth", None)
+        if isinstance(self.read, RelevanceReadOptions) and self.read.judged_only \
+                and depth is not None:
+            object.__setattr__(self, "read", dataclasses.replace(self.read,
+                                                                 judged_depth=depth))
+        check_trec_options(getattr(self.read, "judged_only", False), self.relevance,
+                           getattr(self.read, "judged_depth", None))
 
     @property
     def wants_values(self) -> bool:

@@ -360,7 +360,10 @@ class RelevanceReadOptions(ReadOptions):
 
     ``qrels``: a TREC qrels file; the path opened is then a TREC run (:mod:`tieeval.io.trec`).
     ``missing_queries`` (``"skip"``, the default, or ``"zero"``: trec_eval ``-c``) and
-    ``judged_only`` (trec_eval ``-J``) choose a TREC run's query set and documents.
+    ``judged_only`` (trec_eval ``-J``) choose a TREC run's query set and documents;
+    ``judged_depth`` (trec_eval ``-J -M N``, set by the request from its depth): under
+    ``judged_only``, the top N lines of each query in trec_eval's order are kept before
+    the unjudged ones leave.
     """
 
     labels: str = "labels"
@@ -370,6 +373,7 @@ class RelevanceReadOptions(ReadOptions):
     qrels: str | None = None
     missing_queries: str | None = None
     judged_only: bool = False
+    judged_depth: int | None = None
 
 
 @dataclass(frozen=True)

@@ -596,6 +596,7 @@ class QuerySet:
     judged_only: bool
     best: np.ndarray
     no_ranked: dict = field(default_factory=dict)
+    judged_depth: int | None = None  # trec_eval -J -M N: the cut made before -J
 
     @property
     def rows(self) -> int:
@@ -754,10 +755,38 @@ def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
     return pos, matched, labels
 
 
+def _within_depth(run_path: str, query: np.ndarray, scores: np.ndarray, docno: np.ndarray,
+                  nd: int, keep: np.ndarray, depth: int, qnames: list) -> np.ndarray:
+    """The lines of ``keep`` among the top ``depth`` of their query in trec_eval's order:
+    trec_eval ``-J -M N`` cuts each ranking at N (form_res_rels.c) before it drops the
+    unjudged documents. Where tied lines straddle the cut, which of them stay would be
+    trec_eval's docno order's choice and would decide First, Last and Tie-aware, which
+    are then not the exact tie-break values: such a run is refused, naming the query."""
+    idx = np.flatnonzero(keep)
+    order = idx[_trec_rows_order(query[idx], scores[idx], docno[idx], nd)]
+    q = query[order]
+    starts = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1])))
+    pos = np.arange(order.size) - np.repeat(starts, np.diff(np.append(starts, order.size)))
+    past = np.flatnonzero(pos == depth)  # each query's first line below the cut
+    s = scores[order]
+    tied = (s[past] == s[past - 1]) | (np.isnan(s[past]) & np.isnan(s[past - 1]))
+    if tied.any():
+        qname = qnames[int(q[past[np.argmax(tied)]])]
+        raise ParameterError(
+            f"{run_path}: query {qname}: tied documents straddle rank {depth}; under "
+            f"--judged-only with --depth {depth} (trec_eval -J -M {depth}) which of them "
+            "are kept before the unjudged leave would decide First, Last and Tie-aware, "
+            "which tieeval does not compute for that cut: give one of the two options")
+    out = np.zeros(keep.size, dtype=bool)
+    out[order[pos < depth]] = True
+    return out
+
+
 def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
-         judged_only: bool = False):
+         judged_only: bool = False, judged_depth: int | None = None):
     """Queries as rows: ``(qids, scores, labels, offsets, unranked, query_set, tags,
-    judged, unranked_judged, max_label)``."""
+    judged, unranked_judged, max_label)``; ``judged_depth``: under ``judged_only``, the
+    top N lines of each query are kept first (:func:`_within_depth`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -833,6 +862,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          "duplicate documents too)")
     del kept_keys, dup
     if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
+        if judged_depth is not None:  # -J -M: the ranking is cut first
+            keep &= _within_depth(run_path, rq, run.value, rd, nd, keep, judged_depth, qnames)
         _, matched, labels = _judgements(rq.astype(np.int64) * nd + rd, js, jrel)
         keep &= matched & (labels >= 0)
         del matched, labels
@@ -882,7 +913,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          int(both.sum()),
                          [qnames[r] for r in np.flatnonzero(in_run & ~in_qrels).tolist()],
                          [qnames[r] for r in np.flatnonzero(in_qrels & ~in_run).tolist()],
-                         missing_queries, bool(judged_only), best)
+                         missing_queries, bool(judged_only), best,
+                         judged_depth=judged_depth if judged_only else None)
     if judged_only:  # the rows -J leaves without a ranked document, with their judgements
         for r in np.flatnonzero(counts == 0).tolist():
             query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]

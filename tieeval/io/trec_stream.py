@@ -155,9 +155,11 @@ class TrecSource:
     """The batches of a TREC run with its qrels: streamed (see the module docstring), or
     the whole-run reader's once streaming gave up or was declined."""
 
-    def __init__(self, path: str, qrels: str, missing: str, judged_only: bool):
+    def __init__(self, path: str, qrels: str, missing: str, judged_only: bool,
+                 judged_depth: int | None = None):
         self.path, self.qrels_path = path, qrels
         self.missing, self.judged_only = missing, judged_only
+        self.judged_depth = judged_depth if judged_only else None
         self.whole: tuple | None = None
         self.dump: Any = None  # set by open_trec_run
         self.order: np.ndarray | None = None
@@ -170,8 +172,13 @@ class TrecSource:
             raise InputError(f"{path}: no such file") from None
         except OSError as exc:
             raise InputError(f"{path}: cannot open run: {exc.strerror or exc}") from None
+        self.q: _Qrels | None = None
+        if self.judged_depth is not None:
+            # -J -M: the cut at the depth is the whole-run reader's, made on opening
+            self.read_whole()
+            return
         try:
-            self.q: _Qrels | None = _Qrels(qrels)
+            self.q = _Qrels(qrels)
         except (WholeRun, InputError):
             # the whole-run reader reads the run first and names the error it always named
             self.q = None
@@ -198,7 +205,8 @@ class TrecSource:
     def read_whole(self) -> None:
         if self.whole is not None:
             return
-        self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only)
+        self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
+                          self.judged_depth)
         self.order = None
         qids, scores = self.whole[0], self.whole[1]
         tags = self.whole[6]
@@ -309,7 +317,8 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     judged_only = getattr(options, "judged_only", False)
     if not isinstance(judged_only, (bool, np.bool_)):
         raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
-    source = TrecSource(path, qrels, missing, bool(judged_only))
+    depth = getattr(options, "judged_depth", None)
+    source = TrecSource(path, qrels, missing, bool(judged_only), depth)
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
     # until a pass has read the run: the query set's options (its counts come with the
@@ -317,7 +326,7 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     # streamed batch holds at most the lines that size allows (about 60,000 for the
     # general kernel) and as many queries as those lines hold
     placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
-                           np.zeros(0))
+                           np.zeros(0), judged_depth=source.judged_depth)
     # each file is its own run, named after the file; the tag is kept as metadata
     # (--group-by-tag labels runs by it instead), set once the pass has read every tag
     dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,

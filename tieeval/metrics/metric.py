@@ -23,6 +23,7 @@ from tieeval.metrics.registry import (
     parse_parameter,
 )
 from tieeval.metrics.spellings import (
+    asks_relstring,
     asks_runid,
     choices_text,
     translate,
@@ -73,6 +74,10 @@ class Metric:
         trec_eval's and ir_measures' spelling of one metric (``"ndcg_cut_10"``,
         ``"recip_rank"``, ``"nDCG@10"``; :mod:`tieeval.metrics.spellings`)."""
         metrics = cls.expand(text)
+        if not metrics and asks_relstring(text):
+            raise ParameterError(f"{text!r} is trec_eval's relstring line, not a metric: "
+                                 "'--format trec_eval --per-query' prints it when -m "
+                                 "relstring (or relstring.N, all_trec) is given")
         if not metrics and asks_runid(text):
             raise ParameterError(f"{text!r} is trec_eval's runid line, not a metric: "
                                  "'--format trec_eval' prints it when -m runid (or "

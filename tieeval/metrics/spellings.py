@@ -31,6 +31,9 @@ from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
 CUTOFF = "cutoff"
 LEVEL = "level"
 MULTIPLE = "multiple"  # a multiple of R (Rprec_mult_0.20 ... Rprec_mult_2.00), a float > 0
+# how trec_eval reads the parameters of a measure that takes no cutoff (meas_init.c)
+PAIRS = "pairs"  # name=value pairs (get_param_pairs): level=gain (gain_init.c), rbp's p=
+VALUES = "values"  # a list of numbers (get_double_params): set_F's beta, utility's weights
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
 # m_success.c, m_iprec_at_recall.c)
@@ -45,6 +48,12 @@ TREC_UNJ = (5, 10, 20)  # m_unjudged.c
 #: trec_eval prints only when ``runid`` is requested, itself or in a nickname.
 RUNID = "runid"
 
+#: trec_eval's relstring (m_relstring.c): per query, the judgements of the top N ranked
+#: documents as text (default N = 10, ``-m relstring.N``). No metric here either: under
+#: ``--format trec_eval --per-query`` it asks for the lines, made from the Original ranking.
+RELSTRING = "relstring"
+RELSTRING_LENGTH = 10
+
 
 @dataclass(frozen=True)
 class TrecMeasure:
@@ -52,9 +61,11 @@ class TrecMeasure:
 
     ``param`` is ``"cutoff"`` (``P_10``), ``"level"`` (``iprec_at_recall_0.10``, a recall
     level in [0, 1]), ``"multiple"`` (``Rprec_mult_0.20``, a multiple of R) or ``""``
-    (``map``); ``defaults`` are trec_eval's parameters when none
-    are given. ``integer`` measures print as whole numbers, ``summary_only`` ones only on
-    the ``all`` lines (trec_eval prints no per-query ``gm_map`` or ``num_q``).
+    (``map``); ``defaults`` are trec_eval's parameters when none are given; ``fixed``:
+    the parameters of a measure such as ``rbp.p=0.9`` that tieeval takes when they are
+    trec_eval's defaults (:func:`trec_printed_name`). ``integer`` measures print as whole
+    numbers, ``summary_only`` ones only on the ``all`` lines (trec_eval prints no
+    per-query ``gm_map`` or ``num_q``).
     """
 
     name: str
@@ -63,6 +74,10 @@ class TrecMeasure:
     defaults: tuple = ()
     integer: bool = False
     summary_only: bool = False
+    #: trec_eval's parameters of a measure without cutoffs, which tieeval computes at
+    #: their defaults only: ``(PAIRS, (("p", 0.9),))`` (pairs; a level=gain pair must
+    #: keep the gain the level) or ``(VALUES, (1.0,))`` (exactly these numbers)
+    fixed: tuple = ()
 
     @property
     def spec(self) -> MetricSpec | None:
@@ -94,15 +109,15 @@ TREC_MEASURES = (
     TrecMeasure("infAP", "InfAP"),
     TrecMeasure("gm_bpref", "GBpref", summary_only=True),
     TrecMeasure("Rprec_mult", "RprecMult", MULTIPLE, TREC_MULTIPLES),
-    TrecMeasure("utility", "Utility"),
-    TrecMeasure("11pt_avg", "IPrec11pt"),
+    TrecMeasure("utility", "Utility", fixed=(VALUES, (1.0, -1.0, 0.0, 0.0))),
+    TrecMeasure("11pt_avg", "IPrec11pt", fixed=(VALUES, TREC_LEVELS)),
     TrecMeasure("binG", "BinG"),
-    TrecMeasure("G", "NormGain"),
-    TrecMeasure("dcg", "DCG"),
+    TrecMeasure("G", "NormGain", fixed=(PAIRS, ())),
+    TrecMeasure("dcg", "DCG", fixed=(PAIRS, ())),
     TrecMeasure("ideal_dcg", None),
-    TrecMeasure("ndcg", "NDCG"),
-    TrecMeasure("ndcg_rel", "NDCG-rel"),
-    TrecMeasure("Rndcg", "Rndcg"),
+    TrecMeasure("ndcg", "NDCG", fixed=(PAIRS, ())),
+    TrecMeasure("ndcg_rel", "NDCG-rel", fixed=(PAIRS, ())),
+    TrecMeasure("Rndcg", "Rndcg", fixed=(PAIRS, ())),
     TrecMeasure("ndcg_cut", "NDCG", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("map_cut", "MAP", CUTOFF, TREC_CUTOFFS),
     TrecMeasure("relative_P", "RelativeP", CUTOFF, TREC_CUTOFFS),
@@ -111,7 +126,7 @@ TREC_MEASURES = (
     TrecMeasure("set_relative_P", "SetRelP"),
     TrecMeasure("set_recall", "SetR"),
     TrecMeasure("set_map", "SetAP"),
-    TrecMeasure("set_F", "SetF"),
+    TrecMeasure("set_F", "SetF", fixed=(VALUES, (1.0,))),
     TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
     *(TrecMeasure(name, None) for name in (
         "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
@@ -119,8 +134,8 @@ TREC_MEASURES = (
         "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
         "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
         "yaap")),
-    TrecMeasure("rbp", "TrecRBP"),
-    TrecMeasure("rbp_resid", "TrecRBP-resid"),
+    TrecMeasure("rbp", "TrecRBP", fixed=(PAIRS, (("p", 0.9),))),
+    TrecMeasure("rbp_resid", "TrecRBP-resid", fixed=(PAIRS, (("p", 0.9),))),
     TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
 )
 _TREC = {key(m.name): m for m in TREC_MEASURES}
@@ -132,7 +147,9 @@ _TREC = {key(m.name): m for m in TREC_MEASURES}
 TREC_NOTES = {
     "runid": "not a metric: the `runid` line of `--format trec_eval`, printed when asked for "
              "(`-m runid`, `official`, `all_trec`)",
-    "relstring": "a per-query string of relevance codes, not a number to average",
+    "relstring": "not a metric: the per-query `relstring` lines of `--format trec_eval "
+                 "--per-query` (the Original ranking's judgements at the top N ranks), "
+                 "printed when asked for (`-m relstring`, `relstring.N`, `all_trec`)",
     "ideal_dcg": "the ideal DCG is NDCG's denominator, not reported on its own",
     "iprec_at_recall": "trec_eval 10's rounding of x·R (lround); trec_eval 9's (pytrec_eval) "
                        "with `--convention trec_eval9`",
@@ -142,11 +159,19 @@ TREC_NOTES = {
                "in the qrels, whatever `-l` says; `--format trec_eval` prints that count, "
                "JSON the queries' sum",
     "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
+    "ndcg": "trec_eval's default gains (the relevance levels); `level=gain` parameters are "
+            "taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused",
+    "set_F": "trec_eval's default beta = 1; `-m set_F.1.0` is taken, another beta is refused",
+    "utility": "trec_eval's default weights 1, -1, 0, 0; `-m utility.1,-1,0,0` is taken, "
+               "other weights are refused",
+    "11pt_avg": "trec_eval's 11 default recall levels; `-m 11pt_avg.0,.1,.2,.3,.4,.5,.6,.7,"
+                ".8,.9,1` is taken, other levels are refused",
     "gm_bpref": "printed on the `all` line only, as trec_eval prints it",
-    **{name: "trec_eval's default gains (the relevance levels); its `level=gain` parameters "
-             "are not taken" for name in ("G", "ndcg_rel", "Rndcg")},
-    **{name: "trec_eval's default persistence p = 0.9; its `p=` parameter is not taken"
-       for name in ("rbp", "rbp_resid")},
+    **{name: "trec_eval's default gains (the relevance levels); `level=gain` parameters "
+             "are taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused"
+       for name in ("G", "ndcg_rel", "Rndcg")},
+    **{name: "trec_eval's default persistence p = 0.9; `-m rbp.p=0.9` is taken, another p "
+             "is refused" for name in ("rbp", "rbp_resid")},
     **{name: "preference judgements (trec_eval's prefs and qrels_prefs formats), which "
              "tieeval does not read" for name in (
         "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
@@ -292,6 +317,57 @@ def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
     return value
 
 
+def _fixed_text(measure: TrecMeasure) -> str:
+    """What tieeval takes of ``measure``'s parameters: ``p=0.9 and level=gain pairs that
+    keep each gain the level (rbp.p=0.9,1=1,2=2)``, ``set_F.1``."""
+    kind, defaults = measure.fixed
+    if kind == VALUES:
+        return f"{measure.name}." + ",".join(f"{value:g}" for value in defaults)
+    named = [f"{name}={value:g}" for name, value in defaults]
+    return " and ".join([*named, "level=gain pairs that keep each gain the level"]) \
+        + f" ({measure.name}.{','.join([*named, '1=1,2=2'])})"
+
+
+def _check_fixed(measure: TrecMeasure, parts: list[str], whole: str) -> None:
+    """Refuse parameters of ``measure`` other than trec_eval's defaults, which are all
+    tieeval computes it at: ``rbp.p=0.9``, ``set_F.1.0``, ``ndcg.1=1,2=2`` (a relevance
+    level's gain left at the level, as gain_init.c gives every level it is not told)."""
+    kind, defaults = measure.fixed
+    refusal = ParameterError(f"{whole!r}: tieeval computes trec_eval's {measure.name} at its "
+                             f"default parameters only: {_fixed_text(measure)}")
+    try:
+        if kind == VALUES:
+            if tuple(float(p) for p in parts) != tuple(defaults):
+                raise refusal
+            return
+        named = dict(defaults)
+        for part in parts:
+            name, sep, value = (s.strip() for s in part.partition("="))
+            if not sep or not name:
+                raise refusal
+            if re.fullmatch(r"[+-]?\d+", name):  # a level=gain pair: the gain is the level
+                if int(name) < 0 or float(value) != int(name):
+                    raise refusal
+            elif name not in named or float(value) != named[name]:
+                raise refusal
+    except ValueError:
+        raise refusal from None
+
+
+def trec_printed_name(text: object) -> str | None:
+    """The name trec_eval prints for a measure given with its default parameters spelled
+    out, which tieeval takes (``rbp.p=0.9`` prints as ``rbp_p=0.9``, ``set_F.1.0`` as
+    ``set_F_1.0``: the name, ``_`` and the parameters as written, meas_init.c's
+    ``append_string``), else None (the measure's own name or cutoff names apply)."""
+    m = _PARAMETERS.match(text) if isinstance(text, str) else None
+    if m is None:
+        return None
+    measure = _TREC.get(key(m.group(1)))
+    if measure is None or not measure.fixed or not m.group(2).strip():
+        return None
+    return f"{measure.name}_{m.group(2)}"
+
+
 def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
     """The registry texts of ``measure`` at ``params`` (sorted, as trec_eval sorts them)."""
     if not available(measure.target):
@@ -319,11 +395,20 @@ def _trec_eval(text: str) -> list[str] | None:
         measure = _TREC.get(key(m.group(1)))
         if measure is None:
             return None
+        if measure.name == RELSTRING:
+            asks_relstring(text)  # its parameter checked; a line of the format, no metric
+            return []
         parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
         if not measure.param and parts:
-            raise ParameterError(f"trec_eval's {measure.name} takes no parameters "
-                                 f"(got {text!r})")
+            if not measure.fixed:
+                raise ParameterError(f"trec_eval's {measure.name} takes no parameters "
+                                     f"(got {text!r})")
+            _check_fixed(measure, parts, text)
+            return _texts(measure, [], text)
         params = [_parameter(measure, p, text) for p in parts] or list(measure.defaults)
+        if len(set(params)) < len(params):  # trec_eval: "duplicate cutoffs detected"
+            raise ParameterError(f"{text!r} gives a parameter of {measure.name} twice, "
+                                 "which trec_eval refuses")
         if measure.param and not params:
             raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
                                  f"{measure.name}.5,10")
@@ -340,6 +425,8 @@ def _trec_eval(text: str) -> list[str] | None:
                     out += _texts(measure, measure.defaults, text)
             return out
         measure = _TREC.get(key(m.group(1)))
+        if measure is not None and measure.name == RELSTRING:
+            return []  # a line of trec_eval's format, no metric (asks_relstring)
         if measure is not None:  # ndcg_cut alone: trec_eval's default cutoffs
             if measure.param and not measure.defaults:
                 raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
@@ -454,6 +541,31 @@ def asks_runid(text: object) -> bool:
         return False
     name = key(m.group(1))
     return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
+
+
+def asks_relstring(text: object) -> tuple[str, int] | None:
+    """``(the name trec_eval prints, N)`` when ``text`` asks for trec_eval's relstring
+    lines: ``relstring`` or a nickname holding it (``all_trec``) for N = 10, printed
+    ``relstring``; ``relstring.N``, printed ``relstring_N`` (the parameter as written, as
+    meas_init.c appends it; N is trec_eval's ``(long)`` of the number, 0 below 0)."""
+    if not isinstance(text, str):
+        return None
+    m = _BARE.match(text)
+    if m is not None:
+        name = key(m.group(1))
+        if name == key(RELSTRING) or RELSTRING in _NICKNAMES.get(name, ()):
+            return RELSTRING, RELSTRING_LENGTH
+        return None
+    m = _PARAMETERS.match(text)
+    if m is None or key(m.group(1)) != key(RELSTRING):
+        return None
+    try:
+        value = float(m.group(2))
+        length = int(value)
+    except (ValueError, OverflowError):
+        raise ParameterError(f"parameter {m.group(2).strip()!r} of {text!r} must be a number "
+                             "of documents (relstring.20)") from None
+    return f"{RELSTRING}_{m.group(2)}", max(length, 0)
 
 
 def translate(text: object) -> list[str] | None:
@@ -606,7 +718,8 @@ _HINT_WIDTH = 170  # characters of names an unknown-metric error lists
 def missing_trec() -> list[str]:
     """trec_eval's all_trec measures tieeval does not have."""
     return [m.name for m in TREC_MEASURES
-            if m.name in TREC_NICKNAMES["all_trec"] and not available(m.target)]
+            if m.name in TREC_NICKNAMES["all_trec"] and not available(m.target)
+            and m.name != RELSTRING]
 
 
 def markdown_table() -> str:
@@ -633,7 +746,10 @@ def markdown_missing() -> str:
     trec = ", ".join(f"`{name}`" for name in missing_trec())
     ir = ", ".join(f"`{name}`" for name, _, status, _ in ir_status()
                    if status == REFUSED and name not in IR_ALIASES)
-    return (f"- trec_eval's `all_trec` measures (`all_trec` expands without them): {trec}\n"
+    trec_line = (f" (`all_trec` expands without them): {trec}" if trec else
+                 ": none (`all_trec` prints every line trec_eval prints, `relstring` per "
+                 "query)")
+    return (f"- trec_eval's `all_trec` measures{trec_line}\n"
             f"- ir_measures' measures (the reasons: [the tables below]"
             f"(#every-trec_eval-and-ir_measures-measure)): {ir}\n")
 
@@ -655,7 +771,9 @@ def trec_status() -> list[tuple[str, str, str, str]]:
     rows = [(RUNID, "", NOTED, TREC_NOTES[RUNID])]
     for m in TREC_MEASURES:
         note = TREC_NOTES.get(m.name, "")
-        if available(m.target):
+        if m.name == RELSTRING:  # a line of the format, as runid
+            rows.append((m.name, "", NOTED, note))
+        elif available(m.target):
             rows.append((m.spelling(), _shown(str(m.target), m.param),
                          NOTED if note else SUPPORTED, note))
         else:
