@@ -13,6 +13,12 @@ consumer over too.
   ``diff``), with whatever a caller wants to note per batch beside them (``diff``'s
   candidate keys).
 
+A streamed TREC run gives its queries in the run's order, not the dump's (query ids
+sorted as trec_eval sorts them): both consumers put the instances back in the dump's order
+when the pass is complete (:meth:`~tieeval.io.base.Dump.instance_order`; per-query rows
+are small), and a collector that notes something per batch asks the dump for batches in
+its order instead (:meth:`~tieeval.io.base.Dump.keep_order`).
+
 A new consumer is a class with these four methods, asked for by a :class:`Request` field
 (:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.consumers_for`.
 """
