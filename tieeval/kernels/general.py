@@ -73,7 +73,6 @@ from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch
-from tieeval.metrics.measures import MEASURES, TIE_DECIDED
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
@@ -112,8 +111,6 @@ class GeneralKernel(Kernel):
         super().__init__(spec)
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
-        # the measure behind the tie-decided shares, at every --k
-        self._hr = {k: RelMetric(TIE_DECIDED.name, k) for k in sorted(set(spec.ks))}
         # the deepest place of the 'original' ordering any metric reads (None: any place)
         forms = [e.form for e in self.entries]
         self.rank_depth = (max(f.k for f in forms) if forms and all(
@@ -211,16 +208,14 @@ class GeneralKernel(Kernel):
         acc.pos_rows += int(np.count_nonzero(sel))
         acc.pos_size += int(psize[sel].sum())
         acc.pos_tied += int(np.count_nonzero(psize[sel] > 1))
-        ranked_pos = np.zeros(rows, dtype=bool)
-        ranked_pos[prow] = True
-        # HR@K entries serve the tie-decided shares too
-        hr_values: dict[int, InstanceValues] = {}
+        for k in acc.ks:
+            acc.decided[k] += int(np.count_nonzero(tie_decided(rb, t, k) & sel))
+            # a query the run does not answer (--missing-queries zero) has no candidates:
+            # the query-set note reports it, not this warning
+            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
         added = []
         for entry, sums in zip(self.entries, acc.sums):
             v = rb.values(entry.form)
-            k = entry.metric.k
-            if isinstance(k, int) and entry.form == self._hr.get(k):
-                hr_values[k] = v
             v = self._counted(v, entry, has_pos)
             added.append(v)
             # RelBatch.values always fills defined and variance (NaN where no closed form)
@@ -245,14 +240,6 @@ class GeneralKernel(Kernel):
                 sums.has_variance = False
             else:
                 sums.variance.add(var)
-        for k in acc.ks:
-            hr = hr_values.get(k)
-            if hr is None:
-                hr = rb.values(self._hr[k], original_order=False)
-            acc.decided[k] += int(np.count_nonzero(hr.tie_decided & keep & ranked_pos))
-            # a query the run does not answer (--missing-queries zero) has no candidates:
-            # the query-set note reports it, not this warning
-            acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
         return added
 
     @staticmethod
@@ -363,6 +350,7 @@ class GeneralKernel(Kernel):
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
         elif acc.no_relevant and options.no_relevant == "zero":
+            from tieeval.metrics.measures import MEASURES  # every family: only here
             skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
                        f"item ({_relevant(options)}); every metric but {skip} counts them "
@@ -391,6 +379,23 @@ class GeneralKernel(Kernel):
         if result.what_if is not None and result.what_if.tolerance is not None:
             result.what_if = replace(result.what_if, chained=True)
         return result
+
+
+def tie_decided(rb: RelBatch, first: np.ndarray, k: int) -> np.ndarray:
+    """Whether HR@K differs between the 'first' and 'last' orderings, for the rows of
+    ``first`` (each row's first block holding a relevant item): what the tie-decided
+    shares count, read off that block's counts instead of evaluating HR@K. HR@K is 1 in
+    'first' when the block starts inside the cutoff (its relevant items lead it) and 0 in
+    'last' when its items placed inside the cutoff (``m``) fit among its ``size - p``
+    other items (its relevant items close it): the ``decided`` of
+    :data:`tieeval.metrics.measures.TIE_DECIDED` (HR), whose evaluation this saves."""
+    a, size, p = rb.ba[first], rb.bsz[first], rb.p_t[first]
+    # the counting cutoff (capped at the depth); past every row's end it acts as the end
+    kc = min(k, int(rb.n.max(initial=0)) + 1)
+    if rb.depth is not None:
+        kc = min(kc, rb.depth)
+    m = np.clip(kc - a, 0, size)
+    return (m >= 1) & (m <= size - p)
 
 
 def expected_geometric_mean(s) -> float:
