@@ -39,6 +39,41 @@ def test_tasks_give_the_one_thread_result(tmp_path, suffix, batch_rows):
     assert _on(3, run) == one
 
 
+@pytest.mark.parametrize("batch_rows", [None, 1, 37, 5000])
+def test_stored_labelled_npz_tasks_give_the_one_thread_result(tmp_path, batch_rows):
+    # graded labels and heavy ties: every thread reads its own rows of both members
+    rng = np.random.default_rng(5)
+    scores = (rng.integers(0, 6, size=(1200, 19)) / 5).astype(np.float32)
+    labels = rng.choice([-1, 0, 0, 0, 1, 2, 3], size=scores.shape).astype(np.int8)
+    path = str(tmp_path / "d.npz")
+    np.savez(path, scores=scores, labels=labels)
+    dump = open_dump(path)
+    tasks = dump.batch_tasks(100, 2)
+    assert tasks is not None
+    batches = [task() for task in tasks]
+    dump.finish()  # both members' CRC-32 joined from the tasks' pieces
+    dump.end_pass()
+    assert np.array_equal(np.concatenate([b.labels for b in batches]).reshape(labels.shape),
+                          labels)
+    metrics = ["NDCG@5", "HR@3", "MRR", "MAP@10"]
+
+    def run():
+        return tieeval.evaluate_path(path, metrics, batch_rows=batch_rows).to_dict()
+    one = _on(1, run)
+    assert _on(2, run) == one
+    assert _on(3, run) == one
+    # the in-memory evaluation of the same arrays: one batch, no reader
+    inline = tieeval.evaluate(scores, labels=labels, metrics=metrics).to_dict()
+    assert one["metrics"] == inline["metrics"] and one["ties"] == inline["ties"]
+
+
+def test_a_compressed_labelled_npz_has_no_tasks(tmp_path):
+    path = str(tmp_path / "d.npz")
+    np.savez_compressed(path, scores=np.zeros((10, 3), np.float32),
+                        labels=np.ones((10, 3), np.int8))
+    assert open_dump(path).batch_tasks(4, 2) is None
+
+
 def test_an_error_names_the_first_bad_row(tmp_path):
     rng = np.random.default_rng(4)
     scores = rng.random((3000, 7)).astype(np.float32)

@@ -13,6 +13,7 @@ integer multiplications, whatever the lengths.
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 try:  # the same CRC-32, with the processor's carry-less multiplication
     from isal.isal_zlib import crc32
@@ -46,6 +47,7 @@ def _powers() -> list[int]:
 _X2N = _powers()  # _X2N[k] = x**(2**k) modulo the polynomial
 
 
+@lru_cache(maxsize=64)  # a dump's pieces mostly share a few lengths: each is worked out once
 def _x2nmodp(n: int, k: int) -> int:
     """``x**(n * 2**k)`` modulo the polynomial."""
     p = 1 << 31  # x**0

@@ -465,7 +465,11 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
     info = _info(source, present)
     names = {kind: present[kind] for kind in present}
     if dump.parts is not None:
-        parts = [NpzRelevancePart(p, names, sources) for p in dump.parts]
+        # every member stored: any rows can be read on their own, in any thread
+        part: type[NpzRelevancePart] = (
+            StoredNpzRelevancePart if all(src.spec is not None for src in sources.values())
+            else NpzRelevancePart)
+        parts = [part(p, names, sources) for p in dump.parts]
         return _with_crcs(_relabel(dump, info, parts=parts), sources)
     base = dump._batches
 
@@ -537,3 +541,23 @@ class NpzRelevancePart(_WithRelevance):
     def batches(self, batch_rows: int) -> Iterator[Batch]:
         for batch in self.base.batches(batch_rows):
             yield _fill_npz(self.base.path, batch, self.names, self.sources)
+
+
+@dataclass(frozen=True)
+class StoredNpzRelevancePart(NpzRelevancePart):
+    """:class:`NpzRelevancePart` whose relevance members are all stored: like the scores,
+    any range of rows is read on its own, in the thread that asks (Dump.batch_tasks), so
+    that every thread reads the rows it evaluates; their CRC-32 pieces join in file order
+    whatever thread reads them (:class:`tieeval.io.npy.StreamCrc`)."""
+
+    reads_rows = True
+
+    def read_rows(self, lo: int, hi: int) -> Batch:
+        """Rows ``lo..hi`` with their relevance fields, read in the calling thread (a
+        reader of its own per member: positioned reads share no file position)."""
+        batch = self.base.read_rows(lo, hi)
+        columns = {}
+        for kind, src in self.sources.items():
+            with src.spec.reader() as reader:
+                columns[kind] = (reader.rows(lo, hi), None)
+        return fill_batch(self.base.path, batch, self.names, columns)
