@@ -124,6 +124,35 @@ def test_compare_on_an_npy_dump_loads_only_what_it_uses(tmp_path):
     assert not measures & {"ap", "bpref", "iprec", "sets", "rbp", "infap", "auc", "err"}
 
 
+def test_trec_eval_drop_in_loads_only_the_official_measures(tmp_path):
+    """``tieeval compare --qrels Q RUN -m official --convention trec_eval --format
+    trec_eval`` (the trec_eval drop-in): of the measures only the modules of trec_eval's
+    official set (a trec_eval list name is not looked up among every measure), and no
+    scipy (statistics, depth-cut blocks only), pyspark or rich."""
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_text("1 Q0 d1 1 2.0 r\n1 Q0 d2 2 2.0 r\n1 Q0 d3 3 1.0 r\n"
+                   "2 Q0 d1 1 1.0 r\n2 Q0 d4 2 0.5 r\n")
+    qrels.write_text("1 0 d1 1\n1 0 d3 2\n1 0 d9 1\n2 0 d4 1\n2 0 d1 0\n")
+    code = ("import sys\n"
+            "from tieeval.cli import cli\n"
+            f"cli.main(['compare', '--qrels', {str(qrels)!r}, {str(run)!r}, '-m', 'official', "
+            "'--convention', 'trec_eval', '--format', 'trec_eval', '-q'], "
+            "prog_name='tieeval', standalone_mode=False)\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('scipy', 'pyspark', 'rich') or m.startswith('tieeval.metrics.measures.'))), "
+            "file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr
+    assert "map" in proc.stdout and "iprec_at_recall_0.00" in proc.stdout  # the command ran
+    loaded = set(proc.stderr.split())
+    assert not {m for m in loaded if not m.startswith("tieeval.")}, loaded
+    measures = {m.rsplit(".", 1)[1] for m in loaded}
+    assert {"ap", "bpref", "counts", "iprec", "recall", "rprec", "rr"} <= measures
+    assert not measures & {"dcg", "auc", "signed", "judged", "infap", "sets", "gain", "rdcg",
+                           "relative", "rbp", "unjudged"}, measures
+
+
 def test_the_command_list_of_help_is_each_commands_own_and_imports_none():
     """``tieeval --help`` lists the commands from ``SUMMARIES`` without importing them: the
     listing is click's own from the commands' help, at every width, and loads no numpy."""

@@ -68,6 +68,18 @@ def test_option_values_are_never_read_as_options(args, want):
                              {"--template", "-m", "--convention"})[2:] == want
 
 
+def test_n_maps_only_where_the_command_has_no_summary():
+    """trec_eval's -n (--nosummary) is compare's --no-summary; a command without that
+    option leaves -n to click, which calls it unknown, rather than to another option."""
+    args = ["--convention", "trec_eval", "-n", "--nosummary"]
+    assert trec_eval_options(args, set(), {"--no-summary", "--convention"})[2:] == \
+        ["--no-summary", "--no-summary"]
+    assert trec_eval_options(args, set(), {"--convention"})[2:] == ["-n", "--nosummary"]
+    result = invoke("-n")
+    assert result.exit_code == 2
+    assert "-n is trec_eval's option: write --no-summary" in result.stderr
+
+
 def test_k_past_the_candidate_count_is_said_once():
     """results.trunc's shorter queries fall below four of trec_eval's cutoffs: one line."""
     result = invoke("--convention", "trec_eval")

@@ -146,3 +146,16 @@ def test_parameters_trec_eval_keeps_on_its_bogus_ranking_are_refused_under_c():
         "rbp_resid_p=0.9, utility_1,-1,0,0" in result.stderr
     result = tieeval(qrels, run, ["-c", "-m", "utility", "-m", "rbp_resid"])
     assert result.exit_code == 0, result.stderr
+
+
+def test_relstring_of_a_run_read_from_standard_input():
+    """A run piped in (``-``) is read from its spool for relstring, as for the figures."""
+    qrels, run, _ = CASES["n_official"]
+    args = ["compare", "--qrels", str(qrels), "-", "--convention", "trec_eval", "--format",
+            "trec_eval", "--per-query", "--quiet", "-m", "relstring", "-m", "map"]
+    piped = runner().invoke(cli, args, input=run.read_bytes())
+    assert piped.exit_code == 0, piped.stderr
+    named = runner().invoke(cli, [*args[:3], str(run), *args[4:]])
+    assert piped.stdout == named.stdout
+    # trec_eval's own line (trec_eval_data/out.test.aq)
+    assert "relstring             \t301\t'0000011000'\n" in piped.stdout

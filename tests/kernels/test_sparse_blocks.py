@@ -14,7 +14,9 @@ from tieeval.metrics.options import RelMetric, parse_rel_metric
 METRICS = ["HR@1", "HR@3", "Recall@3", "Precision@3", "DCG@3", "NDCG@3", "NDCG", "DCG",
            "MRR", "MAP", "MAP@3", "SHR@3", "SRecall@3", "SDCG@3", "SNDCG@3", "SNDCG",
            "V-AUC", "Success@3", "Rprec", "Bpref", "Judged@3", "NumRet", "NumRel",
-           "NumRelRet", "NumQ", "GMAP", "ERR@3", "IPrec@0.5", "NDCG@50"]
+           "NumRelRet", "NumQ", "GMAP", "ERR@3", "IPrec@0.5", "NDCG@50",
+           # the compact table evaluates IPrec itself (the full one only under a depth)
+           "IPrec@0", "IPrec@0.1", "IPrec@1", "IPrec11pt"]
 VARIANTS = [RelMetric("NDCG", 3, gain="exponential", discount="linear"),
             RelMetric("DCG", 4, discount="power", alpha=0.7, short_list="truncate"),
             RelMetric("SNDCG", 2, gamma=0.5, discount="news"),

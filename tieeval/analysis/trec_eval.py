@@ -187,9 +187,10 @@ def _relstring_code(label: float, judged: bool) -> str:
     return "." if label < 0 else "-"
 
 
-def relstrings(run: RunResult, qrels_path: str, length: int,
+def relstrings(run: RunResult, path: str, qrels_path: str, length: int,
                cleared: bool = True) -> dict[str, str]:
-    """trec_eval's relstring of every query of the TREC run ``run``: the judgements of
+    """trec_eval's relstring of every query of the TREC run ``run``, read from ``path``
+    (its file; a run read from standard input is named ``<stdin>``): the judgements of
     its top ``length`` documents in trec_eval's order (the Original column's), after
     ``-M`` cut the ranking (``depth``) and ``-J`` dropped the unjudged documents, as
     :func:`_relstring_code` writes them. A query only the qrels hold, averaged in under
@@ -207,7 +208,7 @@ def relstrings(run: RunResult, qrels_path: str, length: int,
     judged_only = bool(queries.get("judged_only"))
     depth = rel.get("depth")
     qids, _, labels, offsets, _, query_set, _, judged, _, _ = load(
-        run.path, qrels_path, queries.get("missing_queries") or "skip", judged_only,
+        path, qrels_path, queries.get("missing_queries") or "skip", judged_only,
         None if depth is None else int(depth))  # -J -M: cut at depth before -J
     limit = length if depth is None else min(length, int(depth))
     missing = set(query_set.qrels_only)
@@ -334,18 +335,19 @@ def runs_lines(runs: Iterable[RunResult], column: str = "original",
                runid: bool = True, print_queries: bool = True,
                qrels_path: str | None = None, summary: bool = True,
                names: dict | None = None,
-               relstring: tuple[str, int] | None = None) -> list[TrecLine]:
+               relstring: tuple[str, int, list[str]] | None = None) -> list[TrecLine]:
     """Every run's lines, one run after the other (``runid``: with its runid line;
     ``qrels_path``: the TREC runs' qrels, for :func:`complete_num_rel`; ``summary`` and
-    ``names``: as :func:`trec_eval_lines`; ``relstring``: ``(printed name, N)``, each
-    query's relstring line, read from the runs and ``qrels_path`` by :func:`relstrings`)."""
+    ``names``: as :func:`trec_eval_lines`; ``relstring``: ``(printed name, N, each run's
+    file)``, each query's relstring line, read by :func:`relstrings`)."""
     runs = list(runs)
     queries = list(per_query) if per_query is not None else [None] * len(runs)
-    return [line for run, q in zip(runs, queries)
+    paths = relstring[2] if relstring is not None else [None] * len(runs)
+    return [line for run, q, path in zip(runs, queries, paths)
             for line in trec_eval_lines(
                 run, column, q, runid, print_queries,
                 complete_num_rel(run, qrels_path) if summary else None, summary, names,
                 None if relstring is None or qrels_path is None or q is None
-                or not print_queries
-                else (relstring[0], relstrings(run, qrels_path, relstring[1],
+                or path is None or not print_queries
+                else (relstring[0], relstrings(run, path, qrels_path, relstring[1],
                                                relstring[0] == RELSTRING)))]

@@ -155,7 +155,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
         return runs_lines(runs, column or "original", queries, runid=runid_asked(metrics),
                           print_queries=per_query, qrels_path=read_kwargs.get("qrels"),
                           summary=not no_summary, names=names,
-                          relstring=relstring)
+                          relstring=None if relstring is None else (*relstring, list(files)))
 
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))

@@ -278,6 +278,7 @@ class RelBatch:
         self.original = original
         self._lab_ideal: dict = {}
         self._cutoffs: dict = {}
+        self._relevant_places: dict = {}
         # what the metrics evaluated on this batch are (plan) and what a measure computes
         # once for all of them (shared): the 11 levels of trec_eval's iprec_at_recall
         self.planned: tuple = ()
@@ -418,6 +419,27 @@ class RelBatch:
     def relevant(self, lab: np.ndarray) -> np.ndarray:
         """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
         return lab > 0 if self.level is None else lab >= self.level
+
+    def relevant_places(self, lab: np.ndarray):
+        """The relevant items of the ordering whose labels by position are ``lab`` (one of
+        :attr:`lab_first`, :attr:`lab_last`, :meth:`lab_original`), in row order and,
+        inside a row, by place: ``(at, row, nth, place, first, count)`` with ``at`` their
+        positions in the table, ``nth`` each one's number among its row's relevant items
+        (1 for the highest placed), ``place`` its 0-based place in the ranking, and per
+        row the index of its first one in these arrays and how many it has. Computed once
+        per ordering and shared by every metric of the batch that reads the relevant
+        items only (hits, AP, IPrec): on the compact table they are a small share of the
+        positions."""
+        got = self._relevant_places.get(id(lab))
+        if got is None or got[0] is not lab:  # kept with the array, so its id stays its own
+            at = np.flatnonzero(self.relevant(lab))
+            row = self.row[at]
+            count = np.bincount(row, minlength=self.rows)
+            first = np.cumsum(count) - count
+            nth = np.arange(1, at.size + 1) - first[row]
+            got = (lab, at, row, nth, self.pos[at], first, count)
+            self._relevant_places[id(lab)] = got
+        return got[1:]
 
     def row_max_label(self) -> np.ndarray:
         """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
@@ -587,7 +609,7 @@ class RelBatch:
         if not isinstance(metric, RelMetric):
             raise ParameterError(f"metric must be a RelMetric (see parse_rel_metric), "
                                  f"got {metric!r}")
-        if self.compact and metric.spec.every_position:
+        if self.compact and metric.spec.full_table(self):
             return self.full().values(metric, original_order=original_order)
         if (self.prune_depth is not None
                 and not (isinstance(metric.k, int) and metric.level is None
@@ -710,7 +732,11 @@ class Evaluation:
     def hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
         """Per row the relevant items (``sign`` +1) or explicit negatives (-1) inside the
         cutoff, for labels by position ``lab``."""
-        mask = (self.b.relevant(lab) if sign > 0 else lab < 0) & self.in_k
+        if sign > 0:  # from the ordering's relevant items, shared by every cutoff
+            _, row, _, place, _, _ = self.b.relevant_places(lab)
+            inside = row[place < self.kc[row]]
+            return np.bincount(inside, minlength=self.b.rows).astype(np.float64)
+        mask = (lab < 0) & self.in_k
         return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
 
     def first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):

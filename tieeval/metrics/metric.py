@@ -101,7 +101,7 @@ class Metric:
         m = _METRIC_RE.match(text) if isinstance(text, str) else None
         # a bare trec_eval family (P, recall, success) means trec_eval's default parameters,
         # as trec_eval expands it, though the registry knows the name
-        if m is None or m.group(1) not in REGISTRY or (m.group(2) is None
+        if m is None or not REGISTRY.names_measure(m.group(1)) or (m.group(2) is None
                                                         and trec_family(m.group(1))):
             texts = translate(text)
             if texts is not None:
@@ -129,7 +129,7 @@ def family(text) -> MetricSpec | None:
     per K. A name whose cutoff is optional (``NDCG``, ``MRR``) already means the whole
     list, and stays so."""
     m = _METRIC_RE.match(text) if isinstance(text, str) else None
-    if m is None or m.group(2) is not None:
+    if m is None or m.group(2) is not None or not REGISTRY.names_measure(m.group(1)):
         return None
     spec = REGISTRY.get(m.group(1))
     return spec if spec is not None and spec.takes_k else None

@@ -122,35 +122,48 @@ class AveragePrecision(Measure):
             return np.minimum(ev.k_safe(), ev.R)
         return ev.R
 
+    def _key(self, ev) -> tuple:
+        """What AP's values on a batch depend on besides the batch: MAP and GMAP of the
+        same options share them (computed once per batch)."""
+        return ("AP", ev.m.k, ev.m.ap_norm, ev.m.short_list)
+
     def closed(self, ev):
         b = ev.b
-        n = b.bsz.astype(np.float64)
-        p = b.p_t
-        inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
-        # Segment sums over each block's own positions (no prefix differences at depth).
-        s1 = b._block_sum(inv)
-        s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
-        r_before = b._within_row_exclusive(p)
-        c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
-        term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
-        z = self.norm(ev)
-        e = ev.row_sum_blocks(term) / z
-        decided = b._row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
+        kept = b.shared.get(self._key(ev))
+        if kept is None:
+            n = b.bsz.astype(np.float64)
+            p = b.p_t
+            inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
+            # Segment sums over each block's own positions (no prefix differences at depth).
+            s1 = b._block_sum(inv)
+            s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
+            r_before = b._within_row_exclusive(p)
+            c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
+            term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
+            z = self.norm(ev)
+            e = ev.row_sum_blocks(term) / z
+            decided = b._row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
+            kept = b.shared[self._key(ev)] = (e, decided, r_before, z)
+        e, decided, r_before, z = kept
         var = None
         if self.has_variance:
-            var_t = ap_block_variance(b.ba, b.bsz, p, ev.m_t, r_before)
+            var_t = ap_block_variance(b.ba, b.bsz, b.p_t, ev.m_t, r_before)
             var = ev.row_sum_blocks(var_t) / z ** 2
         return e, var, decided
 
     def realise(self, ev, lab, judged):
         b = ev.b
-        rel = b.relevant(lab)
-        c = np.cumsum(rel, dtype=np.int64)
-        base = np.concatenate(([0], c))[b.offsets[:-1]]
-        hits_so_far = c - base[b.row]
-        mask = rel & ev.in_k
-        return (np.bincount(b.row[mask], weights=hits_so_far[mask] / (b.pos[mask] + 1.0),
-                            minlength=b.rows) / self.norm(ev))
+        key = (*self._key(ev), "realised", id(lab))
+        kept = b.shared.get(key)
+        if kept is None or kept[0] is not lab:
+            # precision at each relevant item inside the cutoff: its number among the
+            # row's relevant items over its place
+            _, row, nth, place, _, _ = b.relevant_places(lab)
+            inside = place < ev.kc[row]
+            value = (np.bincount(row[inside], weights=nth[inside] / (place[inside] + 1.0),
+                                 minlength=b.rows) / self.norm(ev))
+            kept = b.shared[key] = (lab, value)
+        return kept[1]
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,13 @@ class Measure:
         evaluates it on the full table)."""
         return "every_position" in self.needs
 
+    def full_table(self, b) -> bool:
+        """True when the measure is evaluated on the full block table of the batch ``b``
+        (:meth:`tieeval.kernels.tie_blocks.RelBatch.full`), not on its compact table of
+        the tie blocks holding a labelled or judged item: by default when it reads
+        :attr:`every_position`."""
+        return self.every_position
+
     #: A judged-orderings measure (:data:`BY_JUDGED`) that counts an item with a negative
     #: label as judged (ir_measures' Judged@K); trec_eval reads it as unjudged.
     negatives_judged: ClassVar[bool] = False

@@ -493,42 +493,45 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
     kept = rb.n.copy() if depth is None else np.minimum(rb.n, depth)
     m_t = np.clip(kept[rb.brow] - rb.ba, 0, rb.bsz)
     b_t = _exclusive_within_row(rb, p_t)
-    plans = []
     shape = _iprec_shape(rb, p_t, b_t, m_t)  # the same at every level
-    for recall in levels:
-        cut = iprec_cut(recall, big_r, rounding)
-        plans.append(_iprec_rows(rb, p_t, b_t, m_t, np.maximum(cut, 1), shape))
-    # every level's CDF requests, evaluated together (duplicates once)
-    requests = [np.concatenate([plan[0][j] for plan in plans]) for j in range(7)]
-    cdf = _path_cdf(*requests)
-    out = np.zeros((len(levels), rb.rows))
-    at = 0
-    for j, (request, finish) in enumerate(plans):
-        size = request[0].size
-        out[j] = finish(cdf[at:at + size])
-        at += size
-    return out
+    # every level in one pass: level j's virtual rows follow level j - 1's (one set of
+    # array operations for all levels, not one per level; each virtual row is computed
+    # on its own, so the values are those of one level at a time, bit for bit)
+    c1 = np.stack([np.maximum(iprec_cut(recall, big_r, rounding), 1) for recall in levels])
+    request, finish = _iprec_rows(rb, p_t, b_t, m_t, c1, shape)
+    return finish(_path_cdf(*request))
 
 
 def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1, shape=None):
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
     they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
-    giving the rows' expectations. ``shape`` (:func:`_iprec_shape`), which does not
-    depend on the level, is shared by the levels of one batch."""
+    giving the rows' expectations. ``c1`` is each row's first counted relevant item,
+    or one such row per level (2-D; the expectations are then one row per level).
+    ``shape`` (:func:`_iprec_shape`) does not depend on the level."""
     if shape is None:
         shape = _iprec_shape(rb, p_t, b_t, m_t)
     nv, vrow, weight, vret, ib, ba, nb, pb, bb = shape
-    vc1 = c1[vrow]
-    valid = vret >= vc1  # else 0 in every order (R_ret = 0 included, as c' >= 1)
-    request, finish_virtual = _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow,
-                                             rb.rows)
+    stacked = np.ndim(c1) == 2  # one row of cutoffs per level: (levels, rows) values
+    c1 = np.atleast_2d(c1)
+    levels, rows = c1.shape[0], rb.rows
+    vc1 = c1[:, vrow].ravel()  # level j's virtual rows are j * nv + v
+    valid = np.tile(vret, levels) >= vc1  # else 0 in every order (R_ret = 0 included)
+    vrows = (vrow + rows * np.arange(levels)[:, None]).ravel()
+    if levels == 1:
+        inst = (ib, ba, nb, pb, bb)
+    else:
+        inst = ((ib + nv * np.arange(levels)[:, None]).ravel(),
+                *(np.tile(x, levels) for x in (ba, nb, pb, bb)))
+    request, finish_virtual = _iprec_virtual(levels * nv, vc1, valid, *inst, vrows,
+                                             levels * rows)
 
     def finish(cdf_values: np.ndarray) -> np.ndarray:
         ev, over = finish_virtual(cdf_values)
-        out = np.bincount(vrow, weights=weight * np.where(valid, ev, 0.0), minlength=rb.rows)
+        out = np.bincount(vrows, weights=np.tile(weight, levels) * np.where(valid, ev, 0.0),
+                          minlength=levels * rows)
         out[over] = np.nan
-        return out
+        return out.reshape(levels, rows) if stacked else out
 
     return request, finish
 
@@ -571,7 +574,10 @@ def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
     pb = np.concatenate((p_t[inst_block], h))
     bb = np.concatenate((b_t[inst_block], b_t[cutb][ci]))
     ib = np.concatenate((inst_v, cv))
-    return nv, vrow, weight, vret, ib, ba, nb, pb, bb
+    # a block instance without a relevant item never moves a row's maximum: every level
+    # would drop it (_iprec_virtual), so it is dropped once here, in the same order
+    some = np.flatnonzero(pb > 0)
+    return nv, vrow, weight, vret, ib[some], ba[some], nb[some], pb[some], bb[some]
 
 
 def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
@@ -586,11 +592,9 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     fd = np.where(det, ba + pb, ba + nb)
     y_num = np.zeros(nv, dtype=np.int64)
     y_den = np.ones(nv, dtype=np.int64)
-    order = np.lexsort((fn / fd, ib))
-    last = np.ones(order.size, dtype=bool)
-    last[:-1] = ib[order][1:] != ib[order][:-1]
-    y_num[ib[order][last]] = fn[order][last]
-    y_den[ib[order][last]] = fd[order][last]
+    pick = _last_max(fn / fd, ib)
+    y_num[ib[pick]] = fn[pick]
+    y_den[ib[pick]] = fd[pick]
     y0 = y_num / y_den
     # a random block whose largest value (B+p)/(a+p) (relevant items first) is at most L
     # has F_t = 1 from L on, and drops out
@@ -641,6 +645,25 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
         return _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv), over
 
     return request, finish
+
+
+def _last_max(val: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per group, the index of its largest ``val``, the last one among equals (what a
+    stable sort by group, then value, puts last). Without a sort where the groups come in
+    order (no depth cuts a block)."""
+    if group.size and not (group[1:] >= group[:-1]).all():
+        order = np.lexsort((val, group))
+        last = np.ones(order.size, dtype=bool)
+        last[:-1] = group[order][1:] != group[order][:-1]
+        return order[last]
+    new = np.ones(group.size, dtype=bool)
+    new[1:] = group[1:] != group[:-1]
+    start = np.flatnonzero(new)
+    of = np.cumsum(new) - 1
+    at = np.flatnonzero(val == np.maximum.reduceat(val, start)[of]) if start.size else start
+    last = np.ones(at.size, dtype=bool)
+    last[:-1] = of[at][1:] != of[at][:-1]
+    return at[last]
 
 
 def _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv) -> np.ndarray:

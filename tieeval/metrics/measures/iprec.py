@@ -37,12 +37,17 @@ from tieeval.metrics.measures.cascade import (
 def _planned_levels(ev) -> set:
     """The recall levels of every IPrec and 11pt_avg metric planned on the batch with this
     metric's rounding: they share their set-up, so they are computed together, once."""
+    key = ("IPrec", "planned", ev.m.iprec_rounding)
+    kept = ev.b.shared.get(key)
+    if kept is not None and kept[0] is ev.b.planned:
+        return kept[1]
     levels: set = set()
     for m in ev.b.planned:
         if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
                 and m.iprec_rounding == ev.m.iprec_rounding):
             levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
                           else (0.0 if m.level is None else m.level,))
+    ev.b.shared[key] = (ev.b.planned, levels)
     return levels
 
 
@@ -91,37 +96,45 @@ def interpolated(ev, lab, level: float) -> np.ndarray:
 
 
 def _interpolated(ev, lab, levels) -> dict:
-    """``{level: interpolated(ev, lab, level)}`` from one precision curve."""
+    """``{level: interpolated(ev, lab, level)}`` from one precision curve.
+
+    The best precision at or below a rank is reached at a relevant item (between two of
+    them precision only falls), so the curve is read at the relevant items retrieved
+    only: with j relevant items at or above the j-th one's place r_j, its precision is
+    j / (r_j + 1) and the interpolated precision the largest of these from the c-th on,
+    the same float as the largest over every place (division rounds monotonically). So
+    the compact block table, which keeps every relevant item at its true place, gives
+    the full table's values."""
     b = ev.b
-    rel = b.relevant(lab) & ev.in_k
-    c = np.cumsum(rel, dtype=np.int64)
-    upto = np.concatenate(([0], c))
-    base = upto[b.offsets[:-1]]
-    so_far = c - base[b.row]
-    prec = np.where(ev.in_k, so_far / (b.pos + 1.0), 0.0)
-    # max precision at this rank or below (suffix maximum, row by row)
-    length = int(b.n[0]) if b.rows else 0
-    if length and (b.n == length).all():  # rows of one length: a 2-D view
-        best = np.maximum.accumulate(prec.reshape(b.rows, length)[:, ::-1],
-                                     axis=1)[:, ::-1].ravel()
-    else:
-        best = np.zeros(b.size)
-        for _, idx in b._by_length(np.arange(b.rows)):
-            best[idx] = np.maximum.accumulate(prec[idx][:, ::-1], axis=1)[:, ::-1]
-    # the c-th relevant item of a row (c >= 1) is found from the row's count of relevant
-    # items before it, per row rather than by comparing every position at every level
-    where_rel = np.flatnonzero(rel)
-    in_row = upto[b.offsets[1:]] - base
+    _, rel_row, so_far, place, base, in_row = b.relevant_places(lab)
+    inside = place < ev.kc[rel_row]
+    if not inside.all():  # a depth: each row's relevant items above it (a prefix)
+        rel_row, so_far, place = rel_row[inside], so_far[inside], place[inside]
+        in_row = np.bincount(rel_row, minlength=b.rows)
+        base = np.cumsum(in_row) - in_row
+    best = _suffix_max(so_far / (place + 1.0), rel_row, b.rows)
     out_levels = {}
     for level in levels:
         cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
         out = np.zeros(b.rows)
         reached = np.flatnonzero((cut >= 1) & (cut <= in_row))
-        out[reached] = best[where_rel[base[reached] + cut[reached] - 1]]
-        zero = (cut == 0) & (b.n > 0)
-        out[zero] = best[b.offsets[:-1][zero]]
+        out[reached] = best[base[reached] + cut[reached] - 1]
+        # c = 0: the best precision anywhere (0 where no relevant item is retrieved)
+        zero = np.flatnonzero((cut == 0) & (in_row > 0))
+        out[zero] = best[base[zero]]
         out_levels[level] = out
     return out_levels
+
+
+def _suffix_max(x: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
+    """Per element, the largest of ``x`` from it to the end of its row (``row``
+    non-decreasing), exactly: a running maximum of integer keys (the row, later rows
+    lower, then the rank of the value among the distinct values), read back as values."""
+    if x.size == 0:
+        return x.copy()
+    values, rank = np.unique(x, return_inverse=True)
+    key = (rows - 1 - row) * values.size + rank.ravel()
+    return values[np.maximum.accumulate(key[::-1])[::-1] % values.size]
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,12 @@ class InterpolatedPrecision(Measure):
     def _level(self, ev) -> float:
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
         return 0.0 if level is None else level
+
+    def full_table(self, b) -> bool:
+        """It reads only the relevant items' places and the tie blocks holding them, so
+        the compact table serves, but for a depth (``-M``), which cuts blocks the
+        compact table leaves out."""
+        return b.depth is not None
 
     def closed(self, ev):
         return interpolated_expectation(ev, self._level(ev)), None, None
