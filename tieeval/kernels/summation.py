@@ -124,17 +124,17 @@ class ExactSum:
         self._merge(total, 53 - e0)
 
     def merge(self, other: "ExactSum") -> None:
-        """Add another exact sum into this one (exact, commutative, associative)."""
-        # Its small arrays join this one's waiting ones (never changed once added, so they
-        # can be shared): merging many small batches' sums costs a few large additions,
-        # not one per batch -- the merge runs in the thread that collects the batches.
-        total, shift = other._total, other._shift
+        """Add another exact sum into this one (exact, commutative, associative).
+
+        ``other``'s values still waiting join this sum's waiting ones (a batch's part
+        holds few), so they are added in one gathered call, not one per part; ``other``
+        keeps its own sum."""
         if other._pending:
-            self._pending.extend(list(other._pending))
+            self._pending.extend(other._pending)
             self._waiting += other._waiting
             if self._waiting >= _GATHER:
                 self._flush()
-        self._merge(total, shift)
+        self._merge(other._total, other._shift)
 
     def state(self) -> list:
         """``[total, shift]`` as JSON-able data (the big integer as a decimal string)."""
