@@ -192,8 +192,11 @@ def run(args: list[str], env: dict | None = None, tree: bool = False) -> dict:
     process tree's sampled resident size with ``tree``), and its stdout."""
     full_env = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
     t0 = time.perf_counter()
+    # run from the checkout measured: `python -m` puts the working folder first on the
+    # path, so run from this one a --baseline-src run would import this checkout's code
     proc = subprocess.Popen([sys.executable, "-c", _LAUNCH, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=full_env)
+                            stderr=subprocess.PIPE, env=full_env,
+                            cwd=full_env["PYTHONPATH"].split(os.pathsep)[0] or None)
     peak = [0]
     done = threading.Event()
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tieeval.io.trec import open_trec_run, read_qrels, trec_order
+from tieeval.io.trec import read_qrels, trec_order
+from tieeval.io.trec_stream import open_trec_run
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import RelMetric, RelOptions

@@ -19,7 +19,8 @@ from tieeval.engine.local import evaluate_dump
 from tieeval.errors import InputError
 from tieeval.io.base import RelevanceReadOptions
 from tieeval.io.open import open_dump
-from tieeval.io.trec import open_trec_run, read_qrels, read_run, trec_order
+from tieeval.io.trec import read_qrels, read_run, trec_order
+from tieeval.io.trec_stream import open_trec_run
 from tieeval.kernels.tie_blocks import RelBatch
 from tieeval.metrics.options import RelMetric
 
@@ -51,6 +52,12 @@ def example(tmp_path):
 def evaluate(run, qrels, *metrics):
     dump = open_trec_run(run, qrels)
     return evaluate_dump(dump, list(metrics) or None)
+
+
+def read(run, qrels, options=None):
+    """Open a run and read it through: a run is read query by query during the pass, so
+    its input errors come from the pass (a qrels file's, from opening)."""
+    return evaluate_dump(open_trec_run(str(run), str(qrels), options))
 
 
 def test_parsing(example):
@@ -140,7 +147,7 @@ def test_input_errors(tmp_path, run_text, qrels_text, message):
     run.write_text(run_text)
     qrels.write_text(qrels_text)
     with pytest.raises(InputError, match=None) as info:
-        open_trec_run(str(run), str(qrels))
+        read(run, qrels)
     assert message in str(info.value)
 
 
@@ -148,6 +155,7 @@ def test_open_dump_routes_qrels_and_cli(example):
     run, qrels = example
     dump = open_dump(run, RelevanceReadOptions(qrels=qrels))
     assert dump.format == "trec" and dump.relevance.original == "given"
+    evaluate_dump(dump)  # the tag is known once every line was read
     assert dump.metadata == {"tag": "sys"}  # kept, but the file names the run
     result = CliRunner().invoke(cli, ["compare", "--qrels", qrels, run, "-m", "P@2",
                                       "--format", "json"])
@@ -397,7 +405,7 @@ def test_errors_name_the_line_on_large_files(tmp_path, bad, message):
     run.write_text(_big_run(2000, 700, bad))
     qrels.write_text("q1 0 d1 1\n")
     with pytest.raises(InputError) as info:
-        open_trec_run(str(run), str(qrels))
+        read(run, qrels)
     assert message in str(info.value)
 
 
@@ -407,20 +415,21 @@ def test_non_utf8_qid_and_qrels_errors_name_the_line(tmp_path):
         b"q1 Q0 d1 1 1 t", b"q\xff Q0 d1 1 1 t"))
     qrels.write_text("q1 0 d1 1\n")
     with pytest.raises(InputError, match="line 500: query id b'q\\\\xff' is not valid UTF-8"):
-        open_trec_run(str(run), str(qrels))
+        read(run, qrels)
     run.write_text(_big_run(900, 500, "q1 Q0 d1 1 1 t"))
     qrels.write_text("q1 0 d1 1\nq1 0 d2 1 extra\n")
     with pytest.raises(InputError, match="line 2: expected 4 fields 'qid iter docno "
                                          "relevance', got 5"):
-        open_trec_run(str(run), str(qrels))
+        read(run, qrels)
     qrels.write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d1 2\n")
     with pytest.raises(InputError, match="line 3: query q1: document d1 is judged twice"):
-        open_trec_run(str(run), str(qrels))
+        read(run, qrels)
 
 
 def test_missing_query_rows_have_no_candidates(example):
     run, qrels = example
     dump = open_trec_run(run, qrels, RelevanceReadOptions(missing_queries="zero"))
+    dump.settle()  # one pass in the dump's order (a streamed pass gives q4 a batch of its own)
     (batch,) = list(dump.batches(100))
     assert batch.ids.tolist() == ["q1", "q2", "q4"]
     assert np.diff(batch.offsets).tolist() == [4, 2, 0]

@@ -19,7 +19,7 @@ from helpers import tie_orderings
 from test_trec_gain_measures import make_rng, oracle
 
 from tieeval.engine.local import evaluate_dump, kernel_for
-from tieeval.io.trec import open_trec_run
+from tieeval.io.trec_stream import open_trec_run
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.metrics.options import RelOptions
 

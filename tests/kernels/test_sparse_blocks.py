@@ -429,3 +429,23 @@ def test_listed_rows_take_their_blocks_without_a_sort(seed, layout):
     assert np.array_equal(sparse_blocks._reversed_rows(scores, n, offsets),
                           sparse_blocks._sorted_rows(scores, n, offsets))
 
+
+
+def test_bound_top_matches_the_search_of_the_whole_row():
+    # the window of each row's last `depth` places holds every bound of a score above the
+    # depth-th largest; other scores (and depths past the row) search the whole row
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        rows, width, depth = (int(x) for x in rng.integers(1, 40, size=3))
+        levels = rng.random(int(rng.integers(1, 8))).astype(np.float32)
+        ss = np.sort(rng.choice(levels, size=(rows, width)), axis=1).ravel()
+        lo = (np.arange(rows) * width).astype(np.int32)
+        at = rng.integers(0, rows, size=60)
+        v = np.where(rng.random(60) < 0.7, ss[lo[at] + rng.integers(0, width, 60)],
+                     rng.random(60).astype(np.float32))
+        for right in (True, False):
+            want = np.array([np.searchsorted(ss[lo[r]:lo[r] + width], x,
+                                             side="right" if right else "left")
+                             for r, x in zip(at, v)]) + lo[at]
+            got = sparse_blocks._bound_top(ss, lo[at], width, v, right, depth)
+            np.testing.assert_array_equal(got, want)

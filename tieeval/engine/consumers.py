@@ -13,6 +13,12 @@ consumer over too.
   ``diff``), with whatever a caller wants to note per batch beside them (``diff``'s
   candidate keys).
 
+A streamed TREC run gives its queries in the run's order, not the dump's (query ids
+sorted as trec_eval sorts them): both consumers put the instances back in the dump's order
+when the pass is complete (:meth:`~tieeval.io.base.Dump.instance_order`; per-query rows
+are small), and a collector that notes something per batch asks the dump for batches in
+its order instead (:meth:`~tieeval.io.base.Dump.keep_order`).
+
 A new consumer is a class with these four methods, asked for by a :class:`Request` field
 (:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.consumers_for`.
 """
@@ -27,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tieeval.errors import InputError
+from tieeval.io.arrow import from_numpy
 from tieeval.io.base import Dump
 from tieeval.kernels.base import Entry, Kernel
 from tieeval.records.batch import Batch
@@ -114,7 +121,10 @@ class InstanceRows(Consumer):
         from tieeval.sink import open_output
         self.abort()  # a pass that started over writes a new file
         self._pa, self._pq = _pyarrow()
-        self._kernel, self._path = kernel, dump.path
+        self._kernel, self._path, self._dump = kernel, dump.path, dump
+        # batches that may come out of the dump's order (a streamed TREC run, one row a
+        # query) are held and written in its order at the end
+        self._held: list | None = [] if _may_reorder(dump) else None
         self._pending = open_output(self.out, inputs=[dump.path, *self.inputs],
                                     what="the per-instance file")
         self.rows = 0
@@ -141,12 +151,26 @@ class InstanceRows(Consumer):
         if not given:
             table = table.set_column(0, "instance", self._pa.array(
                 _instance_column(self.ids, self.rows, rows, self._path)))
+        if self._held is not None:
+            self._held.append(table)
+            self.rows += rows
+            return
+        self._write(table)
+
+    def _write(self, table) -> None:
         if self._writer is None:
             self._writer = self._pq.ParquetWriter(self._pending.file, table.schema)
         self._writer.write_table(table)
-        self.rows += rows
+        if self._held is None:
+            self.rows += table.num_rows
 
     def finish(self) -> None:
+        held, self._held = self._held, None
+        if held:
+            table = self._pa.concat_tables(held)
+            del held
+            order = _instance_order(self._dump)
+            self._write(table if order is None else table.take(from_numpy(order)))
         if self._writer is None:
             raise InputError(f"{self._path}: no instances (empty dump)")
         self._writer.close()
@@ -187,7 +211,9 @@ class InstanceCollector(Consumer):
         self.collected: Collected | None = None
 
     def start(self, kernel: Kernel, dump: Dump) -> None:
-        self._kernel, self._path = kernel, dump.path
+        self._kernel, self._path, self._dump = kernel, dump.path, dump
+        if self.note is not None and _may_reorder(dump):
+            dump.keep_order()  # the notes are per batch: they need the dump's order
         self._values: list[list[InstanceValues]] = []
         self._ids: list = []
         self._notes: list = []
@@ -212,7 +238,31 @@ class InstanceCollector(Consumer):
             ids = np.concatenate([np.asarray(i) for i in self._ids])
             if ids.dtype == object:
                 ids = ids.astype(str)
+        order = _instance_order(self._dump)
+        if order is not None:  # instances in the dump's order (a streamed TREC run)
+            values = [_take(v, order) for v in values]
+            ids = None if ids is None else ids[order]
         self.collected = Collected(self._kernel, values, ids, self._notes)
+
+
+def _may_reorder(dump) -> bool:
+    """Whether ``dump``'s batches may come out of its order (see
+    :meth:`~tieeval.io.base.Dump.instance_order`)."""
+    return getattr(dump, "_order", None) is not None
+
+
+def _instance_order(dump) -> np.ndarray | None:
+    order = getattr(dump, "instance_order", None)
+    return None if order is None else order()
+
+
+def _take(values: InstanceValues, order: np.ndarray) -> InstanceValues:
+    """``values`` with its instances in ``order`` (the fields :func:`_concat` keeps)."""
+    def at(x):
+        return None if x is None else np.asarray(x)[order]
+    return InstanceValues(at(values.original), at(values.first), at(values.last),
+                          at(values.tie_aware), at(values.variance), at(values.tie_decided),
+                          at(values.defined))
 
 
 def _concat(values: list[InstanceValues]) -> InstanceValues:

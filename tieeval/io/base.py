@@ -148,6 +148,9 @@ class Dump:
     _finish: Callable[[], None] | None = None
     _start_over: Callable[[ReadAgain], None] | None = None
     _ids: Callable[[str], np.ndarray | None] | None = None  # stored instance ids, by name
+    # a reader whose batches may come out of the dump's order (a streamed TREC run)
+    _order: Callable[[], np.ndarray | None] | None = None
+    _keep_order: Callable[[], None] | None = None
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
@@ -174,6 +177,19 @@ class Dump:
         :class:`ReadAgain`, possibly from a worker process reading a part)."""
         if self._start_over is not None:
             self._start_over(reason)
+
+    def instance_order(self) -> np.ndarray | None:
+        """After a complete pass, the positions of the instances, counted in the order
+        their batches came, that put them in the dump's order (a streamed TREC run's
+        queries come in the run's order, the dump's order sorts their ids); None when the
+        batches came in the dump's order."""
+        return None if self._order is None else self._order()
+
+    def keep_order(self) -> None:
+        """Make the next passes give their batches in the dump's order (for consumers
+        that keep something per batch that :meth:`instance_order` cannot reorder)."""
+        if self._keep_order is not None:
+            self._keep_order()
 
     def instance_ids(self, name: str = "instance") -> np.ndarray | None:
         """The instance ids stored beside a wide dump's scores (the NPZ array or Parquet

@@ -76,7 +76,7 @@ def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
     options = options or ReadOptions()
     qrels = getattr(options, "qrels", None)
     if qrels is not None:
-        from tieeval.io.trec import open_trec_run
+        from tieeval.io.trec_stream import open_trec_run
         return open_trec_run(os.fspath(path), qrels, options)
     dump = opener(path, options)
     if dump.layout != "wide" or dump.format not in ("npz", "parquet"):

@@ -45,8 +45,11 @@ Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 * A document retrieved twice for one query, or judged twice, is an input error, as in
   trec_eval.
 
-Reading is vectorised and chunked: the file is read about 8 MB at a time, cut after a line
-end; each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
+A run is read query by query (:mod:`tieeval.io.trec_stream`, which opens runs:
+``open_trec_run``) when each query's lines come together; this module holds the rules,
+the parsers and :func:`load`, the whole-run reader it falls back to. That reader is
+vectorised and chunked: the file is read about 8 MB at a time, cut after a line end;
+each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
 one space, comment lines dropped) and split by pyarrow's CSV parser, and its records kept
 as compact arrays (query ids and docnos as int32 codes into dictionaries of the distinct
 ids, scores as float64), so memory follows the number of lines, not their bytes. Any line
@@ -67,7 +70,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import LabelledDump, RelevanceInfo, check_row_length, require_regular_file
+from tieeval.io.base import check_row_length, require_regular_file
 from tieeval.io.buffers import release_freed
 from tieeval.records.batch import Batch
 
@@ -932,48 +935,5 @@ def _queries(qids) -> str:
 LINE_BYTES = 34
 
 
-def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
-    """Open a TREC run with its qrels as a labelled dump (see the module docstring).
-
-    ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
-    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``.
-    """
-    path, qrels = os.fspath(path), os.fspath(qrels)
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, not a TREC run file")
-    missing = check_missing_queries(getattr(options, "missing_queries", None))
-    judged_only = getattr(options, "judged_only", False)
-    if not isinstance(judged_only, (bool, np.bool_)):
-        raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
-    (qids, scores, labels, offsets, unranked, query_set, tags, judged, un_judged,
-     max_label) = load(path, qrels, missing, bool(judged_only),
-                       getattr(options, "judged_depth", None))
-    rows = qids.size
-    un_labels, un_offsets = unranked
-
-    def batches(batch_rows):
-        for lo in range(0, rows, batch_rows):
-            hi = min(lo + batch_rows, rows)
-            a, b = offsets[lo], offsets[hi]
-            ua, ub = un_offsets[lo], un_offsets[hi]
-            yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
-                            offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
-                            nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
-                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
-                            unranked_judged=un_judged[ua:ub], max_label=max_label)
-    # each file is its own run, named after the file; the tag is kept as metadata
-    # (--group-by-tag labels runs by it instead)
-    metadata = {"tag": tags[0]} if len(tags) == 1 else {}
-    info = RelevanceInfo("trec", items=False, original="given", unranked=True,
-                         fields=(os.path.basename(qrels),))
-    # a row's bytes size the batches and so the working memory of the kernel, which holds
-    # far more per line than the line's 17 bytes (scores, labels, judged mask)
-    dump = LabelledDump(path, "trec", np.dtype(np.float64), metadata, batches, rows=rows,
-                        nbytes=os.path.getsize(path),
-                        row_bytes=max(1, int(LINE_BYTES * scores.size // rows)),
-                        warnings=[], relevance=info, query_set=query_set)
-    return dump
-
-
-__all__ = ["open_trec_run", "read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
+__all__ = ["read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
            "MISSING_QUERIES", "check_missing_queries"]

@@ -129,18 +129,39 @@ def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
     return base + ((last <= v) if right else (last < v))
 
 
+def _bound_top(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray, right: bool,
+               depth: int | None) -> np.ndarray:
+    """:func:`_bound` over rows of one ``width``, each query scored above its row's
+    ``depth``-th largest score (at or above it, for ``right``) searched among the row's
+    last ``depth`` places only: every place before them holds a score at or below that
+    one, so the bound lies among them (half the rounds for a cutoff of 10 in 200)."""
+    if depth is None or depth >= width or v.size == 0:
+        return _bound(ss, lo, width, v, right)
+    start = lo + (width - depth)  # the depth-th largest score of each row
+    kth = ss[start]
+    top = v >= kth if right else v > kth
+    if top.all():
+        return _bound(ss, start, depth, v, right)
+    out = np.empty(v.size, dtype=np.result_type(lo, np.int8))
+    near = np.flatnonzero(top)
+    far = np.flatnonzero(~top)
+    out[near] = _bound(ss, start[near], depth, v[near], right)
+    out[far] = _bound(ss, lo[far], width, v[far], right)
+    return out
+
+
 def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
-          steps: int, width: int | None) -> np.ndarray:
+          steps: int, width: int | None, depth: int | None = None) -> np.ndarray:
     """How many of ``ss[lo:right]`` (ascending, ending in ``v``) equal ``v``: 1 unless
     the value before is ``v`` too, else from a search of the rest (int64). ``width``:
-    the rows' common length, if they have one."""
+    the rows' common length, if they have one; ``depth``: :func:`_bound_top`'s."""
     t = np.ones(v.size, dtype=np.int64)
     prev = right - 2
     more = np.flatnonzero((prev >= lo) & (ss[np.maximum(prev, 0)] == v))
     if more.size:
         end = right[more]
         if width is not None:
-            t[more] = end - _bound(ss, lo[more], width, v[more], right=False)
+            t[more] = end - _bound_top(ss, lo[more], width, v[more], False, depth)
         else:
             t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
     return t
@@ -248,17 +269,18 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         b._top_ties = (full_rows, size[block_of[offsets[full_rows]]])
     else:
         if width is not None:
-            right = _bound(ss, lo[mrow], width, v, right=True)
+            right = _bound_top(ss, lo[mrow], width, v, True, prune_depth)
         else:
             right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
         a = (hi[mrow] - right).astype(np.int64)
-        t = _tied(ss, lo[mrow], right, v, steps, width)
+        t = _tied(ss, lo[mrow], right, v, steps, width, prune_depth)
         # each row's top tie: known where a marked item is at the top, else searched
         top = np.zeros(rows, dtype=np.int64)
         at_top = a == 0
         top[mrow[at_top]] = t[at_top]
         rest = full_rows[top[full_rows] == 0]
-        top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width)
+        top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width,
+                          prune_depth)
         b._top_ties = (full_rows, top[full_rows])
     # position of every marked item in the 'original' ordering
     opos = a.copy()

@@ -1,0 +1,613 @@
+"""A TREC run read query by query: memory bounded by a chunk of the file and a batch.
+
+Every TREC run a tool writes holds each query's lines together. Such a run is read in
+chunks of about :data:`CHUNK_BYTES` (cut after a line end, parsed by pyarrow's CSV parser
+in a background thread while the previous chunk's queries are evaluated); a query is
+evaluated as soon as its last line has been read, the partly read last query of a chunk
+carried over to the next. What stays for the whole run is what the output needs: the
+query ids seen, the qrels (parsed once, up front) and, in the engine, the per-query values
+and the exact sums of the means.
+
+Batches come in the run's query order; the dump's own order -- the query ids sorted as
+trec_eval sorts them, the order of every per-query output -- is restored by the consumers
+from :meth:`TrecSource.instance_order` (the per-query rows are small). The exact sums do
+not depend on the order.
+
+The whole-run reader (:func:`tieeval.io.trec.load`) takes over, from the start of the
+pass (:class:`~tieeval.io.base.ReadAgain`), when a query's lines turn out not to be
+together, when a line is not one the fast parser takes (say, extra fields, which trec_eval
+ignores), and on any input error: it then reports the error as it always did, naming the
+line, and the rare run out of query order costs the memory it always did. Callers that
+cannot start over (:meth:`~tieeval.io.base.Dump.settle`) and consumers that keep
+something per batch beside the values (:meth:`TrecSource.keep_order`) get the whole-run
+reader's batches, in the dump's order.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.arrow import from_numpy, to_numpy
+from tieeval.io.base import (
+    LabelledDump,
+    ReadAgain,
+    RelevanceInfo,
+    check_row_length,
+    require_regular_file,
+)
+from tieeval.io.buffers import release_freed
+from tieeval.io.trec import (
+    _NO_RECORD,
+    _RUN_FIELDS,
+    LINE_BYTES,
+    QuerySet,
+    TrecBatch,
+    _array,
+    _parse,
+    _qrels_columns,
+    _read_chunks,
+    _text,
+    _trec_rows_order,
+    check_missing_queries,
+    load,
+)
+
+#: Bytes of the run parsed at a time (tests shrink it to put chunk ends inside queries).
+CHUNK_BYTES = 1 << 20
+#: The lines a query is taken to have when a streamed run's batches are sized.
+STREAM_LINES = 16
+
+
+_END = "end"
+_REFUSED = "refused"
+
+
+class WholeRun(ReadAgain):
+    """The run cannot be streamed (see the module docstring): read it whole."""
+
+
+class _Qrels:
+    """The judgements, sorted by (query, docno) for lookups by the run's lines."""
+
+    def __init__(self, path: str):
+
+        cols = _qrels_columns(path)
+        if cols.size == 0:
+            raise WholeRun("empty qrels")
+        raw = cols.qid_dict.to_pylist()
+        try:
+            self.names = [q.decode("utf-8") for q in raw]
+        except UnicodeDecodeError:
+            raise WholeRun("a query id of the qrels is not UTF-8") from None
+        self.index = {q: i for i, q in enumerate(raw)}
+        self.nd = max(1, len(cols.docno_dict))
+        key = cols.qid_codes.astype(np.int64) * self.nd + cols.docno_codes
+        order = np.argsort(key, kind="stable")
+        self.keys = key[order]
+        if self.keys.size > 1 and (self.keys[1:] == self.keys[:-1]).any():
+            raise WholeRun("a document is judged twice")
+        self.rel = cols.value[order]
+        # each judgement's docno, in the order of the keys
+        self.docno_sorted = cols.docno_dict.take(from_numpy(cols.docno_codes[order]))
+        query = cols.qid_codes[order]
+        nq = len(raw)
+        # each query's judgements are keys[start[q]:start[q + 1]]
+        self.start = np.searchsorted(query, np.arange(nq + 1)).astype(np.int64)
+        self.best = np.full(nq, -np.inf)
+        has = self.start[1:] > self.start[:-1]
+        self.best[has] = np.maximum.reduceat(self.rel, self.start[:-1][has])
+        self.max_label = float(self.rel.max())
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _parsed_chunks(path: str, size: int):
+    """``(table, scores)`` of each chunk of the run, parsed one chunk ahead in a
+    background thread (pyarrow's parser and the read hold no lock): the next chunk is
+    parsed while this one's queries are evaluated. :class:`WholeRun` for a chunk the fast
+    parser does not take."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    chunks = _read_chunks(path, "run", size)
+
+    def parse_next():
+        while True:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return _END
+            got = _parse(chunk, _RUN_FIELDS, "score", False)
+            del chunk
+            if got is None:
+                return _REFUSED
+            if got is not _NO_RECORD:
+                return got
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tieeval-trec")
+    pending = None
+    try:
+        pending = pool.submit(parse_next)
+        while True:
+            got = pending.result()
+            pending = None
+            if got is _END:
+                return
+            if got is _REFUSED:
+                raise WholeRun("a line the fast parser does not take")
+            pending = pool.submit(parse_next)
+            yield got
+            del got
+    finally:
+        if pending is not None:
+            try:
+                pending.result()
+            except BaseException:  # noqa: BLE001 - the consumer's own error wins
+                pass
+        pool.shutdown(wait=True)
+        chunks.close()
+
+
+class TrecSource:
+    """The batches of a TREC run with its qrels: streamed (see the module docstring), or
+    the whole-run reader's once streaming gave up or was declined."""
+
+    def __init__(self, path: str, qrels: str, missing: str, judged_only: bool,
+                 judged_depth: int | None = None):
+        self.path, self.qrels_path = path, qrels
+        self.missing, self.judged_only = missing, judged_only
+        self.judged_depth = judged_depth if judged_only else None
+        self.whole: tuple | None = None
+        self.dump: Any = None  # set by open_trec_run
+        self.order: np.ndarray | None = None
+        if os.path.exists(path):
+            require_regular_file(path)
+        try:
+            with open(path, "rb"):
+                pass
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot open run: {exc.strerror or exc}") from None
+        self.q: _Qrels | None = None
+        if self.judged_depth is not None:
+            # -J -M: the cut at the depth is the whole-run reader's, made on opening
+            self.read_whole()
+            return
+        try:
+            self.q = _Qrels(qrels)
+        except (WholeRun, InputError):
+            # the whole-run reader reads the run first and names the error it always named
+            self.q = None
+            self.read_whole()
+        release_freed()  # the qrels parser's buffers, before the run's
+
+    # -- what the engine and the consumers ask of the dump
+
+    def start_over(self, reason) -> None:
+        self.read_whole()
+
+    def settle(self) -> None:
+        self.read_whole()
+
+    def keep_order(self) -> None:
+        """Batches in the dump's order from now on (the whole-run reader's)."""
+        self.read_whole()
+
+    def instance_order(self) -> np.ndarray | None:
+        """After a complete pass, the positions of the instances (in the order their
+        batches came) that give the dump's order; None when they came in it."""
+        return self.order
+
+    def read_whole(self) -> None:
+        if self.whole is not None:
+            return
+        self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
+                          self.judged_depth)
+        self.order = None
+        qids, scores = self.whole[0], self.whole[1]
+        tags = self.whole[6]
+        if self.dump is not None:
+            self._settle_dump(self.whole[5], tags, qids.size, scores.size)
+
+    def _settle_dump(self, query_set, tags: list, rows: int, lines: int) -> None:
+        dump = self.dump
+        dump.query_set = query_set
+        dump.metadata.pop("tag", None)
+        if len(tags) == 1:
+            dump.metadata["tag"] = tags[0]
+        dump.rows = rows
+        dump.row_bytes = max(1, int(LINE_BYTES * lines // max(1, rows)))
+
+    def batches(self, batch_rows: int):
+        if self.whole is not None:
+            return self._whole_batches(batch_rows)
+        return self._stream(batch_rows)
+
+    def _whole_batches(self, batch_rows: int):
+        assert self.whole is not None
+        (qids, scores, labels, offsets, unranked, _, _, judged, un_judged,
+         max_label) = self.whole
+        rows = qids.size
+        un_labels, un_offsets = unranked
+        for lo in range(0, rows, batch_rows):
+            hi = min(lo + batch_rows, rows)
+            a, b = offsets[lo], offsets[hi]
+            ua, ub = un_offsets[lo], un_offsets[hi]
+            yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
+                            offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
+                            nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
+                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
+                            unranked_judged=un_judged[ua:ub], max_label=max_label)
+
+    # -- streaming
+
+    def _stream(self, batch_rows: int):
+        """One pass, query by query; :class:`WholeRun` where it cannot go on."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        q = self.q
+        assert q is not None and self.dump is not None
+        # a batch: at most batch_rows queries and the lines the automatic size allows
+        max_lines = max(1, batch_rows * max(1, self.dump.row_bytes) // LINE_BYTES)
+        state = _Pass(self, q, batch_rows, max_lines)
+        tags: dict[str, None] = {}
+        carry: list = []  # (docnos, scores) pieces of the query read in part
+        carry_id: bytes | None = None
+        for table, value in _parsed_chunks(self.path, CHUNK_BYTES):
+            tags.update((_text(t), None) for t in pc.unique(_array(table["tag"])).to_pylist())
+            enc = pc.dictionary_encode(_array(table["qid"]))
+            codes = to_numpy(enc.indices)
+            raw = enc.dictionary.to_pylist()
+            docnos = _array(table["docno"])
+            del table, enc
+            n = codes.size
+            starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+            if starts.size != len(raw):  # a query in two places of one chunk
+                raise WholeRun("a query's lines are not together")
+            heads = [raw[c] for c in codes[starts].tolist()]
+            bounds = np.append(starts, n).tolist()
+            first = 0
+            if heads[0] == carry_id:  # the carried query goes on in this chunk
+                carry.append((docnos.slice(0, bounds[1]), value[:bounds[1]]))
+                first = 1
+            for qid in heads[first:]:
+                if qid in state.seen:
+                    raise WholeRun("a query's lines are not together")
+                state.seen[qid] = None
+            if first == 0 and carry_id is not None:  # it ended with the last chunk
+                state.add_query(carry_id, carry)
+            if len(heads) > first:
+                if first == 1:
+                    state.add_query(carry_id, carry)
+                # the chunk's whole queries, then its last one carried over
+                lo, hi = bounds[first], bounds[-2]
+                if hi > lo:
+                    state.add_lines(heads[first:-1], docnos.slice(lo, hi - lo), value[lo:hi],
+                                    np.diff(bounds[first:-1]))
+                carry_id = heads[-1]
+                carry = [(docnos.slice(bounds[-2], n - bounds[-2]), value[bounds[-2]:])]
+            yield from state.ready()
+            del docnos, value, codes
+            pa.default_memory_pool().release_unused()
+        if carry_id is not None:
+            state.add_query(carry_id, carry)
+        carry = []
+        yield from state.ready(final=True)
+        yield from state.finish(list(tags))
+
+
+def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
+    """Open a TREC run with its qrels as a labelled dump (see :mod:`tieeval.io.trec` for
+    the rules, and this module's docstring for how the run is read).
+
+    ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
+    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``. The qrels are read
+    here; the run during each pass, so that its input errors come from the pass, and its
+    row count, query set and tag are known once a pass has read it.
+    """
+    path, qrels = os.fspath(path), os.fspath(qrels)
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a TREC run file")
+    missing = check_missing_queries(getattr(options, "missing_queries", None))
+    judged_only = getattr(options, "judged_only", False)
+    if not isinstance(judged_only, (bool, np.bool_)):
+        raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
+    depth = getattr(options, "judged_depth", None)
+    source = TrecSource(path, qrels, missing, bool(judged_only), depth)
+    info = RelevanceInfo("trec", items=False, original="given", unranked=True,
+                         fields=(os.path.basename(qrels),))
+    # until a pass has read the run: the query set's options (its counts come with the
+    # pass), no row count, and batches sized for queries of STREAM_LINES lines: a
+    # streamed batch holds at most the lines that size allows (about 60,000 for the
+    # general kernel) and as many queries as those lines hold
+    placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
+                           np.zeros(0), judged_depth=source.judged_depth)
+    # each file is its own run, named after the file; the tag is kept as metadata
+    # (--group-by-tag labels runs by it instead), set once the pass has read every tag
+    dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
+                        nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
+                        warnings=[], relevance=info, query_set=placeholder,
+                        _settle=source.settle, _start_over=source.start_over,
+                        _order=source.instance_order, _keep_order=source.keep_order)
+    source.dump = dump
+    if source.whole is not None:
+        whole = source.whole
+        source._settle_dump(whole[5], whole[6], whole[0].size, whole[1].size)
+    return dump
+
+
+class _Pass:
+    """One streaming pass: queries waiting for a batch, what the query set counts, and
+    the batches' dump order."""
+
+    def __init__(self, source: TrecSource, q: _Qrels, batch_rows: int, max_lines: int):
+        self.source, self.q = source, q
+        self.batch_rows, self.max_lines = batch_rows, max_lines
+        self.seen: dict[bytes, None] = {}  # every query id of the run, in file order
+        self.names: list[str] = []  # the rows' query ids, in the order of the batches
+        self.run_only: list[str] = []
+        self.in_run = np.zeros(len(q), dtype=bool)
+        self.no_ranked: dict = {}
+        self.ranked = np.zeros(q.keys.size, dtype=bool)  # judgements a line matched
+        self.waiting: list = []  # (qids, docno pieces, score pieces, lengths)
+        self.lines = 0
+        self.total_lines = 0
+        self.queries = 0
+        self.row = 0
+
+    def add_query(self, qid: bytes | None, pieces: list) -> None:
+        import pyarrow as pa
+
+        assert qid is not None
+        docnos = pieces[0][0] if len(pieces) == 1 else pa.concat_arrays([p[0] for p in pieces])
+        scores = pieces[0][1] if len(pieces) == 1 else np.concatenate([p[1] for p in pieces])
+        self.add_lines([qid], docnos, scores, np.array([scores.size]))
+
+    def add_lines(self, qids: list, docnos, scores: np.ndarray, lengths: np.ndarray) -> None:
+        self.waiting.append((qids, docnos, scores, lengths))
+        self.lines += scores.size
+        self.total_lines += scores.size
+        self.queries += len(qids)
+
+    def ready(self, final: bool = False):
+        """The batches of the waiting queries: all of them at the end, else as many
+        full batches as they fill (the rest waits for the next chunk's queries)."""
+        while self.waiting and (final or self.lines >= self.max_lines
+                                or self.queries >= self.batch_rows):
+            yield from self._group()
+
+    def _take(self, max_rows: int, max_lines: int):
+        """The next queries out of the waiting ones: ``(qids, docnos, scores, lengths)``,
+        at most ``max_rows`` queries and ``max_lines`` lines (or one query)."""
+        import pyarrow as pa
+
+        got_q: list = []
+        got_d: list = []
+        got_s: list = []
+        got_n: list = []
+        lines = 0
+        while self.waiting and len(got_q) < max_rows:
+            qids, docnos, scores, lengths = self.waiting[0]
+            room_q = max_rows - len(got_q)
+            ends = np.cumsum(lengths)
+            fit = int(np.searchsorted(ends, max_lines - lines, side="right"))
+            take = min(room_q, fit, len(qids))
+            if take == 0:
+                if got_q:
+                    break
+                take = 1  # one query longer than a batch goes alone
+            cut = int(ends[take - 1])
+            got_q += qids[:take]
+            got_d.append(docnos.slice(0, cut))
+            got_s.append(scores[:cut])
+            got_n.append(lengths[:take])
+            lines += cut
+            if take == len(qids):
+                self.waiting.pop(0)
+            else:
+                self.waiting[0] = (qids[take:], docnos.slice(cut), scores[cut:], lengths[take:])
+            if lines >= max_lines:
+                break
+        self.lines -= lines
+        self.queries -= len(got_q)
+        docnos = got_d[0] if len(got_d) == 1 else pa.concat_arrays(got_d)
+        scores = got_s[0] if len(got_s) == 1 else np.concatenate(got_s)
+        return got_q, docnos, scores, np.concatenate(got_n)
+
+    def _group(self):
+        """The batches of the next batch's worth of waiting queries: their judgements
+        found, the queries dropped that have none, the lines put in trec_eval's order
+        and cut into batches (one, unless ``-J`` or a long query left room)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        q = self.q
+        qids, docnos, scores, lengths = self._take(self.batch_rows, self.max_lines)
+        # the queries with judgements are the rows; the others are ignored, as trec_eval
+        # ignores them
+        qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
+        for x, i in zip(qids, qrow.tolist()):
+            if i < 0:
+                self.run_only.append(_name(x))
+            else:
+                self.in_run[i] = True
+        line_query = np.repeat(np.arange(len(qids)), lengths)
+        keep = (qrow >= 0)[line_query]
+        if not keep.all():
+            idx = np.flatnonzero(keep)
+            docnos = docnos.take(from_numpy(idx))
+            scores = scores[idx]
+            line_query = line_query[idx]
+        rows = np.flatnonzero(qrow >= 0)
+        if rows.size == 0:
+            return
+        # rows numbered in the batch; lines of row r are line_query == rows[r]
+        renumber = np.full(len(qids), -1, dtype=np.int64)
+        renumber[rows] = np.arange(rows.size)
+        query = renumber[line_query]
+        qrow = qrow[rows]
+        names = [_name(qids[r]) for r in rows.tolist()]
+        del line_query, renumber
+
+        # one dictionary for the lines' docnos and the judgements of their queries: a
+        # line's judgement is found by its (row, docno) key
+        jpos, jrow = _ranges(q.start[qrow], q.start[qrow + 1])
+        lines = len(docnos)
+        enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
+            from_numpy(jpos))]))
+        nd = max(1, len(enc.dictionary))
+        codes = to_numpy(enc.indices).astype(np.int64)
+        dictionary = enc.dictionary
+        del enc
+        key = query * nd + codes[:lines]
+        jkey = jrow * nd + codes[lines:]
+        found = np.sort(key)
+        if found.size > 1 and (found[1:] == found[:-1]).any():
+            raise WholeRun("a document retrieved twice")  # named by the whole-run reader
+        del found
+        jorder = np.argsort(jkey)
+        jkey = jkey[jorder]
+        at = np.searchsorted(jkey, key)
+        np.minimum(at, max(0, jkey.size - 1), out=at)
+        matched = jkey[at] == key if jkey.size else np.zeros(lines, dtype=bool)
+        pos = jpos[jorder[at]] if jkey.size else np.zeros(lines, dtype=np.int64)
+        labels = np.where(matched, q.rel[pos], 0.0)
+        del key, jkey, jorder, at
+        codes = codes[:lines]
+        if self.source.judged_only:  # trec_eval -J: unjudged documents leave the ranking
+            kept = matched & (labels >= 0)
+            if not kept.all():
+                idx = np.flatnonzero(kept)
+                query, scores, codes = query[idx], scores[idx], codes[idx]
+                labels, matched, pos = labels[idx], matched[idx], pos[idx]
+                docnos = docnos.take(from_numpy(idx))
+        counts = np.bincount(query, minlength=rows.size)
+        if counts.size and counts.max() > 0:
+            longest = int(np.argmax(counts))
+            try:
+                check_row_length(self.source.path, int(counts[longest]),
+                                 f"query {names[longest]}")
+            except InputError:
+                raise WholeRun("a query too long") from None  # named as it always was
+        judged = matched & (labels >= 0)
+        self.ranked[pos[matched]] = True
+        del pos, matched
+        ranks = None
+        if np.isnan(scores).any():  # NaN last: the numpy ordering, on docno ranks
+            ranks = np.empty(nd, dtype=np.int64)
+            ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd)
+            ranks = ranks[codes]
+        del codes, dictionary
+        # the rows' lines are together, in row order: batches are slices of them
+        ends = np.cumsum(counts)
+        lo = 0
+        while lo < rows.size:
+            first = int(ends[lo - 1]) if lo else 0
+            hi = int(np.searchsorted(ends, first + self.max_lines, side="right"))
+            hi = max(lo + 1, min(hi, lo + self.batch_rows, rows.size))
+            last = int(ends[hi - 1])
+            if ranks is None:
+                order = _arrow_order(query[first:last], scores[first:last],
+                                     docnos.slice(first, last - first))
+            else:
+                order = _trec_rows_order(query[first:last] - lo, scores[first:last],
+                                         ranks[first:last], nd)
+            order += first
+            yield self._make(TrecBatch, names[lo:hi], qrow[lo:hi], scores[order],
+                             labels[order], judged[order], counts[lo:hi])
+            del order
+            lo = hi
+
+    def _unranked(self, qrow: np.ndarray):
+        """The judgements of the rows' queries that no line of theirs matched."""
+        q = self.q
+        idx, row = _ranges(q.start[qrow], q.start[qrow + 1])
+        missed = ~self.ranked[idx]
+        un_counts = np.bincount(row[missed], minlength=qrow.size)
+        return q.rel[idx[missed]], un_counts
+
+    def _make(self, batch_type, names, qrow, scores, labels, judged, counts):
+        un_labels, un_counts = self._unranked(qrow)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        un_offsets = np.concatenate(([0], np.cumsum(un_counts))).astype(np.int64)
+        if self.source.judged_only:  # rows -J leaves without a ranked document
+            for r in np.flatnonzero(counts == 0).tolist():
+                self.no_ranked[names[r]] = un_labels[un_offsets[r]:un_offsets[r + 1]]
+        rows = len(names)
+        lo = self.row
+        self.row += rows
+        self.names += names
+        return batch_type(scores, np.zeros(rows, dtype=np.int64), lo, offsets, labels=labels,
+                          ids=np.array(names, dtype=object), nbytes=int(scores.size * 8),
+                          items=None, judged=judged, unranked=(un_labels, un_offsets),
+                          unranked_judged=un_labels >= 0, max_label=self.q.max_label)
+
+    def finish(self, tags: list):
+        """The qrels' queries the run does not answer (rows under ``-c``), then the query
+        set, the tag and the order of the rows."""
+        q, source = self.q, self.source
+        if not self.seen:
+            raise WholeRun("an empty run")  # the whole-run reader says so
+        if not self.in_run.any():
+            raise WholeRun("no query with judgements")
+        missing = np.flatnonzero(~self.in_run)
+        qrels_only = sorted(q.names[i] for i in missing.tolist())
+        if source.missing == "zero" and missing.size:
+            by_name = sorted(missing.tolist(), key=q.names.__getitem__)
+            for lo in range(0, len(by_name), self.batch_rows):
+                qrow = np.array(by_name[lo:lo + self.batch_rows], dtype=np.int64)
+                empty = np.zeros(0)
+                yield self._make(TrecBatch, [q.names[i] for i in qrow.tolist()], qrow, empty,
+                                 empty, np.zeros(0, dtype=bool),
+                                 np.zeros(qrow.size, dtype=np.int64))
+        # the rows in the dump's order: their query ids sorted as the whole-run reader
+        # sorts them (Python's str order, trec_eval's strcmp on UTF-8)
+        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        source.order = (None if all(a < b for a, b in zip(order, order[1:]))
+                        else np.array(order, dtype=np.int64))
+        names = sorted(self.names)
+        best = q.best[np.array([q.index[n.encode("utf-8")] for n in names], dtype=np.int64)
+                      ] if names else np.zeros(0)
+        both = int(self.in_run.sum())
+        query_set = QuerySet(source.path, source.qrels_path, len(self.seen), len(q), both,
+                             sorted(self.run_only), qrels_only, source.missing,
+                             bool(source.judged_only), best, self.no_ranked)
+        source._settle_dump(query_set, tags, len(names), self.total_lines)
+
+
+def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
+    """trec_eval's order of lines without NaN scores (:func:`tieeval.io.trec.trec_order`
+    within each query, the queries in order): one pyarrow sort by query, score
+    descending, docno descending (byte-wise, as ``strcmp``), which compares docnos only
+    inside a tie. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as trec_eval's doubles do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table({"q": from_numpy(query), "s": from_numpy(scores + 0.0), "d": docnos})
+    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
+                                              ("d", "descending")])
+    return to_numpy(order).astype(np.int64)
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``lo[i]:hi[i]``, one after the other, and the range
+    each belongs to."""
+    sizes = hi - lo
+    idx = np.repeat(lo - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    idx += np.arange(int(sizes.sum()), dtype=np.int64)
+    return idx, np.repeat(np.arange(lo.size), sizes)
+
+
+def _name(qid: bytes) -> str:
+    try:
+        return qid.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WholeRun("a query id is not UTF-8") from None  # named by the whole-run reader
+
+
+__all__ = ["open_trec_run", "TrecSource", "WholeRun", "CHUNK_BYTES"]
