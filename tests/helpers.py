@@ -64,3 +64,19 @@ def python_output(code: str, *args: str) -> str:
                           text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def trec_lines_every_digit(monkeypatch) -> None:
+    """``--format trec_eval`` lines print each value with every digit (repr) instead of
+    trec_eval's %6.4f, so that comparisons with saved trec_eval output see every bit."""
+    import math
+
+    import tieeval.report.trec_eval as report
+
+    def every_digit(line):
+        value = line.value
+        if isinstance(value, str):
+            return value
+        return str(int(value)) if line.integer and math.isfinite(value) else repr(value)
+
+    monkeypatch.setattr(report, "trec_value", every_digit)

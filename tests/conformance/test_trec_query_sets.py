@@ -31,6 +31,14 @@ ROW = {"P_5": "Precision@5", "P_10": "Precision@10", "map": "MAP", "recip_rank":
        "ndcg_cut_10": "NDCG@10", "recall_100": "Recall@100"}
 
 
+
+def _write_trec(tmp_path, lines, judgements):
+    """The run's and the qrels' lines written as files: (run path, qrels path)."""
+    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
+    run_path.write_text("\n".join(lines) + "\n")
+    qrels_path.write_text("\n".join(judgements) + "\n")
+    return str(run_path), str(qrels_path)
+
 def printed(name: str) -> dict[str, float]:
     """The ``all`` lines of a trec_eval output file: ``{measure: value}``."""
     out = {}
@@ -154,10 +162,7 @@ def random_files(tmp_path, rng, queries=30, missing=4, extra=3, no_relevant=3):
                                                      else int(rng.integers(0, 4)))
         qrels[f"q{q}"] = judged
         judgements += [f"q{q} 0 {d} {v}" for d, v in judged.items()]
-    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
-    run_path.write_text("\n".join(lines) + "\n")
-    qrels_path.write_text("\n".join(judgements) + "\n")
-    return run, qrels, str(run_path), str(qrels_path)
+    return (run, qrels, *_write_trec(tmp_path, lines, judgements))
 
 
 PYTREC = {"P_5": "P_5", "P_10": "P_10", "map": "map", "recip_rank": "recip_rank",
@@ -264,10 +269,7 @@ def _judged_depth_files(tmp_path, rng, depth, queries=12):
         judged[f"d{q}-unretrieved"] = 1  # R counts it, the ranking never holds it
         qrels[f"q{q}"] = judged
         judgements += [f"q{q} 0 {d} {v}" for d, v in judged.items()]
-    run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
-    run_path.write_text("\n".join(lines) + "\n")
-    qrels_path.write_text("\n".join(judgements) + "\n")
-    return run, qrels, str(run_path), str(qrels_path)
+    return (run, qrels, *_write_trec(tmp_path, lines, judgements))
 
 
 def test_judged_only_with_depth_is_every_tie_order_cut_then_judged(tmp_path):

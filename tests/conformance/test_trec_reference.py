@@ -14,11 +14,11 @@ so a measure that lands is taken off the list and checked from then on).
 from __future__ import annotations
 
 import gzip
-import math
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import trec_lines_every_digit
 
 from tieeval.cli import cli
 
@@ -60,15 +60,7 @@ def trec_eval_output(collection: str, option_set: str) -> list[tuple[str, str, s
 
 def tieeval_output(collection: str, option_set: str, monkeypatch):
     """tieeval's lines, values printed with repr (every digit) instead of %6.4f."""
-    import tieeval.report.trec_eval as report
-
-    def every_digit(line):
-        value = line.value
-        if isinstance(value, str):
-            return value
-        return str(int(value)) if line.integer and math.isfinite(value) else repr(value)
-
-    monkeypatch.setattr(report, "trec_value", every_digit)
+    trec_lines_every_digit(monkeypatch)
     folder = DATA / collection
     args = ["compare", "--qrels", str(folder / "qrels"), str(folder / "run"), "-m", "all_trec",
             "--convention", "trec_eval", "--format", "trec_eval", "--per-query", "-q",

@@ -10,7 +10,6 @@ lines, values to 17 digits), which does not depend on the order of a run's lines
 from __future__ import annotations
 
 import gzip
-import math
 import random
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from helpers import trec_lines_every_digit
 
 import tieeval.io.trec_stream as trec_stream
 from tieeval.cli import cli
@@ -40,15 +40,7 @@ def invoke(args):
 
 def tieeval_lines(run, qrels, options, monkeypatch):
     """tieeval's trec_eval lines, every digit of each value."""
-    import tieeval.report.trec_eval as report
-
-    def every_digit(line):
-        value = line.value
-        if isinstance(value, str):
-            return value
-        return str(int(value)) if line.integer and math.isfinite(value) else repr(value)
-
-    monkeypatch.setattr(report, "trec_value", every_digit)
+    trec_lines_every_digit(monkeypatch)
     result = invoke(["compare", "--qrels", str(qrels), str(run), "-m", "all_trec",
                      "--convention", "trec_eval", "--format", "trec_eval", "--per-query", "-q",
                      *options])
