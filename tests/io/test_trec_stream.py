@@ -164,8 +164,16 @@ def test_bad_input_in_a_later_chunk_is_one_error_and_no_output(bad, message, tmp
     result = invoke(["compare", "--qrels", str(qrels), str(run), "-m", "official",
                      "--convention", "trec_eval", "--format", "trec_eval", "--per-query", "-q",
                      "--per-instance", str(out)])
-    if message is None:
+    if message is None:  # the same figures as the run with q1's lines together
         assert result.exit_code == 0, result.stderr
+        lines.remove(bad)
+        lines.insert(29, bad)  # after q1's 29 lines
+        together = tmp_path / "together"
+        together.write_text("\n".join(lines) + "\n")
+        expected = invoke(["compare", "--qrels", str(qrels), str(together), "-m", "official",
+                           "--convention", "trec_eval", "--format", "trec_eval",
+                           "--per-query", "-q"])
+        assert expected.exit_code == 0 and result.stdout == expected.stdout
         return
     assert result.exit_code == 2
     assert result.stdout == "" and not out.exists()
