@@ -39,10 +39,19 @@ def hits_dump(tmp_path, name, hits):
 
 
 def exact_sign_flip(d):
+    """The share of all 2**n sign vectors whose signed sum reaches the observed one in
+    size. Every vector is counted: its sum is one of the first half's 2**(n//2) signed
+    sums plus one of the second half's, each pair added by numpy (2**20 vectors in
+    milliseconds instead of seconds of Python loops)."""
+    d = [float(x) for x in d]
     obs = abs(math.fsum(d))
-    hits = sum(abs(math.fsum(s * x for s, x in zip(signs, d))) >= obs - 1e-12
-               for signs in itertools.product((1, -1), repeat=len(d)))
-    return hits / 2 ** len(d)
+    half = len(d) // 2
+
+    def signed_sums(part):
+        return np.array([math.fsum(s * x for s, x in zip(signs, part))
+                         for signs in itertools.product((1, -1), repeat=len(part))])
+    sums = signed_sums(d[:half])[:, None] + signed_sums(d[half:])[None, :]
+    return int(np.count_nonzero(np.abs(sums) >= obs - 1e-12)) / 2 ** len(d)
 
 
 def oracle_p(a_hits, b_hits):
