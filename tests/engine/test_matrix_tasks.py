@@ -22,15 +22,16 @@ def _on(count, fn):
 
 
 @pytest.mark.parametrize("suffix", ["npy", "npz"])
-@pytest.mark.parametrize("batch_rows", [None, 1, 29, 5000])
-def test_tasks_give_the_one_thread_result(tmp_path, suffix, batch_rows):
+# batches of one row: 150 rows are already 150 tasks, more than any thread count's round
+@pytest.mark.parametrize("batch_rows,rows", [(None, 1500), (1, 150), (29, 1500), (5000, 1500)])
+def test_tasks_give_the_one_thread_result(tmp_path, suffix, batch_rows, rows):
     rng = np.random.default_rng(3)
-    scores = (rng.integers(0, 6, size=(1500, 23)) / 5).astype(np.float32)  # many ties
+    scores = (rng.integers(0, 6, size=(rows, 23)) / 5).astype(np.float32)  # many ties
     path = str(tmp_path / f"d.{suffix}")
     if suffix == "npy":
         np.save(path, scores)
     else:
-        np.savez(path, scores=scores, positive=rng.integers(0, 23, 1500))
+        np.savez(path, scores=scores, positive=rng.integers(0, 23, rows))
 
     def run():
         return tieeval.evaluate_path(path, batch_rows=batch_rows, k=[1, 5, 10]).to_dict()
@@ -39,11 +40,12 @@ def test_tasks_give_the_one_thread_result(tmp_path, suffix, batch_rows):
     assert _on(3, run) == one
 
 
-@pytest.mark.parametrize("batch_rows", [None, 1, 37, 5000])
-def test_stored_labelled_npz_tasks_give_the_one_thread_result(tmp_path, batch_rows):
+# batches of one row: 150 rows are already 150 tasks (and two of batch_tasks(100, 2))
+@pytest.mark.parametrize("batch_rows,rows", [(None, 1200), (1, 150), (37, 1200), (5000, 1200)])
+def test_stored_labelled_npz_tasks_give_the_one_thread_result(tmp_path, batch_rows, rows):
     # graded labels and heavy ties: every thread reads its own rows of both members
     rng = np.random.default_rng(5)
-    scores = (rng.integers(0, 6, size=(1200, 19)) / 5).astype(np.float32)
+    scores = (rng.integers(0, 6, size=(rows, 19)) / 5).astype(np.float32)
     labels = rng.choice([-1, 0, 0, 0, 1, 2, 3], size=scores.shape).astype(np.int8)
     path = str(tmp_path / "d.npz")
     np.savez(path, scores=scores, labels=labels)
