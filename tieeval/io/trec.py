@@ -72,6 +72,7 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
 from tieeval.io.base import check_row_length, require_regular_file
 from tieeval.io.buffers import release_freed
+from tieeval.ranges import positions
 from tieeval.records.batch import Batch
 
 MISSING_QUERIES = ("skip", "zero")
@@ -713,10 +714,7 @@ def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: 
     if (blocks[1:] > blocks[:-1]).all():  # the queries already in order
         return order
     lengths = np.diff(np.append(starts, n))[blocks]
-    new_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    perm = np.repeat((starts[blocks] - new_starts).astype(small), lengths)
-    perm += np.arange(n, dtype=small)
-    return order[perm]
+    return order[positions(starts[blocks], lengths, dtype=small)]
 
 
 def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int

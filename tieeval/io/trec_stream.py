@@ -55,6 +55,7 @@ from tieeval.io.trec import (
     check_missing_queries,
     load,
 )
+from tieeval.ranges import expand
 
 #: Bytes of the run parsed at a time (tests shrink it to put chunk ends inside queries).
 CHUNK_BYTES = 1 << 20
@@ -456,7 +457,8 @@ class _Pass:
 
         # one dictionary for the lines' docnos and the judgements of their queries: a
         # line's judgement is found by its (row, docno) key
-        jpos, jrow = _ranges(q.start[qrow], q.start[qrow + 1])
+        judged_at = q.start[qrow]
+        jpos, jrow = expand(judged_at, q.start[qrow + 1] - judged_at)
         lines = len(docnos)
         enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
             from_numpy(jpos))]))
@@ -526,7 +528,8 @@ class _Pass:
     def _unranked(self, qrow: np.ndarray):
         """The judgements of the rows' queries that no line of theirs matched."""
         q = self.q
-        idx, row = _ranges(q.start[qrow], q.start[qrow + 1])
+        judged_at = q.start[qrow]
+        idx, row = expand(judged_at, q.start[qrow + 1] - judged_at)
         missed = ~self.ranked[idx]
         un_counts = np.bincount(row[missed], minlength=qrow.size)
         return q.rel[idx[missed]], un_counts
@@ -592,15 +595,6 @@ def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
     order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
                                               ("d", "descending")])
     return to_numpy(order).astype(np.int64)
-
-
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every position of the ranges ``lo[i]:hi[i]``, one after the other, and the range
-    each belongs to."""
-    sizes = hi - lo
-    idx = np.repeat(lo - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
-    idx += np.arange(int(sizes.sum()), dtype=np.int64)
-    return idx, np.repeat(np.arange(lo.size), sizes)
 
 
 def _name(qid: bytes) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
+from tieeval.ranges import expand
 
 _SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
@@ -468,8 +469,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
             r, place = np.nonzero(got)
             return items[got[r, place] - 1], place + lo
         # compare each item's column with its tie block's members, a .. a + t - 1
-        owner = np.repeat(np.arange(items.size), ti)
-        member = np.arange(owner.size) - np.repeat(np.cumsum(ti) - ti - ai, ti)
+        member, owner = expand(ai, ti)
         hit = np.flatnonzero(order[rix[owner], member] == col[items][owner])
         return items, member[hit]
 

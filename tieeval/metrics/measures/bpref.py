@@ -31,6 +31,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.geometric import geometric_reason, spread
+from tieeval.ranges import expand
 
 
 def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -92,9 +93,7 @@ class Bpref(Measure):
             lo = np.maximum(0, draws - (n[cut] - m[cut]))
             hi = np.minimum(m[cut], draws)
             width = hi - lo + 1
-            which = np.repeat(np.arange(cut.size), width)
-            h = (np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
-                 + lo[which])
+            h, which = expand(lo, width)
             pmf = hypergeom.pmf(h, n[cut][which], m[cut][which], draws[which])
             t = cut[which]
             g = h - sum_min(jb[t], h.astype(np.float64), R[rows[t]]) / D[rows[t]]

@@ -38,6 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.ranges import expand, positions
 
 
 class BlockTable(Protocol):
@@ -555,8 +556,7 @@ def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
     ret = np.bincount(rb.brow[full], weights=p_t[full], minlength=rb.rows).astype(np.int64)
     vret = ret[vrow]
     # the cut blocks' variants
-    ci = np.repeat(np.arange(cutb.size), nh)
-    h = h_lo[ci] + (np.arange(ci.size) - np.repeat(np.cumsum(nh) - nh, nh))
+    h, ci = expand(h_lo, nh)
     cv = vstart[rb.brow[cutb]][ci] + (h - h_lo[ci])  # their virtual rows
     if cv.size:
         # scipy is imported only for a depth that cuts a tie block (``import tieeval``
@@ -567,8 +567,7 @@ def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
     # block instances: every full block once per virtual row of its row, and the variants
     reps = vcount[rb.brow[full]]
     inst_block = np.repeat(full, reps)
-    inst_v = vstart[rb.brow[inst_block]] + (np.arange(inst_block.size)
-                                            - np.repeat(np.cumsum(reps) - reps, reps))
+    inst_v = positions(vstart[rb.brow[full]], reps)
     ba = np.concatenate((rb.ba[inst_block], rb.ba[cutb][ci]))
     nb = np.concatenate((rb.bsz[inst_block], m_c[ci]))
     pb = np.concatenate((p_t[inst_block], h))
@@ -605,8 +604,7 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     # per index i = i0..p, the steps (B+i)/(a+s) above L: s = i .. min(w-1+i, top_i),
     # top_i the last s with (B+i) den > (a+s) num
     per = pb - i0 + 1
-    blk = np.repeat(np.arange(ib.size), per)
-    i = i0[blk] + (np.arange(blk.size) - np.repeat(np.cumsum(per) - per, per))
+    i, blk = expand(i0, per)
     yn, yd = y_num[ib[blk]], y_den[ib[blk]]
     top = np.where(yn > 0, -((-(bb[blk] + i) * yd) // np.maximum(yn, 1)) - ba[blk] - 1,
                    w[blk] - 1 + i)
@@ -624,8 +622,7 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     if ib.size == 0:
         return empty, lambda cdf_values: (y0.copy(), over)
     # the steps: for each (block, i) the s = i .. i + count_i - 1
-    pair = np.repeat(np.arange(i.size), count_i)
-    s = i[pair] + (np.arange(pair.size) - np.repeat(np.cumsum(count_i) - count_i, count_i))
+    s, pair = expand(i, count_i)
     blk = blk[pair]
     num, den = bb[blk] + i[pair], ba[blk] + s
     init = np.arange(ib.size)

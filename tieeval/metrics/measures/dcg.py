@@ -36,6 +36,7 @@ from tieeval.errors import ParameterError
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.hr import _reachable
 from tieeval.metrics.measures.series import discount_prefix
+from tieeval.ranges import expand
 
 
 def gain(rel: np.ndarray, kind: str) -> np.ndarray:
@@ -111,9 +112,7 @@ class DiscountedGain(Measure):
         # of the live blocks ('idx'), which hold every position above the cutoff.
         live = np.flatnonzero(ev.m_t > 0)
         sizes = b.bsz[live]
-        local = np.repeat(np.arange(live.size), sizes)
-        head = np.cumsum(sizes) - sizes
-        idx = b.bst[live][local] + (np.arange(local.size) - head[local])
+        idx, local = expand(b.bst[live], sizes)
         row = b.row[idx]
         r = b.pos[idx].astype(np.float64) + 1.0
         w = np.where(ev.in_k[idx], weights(metric, r, ev.k[row]), 0.0)
@@ -161,6 +160,7 @@ class DiscountedGain(Measure):
             var_t = np.where(sizes > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
             # first != last iff some block has two different gains and two different
             # weights (rearrangement); inside a block 'first' runs from high to low gain.
+            head = np.cumsum(sizes) - sizes  # each live block's first place in idx
             tail = head + sizes - 1
             mixed = (g[head] != g[tail]) & (w[head] != w[tail])
             decided = np.bincount(brow[mixed], minlength=b.rows) > 0

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tieeval.ranges import expand
+
 #: Work limit of one row: the product over its tie blocks of the number of distinct
 #: orders of each block's kinds of items, ``n! / prod_l K_l!`` (a bound on the values its
 #: distribution is built from).
@@ -173,8 +175,7 @@ def _surely_over(b, blocks: np.ndarray, starts: np.ndarray, m_t, cls, classes: i
     exact per-block sum of :func:`spread`, so which rows are enumerated never changes."""
     size = b.bsz[blocks].astype(np.int64)
     first = b.bst[blocks].astype(np.int64)
-    owner = np.repeat(np.arange(blocks.size), size)
-    pos = np.repeat(first - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+    pos, owner = expand(first, size)
     counts = np.bincount(owner * classes + np.asarray(cls)[pos].astype(np.int64),
                          minlength=blocks.size * classes).reshape(blocks.size, classes)
     if droppable is not None:  # whole blocks inside the cutoff leave these items out
