@@ -101,25 +101,34 @@ def test_the_command_line_application_is_not_called_a_group():
     from tieeval.cli.app import Group, expand_multi_value  # noqa: F401
 
 
+_OTHER_COMMANDS = ("tieeval.records.diff", "tieeval.records.check", "tieeval.records.audit",
+                   "tieeval.report.diff", "tieeval.report.check", "tieeval.report.junit",
+                   "tieeval.report.audit", "tieeval.io.trec")
+
+
 def test_compare_on_an_npy_dump_loads_only_what_it_uses(tmp_path):
     """``tieeval compare scores.npy -f json`` (its start-up): no pyarrow (Parquet and Arrow
     input only), scipy (statistics only), pyspark (``--engine spark`` only) or rich (terminal
-    tables only), and of the measures only the default metrics' modules."""
+    tables only), of the measures only the default metrics' modules, no other command's
+    records or renderers (diff, check, audit), no TREC reader, and neither the spooling
+    of standard input (tempfile) nor HTML escaping."""
     import numpy as np
     dump, out = tmp_path / "scores.npy", tmp_path / "out.json"
     np.save(dump, np.random.default_rng(0).normal(size=(50, 11)).astype(np.float32))
     code = ("import sys\n"
             "from tieeval.cli import cli\n"
+            f"OTHERS = {_OTHER_COMMANDS!r}\n"
             f"cli.main(['compare', {str(dump)!r}, '-q', '-f', 'json', '-o', {str(out)!r}], "
             "prog_name='tieeval', standalone_mode=False)\n"
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pyarrow', 'scipy', 'pyspark', 'rich') or "
-            "m.startswith('tieeval.metrics.measures.'))))")
+            "('pyarrow', 'scipy', 'pyspark', 'rich', 'html', 'tempfile') or "
+            "m in OTHERS or m.startswith('tieeval.metrics.measures.'))))")
     proc = python_output(code)
     assert out.read_text().startswith("{")  # the command ran
     loaded = set(proc.split())
     assert not {m for m in loaded if not m.startswith("tieeval.")}, loaded
-    measures = {m.rsplit(".", 1)[1] for m in loaded}
+    assert not loaded & set(_OTHER_COMMANDS), loaded
+    measures = {m.rsplit(".", 1)[1] for m in loaded - set(_OTHER_COMMANDS)}
     assert {"hr", "dcg", "rr"} <= measures  # HR@K, NDCG@K and MRR
     assert not measures & {"ap", "bpref", "iprec", "sets", "rbp", "infap", "auc", "err"}
 

@@ -9,6 +9,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -95,6 +97,34 @@ def samples(tmp_path_factory):
 def test_every_kind_has_a_sample(samples):
     """A new result kind gets a sample here, so that its renderers are checked below."""
     assert set(registry.kinds()) == set(samples)
+
+
+def test_the_modules_listed_per_kind_are_those_that_register_it():
+    """registry.MODULE_KINDS (what a command imports to list its formats) names, for each
+    module of tieeval.report, exactly the kinds it registers renderers of."""
+    registry.kinds()  # every module imported
+    registered: dict[str, set] = {}
+    for kind in registry.kinds():
+        for r in registry.renderers(kind):
+            module = r.render.__module__
+            if module.startswith("tieeval.report."):
+                registered.setdefault(module.rsplit(".", 1)[1], set()).add(kind)
+    assert registered == {m: set(k) for m, k in registry.MODULE_KINDS.items()}
+
+
+def test_listing_one_kinds_formats_imports_only_its_modules():
+    """A command's --format choices import its own renderers only, in the same order as
+    when every module is loaded."""
+    code = ("import sys; from tieeval.report import registry; "
+            "print(registry.formats('runs')); "
+            "print(' '.join(m for m in sys.modules if m.startswith('tieeval.report.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    listed, modules = proc.stdout.splitlines()
+    assert listed == str(registry.formats("runs"))
+    loaded = {m.rsplit(".", 1)[1] for m in modules.split()}
+    assert {"tables", "trec_eval", "webpage"} <= loaded
+    assert not loaded & {"diff", "check", "junit", "audit"}, loaded
 
 
 def _pairs():

@@ -11,7 +11,7 @@ import math
 
 import click
 
-from tieeval.io.trec import MISSING_QUERIES
+from tieeval.io.base import MISSING_QUERIES
 from tieeval.metrics.conventions import CONVENTION_NAMES, preset_options
 from tieeval.metrics.options import (
     AP_NORMS,

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import sys
-import tempfile
 
 import click
 
@@ -50,6 +48,8 @@ def spool(stream) -> str:
     if not head:
         raise InputError(f"{STDIN_NAME}: empty (nothing was piped or redirected in)")
     suffix = next((s for magic, s in _MAGIC if head.startswith(magic)), ".txt")
+    import shutil  # only here: a command that reads no '-' does not load them
+    import tempfile
     fd, path = tempfile.mkstemp(prefix="tieeval-stdin-", suffix=suffix)
     _SPOOLED[path] = STDIN_NAME
     atexit.register(_remove, path)

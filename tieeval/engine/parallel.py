@@ -30,6 +30,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
+from tieeval.engine import heap
 from tieeval.io.base import Dump
 from tieeval.kernels import fused, threads
 from tieeval.kernels.accumulator import Accumulator
@@ -116,7 +117,8 @@ def pool(jobs: int) -> ProcessPoolExecutor:
         with _sigint_blocked():
             _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
                                               initializer=_worker_init,
-                                              initargs=(_runtime_warnings_raise(),))
+                                              initargs=(_runtime_warnings_raise(),
+                                                        heap.kept()))
     return _POOL[jobs]
 
 
@@ -129,7 +131,7 @@ def _runtime_warnings_raise() -> bool:
     return False
 
 
-def _worker_init(runtime_errors: bool = False) -> None:
+def _worker_init(runtime_errors: bool = False, keep_heap: bool = False) -> None:
     # Ctrl-C reaches the whole process group: the main process stops the workers
     # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -139,6 +141,8 @@ def _worker_init(runtime_errors: bool = False) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_UNBLOCKED)
     if runtime_errors:
         warnings.simplefilter("error", RuntimeWarning)
+    if keep_heap:  # as the parent keeps its own
+        heap.keep_freed_heap()
 
 
 def stop_workers() -> None:

@@ -31,8 +31,12 @@ from tieeval.engine.arguments import (
     what_if_of,
 )
 from tieeval.errors import ParameterError
-from tieeval.io.base import ReadOptions, RelevanceReadOptions, check_batch_rows
-from tieeval.io.trec import check_missing_queries
+from tieeval.io.base import (
+    ReadOptions,
+    RelevanceReadOptions,
+    check_batch_rows,
+    check_missing_queries,
+)
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.original import check_rule
 from tieeval.kernels.whatif import WhatIf

@@ -16,6 +16,9 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.records.batch import Batch, RankLists, instance_name  # noqa: F401 - readers' names
 
 FORMATS = ("npy", "npz", "parquet", "csv")
+# what a TREC run read with qrels does with the qrels' queries it does not answer (here,
+# not in tieeval.io.trec, so that declaring the option does not import that reader)
+MISSING_QUERIES = ("skip", "zero")
 LAYOUTS = ("auto", "wide", "long")
 _SUFFIXES = {".npy": "npy", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet",
              ".csv": "csv", ".gz": "csv"}
@@ -30,6 +33,15 @@ SCORE_DTYPES = ("float16", "float32", "float64")
 # under about 1.5 GB for any input. TIEEVAL_MAX_ROW_CANDIDATES raises (or lowers) it.
 MAX_ROW_CANDIDATES = 5_000_000
 MAX_ROW_ENV = "TIEEVAL_MAX_ROW_CANDIDATES"
+
+
+def check_missing_queries(value) -> str:
+    if value is None:
+        return "skip"
+    if not isinstance(value, str) or value not in MISSING_QUERIES:
+        raise ParameterError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, "
+                             f"got {value!r}")
+    return value
 
 
 def max_row_candidates() -> int:

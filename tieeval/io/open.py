@@ -21,7 +21,6 @@ from tieeval.io.base import (
 )
 from tieeval.io.npy import _open_npy
 from tieeval.io.npz import _open_npz
-from tieeval.io.parquet import open_wide_parquet
 from tieeval.io.validate import table_layout
 
 
@@ -104,4 +103,5 @@ def _open_parquet(path: str, files: list[str], options: ReadOptions) -> Dump:
         if table_layout(options, opened[0][2].names) == "long":
             from tieeval.io.long import open_long_parquet
             return open_long_parquet(path, opened, options)
+        from tieeval.io.parquet import open_wide_parquet  # not loaded for NPY / NPZ dumps
         return open_wide_parquet(path, opened, options)

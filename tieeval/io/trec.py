@@ -70,12 +70,15 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import check_row_length, require_regular_file
+from tieeval.io.base import (  # noqa: F401 - check_missing_queries: importable here
+    MISSING_QUERIES,
+    check_missing_queries,
+    check_row_length,
+    require_regular_file,
+)
 from tieeval.io.buffers import release_freed
 from tieeval.ranges import positions
 from tieeval.records.batch import Batch
-
-MISSING_QUERIES = ("skip", "zero")
 
 
 @dataclass
@@ -93,15 +96,6 @@ class TrecBatch(Batch):
     unranked: tuple | None = None
     unranked_judged: np.ndarray | None = None
     max_label: float | None = None
-
-
-def check_missing_queries(value) -> str:
-    if value is None:
-        return "skip"
-    if not isinstance(value, str) or value not in MISSING_QUERIES:
-        raise ParameterError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, "
-                             f"got {value!r}")
-    return value
 
 
 def _read_bytes(path: str, what: str) -> bytes:

@@ -9,7 +9,9 @@ A renderer turns one result record into one output format and writes it to an
 
 The command line asks this module for the formats of a kind (its ``--format`` choices,
 default and help text) and for the renderer of the format chosen; it never compares format
-names itself. A new output format is one new module here with its registrations.
+names itself. A new output format is one new module here with its registrations, and its
+kinds in :data:`MODULE_KINDS` (a command then imports only the modules of its own kind;
+tests/cli/test_formats.py checks the table against the registrations).
 
 The kinds and the records they render:
 
@@ -65,7 +67,14 @@ class Renderer:
 
 _RENDERERS: dict[str, dict[str, Renderer]] = {}
 _COUNTER = itertools.count()
-_loaded = False
+_loaded: set[str] = set()  # the modules of this package imported for their renderers
+
+#: The kinds each module of this package registers renderers of (the others register
+#: none): what a kind's renderers need imported. A module missing here is still found,
+#: for every kind, when its kind is not listed.
+MODULE_KINDS = {"tables": ("runs", "ties"), "trec_eval": ("runs",), "webpage": ("runs",),
+                "check": ("check",), "junit": ("check",), "diff": ("diff", "rank"),
+                "audit": ("audit",)}
 
 
 def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = False,
@@ -84,16 +93,20 @@ def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = Fa
     return decorate
 
 
-def _load() -> None:
-    """Import every module of :mod:`tieeval.report` once: each registers its renderers
-    on import, so that a new module is found without being listed anywhere."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+def _load(kind: str | None = None) -> None:
+    """Import the modules of :mod:`tieeval.report` that register renderers of ``kind``
+    (every module when ``kind`` is None or listed by none in :data:`MODULE_KINDS`): each
+    registers its renderers on import. Rendering one kind leaves the other kinds' modules
+    (and the records they import) unloaded."""
     import tieeval.report as package
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+    if kind is None or not any(kind in kinds for kinds in MODULE_KINDS.values()):
+        names = [module.name for module in pkgutil.iter_modules(package.__path__)]
+    else:
+        names = [name for name, kinds in MODULE_KINDS.items() if kind in kinds]
+    for name in names:
+        if name not in _loaded:
+            importlib.import_module(f"{package.__name__}.{name}")
+            _loaded.add(name)
 
 
 def kinds() -> tuple[str, ...]:
@@ -105,7 +118,7 @@ def kinds() -> tuple[str, ...]:
 def renderers(kind: str) -> list[Renderer]:
     """The renderers of ``kind``, in the order ``--format`` lists them (the first is the
     default)."""
-    _load()
+    _load(kind)
     if kind not in _RENDERERS:
         raise ParameterError(f"no renderer for results of kind {kind!r} (kinds: "
                              f"{', '.join(sorted(_RENDERERS))})")

@@ -14,10 +14,8 @@ exact figures from the page.
 
 from __future__ import annotations
 
-import html
 import os
 import re
-import tempfile
 
 from tieeval.errors import MissingExtraError, TieevalError
 from tieeval.records.paper import FigurePanel, PaperTable
@@ -61,7 +59,9 @@ footer { margin-top: 3em; color: #57606a; font-size: 0.85em; }
 
 
 def _e(text) -> str:
-    return html.escape(str(text), quote=True)
+    from html import escape  # imported when a page is written, not when formats are listed
+
+    return escape(str(text), quote=True)
 
 
 def _value_attr(value: float | None) -> str:
@@ -142,6 +142,8 @@ _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 def figure_svg(panels: list[FigurePanel]) -> str:
     """Figure 1 as an inline ``<svg>`` element (matplotlib draws it into a temporary
     file, read back without its XML prolog, doctype and metadata)."""
+    import tempfile
+
     from tieeval.report.plot import draw_figure1
 
     with tempfile.TemporaryDirectory(prefix="tieeval-html-") as folder:
