@@ -568,6 +568,41 @@ def test_interrupt_between_thread_start_and_registration_does_not_hang_exit():
     assert p.returncode == 0, p.stderr
 
 
+_SIGNAL_IN_IMPORT = """
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+from tieeval.cli.app import Terminated, _stop_signals_raise
+with _stop_signals_raise():
+    try:
+        import slow_module  # its body is signalled, then sleeps 0.3 s
+        print("imported", slow_module.DONE, flush=True)
+        time.sleep(5)  # the signal, delivered again, ends this
+        print("never", flush=True)
+    except {exc} as exc:
+        print("raised after the import", type(exc).__name__, flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig,exc", [(signal.SIGTERM, "Terminated"),
+                                     (signal.SIGHUP, "Terminated"),
+                                     (signal.SIGINT, "KeyboardInterrupt")])
+def test_a_stop_signal_inside_an_import_is_raised_once_the_import_is_over(tmp_path, sig,
+                                                                           exc):
+    """A stop signal arriving while the main thread imports a module is raised when the
+    import is over, never inside Python's import machinery, where it could leave a module
+    lock held and a batch thread importing that module waiting forever (a hang)."""
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal, time\n"
+        f"os.kill(os.getpid(), {int(sig)})\n"
+        "time.sleep(0.3)\n"
+        "DONE = True\n")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run([sys.executable, "-c", _SIGNAL_IN_IMPORT.format(exc=exc),
+                        str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
+    assert p.stdout.splitlines() == ["imported True", f"raised after the import {exc}"], (
+        p.stdout, p.stderr)
+
+
 def test_sighup_ignored_under_nohup_stays_ignored():
     from tieeval.cli.app import _raise_terminated, _stop_signals_raise
     old = signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -98,6 +98,4 @@ def main(args=None, prog_name: str = "tieeval") -> None:
     if hasattr(signal, "SIGPIPE"):
         # `tieeval ... | head` must end quietly, not with a BrokenPipeError traceback.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    from tieeval.engine.heap import keep_freed_heap
-    keep_freed_heap()  # batch temporaries reuse freed heap pages instead of faulting anew
     cli.main(args=args, prog_name=prog_name)

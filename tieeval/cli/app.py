@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import warnings
 from contextlib import contextmanager
 
@@ -83,14 +84,45 @@ _STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 _RECEIVED: list[int] = []
 
 
+def _importing(frame) -> bool:
+    """Whether the main thread is inside Python's import machinery (``frame`` and the
+    frames it was called from). An exception raised there, between a module lock's
+    acquiring and its owner being recorded say, can leave that lock held: a batch thread
+    importing the same module lazily then waits forever, and so does the main thread,
+    joining it."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_later(signum: int) -> None:
+    """Send ``signum`` to this process again in a moment, when the import under way is
+    over (and again if it is not)."""
+    timer = threading.Timer(_REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
+_REDELIVER_SECONDS = 0.02
+
+
 def _raise_terminated(signum, frame):
+    if _importing(frame):  # raised once the import is done (see _importing)
+        _deliver_later(signum)
+        return
     _RECEIVED.append(signum)
     _ignore_stop_signals()  # a second signal must not cut the clean-up short
     raise Terminated(signum)
 
 
 def _raise_interrupt(signum, frame):
-    """Ctrl-C as Python's own handler does it (KeyboardInterrupt), remembered."""
+    """Ctrl-C as Python's own handler does it (KeyboardInterrupt), remembered; outside
+    Python's import machinery (see :func:`_importing`)."""
+    if _importing(frame):
+        _deliver_later(signum)
+        return
     _RECEIVED.append(signum)
     raise KeyboardInterrupt
 
@@ -341,6 +373,8 @@ class Command(click.Command):
     def invoke(self, ctx):
         for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the evaluation
             check(ctx)
+        from tieeval.engine.heap import keep_freed_heap
+        keep_freed_heap()  # batch temporaries reuse freed heap pages instead of faulting anew
         return super().invoke(ctx)
 
     def format_options(self, ctx, formatter):
