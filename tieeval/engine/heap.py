@@ -5,8 +5,8 @@ and per-row sums, from a few hundred KB to a few MB each, in every batch thread)
 glibc's defaults the mmap threshold adapts to the largest block freed so far and the heap
 is handed back to the system whenever its free top exceeds twice that threshold, so each
 batch faults its temporaries in afresh: the kernel zeroes the same pages again and again
-(about 50,000 page faults on a 100,000 x 200 graded dump, 200,000 on a 10,000,000 x 101
-one, a fifth of the run's time on the latter).
+(40,000-50,000 page faults on a 100,000 x 200 graded dump, 200,000-270,000 on a
+10,000,000 x 101 one, a tenth to a fifth of the run's time on the latter).
 
 :func:`keep_freed_heap` fixes the mmap threshold at :data:`MMAP_BYTES` (larger arrays are
 still mapped and unmapped whole, as the readers' batch buffers are) and the trim threshold
