@@ -572,6 +572,10 @@ _SIGNAL_IN_IMPORT = """
 import os, signal, sys, time
 sys.path.insert(0, sys.argv[1])
 from tieeval.cli.app import Terminated, _stop_signals_raise
+# the signals at their defaults whatever started this test (nohup ignores SIGHUP, a
+# background job SIGINT): an ignored signal stays ignored, by design
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 with _stop_signals_raise():
     try:
         import slow_module  # its body is signalled, then sleeps 0.3 s
