@@ -62,7 +62,7 @@ def test_without_mallopt_nothing_is_set(monkeypatch):
     def no_library(*args, **kwargs):
         raise OSError("no C library")
     monkeypatch.setattr(ctypes, "CDLL", no_library)
-    monkeypatch.setattr(heap, "_KEPT", [])
+    monkeypatch.setattr(heap, "_kept", False)
     assert heap.keep_freed_heap() is False
     assert not heap.kept()
 

@@ -27,7 +27,7 @@ TRIM_BYTES = 64 << 20  # the heap's free top is returned to the system beyond th
 
 _M_TRIM_THRESHOLD = -1  # glibc's <malloc.h> parameter numbers
 _M_MMAP_THRESHOLD = -3
-_KEPT: list[bool] = []  # whether this process set them (its workers then do too)
+_kept = False  # whether this process set them (its workers then do too)
 
 
 def keep_freed_heap() -> bool:
@@ -41,15 +41,15 @@ def keep_freed_heap() -> bool:
     except (OSError, AttributeError):  # no C library to ask, or one without mallopt
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) & bool(mallopt(_M_TRIM_THRESHOLD,
-                                                                        TRIM_BYTES))
-    _KEPT[:] = [done]
-    return done
+    global _kept
+    _kept = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) & bool(mallopt(_M_TRIM_THRESHOLD,
+                                                                         TRIM_BYTES))
+    return _kept
 
 
 def kept() -> bool:
     """Whether :func:`keep_freed_heap` set the thresholds in this process."""
-    return bool(_KEPT and _KEPT[0])
+    return _kept
 
 
 __all__ = ["keep_freed_heap", "kept", "MMAP_BYTES", "TRIM_BYTES"]

@@ -70,7 +70,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import to_numpy
-from tieeval.io.base import (  # noqa: F401 - check_missing_queries: importable here
+from tieeval.io.base import (
     MISSING_QUERIES,
     check_missing_queries,
     check_row_length,
