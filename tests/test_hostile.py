@@ -431,17 +431,28 @@ def big_npy(tmp_path_factory):
     return path
 
 
-def _signalled(args, tmp_path, signum, ready, group=False):
+def _at_defaults(ignored=()):
+    """The stop signals at their defaults in the child, whatever started the tests (nohup
+    ignores SIGHUP), but for those in ``ignored``."""
+    def preexec():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+    return preexec
+
+
+def _signalled(args, tmp_path, signum, ready, group=False, ignored=(), finished=False):
     """Run the command line with TMPDIR in ``tmp_path``, send ``signum`` once ``ready()``
     (to the process, as ``kill`` does, or to its group, as a closed terminal does), and
-    return (process, stdout, stderr, what is left in TMPDIR); None when it finished first."""
+    return (process, stdout, stderr, what is left in TMPDIR); None when it finished first
+    (unless ``finished``). The signals in ``ignored`` are ignored from the start, as
+    ``nohup`` ignores SIGHUP."""
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()
     # faulthandler: a run still alive long after the signal shows where it hangs
     env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "tieeval", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_at_defaults(ignored))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None and not ready(proc):
         time.sleep(0.05)
@@ -453,7 +464,7 @@ def _signalled(args, tmp_path, signum, ready, group=False):
         os.kill(proc.pid, signal.SIGABRT)
         out, err = proc.communicate(timeout=30)
         pytest.fail(f"still running 120 s after the signal:\n{err.decode()}")
-    if proc.returncode == 0:
+    if proc.returncode == 0 and not finished:
         return None
     return proc, out, err, sorted(os.listdir(tmp))
 
@@ -479,6 +490,30 @@ def test_sigterm_and_sighup_stop_workers_in_one_line(tmp_path, big_npy, name, co
     assert err.decode().splitlines() == [f"Error: terminated by {name}"]
     assert out == b""
     assert left == []
+
+
+def test_a_group_sighup_under_nohup_ends_neither_the_run_nor_its_workers(tmp_path, big_npy):
+    """Under ``nohup`` the command keeps SIGHUP ignored, and so do its workers: a closed
+    terminal's SIGHUP to the whole group leaves the run to finish with its figures."""
+    args = ["compare", big_npy, "-j", "2", "--format", "json", "--tolerance", "1e-3"]
+    proc, out, err, left = _signalled(args, tmp_path, signal.SIGHUP, _workers_running,
+                                      group=True, ignored=(signal.SIGHUP,), finished=True)
+    assert proc.returncode == 0, err.decode()
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    alone = subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)],
+                           capture_output=True, env=env, timeout=300)
+    assert json.loads(out) == json.loads(alone.stdout)
+    assert left == []
+
+
+def test_workers_ignore_what_their_parent_ignores():
+    from tieeval.engine import parallel
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert parallel._ignored() == (signal.SIGHUP,)
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    assert signal.SIGHUP not in parallel._ignored()
 
 
 _POOL_THREAD_MASKS = """

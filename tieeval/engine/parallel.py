@@ -118,7 +118,7 @@ def pool(jobs: int) -> ProcessPoolExecutor:
             _POOL[jobs] = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
                                               initializer=_worker_init,
                                               initargs=(_runtime_warnings_raise(),
-                                                        heap.kept()))
+                                                        heap.kept(), _ignored()))
     return _POOL[jobs]
 
 
@@ -131,13 +131,22 @@ def _runtime_warnings_raise() -> bool:
     return False
 
 
-def _worker_init(runtime_errors: bool = False, keep_heap: bool = False) -> None:
+def _ignored() -> tuple[int, ...]:
+    """The stop signals this process ignores (SIGHUP under ``nohup``): its workers ignore
+    them too, or a signal to the whole group would end the workers and not the run."""
+    return tuple(sorted(sig for sig in _WORKER_UNBLOCKED
+                        if signal.getsignal(sig) is signal.SIG_IGN))
+
+
+def _worker_init(runtime_errors: bool = False, keep_heap: bool = False,
+                 ignored: tuple[int, ...] = ()) -> None:
     # Ctrl-C reaches the whole process group: the main process stops the workers
     # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # started with them blocked (_sigint_blocked)
         for sig in _WORKER_UNBLOCKED:
-            signal.signal(sig, signal.SIG_DFL)
+            # stop_workers ends a worker with SIGKILL, whatever it ignores
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_UNBLOCKED)
     if runtime_errors:
         warnings.simplefilter("error", RuntimeWarning)
