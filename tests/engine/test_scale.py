@@ -117,6 +117,29 @@ def test_every_layout_and_batch_size_gives_identical_json(tmp_path, rng, dtype):
     assert same(evaluate_path(str(tmp_path / "nolabel.parquet"))) == zero
 
 
+def test_long_instances_straddling_a_full_chunk_give_the_matrix_figures(tmp_path, rng,
+                                                                       monkeypatch):
+    """A long dump read in chunks of CHUNK_ROWS_MAX rows (the default batch size), 101
+    candidates an instance: chunk boundaries fall inside instances, and the figures are
+    the in-memory matrix's, bit for bit."""
+    from tieeval.io import long as tlong
+    assert tlong._chunk_rows(1) == 1 << 16
+    assert tlong._chunk_rows(1 << 20) == tlong.CHUNK_ROWS_MAX
+    cols = 101
+    rows = 2 * tlong.CHUNK_ROWS_MAX // cols + 57
+    assert tlong.CHUNK_ROWS_MAX % cols  # the first chunk ends inside an instance
+    s = tied(rng, rows=rows, cols=cols)
+    positive = rng.integers(0, cols, size=rows)
+    pq.write_table(long_table(s, positive), tmp_path / "long.parquet", row_group_size=100_003)
+    expected = same(evaluate(s, k=(1, 5, 10), positive=positive))
+    sizes = []
+    chunk_rows = tlong._chunk_rows
+    monkeypatch.setattr(tlong, "_chunk_rows", lambda n: sizes.append(chunk_rows(n)) or
+                        sizes[-1])
+    assert same(evaluate_path(str(tmp_path / "long.parquet"), k=(1, 5, 10))) == expected
+    assert sizes and set(sizes) == {tlong.CHUNK_ROWS_MAX}
+
+
 def test_ragged_rows_wide_and_long_agree(tmp_path, rng):
     lengths = rng.integers(1, 25, size=120)
     rows = [(rng.integers(0, 4, size=n) / 3).astype(np.float32) for n in lengths]
