@@ -59,12 +59,19 @@ def test_keep_freed_heap_sets_glibcs_thresholds():
 def test_without_mallopt_nothing_is_set(monkeypatch):
     """Another C library (or none to load): the heap is left as it is, and the workers
     are told so."""
+    from tieeval import libc
+
     def no_library(*args, **kwargs):
         raise OSError("no C library")
     monkeypatch.setattr(ctypes, "CDLL", no_library)
     monkeypatch.setattr(heap, "_kept", False)
-    assert heap.keep_freed_heap() is False
-    assert not heap.kept()
+    libc.function.cache_clear()  # looked up afresh, without a C library
+    try:
+        assert libc.function("mallopt", ctypes.c_int, ctypes.c_int) is None
+        assert heap.keep_freed_heap() is False
+        assert not heap.kept()
+    finally:
+        libc.function.cache_clear()
 
 
 def test_the_command_line_keeps_the_heap_and_its_workers_do_as_it_does(tmp_path):
@@ -89,3 +96,10 @@ def test_the_command_line_keeps_the_heap_and_its_workers_do_as_it_does(tmp_path)
         out = subprocess.run([sys.executable, "-c", worker.format(keep)], capture_output=True,
                              text=True, check=True).stdout
         assert out.strip() == str(keep and expected)
+
+
+def test_a_function_the_c_library_lacks_is_none():
+    from tieeval import libc
+    assert libc.function("tieeval_no_such_function") is None
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert libc.function("malloc_trim", ctypes.c_size_t) is not None

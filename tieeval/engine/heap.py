@@ -20,8 +20,6 @@ it; the library leaves the allocator of a program that imports it alone.
 
 from __future__ import annotations
 
-import sys
-
 MMAP_BYTES = 4 << 20  # blocks at least this large are mapped on their own
 TRIM_BYTES = 64 << 20  # the heap's free top is returned to the system beyond this
 
@@ -33,14 +31,12 @@ _kept = False  # whether this process set them (its workers then do too)
 def keep_freed_heap() -> bool:
     """Set glibc's mmap and trim thresholds (see the module docstring); whether they were
     set (False elsewhere: another C library, another system)."""
-    if not sys.platform.startswith("linux"):
+    import ctypes
+
+    from tieeval.libc import function
+    mallopt = function("mallopt", ctypes.c_int, ctypes.c_int)
+    if mallopt is None:
         return False
-    try:
-        import ctypes
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # no C library to ask, or one without mallopt
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     global _kept
     _kept = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) & bool(mallopt(_M_TRIM_THRESHOLD,
                                                                          TRIM_BYTES))

@@ -57,9 +57,6 @@ def release() -> None:
         _FREE.clear()
 
 
-_TRIM: list = []  # glibc's malloc_trim, looked up once (empty list: not looked up yet)
-
-
 def release_freed() -> None:
     """Return the C heap's free pages to the system after a phase of large temporaries
     (glibc's ``malloc_trim(0)``; nothing elsewhere).
@@ -68,15 +65,9 @@ def release_freed() -> None:
     the heap, resident, wherever a live block sits above them; the arrays allocated next
     (a pass's batches) then add to that instead of reusing it, and the peak counts both.
     """
-    if not _TRIM:
-        trim = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-                trim = ctypes.CDLL(None).malloc_trim
-                trim.argtypes = [ctypes.c_size_t]
-            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-                trim = None
-        _TRIM.append(trim)
-    if _TRIM[0] is not None:
-        _TRIM[0](0)
+    import ctypes
+
+    from tieeval.libc import function
+    trim = function("malloc_trim", ctypes.c_size_t)
+    if trim is not None:
+        trim(0)
