@@ -3,7 +3,8 @@ the automatic worker pool against one process: every figure of the Memory sectio
 docs/performance.md.
 
     python benchmarks/bench_memory.py [--only rows,api,jobs] [--repeat 3] [--keep]
-                                      [--readers npy,npz,parquet,long,trec] [--baseline-src DIR]
+                                      [--readers npy,npz,parquet,long,csv,trec]
+                                      [--baseline-src DIR]
 
 Every measurement runs in a fresh process; peaks are the process's ``ru_maxrss`` (from
 ``wait4``) or, for ``jobs``, the resident memory of the whole process tree (the command
@@ -15,9 +16,10 @@ and the medians of ``--repeat`` rounds are printed, with ratios from the same ru
   with a list column, the long layout in Parquet sorted by instance), float32 sigmoid
   scores that saturate at 1.0 as ``make_data.py sampled`` writes them (the positive tied in
   about a third of the rows); then the 10M NPY with ``TIEEVAL_KERNEL=numba`` (the fused
-  kernel, now opt-in). Each reader's files are written, measured and deleted (``--keep``
-  keeps them) before the next's: the 10M files are 3.5-4 GB each. ``trec`` (in
-  ``--readers``): the TREC drop-in, ``-m official --convention trec_eval --format
+  kernel, now opt-in). ``csv``: the long layout as CSV text, 200,000 and 2,000,000 x 101
+  (0.43 and 4.3 GB; 10M rows would be 21 GB). Each reader's files are written, measured
+  and deleted (``--keep`` keeps them) before the next's: the 10M files are 3.5-4 GB each.
+  ``trec`` (in ``--readers``): the TREC drop-in, ``-m official --convention trec_eval --format
   trec_eval``, on runs of 2,000 queries x 100 and x 1,000 lines (0.2M and 2M lines, 7 and
   68 MB), the same qrels for both (the queries, and so the per-query values trec_eval's
   output needs, stay the same: only the lines grow 10x).
@@ -84,7 +86,7 @@ def write_dump(reader: str, rows: int) -> str:
     if reader == "npy":
         return write_npy(rows)
     out = os.path.join(FOLDER, f"sampled_{rows}.{reader}" + (
-        "" if reader in ("npz",) else ".parquet"))
+        "" if reader in ("npz", "csv") else ".parquet"))
     if os.path.exists(out):
         return out
     src = write_npy(rows)
@@ -92,6 +94,8 @@ def write_dump(reader: str, rows: int) -> str:
         return npy_to_npz(src, out)
     if reader == "parquet":  # row groups of 32 MB of scores, as make_data.py writes
         return npy_to_parquet(src, out)
+    if reader == "csv":  # the long layout as CSV text, sorted by instance
+        return write_long_csv(src, out)
     # long: one row per (instance, candidate), sorted by instance
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -112,6 +116,38 @@ def write_dump(reader: str, rows: int) -> str:
                 "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
     os.replace(out + ".tmp", out)
     return out
+
+
+def write_long_csv(src: str, out: str) -> str:
+    """The NPY ``src`` in the long layout as CSV (instance, position, score, label; one
+    line per candidate, sorted by instance), written in blocks."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    scores = np.load(src, mmap_mode="r")
+    schema = pa.schema([("instance", pa.int64()), ("position", pa.int32()),
+                        ("score", pa.float32()), ("label", pa.int8())])
+    label = np.zeros(COLS, dtype=np.int8)
+    label[0] = 1
+    step = 20_000
+    with pcsv.CSVWriter(out + ".tmp", schema) as writer:
+        for start in range(0, len(scores), step):
+            block = np.ascontiguousarray(scores[start:start + step])
+            n = len(block)
+            writer.write_table(pa.table({
+                "instance": np.repeat(np.arange(start, start + n, dtype=np.int64), COLS),
+                "position": np.tile(np.arange(COLS, dtype=np.int32), n),
+                "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
+    os.replace(out + ".tmp", out)
+    return out
+
+
+# rows of the small and the large dump of each reader (a 10M-row CSV would be 21 GB)
+ROWS = {"csv": (200_000, 2_000_000)}
+DEFAULT_ROWS = (1_000_000, 10_000_000)
+
+
+def _rows_name(rows: int) -> str:
+    return f"{rows // 1_000_000}M" if rows % 1_000_000 == 0 else f"{rows // 1_000}k"
 
 
 def write_labelled(name: str) -> str:
@@ -246,18 +282,21 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
         if reader == "trec":
             bench_trec_rows(repeat, keep, baseline)
             continue
-        paths = {rows: write_dump(reader, rows) for rows in (1_000_000, 10_000_000)}
+        sizes = ROWS.get(reader, DEFAULT_ROWS)
+        paths = {rows: write_dump(reader, rows) for rows in sizes}
         got: dict = {(rows, src): [] for rows in paths for src in (ROOT, baseline) if src}
         for _ in range(repeat):
             for rows, src in got:
                 got[rows, src].append(cli(paths[rows], env={"PYTHONPATH": src}))
         mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
         s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
-        small, big = (1_000_000, ROOT), (10_000_000, ROOT)
-        line = (f"| {reader} (1M / 10M x 101) | {mb[small]:.1f} | {mb[big]:.1f} | "
+        small, big = (sizes[0], ROOT), (sizes[1], ROOT)
+        name = "long csv" if reader == "csv" else reader
+        line = (f"| {name} ({_rows_name(sizes[0])} / {_rows_name(sizes[1])} x 101) | "
+                f"{mb[small]:.1f} | {mb[big]:.1f} | "
                 f"{mb[big] / mb[small]:.3f} | {s[small]:.2f} | {s[big]:.2f} |")
         if baseline:
-            old = mb[1_000_000, baseline], mb[10_000_000, baseline]
+            old = mb[sizes[0], baseline], mb[sizes[1], baseline]
             line += f" {old[0]:.1f} | {old[1]:.1f} | {old[1] / old[0]:.3f} |"
         print(line, flush=True)
         if reader == "npy":
@@ -266,9 +305,12 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
             print(f"| npy, TIEEVAL_KERNEL=numba (10M x 101) | | "
                   f"{median(r['peak_mb'] for r in fused):.1f} | | | "
                   f"{median(r['seconds'] for r in fused):.2f} |", flush=True)
-        if not keep and reader != "npy":  # the NPY files are the others' source
-            for path in paths.values():
+        if not keep and (reader != "npy" or sizes != DEFAULT_ROWS):
+            for path in paths.values():  # the NPY files are the others' source
                 remove(path)
+            if sizes != DEFAULT_ROWS:  # this reader's own NPY sources
+                for rows in sizes:
+                    remove(os.path.join(FOLDER, f"sampled_{rows}.npy"))
     print()
 
 
@@ -435,7 +477,7 @@ def main() -> None:
     global FOLDER
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="rows,api,jobs")
-    parser.add_argument("--readers", default="npy,npz,parquet,long,trec")
+    parser.add_argument("--readers", default="npy,npz,parquet,long,csv,trec")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs-dumps", default="1m,10m,multi",
                         help="the dumps of the jobs section: 1m, 10m, multi")

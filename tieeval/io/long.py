@@ -80,7 +80,12 @@ from tieeval.records.batch import Batch, instance_name
 
 SPILL_PART_BYTES = 16 << 20  # measured: smaller partitions group faster and leaner
 MAX_SPILL_PARTS = 512  # open files at once while spilling
-CSV_BLOCK_BYTES = 8 << 20
+# pyarrow's streaming CSV reader reads about 33 blocks ahead of the batch it returns
+# (33 MB of the file with 1 MB blocks, 280 MB with 8 MB ones, held as Arrow buffers).
+# benchmarks/bench_memory.py --readers csv, 200,000 / 2,000,000 x 101 rows: 231 / 241 MB
+# with 1 MB blocks, 774 / 793 MB with 8 MB ones; on 1M x 101 rows 240 against 784 MB,
+# in 0.96x the time.
+CSV_BLOCK_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------
