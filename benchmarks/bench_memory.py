@@ -3,7 +3,7 @@ the automatic worker pool against one process: every figure of the Memory sectio
 docs/performance.md.
 
     python benchmarks/bench_memory.py [--only rows,api,jobs] [--repeat 3] [--keep]
-                                      [--readers npy,npz,parquet,long,csv,trec]
+                                      [--readers npy,npz,parquet,long,csv,unsorted,trec]
                                       [--baseline-src DIR]
 
 Every measurement runs in a fresh process; peaks are the process's ``ru_maxrss`` (from
@@ -17,7 +17,9 @@ and the medians of ``--repeat`` rounds are printed, with ratios from the same ru
   scores that saturate at 1.0 as ``make_data.py sampled`` writes them (the positive tied in
   about a third of the rows); then the 10M NPY with ``TIEEVAL_KERNEL=numba`` (the fused
   kernel, now opt-in). ``csv``: the long layout as CSV text, 200,000 and 2,000,000 x 101
-  (0.43 and 4.3 GB; 10M rows would be 21 GB). Each reader's files are written, measured
+  (0.43 and 4.3 GB; 10M rows would be 21 GB); ``unsorted``: the long layout in Parquet with
+  the instance ids counting down (regrouped through spill files), 200,000 and 2,000,000
+  x 101. Each reader's files are written, measured
   and deleted (``--keep`` keeps them) before the next's: the 10M files are 3.5-4 GB each.
   ``trec`` (in ``--readers``): the TREC drop-in, ``-m official --convention trec_eval --format
   trec_eval``, on runs of 2,000 queries x 100 and x 1,000 lines (0.2M and 2M lines, 7 and
@@ -96,7 +98,9 @@ def write_dump(reader: str, rows: int) -> str:
         return npy_to_parquet(src, out)
     if reader == "csv":  # the long layout as CSV text, sorted by instance
         return write_long_csv(src, out)
-    # long: one row per (instance, candidate), sorted by instance
+    # long: one row per (instance, candidate), sorted by instance; unsorted: the same
+    # rows with the instance ids counting down, so that they are regrouped through
+    # temporary spill files
     import pyarrow as pa
     import pyarrow.parquet as pq
     scores = np.load(src, mmap_mode="r")
@@ -109,9 +113,9 @@ def write_dump(reader: str, rows: int) -> str:
         for start in range(0, rows, step):
             block = np.ascontiguousarray(scores[start:start + step])
             n = len(block)
+            ids = np.arange(start, start + n, dtype=np.int64)
             writer.write_table(pa.table({
-                "instance": np.repeat(np.arange(start, start + n, dtype=np.int64),
-                                      COLS),
+                "instance": np.repeat(rows - 1 - ids if reader == "unsorted" else ids, COLS),
                 "position": np.tile(np.arange(COLS, dtype=np.int32), n),
                 "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
     os.replace(out + ".tmp", out)
@@ -142,7 +146,7 @@ def write_long_csv(src: str, out: str) -> str:
 
 
 # rows of the small and the large dump of each reader (a 10M-row CSV would be 21 GB)
-ROWS = {"csv": (200_000, 2_000_000)}
+ROWS = {"csv": (200_000, 2_000_000), "unsorted": (200_000, 2_000_000)}
 DEFAULT_ROWS = (1_000_000, 10_000_000)
 
 
@@ -291,7 +295,7 @@ def bench_rows(readers: list[str], repeat: int, keep: bool, baseline: str | None
         mb = {key: median(r["peak_mb"] for r in runs) for key, runs in got.items()}
         s = {key: median(r["seconds"] for r in runs) for key, runs in got.items()}
         small, big = (sizes[0], ROOT), (sizes[1], ROOT)
-        name = "long csv" if reader == "csv" else reader
+        name = {"csv": "long csv", "unsorted": "long, unsorted"}.get(reader, reader)
         line = (f"| {name} ({_rows_name(sizes[0])} / {_rows_name(sizes[1])} x 101) | "
                 f"{mb[small]:.1f} | {mb[big]:.1f} | "
                 f"{mb[big] / mb[small]:.3f} | {s[small]:.2f} | {s[big]:.2f} |")
@@ -477,7 +481,7 @@ def main() -> None:
     global FOLDER
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="rows,api,jobs")
-    parser.add_argument("--readers", default="npy,npz,parquet,long,csv,trec")
+    parser.add_argument("--readers", default="npy,npz,parquet,long,csv,unsorted,trec")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs-dumps", default="1m,10m,multi",
                         help="the dumps of the jobs section: 1m, 10m, multi")
