@@ -19,12 +19,12 @@ and the medians of ``--repeat`` rounds are printed, with ratios from the same ru
   kernel, now opt-in). ``csv``: the long layout as CSV text, 200,000 and 2,000,000 x 101
   (0.43 and 4.3 GB; 10M rows would be 21 GB); ``unsorted``: the long layout in Parquet with
   the instance ids counting down (regrouped through spill files), 200,000 and 2,000,000
-  x 101. Each reader's files are written, measured
-  and deleted (``--keep`` keeps them) before the next's: the 10M files are 3.5-4 GB each.
-  ``trec`` (in ``--readers``): the TREC drop-in, ``-m official --convention trec_eval --format
-  trec_eval``, on runs of 2,000 queries x 100 and x 1,000 lines (0.2M and 2M lines, 7 and
-  68 MB), the same qrels for both (the queries, and so the per-query values trec_eval's
-  output needs, stay the same: only the lines grow 10x).
+  x 101. Each reader's files are written, measured and deleted (``--keep`` keeps them)
+  before the next's: the 10M files are 3.5-4 GB each. ``trec`` (in ``--readers``): the
+  TREC drop-in, ``-m official --convention trec_eval --format trec_eval``, on runs of
+  2,000 queries x 100 and x 1,000 lines (0.2M and 2M lines, 7 and 68 MB), the same qrels
+  for both (the queries, and so the per-query values trec_eval's output needs, stay the
+  same: only the lines grow 10x).
 * ``api``: ``tieeval.evaluate(array)`` on the matrix loaded whole against
   ``tieeval.evaluate_path`` on its file: the 1M x 101 single-positive NPY, a graded
   100,000 x 200 NPZ (labels 0-3) and a multi-positive 50,000 x 5,000 NPZ (1-50 positives
@@ -96,49 +96,32 @@ def write_dump(reader: str, rows: int) -> str:
         return npy_to_npz(src, out)
     if reader == "parquet":  # row groups of 32 MB of scores, as make_data.py writes
         return npy_to_parquet(src, out)
-    if reader == "csv":  # the long layout as CSV text, sorted by instance
-        return write_long_csv(src, out)
-    # long: one row per (instance, candidate), sorted by instance; unsorted: the same
-    # rows with the instance ids counting down, so that they are regrouped through
-    # temporary spill files
+    return write_long(src, out, reader)
+
+
+def write_long(src: str, out: str, reader: str) -> str:
+    """The NPY ``src`` in the long layout, one row per (instance, candidate), written in
+    blocks: ``long``, Parquet sorted by instance; ``unsorted``, the same rows with the
+    instance ids counting down, so that they are regrouped through temporary spill files;
+    ``csv``, CSV text sorted by instance."""
     import pyarrow as pa
+    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
     scores = np.load(src, mmap_mode="r")
+    rows = len(scores)
     schema = pa.schema([("instance", pa.int64()), ("position", pa.int32()),
                         ("score", pa.float32()), ("label", pa.int8())])
     label = np.zeros(COLS, dtype=np.int8)
     label[0] = 1
     step = (1 << 22) // COLS
-    with pq.ParquetWriter(out + ".tmp", schema) as writer:
+    make = pcsv.CSVWriter if reader == "csv" else pq.ParquetWriter
+    with make(out + ".tmp", schema) as writer:
         for start in range(0, rows, step):
             block = np.ascontiguousarray(scores[start:start + step])
             n = len(block)
             ids = np.arange(start, start + n, dtype=np.int64)
             writer.write_table(pa.table({
                 "instance": np.repeat(rows - 1 - ids if reader == "unsorted" else ids, COLS),
-                "position": np.tile(np.arange(COLS, dtype=np.int32), n),
-                "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
-    os.replace(out + ".tmp", out)
-    return out
-
-
-def write_long_csv(src: str, out: str) -> str:
-    """The NPY ``src`` in the long layout as CSV (instance, position, score, label; one
-    line per candidate, sorted by instance), written in blocks."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-    scores = np.load(src, mmap_mode="r")
-    schema = pa.schema([("instance", pa.int64()), ("position", pa.int32()),
-                        ("score", pa.float32()), ("label", pa.int8())])
-    label = np.zeros(COLS, dtype=np.int8)
-    label[0] = 1
-    step = 20_000
-    with pcsv.CSVWriter(out + ".tmp", schema) as writer:
-        for start in range(0, len(scores), step):
-            block = np.ascontiguousarray(scores[start:start + step])
-            n = len(block)
-            writer.write_table(pa.table({
-                "instance": np.repeat(np.arange(start, start + n, dtype=np.int64), COLS),
                 "position": np.tile(np.arange(COLS, dtype=np.int32), n),
                 "score": block.ravel(), "label": np.tile(label, n)}, schema=schema))
     os.replace(out + ".tmp", out)
