@@ -116,6 +116,24 @@ class Accumulator:
         self.duplicates = DuplicateCheck() if duplicates else None
         # the first rows' evidence that a defaulted column-0 positive is none (kernels.hints)
         self.hint: dict | None = None
+        # per column, how many rows put the positive at each deterministic rank (the index),
+        # not yet added to the sums: integer counts merge exactly, and the kernel that
+        # keeps them (the single-positive one) turns them into metric values once per run
+        self.ranks: dict[str, np.ndarray] | None = None
+
+    def add_ranks(self, column: str, counts: np.ndarray) -> None:
+        """Add a column's rank counts (``counts[r]`` rows at rank ``r``)."""
+        if self.ranks is None:
+            self.ranks = {}
+        mine = self.ranks.get(column)
+        if mine is None:
+            self.ranks[column] = counts.astype(np.int64, copy=True)
+        elif mine.size >= counts.size:
+            mine[:counts.size] += counts
+        else:
+            grown = counts.astype(np.int64, copy=True)
+            grown[:mine.size] += mine
+            self.ranks[column] = grown
 
     def add_lengths(self, lo: int, hi: int) -> None:
         """Widen the candidate-count range by a batch's shortest and longest row."""
@@ -138,6 +156,8 @@ class Accumulator:
             self.k_over_n[k] += other.k_over_n[k]
         for mine, theirs in zip(self.sums, other.sums):
             mine.merge(theirs)
+        for column, counts in (other.ranks or {}).items():
+            self.add_ranks(column, counts)
         if self.duplicates is not None and other.duplicates is not None:
             self.duplicates.merge(other.duplicates)
 
@@ -152,7 +172,10 @@ class Accumulator:
                 "sums": [s.state() for s in self.sums],
                 "duplicates": (None if self.duplicates is None
                                else self.duplicates.state()),
-                "hint": self.hint}
+                "hint": self.hint,
+                "ranks": (None if self.ranks is None else
+                          {c: [np.flatnonzero(v).tolist(), v[v != 0].tolist()]
+                           for c, v in self.ranks.items()})}
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulator":
@@ -165,6 +188,10 @@ class Accumulator:
         acc.k_over_n = {int(k): int(v) for k, v in state["k_over_n"].items()}
         acc.sums = [EntrySums.from_state(s) for s in state["sums"]]
         acc.hint = state.get("hint")
+        for column, (ranks, counts) in (state.get("ranks") or {}).items():
+            dense = np.zeros(max(ranks, default=0) + 1, dtype=np.int64)
+            dense[np.asarray(ranks, dtype=np.int64)] = np.asarray(counts, dtype=np.int64)
+            acc.add_ranks(column, dense)
         if state["duplicates"] is not None:
             acc.duplicates = DuplicateCheck.from_state(state["duplicates"])
         return acc

@@ -25,8 +25,8 @@ from tieeval.kernels.closed_forms import (
     tie_moments,
 )
 from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
-from tieeval.kernels.summation import ExactSum, distinct_pairs
-from tieeval.metrics.metric import COLUMNS, Metric
+from tieeval.kernels.summation import distinct_pairs
+from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
 from tieeval.results import MetricRow, RunResult, TieStats
 
@@ -110,26 +110,50 @@ class SinglePositiveKernel(Kernel):
         for k in acc.ks:
             acc.decided[k] += int(np.count_nonzero((counts.a < k) & (k < counts.a + counts.b)))
             acc.k_over_n[k] += int(np.count_nonzero(counts.n < k))
-        first, last = counts.a + 1, counts.a + counts.b
+        first = counts.a + 1
         tied = np.flatnonzero(counts.b > 1)
-        untied_first = np.delete(first, tied) if tied.size else first
         # a tied positive's moments depend on (a, b) only: each distinct pair is computed
         # once and added as many times as it occurs (exact sums: the same result)
         a_tied, b_tied, times = distinct_pairs(counts.a[tied], counts.b[tied])
-        # one rank histogram per column, shared by every metric
-        hists = [(column, _RankHistogram(ranks)) for column, ranks in
-                 (("original", counts.original), ("first", first), ("last", last),
-                  ("tie_aware", untied_first))]
+        # the deterministic columns as rank counts, shared by every metric; the tie-aware
+        # column's untied rows are the first column's less its tied ones
+        first_bins = _rank_bins(first)
+        tied_first = first[tied]
+        columns = (("original", counts.original, _rank_bins(counts.original)),
+                   ("first", first, first_bins),
+                   ("last", counts.a + counts.b, None),
+                   ("tie_aware", first, first_bins - _rank_bins(tied_first)))
+        for column, ranks, bins in columns:
+            if bins is None:
+                bins = _rank_bins(ranks)
+            acc.add_ranks(column, bins[:_HISTOGRAM_RANKS + 1])
+            if bins[-1]:  # ranks too deep for the counts: each one's value, where not 0
+                deep = ranks > _HISTOGRAM_RANKS
+                if column == "tie_aware" and tied.size:
+                    deep[tied] = False
+                deep_ranks = ranks[deep]
+                for m, sums in zip(self.metrics, acc.sums):
+                    cap = histogram_cap(m)
+                    if cap is None or cap > _HISTOGRAM_RANKS:
+                        sums.columns[column].add(rank_value(m, deep_ranks))
         for m, sums in zip(self.metrics, acc.sums):
             sums.count += rows
-            for column, hist in hists:
-                hist.add_to(sums.columns[column], m)
             if tied.size:
                 # Only tied positives need the closed form; untied ones contribute their
-                # single value (through the histogram above) and no variance.
+                # single value (through the rank counts above) and no variance.
                 e, e2, _ = tie_moments(m, a_tied, b_tied)
                 sums.columns["tie_aware"].add_counts(e, times)
                 sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
+
+    def settle(self, acc: Accumulator) -> None:
+        """Add the accumulated rank counts to the sums, as every metric's value at each
+        rank times its count (exact: the sums of the rows' own values); once per run."""
+        for column, bins in (acc.ranks or {}).items():
+            present = np.flatnonzero(bins)
+            if present.size:
+                for m, sums in zip(self.metrics, acc.sums):
+                    sums.columns[column].add_counts(rank_value(m, present), bins[present])
+        acc.ranks = None
 
     def add_hint(self, acc: Accumulator, batch: Batch, counts: RowCounts | None = None
                  ) -> None:
@@ -184,6 +208,7 @@ class SinglePositiveKernel(Kernel):
         n = acc.instances
         if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
+        self.settle(acc)
         rows = []
         for m, s in zip(self.metrics, acc.sums):
             means = {c: s.columns[c].mean(n) for c in COLUMNS}
@@ -206,28 +231,16 @@ class SinglePositiveKernel(Kernel):
 
 
 _HISTOGRAM_RANKS = 4096
+"""Deterministic ranks up to this are counted (per column, in the accumulator) and turned
+into metric values once per run: they take few distinct values (one per rank up to K),
+so counting them and adding ``count * value`` exactly is much cheaper than summing one
+float per row. Deeper ranks are worth 0 for every cutoff metric with K below this; for
+metrics without a cutoff (or deeper K) they are added one by one. The sums are exact, so
+the grouping does not change a bit of the result."""
 
 
-class _RankHistogram:
-    """Deterministic ranks counted once per batch and column, for every metric.
-
-    Deterministic columns take few distinct values (one per rank up to K), so counting ranks
-    and adding ``count * value`` exactly is much cheaper than summing one float per row.
-    Ranks deeper than :data:`_HISTOGRAM_RANKS` share one bucket, worth 0 for every cutoff
-    metric with K below it; metrics without a cutoff (or deeper K) add them one by one.
-    The sums are exact, so the grouping does not change a bit of the result.
-    """
-
-    def __init__(self, ranks: np.ndarray):
-        hist = np.bincount(np.minimum(ranks, _HISTOGRAM_RANKS + 1),
-                           minlength=_HISTOGRAM_RANKS + 2)
-        self.present = np.flatnonzero(hist[:_HISTOGRAM_RANKS + 1])
-        self.counts = hist[self.present]
-        self.deep = ranks[ranks > _HISTOGRAM_RANKS] if hist[-1] else ranks[:0]
-
-    def add_to(self, total: ExactSum, metric: Metric) -> None:
-        if self.present.size:
-            total.add_counts(rank_value(metric, self.present), self.counts)
-        cap = histogram_cap(metric)
-        if self.deep.size and (cap is None or cap > _HISTOGRAM_RANKS):
-            total.add(rank_value(metric, self.deep))
+def _rank_bins(ranks: np.ndarray) -> np.ndarray:
+    """How many of ``ranks`` equal each rank up to :data:`_HISTOGRAM_RANKS` (index = rank),
+    and in the last place how many are deeper."""
+    return np.bincount(np.minimum(ranks, _HISTOGRAM_RANKS + 1),
+                       minlength=_HISTOGRAM_RANKS + 2)
