@@ -121,18 +121,22 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     step = max(1, BLOCK_SCORES // max(1, cols))
     out = np.empty((3, rows), dtype=np.int64)
     starts = list(range(0, rows, step))
+    # the positive in one column for every row (a dump's default, column 0): its scores
+    # are that column, with no gather
+    column = int(positive[0]) if rows and (positive == positive[0]).all() else None
 
     def count(lo):
         _dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo,
-                     out[:, lo:lo + step])
+                     out[:, lo:lo + step], column)
     map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
     a, b, top = out
     return RowCounts(a=a, b=b, n=n, top=top,
                      original=original_ranks(scores, positive, a, b, rule))
 
 
-def _dense_block(scores, positive, nan_policy, row0, out) -> None:
-    """``a``, ``b`` and the top tie of a block, into the rows of ``out`` (3 x rows).
+def _dense_block(scores, positive, nan_policy, row0, out, column=None) -> None:
+    """``a``, ``b`` and the top tie of a block, into the rows of ``out`` (3 x rows);
+    ``column``: the positive's column when every row has it there.
 
     One pass for the row maximum, then each of the three comparisons (``>`` and ``==``
     the positive, ``==`` the maximum) written into one reused boolean work array and
@@ -144,12 +148,18 @@ def _dense_block(scores, positive, nan_policy, row0, out) -> None:
     worst = nan_policy == "worst" and scores.dtype.kind == "f"
     flags = _buffer(rows * cols, np.bool_)
     total = np.uint16 if cols <= _UINT16_EXACT else np.int64
-    p = scores[np.arange(rows), positive]
-    if cols < COLUMNWISE_BELOW and not worst:
+    columnwise = cols < COLUMNWISE_BELOW and not worst
+    if column is None:
+        p = scores[np.arange(rows), positive]
+    elif not columnwise:
+        p = scores[:, column]
+    if columnwise:
         # a row's candidates down a column: the max, the comparisons and their sums run
         # along all the block's rows at once, the same values compared in the same dtype
         view = _buffer(rows * cols, scores.dtype).reshape(cols, rows)
         np.copyto(view, scores.T)
+        if column is not None:
+            p = view[column]
         row_max = view.max(axis=0)
         against_p, against_max, axis = p, row_max, 0
         flags = flags.reshape(cols, rows)
