@@ -16,6 +16,10 @@ from tieeval.kernels.duplicates import DuplicateCheck
 from tieeval.kernels.summation import ExactSum
 from tieeval.metrics.metric import COLUMNS
 
+PAIR_MAX = 512
+"""Pairs of counts (a tied positive's ``(a, b)``, a row's ``(top, n)``) are kept as a table
+of how often each occurred while both are below this; others are added at once."""
+
 _COUNTS = ("instances", "subset", "no_relevant", "no_negative", "top_size", "top_tied",
            "pos_rows", "pos_size", "pos_tied")
 
@@ -120,6 +124,8 @@ class Accumulator:
         # not yet added to the sums: integer counts merge exactly, and the kernel that
         # keeps them (the single-positive one) turns them into metric values once per run
         self.ranks: dict[str, np.ndarray] | None = None
+        # the same for pairs of counts: ``pairs[name][x, y]`` rows had the pair (x, y)
+        self.pairs: dict[str, np.ndarray] | None = None
 
     def add_ranks(self, column: str, counts: np.ndarray) -> None:
         """Add a column's rank counts (``counts[r]`` rows at rank ``r``)."""
@@ -140,6 +146,32 @@ class Accumulator:
         self.cand_min = lo if self.cand_min is None else min(self.cand_min, lo)
         self.cand_max = hi if self.cand_max is None else max(self.cand_max, hi)
 
+    def add_pairs(self, name: str, x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> bool:
+        """Count the distinct pairs ``(x[i], y[i])`` ``counts[i]`` times each; False (and
+        nothing counted) when a pair reaches :data:`PAIR_MAX`."""
+        if x.size == 0:
+            return True
+        rows, cols = int(x.max()) + 1, int(y.max()) + 1
+        if rows > PAIR_MAX or cols > PAIR_MAX:
+            return False
+        self._table(name, rows, cols)[x, y] += counts  # distinct pairs: no index repeats
+        return True
+
+    def _table(self, name: str, rows: int, cols: int) -> np.ndarray:
+        """The pair table ``name``, grown to at least ``rows`` x ``cols``."""
+        if self.pairs is None:
+            self.pairs = {}
+        old = self.pairs.get(name)
+        if old is not None and rows <= old.shape[0] and cols <= old.shape[1]:
+            return old
+        if old is not None:
+            rows, cols = max(rows, old.shape[0]), max(cols, old.shape[1])
+        grown = np.zeros((rows, cols), dtype=np.int64)
+        if old is not None:
+            grown[:old.shape[0], :old.shape[1]] = old
+        self.pairs[name] = grown
+        return grown
+
     def merge(self, other: "Accumulator") -> None:
         if other.hint is not None:
             from tieeval.kernels.hints import merge_evidence, new_evidence
@@ -158,6 +190,9 @@ class Accumulator:
             mine.merge(theirs)
         for column, counts in (other.ranks or {}).items():
             self.add_ranks(column, counts)
+        for name, table in (other.pairs or {}).items():
+            rows, cols = table.shape
+            self._table(name, rows, cols)[:rows, :cols] += table
         if self.duplicates is not None and other.duplicates is not None:
             self.duplicates.merge(other.duplicates)
 
@@ -175,7 +210,9 @@ class Accumulator:
                 "hint": self.hint,
                 "ranks": (None if self.ranks is None else
                           {c: [np.flatnonzero(v).tolist(), v[v != 0].tolist()]
-                           for c, v in self.ranks.items()})}
+                           for c, v in self.ranks.items()}),
+                "pairs": (None if self.pairs is None else
+                          {name: _sparse_pairs(t) for name, t in self.pairs.items()})}
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulator":
@@ -192,6 +229,15 @@ class Accumulator:
             dense = np.zeros(max(ranks, default=0) + 1, dtype=np.int64)
             dense[np.asarray(ranks, dtype=np.int64)] = np.asarray(counts, dtype=np.int64)
             acc.add_ranks(column, dense)
+        for name, (x, y, counts) in (state.get("pairs") or {}).items():
+            acc.add_pairs(name, np.asarray(x, dtype=np.int64), np.asarray(y, dtype=np.int64),
+                          np.asarray(counts, dtype=np.int64))
         if state["duplicates"] is not None:
             acc.duplicates = DuplicateCheck.from_state(state["duplicates"])
         return acc
+
+
+def _sparse_pairs(table: np.ndarray) -> list:
+    """A pair table as ``[xs, ys, counts]`` of its non-zero cells (JSON-able)."""
+    x, y = np.nonzero(table)
+    return [x.tolist(), y.tolist(), table[x, y].tolist()]

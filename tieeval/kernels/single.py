@@ -103,7 +103,8 @@ class SinglePositiveKernel(Kernel):
         acc.add_lengths(int(counts.n.min()), int(counts.n.max()))
         acc.top_size += int(counts.top.sum())
         top, n, times = distinct_pairs(counts.top, counts.n)
-        acc.top_ratio.add_counts(top / n, times)
+        if not acc.add_pairs("top", top, n, times):
+            acc.top_ratio.add_counts(top / n, times)
         acc.top_tied += int(np.count_nonzero(counts.top > 1))
         acc.pos_size += int(counts.b.sum())
         acc.pos_tied += int(np.count_nonzero(counts.b > 1))
@@ -136,24 +137,42 @@ class SinglePositiveKernel(Kernel):
                     cap = histogram_cap(m)
                     if cap is None or cap > _HISTOGRAM_RANKS:
                         sums.columns[column].add(rank_value(m, deep_ranks))
-        for m, sums in zip(self.metrics, acc.sums):
+        for sums in acc.sums:
             sums.count += rows
-            if tied.size:
-                # Only tied positives need the closed form; untied ones contribute their
-                # single value (through the rank counts above) and no variance.
-                e, e2, _ = tie_moments(m, a_tied, b_tied)
-                sums.columns["tie_aware"].add_counts(e, times)
-                sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
+        # Only tied positives need the closed form; untied ones contribute their single
+        # value (through the rank counts above) and no variance. Their (a, b) pairs are
+        # counted too, and their moments worked out once per run where the pairs are small.
+        if not acc.add_pairs("tied", a_tied, b_tied, times):
+            self._add_moments(acc, a_tied, b_tied, times)
+
+    def _add_moments(self, acc: Accumulator, a: np.ndarray, b: np.ndarray,
+                     times: np.ndarray) -> None:
+        """Tied positives at the distinct pairs ``(a, b)``, ``times`` rows each: every
+        metric's tie-aware mean and variance."""
+        if a.size == 0:
+            return
+        for m, sums in zip(self.metrics, acc.sums):
+            e, e2, _ = tie_moments(m, a, b)
+            sums.columns["tie_aware"].add_counts(e, times)
+            sums.variance.add_counts(np.maximum(e2 - e * e, 0.0), times)
 
     def settle(self, acc: Accumulator) -> None:
-        """Add the accumulated rank counts to the sums, as every metric's value at each
-        rank times its count (exact: the sums of the rows' own values); once per run."""
+        """Add the accumulated rank and pair counts to the sums: every metric's value at
+        each rank, each tied pair's moments and each top tie's ratio, times its count
+        (exact: the sums of the rows' own values); once per run."""
         for column, bins in (acc.ranks or {}).items():
             present = np.flatnonzero(bins)
             if present.size:
                 for m, sums in zip(self.metrics, acc.sums):
                     sums.columns[column].add_counts(rank_value(m, present), bins[present])
-        acc.ranks = None
+        pairs = acc.pairs or {}
+        if "tied" in pairs:
+            a, b = np.nonzero(pairs["tied"])
+            self._add_moments(acc, a, b, pairs["tied"][a, b])
+        if "top" in pairs:
+            top, n = np.nonzero(pairs["top"])
+            acc.top_ratio.add_counts(top / n, pairs["top"][top, n])
+        acc.ranks = acc.pairs = None
 
     def add_hint(self, acc: Accumulator, batch: Batch, counts: RowCounts | None = None
                  ) -> None:
