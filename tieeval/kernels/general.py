@@ -126,8 +126,8 @@ class GeneralKernel(Kernel):
             # every metric is cut off at K: the table keeps the blocks within that depth
             # only, and about half the working memory per score. Twice the rows per batch
             # halve the per-batch cost of the table's numpy calls (graded 100,000 x 200:
-            # 8-17% faster, 73 -> 91 MB peak; 1-50 relevant in 50,000 x 5,000: 10-14%
-            # faster, 70 -> 84 MB; benchmarks/bench_labelled.py)
+            # 1.07-1.13x the floor in process against 1.25x, at 95 MB peak against 77;
+            # benchmarks/bench_labelled.py, docs/performance.md)
             self.memory_factor = PRUNED_MEMORY_FACTOR
 
     def labels(self, batch: Batch):
