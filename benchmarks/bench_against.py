@@ -1,0 +1,106 @@
+"""This checkout against another one: the same dumps, the same rounds, fresh processes.
+
+    python benchmarks/bench_against.py --against DIR [--repeat 7] [--only sampled,graded]
+
+``DIR`` is another checkout of tieeval (``git worktree add /tmp/old <commit>``). Each
+round runs, for this checkout and then for ``DIR`` (``PYTHONPATH`` pointing at it, from a
+directory holding neither, so that no other copy is imported):
+
+* the API: a fresh interpreter calls ``tieeval.evaluate_path(DUMP)`` once to import and
+  warm up, then times a second call with its own clock;
+* the CLI: ``python -m tieeval compare DUMP -q -f json``, wall time, start-up included
+  (bytecode cache on, under ``benchmarks/data/pycache``).
+
+Printed per dump: the median seconds of each, and the median of the per-round ratios
+(this checkout over ``DIR``): below 1 this checkout is faster. The dumps are
+``bench_floor.py``'s sampled 1,000,000 x 101 (tied and tie-free; the default metrics) and
+``bench_labelled.py``'s graded 100,000 x 200 (``-m NDCG@10``), written once.
+
+The machine is small and shared: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from _common import HERE
+
+ROOT = os.path.dirname(HERE)
+API = """
+import sys, time, tieeval
+path, metrics = sys.argv[1], sys.argv[2:] or None
+tieeval.evaluate_path(path, metrics)
+t = time.perf_counter()
+tieeval.evaluate_path(path, metrics)
+print(time.perf_counter() - t)
+"""
+
+
+def dumps(only: list[str]) -> list[tuple[str, str, list[str]]]:
+    out = []
+    if "sampled" in only:
+        import bench_floor
+        for tied in (True, False):
+            out.append((f"sampled {'tied' if tied else 'tie-free'} 1,000,000 x 101",
+                        bench_floor.write("sampled", 1_000_000, 101, tied), []))
+    if "graded" in only:
+        import bench_labelled
+        out.append(("graded 100,000 x 200, NDCG@10", bench_labelled.make_graded(),
+                    ["NDCG@10"]))
+    return out
+
+
+def api(root: str, path: str, metrics: list[str], cwd: str) -> float:
+    got = subprocess.run([sys.executable, "-c", API, path, *metrics], cwd=cwd,
+                         env={**os.environ, "PYTHONPATH": root}, capture_output=True,
+                         text=True, check=True)
+    return float(got.stdout)
+
+
+def cli(root: str, path: str, metrics: list[str], cwd: str) -> float:
+    options = [x for m in metrics for x in ("-m", m)]
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tieeval", "compare", path, *options, "-q", "-f",
+                    "json"], cwd=cwd, env={**os.environ, "PYTHONPATH": root},
+                   capture_output=True, check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", required=True, help="another checkout of tieeval")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--only", default="sampled,graded")
+    args = ap.parse_args()
+    other = os.path.abspath(args.against)
+    if not os.path.isfile(os.path.join(other, "tieeval", "__init__.py")):
+        sys.exit(f"{other}: not a checkout of tieeval")
+    cwd = tempfile.mkdtemp()  # neither checkout on sys.path[0]
+    print(f"this checkout ({ROOT}) against {other}; medians of {args.repeat} rounds\n")
+    print("| dump | API s | API s, other | API ratio | CLI s | CLI s, other | CLI ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, path, metrics in dumps(args.only.split(",")):
+        for root in (ROOT, other):  # warm the bytecode caches
+            cli(root, path, metrics, cwd)
+        times: dict = {}
+        for _ in range(args.repeat):
+            for tag, root in (("this", ROOT), ("other", other)):
+                times.setdefault(("api", tag), []).append(api(root, path, metrics, cwd))
+                times.setdefault(("cli", tag), []).append(cli(root, path, metrics, cwd))
+        cells = []
+        for kind in ("api", "cli"):
+            mine, theirs = times[(kind, "this")], times[(kind, "other")]
+            ratio = statistics.median(a / b for a, b in zip(mine, theirs))
+            cells += [f"{statistics.median(mine):.3f}", f"{statistics.median(theirs):.3f}",
+                      f"{ratio:.2f}x"]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
