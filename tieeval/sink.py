@@ -292,12 +292,16 @@ def _create_temp(folder: str, prefix: str) -> tuple[int, str]:
         name = os.path.join(folder, f"{prefix}{os.urandom(4).hex()}.tmp")
         _LIVE_TEMPS.add(name)
         try:
-            return os.open(name, flags, 0o600), name
-        except FileExistsError:
+            fd = os.open(name, flags, 0o600)
+        except FileExistsError:  # another file's name: not ours to remove
             _LIVE_TEMPS.discard(name)
-        except BaseException:
+            continue
+        except OSError:  # nothing was created
             _LIVE_TEMPS.discard(name)
             raise
+        # anything else (a signal's exception, which may come right after the file was
+        # created, before this frame returns) leaves the name known: removed at exit
+        return fd, name
     raise FileExistsError(errno.EEXIST, "no free temporary name", folder)  # pragma: no cover
 
 

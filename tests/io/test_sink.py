@@ -165,6 +165,48 @@ def test_error_or_interrupt_inside_the_block_removes_the_temporary_file(tmp_path
     assert os.listdir(tmp_path) == ["out.bin"]
 
 
+def test_a_signal_just_after_the_temporary_file_is_created_leaves_nothing(tmp_path,
+                                                                          monkeypatch):
+    """SIGTERM's exception can be raised as soon as ``open`` has created the temporary
+    file, before the name is handed back: the name stays known and the exit removes the
+    file (a signal test once found it left behind)."""
+    real_open = os.open
+
+    def open_then_signalled(*args, **kwargs):
+        os.close(real_open(*args, **kwargs))  # the file exists, its name not yet handed back
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sink.os, "open", open_then_signalled)
+    with pytest.raises(KeyboardInterrupt):
+        sink.open_output(tmp_path / "out.bin")
+    monkeypatch.undo()
+    left = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert len(left) == 1 and str(tmp_path / left[0]) in sink._LIVE_TEMPS
+    sink._remove_leftovers()  # what the exit runs
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_create_forgets_its_name_and_another_files_name_is_left_alone(
+        tmp_path, monkeypatch):
+    real_open = os.open
+    calls = []
+
+    def exists_then_denied(name, *args, **kwargs):
+        calls.append(name)
+        if len(calls) == 1:  # someone else's file under the name drawn first
+            real_open(name, *args, **kwargs)
+            raise FileExistsError(errno.EEXIST, "exists", name)
+        raise PermissionError(errno.EACCES, "denied", name)
+
+    monkeypatch.setattr(sink.os, "open", exists_then_denied)
+    with pytest.raises(OutputError, match="denied"):
+        sink.open_output(tmp_path / "out.bin")
+    monkeypatch.undo()
+    assert not set(calls) & sink._LIVE_TEMPS
+    sink._remove_leftovers()
+    assert os.listdir(tmp_path) == [os.path.basename(calls[0])]  # not ours: kept
+
+
 def test_parquet_through_the_sink_reads_back_equal(tmp_path):
     rng = np.random.default_rng(1)
     table = pa.table({"x": rng.random(200_000), "y": rng.integers(0, 9, 200_000)})
