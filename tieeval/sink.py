@@ -286,10 +286,13 @@ class SinkFile(io.RawIOBase):
 _LIVE_TEMPS: set[str] = set()
 
 
-def _create_temp(folder: str, prefix: str) -> tuple[int, str]:
+def create_temp(folder: str, prefix: str, suffix: str = ".tmp") -> tuple[int, str]:
+    """A new private file ``folder/PREFIX<8 hex digits>SUFFIX``, open for writing: its
+    descriptor and name. The name is known from before the file exists until
+    :func:`remove_temp` (or a rename) forgets it, and whatever is left is removed at exit."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(1000):
-        name = os.path.join(folder, f"{prefix}{os.urandom(4).hex()}.tmp")
+        name = os.path.join(folder, f"{prefix}{os.urandom(4).hex()}{suffix}")
         _LIVE_TEMPS.add(name)
         try:
             fd = os.open(name, flags, 0o600)
@@ -303,6 +306,15 @@ def _create_temp(folder: str, prefix: str) -> tuple[int, str]:
         # created, before this frame returns) leaves the name known: removed at exit
         return fd, name
     raise FileExistsError(errno.EEXIST, "no free temporary name", folder)  # pragma: no cover
+
+
+def remove_temp(name: str) -> None:
+    """Remove a file made by :func:`create_temp` (if it is still there) and forget it."""
+    try:
+        os.unlink(name)
+    except OSError:  # already gone, or the folder went away
+        pass
+    _LIVE_TEMPS.discard(name)
 
 
 @atexit.register
@@ -347,7 +359,7 @@ class PendingOutput:
         folder = os.path.dirname(self.target) or os.curdir
         prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
         try:
-            fd, self._tmp = _create_temp(folder, prefix)
+            fd, self._tmp = create_temp(folder, prefix)
         except OSError as exc:
             raise OutputError(f"{self.target}: cannot write {what}: {_reason(exc)}") from None
         self.file = SinkFile(fd, self._tmp, self.target, what)
@@ -379,11 +391,7 @@ class PendingOutput:
             return
         self._done = True
         self.file._discard()
-        try:
-            os.unlink(self._tmp)
-        except OSError:  # already gone, or the folder went away
-            pass
-        _LIVE_TEMPS.discard(self._tmp)
+        remove_temp(self._tmp)
 
 
 def open_output(path, *, inputs: Iterable = (), what: str = "the output") -> PendingOutput:

@@ -115,5 +115,13 @@ def test_stdin_spool_is_sniffed_copied_whole_and_refused_as_an_output(head, suff
         # the spool is one of the command's inputs: no output may overwrite it
         with pytest.raises(OutputError):
             check_output(spooled, [spooled])
+        # its name is known to the exit's clean-up from before the file existed (a
+        # signal at any point leaves nothing behind), and forgotten once removed
+        from tieeval import sink
+        from tieeval.cli.stdin import _remove
+        assert spooled in sink._LIVE_TEMPS
+        _remove(spooled)
+        assert not os.path.exists(spooled) and spooled not in sink._LIVE_TEMPS
     finally:
-        os.unlink(spooled)
+        if os.path.exists(spooled):
+            os.unlink(spooled)

@@ -6,13 +6,13 @@ dump is, and that file is evaluated as the dump. The format is sniffed from its 
 bytes and given as the file's suffix: NPY ``\\x93NUMPY``, NPZ ``PK\\x03\\x04``, Parquet
 ``PAR1``, anything else text (a TREC run, read with ``--qrels``). The file is removed
 when the command ends, however it ends (the application turns SIGTERM and SIGHUP into an
-unwinding exception, so the context's close runs; :mod:`atexit` is the last resort).
+unwinding exception, so the context's close runs; the exit is the last resort, through
+:func:`tieeval.sink.create_temp`, which knows the name from before the file exists).
 Results, warnings and errors name it ``<stdin>``.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 
@@ -50,9 +50,10 @@ def spool(stream) -> str:
     suffix = next((s for magic, s in _MAGIC if head.startswith(magic)), ".txt")
     import shutil  # only here: a command that reads no '-' does not load them
     import tempfile
-    fd, path = tempfile.mkstemp(prefix="tieeval-stdin-", suffix=suffix)
+
+    from tieeval.sink import create_temp
+    fd, path = create_temp(tempfile.gettempdir(), "tieeval-stdin-", suffix)
     _SPOOLED[path] = STDIN_NAME
-    atexit.register(_remove, path)
     with os.fdopen(fd, "wb") as out:
         out.write(head)
         shutil.copyfileobj(stream, out, _CHUNK)
@@ -62,10 +63,8 @@ def spool(stream) -> str:
 def _remove(path: str) -> None:
     # the name stays in _SPOOLED: an error raised inside the command is shown after
     # the command's context (and this) has closed
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    from tieeval.sink import remove_temp
+    remove_temp(path)
 
 
 def shown(text: str) -> str:
