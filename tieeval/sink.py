@@ -320,11 +320,7 @@ def remove_temp(name: str) -> None:
 @atexit.register
 def _remove_leftovers() -> None:
     for name in list(_LIVE_TEMPS):
-        try:
-            os.unlink(name)
-        except OSError:
-            pass
-    _LIVE_TEMPS.clear()
+        remove_temp(name)
 
 
 def _target_mode(path: str) -> int:
