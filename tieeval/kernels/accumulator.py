@@ -129,17 +129,7 @@ class Accumulator:
 
     def add_ranks(self, column: str, counts: np.ndarray) -> None:
         """Add a column's rank counts (``counts[r]`` rows at rank ``r``)."""
-        if self.ranks is None:
-            self.ranks = {}
-        mine = self.ranks.get(column)
-        if mine is None:
-            self.ranks[column] = counts.astype(np.int64, copy=True)
-        elif mine.size >= counts.size:
-            mine[:counts.size] += counts
-        else:
-            grown = counts.astype(np.int64, copy=True)
-            grown[:mine.size] += mine
-            self.ranks[column] = grown
+        self._add_table("ranks", column, counts)
 
     def add_lengths(self, lo: int, hi: int) -> None:
         """Widen the candidate-count range by a batch's shortest and longest row."""
@@ -154,23 +144,31 @@ class Accumulator:
         rows, cols = int(x.max()) + 1, int(y.max()) + 1
         if rows > PAIR_MAX or cols > PAIR_MAX:
             return False
-        self._table(name, rows, cols)[x, y] += counts  # distinct pairs: no index repeats
+        self._table("pairs", name, (rows, cols))[x, y] += counts  # distinct: no repeats
         return True
 
-    def _table(self, name: str, rows: int, cols: int) -> np.ndarray:
-        """The pair table ``name``, grown to at least ``rows`` x ``cols``."""
-        if self.pairs is None:
-            self.pairs = {}
-        old = self.pairs.get(name)
-        if old is not None and rows <= old.shape[0] and cols <= old.shape[1]:
+    def _table(self, kind: str, name: str, shape: tuple) -> np.ndarray:
+        """The count table ``name`` of ``kind`` (``ranks`` or ``pairs``), made or grown to
+        at least ``shape``, its counts kept."""
+        tables = getattr(self, kind)
+        if tables is None:
+            tables = {}
+            setattr(self, kind, tables)
+        old = tables.get(name)
+        if old is not None and all(n <= m for n, m in zip(shape, old.shape)):
             return old
         if old is not None:
-            rows, cols = max(rows, old.shape[0]), max(cols, old.shape[1])
-        grown = np.zeros((rows, cols), dtype=np.int64)
+            shape = tuple(max(n, m) for n, m in zip(shape, old.shape))
+        grown = np.zeros(shape, dtype=np.int64)
         if old is not None:
-            grown[:old.shape[0], :old.shape[1]] = old
-        self.pairs[name] = grown
+            grown[tuple(slice(0, m) for m in old.shape)] = old
+        tables[name] = grown
         return grown
+
+    def _add_table(self, kind: str, name: str, counts: np.ndarray) -> None:
+        """Add a whole count table (a batch's, another accumulator's) to ``name``."""
+        self._table(kind, name, counts.shape)[tuple(slice(0, n) for n in counts.shape)] \
+            += counts
 
     def merge(self, other: "Accumulator") -> None:
         if other.hint is not None:
@@ -188,11 +186,9 @@ class Accumulator:
             self.k_over_n[k] += other.k_over_n[k]
         for mine, theirs in zip(self.sums, other.sums):
             mine.merge(theirs)
-        for column, counts in (other.ranks or {}).items():
-            self.add_ranks(column, counts)
-        for name, table in (other.pairs or {}).items():
-            rows, cols = table.shape
-            self._table(name, rows, cols)[:rows, :cols] += table
+        for kind in ("ranks", "pairs"):
+            for name, table in (getattr(other, kind) or {}).items():
+                self._add_table(kind, name, table)
         if self.duplicates is not None and other.duplicates is not None:
             self.duplicates.merge(other.duplicates)
 
@@ -208,11 +204,9 @@ class Accumulator:
                 "duplicates": (None if self.duplicates is None
                                else self.duplicates.state()),
                 "hint": self.hint,
-                "ranks": (None if self.ranks is None else
-                          {c: [np.flatnonzero(v).tolist(), v[v != 0].tolist()]
-                           for c, v in self.ranks.items()}),
-                "pairs": (None if self.pairs is None else
-                          {name: _sparse_pairs(t) for name, t in self.pairs.items()})}
+                **{kind: (None if getattr(self, kind) is None else
+                          {name: _sparse(t) for name, t in getattr(self, kind).items()})
+                   for kind in ("ranks", "pairs")}}
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulator":
@@ -225,19 +219,18 @@ class Accumulator:
         acc.k_over_n = {int(k): int(v) for k, v in state["k_over_n"].items()}
         acc.sums = [EntrySums.from_state(s) for s in state["sums"]]
         acc.hint = state.get("hint")
-        for column, (ranks, counts) in (state.get("ranks") or {}).items():
-            dense = np.zeros(max(ranks, default=0) + 1, dtype=np.int64)
-            dense[np.asarray(ranks, dtype=np.int64)] = np.asarray(counts, dtype=np.int64)
-            acc.add_ranks(column, dense)
-        for name, (x, y, counts) in (state.get("pairs") or {}).items():
-            acc.add_pairs(name, np.asarray(x, dtype=np.int64), np.asarray(y, dtype=np.int64),
-                          np.asarray(counts, dtype=np.int64))
+        for kind in ("ranks", "pairs"):
+            for name, (*index, counts) in (state.get(kind) or {}).items():
+                at = tuple(np.asarray(i, dtype=np.int64) for i in index)
+                shape = tuple(int(i.max(initial=-1)) + 1 for i in at)
+                acc._table(kind, name, shape)[at] += np.asarray(counts, dtype=np.int64)
         if state["duplicates"] is not None:
             acc.duplicates = DuplicateCheck.from_state(state["duplicates"])
         return acc
 
 
-def _sparse_pairs(table: np.ndarray) -> list:
-    """A pair table as ``[xs, ys, counts]`` of its non-zero cells (JSON-able)."""
-    x, y = np.nonzero(table)
-    return [x.tolist(), y.tolist(), table[x, y].tolist()]
+def _sparse(table: np.ndarray) -> list:
+    """A count table as the indices of its non-zero cells, one list per axis, then their
+    counts (JSON-able): ``[ranks, counts]`` or ``[xs, ys, counts]``."""
+    at = np.nonzero(table)
+    return [i.tolist() for i in at] + [table[at].tolist()]

@@ -106,27 +106,24 @@ class SinglePositiveKernel(Kernel):
         if not acc.add_pairs("top", top, n, times):
             acc.top_ratio.add_counts(top / n, times)
         acc.top_tied += int(np.count_nonzero(counts.top > 1))
-        acc.pos_size += int(counts.b.sum())
-        acc.pos_tied += int(np.count_nonzero(counts.b > 1))
-        for k in acc.ks:
-            acc.decided[k] += int(np.count_nonzero((counts.a < k) & (k < counts.a + counts.b)))
-            acc.k_over_n[k] += int(np.count_nonzero(counts.n < k))
-        first = counts.a + 1
         tied = np.flatnonzero(counts.b > 1)
+        acc.pos_size += int(counts.b.sum())
+        acc.pos_tied += tied.size
+        first, last = counts.a + 1, counts.a + counts.b
+        for k in acc.ks:
+            acc.decided[k] += int(np.count_nonzero((counts.a < k) & (k < last)))
+            acc.k_over_n[k] += int(np.count_nonzero(counts.n < k))
         # a tied positive's moments depend on (a, b) only: each distinct pair is computed
         # once and added as many times as it occurs (exact sums: the same result)
         a_tied, b_tied, times = distinct_pairs(counts.a[tied], counts.b[tied])
         # the deterministic columns as rank counts, shared by every metric; the tie-aware
         # column's untied rows are the first column's less its tied ones
         first_bins = _rank_bins(first)
-        tied_first = first[tied]
         columns = (("original", counts.original, _rank_bins(counts.original)),
                    ("first", first, first_bins),
-                   ("last", counts.a + counts.b, None),
-                   ("tie_aware", first, first_bins - _rank_bins(tied_first)))
+                   ("last", last, _rank_bins(last)),
+                   ("tie_aware", first, first_bins - _rank_bins(first[tied])))
         for column, ranks, bins in columns:
-            if bins is None:
-                bins = _rank_bins(ranks)
             acc.add_ranks(column, bins[:_HISTOGRAM_RANKS + 1])
             if bins[-1]:  # ranks too deep for the counts: each one's value, where not 0
                 deep = ranks > _HISTOGRAM_RANKS
