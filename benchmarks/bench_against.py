@@ -1,6 +1,6 @@
 """This checkout against another one: the same dumps, the same rounds, fresh processes.
 
-    python benchmarks/bench_against.py --against DIR [--repeat 7] [--only sampled,graded]
+    python benchmarks/bench_against.py --against DIR [--repeat 7] [--only sampled,graded,...]
 
 ``DIR`` is another checkout of tieeval (``git worktree add /tmp/old <commit>``). Each
 round runs, for this checkout and then for ``DIR`` (``PYTHONPATH`` pointing at it, from a
@@ -14,7 +14,9 @@ directory holding neither, so that no other copy is imported):
 Printed per dump: the median seconds of each, and the median of the per-round ratios
 (this checkout over ``DIR``): below 1 this checkout is faster. The dumps are
 ``bench_floor.py``'s sampled 1,000,000 x 101 (tied and tie-free; the default metrics) and
-``bench_labelled.py``'s graded 100,000 x 200 (``-m NDCG@10``), written once.
+``bench_labelled.py``'s graded 100,000 x 200 (``-m NDCG@10``), written once; with
+``--only``, also ``allitem`` (all-item 20,000 x 10,000, tied and tie-free) and ``npz`` (the
+two tie-free dumps as stored NPZ, their CRC-32 check included).
 
 The machine is small and shared: read the ratios, not the seconds.
 """
@@ -49,6 +51,16 @@ def dumps(only: list[str]) -> list[tuple[str, str, list[str]]]:
         for tied in (True, False):
             out.append((f"sampled {'tied' if tied else 'tie-free'} 1,000,000 x 101",
                         bench_floor.write("sampled", 1_000_000, 101, tied), []))
+    if "allitem" in only:
+        import bench_floor
+        for tied in (True, False):
+            out.append((f"all-item {'tied' if tied else 'tie-free'} 20,000 x 10,000",
+                        bench_floor.write("all-item", 20_000, 10_000, tied), []))
+    if "npz" in only:  # the tie-free dumps as stored NPZ: their CRC-32 check included
+        import bench_floor
+        for name, rows, cols in (("sampled", 1_000_000, 101), ("all-item", 20_000, 10_000)):
+            out.append((f"{name} tie-free {rows:,} x {cols:,}, stored NPZ",
+                        bench_floor.as_npz(bench_floor.write(name, rows, cols, False)), []))
     if "graded" in only:
         import bench_labelled
         out.append(("graded 100,000 x 200, NDCG@10", bench_labelled.make_graded(),

@@ -36,7 +36,8 @@ tieeval's tie-aware and Original values on the same rows, to show what it comput
 stored NPZ and Parquet (row groups of about 32 MB), the API and the CLI against the floor
 on each format (a stored NPZ's member memory-mapped; Parquet's row-group stream, one row
 group at a time as tieeval reads it, its values counted and sorted on every core). Labelled
-rows are ``bench_labelled.py``'s.
+rows are ``bench_labelled.py``'s. The header names the CRC-32 that checks a stored NPZ
+(``TIEEVAL_CRC32=zlib``, ``libdeflate`` or ``isal`` picks one, for the API and the CLI).
 
 The machine is small and shared: read the ratios, not the seconds.
 """
@@ -390,8 +391,10 @@ def main() -> None:
     args = ap.parse_args()
     warm_up()
     sampled, allitem = int(200_000 * args.scale), int(4_000 * args.scale)
-    print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, "
-          f"{len(os.sched_getaffinity(0))} cores; medians of {args.repeat}\n")
+    from tieeval.io.crc32 import implementation  # TIEEVAL_CRC32 picks it, here and in the CLI
+    print(f"numpy {np.__version__}, tieeval {tieeval.__version__}, a stored NPZ's CRC-32 "
+          f"by {implementation()}, {len(os.sched_getaffinity(0))} cores; medians of "
+          f"{args.repeat}\n")
     if args.formats:
         formats(sampled, allitem, args.repeat)
         return
