@@ -5,11 +5,12 @@ so that pieces read out of order (by several threads) still give the CRC-32 of t
 that this machine has: ISA-L's, where the ``isal`` package is installed (``pip install
 "tieeval[fast]"``, about 9 GB/s a core); libdeflate's, where the system has the
 ``libdeflate`` shared library (called through :mod:`ctypes`, about 7 GB/s); zlib's
-otherwise (about 2.7 GB/s; ``benchmarks/bench_crc32.py``). It is the one cost of a stored NPZ that an NPY does not pay.
-The environment variable ``TIEEVAL_CRC32`` (``isal``, ``libdeflate`` or ``zlib``) asks
-for one (the others where it is missing; zlib's alone for ``zlib``); :func:`implementation`
-names the one in use. The choice is made at the first CRC-32, not at import; a library
-that is found but does not give the known CRC-32s of a few test strings is not used.
+otherwise (about 2.7 GB/s; ``benchmarks/bench_crc32.py``). It is the one cost of a stored
+NPZ that an NPY does not pay. The environment variable ``TIEEVAL_CRC32`` (``isal``,
+``libdeflate`` or ``zlib``) asks for one (the others where it is missing; zlib's alone for
+``zlib``); :func:`implementation` names the one in use. The choice is made at the first
+CRC-32, not at import; a library that is found but does not give the known CRC-32s of a
+few test strings is not used.
 
 ``combine(crc(A), crc(B), len(B)) == crc(A + B)``: zlib's ``crc32_combine``, which Python's
 zlib does not expose, written as zlib 1.2.12 does it (multiplication modulo the CRC
