@@ -37,7 +37,7 @@ _KNOWN = ((b"", 0), (b"123456789", 0xCBF43926),  # the CRC-32 check value
 def _isal() -> Callable | None:
     try:
         from isal.isal_zlib import crc32 as isal_crc32
-    except ImportError:
+    except (ImportError, OSError):  # not installed, or its library does not load
         return None
     return isal_crc32
 
