@@ -55,5 +55,6 @@ def main() -> None:
         print(f"| {name} | {speeds[name]:.1f} | {speeds[name] / speeds['zlib']:.2f} | "
               f"{crc == want} |", flush=True)
 
+
 if __name__ == "__main__":
     main()

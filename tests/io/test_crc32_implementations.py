@@ -78,5 +78,6 @@ def test_a_damaged_stored_npz_is_refused_whatever_the_implementation(tmp_path, a
     assert good.returncode == 0, good.stderr
     res = subprocess.run([sys.executable, "-m", "tieeval", "compare", str(bad),
                           "--format", "json"], env=env, capture_output=True, text=True)
-    assert res.returncode == 2 and res.stdout == ""  # an input error
-    assert "bad CRC-32" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and res.stdout == ""  # an input error, no figure
+    assert res.stderr == (f"Error: {bad}: corrupted file (member scores.npy: bad CRC-32, "
+                          "its bytes are not the ones written)\n")

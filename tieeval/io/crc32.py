@@ -45,13 +45,13 @@ def _isal() -> Callable | None:
 def _libdeflate() -> Callable | None:
     """``libdeflate_crc32`` from the system's shared library, or None."""
     import ctypes
+
+    from tieeval.libc import function
     for name in _LIBDEFLATE.get(sys.platform, ("libdeflate.so.0", "libdeflate.so")):
-        try:
-            fn = ctypes.CDLL(name).libdeflate_crc32
-        except (OSError, AttributeError):
+        fn = function("libdeflate_crc32", ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
+                      restype=ctypes.c_uint32, library=name)
+        if fn is None:
             continue
-        fn.restype = ctypes.c_uint32
-        fn.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
 
         def libdeflate_crc32(data: Any, value: int = 0, _fn=fn) -> int:
             # the GIL is released for the call (ctypes does), as zlib's and ISA-L's do
@@ -101,7 +101,7 @@ def implementation() -> str:
 def crc32(data: Any, value: int = 0) -> int:
     """The CRC-32 of ``data`` (any contiguous buffer), extending ``value``: zlib's
     ``crc32``, computed by the fastest implementation found."""
-    return (_CHOSEN or _chosen())[1](data, value)
+    return _chosen()[1](data, value)
 
 _POLY = 0xEDB88320  # the CRC-32 polynomial, reflected
 
