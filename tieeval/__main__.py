@@ -1,9 +1,9 @@
 import sys
 
 try:
-    from tieeval.cli import main
+    from tieeval.cli import program
 except KeyboardInterrupt:  # Ctrl-C while the command line loads
     sys.stderr.write("Error: interrupted\n")
     sys.exit(130)
 
-main(prog_name="tieeval")
+program(prog_name="tieeval")

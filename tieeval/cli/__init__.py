@@ -15,7 +15,7 @@ import click
 from tieeval._version import __version__
 from tieeval.cli.app import Group, expand_multi_value
 
-__all__ = ["cli", "main", "expand_multi_value"]
+__all__ = ["cli", "main", "program", "expand_multi_value"]
 
 
 # Each command's module is imported when the command runs or shows its help, so that
@@ -99,3 +99,15 @@ def main(args=None, prog_name: str = "tieeval") -> None:
         # `tieeval ... | head` must end quietly, not with a BrokenPipeError traceback.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     cli.main(args=args, prog_name=prog_name)
+
+
+def program(prog_name: str = "tieeval") -> None:
+    """The ``tieeval`` program (the console script, ``python -m tieeval``): :func:`main` on
+    ``sys.argv``, then the process ends without the interpreter's teardown
+    (:mod:`tieeval.cli.quick_exit`)."""
+    try:
+        main(prog_name=prog_name)
+    except SystemExit as done:
+        from tieeval.cli.quick_exit import end
+        end(done.code)
+        raise
