@@ -230,7 +230,9 @@ def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list
     if not kernel.batch_threads or count <= 1:
         return None
     tasks = getattr(dump, "batch_tasks", None)
-    return None if tasks is None else tasks(size, count if automatic else 1)
+    if tasks is None:
+        return None
+    return tasks(size, count if automatic else 1, getattr(kernel, "takes_arriving_rows", False))
 
 
 def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:
@@ -239,10 +241,20 @@ def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulat
     of a single pass, bit for bit), an error raised where its batch comes."""
     from tieeval.kernels.threads import map_tasks
 
+    arriving = getattr(kernel, "takes_arriving_rows", False)
+
     def one(task) -> tuple[Accumulator, int, int]:
-        batch = task()
         part = kernel.new()
-        kernel.add(part, batch)
+        if not arriving:
+            batch = task()
+            kernel.add(part, batch)
+            return part, batch.rows, batch.nbytes
+        batch, arrival = task()  # the scores read block by block as they are counted
+        try:
+            kernel.add(part, batch, arrival)  # type: ignore[call-arg]
+        finally:
+            if arrival is not None:
+                arrival.close()
         return part, batch.rows, batch.nbytes
     acc = kernel.new()
     try:

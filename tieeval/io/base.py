@@ -227,14 +227,18 @@ class Dump:
             raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
 
-    def batch_tasks(self, batch_rows: int, balance: int = 1) -> list | None:
+    def batch_tasks(self, batch_rows: int, balance: int = 1, arriving: bool = False
+                    ) -> list | None:
         """The pass as independent tasks, each a call that reads one batch of rows in the
         thread that runs it, in dump order; None when the dump cannot be read so (its
         parts, if any, read only in order). ``batch_rows``: the most rows of a task;
         ``balance`` > 1 evens the batches out over that many threads (a multiple of it,
         of equal sizes), so that no thread is left with a short last round. After the
         last task, :meth:`finish` makes the checks due once every row was read, and
-        :meth:`end_pass` ends the pass."""
+        :meth:`end_pass` ends the pass. ``arriving``: each task returns ``(batch,
+        arrival)``, the batch's scores read by ``arrival(lo, hi)`` as they are wanted
+        (:class:`tieeval.io.npy.Arrival`; None where the part reads them at once), which
+        the caller closes."""
         parts = self.parts
         # the part's own class says so: a wrapper that adds fields to a part's batches
         # (relevance members) hands other attributes on to the part, but not this one
@@ -252,7 +256,15 @@ class Dump:
             bounds = [lo + rows * i // count for i in range(count + 1)]  # sizes differ by 1
         else:
             bounds = list(range(lo, hi, size)) + [hi]
-        return [functools.partial(first.read_rows, start, stop)
+        read = first.read_rows
+        if arriving:
+            # only a part whose own class reads the rows both ways: a wrapper that fills
+            # fields of a part's batches (a ranking, relevance) hands arriving_rows on to
+            # the part it wraps, which knows nothing of those fields
+            own = vars(type(first))
+            read = (first.arriving_rows if "arriving_rows" in own and "read_rows" in own
+                    else functools.partial(_at_once, read))
+        return [functools.partial(read, start, stop)
                 for start, stop in zip(bounds[:-1], bounds[1:])]
 
     def end_pass(self) -> None:
@@ -272,6 +284,11 @@ class Dump:
         finally:
             from tieeval.io import buffers  # the pass is over: its batch buffers go
             buffers.release()
+
+
+def _at_once(read, lo: int, hi: int) -> tuple[Batch, None]:
+    """A task's batch of a part that reads its rows at once: no arrival."""
+    return read(lo, hi), None
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")

@@ -123,6 +123,55 @@ class RowReader:
         return out
 
 
+class Arrival:
+    """The rows of a batch read when they are wanted: ``arrival(lo, hi)`` reads the
+    batch's rows ``lo..hi`` (batch-relative) into its scores array, so that a kernel can
+    count each cache-sized block just after it is read, while it is still in cache
+    (:func:`tieeval.kernels.counts.dense_counts`). A stored NPZ member's CRC-32 is chained
+    over the pieces read one after another and handed to the member's
+    :class:`StreamCrc` by :meth:`close`, which also closes the file; rows never read
+    leave the chain incomplete, and the member is then checked on its own at the end of
+    the pass, as for any batch."""
+
+    def __init__(self, reader: "RowReader", out: np.ndarray, lo: int):
+        self.reader, self.out, self.lo = reader, out, lo
+        self.start = self.next = -1  # file offsets of the chained pieces, and their CRC
+        self.crc = 0
+
+    def __call__(self, lo: int, hi: int) -> None:
+        spec = self.reader.spec
+        rows = self.out[lo:hi]
+        if not rows.size:
+            return
+        view = memoryview(rows.reshape(-1)).cast("B")  # type: ignore[arg-type]
+        pos = spec.offset + (self.lo + lo) * spec.row_bytes
+        if spec.crc is None:
+            self.reader._fill(view, pos)
+            return
+        if pos != self.next:  # not the next piece: the chain so far goes to the member
+            self._hand_over()
+            self.start, self.crc = pos, 0
+        crc = self.reader._fill(view, pos, self.crc)
+        assert crc is not None  # a CRC-32 to extend gives one back
+        self.crc, self.next = crc, pos + len(view)
+
+    def _hand_over(self) -> None:
+        spec = self.reader.spec
+        if spec.crc is not None and self.next > self.start >= 0:
+            # the bytes go too: the member may have counted some of them already (rows
+            # read before the pass), and then computes the CRC-32 of the rest itself
+            first = spec.offset + self.lo * spec.row_bytes
+            data = memoryview(self.out.reshape(-1)).cast("B")  # type: ignore[arg-type]
+            spec.crc.feed(self.start, data[self.start - first:self.next - first], self.crc)
+        self.start = self.next = -1
+
+    def close(self) -> None:
+        try:
+            self._hand_over()
+        finally:
+            self.reader.close()
+
+
 class StreamCrc:
     """The CRC-32 of a stored NPZ member, computed on the rows as the pass reads them.
 
@@ -300,22 +349,43 @@ class MatrixPart:
     def nbytes(self) -> int:
         return self.rows * self.scores.row_bytes
 
-    def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
+    def arriving_rows(self, lo: int, hi: int) -> tuple[Batch, Arrival | None]:
+        """Rows ``lo..hi`` as one batch whose scores are read later, as a kernel counts
+        them (:class:`Arrival`, which the caller closes), in the calling thread; a
+        Fortran-order matrix is read at once (no arrival)."""
+        spec = self.scores
+        if spec.fortran:
+            return self.read_rows(lo, hi), None
+        reader = spec.reader()
+        try:
+            out = buffers.empty((max(0, hi - lo),) + tuple(int(x) for x in spec.shape[1:]),
+                                spec.dtype)
+            positive = self.positive.reader() if self.positive is not None else None
+            try:
+                batch = self._batch(lo, hi, out, positive)
+            finally:
+                if positive is not None:
+                    positive.close()
+        except BaseException:
+            reader.close()
+            raise
+        return batch, Arrival(reader, out, lo)
+
+    def _batch(self, start: int, stop: int, block: np.ndarray, positive) -> Batch:
         options = ReadOptions(positive_index=self.positive_index)
-        cols = int(self.scores.shape[1])
+        stored = None if positive is None else positive.rows(start, stop)
+        lengths = np.full(stop - start, int(self.scores.shape[1]), dtype=np.int64)
+        return Batch(block, _positive_for(self.path, options, lengths, start, stored), start,
+                     nbytes=(stop - start) * self.scores.row_bytes,
+                     positive_defaulted=stored is None and options.positive_index is None)
+
+    def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
         with self.scores.reader() as scores:
             positive = self.positive.reader() if self.positive is not None else None
             try:
                 for start in range(self.lo, self.hi, batch_rows):
                     stop = min(start + batch_rows, self.hi)
-                    block = scores.rows(start, stop)
-                    stored = None if positive is None else positive.rows(start, stop)
-                    lengths = np.full(stop - start, cols, dtype=np.int64)
-                    yield Batch(block, _positive_for(self.path, options, lengths, start,
-                                                     stored), start,
-                                nbytes=(stop - start) * self.scores.row_bytes,
-                                positive_defaulted=(stored is None
-                                                    and options.positive_index is None))
+                    yield self._batch(start, stop, scores.rows(start, stop), positive)
             finally:
                 if positive is not None:
                     positive.close()

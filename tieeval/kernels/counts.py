@@ -101,17 +101,22 @@ def _buffer(size: int, dtype) -> np.ndarray:
 
 
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
-                 rule: str = "argsort") -> RowCounts:
+                 rule: str = "argsort", arrive=None) -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
     With ``nan_policy='raise'`` a NaN raises :class:`NanScoreError`; with ``'worst'`` NaN
     ranks below every number and all NaNs of a row tie with each other. ``rule``: the
     ranking rule of the ``original`` ranks (see :func:`original_ranks`).
+
+    ``arrive(lo, hi)``, when given, puts rows ``lo..hi`` into ``scores`` (which holds
+    nothing yet): each cache-sized block is read just before it is counted, in order in
+    this thread, and counted while it is still in cache (one trip through memory instead
+    of a write and a read); every row is there before the tied rows are sorted.
     """
     rows, cols = scores.shape
     n = np.full(rows, cols, dtype=np.int64)
     from tieeval.kernels.fused import dense_abt
-    fused = dense_abt(scores, positive)
+    fused = dense_abt(scores, positive) if arrive is None else None
     if fused is not None:
         a, b, top = fused
         return RowCounts(a=a, b=b, n=n, top=top,
@@ -126,9 +131,15 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     column = int(positive[0]) if rows and (positive == positive[0]).all() else None
 
     def count(lo):
+        if arrive is not None:
+            arrive(lo, min(lo + step, rows))
         _dense_block(scores[lo:lo + step], positive[lo:lo + step], nan_policy, lo,
                      out[:, lo:lo + step], column)
-    map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
+    if arrive is not None:
+        for lo in starts:
+            count(lo)
+    else:
+        map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
     a, b, top = out
     return RowCounts(a=a, b=b, n=n, top=top,
                      original=original_ranks(scores, positive, a, b, rule))

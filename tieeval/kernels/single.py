@@ -25,6 +25,7 @@ from tieeval.kernels.closed_forms import (
     tie_moments,
 )
 from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
+from tieeval.kernels.fused import active as fused_active
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
@@ -32,13 +33,14 @@ from tieeval.results import MetricRow, RunResult, TieStats
 
 
 def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",
-                 rule: str = "argsort") -> RowCounts:
+                 rule: str = "argsort", arrive=None) -> RowCounts:
     """Run the tie kernel on one batch, turning a NaN into an error naming the dump row.
     ``rule``: the Original rule of the ``original`` ranks (argsort, stable, reverse-stable;
-    other rules leave them to the kernel)."""
+    other rules leave them to the kernel). ``arrive``: a dense batch's rows still to be
+    read, block by block as they are counted (:func:`dense_counts`)."""
     try:
         if batch.offsets is None:
-            return dense_counts(batch.scores, batch.positive, nan_policy, rule)
+            return dense_counts(batch.scores, batch.positive, nan_policy, rule, arrive)
         return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy, rule)
     except NanScoreError as exc:
         raise nan_score_error(path, batch, exc.row) from None
@@ -72,10 +74,11 @@ class SinglePositiveKernel(Kernel):
         self.metrics = list(spec.metrics)
         self.entries = [Entry(m) for m in self.metrics]
 
-    def counts(self, batch: Batch) -> RowCounts:
+    def counts(self, batch: Batch, arrive=None) -> RowCounts:
         """``a``, ``b``, the top tie and the original rank of one (prepared) batch, under
-        the what-if's tolerance when one is set."""
-        exact = batch_counts(batch, self.spec.nan_policy, self.spec.path, self.spec.original)
+        the what-if's tolerance when one is set. ``arrive``: see :meth:`add`."""
+        exact = batch_counts(batch, self.spec.nan_policy, self.spec.path, self.spec.original,
+                             arrive)
         listed = self.listed(batch)
         if listed is not None:
             exact.original = listed.positive_ranks(batch.positive, exact.a)
@@ -85,9 +88,22 @@ class SinglePositiveKernel(Kernel):
         from tieeval.kernels.whatif import tolerance_counts
         return tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
 
-    def add(self, acc: Accumulator, batch: Batch) -> None:
+    # add() takes a batch whose rows are still to be read (arrive)
+    takes_arriving_rows = True
+
+    def add(self, acc: Accumulator, batch: Batch, arrive=None) -> None:
+        """Add one batch's rows to ``acc``. ``arrive(lo, hi)``, when given, reads rows
+        ``lo..hi`` into ``batch.scores``, which holds nothing yet: a dense batch's counts
+        read each block just before counting it (:func:`dense_counts`); anything that
+        looks at the scores first (a what-if, the first batch's check of a defaulted
+        positive, the fused kernel) has every row read at once."""
+        if arrive is not None and (batch.offsets is not None or self.spec.what_if is not None
+                                   or (batch.start == 0 and batch.positive_defaulted)
+                                   or fused_active()):
+            arrive(0, batch.rows)
+            arrive = None
         batch = self.prepare(batch)
-        counts = self.counts(batch)
+        counts = self.counts(batch, arrive)
         self.add_hint(acc, batch, counts)
         self.add_counts(acc, counts)
         if acc.duplicates is not None and batch.items is not None:

@@ -1,0 +1,204 @@
+"""A matrix dump's batches read block by block as the single-positive kernel counts them
+(:class:`tieeval.io.npy.Arrival`): every row read once, in order, before the tied rows are
+sorted; the result of reading each batch at once, bit for bit; a stored NPZ's CRC-32
+chained over the blocks (no second read of the member), and damage, a NaN or a file cut
+short in the middle of a batch reported as before."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+import tieeval
+from tieeval.engine.local import kernel_for
+from tieeval.errors import InputError
+from tieeval.io import npy
+from tieeval.io.open import open_dump
+from tieeval.kernels import counts
+from tieeval.kernels import threads as sort_threads
+
+
+@pytest.fixture()
+def small_blocks(monkeypatch):
+    """Blocks of 5-6 rows of 23 scores: a batch of a few hundred rows arrives in dozens."""
+    monkeypatch.setattr(counts, "BLOCK_SCORES", 128)
+
+
+@pytest.fixture()
+def two_threads():
+    sort_threads.set_threads(2)  # the pass as tasks (one thread: batches read at once)
+    yield
+    sort_threads.set_threads(None)
+
+
+def _dump(tmp_path, suffix, rows=1500, cols=23, seed=3):
+    rng = np.random.default_rng(seed)
+    scores = (rng.integers(0, 6, size=(rows, cols)) / 5).astype(np.float32)  # many ties
+    positive = rng.integers(0, cols, rows)
+    path = str(tmp_path / f"d.{suffix}")
+    if suffix == "npy":
+        np.save(path, scores)
+    else:
+        np.savez(path, scores=scores, positive=positive)
+    return path, scores
+
+
+class Spy:
+    """Arrival.__call__ recorded: (the batch's first dump row, lo, hi) per call."""
+
+    def __init__(self, monkeypatch):
+        self.calls: list = []
+        real = npy.Arrival.__call__
+
+        def call(arrival, lo, hi):
+            self.calls.append((arrival.lo, lo, hi))
+            return real(arrival, lo, hi)
+        monkeypatch.setattr(npy.Arrival, "__call__", call)
+
+
+@pytest.mark.parametrize("suffix", ["npy", "npz"])
+@pytest.mark.parametrize("batch_rows", [None, 1, 37, 400])
+def test_arriving_rows_give_the_at_once_result(tmp_path, monkeypatch, small_blocks, suffix,
+                                               batch_rows):
+    """Threads read the tasks' batches block by block; one thread reads each batch at once
+    (no tasks): the same result, bit for bit, and every row arrived exactly once."""
+    path, scores = _dump(tmp_path, suffix)
+
+    def run():
+        return tieeval.evaluate_path(path, batch_rows=batch_rows, k=[1, 5, 10]).to_dict()
+    sort_threads.set_threads(1)
+    try:
+        at_once = run()
+    finally:
+        sort_threads.set_threads(None)
+    spy = Spy(monkeypatch)
+    sort_threads.set_threads(2)
+    try:
+        arrived = run()
+    finally:
+        sort_threads.set_threads(None)
+    assert arrived == at_once
+    rows = sorted((first + lo, first + hi) for first, lo, hi in spy.calls)
+    assert rows[0][0] == 0 and rows[-1][1] == len(scores)
+    assert all(hi == nxt for (_, hi), (nxt, _) in zip(rows, rows[1:]))  # once each, no gap
+    if batch_rows in (37, 400):
+        # blocks of rows, not batches: more calls than tasks (a batch of 1 row is 1 block,
+        # and a small dump's automatic batch is its first, read at once)
+        assert len(spy.calls) > len({first for first, _, _ in spy.calls})
+
+
+def test_blocks_arrive_in_order_within_a_batch_and_the_first_batch_at_once(
+        tmp_path, monkeypatch, small_blocks, two_threads):
+    """Within a batch the blocks come in row order; the first batch of a dump whose
+    positive defaulted to column 0 is read whole first (its rows are checked before
+    they are counted)."""
+    rng = np.random.default_rng(8)
+    scores = rng.random((600, 23)).astype(np.float32)
+    scores[:, 0] += 0.5  # a real positive in column 0: no warning
+    path = str(tmp_path / "d.npy")
+    np.save(path, scores)
+    spy = Spy(monkeypatch)
+    tieeval.evaluate_path(path, batch_rows=150)
+    by_batch: dict = {}
+    for first, lo, hi in spy.calls:
+        by_batch.setdefault(first, []).append((lo, hi))
+    assert sorted(by_batch) == [0, 150, 300, 450]
+    assert by_batch[0] == [(0, 150)]  # defaulted positive: the first batch at once
+    for first in (150, 300, 450):
+        pieces = by_batch[first]
+        assert len(pieces) > 1 and pieces[0][0] == 0 and pieces[-1][1] == 150
+        assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+
+
+def test_a_what_if_reads_each_batch_at_once(tmp_path, monkeypatch, small_blocks,
+                                            two_threads):
+    """A what-if casts the scores before counting: each batch arrives whole."""
+    path, _ = _dump(tmp_path, "npz")
+    spy = Spy(monkeypatch)
+    cast = tieeval.evaluate_path(path, batch_rows=300, cast="float16")
+    assert all((lo, hi) == (0, 300) for _, lo, hi in spy.calls)
+    assert len(spy.calls) == 5
+    assert cast.to_dict()["metrics"]
+
+
+def test_the_stored_member_is_not_read_twice(tmp_path, monkeypatch, small_blocks,
+                                             two_threads):
+    """The CRC-32 chained over the arriving blocks covers the member: it is not
+    streamed again at the end of the pass."""
+    path, _ = _dump(tmp_path, "npz", rows=2000)
+    streamed: list = []
+    real = npy._stream_crc
+    monkeypatch.setattr(npy, "_stream_crc",
+                        lambda p, name, *a: streamed.append(name) or real(p, name, *a))
+    tieeval.evaluate_path(path, batch_rows=250)
+    assert "scores.npy" not in streamed
+
+
+@pytest.mark.parametrize("where", [0.31, 0.5, 0.97])  # bytes into the member
+def test_damage_inside_a_batch_is_refused(tmp_path, small_blocks, two_threads, where):
+    path, scores = _dump(tmp_path, "npz", rows=2000, seed=9)
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("scores.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    # a low mantissa bit of a score in the middle of some batch: still a valid float
+    data[start + 128 + int((info.file_size - 128) * where) // 4 * 4] ^= 0x01
+    bad = str(tmp_path / "bad.npz")
+    open(bad, "wb").write(bytes(data))
+    with pytest.raises(InputError, match=r"member scores.npy: bad CRC-32"):
+        tieeval.evaluate_path(bad, batch_rows=400)
+
+
+def test_rows_read_before_the_pass_join_the_chain(tmp_path, small_blocks):
+    """Rows read before the pass (a sample) already extend the member's CRC-32; the
+    arriving blocks that cover them again hand their bytes over, and the member's chain
+    is complete: checked without streaming it."""
+    path, _ = _dump(tmp_path, "npz", rows=900)
+    dump = open_dump(path)
+    part = dump.parts[0]
+    next(iter(part.batches(70)))  # a sample of the first 70 rows, as sort_seconds reads
+    crc = part.scores.crc
+    assert crc.next > crc.start
+    tasks = dump.batch_tasks(300, 1, arriving=True)
+    kernel = kernel_for(dump, None)
+    for task in tasks:
+        batch, arrival = task()
+        try:
+            kernel.add(kernel.new(), batch, arrival)
+        finally:
+            arrival.close()
+    assert crc.next == crc.end
+    dump.finish()  # no error: the chain's CRC-32 is the member's
+    dump.end_pass()
+
+
+def test_a_nan_in_a_later_block_names_its_row(tmp_path, small_blocks, two_threads):
+    rng = np.random.default_rng(4)
+    scores = rng.random((3000, 23)).astype(np.float32)
+    scores[1733, 3] = np.nan
+    path = str(tmp_path / "d.npy")
+    np.save(path, scores)
+    with pytest.raises(InputError, match="row 1733"):
+        tieeval.evaluate_path(path, batch_rows=500)
+
+
+def test_a_file_cut_short_during_the_pass(tmp_path, monkeypatch, small_blocks, two_threads):
+    """The file shrinks after the batches were planned: the block that is no longer
+    there gives the one-line error, and its file is closed."""
+    path, _ = _dump(tmp_path, "npy", rows=2000)
+    dump = open_dump(path)
+    tasks = dump.batch_tasks(500, 1, arriving=True)
+    with open(path, "r+b") as fh:
+        fh.truncate(128 + 23 * 4 * 1700)
+    kernel = kernel_for(dump, None)
+    batches = [task() for task in tasks]
+    with pytest.raises(InputError, match=r"d\.npy: the file changed while it was read"):
+        for batch, arrival in batches:
+            try:
+                kernel.add(kernel.new(), batch, arrival)
+            finally:
+                arrival.close()
+    assert all(arrival.reader.fh.closed for _, arrival in batches[:4])
+    dump.end_pass()
