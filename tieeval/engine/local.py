@@ -232,7 +232,7 @@ def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list
     tasks = getattr(dump, "batch_tasks", None)
     if tasks is None:
         return None
-    return tasks(size, count if automatic else 1, getattr(kernel, "takes_arriving_rows", False))
+    return tasks(size, count if automatic else 1, kernel.takes_arriving_rows)
 
 
 def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:
@@ -241,7 +241,7 @@ def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulat
     of a single pass, bit for bit), an error raised where its batch comes."""
     from tieeval.kernels.threads import map_tasks
 
-    arriving = getattr(kernel, "takes_arriving_rows", False)
+    arriving = kernel.takes_arriving_rows
 
     def one(task) -> tuple[Accumulator, int, int]:
         part = kernel.new()

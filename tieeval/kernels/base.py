@@ -138,6 +138,9 @@ class Kernel(ABC):
     # run in its thread): worth it where most of a batch's work is numpy calls of moderate
     # size that one thread would run one after another
     batch_threads = False
+    # add(acc, batch, arrive) takes a batch whose scores are still to be read: arrive(lo,
+    # hi) reads rows lo..hi (tieeval.io.npy.Arrival), as the kernel counts them
+    takes_arriving_rows = False
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec

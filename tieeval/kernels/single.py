@@ -88,7 +88,6 @@ class SinglePositiveKernel(Kernel):
         from tieeval.kernels.whatif import tolerance_counts
         return tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
 
-    # add() takes a batch whose rows are still to be read (arrive)
     takes_arriving_rows = True
 
     def add(self, acc: Accumulator, batch: Batch, arrive=None) -> None:
