@@ -18,6 +18,7 @@ from tieeval.io import npy
 from tieeval.io.open import open_dump
 from tieeval.kernels import counts
 from tieeval.kernels import threads as sort_threads
+from tieeval.kernels.single import SinglePositiveKernel
 
 
 @pytest.fixture()
@@ -62,24 +63,28 @@ class Spy:
 @pytest.mark.parametrize("batch_rows", [None, 1, 37, 400])
 def test_arriving_rows_give_the_at_once_result(tmp_path, monkeypatch, small_blocks, suffix,
                                                batch_rows):
-    """Threads read the tasks' batches block by block; one thread reads each batch at once
-    (no tasks): the same result, bit for bit, and every row arrived exactly once."""
+    """The tasks' batches read block by block, on one thread and on two, against each
+    batch read at once by the reader (a kernel that takes no arriving rows): the same
+    result, bit for bit, and every row arrived exactly once."""
     path, scores = _dump(tmp_path, suffix)
 
-    def run():
-        return tieeval.evaluate_path(path, batch_rows=batch_rows, k=[1, 5, 10]).to_dict()
-    sort_threads.set_threads(1)
-    try:
-        at_once = run()
-    finally:
-        sort_threads.set_threads(None)
+    def run(count):
+        sort_threads.set_threads(count)
+        try:
+            return tieeval.evaluate_path(path, batch_rows=batch_rows, k=[1, 5, 10]).to_dict()
+        finally:
+            sort_threads.set_threads(None)
+    with monkeypatch.context() as patch:
+        patch.setattr(SinglePositiveKernel, "takes_arriving_rows", False)
+        at_once = run(1)
+        assert run(2) == at_once
     spy = Spy(monkeypatch)
-    sort_threads.set_threads(2)
-    try:
-        arrived = run()
-    finally:
-        sort_threads.set_threads(None)
+    assert run(1) == at_once
+    one_thread = list(spy.calls)
+    spy.calls.clear()
+    arrived = run(2)
     assert arrived == at_once
+    assert sorted(one_thread) == sorted(spy.calls)  # one thread reads the same blocks
     rows = sorted((first + lo, first + hi) for first, lo, hi in spy.calls)
     assert rows[0][0] == 0 and rows[-1][1] == len(scores)
     assert all(hi == nxt for (_, hi), (nxt, _) in zip(rows, rows[1:]))  # once each, no gap

@@ -222,12 +222,14 @@ def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), prog
 def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list | None:
     """The pass over a matrix dump (NPY, stored NPZ) as tasks that each read and evaluate
     one batch in the thread that runs it, as the floor does with a memory map: no reading
-    thread to hand batches over, every core reading and counting its own rows. None where
-    the batches come one after another (other formats, kernels without batch threads,
-    one core). Automatic batch sizes are evened out over the threads (``automatic``)."""
+    thread to hand batches over, every core reading and counting its own rows; on one
+    core too where the kernel counts each block as it is read (its tasks then run one
+    after another in this thread). None where the batches come one after another from a
+    reader (other formats, kernels without batch threads, one core for other kernels).
+    Automatic batch sizes are evened out over the threads (``automatic``)."""
     from tieeval.kernels.threads import threads
     count = threads()
-    if not kernel.batch_threads or count <= 1:
+    if not kernel.batch_threads or (count <= 1 and not kernel.takes_arriving_rows):
         return None
     tasks = getattr(dump, "batch_tasks", None)
     if tasks is None:
