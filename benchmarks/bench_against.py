@@ -1,6 +1,7 @@
 """This checkout against another one: the same dumps, the same rounds, fresh processes.
 
     python benchmarks/bench_against.py --against DIR [--repeat 7] [--only sampled,graded,...]
+                                       [--cold]
 
 ``DIR`` is another checkout of tieeval (``git worktree add /tmp/old <commit>``). Each
 round runs, for this checkout and then for ``DIR`` (``PYTHONPATH`` pointing at it, from a
@@ -17,6 +18,12 @@ Printed per dump: the median seconds of each, and the median of the per-round ra
 ``bench_labelled.py``'s graded 100,000 x 200 (``-m NDCG@10``), written once; with
 ``--only``, also ``allitem`` (all-item 20,000 x 10,000, tied and tie-free) and ``npz`` (the
 two tie-free dumps as stored NPZ, their CRC-32 check included).
+
+``--cold``: the page cache is dropped before every run (``sync``, then 3 written to
+``/proc/sys/vm/drop_caches``: root only), so that each run reads the dump from disk; the
+API then times its first call (after the import). The environment reaches every run of
+both checkouts: ``TIEEVAL_SORT_THREADS=1 python benchmarks/bench_against.py ...`` compares
+them on one thread, ``TIEEVAL_CRC32=zlib`` with zlib's CRC-32.
 
 The machine is small and shared: read the ratios, not the seconds.
 """
@@ -36,8 +43,9 @@ from _common import HERE
 ROOT = os.path.dirname(HERE)
 API = """
 import sys, time, tieeval
-path, metrics = sys.argv[1], sys.argv[2:] or None
-tieeval.evaluate_path(path, metrics)
+cold, path, metrics = sys.argv[1] == "cold", sys.argv[2], sys.argv[3:] or None
+if not cold:
+    tieeval.evaluate_path(path, metrics)
 t = time.perf_counter()
 tieeval.evaluate_path(path, metrics)
 print(time.perf_counter() - t)
@@ -68,14 +76,26 @@ def dumps(only: list[str]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def api(root: str, path: str, metrics: list[str], cwd: str) -> float:
-    got = subprocess.run([sys.executable, "-c", API, path, *metrics], cwd=cwd,
+def drop_caches() -> None:
+    """Empty the page cache (root only): the next read of a dump comes from disk."""
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as out:
+        out.write("3\n")
+
+
+def api(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False) -> float:
+    if cold:
+        drop_caches()
+    got = subprocess.run([sys.executable, "-c", API, "cold" if cold else "warm", path,
+                          *metrics], cwd=cwd,
                          env={**os.environ, "PYTHONPATH": root}, capture_output=True,
                          text=True, check=True)
     return float(got.stdout)
 
 
-def cli(root: str, path: str, metrics: list[str], cwd: str) -> float:
+def cli(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False) -> float:
+    if cold:
+        drop_caches()
     options = [x for m in metrics for x in ("-m", m)]
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "tieeval", "compare", path, *options, "-q", "-f",
@@ -89,12 +109,17 @@ def main() -> None:
     ap.add_argument("--against", required=True, help="another checkout of tieeval")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", default="sampled,graded")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the page cache before every run (root only)")
     args = ap.parse_args()
     other = os.path.abspath(args.against)
     if not os.path.isfile(os.path.join(other, "tieeval", "__init__.py")):
         sys.exit(f"{other}: not a checkout of tieeval")
     cwd = tempfile.mkdtemp()  # neither checkout on sys.path[0]
-    print(f"this checkout ({ROOT}) against {other}; medians of {args.repeat} rounds\n")
+    threads = os.environ.get("TIEEVAL_SORT_THREADS")
+    print(f"this checkout ({ROOT}) against {other}; medians of {args.repeat} rounds"
+          + ("; page cache dropped before every run" if args.cold else "")
+          + (f"; TIEEVAL_SORT_THREADS={threads}" if threads else "") + "\n")
     print("| dump | API s | API s, other | API ratio | CLI s | CLI s, other | CLI ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, path, metrics in dumps(args.only.split(",")):
@@ -103,8 +128,10 @@ def main() -> None:
         times: dict = {}
         for _ in range(args.repeat):
             for tag, root in (("this", ROOT), ("other", other)):
-                times.setdefault(("api", tag), []).append(api(root, path, metrics, cwd))
-                times.setdefault(("cli", tag), []).append(cli(root, path, metrics, cwd))
+                times.setdefault(("api", tag), []).append(api(root, path, metrics, cwd,
+                                                              args.cold))
+                times.setdefault(("cli", tag), []).append(cli(root, path, metrics, cwd,
+                                                              args.cold))
         cells = []
         for kind in ("api", "cli"):
             mine, theirs = times[(kind, "this")], times[(kind, "other")]
