@@ -1,6 +1,7 @@
-"""Every CRC-32 implementation tieeval may pick (ISA-L's, the system's libdeflate through
-ctypes, zlib's) is zlib's function bit for bit, on every kind of buffer the readers hand
-it; the environment variable picks one; a library that answers wrongly is not used."""
+"""Every CRC-32 implementation tieeval may pick (the deflate package's libdeflate and the
+system's, both through ctypes, ISA-L's, zlib's) is zlib's function bit for bit, on every
+kind of buffer the readers hand it; the environment variable picks one; a library that
+answers wrongly is not used."""
 
 import os
 import subprocess
@@ -12,8 +13,8 @@ import pytest
 
 from tieeval.io import crc32 as crc_module
 
-FOUND = {"isal": crc_module._isal(), "libdeflate": crc_module._libdeflate(),
-         "zlib": zlib.crc32}
+FOUND = {"deflate": crc_module._deflate(), "isal": crc_module._isal(),
+         "libdeflate": crc_module._libdeflate(), "zlib": zlib.crc32}
 AVAILABLE = [name for name, fn in FOUND.items() if fn is not None]
 
 
@@ -46,7 +47,7 @@ def test_a_library_giving_wrong_answers_is_not_used():
     assert crc_module._works(zlib.crc32)
 
 
-@pytest.mark.parametrize("asked", ["zlib", "libdeflate", "isal", "unknown", ""])
+@pytest.mark.parametrize("asked", ["zlib", "libdeflate", "isal", "deflate", "unknown", ""])
 def test_the_environment_variable_picks_one(asked):
     env = {**os.environ, "TIEEVAL_CRC32": asked}
     out = subprocess.run(
@@ -58,10 +59,10 @@ def test_the_environment_variable_picks_one(asked):
     elif asked in AVAILABLE:
         assert out == asked
     else:  # missing or unknown: the fastest found, in the documented order
-        assert out == next(n for n in ("isal", "libdeflate", "zlib") if n in AVAILABLE)
+        assert out == next(n for n in ("deflate", "isal", "libdeflate", "zlib") if n in AVAILABLE)
 
 
-@pytest.mark.parametrize("asked", ["zlib", "libdeflate"])
+@pytest.mark.parametrize("asked", ["zlib", "libdeflate", "deflate"])
 def test_a_damaged_stored_npz_is_refused_whatever_the_implementation(tmp_path, asked):
     if asked not in AVAILABLE:
         pytest.skip(f"{asked} is not on this machine")
@@ -81,3 +82,22 @@ def test_a_damaged_stored_npz_is_refused_whatever_the_implementation(tmp_path, a
     assert res.returncode == 2 and res.stdout == ""  # an input error, no figure
     assert res.stderr == (f"Error: {bad}: corrupted file (member scores.npy: bad CRC-32, "
                           "its bytes are not the ones written)\n")
+
+
+def test_the_deflate_package_is_called_through_ctypes():
+    """The deflate package's own ``crc32`` holds the GIL; its extension's libdeflate,
+    called through ctypes, does not (threads reading different rows check at once)."""
+    pytest.importorskip("deflate")
+    fn = crc_module._deflate()
+    if fn is None:  # a build that does not export libdeflate's functions (Windows)
+        pytest.skip("this deflate build does not export libdeflate_crc32")
+    assert fn.__name__ == "libdeflate_crc32"
+    assert fn(b"123456789") == 0xCBF43926
+
+
+def test_without_the_deflate_package_the_next_one_is_used(monkeypatch):
+    monkeypatch.setitem(sys.modules, "deflate", None)  # an import of it fails
+    assert crc_module._deflate() is None
+    name, fn = crc_module._choose(None)
+    assert name == next(n for n in ("isal", "libdeflate", "zlib") if n in AVAILABLE)
+    assert fn(b"123456789") == 0xCBF43926

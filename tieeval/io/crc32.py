@@ -1,16 +1,21 @@
 """The CRC-32 of a stored NPZ member's bytes: computed, and joined over adjacent pieces,
 so that pieces read out of order (by several threads) still give the CRC-32 of the whole.
 
-:func:`crc32` is the fastest of three implementations of the same function (bit for bit)
-that this machine has: ISA-L's, where the ``isal`` package is installed (``pip install
-"tieeval[fast]"``, about 9 GB/s a core); libdeflate's, where the system has the
-``libdeflate`` shared library (called through :mod:`ctypes`, about 7 GB/s); zlib's
-otherwise (about 2.7 GB/s; ``benchmarks/bench_crc32.py``). It is the one cost of a stored
-NPZ that an NPY does not pay. The environment variable ``TIEEVAL_CRC32`` (``isal``,
-``libdeflate`` or ``zlib``) asks for one (the others where it is missing; zlib's alone for
-``zlib``); :func:`implementation` names the one in use. The choice is made at the first
-CRC-32, not at import; a library that is found but does not give the known CRC-32s of a
-few test strings is not used.
+:func:`crc32` is the fastest of four implementations of the same function (bit for bit)
+that this machine has, tried in this order: libdeflate's as the ``deflate`` package builds
+it into its extension module (``pip install "tieeval[fast]"``: a recent libdeflate, with
+the wide carry-less multiplications of recent x86 cores, about 18 GB/s a core here),
+ISA-L's where the ``isal`` package is installed (about 9 GB/s), libdeflate's where the
+system has the ``libdeflate`` shared library (about 7 GB/s with Debian 12's 1.14), zlib's
+otherwise (about 3 GB/s; ``benchmarks/bench_crc32.py``). Both libdeflates are called
+through :mod:`ctypes`, which releases the GIL for the call, so that threads reading
+different rows compute their CRC-32s at once (the ``deflate`` package's own ``crc32``
+holds it). It is the one cost of a stored NPZ that an NPY does not pay. The environment
+variable ``TIEEVAL_CRC32`` (``deflate``, ``isal``, ``libdeflate`` or ``zlib``) asks for
+one (the others, in order, where it is missing; zlib's alone for ``zlib``);
+:func:`implementation` names the one in use. The choice is made at the first CRC-32, not
+at import; a library that is found but does not give the known CRC-32s of a few test
+strings is not used.
 
 ``combine(crc(A), crc(B), len(B)) == crc(A + B)``: zlib's ``crc32_combine``, which Python's
 zlib does not expose, written as zlib 1.2.12 does it (multiplication modulo the CRC
@@ -42,12 +47,15 @@ def _isal() -> Callable | None:
     return isal_crc32
 
 
-def _libdeflate() -> Callable | None:
-    """``libdeflate_crc32`` from the system's shared library, or None."""
+def _libdeflate(libraries: tuple[str, ...] | None = None) -> Callable | None:
+    """``libdeflate_crc32`` from the first of ``libraries`` that has it (default: the
+    system's shared library), or None."""
     import ctypes
 
     from tieeval.libc import function
-    for name in _LIBDEFLATE.get(sys.platform, ("libdeflate.so.0", "libdeflate.so")):
+    if libraries is None:
+        libraries = _LIBDEFLATE.get(sys.platform, ("libdeflate.so.0", "libdeflate.so"))
+    for name in libraries:
         fn = function("libdeflate_crc32", ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
                       restype=ctypes.c_uint32, library=name)
         if fn is None:
@@ -64,6 +72,18 @@ def _libdeflate() -> Callable | None:
     return None
 
 
+def _deflate() -> Callable | None:
+    """``libdeflate_crc32`` from the ``deflate`` package's extension module (0.8 and
+    later build libdeflate into it, its functions exported), through ctypes, or None:
+    the package not installed, or a build that does not export it (Windows)."""
+    try:
+        from deflate import _deflate as extension
+    except (ImportError, OSError):  # not installed, or its library does not load
+        return None
+    path = getattr(extension, "__file__", None)
+    return _libdeflate((path,)) if path else None
+
+
 def _works(fn: Callable) -> bool:
     try:
         return all(fn(data) == crc for data, crc in _KNOWN) and \
@@ -74,7 +94,7 @@ def _works(fn: Callable) -> bool:
 
 
 def _choose(asked: str | None) -> tuple[str, Callable]:
-    found = {"isal": _isal, "libdeflate": _libdeflate}
+    found = {"deflate": _deflate, "isal": _isal, "libdeflate": _libdeflate}
     order = [] if asked == "zlib" else sorted(found, key=lambda name: name != asked)
     for name in order:
         fn = found[name]()
@@ -94,7 +114,7 @@ def _chosen() -> tuple[str, Callable]:
 
 
 def implementation() -> str:
-    """The CRC-32 in use: ``isal``, ``libdeflate`` or ``zlib``."""
+    """The CRC-32 in use: ``deflate``, ``isal``, ``libdeflate`` or ``zlib``."""
     return _chosen()[0]
 
 
