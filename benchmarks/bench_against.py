@@ -1,7 +1,7 @@
 """This checkout against another one: the same dumps, the same rounds, fresh processes.
 
     python benchmarks/bench_against.py --against DIR [--repeat 7] [--only sampled,graded,...]
-                                       [--cold]
+                                       [--cold] [--jobs N]
 
 ``DIR`` is another checkout of tieeval (``git worktree add /tmp/old <commit>``). Each
 round runs, for this checkout and then for ``DIR`` (``PYTHONPATH`` pointing at it, from a
@@ -25,6 +25,10 @@ API then times its first call (after the import). The environment reaches every 
 both checkouts: ``TIEEVAL_SORT_THREADS=1 python benchmarks/bench_against.py ...`` compares
 them on one thread, ``TIEEVAL_CRC32=zlib`` with zlib's CRC-32.
 
+``--jobs N``: both checkouts run with ``N`` worker processes (``evaluate_path(...,
+jobs=N)``, ``compare --jobs N``): a pool where the machine would not start one (it starts
+none on fewer than 5 cores), to time the workers' reading.
+
 The machine is small and shared: read the ratios, not the seconds.
 """
 
@@ -43,11 +47,12 @@ from _common import HERE
 ROOT = os.path.dirname(HERE)
 API = """
 import sys, time, tieeval
-cold, path, metrics = sys.argv[1] == "cold", sys.argv[2], sys.argv[3:] or None
+cold, jobs, path = sys.argv[1] == "cold", int(sys.argv[2]), sys.argv[3]
+metrics = sys.argv[4:] or None
 if not cold:
-    tieeval.evaluate_path(path, metrics)
+    tieeval.evaluate_path(path, metrics, jobs=jobs)
 t = time.perf_counter()
-tieeval.evaluate_path(path, metrics)
+tieeval.evaluate_path(path, metrics, jobs=jobs)
 print(time.perf_counter() - t)
 """
 
@@ -83,20 +88,24 @@ def drop_caches() -> None:
         out.write("3\n")
 
 
-def api(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False) -> float:
+def api(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False,
+        jobs: int = 1) -> float:
     if cold:
         drop_caches()
-    got = subprocess.run([sys.executable, "-c", API, "cold" if cold else "warm", path,
-                          *metrics], cwd=cwd,
+    got = subprocess.run([sys.executable, "-c", API, "cold" if cold else "warm", str(jobs),
+                          path, *metrics], cwd=cwd,
                          env={**os.environ, "PYTHONPATH": root}, capture_output=True,
                          text=True, check=True)
     return float(got.stdout)
 
 
-def cli(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False) -> float:
+def cli(root: str, path: str, metrics: list[str], cwd: str, cold: bool = False,
+        jobs: int | None = None) -> float:
     if cold:
         drop_caches()
     options = [x for m in metrics for x in ("-m", m)]
+    if jobs is not None:
+        options += ["--jobs", str(jobs)]
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "tieeval", "compare", path, *options, "-q", "-f",
                     "json"], cwd=cwd, env={**os.environ, "PYTHONPATH": root},
@@ -111,6 +120,8 @@ def main() -> None:
     ap.add_argument("--only", default="sampled,graded")
     ap.add_argument("--cold", action="store_true",
                     help="drop the page cache before every run (root only)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="worker processes for both checkouts (default: each's own choice)")
     args = ap.parse_args()
     other = os.path.abspath(args.against)
     if not os.path.isfile(os.path.join(other, "tieeval", "__init__.py")):
@@ -119,7 +130,8 @@ def main() -> None:
     threads = os.environ.get("TIEEVAL_SORT_THREADS")
     print(f"this checkout ({ROOT}) against {other}; medians of {args.repeat} rounds"
           + ("; page cache dropped before every run" if args.cold else "")
-          + (f"; TIEEVAL_SORT_THREADS={threads}" if threads else "") + "\n")
+          + (f"; TIEEVAL_SORT_THREADS={threads}" if threads else "")
+          + (f"; --jobs {args.jobs}" if args.jobs is not None else "") + "\n")
     print("| dump | API s | API s, other | API ratio | CLI s | CLI s, other | CLI ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, path, metrics in dumps(args.only.split(",")):
@@ -128,10 +140,11 @@ def main() -> None:
         times: dict = {}
         for _ in range(args.repeat):
             for tag, root in (("this", ROOT), ("other", other)):
-                times.setdefault(("api", tag), []).append(api(root, path, metrics, cwd,
-                                                              args.cold))
-                times.setdefault(("cli", tag), []).append(cli(root, path, metrics, cwd,
-                                                              args.cold))
+                times.setdefault(("api", tag), []).append(
+                    api(root, path, metrics, cwd, args.cold,
+                        1 if args.jobs is None else args.jobs))
+                times.setdefault(("cli", tag), []).append(
+                    cli(root, path, metrics, cwd, args.cold, args.jobs))
         cells = []
         for kind in ("api", "cli"):
             mine, theirs = times[(kind, "this")], times[(kind, "other")]

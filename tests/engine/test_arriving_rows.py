@@ -6,6 +6,8 @@ short in the middle of a batch reported as before."""
 
 from __future__ import annotations
 
+import json
+import time
 import zipfile
 
 import numpy as np
@@ -212,4 +214,127 @@ def test_a_file_cut_short_during_the_pass(tmp_path, monkeypatch, small_blocks, t
     assert str(err.value) == (f"{path}: the file changed while it was read (it ends "
                               "before the array does)")
     assert all(arrival.reader.fh.closed for _, arrival in batches[:4])
+    dump.end_pass()
+
+
+def _evict(path):
+    """The file's pages out of the page cache (written back first), where the system
+    can: False where it cannot (no posix_fadvise)."""
+    import os
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    os.sync()  # written back: clean pages can be dropped
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_the_page_cache_probe(tmp_path):
+    """RowReader.cached: False for a byte of a file just dropped from the page cache
+    (where the system says), True once it was read; True where it cannot be asked."""
+    import os
+    path, _ = _dump(tmp_path, "npy", rows=4000, cols=300)
+    reader = open_dump(path).parts[0].scores.reader()
+    try:
+        middle = os.path.getsize(path) // 2
+        if not hasattr(os, "RWF_NOWAIT") or not _evict(path):
+            assert reader.cached(middle)  # cannot be asked: as if cached, nothing changes
+            return
+        for _ in range(5):  # pages just written may still be on their way to the disk
+            if not reader.cached(middle):
+                break
+            time.sleep(0.2)
+            _evict(path)
+        else:
+            pytest.skip("this file system keeps the file's pages (or reads without waiting)")
+        reader.fh.seek(middle)
+        reader.fh.read(1)
+        assert reader.cached(middle)
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("suffix", ["npy", "npz"])
+def test_a_batch_not_in_the_page_cache_is_read_at_once_by_threads_together(
+        tmp_path, monkeypatch, small_blocks, suffix):
+    """Several threads at once: a batch whose rows are not in the page cache (the probe
+    says so) is read whole, one request, and counted as it is (no arrival); the result
+    is the same, bit for bit, and a stored member's CRC-32 still covers every row (no
+    second stream of it). One thread, or rows in the cache: block by block."""
+    path, _ = _dump(tmp_path, suffix, rows=2000)
+    want = tieeval.evaluate_path(path, batch_rows=250).to_dict()
+    monkeypatch.setattr(npy.RowReader, "cached", lambda reader, pos: False)
+    streamed: list = []
+    real = npy._stream_crc
+    monkeypatch.setattr(npy, "_stream_crc",
+                        lambda p, name, *a: streamed.append(name) or real(p, name, *a))
+    spy = Spy(monkeypatch)
+    sort_threads.set_threads(2)
+    try:
+        assert tieeval.evaluate_path(path, batch_rows=250).to_dict() == want
+        assert spy.calls == []  # every batch read at once: no arrivals
+        assert "scores.npy" not in streamed
+        dump = open_dump(path)
+        tasks = dump.batch_tasks(250, 1, arriving=True, together=True)
+        batch, arrival = tasks[1]()
+        assert arrival is None and batch.start == 250 and batch.rows == 250
+        dump.end_pass()
+    finally:
+        sort_threads.set_threads(None)
+    sort_threads.set_threads(1)  # one thread: block by block, even from disk
+    try:
+        assert tieeval.evaluate_path(path, batch_rows=250).to_dict() == want
+        assert spy.calls
+    finally:
+        sort_threads.set_threads(None)
+
+
+def test_damage_in_a_batch_read_at_once_from_disk_is_refused(tmp_path, monkeypatch,
+                                                              small_blocks, two_threads):
+    path, _ = _dump(tmp_path, "npz", rows=2000, seed=9)
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("scores.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + 128 + int((info.file_size - 128) * 0.6) // 4 * 4] ^= 0x01
+    bad = str(tmp_path / "bad.npz")
+    open(bad, "wb").write(bytes(data))
+    monkeypatch.setattr(npy.RowReader, "cached", lambda reader, pos: False)
+    with pytest.raises(InputError) as err:
+        tieeval.evaluate_path(bad, batch_rows=400)
+    assert str(err.value) == (f"{bad}: corrupted file (member scores.npy: bad CRC-32, its "
+                              "bytes are not the ones written)")
+
+
+@pytest.mark.parametrize("suffix", ["npy", "npz"])
+def test_a_worker_reads_its_part_block_by_block(tmp_path, monkeypatch, small_blocks,
+                                                suffix):
+    """A worker process's part (``--jobs``): its batches arrive block by block as they
+    are counted, as on the threads of one process; the accumulator is the one of reading
+    each batch at once, bit for bit, and every row of the part arrived once."""
+    from tieeval.engine import parallel
+    from tieeval.io import base
+    monkeypatch.setattr(base, "PART_BYTES", 23 * 4 * 700)
+    monkeypatch.setattr(npy, "PART_BYTES", 23 * 4 * 700)
+    path, _ = _dump(tmp_path, suffix, rows=2000)
+    dump = open_dump(path)
+    assert len(dump.parts) == 3
+    kernel = kernel_for(dump, None)
+    with monkeypatch.context() as patch:
+        patch.setattr(SinglePositiveKernel, "takes_arriving_rows", False)
+        at_once = [parallel._run_part(part, kernel, 150) for part in dump.parts]
+    spy = Spy(monkeypatch)
+    arrived = [parallel._run_part(part, kernel, 150) for part in dump.parts]
+    sort_threads.set_threads(None)  # _run_part set one thread, as in a worker
+    for (acc, rows, nbytes), (want, want_rows, want_nbytes) in zip(arrived, at_once):
+        assert json.dumps(acc.to_state(), sort_keys=True) == json.dumps(
+            want.to_state(), sort_keys=True)
+        assert (rows, nbytes) == (want_rows, want_nbytes)
+    rows = sorted((first + lo, first + hi) for first, lo, hi in spy.calls)
+    assert rows[0][0] == 0 and rows[-1][1] == 2000
+    assert all(hi == nxt for (_, hi), (nxt, _) in zip(rows, rows[1:]))  # once each
+    assert len(spy.calls) > len({first for first, _, _ in spy.calls})  # blocks, not batches
     dump.end_pass()

@@ -234,7 +234,8 @@ def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list
     tasks = getattr(dump, "batch_tasks", None)
     if tasks is None:
         return None
-    return tasks(size, count if automatic else 1, kernel.takes_arriving_rows)
+    return tasks(size, count if automatic else 1, kernel.takes_arriving_rows,
+                 together=count > 1)
 
 
 def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:

@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
 from tieeval.engine import heap
-from tieeval.io.base import Dump
+from tieeval.io.base import Dump, arriving_rows
 from tieeval.kernels import fused, threads
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
@@ -203,9 +203,24 @@ def _shutdown() -> None:
 
 
 def _run_part(part, kernel, batch_rows, fused_on=False):
+    """One part's accumulator, in a worker: its batches one after another, each block of
+    a matrix part read just before it is counted where the kernel takes arriving rows
+    (as the threads of one process read them, :func:`tieeval.engine.local.matrix_tasks`)."""
     fused.use(fused_on)
     threads.set_threads(1)  # the pool's workers already use every core
-    acc = kernel.accumulate(part.batches(batch_rows))
+    arrive = arriving_rows(part) if kernel.takes_arriving_rows else None
+    if arrive is None:
+        acc = kernel.accumulate(part.batches(batch_rows))
+        return acc, acc.instances, part.nbytes
+    acc = kernel.new()
+    step = max(1, batch_rows)
+    for lo in range(part.lo, part.hi, step):
+        batch, arrival = arrive(lo, min(lo + step, part.hi))
+        try:
+            kernel.add(acc, batch, arrival)
+        finally:
+            if arrival is not None:
+                arrival.close()
     return acc, acc.instances, part.nbytes
 
 

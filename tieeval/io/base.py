@@ -227,8 +227,8 @@ class Dump:
             raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
 
-    def batch_tasks(self, batch_rows: int, balance: int = 1, arriving: bool = False
-                    ) -> list | None:
+    def batch_tasks(self, batch_rows: int, balance: int = 1, arriving: bool = False,
+                    together: bool = False) -> list | None:
         """The pass as independent tasks, each a call that reads one batch of rows in the
         thread that runs it, in dump order; None when the dump cannot be read so (its
         parts, if any, read only in order). ``batch_rows``: the most rows of a task;
@@ -238,7 +238,8 @@ class Dump:
         :meth:`end_pass` ends the pass. ``arriving``: each task returns ``(batch,
         arrival)``, the batch's scores read by ``arrival(lo, hi)`` as they are wanted
         (:class:`tieeval.io.npy.Arrival`; None where the part reads them at once), which
-        the caller closes."""
+        the caller closes; ``together``: the tasks run on several threads at once, and a
+        batch not in the page cache is read at once (``MatrixPart.arriving_rows``)."""
         parts = self.parts
         # the part's own class says so: a wrapper that adds fields to a part's batches
         # (relevance members) hands other attributes on to the part, but not this one
@@ -258,11 +259,8 @@ class Dump:
             bounds = list(range(lo, hi, size)) + [hi]
         read = first.read_rows
         if arriving:
-            # only a part whose own class reads the rows both ways: a wrapper that fills
-            # fields of a part's batches (a ranking, relevance) hands arriving_rows on to
-            # the part it wraps, which knows nothing of those fields
-            own = vars(type(first))
-            read = (first.arriving_rows if "arriving_rows" in own and "read_rows" in own
+            arrive = arriving_rows(first)
+            read = (functools.partial(arrive, cold_at_once=together) if arrive is not None
                     else functools.partial(_at_once, read))
         return [functools.partial(read, start, stop)
                 for start, stop in zip(bounds[:-1], bounds[1:])]
@@ -284,6 +282,16 @@ class Dump:
         finally:
             from tieeval.io import buffers  # the pass is over: its batch buffers go
             buffers.release()
+
+
+def arriving_rows(part):
+    """The part's ``arriving_rows(lo, hi, cold_at_once=False)`` (a batch and the
+    :class:`tieeval.io.npy.Arrival` that reads its scores as they are counted), or None:
+    only a part whose own class reads the rows both ways -- a wrapper that fills fields of
+    a part's batches (a ranking, relevance) hands ``arriving_rows`` on to the part it
+    wraps, which knows nothing of those fields."""
+    own = vars(type(part))
+    return part.arriving_rows if "arriving_rows" in own and "read_rows" in own else None
 
 
 def _at_once(read, lo: int, hi: int) -> tuple[Batch, None]:

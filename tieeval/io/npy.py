@@ -98,6 +98,21 @@ class RowReader:
             done += got
         return None
 
+    def cached(self, pos: int) -> bool:
+        """Whether the byte at file offset ``pos`` is in the page cache: a read of it
+        that may not wait for the disk (``RWF_NOWAIT``; Linux). True where that cannot be
+        asked (another system, a file system that does not say): then nothing changes."""
+        flag = getattr(os, "RWF_NOWAIT", None)
+        if flag is None:
+            return True
+        try:
+            os.preadv(self.fh.fileno(), [bytearray(1)], pos, flag)
+        except BlockingIOError:  # EAGAIN: the read would wait for the disk
+            return False
+        except OSError:  # EOPNOTSUPP, EINVAL (an older kernel): cannot tell
+            return True
+        return True
+
     def rows(self, lo: int, hi: int) -> np.ndarray:
         spec = self.spec
         n = max(0, hi - lo)
@@ -349,15 +364,25 @@ class MatrixPart:
     def nbytes(self) -> int:
         return self.rows * self.scores.row_bytes
 
-    def arriving_rows(self, lo: int, hi: int) -> tuple[Batch, Arrival | None]:
+    def arriving_rows(self, lo: int, hi: int, cold_at_once: bool = False
+                      ) -> tuple[Batch, Arrival | None]:
         """Rows ``lo..hi`` as one batch whose scores are read later, as a kernel counts
         them (:class:`Arrival`, which the caller closes), in the calling thread; a
-        Fortran-order matrix is read at once (no arrival)."""
+        Fortran-order matrix is read at once (no arrival). ``cold_at_once`` (other
+        threads read other batches at the same time): a batch whose rows are not in the
+        page cache is read at once too, one request for the whole batch, which a disk
+        serves faster than several threads reading cache-sized blocks from several places
+        (``benchmarks/bench_against.py --cold``); alone, block by block is the faster
+        from disk too (the kernel's readahead overlaps the disk with the counts)."""
         spec = self.scores
         if spec.fortran:
             return self.read_rows(lo, hi), None
         reader = spec.reader()
         try:
+            if cold_at_once and hi > lo and not reader.cached(
+                    spec.offset + hi * spec.row_bytes - 1):  # the batch's last byte
+                reader.close()
+                return self.read_rows(lo, hi), None
             out = buffers.empty((max(0, hi - lo),) + tuple(int(x) for x in spec.shape[1:]),
                                 spec.dtype)
             positive = self.positive.reader() if self.positive is not None else None
