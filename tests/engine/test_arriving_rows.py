@@ -337,4 +337,13 @@ def test_a_worker_reads_its_part_block_by_block(tmp_path, monkeypatch, small_blo
     assert rows[0][0] == 0 and rows[-1][1] == 2000
     assert all(hi == nxt for (_, hi), (nxt, _) in zip(rows, rows[1:]))  # once each
     assert len(spy.calls) > len({first for first, _, _ in spy.calls})  # blocks, not batches
+    # the other workers read at the same time: a batch not in the page cache at once
+    spy.calls.clear()
+    monkeypatch.setattr(npy.RowReader, "cached", lambda reader, pos: False)
+    from_disk = [parallel._run_part(part, kernel, 150) for part in dump.parts]
+    sort_threads.set_threads(None)
+    assert spy.calls == []
+    for (acc, _, _), (want, _, _) in zip(from_disk, at_once):
+        assert json.dumps(acc.to_state(), sort_keys=True) == json.dumps(
+            want.to_state(), sort_keys=True)
     dump.end_pass()

@@ -205,7 +205,8 @@ def _shutdown() -> None:
 def _run_part(part, kernel, batch_rows, fused_on=False):
     """One part's accumulator, in a worker: its batches one after another, each block of
     a matrix part read just before it is counted where the kernel takes arriving rows
-    (as the threads of one process read them, :func:`tieeval.engine.local.matrix_tasks`)."""
+    (as the threads of one process read them, :func:`tieeval.engine.local.matrix_tasks`),
+    a batch not in the page cache at once (the other workers read at the same time)."""
     fused.use(fused_on)
     threads.set_threads(1)  # the pool's workers already use every core
     arrive = arriving_rows(part) if kernel.takes_arriving_rows else None
@@ -215,7 +216,7 @@ def _run_part(part, kernel, batch_rows, fused_on=False):
     acc = kernel.new()
     step = max(1, batch_rows)
     for lo in range(part.lo, part.hi, step):
-        batch, arrival = arrive(lo, min(lo + step, part.hi))
+        batch, arrival = arrive(lo, min(lo + step, part.hi), cold_at_once=True)
         try:
             kernel.add(acc, batch, arrival)
         finally:

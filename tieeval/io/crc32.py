@@ -5,17 +5,17 @@ so that pieces read out of order (by several threads) still give the CRC-32 of t
 that this machine has, tried in this order: libdeflate's as the ``deflate`` package builds
 it into its extension module (``pip install "tieeval[fast]"``: a recent libdeflate, with
 the wide carry-less multiplications of recent x86 cores, about 18 GB/s a core here),
-ISA-L's where the ``isal`` package is installed (about 9 GB/s), libdeflate's where the
-system has the ``libdeflate`` shared library (about 7 GB/s with Debian 12's 1.14), zlib's
-otherwise (about 3 GB/s; ``benchmarks/bench_crc32.py``). Both libdeflates are called
-through :mod:`ctypes`, which releases the GIL for the call, so that threads reading
-different rows compute their CRC-32s at once (the ``deflate`` package's own ``crc32``
-holds it). It is the one cost of a stored NPZ that an NPY does not pay. The environment
-variable ``TIEEVAL_CRC32`` (``deflate``, ``isal``, ``libdeflate`` or ``zlib``) asks for
-one (the others, in order, where it is missing; zlib's alone for ``zlib``);
-:func:`implementation` names the one in use. The choice is made at the first CRC-32, not
-at import; a library that is found but does not give the known CRC-32s of a few test
-strings is not used.
+ISA-L's where the ``isal`` package is installed (about 10 GB/s), libdeflate's where the
+system has the ``libdeflate`` shared library (about 9 GB/s with Debian 12's 1.14), zlib's
+otherwise (about 3 GB/s; ``benchmarks/bench_crc32.py``, on pieces in cache). Both
+libdeflates are called through :mod:`ctypes`, which releases the GIL for the call, so
+that threads reading different rows compute their CRC-32s at once (the ``deflate``
+package's own ``crc32`` holds it). It is the one cost of a stored NPZ that an NPY does
+not pay. The environment variable ``TIEEVAL_CRC32`` (``deflate``, ``isal``,
+``libdeflate`` or ``zlib``) asks for one (the others, in order, where it is missing;
+zlib's alone for ``zlib``); :func:`implementation` names the one in use. The choice is
+made at the first CRC-32, not at import; a library that is found but does not give the
+known CRC-32s of a few test strings is not used.
 
 ``combine(crc(A), crc(B), len(B)) == crc(A + B)``: zlib's ``crc32_combine``, which Python's
 zlib does not expose, written as zlib 1.2.12 does it (multiplication modulo the CRC
