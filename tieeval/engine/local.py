@@ -253,11 +253,7 @@ def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulat
             kernel.add(part, batch)
             return part, batch.rows, batch.nbytes
         batch, arrival = task()  # the scores read block by block as they are counted
-        try:
-            kernel.add(part, batch, arrival)  # type: ignore[call-arg]
-        finally:
-            if arrival is not None:
-                arrival.close()
+        kernel.add_arrived(part, batch, arrival)
         return part, batch.rows, batch.nbytes
     acc = kernel.new()
     try:

@@ -216,12 +216,7 @@ def _run_part(part, kernel, batch_rows, fused_on=False):
     acc = kernel.new()
     step = max(1, batch_rows)
     for lo in range(part.lo, part.hi, step):
-        batch, arrival = arrive(lo, min(lo + step, part.hi), cold_at_once=True)
-        try:
-            kernel.add(acc, batch, arrival)
-        finally:
-            if arrival is not None:
-                arrival.close()
+        kernel.add_arrived(acc, *arrive(lo, min(lo + step, part.hi), cold_at_once=True))
     return acc, acc.instances, part.nbytes
 
 

@@ -379,12 +379,12 @@ class MatrixPart:
             return self.read_rows(lo, hi), None
         reader = spec.reader()
         try:
-            if cold_at_once and hi > lo and not reader.cached(
-                    spec.offset + hi * spec.row_bytes - 1):  # the batch's last byte
-                reader.close()
-                return self.read_rows(lo, hi), None
-            out = buffers.empty((max(0, hi - lo),) + tuple(int(x) for x in spec.shape[1:]),
-                                spec.dtype)
+            # the batch's last byte not in the page cache: every row read now
+            now = cold_at_once and hi > lo and not reader.cached(
+                spec.offset + hi * spec.row_bytes - 1)
+            out = (reader.rows(lo, hi) if now else
+                   buffers.empty((max(0, hi - lo),) + tuple(int(x) for x in spec.shape[1:]),
+                                 spec.dtype))
             positive = self.positive.reader() if self.positive is not None else None
             try:
                 batch = self._batch(lo, hi, out, positive)
@@ -394,6 +394,9 @@ class MatrixPart:
         except BaseException:
             reader.close()
             raise
+        if now:
+            reader.close()
+            return batch, None
         return batch, Arrival(reader, out, lo)
 
     def _batch(self, start: int, stop: int, block: np.ndarray, positive) -> Batch:

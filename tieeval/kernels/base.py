@@ -176,6 +176,19 @@ class Kernel(ABC):
     def add(self, acc: Accumulator, batch: Batch) -> None:
         """Add one batch's rows to ``acc``."""
 
+    def add_arrived(self, acc: Accumulator, batch: Batch, arrival) -> None:
+        """:meth:`add` of a batch whose scores ``arrival`` reads as they are counted (a
+        kernel that :attr:`takes_arriving_rows`; None: the batch was read at once), the
+        arrival closed afterwards (its file, and a stored member's CRC-32 handed on),
+        whatever happens."""
+        if arrival is None:
+            self.add(acc, batch)
+            return
+        try:
+            self.add(acc, batch, arrival)  # type: ignore[call-arg]
+        finally:
+            arrival.close()
+
     @abstractmethod
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         """Per-instance values of every entry (in :attr:`entries` order) for one batch."""
