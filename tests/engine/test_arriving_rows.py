@@ -21,6 +21,7 @@ from tieeval.io.open import open_dump
 from tieeval.kernels import counts
 from tieeval.kernels import threads as sort_threads
 from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.records.batch import Batch
 
 
 @pytest.fixture()
@@ -49,15 +50,19 @@ def _dump(tmp_path, suffix, rows=1500, cols=23, seed=3):
 
 
 class Spy:
-    """Arrival.__call__ recorded: (the batch's first dump row, lo, hi) per call."""
+    """Arrival.__call__ recorded: (the batch's first dump row, lo, hi) per call, and in
+    ``into`` the calls that read into a work array instead of the batch."""
 
     def __init__(self, monkeypatch):
         self.calls: list = []
+        self.into: list = []
         real = npy.Arrival.__call__
 
-        def call(arrival, lo, hi):
+        def call(arrival, lo, hi, into=None):
             self.calls.append((arrival.lo, lo, hi))
-            return real(arrival, lo, hi)
+            if into is not None:
+                self.into.append((arrival.lo, lo, hi))
+            return real(arrival, lo, hi, into)
         monkeypatch.setattr(npy.Arrival, "__call__", call)
 
 
@@ -347,3 +352,148 @@ def test_a_worker_reads_its_part_block_by_block(tmp_path, monkeypatch, small_blo
         assert json.dumps(acc.to_state(), sort_keys=True) == json.dumps(
             want.to_state(), sort_keys=True)
     dump.end_pass()
+
+
+def _mixed(rows=400, cols=23, seed=5):
+    """Scores whose rows come in runs: tie-free runs (distinct values) and runs where
+    the positive (column 0) ties with others, so that a batch has blocks of both."""
+    rng = np.random.default_rng(seed)
+    scores = rng.permuted(np.tile(np.arange(cols, dtype=np.float32), (rows, 1)), axis=1)
+    for lo in range(60, rows, 150):  # 50 rows of ties every 150 rows
+        scores[lo:lo + 50] = rng.integers(0, 3, size=(min(50, rows - lo), cols))
+    return scores
+
+
+def test_blocks_read_into_a_work_array_keep_only_the_tied_rows(small_blocks):
+    """``dense_counts(keep=False)``: each block read into a reused work array, only the
+    rows whose positive is tied put into the batch (they are sorted); where most of a
+    block's rows were tied the next block is read into the batch itself. The counts and
+    the original ranks are the ones of the whole matrix, bit for bit."""
+    scores = _mixed()
+    positive = np.zeros(len(scores), dtype=np.int64)
+    want = counts.dense_counts(scores, positive)
+    batch = np.full_like(scores, -7.0)  # rows never read stay -7
+    reads: list = []
+
+    def arrive(lo, hi, into=None):
+        reads.append((lo, hi, into is not None))
+        (batch[lo:hi] if into is None else into)[...] = scores[lo:hi]
+    got = counts.dense_counts(batch, positive, arrive=arrive, keep=False)
+    for field in ("a", "b", "n", "top", "original"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert [(lo, hi) for lo, hi, _ in reads] == [
+        (lo, min(lo + 5, len(scores))) for lo in range(0, len(scores), 5)]  # 128 // 23
+    tied = want.b > 1
+    assert np.array_equal(batch[tied], scores[tied])  # every tied row is there
+    direct = np.zeros(len(scores), dtype=bool)
+    for lo, hi, into in reads:
+        direct[lo:hi] = not into
+    assert (batch[~tied & ~direct] == -7.0).all()  # untied rows read elsewhere: not kept
+    assert reads[0][2]  # the first block into the work array
+    # after a block of mostly tied rows, the next one straight into the batch
+    for (lo, hi, _), (_, _, into) in zip(reads, reads[1:]):
+        assert into == (2 * int(tied[lo:hi].sum()) <= hi - lo)
+    assert direct.any() and (~direct).any()
+    with_keep = np.full_like(scores, -7.0)
+
+    def arrive_kept(lo, hi, into=None):
+        assert into is None
+        with_keep[lo:hi] = scores[lo:hi]
+    kept = counts.dense_counts(with_keep, positive, arrive=arrive_kept)
+    assert np.array_equal(kept.original, want.original)
+    assert np.array_equal(with_keep, scores)  # keep=True: every row in the batch
+
+
+@pytest.mark.parametrize("suffix", ["npy", "npz"])
+def test_a_work_array_read_gives_the_at_once_result(tmp_path, monkeypatch, small_blocks,
+                                                    two_threads, suffix):
+    """Batches whose rows are read into a work array (nothing but the counts looks at
+    them): the result of reading each batch at once, bit for bit, with the hints of a
+    defaulted positive (the first 2,048 rows keep theirs), and a stored member's CRC-32
+    chained over the blocks (not streamed again); damage still refused."""
+    scores = _mixed(rows=3000)  # column 0 ranks like any candidate: the hints warn
+    path = str(tmp_path / f"d.{suffix}")
+    if suffix == "npy":
+        np.save(path, scores)
+    else:
+        np.savez(path, scores=scores, positive=np.zeros(3000, dtype=np.int64))
+    with monkeypatch.context() as patch:
+        patch.setattr(SinglePositiveKernel, "takes_arriving_rows", False)
+        want = tieeval.evaluate_path(path, batch_rows=250)
+        at_once = (want.to_dict(), want.warnings)
+    streamed: list = []
+    real = npy._stream_crc
+    monkeypatch.setattr(npy, "_stream_crc",
+                        lambda p, name, *a: streamed.append(name) or real(p, name, *a))
+    spy = Spy(monkeypatch)
+    got = tieeval.evaluate_path(path, batch_rows=250)
+    assert (got.to_dict(), got.warnings) == at_once
+    assert spy.into  # some blocks went through the work array
+    if suffix == "npy":
+        assert "ranks like a random candidate" in " ".join(want.warnings)
+        assert min(first for first, _, _ in spy.into) >= 2048  # the hints' rows kept
+    else:
+        assert min(first for first, _, _ in spy.into) == 0
+        assert "scores.npy" not in streamed
+        data = bytearray(open(path, "rb").read())
+        with zipfile.ZipFile(path) as z:
+            info = z.getinfo("scores.npy")
+        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+        data[start + 128 + (info.file_size - 128) * 3 // 4 // 4 * 4] ^= 0x01
+        bad = str(tmp_path / "bad.npz")
+        open(bad, "wb").write(bytes(data))
+        with pytest.raises(InputError) as err:
+            tieeval.evaluate_path(bad, batch_rows=250)
+        assert str(err.value) == (f"{bad}: corrupted file (member scores.npy: bad CRC-32, "
+                                  "its bytes are not the ones written)")
+
+
+def test_what_looks_at_the_scores_after_the_counts_keeps_them():
+    """:meth:`SinglePositiveKernel.scores_wanted`: the batches whose scores something
+    looks at after the counts keep every row -- the hints' first 2,048 rows of a
+    defaulted positive, the duplicate items check, a ranking the dump carries, a what-if
+    -- and no other."""
+    from dataclasses import replace
+
+    from tieeval.kernels.base import EvalSpec
+    from tieeval.kernels.choose import resolve_metrics
+    from tieeval.kernels.hints import HINT_ROWS
+    spec = EvalSpec(metrics=tuple(resolve_metrics(None, None)), path="d.npy")
+    kernel = SinglePositiveKernel(spec)
+    acc = kernel.new()
+    batch = Batch(np.zeros((4, 3), np.float32), np.zeros(4, np.int64), start=0)
+    assert not kernel.scores_wanted(acc, batch)
+    defaulted = replace(batch, positive_defaulted=True)
+    assert kernel.scores_wanted(acc, defaulted)
+    assert kernel.scores_wanted(acc, replace(defaulted, start=HINT_ROWS - 1))
+    assert not kernel.scores_wanted(acc, replace(defaulted, start=HINT_ROWS))
+    for rule in ("given", "topk"):
+        assert SinglePositiveKernel(replace(spec, original=rule)).scores_wanted(acc, batch)
+    for rule in ("argsort", "stable", "reverse-stable"):
+        assert not SinglePositiveKernel(replace(spec, original=rule)).scores_wanted(
+            acc, batch)
+    with_items = replace(batch, items=np.zeros((4, 3), np.int64))
+    assert not kernel.scores_wanted(acc, with_items)  # no duplicates check asked
+    acc.duplicates = object()
+    assert kernel.scores_wanted(acc, with_items)
+
+
+def test_a_piece_whose_bytes_are_gone_joins_or_breaks_the_chain(tmp_path):
+    """``StreamCrc.feed_gone``: a piece counted already is ignored, one that follows the
+    chain joins it, one that overlaps it leaves the chain incomplete (the member is then
+    streamed by the check)."""
+    import zlib
+    data = bytes(range(256)) * 8
+    crc = npy.StreamCrc("f", "m", 100, len(data), zlib.crc32(data))
+    crc.feed(100, memoryview(data[:512]))
+    crc.feed_gone(100, 256, zlib.crc32(data[:256]))  # counted already
+    crc.feed_gone(612, 512, zlib.crc32(data[512:1024]))  # follows: joins
+    assert crc.next == 1124
+    crc.feed_gone(1636, 512, zlib.crc32(data[1536:]))  # ahead: waits
+    crc.feed(1124, memoryview(data[1024:1536]))
+    assert crc.next == crc.end
+    crc.check()
+    broken = npy.StreamCrc("f", "m", 100, len(data), zlib.crc32(data))
+    broken.feed(100, memoryview(data[:512]))
+    broken.feed_gone(356, 512, zlib.crc32(data[256:768]))  # overlaps what it has
+    assert broken.next == -1

@@ -152,16 +152,30 @@ class Arrival:
         self.reader, self.out, self.lo = reader, out, lo
         self.start = self.next = -1  # file offsets of the chained pieces, and their CRC
         self.crc = 0
+        self.kept = True  # every row read is still in ``out`` (none read elsewhere)
 
-    def __call__(self, lo: int, hi: int) -> None:
+    def __call__(self, lo: int, hi: int, into: np.ndarray | None = None) -> None:
+        """Read the batch's rows ``lo..hi`` into its scores array, or into ``into`` (an
+        array of exactly those rows: a kernel's cache-sized work array, reused for the
+        next rows, so that only the rows it keeps travel on to memory)."""
         spec = self.reader.spec
-        rows = self.out[lo:hi]
+        rows = self.out[lo:hi] if into is None else into
+        if rows.nbytes != (hi - lo) * spec.row_bytes:
+            raise ValueError(f"rows {lo}..{hi} do not fit an array of {rows.nbytes} bytes")
         if not rows.size:
             return
+        if into is not None:
+            self.kept = False  # the chain's bytes are not all in ``out``
         view = memoryview(rows.reshape(-1)).cast("B")  # type: ignore[arg-type]
         pos = spec.offset + (self.lo + lo) * spec.row_bytes
         if spec.crc is None:
             self.reader._fill(view, pos)
+            return
+        if pos < spec.crc.next:
+            # rows the member has counted already (read before the pass): this piece goes
+            # to it now, with its bytes (it counts the rest of them), outside the chain
+            self._hand_over()
+            spec.crc.feed(pos, view, self.reader._fill(view, pos, 0))
             return
         if pos != self.next:  # not the next piece: the chain so far goes to the member
             self._hand_over()
@@ -173,11 +187,15 @@ class Arrival:
     def _hand_over(self) -> None:
         spec = self.reader.spec
         if spec.crc is not None and self.next > self.start >= 0:
-            # the bytes go too: the member may have counted some of them already (rows
-            # read before the pass), and then computes the CRC-32 of the rest itself
-            first = spec.offset + self.lo * spec.row_bytes
-            data = memoryview(self.out.reshape(-1)).cast("B")  # type: ignore[arg-type]
-            spec.crc.feed(self.start, data[self.start - first:self.next - first], self.crc)
+            if not self.kept:  # the bytes were read into a work array and are gone
+                spec.crc.feed_gone(self.start, self.next - self.start, self.crc)
+            else:
+                # the bytes go too: the member may have counted some of them already
+                # (rows read before the pass), and then computes the CRC-32 of the rest
+                first = spec.offset + self.lo * spec.row_bytes
+                data = memoryview(self.out.reshape(-1)).cast("B")  # type: ignore[arg-type]
+                spec.crc.feed(self.start, data[self.start - first:self.next - first],
+                              self.crc)
         self.start = self.next = -1
 
     def close(self) -> None:
@@ -228,13 +246,26 @@ class StreamCrc:
             # outside the lock (the CRC releases the GIL): threads that read different
             # rows compute theirs at once, and the chain joins them in order
             own = crc32(data)
+        self._add(pos, len(data), own)
+
+    def feed_gone(self, pos: int, size: int, own: int) -> None:
+        """``size`` bytes of the member at file offset ``pos`` whose CRC-32 ``own`` the
+        reader computed as it read them, the bytes themselves no longer at hand: a piece
+        that overlaps what the chain already counted leaves the chain incomplete (and
+        :meth:`check` streams the member)."""
+        with self._lock:
+            if self.next < 0 or self.next - pos >= size:
+                return
+        self._add(pos, size, own)
+
+    def _add(self, pos: int, size: int, own: int) -> None:
         with self._lock:
             if self.next < 0:
                 return
             if pos < self.next or pos in self.waiting:
                 self.next = -1  # overlapping pieces: check() streams the member instead
                 return
-            self.waiting[pos] = (len(data), own)
+            self.waiting[pos] = (size, own)
             self._join()
 
     def _join(self) -> None:
