@@ -41,8 +41,16 @@ def discount_prefix(kmax: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _H_TABLE = 4096
-_H_EXACT = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1))
-_H2_EXACT = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1) ** 2)
+
+
+@functools.cache
+def _h_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``H_n`` and ``H2_n`` for n = 0..4096, compensated; made on first use (a few ms of
+    Python loop that a run without tied positives never needs)."""
+    h = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1))
+    h2 = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1) ** 2)
+    h.flags.writeable = h2.flags.writeable = False
+    return h, h2
 _EULER = 0.57721566490153286061
 
 
@@ -69,12 +77,12 @@ def _harmonic2_series(x: np.ndarray) -> np.ndarray:
 
 def harmonic(n: np.ndarray) -> np.ndarray:
     """``H[n] = sum_{j<=n} 1/j`` for int64 n >= 0: table below 4096, asymptotic series above."""
-    return _tabulated(n, _H_EXACT, _harmonic_series)
+    return _tabulated(n, _h_tables()[0], _harmonic_series)
 
 
 def harmonic2(n: np.ndarray) -> np.ndarray:
     """``H2[n] = sum_{j<=n} 1/j**2``: table below 4096, asymptotic series above."""
-    return _tabulated(n, _H2_EXACT, _harmonic2_series)
+    return _tabulated(n, _h_tables()[1], _harmonic2_series)
 
 
 def recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
