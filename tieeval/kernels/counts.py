@@ -78,8 +78,9 @@ def _negated(scores: np.ndarray) -> np.ndarray:
 # Rows are processed in blocks of about this many scores (2 MB of float32), so the few
 # passes of the kernel over a block (row max, > and == the positive, == the max) hit cache
 # instead of memory: one trip through memory per batch. Each block costs some 50 us of
-# calls besides: 1 MB blocks were 1.04-1.3x slower than 2 MB ones end to end (4 MB ones
-# slower again on 101-wide rows, whose transposed copy leaves the cache).
+# calls besides: 1 MB blocks took 1.03-1.17x the time of 2 MB ones end to end, 4 MB ones
+# up to 1.28x on 101-wide rows, whose transposed copy leaves the cache
+# (benchmarks/bench_blocks.py).
 BLOCK_SCORES = 1 << 19
 # Comparisons are written as booleans (a comparison into a float array costs several times
 # more: a cast per value) and summed per row as 0/1 bytes into uint16, exact while a row

@@ -95,7 +95,8 @@ class SinglePositiveKernel(Kernel):
     def scores_wanted(self, acc: Accumulator, batch: Batch) -> bool:
         """Whether anything but the counts looks at the batch's scores once they are
         counted: the hints of a defaulted positive (the dump's first rows), the duplicate
-        items check, a ranking the dump carries (``--original given`` / ``topk``). If not,
+        items check, a ranking the dump carries (``--original given`` / ``topk``), a
+        what-if. If not,
         arriving rows stay in the cache and only the tied ones are kept
         (:func:`dense_counts`'s ``keep``)."""
         from tieeval.kernels.hints import HINT_ROWS

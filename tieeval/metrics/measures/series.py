@@ -51,6 +51,8 @@ def _h_tables() -> tuple[np.ndarray, np.ndarray]:
     h2 = _prefix_sums(1.0 / np.arange(1, _H_TABLE + 1) ** 2)
     h.flags.writeable = h2.flags.writeable = False
     return h, h2
+
+
 _EULER = 0.57721566490153286061
 
 
