@@ -497,3 +497,47 @@ def test_a_piece_whose_bytes_are_gone_joins_or_breaks_the_chain(tmp_path):
     broken.feed(100, memoryview(data[:512]))
     broken.feed_gone(356, 512, zlib.crc32(data[256:768]))  # overlaps what it has
     assert broken.next == -1
+
+
+@pytest.mark.parametrize("row", [1733, 2733])  # a batch that keeps its rows, one that does not
+def test_a_nan_read_into_the_work_array_names_its_row(tmp_path, small_blocks, two_threads,
+                                                       row):
+    """Rows past the hints' first 2,048 go through the work array: a NaN there names its
+    dump row as before."""
+    rng = np.random.default_rng(4)
+    scores = rng.random((3000, 23)).astype(np.float32)
+    scores[row, 3] = np.nan
+    path = str(tmp_path / "d.npy")  # a defaulted positive: the first 2,048 rows kept
+    np.save(path, scores)
+    with pytest.raises(InputError) as err:
+        tieeval.evaluate_path(path, batch_rows=500)
+    assert str(err.value) == (f"{path}: row {row}: NaN score (pass --nan-policy worst to "
+                              "rank NaN below every score)")
+
+
+def test_a_file_cut_short_while_read_into_the_work_array(tmp_path, monkeypatch,
+                                                          small_blocks, two_threads):
+    """The file shrinks after the batches were planned; the rows that are no longer
+    there were to be read into the work array: the one-line error, every file closed."""
+    path = str(tmp_path / "d.npy")  # past the hints' first 2,048 rows: the work array
+    scores = np.random.default_rng(6).random((3000, 23)).astype(np.float32)
+    scores[:, 0] += 0.5  # a real positive in column 0
+    np.save(path, scores)
+    dump = open_dump(path)
+    tasks = dump.batch_tasks(500, 1, arriving=True)
+    spec = dump.parts[0].scores
+    with open(path, "r+b") as fh:
+        fh.truncate(spec.offset + spec.row_bytes * 2700)
+    kernel = kernel_for(dump, None)
+    spy = Spy(monkeypatch)
+    batches = [task() for task in tasks]
+    with pytest.raises(InputError) as err:
+        for batch, arrival in batches:
+            try:
+                kernel.add(kernel.new(), batch, arrival)
+            finally:
+                arrival.close()
+    assert str(err.value) == (f"{path}: the file changed while it was read (it ends "
+                              "before the array does)")
+    assert spy.into and all(arrival.reader.fh.closed for _, arrival in batches[:6])
+    dump.end_pass()
