@@ -7,6 +7,7 @@ short in the middle of a batch reported as before."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import zipfile
 
@@ -47,6 +48,25 @@ def _dump(tmp_path, suffix, rows=1500, cols=23, seed=3):
     else:
         np.savez(path, scores=scores, positive=positive)
     return path, scores
+
+
+def _damaged(path, where):
+    """A copy of the stored NPZ ``path`` (beside it, ``bad.npz``) with one low mantissa
+    bit of a score flipped, ``where`` (0-1) into its scores member: still a valid float,
+    caught only by the member's CRC-32."""
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("scores.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + 128 + int((info.file_size - 128) * where) // 4 * 4] ^= 0x01
+    bad = os.path.join(os.path.dirname(path), "bad.npz")
+    open(bad, "wb").write(bytes(data))
+    return bad
+
+
+def _bad_crc(bad):
+    return (f"{bad}: corrupted file (member scores.npy: bad CRC-32, its bytes are not the "
+            "ones written)")
 
 
 class Spy:
@@ -151,18 +171,10 @@ def test_the_stored_member_is_not_read_twice(tmp_path, monkeypatch, small_blocks
 @pytest.mark.parametrize("where", [0.31, 0.5, 0.97])  # bytes into the member
 def test_damage_inside_a_batch_is_refused(tmp_path, small_blocks, two_threads, where):
     path, scores = _dump(tmp_path, "npz", rows=2000, seed=9)
-    data = bytearray(open(path, "rb").read())
-    with zipfile.ZipFile(path) as z:
-        info = z.getinfo("scores.npy")
-    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
-    # a low mantissa bit of a score in the middle of some batch: still a valid float
-    data[start + 128 + int((info.file_size - 128) * where) // 4 * 4] ^= 0x01
-    bad = str(tmp_path / "bad.npz")
-    open(bad, "wb").write(bytes(data))
+    bad = _damaged(path, where)  # a score in the middle of some batch
     with pytest.raises(InputError) as err:
         tieeval.evaluate_path(bad, batch_rows=400)
-    assert str(err.value) == (f"{bad}: corrupted file (member scores.npy: bad CRC-32, its "
-                              "bytes are not the ones written)")
+    assert str(err.value) == _bad_crc(bad)
 
 
 def test_rows_read_before_the_pass_join_the_chain(tmp_path, small_blocks):
@@ -200,15 +212,19 @@ def test_a_nan_in_a_later_block_names_its_row(tmp_path, small_blocks, two_thread
                               "rank NaN below every score)")
 
 
-def test_a_file_cut_short_during_the_pass(tmp_path, monkeypatch, small_blocks, two_threads):
+@pytest.mark.parametrize("rows, cut", [(2000, 1700), (3000, 2700)])
+def test_a_file_cut_short_during_the_pass(tmp_path, monkeypatch, small_blocks, two_threads,
+                                          rows, cut):
     """The file shrinks after the batches were planned: the block that is no longer
-    there gives the one-line error, and its file is closed."""
-    path, _ = _dump(tmp_path, "npy", rows=2000)
+    there gives the one-line error, and its file is closed -- read into its batch (the
+    hints' first 2,048 rows) or into the work array (past them)."""
+    path, _ = _dump(tmp_path, "npy", rows=rows)
     dump = open_dump(path)
     tasks = dump.batch_tasks(500, 1, arriving=True)
     with open(path, "r+b") as fh:
-        fh.truncate(128 + 23 * 4 * 1700)
+        fh.truncate(128 + 23 * 4 * cut)
     kernel = kernel_for(dump, None)
+    spy = Spy(monkeypatch)
     batches = [task() for task in tasks]
     with pytest.raises(InputError) as err:
         for batch, arrival in batches:
@@ -218,7 +234,8 @@ def test_a_file_cut_short_during_the_pass(tmp_path, monkeypatch, small_blocks, t
                 arrival.close()
     assert str(err.value) == (f"{path}: the file changed while it was read (it ends "
                               "before the array does)")
-    assert all(arrival.reader.fh.closed for _, arrival in batches[:4])
+    assert all(arrival.reader.fh.closed for _, arrival in batches[:cut // 500 + 1])
+    assert bool(spy.into) == (cut > 2048)
     dump.end_pass()
 
 
@@ -300,18 +317,11 @@ def test_a_batch_not_in_the_page_cache_is_read_at_once_by_threads_together(
 def test_damage_in_a_batch_read_at_once_from_disk_is_refused(tmp_path, monkeypatch,
                                                               small_blocks, two_threads):
     path, _ = _dump(tmp_path, "npz", rows=2000, seed=9)
-    data = bytearray(open(path, "rb").read())
-    with zipfile.ZipFile(path) as z:
-        info = z.getinfo("scores.npy")
-    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
-    data[start + 128 + int((info.file_size - 128) * 0.6) // 4 * 4] ^= 0x01
-    bad = str(tmp_path / "bad.npz")
-    open(bad, "wb").write(bytes(data))
+    bad = _damaged(path, 0.6)
     monkeypatch.setattr(npy.RowReader, "cached", lambda reader, pos: False)
     with pytest.raises(InputError) as err:
         tieeval.evaluate_path(bad, batch_rows=400)
-    assert str(err.value) == (f"{bad}: corrupted file (member scores.npy: bad CRC-32, its "
-                              "bytes are not the ones written)")
+    assert str(err.value) == _bad_crc(bad)
 
 
 @pytest.mark.parametrize("suffix", ["npy", "npz"])
@@ -435,17 +445,10 @@ def test_a_work_array_read_gives_the_at_once_result(tmp_path, monkeypatch, small
     else:
         assert min(first for first, _, _ in spy.into) == 0
         assert "scores.npy" not in streamed
-        data = bytearray(open(path, "rb").read())
-        with zipfile.ZipFile(path) as z:
-            info = z.getinfo("scores.npy")
-        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
-        data[start + 128 + (info.file_size - 128) * 3 // 4 // 4 * 4] ^= 0x01
-        bad = str(tmp_path / "bad.npz")
-        open(bad, "wb").write(bytes(data))
+        bad = _damaged(path, 0.75)
         with pytest.raises(InputError) as err:
             tieeval.evaluate_path(bad, batch_rows=250)
-        assert str(err.value) == (f"{bad}: corrupted file (member scores.npy: bad CRC-32, "
-                                  "its bytes are not the ones written)")
+        assert str(err.value) == _bad_crc(bad)
 
 
 def test_what_looks_at_the_scores_after_the_counts_keeps_them():
@@ -513,31 +516,3 @@ def test_a_nan_read_into_the_work_array_names_its_row(tmp_path, small_blocks, tw
         tieeval.evaluate_path(path, batch_rows=500)
     assert str(err.value) == (f"{path}: row {row}: NaN score (pass --nan-policy worst to "
                               "rank NaN below every score)")
-
-
-def test_a_file_cut_short_while_read_into_the_work_array(tmp_path, monkeypatch,
-                                                          small_blocks, two_threads):
-    """The file shrinks after the batches were planned; the rows that are no longer
-    there were to be read into the work array: the one-line error, every file closed."""
-    path = str(tmp_path / "d.npy")  # past the hints' first 2,048 rows: the work array
-    scores = np.random.default_rng(6).random((3000, 23)).astype(np.float32)
-    scores[:, 0] += 0.5  # a real positive in column 0
-    np.save(path, scores)
-    dump = open_dump(path)
-    tasks = dump.batch_tasks(500, 1, arriving=True)
-    spec = dump.parts[0].scores
-    with open(path, "r+b") as fh:
-        fh.truncate(spec.offset + spec.row_bytes * 2700)
-    kernel = kernel_for(dump, None)
-    spy = Spy(monkeypatch)
-    batches = [task() for task in tasks]
-    with pytest.raises(InputError) as err:
-        for batch, arrival in batches:
-            try:
-                kernel.add(kernel.new(), batch, arrival)
-            finally:
-                arrival.close()
-    assert str(err.value) == (f"{path}: the file changed while it was read (it ends "
-                              "before the array does)")
-    assert spy.into and all(arrival.reader.fh.closed for _, arrival in batches[:6])
-    dump.end_pass()
