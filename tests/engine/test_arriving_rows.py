@@ -414,6 +414,32 @@ def test_blocks_read_into_a_work_array_keep_only_the_tied_rows(small_blocks):
     assert np.array_equal(with_keep, scores)  # keep=True: every row in the batch
 
 
+@pytest.mark.parametrize("rule", ["argsort", "stable", "reverse-stable"])
+@pytest.mark.parametrize("dtype, nan_policy", [("float32", "raise"), ("float64", "worst"),
+                                               ("int16", "raise")])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_work_array_under_every_rule_dtype_and_nan_policy(small_blocks, rule, dtype,
+                                                              nan_policy, seed):
+    """``keep=False`` against the whole matrix counted at once, for positives anywhere
+    in their rows, each Original rule that sorts or counts the tied rows, integer and
+    float dumps, and NaN ranked worst: the same counts and ranks, bit for bit."""
+    rng = np.random.default_rng(seed)
+    rows, cols = 700, 23
+    scores = _mixed(rows, cols, seed).astype(dtype)
+    if nan_policy == "worst":
+        scores[rng.random(scores.shape) < 0.03] = np.nan  # NaN positives tie with NaNs
+    positive = rng.integers(0, cols, rows)
+    want = counts.dense_counts(scores, positive, nan_policy, rule)
+    batch = np.zeros_like(scores)
+
+    def arrive(lo, hi, into=None):
+        (batch[lo:hi] if into is None else into)[...] = scores[lo:hi]
+    got = counts.dense_counts(batch, positive, nan_policy, rule, arrive, keep=False)
+    for field in ("a", "b", "n", "top", "original"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert (want.b > 1).any() and (want.b == 1).any()
+
+
 @pytest.mark.parametrize("suffix", ["npy", "npz"])
 def test_a_work_array_read_gives_the_at_once_result(tmp_path, monkeypatch, small_blocks,
                                                     two_threads, suffix):
