@@ -165,13 +165,24 @@ def _cut_metrics() -> list[str]:
 CUT_METRICS = _cut_metrics()
 
 
+def _layout(layout, monkeypatch):
+    """'dense-partitioned': rows of one length, each partitioned at the depth and sorted
+    above it only (as rows of at least _PARTIAL_WIDTH scores are), however short."""
+    if layout == "dense-partitioned":
+        monkeypatch.setattr(sparse_blocks, "_PARTIAL_WIDTH", 0)
+        return "dense"
+    return layout
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
-@pytest.mark.parametrize("layout", ["ragged", "dense"])
-def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original, layout):
+@pytest.mark.parametrize("layout", ["ragged", "dense", "dense-partitioned"])
+def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original, layout,
+                                                                 monkeypatch):
     # blocks starting at or below the depth are left out of the table: every metric with a
     # cutoff within it, the top ties, R and each row's first relevant block stay the same
     # (rows of one length find the items kept by a comparison of the whole batch)
+    layout = _layout(layout, monkeypatch)
     rng = np.random.default_rng(500 + seed)
     scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
                                       [-1, 0, 0, 0, 0, 0, 1, 2])
@@ -313,11 +324,12 @@ def _codebase_order(row: np.ndarray, original: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
-@pytest.mark.parametrize("layout", ["dense", "ragged"])
-def test_rank_depth_places_match_every_tie_order(original, layout):
+@pytest.mark.parametrize("layout", ["dense", "ragged", "dense-partitioned"])
+def test_rank_depth_places_match_every_tie_order(original, layout, monkeypatch):
     # tie blocks straddling the depth: the items found in the first `depth` places of the
     # sorted row take those places, the others free places below; every column against
     # the enumeration of all tie orders and the codebases' own argsort of the row
+    layout = _layout(layout, monkeypatch)
     rng = np.random.default_rng(910 + len(original) + len(layout))
     if layout == "dense":
         scores = rng.choice([0.0, 1.0, 2.0], size=(40, 7)).astype(np.float32)
@@ -449,3 +461,48 @@ def test_bound_top_matches_the_search_of_the_whole_row():
                              for r, x in zip(at, v)]) + lo[at]
             got = sparse_blocks._bound_top(ss, lo[at], width, v, right, depth)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int64,
+                                   np.uint16])
+@pytest.mark.parametrize("depth", [1, 3, 10])
+def test_partitioned_rows_match_whole_sorted_rows(dtype, depth, monkeypatch):
+    # long rows partitioned at the depth (np.partition, the places above it sorted): the
+    # same table, bit for bit, as rows sorted whole, on every dtype, where the depth-th
+    # largest score is tied below and above its place, where a row's top tie is longer
+    # than the depth (its maximum is that score), where the first relevant block lies
+    # below the depth (counted in the row), and with -0.0 beside 0.0
+    rng = np.random.default_rng(40 + depth)
+    rows, width = 30, 1600
+    levels = np.array([0, 1, 2, 3, 5, 8, 100], dtype=np.float64)
+    scores = rng.choice(levels, size=(rows, width)).astype(dtype)
+    scores[:5, :400] = levels.max()  # a saturated top: hundreds tied at the maximum
+    scores[5:10] = rng.choice(levels[:3], size=(5, width))  # the depth-th score tied
+    if np.dtype(dtype).kind == "f":
+        scores[10, ::2] = -0.0
+    labels = np.where(rng.random(scores.shape) < 0.004, rng.integers(-1, 4, scores.shape), 0)
+    labels[12] = 0
+    labels[12, scores[12] == scores[12].min()] = 1  # relevant only at the bottom, tied
+    labels[13] = 0  # no labelled item
+    cut = dict(sparse=True, rank_depth=depth, prune_depth=depth)
+    monkeypatch.setattr(sparse_blocks, "_PARTIAL_WIDTH", width + 1)
+    whole = RelBatch(scores, labels, **cut)
+    monkeypatch.setattr(sparse_blocks, "_PARTIAL_WIDTH", width)
+    part = RelBatch(scores, labels, **cut)
+    full = RelBatch(scores, labels)
+    for x in ("bst", "bsz", "brow", "ba", "p_t", "q_t", "lab_first", "lab_last", "offsets"):
+        assert np.array_equal(getattr(part, x), getattr(whole, x)), x
+    for got, want in zip(part.top_ties(), full.top_ties()):
+        assert np.array_equal(got, want)
+    for name in [m for m in CUT_METRICS if _cut_within(m, depth)]:
+        a, b = full.values(parse_rel_metric(name)), part.values(parse_rel_metric(name))
+        for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided",
+                  "defined"):
+            assert _same(getattr(a, c), getattr(b, c)), (name, c)
+    fb, pb = full._first_block(full.p_t > 0), part._first_block(part.p_t > 0)
+    assert np.array_equal(full.bsz[fb], part.bsz[pb])
+    assert np.array_equal(full.ba[fb], part.ba[pb])
+
+
+def _cut_within(name: str, depth: int) -> bool:
+    return "@" in name and name.split("@")[1].isdigit() and int(name.split("@")[1]) <= depth

@@ -13,7 +13,10 @@ is reordered).
 
 Per marked item the table needs ``a`` (scores above it in its row) and ``t`` (scores
 tied with it, itself included): both come from a binary search of the item's score in
-its row sorted ascending (``np.sort``, no permutation), on all marked items at once. The
+its row sorted ascending (``np.sort``, no permutation), on all marked items at once (long
+rows of a table cut at a depth are sorted only above their depth-th largest score, after
+``np.partition``: an item at or above it is searched there, one below it counted in its
+row). The
 positions of a block's marked items in the 'first' ordering (labels descending inside the
 block, judged before unjudged among equal labels, unmarked items between the items with a
 label >= 0 and the negatives) and the 'last' ordering (its reverse) follow from ``a`` and
@@ -35,6 +38,11 @@ from tieeval.ranges import expand
 
 _SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
+# rows at least this long, in a table cut at a depth, are partitioned at their depth-th
+# largest score and sorted above it only (np.partition and a sort of the depth), not
+# sorted whole: faster from rows of about 1,600 scores up (1.9x at 5,000), slower below
+# about 1,000, where numpy's sort of a short row is cheap (benchmarks/bench_partial.py)
+_PARTIAL_WIDTH = 1500
 
 
 def _chunk(total: int) -> int:
@@ -65,6 +73,80 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
                                            [g.size for g in groups])):
         out[idx] = got
     return out
+
+
+def _top_sorted_rows(s: np.ndarray, rows: int, width: int,
+                     depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every row of the flat ``s`` (``rows`` of one ``width`` > ``depth``) sorted ascending
+    in its last ``depth`` places only, and each row's count of its ``depth``-th largest
+    score (threads). The other places hold the row's other scores, each at or below that
+    one, in no order: every score above it is among the sorted places (``np.partition``
+    and a sort of ``depth`` scores cost about half a sort of the row, where a table cut at
+    ``depth`` searches no further than them; :func:`_top_counts`)."""
+    out = s.reshape(rows, width).copy()
+    cut = width - depth
+    step = max(1, _chunk(out.size) // width)
+    parts = [out[i:i + step] for i in range(0, rows, step)]
+
+    def part(p: np.ndarray) -> np.ndarray:
+        p.partition(cut, axis=1)
+        p[:, cut:].sort(axis=1)
+        return np.count_nonzero(p == p[:, cut:cut + 1], axis=1)
+    eq = map_blocks(part, parts, [p.size for p in parts])
+    return out.ravel(), np.concatenate(eq).astype(np.int64)
+
+
+def _top_counts(ss: np.ndarray, eq: np.ndarray, s: np.ndarray, lo: np.ndarray,
+                mrow: np.ndarray, v: np.ndarray, width: int,
+                depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a`` (scores above) and ``t`` (scores tied) of each item (row ``mrow``, score
+    ``v``) and each row's top tie, from rows sorted in their last ``depth`` places only
+    (:func:`_top_sorted_rows`: ``ss`` and ``eq``, each row's count of its ``depth``-th
+    largest score, kth). An item scored above kth, and a row's maximum above it, is searched
+    among the sorted places, which hold every score at or above its own; one scored at kth
+    is tied with ``eq`` scores; one below it (a row's first relevant block below the depth)
+    is counted in its row of ``s``, once per row and score."""
+    start = lo + (width - depth)
+    kth = ss[start]
+    kv = kth[mrow]
+    a = np.empty(v.size, dtype=np.int64)
+    t = np.empty(v.size, dtype=np.int64)
+    near = np.flatnonzero(v >= kv)
+    if near.size:
+        base, vn = start[mrow[near]], v[near]
+        right = _bound(ss, base, depth, vn, True)
+        a[near] = base + depth - right
+        at_k = vn == kv[near]
+        t[near] = eq[mrow[near]]
+        above = np.flatnonzero(~at_k)
+        if above.size:
+            t[near[above]] = right[above] - _bound(ss, base[above], depth, vn[above], False)
+    far = np.flatnonzero(v < kv)
+    if far.size:
+        r, vf = mrow[far], v[far]
+        o = np.lexsort((vf, r))
+        r, vf = r[o], vf[o]
+        new = np.ones(o.size, dtype=bool)
+        new[1:] = (r[1:] != r[:-1]) | (vf[1:] != vf[:-1])
+        pr, pv = r[new], vf[new]
+        group = np.cumsum(new) - 1
+        rows_s = s.reshape(-1, width)
+        pa = np.empty(pr.size, dtype=np.int64)
+        pt = np.empty(pr.size, dtype=np.int64)
+        step = max(1, _SORT_CHUNK // width)
+        for i in range(0, pr.size, step):
+            sub, x = rows_s[pr[i:i + step]], pv[i:i + step, None]
+            pa[i:i + step] = np.count_nonzero(sub > x, axis=1)
+            pt[i:i + step] = np.count_nonzero(sub == x, axis=1)
+        a[far[o]] = pa[group]
+        t[far[o]] = pt[group]
+    top = eq.copy()
+    mx = ss[lo + (width - 1)]
+    higher = np.flatnonzero(mx > kth)
+    if higher.size:
+        top[higher] = (start[higher] + depth
+                       - _bound(ss, start[higher], depth, mx[higher], False))
+    return a, t, top
 
 
 def _reversed_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -234,16 +316,21 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     b._marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     listed = b.original == "given"  # rows listed best first (checked): no sort, no search
+    width = int(n[0]) if dense and n[0] > 0 else None
     ss = s[:0]  # the rows sorted ascending, where they are read: searches, a depth
+    eq = None  # rows of one length cut at a depth: each sorted in its last places only
     if not listed:
-        ss = _sorted_rows(s, n, offsets)
+        if (width is not None and prune_depth is not None
+                and width >= max(_PARTIAL_WIDTH, prune_depth + 1)):
+            ss, eq = _top_sorted_rows(s, rows, width, prune_depth)
+        else:
+            ss = _sorted_rows(s, n, offsets)
     elif prune_depth is not None:
         ss = _reversed_rows(s, n, offsets)
     steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
-    width = int(n[0]) if dense and n[0] > 0 else None
     if prune_depth is not None and mi.size and width is not None:
         # rows of one length: the items kept are found by one comparison of every score
         # with its row's depth-th largest, not by a look-up per marked item
@@ -268,6 +355,9 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         a = start[of] - offsets[mrow]
         t = size[of]
         b._top_ties = (full_rows, size[block_of[offsets[full_rows]]])
+    elif eq is not None and width is not None and prune_depth is not None:
+        a, t, top = _top_counts(ss, eq, s, lo, mrow, v, width, prune_depth)
+        b._top_ties = (full_rows, top)
     else:
         if width is not None:
             right = _bound_top(ss, lo[mrow], width, v, True, prune_depth)
