@@ -40,7 +40,7 @@ _SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted tog
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
 # rows at least this long, in a table cut at a depth, are partitioned at their depth-th
 # largest score and sorted above it only (np.partition and a sort of the depth), not
-# sorted whole: faster from rows of about 1,600 scores up (1.9x at 5,000), slower below
+# sorted whole: faster from rows of about 1,600 scores up (1.8-1.9x at 5,000), slower below
 # about 1,000, where numpy's sort of a short row is cheap (benchmarks/bench_partial.py)
 _PARTIAL_WIDTH = 1500
 
@@ -96,7 +96,7 @@ def _top_sorted_rows(s: np.ndarray, rows: int, width: int,
     return out.ravel(), np.concatenate(eq).astype(np.int64)
 
 
-def _top_counts(ss: np.ndarray, eq: np.ndarray, s: np.ndarray, lo: np.ndarray,
+def _top_counts(ss: np.ndarray, eq: np.ndarray, deep: tuple, lo: np.ndarray,
                 mrow: np.ndarray, v: np.ndarray, width: int,
                 depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``a`` (scores above) and ``t`` (scores tied) of each item (row ``mrow``, score
@@ -104,8 +104,9 @@ def _top_counts(ss: np.ndarray, eq: np.ndarray, s: np.ndarray, lo: np.ndarray,
     (:func:`_top_sorted_rows`: ``ss`` and ``eq``, each row's count of its ``depth``-th
     largest score, kth). An item scored above kth, and a row's maximum above it, is searched
     among the sorted places, which hold every score at or above its own; one scored at kth
-    is tied with ``eq`` scores; one below it (a row's first relevant block below the depth)
-    is counted in its row of ``s``, once per row and score."""
+    is tied with ``eq`` scores. One below it belongs to its row's first relevant block
+    below the depth, whose counts :func:`_within_depth_dense` took (``deep``: the rows, the
+    scores above and tied with that block)."""
     start = lo + (width - depth)
     kth = ss[start]
     kv = kth[mrow]
@@ -116,30 +117,15 @@ def _top_counts(ss: np.ndarray, eq: np.ndarray, s: np.ndarray, lo: np.ndarray,
         base, vn = start[mrow[near]], v[near]
         right = _bound(ss, base, depth, vn, True)
         a[near] = base + depth - right
-        at_k = vn == kv[near]
         t[near] = eq[mrow[near]]
-        above = np.flatnonzero(~at_k)
+        above = np.flatnonzero(vn != kv[near])
         if above.size:
             t[near[above]] = right[above] - _bound(ss, base[above], depth, vn[above], False)
     far = np.flatnonzero(v < kv)
     if far.size:
-        r, vf = mrow[far], v[far]
-        o = np.lexsort((vf, r))
-        r, vf = r[o], vf[o]
-        new = np.ones(o.size, dtype=bool)
-        new[1:] = (r[1:] != r[:-1]) | (vf[1:] != vf[:-1])
-        pr, pv = r[new], vf[new]
-        group = np.cumsum(new) - 1
-        rows_s = s.reshape(-1, width)
-        pa = np.empty(pr.size, dtype=np.int64)
-        pt = np.empty(pr.size, dtype=np.int64)
-        step = max(1, _SORT_CHUNK // width)
-        for i in range(0, pr.size, step):
-            sub, x = rows_s[pr[i:i + step]], pv[i:i + step, None]
-            pa[i:i + step] = np.count_nonzero(sub > x, axis=1)
-            pt[i:i + step] = np.count_nonzero(sub == x, axis=1)
-        a[far[o]] = pa[group]
-        t[far[o]] = pt[group]
+        rows, above_deep, tied_deep = deep
+        at = np.searchsorted(rows, mrow[far])
+        a[far], t[far] = above_deep[at], tied_deep[at]
     top = eq.copy()
     mx = ss[lo + (width - 1)]
     higher = np.flatnonzero(mx > kth)
@@ -319,6 +305,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     width = int(n[0]) if dense and n[0] > 0 else None
     ss = s[:0]  # the rows sorted ascending, where they are read: searches, a depth
     eq = None  # rows of one length cut at a depth: each sorted in its last places only
+    none = np.zeros(0, dtype=np.int64)
+    deep: tuple = (none, none, none)  # their first relevant blocks below the depth
     if not listed:
         if (width is not None and prune_depth is not None
                 and width >= max(_PARTIAL_WIDTH, prune_depth + 1)):
@@ -334,7 +322,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     if prune_depth is not None and mi.size and width is not None:
         # rows of one length: the items kept are found by one comparison of every score
         # with its row's depth-th largest, not by a look-up per marked item
-        mi = _within_depth_dense(s, ss, width, mark, lab, b.relevant, b.n_pos, prune_depth)
+        mi, deep = _within_depth_dense(s, ss, width, mark, lab, b.relevant, b.n_pos,
+                                       prune_depth, counts=eq is not None)
         mrow = mi // width
         ml = lab[mi].astype(np.float64)
         rel = b.relevant(ml)
@@ -356,7 +345,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
         t = size[of]
         b._top_ties = (full_rows, size[block_of[offsets[full_rows]]])
     elif eq is not None and width is not None and prune_depth is not None:
-        a, t, top = _top_counts(ss, eq, s, lo, mrow, v, width, prune_depth)
+        a, t, top = _top_counts(ss, eq, deep, lo, mrow, v, width, prune_depth)
         b._top_ties = (full_rows, top)
     else:
         if width is not None:
@@ -471,11 +460,14 @@ def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
     return keep
 
 
-def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos,
-                        depth: int) -> np.ndarray:
+def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos, depth: int,
+                        counts: bool = False) -> tuple[np.ndarray, tuple]:
     """:func:`_within_depth` for rows of one ``width``: the flat indices of the marked
-    items (``mark``) a table cut at ``depth`` keeps, in flat order. ``ss``: the rows sorted
-    ascending; ``n_pos``: each row's relevant items."""
+    items (``mark``) a table cut at ``depth`` keeps, in flat order, and, with ``counts``,
+    ``(rows, above, tied)`` of the rows whose first relevant block lies below the depth
+    (ascending; the scores above and tied with that block, from the same pass; else
+    empty). ``ss``: the rows sorted ascending, or sorted in their last ``depth`` places
+    (:func:`_top_sorted_rows`); ``n_pos``: each row's relevant items."""
     rows = n_pos.size
     s2 = s.reshape(rows, width)
     kth = ss.reshape(rows, width)[:, max(width - depth, 0)]
@@ -485,15 +477,21 @@ def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos,
     rows_with = np.zeros(rows, dtype=bool)
     rows_with[mi[relevant(lab[mi])] // width] = True
     deep = np.flatnonzero((n_pos > 0) & ~rows_with)
+    none = np.zeros(0, dtype=np.int64)
+    found: tuple = (none, none, none)
     if deep.size:  # the first relevant block below the depth: kept for the tie figures
         sub = s2[deep]
         rel = relevant(lab.reshape(rows, width)[deep])
         low = -np.inf if s.dtype.kind == "f" else np.iinfo(s.dtype).min
         best = np.where(rel, sub, low).max(axis=1)  # a relevant item holds it
-        r, c = np.nonzero((sub == best[:, None]) & mark.reshape(rows, width)[deep])
+        tied = sub == best[:, None]
+        r, c = np.nonzero(tied & mark.reshape(rows, width)[deep])
         # below every kept score of its row (else the row would have a relevant item kept)
         mi = np.sort(np.concatenate((mi, deep[r] * width + c)))
-    return mi
+        if counts:
+            found = (deep, np.count_nonzero(sub > best[:, None], axis=1).astype(np.int64),
+                     np.count_nonzero(tied, axis=1).astype(np.int64))
+    return mi, found
 
 
 def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
