@@ -637,10 +637,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 with _stop_signals_raise():
     try:
         import slow_module  # its body is signalled, then sleeps 0.3 s
-        print("imported", slow_module.DONE, flush=True)
-        time.sleep(5)  # the signal, delivered again, ends this
+        time.sleep(5)  # the signal, delivered again, ends this (or lands just before)
         print("never", flush=True)
     except {exc} as exc:
+        # the import was whole: a module whose import raised is not in sys.modules
+        done = getattr(sys.modules.get("slow_module"), "DONE", False)
+        print("imported", done, flush=True)
         print("raised after the import", type(exc).__name__, flush=True)
 """
 
