@@ -125,3 +125,15 @@ def test_stdin_spool_is_sniffed_copied_whole_and_refused_as_an_output(head, suff
     finally:
         if os.path.exists(spooled):
             os.unlink(spooled)
+
+
+@pytest.mark.parametrize("args", [["compare", "-"], ["check", "-"], ["ties", "-"]])
+def test_closed_stdin_is_a_one_line_error(args):
+    # descriptor 0 closed before the interpreter starts (the shell's '<&-'): Python has no
+    # sys.stdin at all
+    proc = subprocess.run([sys.executable, "-m", "tieeval", *args, "-q"],
+                          capture_output=True, preexec_fn=lambda: os.close(0), timeout=120)
+    assert (proc.returncode, proc.stderr.decode().splitlines()) == (
+        2, ["Error: <stdin>: standard input is closed; pipe or redirect the dump into "
+            "tieeval"])
+    assert proc.stdout == b""

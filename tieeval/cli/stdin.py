@@ -34,6 +34,9 @@ def stdin_files(ctx: click.Context, param, files):
         return files
     if files.count(STDIN) > 1:
         raise click.UsageError("'-' (standard input) can be given once")
+    if sys.stdin is None:  # descriptor 0 closed (<&-): Python has no stream for it
+        raise InputError(f"{STDIN_NAME}: standard input is closed; pipe or redirect the "
+                         "dump into tieeval")
     path = spool(sys.stdin.buffer)
     ctx.call_on_close(lambda: _remove(path))
     return tuple(path if f == STDIN else f for f in files)
