@@ -807,3 +807,43 @@ def test_csv_header_with_a_nul_byte_is_an_input_error(tmp_path):
     result = CliRunner().invoke(cli, ["compare", str(path)])
     assert result.exit_code == 2
     assert "the CSV header holds a NUL byte" in result.output
+
+
+# ---------------------------------------------------------------------------------------
+# a folder the user may not search
+
+def test_a_dump_in_a_folder_without_search_permission_says_permission_denied(tmp_path,
+                                                                               scores):
+    os.chmod(tmp_path, 0o755)
+    np.save(tmp_path / "ok.npy", scores)
+    (tmp_path / "closed").mkdir(mode=0o700)  # root's: the other user may not search it
+    np.save(tmp_path / "closed" / "x.npy", scores)
+    pq.write_table(scores_table(scores), tmp_path / "closed" / "x.parquet")
+    warm = ["compare", tmp_path / "ok.npy", "-q", "-f", "json"]
+    for name in ("closed/x.npy", "closed/x.parquet", "closed/missing.npy"):
+        p = _as_nobody(tmp_path, warm, ["compare", name, "-q", "-f", "json"])
+        assert (p.returncode, p.stderr.decode().splitlines()) == (
+            2, [f"Error: {name}: cannot open: Permission denied (a folder on its path may "
+                "not be searched)"]), name
+
+
+@pytest.mark.parametrize("error, words", [
+    (PermissionError(13, "Permission denied"),
+     "cannot open: Permission denied (a folder on its path may not be searched)"),
+    (NotADirectoryError(20, "Not a directory"), "a part of the path is not a folder"),
+    (OSError(40, "Too many levels of symbolic links"),
+     "cannot open: Too many levels of symbolic links"),
+    (FileNotFoundError(2, "No such file or directory"), "no such file")])
+def test_a_dump_that_cannot_be_reached_says_why(tmp_path, monkeypatch, error, words):
+    target = str(tmp_path / "run.npy")
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path) == target:
+            raise error
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    with pytest.raises(InputError) as caught:
+        open_dump(target)
+    assert str(caught.value) == f"{target}: {words}"

@@ -318,6 +318,24 @@ def local_path(path) -> str:
     return path
 
 
+def not_found(path: str) -> InputError:
+    """The error for an input ``path`` that cannot be reached: "no such file" only when it
+    is not there; a folder on its path the user may not search (or another reason the
+    system gives) is said as such."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except NotADirectoryError:
+        return InputError(f"{path}: a part of the path is not a folder")
+    except PermissionError as exc:
+        return InputError(f"{path}: cannot open: {exc.strerror or exc} (a folder on its "
+                          "path may not be searched)")
+    except OSError as exc:
+        return InputError(f"{path}: cannot open: {exc.strerror or exc}")
+    return InputError(f"{path}: no such file")
+
+
 def require_regular_file(path: str) -> None:
     """Refuse a FIFO, socket or device without opening it (a FIFO would block forever)."""
     import stat

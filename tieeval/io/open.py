@@ -17,6 +17,7 @@ from tieeval.io.base import (
     ReadOptions,
     check_layout,
     detect_format,
+    not_found,
     require_regular_file,
 )
 from tieeval.io.npy import _open_npy
@@ -50,7 +51,7 @@ def _open_scores(path: str, options: ReadOptions | None = None) -> Dump:
             raise InputError(f"{path}: is a directory with no Parquet files (*.parquet, *.pq)")
         return _open_parquet(path, files, options)
     if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
+        raise not_found(path)
     require_regular_file(path)
     fmt = detect_format(path)
     if os.path.getsize(path) == 0:
