@@ -810,7 +810,42 @@ def test_csv_header_with_a_nul_byte_is_an_input_error(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# a folder the user may not search
+# a working folder deleted under the run; a folder the user may not search
+
+def _in_deleted_folder(tmp_path, *args):
+    """``tieeval ARGS`` run in ``tmp_path/g``, removed after the process went into it (as
+    ``mkdir g && cd g && rmdir ../g`` leaves a shell)."""
+    (tmp_path / "g").mkdir()
+    return cli_proc(*args, cwd=tmp_path / "g",
+                    preexec_fn=lambda: os.rmdir(tmp_path / "g"))
+
+
+@pytest.mark.parametrize("option, name, what", [
+    ("-o", "out.json", "the output"), ("--per-instance", "rows.parquet",
+                                       "the per-instance file")])
+def test_output_in_a_deleted_working_folder_is_one_line(tmp_path, scores, option, name,
+                                                        what):
+    np.save(tmp_path / "x.npy", scores)
+    before = (tmp_path / "x.npy").read_bytes()
+    p = _in_deleted_folder(tmp_path, "compare", "../x.npy", "-q", "-f", "json", option, name)
+    assert (p.returncode, p.stderr.decode().splitlines()) == (
+        2, [f"Error: {name}: cannot write {what}: the working folder was deleted; name a "
+            "file in a folder that exists"])
+    assert (tmp_path / "x.npy").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["x.npy"]
+
+
+def test_a_deleted_working_folder_still_reads_and_writes_where_it_can(tmp_path, scores):
+    np.save(tmp_path / "x.npy", scores)
+    expected = cli_proc("compare", tmp_path / "x.npy", "-q", "-f", "json", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    p = _in_deleted_folder(tmp_path, "compare", "../x.npy", "-q", "-f", "json", "-o",
+                           "../out.json", "--per-instance", tmp_path / "rows.parquet")
+    assert p.returncode == 0, p.stderr
+    got = (tmp_path / "out.json").read_text()
+    assert got == expected.stdout.decode().replace(str(tmp_path / "x.npy"), "../x.npy")
+    assert pq.read_metadata(tmp_path / "rows.parquet").num_rows == scores.shape[0]
+
 
 def test_a_dump_in_a_folder_without_search_permission_says_permission_denied(tmp_path,
                                                                                scores):

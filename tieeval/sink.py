@@ -14,11 +14,18 @@ to refuse a bad target before a long evaluation) and again just before the renam
   node (``/dev/null``, ``/dev/full``, any ``mknod`` node) is refused, never replaced;
 * the target is none of ``inputs`` (compared by ``(st_dev, st_ino)``, so a hard link or a
   symbolic link to an input is caught) and not inside an input folder (a Parquet dataset);
+  inside :func:`run_files` (a command of the command line) neither is it any input of the
+  run, the regular file behind standard input included (:func:`protect_descriptor`:
+  ``-o /dev/stdin``, ``/dev/fd/0``, ``/proc/self/fd/0``), nor a file another output of
+  the run names (``-o x --per-instance x``), nor where stdout goes when stdout carries
+  another output (:func:`claim_stdout`);
+* ``-`` is stdout: the data is gathered in a temporary file and copied to stdout whole
+  when complete (so an error leaves nothing half-written there either);
 * a symbolic link is written through (its destination is the target, as with a shell's
   ``>``), never replaced: ``/dev/stdout`` or a link into ``/dev`` stays what it was;
-* its folder exists and is writable, an existing target is writable too (a rename would
-  get past a read-only file's permissions), and its name fits the file system
-  (``NAME_MAX``).
+* its folder exists (and was not deleted while tieeval runs in it) and is writable, an
+  existing target is writable too (a rename would get past a read-only file's
+  permissions), and its name fits the file system (``NAME_MAX``).
 
 The data goes to a temporary file ``.NAME.XXXXXXXX.tmp`` in the target's folder (the rename
 is atomic only within one file system). ``out`` is a binary, seekable file object whose
@@ -100,27 +107,197 @@ def _local_inputs(inputs: Iterable) -> Iterator[str]:
         yield path
 
 
-def _inside(path: str, folder: str) -> bool:
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return os.path.commonpath([path, folder]) == folder
+STDOUT = "-"  # an output named "-" goes to standard output (see PendingOutput)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _absolute(path: str) -> str:
+    """``path`` made absolute for a message; as given when the working folder is gone."""
+    try:
+        return os.path.abspath(path)
+    except OSError:
+        return path
+
+
+def _follow(path: str) -> str:
+    """``path`` with its symbolic links followed (a link's destination is where a write
+    through it lands). Without a working folder (deleted while tieeval runs, where a path
+    through ``..`` still leads somewhere) the links of the last part are followed by hand."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        pass
+    for _ in range(40):  # the kernel's own limit on links followed
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return path
+        path = target if os.path.isabs(target) else os.path.join(os.path.dirname(path),
+                                                                  target)
+    return path
+
+
+def _inside(folder: str, ancestor: os.stat_result) -> bool:
+    """Whether ``folder`` (an existing folder) is ``ancestor`` or lies below it: compared
+    by device and inode up to the root (no working folder needed, a bind mount or a link
+    on the way cannot hide it)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    for _ in range(4096):
+        if _identity(st) == _identity(ancestor):
+            return True
+        folder = os.path.join(folder, os.pardir)
+        try:
+            parent = os.stat(folder)
+        except OSError:
+            return False
+        if _identity(parent) == _identity(st):  # the root: its parent is itself
+            return False
+        st = parent
+    return False  # pragma: no cover - deeper than any path
+
+
+# ---------------------------------------------------------------------------------------
+# the run under way: the files it reads, and the outputs it names
+
+class _Run:
+    """The files of one run (one command): every input, which no output may be, and every
+    output named so far, no two of which may be one file (see :func:`run_files`)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[tuple[str, os.stat_result]] = []  # (name shown, its stat)
+        # (what, where: the folder's identity and the name, or "stdout", identity or None,
+        # the name shown)
+        self.outputs: list[tuple[str, tuple, tuple[int, int] | None, str]] = []
+
+
+_RUN: _Run | None = None
+
+
+@contextmanager
+def run_files() -> Iterator[None]:
+    """A run (a command of the command line): while the block runs, every output checked
+    by :func:`check_output_path` is refused when it is, by device and inode, an input
+    given to :func:`protect_input` or :func:`protect_descriptor`, or when another output
+    of the run (another ``what``) already names the same file, or stdout
+    (:func:`claim_stdout`)."""
+    global _RUN
+    outer, _RUN = _RUN, _Run()
+    try:
+        yield
+    finally:
+        _RUN = outer
+
+
+def protect_input(path, *, shown: str | None = None) -> None:
+    """Remember ``path`` (a file or a dataset folder) as an input of the run under way;
+    ``shown`` names it in messages. Nothing outside :func:`run_files`."""
+    if _RUN is None:
+        return
+    for local in _local_inputs([path]):
+        try:
+            _RUN.inputs.append((shown or local, os.stat(local)))
+        except OSError:
+            pass  # not there: its reader says so
+
+
+def protect_descriptor(fd: int, shown: str) -> None:
+    """Remember the regular file open as descriptor ``fd`` (standard input redirected from
+    a file) as an input of the run under way: no output may land on it, whatever name
+    reaches it (``/dev/stdin``, ``/dev/fd/0``, ``/proc/self/fd/0``, a link, its own)."""
+    if _RUN is None:
+        return
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return  # closed
+    if stat.S_ISREG(st.st_mode):
+        _RUN.inputs.append((shown, st))
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+    return _identity(st) if stat.S_ISREG(st.st_mode) else None
+
+
+def _claim(path: str, what: str, where: tuple, ident: tuple[int, int] | None) -> None:
+    """Record ``what`` as written to ``where`` (and the file ``ident``, if it exists) in the
+    run under way; refused when another output of the run is already there."""
+    if _RUN is None:
+        return
+    for other, other_where, other_ident, other_shown in _RUN.outputs:
+        if other == what:
+            continue
+        if other_where == where or (ident is not None and ident == other_ident):
+            if where == ("stdout",):
+                raise OutputError(f"{path}: stdout already carries {other}; one output "
+                                  f"can go to stdout: write {what} or {other} to a file")
+            if other_where == ("stdout",):
+                raise OutputError(f"{path}: is the file stdout is redirected to, which "
+                                  f"carries {other}; name another file for {what}")
+            raise OutputError(f"{path}: is also {other} of this run ({other_shown}); "
+                              f"each output needs a file of its own")
+    if not any(o[0] == what and o[1] == where for o in _RUN.outputs):
+        _RUN.outputs.append((what, where, ident, path))
+
+
+def claim_stdout(what: str = "the output") -> None:
+    """Record that ``what`` goes to stdout in the run under way: no other output may go
+    there, nor to the file stdout is redirected to; refused when that file is an input
+    (``>> input``)."""
+    ident = _stdout_identity()
+    if _RUN is not None and ident is not None:
+        for source, src in _RUN.inputs:
+            if _identity(src) == ident:
+                raise OutputError(f"stdout: is the input {source}; tieeval never "
+                                  f"overwrites its inputs: redirect {what} elsewhere")
+    _claim(STDOUT, what, ("stdout",), ident)
+
+
+def _check_stdout(what: str) -> str:
+    try:
+        os.fstat(1)
+    except OSError as exc:
+        raise OutputError(f"stdout: cannot write {what}: "
+                          f"{'it is closed' if exc.errno == errno.EBADF else _reason(exc)}"
+                          ) from None
+    claim_stdout(what)
+    return STDOUT
 
 
 def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") -> str:
     """Refuse ``path`` as a place to write ``what`` unless it is (or will be) a regular file
-    in a writable folder, none of ``inputs`` and outside every input folder; returns the
-    path as a string. Raises :class:`~tieeval.errors.OutputError` with one line."""
+    in a writable folder, none of ``inputs`` (nor of the run's, see :func:`run_files`),
+    no other output of the run, and outside every input folder; returns the path as a
+    string (``"-"``: stdout). Raises :class:`~tieeval.errors.OutputError` with one line."""
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if not path:
         raise OutputError(f"an empty file name for {what}")
+    if path == STDOUT:
+        return _check_stdout(what)
     base = os.path.basename(path)
     if not base or base in (".", ".."):
         raise OutputError(f"{path}: names a folder; {what} needs a file name")
+    given = path
+    through: os.stat_result | None = None
     if os.path.islink(path):
         # written through the link, as a shell's redirection does: the rename would
         # otherwise replace the link itself (/dev/stdout, a link into /dev or /proc)
-        path = os.path.realpath(path)
+        try:
+            through = os.stat(path)  # what the link leads to (/proc/self/fd/N: the file
+        except OSError:              # open there, even one deleted or renamed since)
+            through = None
+        path = _follow(path)
         base = os.path.basename(path)
     try:
         st: os.stat_result | None = os.stat(path)
@@ -130,6 +307,19 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
         raise OutputError(f"{path}: a part of the path is not a folder") from None
     except OSError as exc:
         raise OutputError(f"{path}: cannot write {what}: {_reason(exc)}") from None
+    if through is not None and (st is None or _identity(st) != _identity(through)):
+        if not stat.S_ISREG(through.st_mode):
+            raise OutputError(f"{given}: is {_kind(through.st_mode)}, not a regular file; "
+                              f"tieeval writes {what} to regular files only")
+        # a descriptor's link (/dev/fd/N) to a file deleted or renamed since it was opened
+        st = through
+        for source, src in _all_inputs(inputs):
+            if not stat.S_ISDIR(src.st_mode) and _identity(src) == _identity(through):
+                raise OutputError(f"{given}: is the input {source}; tieeval never "
+                                  f"overwrites its inputs: choose another file name for "
+                                  f"{what}")
+        raise OutputError(f"{given}: leads to a file that no longer has the name {path}; "
+                          f"name the file to write {what} to")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise OutputError(f"{path}: is {_kind(st.st_mode)}, not a regular file; tieeval "
                           f"writes {what} to regular files only")
@@ -140,36 +330,49 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
     # checks through the path as given (a parent of an absolute path may be closed to the
     # user while the working folder is open); messages name the absolute folder
     folder = os.path.dirname(path) or os.curdir
-    shown = os.path.dirname(os.path.abspath(path))
+    shown = os.path.dirname(_absolute(path)) or folder
     try:
-        is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
+        folder_st: os.stat_result | None = os.stat(folder)
     except (FileNotFoundError, NotADirectoryError):
-        is_dir = False
+        folder_st = None
     except OSError as exc:
         raise OutputError(f"{path}: cannot write {what}: {_reason(exc)}") from None
-    if not is_dir:
+    if folder_st is None or not stat.S_ISDIR(folder_st.st_mode):
         raise OutputError(f"{path}: folder {shown} does not exist")
+    if folder_st.st_nlink == 0:  # removed while tieeval runs in it: nothing can be made
+        there = "the working folder" if folder == os.curdir else f"the folder {shown}"
+        raise OutputError(f"{path}: cannot write {what}: {there} was deleted; name a file "
+                          "in a folder that exists")
     limit = _name_max(folder)
     size = len(os.fsencode(base))
     if size > limit:
         raise OutputError(f"{path}: file name too long ({size} bytes; the file system "
                           f"allows {limit})")
-    for source in _local_inputs(inputs):
-        try:
-            src = os.stat(source)
-        except OSError:
-            continue  # not there: the reader says so, this is not about the output
+    for source, src in _all_inputs(inputs):
         if stat.S_ISDIR(src.st_mode):
-            if _inside(path, source):
+            if _inside(folder, src):
                 raise OutputError(f"{path}: is inside the input folder {source}; write "
                                   f"{what} elsewhere")
-        elif st is not None and (st.st_dev, st.st_ino) == (src.st_dev, src.st_ino):
+        elif st is not None and _identity(st) == _identity(src):
             raise OutputError(f"{path}: is the input {source}; tieeval never overwrites "
                               f"its inputs: choose another file name for {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{path}: cannot write {what}: the folder {shown} is not "
                           "writable")
+    _claim(path, what, (*_identity(folder_st), base),
+           None if st is None else _identity(st))
     return path
+
+
+def _all_inputs(inputs: Iterable) -> Iterator[tuple[str, os.stat_result]]:
+    """``inputs`` (paths) and the run's (see :func:`run_files`), each with its stat."""
+    for source in _local_inputs(inputs):
+        try:
+            yield source, os.stat(source)
+        except OSError:
+            continue  # not there: the reader says so, this is not about the output
+    if _RUN is not None:
+        yield from _RUN.inputs
 
 
 class SinkFile(io.RawIOBase):
@@ -352,8 +555,12 @@ class PendingOutput:
         self.inputs = list(_local_inputs(inputs))
         self.what = what
         self.target = check_output_path(path, inputs=self.inputs, what=what)
-        folder = os.path.dirname(self.target) or os.curdir
-        prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
+        if self.target == STDOUT:  # gathered in the temporary folder, copied at the end
+            import tempfile
+            folder, prefix = tempfile.gettempdir(), ".tieeval-stdout."
+        else:
+            folder = os.path.dirname(self.target) or os.curdir
+            prefix = _temp_prefix(os.path.basename(self.target), _name_max(folder))
         try:
             fd, self._tmp = create_temp(folder, prefix)
         except OSError as exc:
@@ -369,6 +576,10 @@ class PendingOutput:
         try:
             self.file._finish()
             check_output_path(self.target, inputs=self.inputs, what=self.what)
+            if self.target == STDOUT:
+                self._copy_to_stdout()
+                self._done = True
+                return
             try:
                 os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
                 os.replace(self._tmp, self.target)
@@ -380,6 +591,39 @@ class PendingOutput:
         except BaseException:
             self.discard()
             raise
+
+    def _copy_to_stdout(self) -> None:
+        """The whole temporary file to stdout, every write checked. The file is removed
+        before the first byte goes out: a closed pipe ends the process (SIGPIPE) with
+        nothing left behind."""
+        try:
+            source = os.open(self._tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise OutputError(f"stdout: cannot write {self.what}: {_reason(exc)}") from None
+        remove_temp(self._tmp)
+        try:
+            import sys
+            if sys.stdout is not None:
+                sys.stdout.flush()  # what was printed before goes first
+            while True:
+                data = os.read(source, _BUFFER_BYTES)
+                if not data:
+                    break
+                done = 0
+                while done < len(data):
+                    try:
+                        n = os.write(1, data[done:])
+                    except BrokenPipeError:
+                        raise
+                    except OSError as exc:
+                        raise OutputError(f"stdout: cannot write {self.what}: "
+                                          f"{_reason(exc)}") from None
+                    if n <= 0:
+                        raise OutputError(f"stdout: cannot write {self.what}: "
+                                          f"{os.strerror(errno.ENOSPC)}")
+                    done += n
+        finally:
+            os.close(source)
 
     def discard(self) -> None:
         """Remove the temporary file and leave the target as it was."""
@@ -411,4 +655,5 @@ def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
     pending.commit()
 
 
-__all__ = ["atomic_output", "open_output", "PendingOutput", "check_output_path", "SinkFile"]
+__all__ = ["atomic_output", "open_output", "PendingOutput", "check_output_path", "SinkFile",
+           "run_files", "protect_input", "protect_descriptor", "claim_stdout", "STDOUT"]

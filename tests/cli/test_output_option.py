@@ -4,9 +4,13 @@ stdout."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import subprocess
+import sys
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -92,3 +96,171 @@ def test_failed_run_leaves_the_output_as_it_was(tmp_path):
 def test_every_data_command_has_output():
     for name, command in cli.commands.items():
         assert any("--output" in p.opts for p in command.params), name
+
+
+# ---------------------------------------------------------------------------------------
+# no output of a run is one of its inputs, the file behind standard input included, nor
+# another of its outputs; '-' is stdout (run as the command line runs: the descriptors
+# are the process's own)
+
+def _tieeval(args, **kw):
+    kw.setdefault("timeout", 120)
+    kw.setdefault("env", {**os.environ})
+    kw["env"]["PYTHONPATH"] = ROOT + os.pathsep + kw["env"].get("PYTHONPATH", "")
+    kw.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)],
+                          stderr=subprocess.PIPE, **kw)
+
+
+def _refused(proc, words=""):
+    """Exit 2, exactly one line on stderr, an ``Error:`` line holding ``words``."""
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), err
+    assert words in lines[0], lines[0]
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
+def _descriptor_names():
+    names = [name for name in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+             if os.path.exists(name)]
+    if not names:
+        pytest.skip("no name of a descriptor here")
+    return names
+
+
+@pytest.fixture
+def dump(tmp_path):
+    copy = tmp_path / "x.parquet"
+    shutil.copy(FREE, copy)
+    return copy
+
+
+@pytest.mark.parametrize("option", ["-o", "--per-instance"])
+@pytest.mark.parametrize("given", ["-", "named"])
+def test_no_output_lands_on_the_file_behind_stdin(tmp_path, dump, option, given):
+    before = dump.read_bytes()
+    os.symlink(dump, tmp_path / "link.parquet")
+    for target in [*_descriptor_names(), tmp_path / "link.parquet"]:
+        with open(dump, "rb") as stdin:
+            proc = _tieeval(["compare", "-" if given == "-" else dump, "-q", option, target],
+                            stdin=stdin, cwd=tmp_path)
+        _refused(proc, "is the input")
+        assert dump.read_bytes() == before, target
+    assert sorted(os.listdir(tmp_path)) == ["link.parquet", "x.parquet"]
+
+
+def test_the_file_behind_stdin_is_never_written_even_when_not_read(tmp_path, dump):
+    other = tmp_path / "other.json"
+    other.write_text("kept\n")
+    for target in _descriptor_names():
+        with open(other, "rb") as stdin:
+            proc = _tieeval(["compare", dump, "-q", "-f", "json", "-o", target], stdin=stdin)
+        _refused(proc, "(the file behind standard input)")
+    assert other.read_text() == "kept\n"
+
+
+def test_a_pipe_on_stdin_is_no_output(dump):
+    for target in _descriptor_names():
+        proc = _tieeval(["compare", "-", "-q", "-o", target], input=dump.read_bytes())
+        _refused(proc, "is a FIFO, not a regular file")
+        assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("how", ["the input", "a link to it", "stdin's file"])
+def test_step_summary_naming_an_input_is_refused_before_the_evaluation(tmp_path, dump, how):
+    before = dump.read_bytes()
+    os.symlink(dump, tmp_path / "link.parquet")
+    summary = {"the input": dump, "a link to it": tmp_path / "link.parquet",
+               "stdin's file": dump}[how]
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
+    with open(dump, "rb") as stdin:
+        proc = _tieeval(["check", "-" if how == "stdin's file" else dump, "-q", "-f",
+                         "github"], stdin=stdin, env=env)
+    line = _refused(proc, f"GITHUB_STEP_SUMMARY {summary}: cannot append the job summary")
+    assert "is the input" in line
+    assert proc.stdout == b""  # refused before the evaluation: no annotation printed
+    assert dump.read_bytes() == before
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path, dump):
+    (tmp_path / "old.out").write_text("old\n")
+    os.link(tmp_path / "old.out", tmp_path / "hard.out")
+    os.symlink("same.out", tmp_path / "soft.out")
+    for first, second in (("same.out", "same.out"), ("same.out", "./same.out"),
+                          ("soft.out", "same.out"), ("old.out", "hard.out"),
+                          ("same.out", str(tmp_path / "sub" / ".." / "same.out"))):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        proc = _tieeval(["compare", dump, "-f", "json", "-o", first, "--per-instance",
+                         second], cwd=tmp_path)
+        _refused(proc, "is also the output of this run")
+        assert not os.path.exists(tmp_path / "same.out")
+        assert (tmp_path / "old.out").read_text() == "old\n"
+    pytest.importorskip("matplotlib")
+    proc = _tieeval(["compare", dump, "-o", "fig.png", "--plot", "fig.png"], cwd=tmp_path)
+    _refused(proc, "is also the output of this run")
+    assert not os.path.exists(tmp_path / "fig.png")
+
+
+def test_step_summary_naming_the_output_file_is_refused(tmp_path, dump):
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(tmp_path / "report.txt")}
+    proc = _tieeval(["check", dump, "-q", "-f", "github", "-o", tmp_path / "report.txt"],
+                    env=env)
+    line = _refused(proc, "of this run")  # whichever of the two was checked first
+    assert "is also the output" in line or "is also the job summary" in line
+    assert proc.stdout == b""  # refused before the evaluation
+    assert sorted(os.listdir(tmp_path)) == ["x.parquet"]
+
+
+def test_stdout_redirected_to_an_input_or_to_another_output(tmp_path, dump):
+    before = dump.read_bytes()
+    with open(dump, "ab") as out:  # '>> x.parquet': the report would land in the input
+        _refused(_tieeval(["compare", dump, "-q"], stdout=out), "stdout: is the input")
+    assert dump.read_bytes() == before
+    with open(tmp_path / "rows.parquet", "wb") as out:  # '> rows.parquet --per-instance
+        proc = _tieeval(["compare", dump, "-q", "--per-instance",  # rows.parquet'
+                         tmp_path / "rows.parquet"], stdout=out)
+    _refused(proc, "is the file stdout is redirected to, which carries the output")
+    assert (tmp_path / "rows.parquet").read_bytes() == b""
+
+
+def test_per_instance_dash_is_stdout_when_the_report_goes_to_a_file(tmp_path, dump):
+    named = _tieeval(["compare", dump, "-q", "-o", tmp_path / "a.json", "--per-instance",
+                      tmp_path / "rows.parquet"])
+    assert named.returncode == 0, named.stderr
+    dash = _tieeval(["compare", dump, "-o", tmp_path / "b.json", "--per-instance", "-"])
+    assert dash.returncode == 0, dash.stderr
+    assert dash.stderr.decode().splitlines()[-1].endswith("instance row(s) to stdout")
+    rows = pq.read_table(tmp_path / "rows.parquet")
+    assert rows.num_rows == pq.read_metadata(dump).num_rows  # one row per instance
+    assert pq.read_table(io.BytesIO(dash.stdout)).equals(rows)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert not os.path.exists(tmp_path / "-") and not os.path.exists("-")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--per-instance", "-"], "--per-instance -: stdout already carries the report"),
+    (["-o", "-", "--per-instance", "-"], "--per-instance -: stdout already carries"),
+    (["-o", "OUT", "--plot", "-"], "--plot -: a plot is written to a file"),
+])
+def test_dash_where_stdout_is_taken_or_cannot_serve_is_refused(tmp_path, dump, args, words):
+    args = [str(tmp_path / "r.json") if a == "OUT" else a for a in args]
+    proc = _tieeval(["compare", dump, "-q", *args], cwd=tmp_path)
+    _refused(proc, words)
+    assert proc.stdout == b""
+    assert sorted(os.listdir(tmp_path)) == ["x.parquet"]
+
+
+def test_per_instance_dash_refuses_a_terminal(tmp_path, dump):
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()
+    try:
+        proc = _tieeval(["compare", dump, "-q", "-o", tmp_path / "r.json", "--per-instance",
+                         "-"], stdout=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    _refused(proc, "stdout is a terminal")
+    assert sorted(os.listdir(tmp_path)) == ["x.parquet"]

@@ -329,6 +329,41 @@ def trec_eval_options(args: list[str], takes_value: set[str],
 # checks a command's options asked for before it runs (click's shared per-invocation
 # ``ctx.meta``): ``--output FILE`` puts its check there (see tieeval.cli.output)
 BEFORE_RUN = "tieeval.before_run"
+# where ``--output FILE`` is kept between parsing and rendering (``ctx.meta`` too)
+OUTPUT_KEY = "tieeval.output"
+# the options whose values are the run's inputs, never to be overwritten
+_INPUT_PARAMS = ("files", "qrels", "claims_path")
+
+
+def run_inputs(ctx) -> list:
+    """The paths a command reads (its dumps, ``--qrels``, ``--claims``; a dump read from
+    ``-`` as its spool), which no output may overwrite."""
+    found: list = []
+    for name in _INPUT_PARAMS:
+        value = ctx.params.get(name)
+        if isinstance(value, (list, tuple)):
+            found += [v for v in value if isinstance(v, str)]
+        elif isinstance(value, str):
+            found.append(value)
+    return found
+
+
+def report_on_stdout(ctx) -> bool:
+    """Whether the command's data goes to stdout (no ``--output FILE``)."""
+    return ctx.meta.get(OUTPUT_KEY) is None
+
+
+def _guard_files(ctx) -> None:
+    """Before a command runs (inside :func:`tieeval.sink.run_files`): its inputs and the
+    regular file behind standard input, which no output may be, and stdout taken by the
+    data unless ``--output FILE`` sends it elsewhere."""
+    from tieeval.cli.stdin import STDIN_NAME, shown
+    from tieeval.sink import claim_stdout, protect_descriptor, protect_input
+    for path in run_inputs(ctx):
+        protect_input(path, shown=shown(path))
+    protect_descriptor(0, f"{STDIN_NAME} (the file behind standard input)")
+    if any(p.name == "output" for p in ctx.command.params) and report_on_stdout(ctx):
+        claim_stdout("the output")
 
 
 class _WithoutPy4J(logging.StreamHandler):
@@ -371,11 +406,14 @@ class Command(click.Command):
         return super().parse_args(ctx, expand_multi_value(args))
 
     def invoke(self, ctx):
-        for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the evaluation
-            check(ctx)
-        from tieeval.engine.heap import keep_freed_heap
-        keep_freed_heap()  # batch temporaries reuse freed heap pages instead of faulting anew
-        return super().invoke(ctx)
+        from tieeval.sink import run_files
+        with run_files():  # no output of the run may be an input, or another output
+            _guard_files(ctx)
+            for check in ctx.meta.get(BEFORE_RUN, ()):  # a bad --output: before the run
+                check(ctx)
+            from tieeval.engine.heap import keep_freed_heap
+            keep_freed_heap()  # batch temporaries reuse freed heap pages, not new ones
+            return super().invoke(ctx)
 
     def format_options(self, ctx, formatter):
         """The options under the headings of ``cli/help_sections.py`` (input, relevance,

@@ -3,8 +3,11 @@ or as the paper's Tables 1, 3 and 4 over seed-averaged run groups, and Figure 1.
 
 from __future__ import annotations
 
+import os
+
 import click
 
+from tieeval.cli.app import report_on_stdout
 from tieeval.cli.common import (
     Command,
     chosen_metrics,
@@ -29,8 +32,10 @@ from tieeval.cli.tables import (
     warn,
 )
 from tieeval.cli.whatif import make_what_if, whatif_options
+from tieeval.errors import OutputError
 from tieeval.metrics.metric import COLUMNS
 from tieeval.report.registry import renderer, taking
+from tieeval.sink import STDOUT
 
 
 @click.command(cls=Command, epilog=guide("compare"))
@@ -93,6 +98,11 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
       tieeval compare --qrels qrels.txt run.txt -m P.5,10 -m ndcg_cut_10 --format trec_eval
     """
     inputs = [*files, read_kwargs.get("qrels")]  # never overwritten by an output
+    if plot == STDOUT:
+        raise OutputError("--plot -: a plot is written to a file, whose suffix (.png, .pdf, "
+                          ".svg) chooses its format, not to stdout: name the file")
+    if per_instance == STDOUT:
+        _per_instance_to_stdout(click.get_current_context())
     if plot is not None:
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot, inputs)
@@ -160,11 +170,23 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
     render("runs", fmt, run_tables(runs, groups, default_table(table, len(files), "runs", fmt),
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
     if per_instance is not None and not quiet:
-        click.echo(f"Wrote {outcomes[0].instance_rows} instance row(s) to {per_instance}",
-                   err=True)
+        where = "stdout" if per_instance == STDOUT else per_instance
+        click.echo(f"Wrote {outcomes[0].instance_rows} instance row(s) to {where}", err=True)
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1
         draw_figure1(figure1(groups), plot, inputs)
         if not quiet:
             click.echo(f"Wrote Figure 1 to {plot}", err=True)
+
+
+def _per_instance_to_stdout(ctx) -> None:
+    """``--per-instance -`` writes the Parquet file to stdout: only where ``--output FILE``
+    takes the report off it, and never to a terminal."""
+    if report_on_stdout(ctx):
+        raise OutputError("--per-instance -: stdout already carries the report; send the "
+                          "report to a file with -o FILE, or name a file for the "
+                          "per-instance rows")
+    if os.isatty(1):
+        raise OutputError("--per-instance -: stdout is a terminal, and the rows are a "
+                          "binary Parquet file; redirect stdout or name a file")

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import click
 
-from tieeval.cli.app import BEFORE_RUN
+from tieeval.cli.app import BEFORE_RUN, OUTPUT_KEY
+from tieeval.cli.app import run_inputs as _inputs
 from tieeval.cli.common import data_stdout, stdout_console, write
 from tieeval.report.registry import describe, formats, renderer
 
 # where --output is kept between parsing and rendering (click's per-invocation scratch)
-_META_KEY = "tieeval.output"
-# the options whose values are the run's inputs, never to be overwritten
-_INPUT_PARAMS = ("files", "qrels", "claims_path")
+_META_KEY = OUTPUT_KEY
 
 
 class StdoutOutput:
@@ -82,6 +81,16 @@ def _remember(ctx, param, value):
     return value
 
 
+def _before(kind: str):
+    def remember(ctx, param, value):
+        # a file the format writes besides its output: refused before the evaluation too
+        before = None if value is None else renderer(kind, value).before
+        if before is not None:
+            ctx.meta.setdefault(BEFORE_RUN, []).append(lambda ctx: before())
+        return value
+    return remember
+
+
 def format_option(kind: str):
     """``--format`` / ``-f`` with the formats of results of ``kind`` (the first is the
     default), each described in the help; and ``--output`` / ``-o``, where they go."""
@@ -94,20 +103,9 @@ def format_option(kind: str):
                          help="Write the output to FILE instead of stdout (whole or not at "
                               "all; never over an input). '-' is stdout.")(f)
         return click.option("--format", "-f", "fmt", type=click.Choice(names),
-                            default=names[0], show_default=True,
+                            default=names[0], show_default=True, callback=_before(kind),
                             help=f"Output: {describe(kind)}")(f)
     return decorate
-
-
-def _inputs(ctx) -> list:
-    found: list = []
-    for name in _INPUT_PARAMS:
-        value = ctx.params.get(name)
-        if isinstance(value, (list, tuple)):
-            found += [v for v in value if isinstance(v, str)]
-        elif isinstance(value, str):
-            found.append(value)
-    return found
 
 
 def check_output_option(ctx) -> None:

@@ -210,22 +210,40 @@ def append_step_summary(path: str, text: str) -> None:
     output sink: the runner shows what every step appended, so what the file holds is kept
     and ``text`` added after it, written completely or not at all; a FIFO, a device or a
     folder named there is refused at once (an append would block or land outside a file)."""
-    what = "the job summary"
+    target = check_step_summary(path)
     try:
-        target = check_output_path(path, what=what)
-        try:
-            with open(target, "rb") as fh:
-                before = fh.read()
-        except FileNotFoundError:
-            before = b""
-        except OSError as exc:
-            reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
-            raise OutputError(reason) from None
-        with atomic_output(target, what=what) as out:
+        before = b""
+        if target != "-":  # '-': stdout, where --output FILE took the data elsewhere
+            try:
+                with open(target, "rb") as fh:
+                    before = fh.read()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+                raise OutputError(reason) from None
+        with atomic_output(target, what=_SUMMARY) as out:
             out.write(before + text.encode("utf-8"))
     except OutputError as exc:
-        raise OutputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: "
-                          f"{exc}") from None
+        raise _summary_error(path, exc) from None
+
+
+_SUMMARY = "the job summary"
+
+
+def _summary_error(path: str, exc: OutputError) -> OutputError:
+    return OutputError(f"GITHUB_STEP_SUMMARY {path}: cannot append the job summary: {exc}")
+
+
+def check_step_summary(path: str) -> str:
+    """Refuse ``path`` (``$GITHUB_STEP_SUMMARY``) as the job summary's file as the output
+    sink refuses any output (a device, a folder, an input of the run or another of its
+    outputs), naming the variable; called before the evaluation too. Returns the path to
+    write."""
+    try:
+        return check_output_path(path, what=_SUMMARY)
+    except OutputError as exc:
+        raise _summary_error(path, exc) from None
 
 
 def to_json(outcomes: list[Outcome], runs) -> str:
@@ -246,9 +264,15 @@ def _check_text(result: CheckResult, out: Output) -> None:
     out.write(to_text(result.outcomes))
 
 
+def _check_step_summary_target() -> None:
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if target:
+        check_step_summary(target)
+
+
 @register("check", "github", "GitHub workflow annotations of failed checks, one "
                             "::notice summary, and a job summary table where "
-                            "GITHUB_STEP_SUMMARY is set")
+                            "GITHUB_STEP_SUMMARY is set", before=_check_step_summary_target)
 def _check_github(result: CheckResult, out: Output) -> None:
     out.write(to_github(result.outcomes))
     target = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -52,7 +52,9 @@ class Renderer:
     """One registered renderer: ``render(result, out)`` writes ``result`` of ``kind`` in
     ``format``. ``help`` says what the format holds (the ``--format`` help joins them);
     ``machine_readable`` formats (one record per line, or JSON) are read by programs rather
-    than people; ``takes`` names the command-line options only this format uses."""
+    than people; ``takes`` names the command-line options only this format uses;
+    ``before()``, if given, is called before the evaluation, to refuse at once a file the
+    format writes besides its output (the job summary of ``check --format github``)."""
 
     kind: str
     format: str
@@ -63,6 +65,7 @@ class Renderer:
     # the formats' listed order: this package's modules by name, then others (a plug-in's),
     # each module's renderers as registered; import order never changes it
     order: tuple[bool, str, int] = (False, "", 0)
+    before: Callable[[], None] | None = None
 
 
 _RENDERERS: dict[str, dict[str, Renderer]] = {}
@@ -78,7 +81,7 @@ MODULE_KINDS = {"tables": ("runs", "ties"), "trec_eval": ("runs",), "webpage": (
 
 
 def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = False,
-             takes: tuple[str, ...] = ()):
+             takes: tuple[str, ...] = (), before: Callable[[], None] | None = None):
     """Register the decorated ``func(result, out)`` as the renderer of ``kind`` in
     ``fmt``; a second renderer for the same pair is an error."""
     def decorate(func):
@@ -88,7 +91,7 @@ def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = Fa
                              f"({by_format[fmt].render.__module__} and {func.__module__})")
         by_format[fmt] = Renderer(kind, fmt, func, help, machine_readable, tuple(takes),
                                   (not func.__module__.startswith(__package__ + "."),
-                                   func.__module__, next(_COUNTER)))
+                                   func.__module__, next(_COUNTER)), before)
         return func
     return decorate
 
