@@ -882,3 +882,21 @@ def test_a_dump_that_cannot_be_reached_says_why(tmp_path, monkeypatch, error, wo
     with pytest.raises(InputError) as caught:
         open_dump(target)
     assert str(caught.value) == f"{target}: {words}"
+
+
+def test_a_reader_gone_from_stdout_ends_the_run_by_sigpipe_quietly(tmp_path, scores):
+    # exit 141 in a shell (128 + SIGPIPE), as the exit-code table says: no message
+    np.save(tmp_path / "x.npy", scores)
+    (tmp_path / "tmp").mkdir()  # where stdout's copy of --per-instance - is gathered
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "TMPDIR": str(tmp_path / "tmp")}
+    for extra in ([], ["-o", tmp_path / "r.json", "--per-instance", "-"]):
+        proc = subprocess.Popen([sys.executable, "-m", "tieeval", "compare",
+                                 tmp_path / "x.npy", "-f", "json", "-q", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdout.close()  # before the interpreter has even started: nothing reads
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == -signal.SIGPIPE, err
+        assert err == b""
+    assert os.listdir(tmp_path / "tmp") == []
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []

@@ -110,3 +110,23 @@ def test_changelog_sections_and_bullets():
         bullets = [" ".join(b.split()) for b in re.findall(r"^- (.+?)(?=^- |^#|\Z)", release,
                                                            re.M | re.S)]
         assert len(bullets) == len(set(bullets))
+
+
+def _exit_code_table(page: str) -> set[int]:
+    section = read(page).split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| **")]
+    return {int(code) for row in rows for code in re.findall(r"\*\*(\d+)\*\*",
+                                                             row.split(" | ")[0])}
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/commands.md"])
+def test_exit_code_tables_list_every_code_tieeval_returns(page):
+    import signal
+
+    from tieeval.cli import app
+    returned = {value for name, value in vars(app).items() if name.startswith("EXIT_")}
+    returned |= {0, 128 + signal.SIGPIPE}  # success; killed by SIGPIPE (| head)
+    # the codes a signal ends a run with are 128 + its number, as shells report them
+    assert {app.EXIT_HANGUP, app.EXIT_INTERRUPTED, app.EXIT_TERMINATED} == {
+        128 + signal.SIGHUP, 128 + signal.SIGINT, 128 + signal.SIGTERM}
+    assert _exit_code_table(page) == returned == {0, 1, 2, 3, 129, 130, 141, 143}

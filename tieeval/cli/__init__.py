@@ -1,9 +1,10 @@
 """The ``tieeval`` command line: parse options, call the library, map errors to exit codes.
 
-Exit codes: 0 success; 1 only when a ``check`` threshold fails or an ``audit`` flags a
-claim; 2 usage or input error (one ``Error: ...`` line on stderr); 3 an internal error (a
-bug: please report it); 130 interrupted (Ctrl-C). Each command lives in its own module and is
-registered here.
+Exit codes: 0 success; 1 only when a ``check`` threshold fails, ``diff --fail-if-worse``
+finds B worse or an ``audit`` flags a claim; 2 usage or input error (one ``Error: ...``
+line on stderr); 3 an internal error (a bug: please report it); 129 / 130 / 143 ended by
+SIGHUP / Ctrl-C / SIGTERM; 141 (SIGPIPE) stdout's reader went away. Each command lives in
+its own module and is registered here.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def cli():
     Example:
       tieeval compare sample_scores/sigmoid_saturated.parquet --k 1 5 10
 
-    Exit codes: 0 success, 1 a check failed or an audit flagged a claim, 2 usage or
-    input error, 3 internal error, 130 interrupted.
+    Exit codes: 0 success, 1 a check failed, diff --fail-if-worse found B worse or an
+    audit flagged a claim, 2 usage or input error, 3 internal error, 130 interrupted
+    (129 SIGHUP, 143 SIGTERM, 141 SIGPIPE).
     """
 
 
