@@ -137,3 +137,23 @@ def test_closed_stdin_is_a_one_line_error(args):
         2, ["Error: <stdin>: standard input is closed; pipe or redirect the dump into "
             "tieeval"])
     assert proc.stdout == b""
+
+
+def test_the_spool_is_no_part_of_a_dataset_folder_that_is_also_tmpdir(tmp_path, rng):
+    import pyarrow.parquet as pq
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    tieeval.save_scores(str(dataset / "a.parquet"), _scores(rng))
+    other, _ = _parquet(tmp_path, rng)
+    args = ["-m", "HR@1", "-f", "json", "-q"]
+    alone = _compare([dataset, *args])
+    assert alone.returncode == 0, alone.stderr
+    with open(other, "rb") as fh:  # the spool is written into the dataset being read
+        both = _compare(["-", dataset, *args], stdin=fh,
+                        env={**os.environ, "TMPDIR": str(dataset)})
+    assert both.returncode == 0, both.stderr
+    runs = json.loads(both.stdout)["runs"]
+    assert runs[1]["path"] == str(dataset)
+    assert runs[1]["metrics"] == json.loads(alone.stdout)["runs"][0]["metrics"]
+    assert runs[1]["instances"] == pq.read_metadata(dataset / "a.parquet").num_rows
+    assert os.listdir(dataset) == ["a.parquet"]

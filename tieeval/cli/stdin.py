@@ -55,7 +55,8 @@ def spool(stream) -> str:
     import tempfile
 
     from tieeval.sink import create_temp
-    fd, path = create_temp(tempfile.gettempdir(), "tieeval-stdin-", suffix)
+    # hidden (a dot first): a dataset folder that is also $TMPDIR never reads it as a part
+    fd, path = create_temp(tempfile.gettempdir(), ".tieeval-stdin-", suffix)
     _SPOOLED[path] = STDIN_NAME
     with os.fdopen(fd, "wb") as out:
         out.write(head)
