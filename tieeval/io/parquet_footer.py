@@ -20,6 +20,7 @@ from dataclasses import dataclass
 # Thrift compact protocol types
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, \
     _STRUCT = range(13)
+_FIXED = {_TRUE: 1, _FALSE: 1, _BYTE: 1, _DOUBLE: 8}  # bytes of an element of these types
 _MAX_DEPTH = 64  # nesting deeper than any Parquet footer: a hostile one must not recurse
 
 
@@ -54,13 +55,22 @@ class GroupInfo:
                    default=0)
 
 
+class _Short(FooterError):
+    """The bytes end inside the structure (more of them may complete it)."""
+
+
 class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
+    """A compact-protocol reader whose work is bounded by the bytes it reads: every value,
+    every element of a list, set or map (a bool too), every field of a struct takes one
+    byte at least, so no declared count loops without reading, and a count larger than
+    the bytes left is refused before anything is read."""
+
+    def __init__(self, data: bytes, pos: int = 0):
+        self.data, self.pos = data, pos
 
     def byte(self) -> int:
         if self.pos >= len(self.data):
-            raise FooterError("the footer ends early")
+            raise _Short("the footer ends early")
         b = self.data[self.pos]
         self.pos += 1
         return b
@@ -83,7 +93,7 @@ class _Reader:
     def binary(self) -> bytes:
         n = self.varint()
         if n > len(self.data) - self.pos:
-            raise FooterError("a string runs past the footer")
+            raise _Short("a string runs past the footer")
         out = self.data[self.pos:self.pos + n]
         self.pos += n
         return out
@@ -94,7 +104,7 @@ class _Reader:
         if size == 15:
             size = self.varint()
         if size > len(self.data) - self.pos:  # every element takes a byte at least
-            raise FooterError("a list longer than the footer")
+            raise _Short("a list longer than the footer")
         return size, kind
 
     def skip(self, kind: int, depth: int = 0) -> None:
@@ -108,31 +118,42 @@ class _Reader:
             self.varint()
         elif kind == _DOUBLE:
             if self.pos + 8 > len(self.data):
-                raise FooterError("the footer ends early")
+                raise _Short("the footer ends early")
             self.pos += 8
         elif kind == _BINARY:
             self.binary()
         elif kind in (_LIST, _SET):
             size, elem = self.list_header()
+            width = _FIXED.get(elem)
+            if width is not None:  # elements of one size: stepped over at once
+                if width * size > len(self.data) - self.pos:
+                    raise _Short("a list longer than the footer")
+                self.pos += width * size
+                return
             for _ in range(size):
-                if elem in (_TRUE, _FALSE):
-                    self.byte()  # a bool in a list is a byte of its own
-                else:
-                    self.skip(elem, depth + 1)
+                self.element(elem, depth + 1)
         elif kind == _MAP:
             size = self.varint()
-            if size > len(self.data) - self.pos:
-                raise FooterError("a map longer than the footer")
+            if 2 * size > len(self.data) - self.pos:  # a key and a value: 2 bytes at least
+                raise _Short("a map longer than the footer")
             if size:
                 types = self.byte()
                 for _ in range(size):
-                    self.skip(types >> 4, depth + 1)
-                    self.skip(types & 0x0F, depth + 1)
+                    self.element(types >> 4, depth + 1)
+                    self.element(types & 0x0F, depth + 1)
         elif kind == _STRUCT:
             for _ in self.fields(depth + 1):
                 pass
         else:
             raise FooterError(f"unknown Thrift type {kind}")
+
+    def element(self, kind: int, depth: int) -> None:
+        """Skip an element of a list, set or map: a bool there is a byte of its own (only
+        a struct field carries its bool in its type)."""
+        if kind in (_TRUE, _FALSE):
+            self.byte()
+        else:
+            self.skip(kind, depth)
 
     def fields(self, depth: int = 0):
         """``(field id, type)`` of a struct's fields; the caller reads or skips each value."""
@@ -251,8 +272,8 @@ def _read_footer(path: str, mtime_ns: int, size: int) -> list[GroupInfo]:
 # Some writers (parquet-mr before 1.2.9) counted a column chunk's bytes without its dictionary
 # page header: pages may run this many bytes past the declared end (pyarrow allows as much).
 CHUNK_SLACK = 100
-_HEADER_READ = 1 << 12  # a page header is read in windows of this size ...
-_MAX_HEADER = 16 << 20  # ... up to this size (page statistics can be long)
+_HEADER_READ = 1 << 16  # page headers are read in windows of this size ...
+_MAX_HEADER = 16 << 20  # ... a longer one up to this size (page statistics can be long)
 
 
 def check_pages(path: str, chunks, file_size: int) -> None:
@@ -272,8 +293,9 @@ def check_pages(path: str, chunks, file_size: int) -> None:
                 continue
             end = min(chunk.start + chunk.compressed_size, file_size)
             pos = chunk.start
+            window = _Window(fh, end + CHUNK_SLACK)
             while pos < end:
-                got = _page_sizes(fh, pos, end)
+                got = _page_sizes(window, pos)
                 if got is None:
                     break
                 header, compressed = got
@@ -286,22 +308,50 @@ def check_pages(path: str, chunks, file_size: int) -> None:
                 pos += header + compressed
 
 
-def _page_sizes(fh, pos: int, end: int) -> tuple[int, int] | None:
+class _Window:
+    """The bytes of one column chunk (up to ``limit``), read a window at a time: each
+    page header is parsed from the window that holds it, not read again on its own, so a
+    chunk of many small pages costs its own bytes, read once."""
+
+    def __init__(self, fh, limit: int):
+        self.fh, self.limit = fh, limit
+        self.data, self.at = b"", 0
+
+    def read(self, pos: int, size: int) -> tuple[bytes, int]:
+        """A buffer holding the bytes from ``pos`` on (``size`` of them at least, where
+        the chunk has them) and the offset of ``pos`` in it."""
+        stop = min(pos + size, self.limit)
+        if not (self.at <= pos and stop <= self.at + len(self.data)):
+            self.fh.seek(pos)
+            self.data = self.fh.read(max(0, stop - pos))
+            self.at = pos
+            if len(self.data) < stop - pos:  # the file ends first
+                self.limit = pos + len(self.data)
+        return self.data, pos - self.at
+
+    def reaches_end(self) -> bool:
+        return self.at + len(self.data) >= self.limit
+
+
+def _page_sizes(window: _Window, pos: int) -> tuple[int, int] | None:
     """``(header bytes, compressed_page_size)`` of the page header at ``pos``; None when it
-    is not a readable header (the damage is then pyarrow's to report)."""
-    window = _HEADER_READ
+    is not a readable header (the damage is then pyarrow's to report). The work is bounded
+    by the bytes parsed (see :class:`_Reader`): a window that ends inside the header is
+    read again four times as long, up to :data:`_MAX_HEADER`."""
+    size = _HEADER_READ
     while True:
-        fh.seek(pos)
-        data = fh.read(min(window, max(0, end + CHUNK_SLACK - pos)))
-        r = _Reader(data)
+        data, offset = window.read(pos, size)
+        r = _Reader(data, offset)
         compressed = -1
         try:
             for fid, kind in r.fields():
                 if fid == 3:
                     compressed = r.integer(kind)
-        except FooterError:
-            if len(data) < window or window >= _MAX_HEADER:
-                return None  # not a header, or one cut by the chunk's end
-            window *= 4  # a long header (statistics): read more of it
+        except _Short:
+            if window.reaches_end() or size >= _MAX_HEADER:
+                return None  # a header cut by the chunk's end, or longer than any
+            size *= 4  # a long header (statistics): read more of it
             continue
-        return (r.pos, compressed) if compressed >= 0 else None
+        except FooterError:
+            return None  # not a header
+        return (r.pos - offset, compressed) if compressed >= 0 else None
