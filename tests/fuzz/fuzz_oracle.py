@@ -414,10 +414,15 @@ def _trec_number(text: bytes, where: str) -> float:
     return float("nan") if "(" in dec.group(0) else float(dec.group(0))
 
 
+def _without_bom(data: bytes) -> bytes:
+    """A UTF-8 byte-order mark opening a TREC file is no part of its first query id."""
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
 def read_trec(run_path: str, qrels_path: str) -> Rows:
     with open(qrels_path, "rb") as fh:
         qrels: dict = {}
-        for number, fields in _trec_lines(fh.read(), True):
+        for number, fields in _trec_lines(_without_bom(fh.read()), True):
             if len(fields) != 4:
                 raise Invalid(f"qrels line {number}: {len(fields)} fields")
             qid, _, doc, rel = fields
@@ -432,7 +437,7 @@ def read_trec(run_path: str, qrels_path: str) -> Rows:
         raise Invalid("empty qrels")
     with open(run_path, "rb") as fh:
         run: dict = {}
-        for number, fields in _trec_lines(fh.read(), False):
+        for number, fields in _trec_lines(_without_bom(fh.read()), False):
             if len(fields) < 6:
                 raise Invalid(f"run line {number}: {len(fields)} fields")
             qid, _, doc, _, score = fields[:5]

@@ -32,22 +32,51 @@ def test_npy_header_with_boolean_extents_is_refused(tmp_path):
         tieeval.evaluate_path(str(path), ["HR@1"])
 
 
-def test_trec_run_with_a_byte_order_mark_keeps_it_in_the_first_query_id(tmp_path):
-    """trec_eval reads a UTF-8 byte-order mark as part of the first query id, so the first
-    line belongs to another query. tieeval's fast reader (pyarrow's CSV parser) dropped it
-    and its line reader kept it: the two disagreed, and the run differed from trec_eval's."""
+def test_trec_run_with_a_byte_order_mark_is_read_without_it(tmp_path):
+    """A UTF-8 byte-order mark (as some editors write one) is not part of the first query
+    id: it is skipped, with one warning, by the fast reader (pyarrow's CSV parser, which
+    drops it) and the line reader alike. trec_eval keeps it in the id, and so silently
+    dropped the first query from the evaluation."""
     run = tmp_path / "run.txt"
     qrels = tmp_path / "qrels.txt"
-    run.write_bytes(b"\xef\xbb\xbfq0 Q0 d0 1 0.5 sys\nq0 Q0 d1 2 0.5 sys\n"
+    run.write_bytes(b"\xef\xbb\xbfq0 Q0 d0 1 0.5 sys\nq0 Q0 d1 2 0.4 sys\n"
+                    b"q1 Q0 d0 1 0.5 sys\nq1 Q0 d1 2 0.4 sys\n")
+    qrels.write_bytes(b"\xef\xbb\xbfq0 0 d0 1\nq1 0 d1 1\n")
+    result = tieeval.evaluate_path(str(run), ["HR@1", "MRR"], qrels=str(qrels))
+    want = fuzz_oracle.figures(fuzz_oracle.read_trec(str(run), str(qrels)), [1])
+    assert want["MRR"][:3] == (0.75, 0.75, 0.75)
+    # by hand: q0 ranks its relevant d0 first (HR@1 1, RR 1), q1 its relevant d1 second
+    # (HR@1 0, RR 1/2); no ties: HR@1 = (1 + 0) / 2, MRR = (1 + 1/2) / 2
+    assert result.metric("HR@1").instances == 2
+    for column in ("original", "first", "last", "tie_aware"):
+        assert getattr(result.metric("HR@1"), column) == 0.5
+        assert getattr(result.metric("MRR"), column) == 0.75
+    assert [w for w in result.warnings if "byte-order mark" in w] == [
+        f"{run}: the run file starts with a UTF-8 byte-order mark, ignored (trec_eval "
+        "would read it as part of the first query id)",
+        f"{qrels}: the qrels file starts with a UTF-8 byte-order mark, ignored (trec_eval "
+        "would read it as part of the first query id)"]
+
+
+def test_trec_run_with_a_byte_order_mark_warns_once_on_stderr(tmp_path):
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_bytes(b"\xef\xbb\xbfq0 Q0 d0 1 0.5 sys\nq0 Q0 d1 2 0.4 sys\n"
                     b"q1 Q0 d0 1 0.5 sys\nq1 Q0 d1 2 0.4 sys\n")
     qrels.write_bytes(b"q0 0 d0 1\nq1 0 d1 1\n")
-    result = tieeval.evaluate_path(str(run), ["HR@1", "MRR"], qrels=str(qrels))
-    # q0 retrieved only d1 (not relevant): RR 0; q1 ranks its relevant d1 second: RR 1/2
-    want = fuzz_oracle.figures(fuzz_oracle.read_trec(str(run), str(qrels)), [1])
-    assert want["MRR"][:3] == (0.25, 0.25, 0.25)
-    assert result.metric("MRR").tie_aware == pytest.approx(0.25, rel=1e-12)
-    assert result.metric("HR@1").first == 0.0
-    assert result.metric("MRR").instances == 2
+    result = subprocess.run([sys.executable, "-m", "tieeval", "compare", str(run), "--qrels",
+                             str(qrels), "-m", "HR@1", "-f", "json"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": ROOT + os.pathsep
+                                 + os.environ.get("PYTHONPATH", "")})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("byte-order mark") == 1, result.stderr
+    assert "::" not in result.stderr
+    import json
+    (metric,) = json.loads(result.stdout)["runs"][0]["metrics"]
+    # by hand, as above: q0 hits at rank 1, q1 does not; (1 + 0) / 2
+    assert (metric["metric"], metric["k"], metric["instances"]) == ("HR", 1, 2)
+    assert metric["original"] == metric["tie_aware"] == 0.5
 
 
 def test_npz_member_renamed_in_the_directory_is_refused(tmp_path):

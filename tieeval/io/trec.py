@@ -98,12 +98,29 @@ class TrecBatch(Batch):
     max_label: float | None = None
 
 
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark: written by some editors, not a byte of a line
+
+
+def bom_warning(path: str, what: str) -> str | None:
+    """The warning for a run or qrels file that starts with a byte-order mark (which the
+    readers skip), None for one that does not (or cannot be read: the reader says why)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(3) != BOM:
+                return None
+    except OSError:
+        return None
+    return (f"{path}: the {what} file starts with a UTF-8 byte-order mark, ignored (trec_eval "
+            "would read it as part of the first query id)")
+
+
 def _read_bytes(path: str, what: str) -> bytes:
     if os.path.exists(path):
         require_regular_file(path)
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            data = fh.read()
+            return data[3:] if data[:3] == BOM else data
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
@@ -330,8 +347,9 @@ def _csv_columns(data: bytes, names: tuple, number: str, *, plain: bool = False)
 
     if _only_line_ends(data):
         return None
-    if data[:3] == b"\xef\xbb\xbf":
-        # pyarrow drops a byte-order mark; trec_eval reads it as part of the first query id
+    if data[:3] == BOM:
+        # pyarrow drops a byte-order mark; one after the file's first bytes (at the start
+        # of a line) is part of the line's query id
         return None
     if plain and any(c in data for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
         return None
@@ -399,12 +417,17 @@ def _read_chunks(path: str, what: str, size: int | None = None):
         raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
     with fh:
         rest = b""
+        first = True
         while True:
             try:
                 block = fh.read(size)
             except OSError as exc:
                 raise InputError(f"{path}: cannot read {what}: "
                                  f"{exc.strerror or exc}") from None
+            if first:
+                first = False
+                if block[:3] == BOM:
+                    block = block[3:]
             if not block:
                 if rest:
                     yield rest

@@ -52,6 +52,7 @@ from tieeval.io.trec import (
     _read_chunks,
     _text,
     _trec_rows_order,
+    bom_warning,
     check_missing_queries,
     load,
 )
@@ -332,7 +333,9 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     # (--group-by-tag labels runs by it instead), set once the pass has read every tag
     dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
                         nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
-                        warnings=[], relevance=info, query_set=placeholder,
+                        warnings=[w for w in (bom_warning(path, "run"),
+                                              bom_warning(qrels, "qrels")) if w],
+                        relevance=info, query_set=placeholder,
                         _settle=source.settle, _start_over=source.start_over,
                         _order=source.instance_order, _keep_order=source.keep_order)
     source.dump = dump
