@@ -78,6 +78,7 @@ from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
 from tieeval.records.batch import Batch
 from tieeval.results import MetricRow, RunResult, TieStats
+from tieeval.stopping import checkpoint
 
 
 def expand(metrics, options: RelOptions) -> list[Entry]:
@@ -225,6 +226,7 @@ class GeneralKernel(Kernel):
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
         added = []
         for entry, sums in zip(self.entries, acc.sums):
+            checkpoint()
             v = rb.values(entry.form)
             v = self._counted(v, entry, has_pos)
             added.append(v)

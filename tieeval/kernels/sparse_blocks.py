@@ -35,6 +35,7 @@ import numpy as np
 from tieeval.errors import InputError
 from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
 from tieeval.ranges import expand
+from tieeval.stopping import checkpoint
 
 _SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
@@ -54,6 +55,7 @@ def _chunk(total: int) -> int:
 def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
     """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
     for part in _row_groups(n, rows):
+        checkpoint()
         if part.size:
             yield offsets[part][:, None] + np.arange(int(n[part[0]]))
 
@@ -519,6 +521,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
     # the items of each block of rows
     chunk_of_row = np.zeros(n.size, dtype=np.int64)
     for i, rows in enumerate(chunks):
+        checkpoint()
         chunk_of_row[rows] = i
     by_chunk = np.argsort(chunk_of_row[mrow], kind="stable")
     counts = np.bincount(chunk_of_row[mrow], minlength=len(chunks))

@@ -14,6 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from tieeval.stopping import checkpoint
+
 _HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
 _MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53
 _GATHER = 1 << 16  # small additions are gathered up to this many values, then added at once
@@ -47,6 +49,7 @@ class ExactSum:
                 self._flush()
             return
         for start in range(0, values.size, _MAX_ROWS):
+            checkpoint()
             self._add_chunk(values[start:start + _MAX_ROWS])
 
     def _flush(self) -> None:
@@ -108,6 +111,7 @@ class ExactSum:
         ends = np.cumsum(counts)
         start = 0
         while start < values.size:
+            checkpoint()
             base = int(ends[start - 1]) if start else 0
             stop = int(np.searchsorted(ends, base + _MAX_ROWS, side="right"))
             self._add_chunk(values[start:stop], counts[start:stop].astype(np.float64))

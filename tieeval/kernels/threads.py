@@ -12,6 +12,8 @@ import os
 import threading
 from typing import Callable, Iterable, Iterator, TypeVar
 
+from tieeval.stopping import Token, checkpoint, running
+
 T = TypeVar("T")
 U = TypeVar("U")  # a mapped function's result
 
@@ -62,13 +64,16 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
     return list(_pool(count).map(fn, blocks))
 
 
-def _in_batch(fn: Callable[[T], U]) -> Callable[[T], U]:
+def _in_batch(fn: Callable[[T], U], token: Token) -> Callable[[T], U]:
     """``fn`` run as one batch's work on a sort thread: inside it, :func:`threads` is 1
-    (the batch's own sorts stay in its thread)."""
+    (the batch's own sorts stay in its thread), and its long loops stop at their next
+    :func:`~tieeval.stopping.checkpoint` once ``token`` is stopped."""
     def inline(item: T) -> U:
         _LOCAL.inline = True
         try:
-            return fn(item)
+            with running(token):
+                checkpoint()  # queued before the caller stopped: not started at all
+                return fn(item)
         finally:
             _LOCAL.inline = False
     return inline
@@ -78,8 +83,10 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
     threads, at most one item per thread in flight: results are yielded in item order.
     Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
-    error is raised where its item's result would be yielded; items already started
-    finish first. A single item runs in the caller, its own sorts on every thread."""
+    error is raised where its item's result would be yielded; items already started stop
+    at their next :func:`~tieeval.stopping.checkpoint` (as on an interrupt, or when the
+    consumer stops), and are waited for. A single item runs in the caller, its own sorts
+    on every thread."""
     import itertools
     count = threads()
     rest = iter(items)
@@ -88,7 +95,8 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
         yield fn(head.pop())
         return
 
-    inline = _in_batch(fn)
+    token = Token()
+    inline = _in_batch(fn, token)
     pool = _pool(count)
     pending: list = []
     try:
@@ -98,7 +106,8 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
                 yield pending.pop(0).result()
         while pending:
             yield pending.pop(0).result()
-    finally:  # an error or a consumer that stopped: let those running finish
+    finally:  # an error, an interrupt or a consumer that stopped: those running stop
+        token.stop()
         _settle(pending)
 
 
@@ -107,14 +116,16 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
     thread takes the next item as soon as it is free), results yielded in item order.
     Items are cheap (a task that reads its own batch), so only the threads' own work is
     in memory. Inside ``fn``, :func:`threads` is 1. An error is raised where its item's
-    result would be yielded; the items not started are dropped, those running finish
-    first. A single item runs in the caller, its own sorts on every thread."""
+    result would be yielded; the items not started are dropped, those running stop at
+    their next :func:`~tieeval.stopping.checkpoint` and are waited for. A single item runs
+    in the caller, its own sorts on every thread."""
     if len(items) <= 1 or threads() <= 1:
         for item in items:
             yield fn(item)
         return
 
-    inline = _in_batch(fn)
+    token = Token()
+    inline = _in_batch(fn, token)
     pool = _pool(threads())
     pending: list = [pool.submit(inline, item) for item in items]
     try:
@@ -123,12 +134,13 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
             pending[i] = None  # its result is not kept here once yielded
             yield future.result()
     finally:
+        token.stop()
         _settle([f for f in pending if f is not None])
 
 
 def _settle(futures: list) -> None:
-    """Cancel the futures not started and wait for those running (their errors dropped:
-    the first error is already raised, or the consumer stopped)."""
+    """Cancel the futures not started and wait for those running, stopped (their errors
+    dropped: the first error is already raised, or the consumer stopped)."""
     for future in futures:
         future.cancel()
     for future in futures:

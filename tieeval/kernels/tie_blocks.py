@@ -88,6 +88,7 @@ from tieeval.metrics.options import (
     parse_rel_metric,
 )
 from tieeval.records.values import InstanceValues
+from tieeval.stopping import checkpoint
 
 # ---------------------------------------------------------------------------------------
 # Results
@@ -412,6 +413,7 @@ class RelBatch:
                 continue
             group = rows[lens == length]
             for part in np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1):
+                checkpoint()
                 if part.size:
                     base = self.offsets[part][:, None]
                     yield base, base + np.arange(length)

@@ -41,6 +41,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.geometric import geometric_reason, spread
+from tieeval.stopping import checkpoint
 
 _CHUNK = 1 << 22  # elements per 2-D work array
 
@@ -49,6 +50,7 @@ def _falling_ratio(p: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     """``f_k = p (p-1) ... (p-k+1) / (n (n-1) ... (n-k+1))``, 0 where p < k (float64)."""
     out = np.ones(p.shape)
     for i in range(k):
+        checkpoint()
         ok = p - i > 0
         out = np.where(ok, out * (p - i) / np.where(n - i > 0, n - i, 1), 0.0)
     return out
@@ -70,6 +72,7 @@ def _block_place_sums(a: np.ndarray, m: np.ndarray):
         width = 1 << int(bk)
         sel = np.flatnonzero(bucket == bk)
         for part in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
+            checkpoint()
             if part.size == 0:
                 continue
             i = np.arange(1, width + 1, dtype=np.float64)

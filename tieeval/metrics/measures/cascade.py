@@ -39,6 +39,7 @@ import numpy as np
 
 from tieeval.errors import ParameterError
 from tieeval.ranges import expand, positions
+from tieeval.stopping import checkpoint
 
 
 class BlockTable(Protocol):
@@ -271,6 +272,7 @@ def _survival_before(rb: BlockTable, x_item: np.ndarray, kk: np.ndarray) -> np.n
             continue
         rows = np.flatnonzero(width == w)
         for part in _chunks(rows, int(w)):
+            checkpoint()
             idx = rb.offsets[part][:, None] + np.arange(int(w))
             ex[idx[:, 1:]] = np.cumprod(x_item[idx[:, :-1]], axis=1)
     return ex[rb.bst]
@@ -282,6 +284,7 @@ def _err_blocks(rb: BlockTable, r_item: np.ndarray, x_item: np.ndarray, blocks: 
     out = np.zeros(blocks.size)
     for (pw, mw), sel in _buckets(p, m):
         for part in _chunks(sel, pw * max(pw, mw)):
+            checkpoint()
             t = blocks[part]
             idx = rb.bst[t][:, None] + np.arange(pw)
             inside = np.arange(pw) < p[part][:, None]
@@ -302,6 +305,7 @@ def _cascade_moments(rv: np.ndarray, xv: np.ndarray, p: np.ndarray, kmax: int) -
     mom[:, 0] = 1.0
     d = np.zeros((b, kmax + 1))
     for i in range(1, pw + 1):
+        checkpoint()
         act = (p >= i)[:, None]
         x = xv[:, i - 1:i]
         r = rv[:, i - 1:i]
@@ -325,6 +329,7 @@ def _position_weights(d: np.ndarray, a: np.ndarray, n: np.ndarray, p: np.ndarray
     out = np.zeros(b)
     af = a.astype(np.float64)
     for j in range(1, int(m.max()) + 1):
+        checkpoint()
         rem = (n - j + 1).astype(np.float64)
         ok = (j <= m)
         rem = np.where(ok, rem, 1.0)[:, None]
@@ -475,6 +480,7 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
         raise ParameterError(f"recalls must be a sequence of numbers, got {recalls!r}")
     levels = [_check_real("recall", x) for x in recalls]
     for x in levels:
+        checkpoint()
         if not 0.0 <= x <= 1.0:
             raise ParameterError(f"recall must be between 0 and 1, got {x!r}")
     depth = _check_int("depth", depth)
@@ -735,6 +741,7 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
     steps = p - i1 + 1  # the constrained indices i1..p
     for ww, sel in _width_classes(w):
         for part in _chunks(sel, ww):
+            checkpoint()
             part = part[np.argsort(-steps[part], kind="stable")]  # rows still going: a prefix
             stp, wp, bp, ap, dp, np_, ip = (x[part] for x in (steps, w, bb, ba, den, num, i1))
             alive = np.searchsorted(-stp, -np.arange(1, int(stp[0]) + 1), side="right")
@@ -743,6 +750,7 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
             # Columns at or beyond a row's own width w take values the cumulative sums carry
             # rightwards, but never feed a column to their left: they are dropped at the end.
             for j in range(int(stp[0])):
+                checkpoint()
                 na = int(alive[j])
                 h = hh[:na]
                 i = ip[:na] + j
@@ -760,6 +768,7 @@ def _width_classes(w: np.ndarray):
     q = np.left_shift(1, np.maximum(3, np.floor(np.log2(np.maximum(w, 1))).astype(np.int64) - 2))
     padded = -(-w // q) * q
     for width in np.unique(padded):
+        checkpoint()
         yield int(width), np.flatnonzero(padded == width)
 
 
@@ -776,6 +785,7 @@ def _free_start(w: np.ndarray, k: np.ndarray, width: int) -> np.ndarray:
     alive = np.searchsorted(-pk, -np.arange(1, int(pk[0]) + 1), side="right") if pk[0] > 0 \
         else np.zeros(0, dtype=np.int64)
     for i in range(1, int(pk[0]) + 1):
+        checkpoint()
         na = int(alive[i - 1])
         h = hh[:na]
         np.cumsum(h, axis=1, out=h)
@@ -797,6 +807,7 @@ def _sweep(vr, v, dlog, dzero, y0, nv) -> np.ndarray:
     present = np.flatnonzero(counts)
     for (cw,), sel in _buckets(counts[present]):
         for part in _chunks(present[sel], cw):
+            checkpoint()
             idx = start[part][:, None] + np.arange(cw)
             inside = np.arange(cw) < counts[part][:, None]
             idx = np.where(inside, idx, start[part][:, None])

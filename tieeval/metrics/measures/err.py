@@ -23,6 +23,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.cascade import err_expectation, not_computed_reason
+from tieeval.stopping import checkpoint
 
 # gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
 GDEVAL_MAX_JUDGMENT = 4.0
@@ -60,6 +61,7 @@ class ExpectedReciprocalRank(Measure):
         survive = np.ones(b.size)
         go = 1.0 - stop
         for _, idx in b._by_length(np.arange(b.rows)):
+            checkpoint()
             if idx.shape[1] > 1:
                 survive[idx[:, 1:]] = np.cumprod(go[idx[:, :-1]], axis=1)
         w = np.where(ev.in_k, stop * survive / (b.pos + 1.0), 0.0)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.ranges import expand
+from tieeval.stopping import checkpoint
 
 #: Work limit of one row: the product over its tie blocks of the number of distinct
 #: orders of each block's kinds of items, ``n! / prod_l K_l!`` (a bound on the values its
@@ -79,6 +80,7 @@ def prefixes(counts, m: int):
     rem = counts[None, :].copy()
     prob = np.ones(1)
     for step in range(m):
+        checkpoint()
         parts = []
         for kind in np.flatnonzero(counts):
             sel = np.flatnonzero(rem[:, kind] > 0)
@@ -133,6 +135,7 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
     over[brow[starts[surely_over]]] = True
     kept = 0
     for lo, hi in zip(starts[~surely_over], ends[~surely_over]):
+        checkpoint()
         row = int(brow[lo])
         plan, work = [], 0.0
         for t in blocks[lo:hi]:
@@ -149,6 +152,7 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
             continue
         values, probs = np.array([0.0]), np.array([1.0])
         for t, first, m, counts in plan:
+            checkpoint()
             seqs, prob = prefixes(counts, m)
             y = block_value(t, seqs) - block_value(t, first[None, :m])[0]
             y, prob = _merged(y, prob)

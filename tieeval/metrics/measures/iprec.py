@@ -32,6 +32,7 @@ from tieeval.metrics.measures.cascade import (
     iprec_expectations,
     not_computed_reason,
 )
+from tieeval.stopping import checkpoint
 
 
 def _planned_levels(ev) -> set:
@@ -43,6 +44,7 @@ def _planned_levels(ev) -> set:
         return kept[1]
     levels: set = set()
     for m in ev.b.planned:
+        checkpoint()
         if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
                 and m.iprec_rounding == ev.m.iprec_rounding):
             levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
@@ -115,6 +117,7 @@ def _interpolated(ev, lab, levels) -> dict:
     best = _suffix_max(so_far / (place + 1.0), rel_row, b.rows)
     out_levels = {}
     for level in levels:
+        checkpoint()
         cut = iprec_cut(level, b.n_pos, ev.m.iprec_rounding)
         out = np.zeros(b.rows)
         reached = np.flatnonzero((cut >= 1) & (cut <= in_row))

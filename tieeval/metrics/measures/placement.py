@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tieeval.stopping import checkpoint
+
 #: Work limit of one row of :func:`item_expectation`: the number of (block, class of item,
 #: composition of the items above it) terms summed for the row, ``sum over its tie blocks
 #: and item classes of prod_l (K_l + 1)``. A row above it is NaN.
 ITEM_WORK_LIMIT = 2_000_000
+_GRID_SLICE = 1 << 17  # compositions of a block computed at once (item_expectation)
 
 
 def item_reason(name: str) -> str:
@@ -153,6 +156,7 @@ def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.
                             minlength=rows)
     over = work > ITEM_WORK_LIMIT
     for t in tied[~over[b.brow[tied]]]:
+        checkpoint()
         n = int(b.bsz[t])
         row = int(b.brow[t])
         for c in wanted:
@@ -161,18 +165,27 @@ def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.
                 continue
             others = k_t[:, t].astype(np.int64)
             others[c] -= 1
-            grids = np.indices(tuple(int(k) + 1 for k in others)).reshape(classes, -1)
-            x = grids.sum(axis=0)
-            keep = x < m_t[t]
-            grids, x = grids[:, keep], x[keep]
-            if x.size == 0:
-                continue
-            logp = -_log_comb(np.float64(n - 1), x.astype(np.float64)) - np.log(n)
-            for kind in range(classes):
-                logp = logp + _log_comb(np.float64(others[kind]),
-                                        grids[kind].astype(np.float64))
-            above = before[:, t][:, None] + grids
-            v = f(np.full(x.size, row), b.ba[t] + x, above, c)
-            out[row] += count * float(np.sum(np.exp(logp) * v))
+            shape = tuple(int(k) + 1 for k in others)
+            terms = []
+            # the compositions in np.indices order, a slice at a time (a stop is noticed
+            # between slices); their terms summed at once, as one array
+            for lo in range(0, int(np.prod(shape)), _GRID_SLICE):
+                checkpoint()
+                flat = np.arange(lo, min(lo + _GRID_SLICE, int(np.prod(shape))))
+                grids = np.array(np.unravel_index(flat, shape), dtype=np.int64)
+                x = grids.sum(axis=0)
+                keep = x < m_t[t]
+                grids, x = grids[:, keep], x[keep]
+                if x.size == 0:
+                    continue
+                logp = -_log_comb(np.float64(n - 1), x.astype(np.float64)) - np.log(n)
+                for kind in range(classes):
+                    logp = logp + _log_comb(np.float64(others[kind]),
+                                            grids[kind].astype(np.float64))
+                above = before[:, t][:, None] + grids
+                v = f(np.full(x.size, row), b.ba[t] + x, above, c)
+                terms.append(np.exp(logp) * v)
+            if terms:
+                out[row] += count * float(np.sum(np.concatenate(terms)))
     out[over] = np.nan
     return out

@@ -31,6 +31,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.placement import linear_moments
+from tieeval.stopping import checkpoint
 
 #: trec_eval's default persistence (m_rbp.c, m_rbp_resid.c: ``p = 0.9``).
 RBP_PERSISTENCE = 0.9
@@ -91,6 +92,7 @@ class RbpResidual(Measure):
         cut = np.flatnonzero((m_t > 0) & (m_t < b.bsz) & (u_t > 0))
         p_none = np.ones(b.rows)
         for t in cut:  # at most one cut block per row
+            checkpoint()
             n, m, u = int(b.bsz[t]), int(m_t[t]), int(u_t[t])
             # every one of the m retrieved places of the block holds a judged item
             q = 1.0

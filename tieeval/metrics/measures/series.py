@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from tieeval.stopping import checkpoint
+
 _DIRECT = 64  # power sums over at most this many terms are added directly
 _CHUNK = 1 << 22  # elements per 2-D work array
 
@@ -107,6 +109,7 @@ def recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
         # elementwise): the rows then gather them
         table = np.arange(1, int(lo[direct].max()) + _DIRECT + 1, dtype=np.float64) ** -power
     for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
+        checkpoint()
         if chunk.size:
             j = lo[chunk, None] + np.arange(1, _DIRECT + 1)
             out[chunk] = np.where(j <= cut[chunk, None], table[j - 1], 0.0).sum(axis=1)
@@ -146,6 +149,7 @@ def pmiss(n: np.ndarray, p: np.ndarray, m: np.ndarray) -> np.ndarray:
     counts = np.bincount(length, minlength=1)
     alive = length.size - np.cumsum(counts)  # alive[i] = #rows with length > i
     for i in range(int(length.max(initial=0))):
+        checkpoint()
         rows = order[:alive[i]]
         out[rows] *= (n[rows] - c[rows] - i) / (n[rows] - i)
     out[zero] = 0.0
@@ -181,6 +185,7 @@ def rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
         width = 1 << int(b)
         sel = idx[bucket == b]
         for rows in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
+            checkpoint()
             if rows.size == 0:
                 continue
             j = np.arange(1, width + 1, dtype=np.int64)
