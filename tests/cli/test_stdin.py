@@ -54,7 +54,22 @@ def _parquet(tmp_path, rng):
     return path, []
 
 
-@pytest.mark.parametrize("make", [_npy, _npz, _parquet, _trec])
+def _long_csv(tmp_path, rng, extra=()):
+    # a long-layout CSV has no magic bytes: standard input knows it by its header line
+    path = tmp_path / "long.csv"
+    scores = _scores(rng)
+    with open(path, "w") as out:
+        out.write("instance,position,score,label\n")
+        for i, row in enumerate(scores):
+            out.writelines(f"{i},{j},{v},{int(j == 0)}\n" for j, v in enumerate(row))
+    return path, list(extra)
+
+
+def _long_csv_layout(tmp_path, rng):
+    return _long_csv(tmp_path, rng, ["--layout", "long"])
+
+
+@pytest.mark.parametrize("make", [_npy, _npz, _parquet, _trec, _long_csv, _long_csv_layout])
 def test_stdin_dump_gives_the_json_of_the_same_file(make, tmp_path, rng):
     path, extra = make(tmp_path, rng)
     args = [*extra, "--k", "1,5", "--meta", "method=m", "--format", "json"]

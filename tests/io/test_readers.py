@@ -13,8 +13,9 @@ from helpers import CountsAccumulator as Accumulator
 
 from tieeval.engine.local import evaluate, evaluate_dump, evaluate_path
 from tieeval.errors import InputError
-from tieeval.io.base import ReadOptions, detect_format
+from tieeval.io.base import ReadOptions
 from tieeval.io.open import open_dump
+from tieeval.io.readers import detect_format, readers
 from tieeval.kernels.counts import dense_counts
 from tieeval.metrics.metric import default_metrics
 
@@ -214,7 +215,11 @@ def test_directory(tmp_path):
 
 def test_unknown_format(tmp_path):
     (tmp_path / "scores.csv").write_text("1,2,3\n")
-    expect_error(tmp_path / "scores.csv", "unknown format (expected .npy, .npz or .parquet)")
+    # the message lists every registered format, from the registry
+    expected = ", ".join(r.shown for r in readers()[:-1]) + f" or {readers()[-1].shown}"
+    expect_error(tmp_path / "scores.csv", f"unknown format (expected {expected})")
+    for suffix in (".npy", ".npz", ".parquet", ".csv"):
+        assert suffix in expected
 
 
 @pytest.mark.parametrize("name", ["e.npy", "e.npz", "e.parquet"])

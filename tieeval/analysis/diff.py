@@ -46,10 +46,11 @@ from tieeval.engine.consumers import InstanceCollector
 from tieeval.engine.local import drive
 from tieeval.engine.request import Request
 from tieeval.errors import InputError, ParameterError
-from tieeval.io.base import Dump, ReadOptions, detect_format
+from tieeval.io.base import Dump, ReadOptions
 from tieeval.io.ids import INSTANCE_FIELD as IDS_FIELD
 from tieeval.io.ids import npz_ids, parquet_ids
 from tieeval.io.open import open_dump
+from tieeval.io.readers import detect_format
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.records.diff import (  # noqa: F401 - the diff records, where they were
     COMPARISON_KEYS,
@@ -213,7 +214,7 @@ def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | Non
     """
     path = os.fspath(path)
     if os.path.isdir(path):
-        from tieeval.io.open import dataset_files
+        from tieeval.io.readers.parquet import dataset_files
         return parquet_ids(path, dataset_files(path), name)
     try:
         fmt = detect_format(path)

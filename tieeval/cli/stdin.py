@@ -3,8 +3,9 @@
 Readers need a file they can seek in (Parquet's footer is at the end, NPZ's directory
 too), so standard input is spooled to one temporary file, bounded by the disk as any
 dump is, and that file is evaluated as the dump. The format is sniffed from its first
-bytes and given as the file's suffix: NPY ``\\x93NUMPY``, NPZ ``PK\\x03\\x04``, Parquet
-``PAR1``, anything else text (a TREC run, read with ``--qrels``). The file is removed
+bytes by the registered readers (:func:`tieeval.io.readers.sniff`: magic bytes, or a text
+format's first line, a long-layout CSV's header) and given as the file's suffix; other
+text is named ``.txt`` (a TREC run, read with ``--qrels``). The file is removed
 when the command ends, however it ends (the application turns SIGTERM and SIGHUP into an
 unwinding exception, so the context's close runs; the exit is the last resort, through
 :func:`tieeval.sink.create_temp`, which knows the name from before the file exists).
@@ -22,7 +23,7 @@ from tieeval.errors import InputError
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-_MAGIC = ((b"\x93NUMPY", ".npy"), (b"PK\x03\x04", ".npz"), (b"PAR1", ".parquet"))
+_FIRST_LINE = 1 << 16  # the most bytes of a text dump's first line sniffed
 _CHUNK = 1 << 20
 _SPOOLED: dict[str, str] = {}  # the spool's path -> the name the user reads
 
@@ -50,7 +51,11 @@ def spool(stream) -> str:
     head = stream.read(8)
     if not head:
         raise InputError(f"{STDIN_NAME}: empty (nothing was piped or redirected in)")
-    suffix = next((s for magic, s in _MAGIC if head.startswith(magic)), ".txt")
+    from tieeval.io.readers import by_magic, sniff
+    if by_magic(head) is None and b"\n" not in head:
+        head += stream.readline(_FIRST_LINE)  # a text format is known by its first line
+    reader = sniff(head)
+    suffix = reader.suffixes[0] if reader is not None and reader.suffixes else ".txt"
     import shutil  # only here: a command that reads no '-' does not load them
     import tempfile
 

@@ -15,14 +15,10 @@ import numpy as np
 from tieeval.errors import InputError, ParameterError
 from tieeval.records.batch import Batch, RankLists, instance_name  # noqa: F401 - readers' names
 
-FORMATS = ("npy", "npz", "parquet", "csv")
 # what a TREC run read with qrels does with the qrels' queries it does not answer (here,
 # not in tieeval.io.trec, so that declaring the option does not import that reader)
 MISSING_QUERIES = ("skip", "zero")
 LAYOUTS = ("auto", "wide", "long")
-_SUFFIXES = {".npy": "npy", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet",
-             ".csv": "csv", ".gz": "csv"}
-_MAGIC = ((b"\x93NUMPY", "npy"), (b"PK\x03\x04", "npz"), (b"PAR1", "parquet"))
 DEFAULT_BATCH_ROWS = 1 << 16  # the most rows in one batch
 TARGET_BATCH_BYTES = 16 << 20  # automatic batches hold about this many bytes of scores
 PART_BYTES = 64 << 20  # matrix dumps are cut into parts of about this size for workers
@@ -355,50 +351,15 @@ def require_regular_file(path: str) -> None:
             raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
 
 
-_OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd",
-                      ".lz4": "lz4", ".zip": "zip", ".br": "brotli", ".snappy": "snappy"}
-
-
 HOW_TO_DUMP = ("dump the scores as a numeric array: tieeval.save_scores(path, scores, "
                "positive=...) or np.save('scores.npy', tensor.detach().cpu().numpy()) (one "
                "row per instance; the positive in column 0, or --positive-index N)")
-_PICKLE_SUFFIXES = {".pt": "a torch.save file", ".pth": "a torch.save file",
-                    ".pkl": "a pickle", ".pickle": "a pickle", ".joblib": "a joblib pickle"}
 
 
 def not_a_dump(path: str, what: str) -> InputError:
     """The error for a file that holds Python objects rather than score arrays."""
     return InputError(f"{path}: {what}, which tieeval does not read (it never unpickles); "
                       f"{HOW_TO_DUMP}")
-
-
-def detect_format(path: str) -> str:
-    """The dump format from the file suffix, else from its first bytes."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix in _PICKLE_SUFFIXES:
-        raise not_a_dump(path, _PICKLE_SUFFIXES[suffix])
-    if suffix in _OTHER_COMPRESSION and ".csv" in path.lower():
-        raise InputError(f"{path}: {_OTHER_COMPRESSION[suffix]}-compressed CSV is not read; "
-                         "decompress it, or compress it with gzip (.csv.gz)")
-    if suffix == ".gz" and not path.lower().endswith(".csv.gz"):
-        suffix = ""
-    if suffix in _SUFFIXES:
-        return _SUFFIXES[suffix]
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    for magic, fmt in _MAGIC:
-        if head.startswith(magic):
-            return fmt
-    if head.startswith(b"\x1f\x8b"):
-        raise InputError(f"{path}: gzip-compressed; a gzip-compressed long-layout CSV is read "
-                         "when its name ends in .csv.gz")
-    if head.startswith(b"\x80"):  # pickle protocol 2 and later (torch, joblib, pickle)
-        raise not_a_dump(path, "a pickle")
-    raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); long-layout "
-                     f"dumps may also be .csv; {HOW_TO_DUMP}")
 
 
 def check_layout(layout: str) -> str:

@@ -433,8 +433,9 @@ class _CsvSource(_Source):
         self.size_hint = self.nbytes * (4 if path.lower().endswith(".gz") else 1)
         missing_core = [self.cols[k] for k in ("instance", "score") if self.cols[k] not in header]
         if missing_core and options.layout == "auto" and not options.long_options_given:
-            raise InputError(f"{path}: unknown format (expected .npy, .npz or .parquet); a "
-                             ".csv is read in the long layout, with columns instance, position, "
+            from tieeval.io.readers import expected
+            raise InputError(f"{path}: unknown format (expected {expected()}); a .csv is "
+                             "read in the long layout, with columns instance, position, "
                              f"score and optionally label (found: {', '.join(header)}; "
                              "rename with --instance-column, --score-column ...); for a "
                              f"score matrix, {HOW_TO_DUMP}")

@@ -1,8 +1,8 @@
 """Reading relevance fields next to the scores: ``labels``, ``positives`` / ``negatives``
-and ``items``; and routing ``--qrels`` to the TREC reader.
+and ``items``.
 
 :func:`tieeval.io.open.open_dump` opens the scores as always (parts, streaming, memory maps) and
-then hands the dump to :func:`open_with_relevance`, which looks for these optional fields
+then hands the dump to :func:`with_relevance`, which looks for these optional fields
 and, when one is there, wraps the dump so that every :class:`~tieeval.io.base.Batch` it yields
 carries them:
 
@@ -44,7 +44,6 @@ decompressed in row chunks as the batches go, never whole, and checked at their 
 from __future__ import annotations
 
 import functools
-import os
 import zipfile
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
@@ -71,17 +70,13 @@ def _check_renamed(path: str, names: dict, available) -> None:
                              f"{', '.join(sorted(available)) or 'nothing'}")
 
 
-def open_with_relevance(opener, path, options: ReadOptions | None) -> Dump:
-    """``opener(path, options)`` (the score reader), then attach any relevance fields."""
-    options = options or ReadOptions()
-    qrels = getattr(options, "qrels", None)
-    if qrels is not None:
-        from tieeval.io.trec_stream import open_trec_run
-        return open_trec_run(os.fspath(path), qrels, options)
-    dump = opener(path, options)
-    if dump.layout != "wide" or dump.format not in ("npz", "parquet"):
-        if dump.format == "npy":
-            _check_renamed(dump.path, field_names(options), ())
+def with_relevance(dump: Dump, options: ReadOptions) -> Dump:
+    """``dump`` (as its reader opened it) with any relevance fields it carries attached."""
+    from tieeval.io.readers import reader
+    if dump.layout != "wide":
+        return dump
+    if "labels" not in reader(dump.format).carries:
+        _check_renamed(dump.path, field_names(options), ())
         return dump
     if dump.format == "parquet":
         from tieeval.io.arrow import damaged_metadata

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import detect_format, require_regular_file
-from tieeval.io.open import dataset_files
+from tieeval.io.base import require_regular_file
+from tieeval.io.readers import detect_format
+from tieeval.io.readers.parquet import dataset_files
 from tieeval.io.relevance import RANKING_FIELD
 
 
