@@ -180,3 +180,29 @@ def test_the_command_list_of_help_is_each_commands_own_and_imports_none():
             "print(sorted(m for m in ('numpy', 'tieeval.cli.compare') if m in sys.modules))")
     proc = python_output(code)
     assert proc.strip().endswith("[]")
+
+
+def test_at_most_six_modules_sit_at_the_top_of_the_package():
+    """Counted: the .py files directly in tieeval/, but __init__.py and __main__.py (an
+    old name kept as an alias, tieeval/results.py, counts)."""
+    top = sorted(name for name in os.listdir(os.path.join(ROOT, "tieeval"))
+                 if name.endswith(".py") and name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= 6, top
+
+
+def test_the_old_name_of_the_run_records_still_imports():
+    import tieeval.records.results as records
+    from tieeval.results import MetricRow, RunResult, TieStats
+    assert (RunResult, MetricRow, TieStats) == (records.RunResult, records.MetricRow,
+                                                records.TieStats)
+    assert sys.modules["tieeval.results"] is records
+
+
+def test_a_record_loads_its_renderer_only_when_a_notebook_shows_it():
+    code = ("import sys, numpy as np, tieeval\n"
+            "run = tieeval.evaluate(np.array([[0.5, 0.5, 0.1]] * 4))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('tieeval.report')))\n"
+            "html = run._repr_html_()\n"
+            "print('tieeval.report.notebook' in sys.modules, html.startswith('<div><table>'))")
+    before, after = python_output(code).splitlines()
+    assert (before, after) == ("[]", "True True")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import tieeval
 from tieeval.cli import cli
 from tieeval.errors import InputError, ParameterError
-from tieeval.run_labels import Template, TemplateError, parse_meta, resolve_labels
+from tieeval.records.run_labels import Template, TemplateError, parse_meta, resolve_labels
 
 PAPER_TEMPLATE = "{method}/{dataset}_{task}_seed{seed}.npz"
 

@@ -9,6 +9,11 @@ line's start-up) costs only what a command needs.
 """
 
 from tieeval._version import __version__
+from tieeval.records import display as _display
+
+# the records show themselves in notebooks through the rendering layer, which sits above
+# them: named here, imported on a notebook's first display
+_display.provided_by("tieeval.report.notebook")
 
 _PUBLIC = {
     "evaluate": "tieeval.engine.local",
@@ -21,9 +26,9 @@ _PUBLIC = {
     "Metric": "tieeval.metrics.metric",
     "REGISTRY": "tieeval.metrics.registry",
     "RelOptions": "tieeval.metrics.options",
-    "MetricRow": "tieeval.results",
-    "RunResult": "tieeval.results",
-    "TieStats": "tieeval.results",
+    "MetricRow": "tieeval.records.results",
+    "RunResult": "tieeval.records.results",
+    "TieStats": "tieeval.records.results",
     "TieevalError": "tieeval.errors",
     "InputError": "tieeval.errors",
     "ParameterError": "tieeval.errors",

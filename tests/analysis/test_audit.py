@@ -21,7 +21,7 @@ from tieeval.analysis.audit import (
     read_claims,
 )
 from tieeval.errors import InputError, ParameterError
-from tieeval.results import MetricRow
+from tieeval.records.results import MetricRow
 
 # A metric whose tie-breaks matter: last 0.30, tie-aware 0.40 +- 0.01, first 0.50.
 ROW = dict(first=0.5, last=0.3, tie_aware=0.4, tie_aware_std=0.01, original=0.45)

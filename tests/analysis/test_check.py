@@ -23,8 +23,8 @@ from tieeval.analysis.check import (
 from tieeval.cli import cli
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import Metric
+from tieeval.records.results import MetricRow, RunResult, TieStats
 from tieeval.report.check import github_line, to_text
-from tieeval.results import MetricRow, RunResult, TieStats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SATURATED = os.path.join(ROOT, "sample_scores", "sigmoid_saturated.parquet")

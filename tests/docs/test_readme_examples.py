@@ -39,7 +39,7 @@ from guide import PAGES, ROOT, read
 
 import tieeval
 from tieeval.cli import cli
-from tieeval.results import environment
+from tieeval.records.results import environment
 
 README = read("README.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)

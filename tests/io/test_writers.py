@@ -18,7 +18,7 @@ from tieeval.cli import cli
 from tieeval.engine.local import evaluate_labels
 from tieeval.errors import ParameterError
 from tieeval.io.open import open_dump
-from tieeval.results import environment
+from tieeval.records.results import environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = guide.all_text()  # the README, then every page of the user guide

@@ -41,7 +41,7 @@ from tieeval.records.audit import (  # noqa: F401 - the audit records, where the
     Claim,
     Verdict,
 )
-from tieeval.results import gammas_text, label_rows, original_rule_of
+from tieeval.records.results import gammas_text, label_rows, original_rule_of
 
 DEFAULT_TOLERANCE = 5e-5  # half a unit of the 4th decimal, the usual printed precision
 CLAIM_COLUMNS = ("method", "dataset", "task", "metric", "k", "value")

@@ -52,7 +52,7 @@ from tieeval.records.check import (  # noqa: F401 - the check records, where the
     Threshold,
     signed_change,
 )
-from tieeval.results import MetricRow, RunResult, gammas_text, label_rows
+from tieeval.records.results import MetricRow, RunResult, gammas_text, label_rows
 
 # The gate when no threshold is given: it fails a dump whose figures the tie-break decides
 # (the share of HR@K outcomes it decides, how far apart First and Last are, and an

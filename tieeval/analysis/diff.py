@@ -64,10 +64,10 @@ from tieeval.records.diff import (  # noqa: F401 - the diff records, where they 
     verdict_text,
     winner_of,
 )
+from tieeval.records.results import label_rows, original_rule_of
+from tieeval.records.run_labels import RunLabelled, resolve_labels
 from tieeval.records.values import InstanceValues
 from tieeval.records.whatif import NO_WHAT_IF, WhatIf
-from tieeval.results import label_rows, original_rule_of
-from tieeval.run_labels import RunLabelled, resolve_labels
 
 INSTANCE_FIELD = IDS_FIELD  # the id field a wide dump may store beside its scores
 ALIGNMENTS = ("instance", "row order")
@@ -404,7 +404,7 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         Called with a message when only one dump has instance ids (rows are then matched
         by position).
     original : str, optional
-        The Original column's rule (:data:`tieeval.results.ORIGINAL_RULES`) of both runs.
+        The Original column's rule (:data:`tieeval.records.results.ORIGINAL_RULES`) of both runs.
     engine : {'local', 'spark'}
         Where the dumps are evaluated (Spark: opened by
         :func:`tieeval.engine.spark.open_for_spark`); the result is the same.

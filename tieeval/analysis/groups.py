@@ -23,8 +23,8 @@ from tieeval.records.groups import (  # noqa: F401 - the group records, where th
     GroupResult,
     GroupTies,
 )
-from tieeval.results import RunResult
-from tieeval.run_labels import GROUP_KEYS
+from tieeval.records.results import RunResult
+from tieeval.records.run_labels import GROUP_KEYS
 
 
 def mean(values: list) -> float | None:

@@ -34,7 +34,7 @@ from tieeval.records.paper import (  # noqa: F401 - the table records, where the
     Row,
     Section,
 )
-from tieeval.results import relative_change
+from tieeval.records.results import relative_change
 
 TABLES = (1, 3, 4)
 

@@ -33,8 +33,8 @@ from tieeval.metrics.spellings import (
     trec_measure,
     trec_order,
 )
+from tieeval.records.results import RunResult
 from tieeval.records.trec_eval import TrecLine
-from tieeval.results import RunResult
 
 ALL = "all"
 

@@ -43,7 +43,7 @@ from tieeval.metrics.spellings import (
     spellings_text,
     trec_printed_name,
 )
-from tieeval.results import ORIGINAL_RULES
+from tieeval.records.results import ORIGINAL_RULES
 
 
 def guide(command: str) -> str:

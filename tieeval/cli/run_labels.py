@@ -10,7 +10,7 @@ import click
 
 from tieeval.cli.common import evaluate_files
 from tieeval.errors import TieevalError
-from tieeval.run_labels import LABEL_KEYS, Template, parse_meta, resolve_labels
+from tieeval.records.run_labels import LABEL_KEYS, Template, parse_meta, resolve_labels
 
 
 class MetaType(click.ParamType):
@@ -75,7 +75,7 @@ def evaluate_labelled(files, metrics, **options):
 def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
                       group_by_tag=False, **read_kwargs):
     """Evaluate every FILE (with the outputs the options ask for, in the same pass) and
-    give each run its labels (see :mod:`tieeval.run_labels`).
+    give each run its labels (see :mod:`tieeval.records.run_labels`).
 
     A TREC run is named after its file like any dump; ``group_by_tag`` names its method
     after the run's tag instead (below --meta and --template, above the file name)."""

@@ -28,8 +28,8 @@ from tieeval.metrics.metric import (
 )
 from tieeval.metrics.options import RelOptions
 from tieeval.metrics.registry import check_k
+from tieeval.records.run_labels import check_label
 from tieeval.records.whatif import WhatIf
-from tieeval.run_labels import check_label
 
 ENGINES = ("local", "spark")
 

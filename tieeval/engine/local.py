@@ -3,7 +3,7 @@
 :func:`evaluate_dump` reads every batch of an opened dump through the kernel chosen for it
 (:func:`tieeval.kernels.choose.choose_kernel`, once per pass over the dump) into one
 :class:`~tieeval.kernels.accumulator.Accumulator`, in this process or in worker processes
-(:mod:`tieeval.engine.parallel`), and returns one :class:`~tieeval.results.RunResult`.
+(:mod:`tieeval.engine.parallel`), and returns one :class:`~tieeval.records.results.RunResult`.
 The accumulator keeps only exact sums, so the result does not depend on the batch size,
 the split or the number of workers.
 
@@ -59,7 +59,7 @@ from tieeval.kernels.threads import available_cores
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.records.batch import Batch
-from tieeval.results import RunResult
+from tieeval.records.results import RunResult
 
 AUTO_POOL_MIN_CORES = 5  # with fewer cores, --jobs 0 never starts worker processes: one
 # process that evaluates batches and sorts rows on every core (threads) measured as fast
@@ -150,7 +150,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
     task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
     which a dump carries in its ``labels`` field. ``original``: the Original column's rule,
-    one of :data:`tieeval.results.ORIGINAL_RULES` (None: ``argsort``, or ``trec`` for TREC
+    one of :data:`tieeval.records.results.ORIGINAL_RULES` (None: ``argsort``, or ``trec`` for TREC
     runs; ``given`` reads the dump's ``ranking`` field); the result records a rule other
     than that default as ``original_rule``.
     """
@@ -614,7 +614,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     :func:`~tieeval.io.writers.save_scores`. ``cast`` /
     ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
     task / seed. ``path`` names the data in messages and in the result. Returns a
-    :class:`~tieeval.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
+    :class:`~tieeval.records.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
     --format json`` gives for the same data in a file. Bad arguments raise
     :class:`~tieeval.errors.ParameterError`, bad data :class:`~tieeval.errors.InputError`.
 

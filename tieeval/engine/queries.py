@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tieeval.io.base import Dump
 from tieeval.metrics.options import RelOptions
-from tieeval.results import RunResult
+from tieeval.records.results import RunResult
 
 __all__ = ["trec_query_report"]
 

@@ -84,7 +84,7 @@ from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
-from tieeval.results import RunResult
+from tieeval.records.results import RunResult
 
 # ---------------------------------------------------------------------------------------
 # what runs on the executors: tieeval.engine.spark_tasks

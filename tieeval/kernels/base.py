@@ -3,7 +3,7 @@
 A :class:`Kernel` turns a :class:`~tieeval.io.base.Batch` into sums of one
 :class:`~tieeval.kernels.accumulator.Accumulator` (:meth:`Kernel.add`), per-instance
 values (:meth:`Kernel.instance_values`, for ``diff`` and per-row output), and finally one
-:class:`~tieeval.results.RunResult` (:meth:`Kernel.result`). Which kernel evaluates a dump
+:class:`~tieeval.records.results.RunResult` (:meth:`Kernel.result`). Which kernel evaluates a dump
 is decided once, from an :class:`EvalSpec`, by :func:`tieeval.kernels.choose.choose_kernel`:
 each kernel class answers :meth:`Kernel.supports`, as ir_measures' providers do. Kernels
 are plain picklable values, so worker processes and Spark executors run the same code.
@@ -23,8 +23,8 @@ from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.records.batch import Batch
+from tieeval.records.results import RunResult
 from tieeval.records.values import InstanceValues
-from tieeval.results import RunResult
 
 if TYPE_CHECKING:
     from tieeval.records.whatif import WhatIf
@@ -45,7 +45,7 @@ class EvalSpec:
     ``options``: run-wide options of labelled metrics; ``source``: where relevance comes
     from (None: one positive per row; ``labels``, ``positives`` or ``trec``); ``items``:
     the dump carries candidate ids (the duplicate check runs); ``original``: the rule
-    behind the Original column (:data:`~tieeval.results.ORIGINAL_RULES`: ``argsort`` by
+    behind the Original column (:data:`~tieeval.records.results.ORIGINAL_RULES`: ``argsort`` by
     default, ``trec`` for TREC runs; :mod:`tieeval.kernels.original`); ``what_if``: a
     :class:`~tieeval.records.whatif.WhatIf` (cast and/or tolerance) or None.
     """

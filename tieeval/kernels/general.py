@@ -77,7 +77,7 @@ from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
 from tieeval.records.batch import Batch
-from tieeval.results import MetricRow, RunResult, TieStats
+from tieeval.records.results import MetricRow, RunResult, TieStats
 from tieeval.stopping import checkpoint
 
 

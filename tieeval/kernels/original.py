@@ -2,7 +2,7 @@
 
 The First, Last and Tie-aware columns do not depend on any ordering of ties; the Original
 column is the metric under one particular ordering, the codebase's own. The rules
-(:data:`~tieeval.results.ORIGINAL_RULES`, ``--original RULE``, ``original=`` in the API):
+(:data:`~tieeval.records.results.ORIGINAL_RULES`, ``--original RULE``, ``original=`` in the API):
 
 * ``argsort`` (default): ``np.argsort(scores * -1, axis=1)``, numpy's default kind on the
   stored dtype, as the released codebases call it (:mod:`tieeval.kernels.counts`);
@@ -30,7 +30,7 @@ import numpy as np
 
 from tieeval.errors import InputError, ParameterError, plain
 from tieeval.records.batch import Batch, RankLists
-from tieeval.results import ORIGINAL_RULES
+from tieeval.records.results import ORIGINAL_RULES
 
 LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list per row
 TORCH_HINT = "pip install 'tieeval[torch]'"
@@ -49,7 +49,7 @@ def default_rule(trec: bool) -> str:
 
 
 def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
-    """``rule`` (one of :data:`~tieeval.results.ORIGINAL_RULES`, checked where the request
+    """``rule`` (one of :data:`~tieeval.records.results.ORIGINAL_RULES`, checked where the request
     was made) checked against the dump kind and the metrics (one-line errors)."""
     where = f"{path}: " if path else ""
     if trec and rule != "trec":

@@ -30,7 +30,7 @@ from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
-from tieeval.results import MetricRow, RunResult, TieStats
+from tieeval.records.results import MetricRow, RunResult, TieStats
 
 
 def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",

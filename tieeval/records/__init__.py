@@ -12,6 +12,12 @@ needs a reader, a kernel or the engine.
 * :mod:`~tieeval.records.runs`: :class:`RunTables`, evaluated runs as ``compare`` and
   ``ties`` show them.
 
-The run's own result (:class:`~tieeval.results.RunResult`) is in :mod:`tieeval.results`.
-The renderers (:mod:`tieeval.report`) import these records and nothing that computes them.
+* :mod:`~tieeval.records.results`: a run's own result, :class:`RunResult` with its
+  :class:`MetricRow` and :class:`TieStats` (the JSON contract; also importable as
+  ``tieeval.results``), and :mod:`~tieeval.records.run_labels`, the labels of a run
+  (method / dataset / task / seed).
+
+The renderers (:mod:`tieeval.report`) import these records and nothing that computes them;
+the records import no renderer (a notebook's HTML is registered with
+:mod:`~tieeval.records.display` by the rendering layer).
 """

@@ -67,7 +67,7 @@ class Claim:
 
     @property
     def label(self) -> str:
-        """``"NDCG@10"``-style, as :attr:`tieeval.results.MetricRow.label` prints it."""
+        """``"NDCG@10"``-style, as :attr:`tieeval.records.results.MetricRow.label` prints it."""
         return self.metric if self.k is None else f"{self.metric}@{self.k}"
 
     def to_dict(self) -> dict:

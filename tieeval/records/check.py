@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tieeval.metrics.metric import Metric
-from tieeval.results import MetricRow, RunResult
+from tieeval.records.results import MetricRow, RunResult
 
 # kind -> (takes a metric, "max" or "min", unit of the bound: "fraction" or "value")
 KINDS = {

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tieeval.records.display import html
+from tieeval.records.results import MetricName, find_row, metric_list
+from tieeval.records.run_labels import RunLabelled
 from tieeval.records.whatif import WhatIf
-from tieeval.results import MetricName, find_row, metric_list, render_html
-from tieeval.run_labels import RunLabelled
 
 EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milliseconds
 
@@ -211,8 +212,8 @@ class DiffResult:
         return (f"DiffResult(a={self.a.path!r}, b={self.b.path!r}, "
                 f"instances={self.instances}, metrics=[{metric_list(self.rows)}])")
 
-    def _repr_html_(self) -> str:
-        return render_html("diff_html", self)
+    def _repr_html_(self) -> str | None:
+        return html("diff", self)
 
     @property
     def randomization_exact(self) -> bool:

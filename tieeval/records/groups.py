@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tieeval.metrics.metric import COLUMNS
-from tieeval.results import MetricRow, RunResult, find_row, metric_list, render_html
-from tieeval.run_labels import GROUP_KEYS, RunLabelled
+from tieeval.records.display import html
+from tieeval.records.results import MetricRow, RunResult, find_row, metric_list
+from tieeval.records.run_labels import GROUP_KEYS, RunLabelled
 
 TIE_FIELDS = ("top_tie_size", "top_tie_ratio", "top_tie_frequency", "positive_tie_size",
               "positive_tie_frequency")
@@ -83,8 +84,8 @@ class GroupResult(RunLabelled):
         return (f"GroupResult(labels={labels!r}, seeds={self.seeds}, "
                 f"metrics=[{metric_list(self.metrics)}])")
 
-    def _repr_html_(self) -> str:
-        return render_html("group_html", self)
+    def _repr_html_(self) -> str | None:
+        return html("group", self)
 
     def to_dict(self) -> dict:
         return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,

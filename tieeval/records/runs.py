@@ -8,9 +8,9 @@ from typing import Callable
 
 from tieeval.records.groups import GroupResult
 from tieeval.records.paper import FigurePanel, PaperTable
+from tieeval.records.results import RunResult
 from tieeval.records.trec_eval import TrecLine
 from tieeval.records.whatif import WhatIf
-from tieeval.results import RunResult
 
 
 @dataclass

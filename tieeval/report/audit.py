@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
+from tieeval.records.results import environment
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.report.whatif import print_unwrapped
-from tieeval.results import environment
 
 AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd", "First",
                  "Original", "Verdict", "Where"]

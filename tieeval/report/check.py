@@ -17,10 +17,10 @@ from tieeval.records.check import (
     CheckResult,
     Outcome,
 )
+from tieeval.records.results import report_dict
 from tieeval.report.format import fmt_percent, fmt_value, md_table, md_text, metric_title
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
-from tieeval.results import report_dict
 from tieeval.sink import atomic_output, check_output_path
 
 _WHAT = {"max_change": "{metric} change",

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 
 from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResult
+from tieeval.records.results import environment
 from tieeval.records.whatif import WhatIf
 from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import original_title, rules_footer
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
-from tieeval.results import environment
 
 DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)
                    + tuple(f"original_{k}" for k in COMPARISON_KEYS + ("winner",))

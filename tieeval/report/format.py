@@ -33,7 +33,7 @@ def fmt_size(x: float) -> str:
 
 def metric_title(label: str, gamma: float | None = None) -> str:
     """A metric row's title: ``SNDCG@10 γ=0.5`` for a signed metric's gamma row, else the
-    label (the form of the run tables, :attr:`tieeval.results.MetricRow.display`)."""
+    label (the form of the run tables, :attr:`tieeval.records.results.MetricRow.display`)."""
     return label if gamma is None else f"{label} γ={gamma:g}"
 
 

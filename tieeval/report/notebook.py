@@ -1,13 +1,15 @@
 """The HTML a notebook shows for a result (``_repr_html_``): plain tables, no styles or
-scripts, with the numbers formatted as the terminal table formats them."""
+scripts, with the numbers formatted as the terminal table formats them. Each function is
+registered with :func:`tieeval.records.display.register_html`, which the records ask."""
 
 from __future__ import annotations
 
 from html import escape
 
+from tieeval.records.display import register_html
+from tieeval.records.results import RunResult
 from tieeval.report.format import fmt_value
 from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_rows
-from tieeval.results import RunResult
 
 
 def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:
@@ -18,6 +20,7 @@ def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@register_html("run")
 def run_html(run: RunResult) -> str:
     """One run: its metric table (captioned with the path and shape), its tie statistics
     and its warnings."""
@@ -30,6 +33,7 @@ def run_html(run: RunResult) -> str:
     return "<div>" + "".join(parts) + "</div>"
 
 
+@register_html("group")
 def group_html(group) -> str:
     """A seed group: the seed-averaged rows (mean over seeds) and each seed's run."""
     name = ", ".join(f"{k}={v}" for k, v in group.run_labels.items() if v is not None)
@@ -41,6 +45,7 @@ def group_html(group) -> str:
     return "<div>" + head + "".join(run_html(r) for r in group.runs) + "</div>"
 
 
+@register_html("diff")
 def diff_html(result) -> str:
     """B versus A: who was compared, then the tie-aware and the original comparison
     tables, as the terminal shows them."""

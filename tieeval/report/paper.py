@@ -12,6 +12,7 @@ import io
 
 from tieeval._version import __version__
 from tieeval.records.paper import Cell, PaperTable
+from tieeval.records.results import original_rule_of
 from tieeval.report.format import (
     csv_text,
     fmt_change,
@@ -23,7 +24,6 @@ from tieeval.report.format import (
     metric_title,
 )
 from tieeval.report.runs import footer
-from tieeval.results import original_rule_of
 
 MISSING = "–"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
+from tieeval.records.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 from tieeval.report.format import (
     csv_text,
     fmt_change,
@@ -20,7 +21,6 @@ from tieeval.report.format import (
     md_escape,
     md_table,
 )
-from tieeval.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")

@@ -19,6 +19,7 @@ import re
 
 from tieeval.errors import MissingExtraError, TieevalError
 from tieeval.records.paper import FigurePanel, PaperTable
+from tieeval.records.results import RunResult
 from tieeval.records.runs import RunTables
 from tieeval.report.format import fmt_change, fmt_count, fmt_value
 from tieeval.report.paper import MISSING, _body, _leading_headers, caption, notes
@@ -31,7 +32,6 @@ from tieeval.report.runs import (
     tie_rows,
 )
 from tieeval.report.whatif import note as what_if_note
-from tieeval.results import RunResult
 
 PAPER_TABLES = (1, 3, 4)
 
