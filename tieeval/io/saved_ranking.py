@@ -3,8 +3,9 @@ much of each row it lists -- read from the NPZ member headers or the Parquet col
 before any evaluation, so that ``tieeval check`` can judge the dump by that ranking and ask
 only for the metrics it can answer.
 
-A metric with cutoff K needs ``min(K, candidates)`` listed indices per row, one without a
-cutoff (MRR, MAP) the whole ranking (:mod:`tieeval.kernels.original`).
+A metric needs ``min(depth, candidates)`` listed indices per row, its depth the one its
+measure declares (K for a metric with cutoff K), one reading every position (MRR, MAP) the
+whole ranking (:mod:`tieeval.kernels.original`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,13 @@ class SavedRanking:
     full: bool
 
     def answers(self, metric) -> bool:
-        """Whether the ranking answers ``metric`` in every row: its cutoff is within the
-        depth, or the ranking is whole."""
-        return self.full or (metric.k is not None and metric.k <= self.depth)
+        """Whether the ranking answers ``metric`` in every row: the depth its measure
+        reads (:meth:`~tieeval.metrics.measures.base.Measure.read_depth`) is within the
+        ranking's, or the ranking is whole."""
+        if self.full:
+            return True
+        depth = metric.spec.read_depth(metric.k)
+        return depth is not None and depth <= self.depth
 
 
 def saved_ranking(path: str, scores_field: str = "scores") -> SavedRanking | None:

@@ -48,8 +48,12 @@ def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def histogram_cap(metric: Metric) -> int | None:
-    """Ranks above this have the same value (0) for cutoff metrics; None: no cutoff."""
-    return None if metric.k is None else int(metric.k) + 1
+    """The first rank the metric does not read: a positive ranked there or deeper has
+    one value, the one at this rank (0 for a cutoff metric); None: it reads every rank.
+    From the depth its measure declares for one relevant item
+    (:meth:`~tieeval.metrics.measures.base.Measure.read_depth`)."""
+    depth = metric.spec.read_depth(metric.k, 1, None)
+    return None if depth is None else int(depth) + 1
 
 
 def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,

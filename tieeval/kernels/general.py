@@ -11,11 +11,12 @@ keeps the sort-free :mod:`tieeval.kernels.single` kernel.
 
 Per batch, one sparse :class:`~tieeval.kernels.tie_blocks.RelBatch` holds the tie blocks of
 the labelled (or judged) items, each row sorted by the codebases' call only where such an
-item is tied and a metric can read its place (``rank_depth``: the largest cutoff, when
-every metric has one), and every metric is read off it (:meth:`RelBatch.values`); a
-listed ranking or a tolerance takes the full table of every position. Dataset means are exact
-sums (:class:`~tieeval.kernels.summation.ExactSum`) over the rows where the metric is
-defined, so they do not depend on batch size.
+item is tied and a metric can read its place (``rank_depth``: the deepest place any metric
+reads, when every metric's measure declares a depth short of the whole row,
+:meth:`~tieeval.metrics.measures.base.Measure.read_depth`), and every metric is read off it
+(:meth:`RelBatch.values`); a listed ranking or a tolerance takes the full table of every
+position. Dataset means are exact sums (:class:`~tieeval.kernels.summation.ExactSum`) over
+the rows where the metric is defined, so they do not depend on batch size.
 
 Definitions and defaults (the choices docs/computed.md documents):
 
@@ -73,6 +74,8 @@ from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.metrics.measures.base import deepest
+from tieeval.metrics.measures.hr import TIE_DECIDED
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
@@ -115,14 +118,13 @@ class GeneralKernel(Kernel):
         super().__init__(spec)
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
-        # the deepest place of the 'original' ordering any metric reads (None: any place)
-        forms = [e.form for e in self.entries]
-        self.rank_depth = (max(f.k for f in forms) if forms and all(
-            isinstance(f.k, int) and f.level is None for f in forms) else None)
+        # the deepest place of the 'original' ordering any metric reads, as its measure
+        # declares it (Measure.read_depth; None: any place)
+        self.rank_depth = deepest(e.form for e in self.entries)
         # the deepest place any ordering is read at (the metrics and the tie-decided HR@K
         # of every --k): the table leaves out the tie blocks below it
-        self.prune_depth = (None if self.rank_depth is None
-                            else max([self.rank_depth, *spec.ks]))
+        self.prune_depth = (None if self.rank_depth is None else max(
+            [self.rank_depth, *(TIE_DECIDED.read_depth(k) for k in spec.ks)]))
         if self.prune_depth is not None:
             # every metric is cut off at K: the table keeps the blocks within that depth
             # only, and about half the working memory per score. Twice the rows per batch

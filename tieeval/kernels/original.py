@@ -17,11 +17,14 @@ column is the metric under one particular ordering, the codebase's own. The rule
 * ``given``: the ranking the dump carries in its ``ranking`` field (per row, candidate
   indices top first, at least K of them), exact whatever the codebase used.
 
-``topk`` and ``given`` rank only the listed top of a row: a metric with cutoff K needs at
-least ``min(K, candidates)`` listed indices per row, a metric without a cutoff (MRR, MAP)
-the whole ranking. A listed ranking must rank the scores: non-increasing along the list,
-every unlisted candidate scored no higher than the last listed one; then the Original
-value lies between Last and First, as for every rule.
+``topk`` and ``given`` rank only the listed top of a row: a metric needs at least
+``min(depth, candidates)`` listed indices per row, its depth the one its measure declares
+(:meth:`~tieeval.metrics.measures.base.Measure.read_depth`: K for a metric with cutoff K,
+2K for a measure reading the top 2K), and a metric reading every position (MRR, MAP) the
+whole ranking; ``topk`` asks torch for the deepest of them. A listed ranking must rank the
+scores: non-increasing along the list, every unlisted candidate scored no higher than the
+last listed one; then the Original value lies between Last and First, as for every
+rule.
 """
 
 from __future__ import annotations
@@ -59,15 +62,25 @@ def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
         raise ParameterError(f"{where}--original trec is trec_eval's docno rule and applies "
                              "to TREC runs (--qrels) only")
     if rule == "topk":
-        uncut = [m for m in metrics if m.k is None]
+        uncut = [m for m in metrics if read_depth(m) is None]
         if uncut:
             m = uncut[0]
-            raise ParameterError(
-                f"--original topk ranks the top K of each row (torch.topk(scores, K), K the "
-                f"largest cutoff asked); {m} has no cutoff: ask for {m.name}@K instead "
-                f"(e.g. -m {m.name}@{max([x.k for x in metrics if x.k] or [10])})")
+            head = ("--original topk ranks the top K of each row (torch.topk(scores, K), K "
+                    "the largest cutoff asked); ")
+            if m.k is None:
+                raise ParameterError(
+                    f"{head}{m} has no cutoff: ask for {m.name}@K instead (e.g. -m "
+                    f"{m.name}@{max([x.k for x in metrics if x.k] or [10])})")
+            raise ParameterError(f"{head}{m} reads every position of a row, below any K")
         require_torch()
     return rule
+
+
+def read_depth(metric, n=None):
+    """How many places of each row ``metric`` reads (its measure's
+    :meth:`~tieeval.metrics.measures.base.Measure.read_depth`, R unknown), or None: every
+    position."""
+    return metric.spec.read_depth(metric.k, None, n)
 
 
 def require_torch():
@@ -156,9 +169,11 @@ class Listed:
         self.place = np.arange(values.size, dtype=np.int64) - ranking.offsets[:-1][row] + 1
 
     def check_cutoffs(self, metrics, where, rule: str) -> None:
-        """Each metric's cutoff is covered by every row's list (see the module doc)."""
+        """The depth each metric reads is covered by every row's list (see the module
+        doc)."""
         for m in metrics:
-            need = self.n if m.k is None else np.minimum(self.n, m.k)
+            depth = read_depth(m, self.n)
+            need = self.n if depth is None else np.minimum(self.n, depth)
             bad = np.flatnonzero(self.length < need)
             if bad.size:
                 i = int(bad[0])
@@ -166,7 +181,9 @@ class Listed:
                         else "torch.topk(scores, K) ranks")
                 hint = (f"; a metric without a cutoff needs the whole ranking (ask for "
                         f"{m.name}@K with K <= {int(self.length[i])}, or save every "
-                        "candidate)" if m.k is None else "; save a longer ranking")
+                        "candidate)" if m.k is None
+                        else "; it reads every position: save every candidate"
+                        if depth is None else "; save a longer ranking")
                 raise InputError(f"{where(i)}: {what} {int(self.length[i])} of "
                                  f"{int(self.n[i])} candidates, but {m} needs the top "
                                  f"{int(need[i])}{hint}")
@@ -239,7 +256,8 @@ def listed_ranking(batch: Batch, rule: str, metrics, path: str = "") -> Listed:
                              "(save_scores(..., ranking=...))")
         ranking, name = batch.ranking, "ranking"
     else:
-        k = max([m.k for m in metrics if m.k is not None] or [1])
+        # the deepest place a metric reads (every one has a depth: check_rule_for)
+        k = max([d for d in map(read_depth, metrics) if d is not None] or [1])
         ranking, name = topk_ranking(scores, offsets, k), "torch.topk"
     try:
         listed = Listed(scores, offsets, ranking, where, name)

@@ -164,7 +164,10 @@ class SinglePositiveKernel(Kernel):
                 deep_ranks = ranks[deep]
                 for m, sums in zip(self.metrics, acc.sums):
                     cap = histogram_cap(m)
-                    if cap is None or cap > _HISTOGRAM_RANKS:
+                    # past the depth the measure reads, every rank has the value at cap:
+                    # left out where it is 0
+                    if (cap is None or cap > _HISTOGRAM_RANKS
+                            or rank_value(m, np.array([cap]))[0] != 0):
                         sums.columns[column].add(rank_value(m, deep_ranks))
         for sums in acc.sums:
             sums.count += rows
@@ -282,9 +285,9 @@ _HISTOGRAM_RANKS = 4096
 """Deterministic ranks up to this are counted (per column, in the accumulator) and turned
 into metric values once per run: they take few distinct values (one per rank up to K),
 so counting them and adding ``count * value`` exactly is much cheaper than summing one
-float per row. Deeper ranks are worth 0 for every cutoff metric with K below this; for
-metrics without a cutoff (or deeper K) they are added one by one. The sums are exact, so
-the grouping does not change a bit of the result."""
+float per row. Deeper ranks are worth 0 for every cutoff metric that reads less deep than
+this (its measure's ``read_depth``); for the others they are added one by one. The sums
+are exact, so the grouping does not change a bit of the result."""
 
 
 def _rank_bins(ranks: np.ndarray) -> np.ndarray:

@@ -195,14 +195,15 @@ class RelBatch:
         a ``tolerance`` keep the full table.
     rank_depth : int, optional
         With ``sparse``: no metric to be evaluated reads a place at or below this depth in
-        the 'original' ordering (every metric has a cutoff K <= rank_depth), so a tie
-        block starting there is not sorted. :meth:`values` refuses a metric that would
-        read one.
+        the 'original' ordering (the depth every metric's measure declares,
+        :meth:`~tieeval.metrics.measures.base.Measure.read_depth`, is at most rank_depth),
+        so a tie block starting there is not sorted. :meth:`values` refuses a metric that
+        would read one.
     prune_depth : int, optional
-        With ``sparse``: every metric to be evaluated, in any ordering, has a cutoff
-        K <= prune_depth, so the tie blocks starting at or below it are left out (but for
-        each row's first block holding a relevant item). :meth:`values` refuses any other
-        metric.
+        With ``sparse``: every metric to be evaluated, in any ordering, reads no deeper
+        than prune_depth (as its measure declares), so the tie blocks starting at or
+        below it are left out (but for each row's first block holding a relevant item).
+        :meth:`values` refuses any other metric.
 
     Attributes
     ----------
@@ -613,14 +614,14 @@ class RelBatch:
                                  f"got {metric!r}")
         if self.compact and metric.spec.full_table(self):
             return self.full().values(metric, original_order=original_order)
-        if (self.prune_depth is not None
-                and not (isinstance(metric.k, int) and metric.level is None
-                         and metric.k <= self.prune_depth)):
+        # how deep the metric reads, as its measure declares it (Measure.read_depth)
+        depth = metric.spec.read_depth(metric.k) if (
+            self.prune_depth is not None or self.rank_depth is not None) else None
+        if self.prune_depth is not None and (depth is None or depth > self.prune_depth):
             raise ParameterError(f"{metric} reads places below prune_depth="
                                  f"{self.prune_depth}")
         if (original_order and self.rank_depth is not None
-                and not (isinstance(metric.k, int) and metric.level is None
-                         and metric.k <= self.rank_depth)):
+                and (depth is None or depth > self.rank_depth)):
             raise ParameterError(f"{metric} reads the 'original' ordering below "
                                  f"rank_depth={self.rank_depth}")
         return Evaluation(self, metric, original_order).run()

@@ -1,8 +1,9 @@
 """What a measure is: :class:`Measure`, one object per metric name, holding everything the
 kernels and the engine ask about it.
 
-A measure says what it needs from a row (:attr:`Measure.needs`), on which rows it is
-defined (:meth:`Measure.defined`), its realised value for one ordering of a row
+A measure says what it needs from a row (:attr:`Measure.needs`), how deep it reads one
+(:meth:`Measure.read_depth`: the kernels sort and keep each row only that deep), on which
+rows it is defined (:meth:`Measure.defined`), its realised value for one ordering of a row
 (:meth:`Measure.realise`; the ``first`` and ``last`` orderings give its best and worst case
 over the tie orders), its exact expectation under uniform random tie-breaking with the
 variance where one exists (:meth:`Measure.closed`), and its names in every vocabulary
@@ -44,6 +45,17 @@ NEEDS = frozenset({"positive", "labels", "negatives", "judged", "cutoff", "level
 #: mask.
 BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED = "labels", "judged items", "labels and judged"
 ORDERS = (BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED)
+
+
+def deepest(metrics) -> int | None:
+    """The deepest place any of ``metrics`` (each with ``spec``, its :class:`Measure`, and
+    ``k``) reads, as the kernels plan it before reading a row
+    (:meth:`Measure.read_depth` with R and n unknown); None when one of them reads every
+    position, or there are none."""
+    depths = [m.spec.read_depth(m.k) for m in metrics]
+    if not depths or any(d is None for d in depths):
+        return None
+    return int(max(depths))
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,33 @@ class Measure:
         """True when the measure reads every position of a row (a sparse block table
         evaluates it on the full table)."""
         return "every_position" in self.needs
+
+    def read_depth(self, k, r=None, n=None):
+        """How deep the measure reads a row: its value in an ordering depends on the labels
+        of the first ``read_depth(k, r, n)`` places only (and on counts over the whole row,
+        such as R or the ideal DCG, which no ordering changes); None: on any place, as deep
+        as the row goes.
+
+        ``k`` is the metric's parameter (a rank cutoff, a recall level, or None), ``r`` the
+        row's number of relevant items and ``n`` its number of candidates: ints, or int64
+        arrays of one value per row (then the answer is one per row, or one for all).
+        ``r`` or ``n`` is None where it is not known yet: the kernels plan how much of each
+        row to sort and keep before they read one (:mod:`tieeval.kernels.general`: a tie
+        block starting at or below the deepest place any metric asked for reads is left
+        unsorted, or out of the table), and the listed-ranking checks ask every row's
+        list for ``min(n, depth)`` places (``--original given`` / ``topk``). A depth that
+        needs an unknown ``r`` or ``n`` is None there (every position), never a guess:
+        a measure that reads deeper than it declares gets a wrong Original column.
+
+        The default is right for a measure that reads no deeper than its rank cutoff: K
+        for ``cutoff`` ``"required"`` or ``"optional"`` with a K, else None (MRR and MAP
+        without a cutoff, a level measure, V-AUC and every measure of whole lists). A
+        measure reading past K (a hit within the top 2K: ``2 * k``) or to a depth set by
+        the row (R-precision: ``r``) overrides it. Places past a row's end are empty, so a
+        depth may exceed ``n``."""
+        if k is None or self.cutoff not in ("required", "optional"):
+            return None
+        return k
 
     def full_table(self, b) -> bool:
         """True when the measure is evaluated on the full block table of the batch ``b``

@@ -23,6 +23,10 @@ from tieeval.metrics.measures.series import hypergeometric_hits
 class RPrecision(Measure):
     """Relevant items in the top R, over R."""
 
+    def read_depth(self, k, r=None, n=None):
+        """The top R places (every position while R is unknown)."""
+        return r
+
     def _cut(self, ev) -> np.ndarray:
         """Per row the top min(R, n, depth) positions: trec_eval's ``num_to_look_at``."""
         return np.minimum(ev.b.n_pos, ev.kc)
@@ -48,6 +52,11 @@ RPREC = RPrecision(
     needs=frozenset({"labels"}))
 
 
+def _cutoff(x: float, r) -> np.ndarray:
+    """trec_eval's cutoff in documents: (long) (x * num_rel + 0.9), in double arithmetic."""
+    return np.floor(x * np.asarray(r).astype(np.float64) + 0.9).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class RPrecisionMultiple(Measure):
     """Precision at a multiple x of R (trec_eval Rprec_mult_x).
@@ -59,10 +68,14 @@ class RPrecisionMultiple(Measure):
     Rprec's), so E and Var are exact.
     """
 
+    def read_depth(self, k, r=None, n=None):
+        """The top c = (long)(x R + 0.9) places (every position while R is unknown)."""
+        if r is None:
+            return None
+        return _cutoff(0.0 if k is None else float(k), r)
+
     def _c(self, ev) -> np.ndarray:
-        # trec_eval's cutoff in documents: (long) (x * num_rel + 0.9), in double arithmetic
-        x = 0.0 if ev.m.level is None else float(ev.m.level)
-        return np.floor(x * ev.b.n_pos.astype(np.float64) + 0.9).astype(np.int64)
+        return _cutoff(0.0 if ev.m.level is None else float(ev.m.level), ev.b.n_pos)
 
     def _cut(self, ev) -> np.ndarray:
         return np.minimum(self._c(ev), ev.kc)
