@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -100,8 +101,11 @@ def test_every_kind_has_a_sample(samples):
 
 
 def test_the_modules_listed_per_kind_are_those_that_register_it():
-    """registry.MODULE_KINDS (what a command imports to list its formats) names, for each
-    module of tieeval.report, exactly the kinds it registers renderers of."""
+    """registry.MODULE_KINDS (what a command imports to list its formats) names every
+    module of tieeval.report (found by pkgutil) with exactly the kinds it registers
+    renderers of, () for none."""
+    import tieeval.report as package
+
     registry.kinds()  # every module imported
     registered: dict[str, set] = {}
     for kind in registry.kinds():
@@ -109,7 +113,25 @@ def test_the_modules_listed_per_kind_are_those_that_register_it():
             module = r.render.__module__
             if module.startswith("tieeval.report."):
                 registered.setdefault(module.rsplit(".", 1)[1], set()).add(kind)
-    assert registered == {m: set(k) for m, k in registry.MODULE_KINDS.items()}
+    for module in pkgutil.iter_modules(package.__path__):
+        kinds = tuple(sorted(registered.get(module.name, ())))
+        assert module.name in registry.MODULE_KINDS, (
+            f"tieeval/report/registry.py: MODULE_KINDS lacks {module.name!r}: {kinds}")
+        assert set(registry.MODULE_KINDS[module.name]) == set(kinds), (
+            f"tieeval/report/registry.py: MODULE_KINDS[{module.name!r}] must be {kinds}")
+    names = {module.name for module in pkgutil.iter_modules(package.__path__)}
+    assert set(registry.MODULE_KINDS) <= names, "MODULE_KINDS names a module that is gone"
+
+
+def test_a_renderer_module_missing_from_the_table_still_lists_its_formats():
+    """A module of the package the table does not list is imported for every kind: its
+    formats are never left out of --format."""
+    code = ("from tieeval.report import registry; del registry.MODULE_KINDS['junit']; "
+            "print(registry.formats('check'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert proc.stdout.strip() == str(registry.formats("check"))
+    assert "junit" in registry.formats("check")
 
 
 def test_listing_one_kinds_formats_imports_only_its_modules():

@@ -87,7 +87,7 @@ class Registry(dict):
     def names_measure(self, name) -> bool:
         """``name in self``, without registering every measure for a name that no module
         is indexed under (``official``, a trec_eval list): the index of every built-in
-        key is complete (tests/metrics/test_registry.py), and a measure registered from
+        key is complete (tests/metrics/test_registry_lazy.py), and a measure registered from
         elsewhere is in the registry already."""
         if not isinstance(name, str):
             return False

@@ -9,9 +9,10 @@ A renderer turns one result record into one output format and writes it to an
 
 The command line asks this module for the formats of a kind (its ``--format`` choices,
 default and help text) and for the renderer of the format chosen; it never compares format
-names itself. A new output format is one new module here with its registrations, and its
-kinds in :data:`MODULE_KINDS` (a command then imports only the modules of its own kind;
-tests/cli/test_formats.py checks the table against the registrations).
+names itself. A new output format is one new module here with its registrations: the
+package's modules are found by ``pkgutil``, and :data:`MODULE_KINDS`, which lets a command
+import only the modules of its own kind, names each module's kinds
+(tests/cli/test_formats.py fails on a module it lacks or a kind it gets wrong).
 
 The kinds and the records they render:
 
@@ -72,12 +73,15 @@ _RENDERERS: dict[str, dict[str, Renderer]] = {}
 _COUNTER = itertools.count()
 _loaded: set[str] = set()  # the modules of this package imported for their renderers
 
-#: The kinds each module of this package registers renderers of (the others register
-#: none): what a kind's renderers need imported. A module missing here is still found,
-#: for every kind, when its kind is not listed.
+#: The kinds each module of this package registers renderers of, ``()`` for a module that
+#: registers none: a command imports only the modules of its own kind. It only saves
+#: imports: a module of the package missing here (found by ``pkgutil``) is imported for
+#: every kind, so a new renderer is never left out of ``--format``, and
+#: tests/cli/test_formats.py fails naming the line to add.
 MODULE_KINDS = {"tables": ("runs", "ties"), "trec_eval": ("runs",), "webpage": ("runs",),
                 "check": ("check",), "junit": ("check",), "diff": ("diff", "rank"),
-                "audit": ("audit",)}
+                "audit": ("audit",), "format": (), "notebook": (), "paper": (), "plot": (),
+                "registry": (), "runs": (), "whatif": ()}
 
 
 def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = False,
@@ -98,14 +102,14 @@ def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = Fa
 
 def _load(kind: str | None = None) -> None:
     """Import the modules of :mod:`tieeval.report` that register renderers of ``kind``
-    (every module when ``kind`` is None or listed by none in :data:`MODULE_KINDS`): each
-    registers its renderers on import. Rendering one kind leaves the other kinds' modules
-    (and the records they import) unloaded."""
+    (every module when ``kind`` is None or listed by none in :data:`MODULE_KINDS`), and
+    every module the table does not list: each registers its renderers on import.
+    Rendering one kind leaves the other kinds' modules (and the records they import)
+    unloaded."""
     import tieeval.report as package
-    if kind is None or not any(kind in kinds for kinds in MODULE_KINDS.values()):
-        names = [module.name for module in pkgutil.iter_modules(package.__path__)]
-    else:
-        names = [name for name, kinds in MODULE_KINDS.items() if kind in kinds]
+    names = [module.name for module in pkgutil.iter_modules(package.__path__)]
+    if kind is not None and any(kind in kinds for kinds in MODULE_KINDS.values()):
+        names = [name for name in names if kind in MODULE_KINDS.get(name, (kind,))]
     for name in names:
         if name not in _loaded:
             importlib.import_module(f"{package.__name__}.{name}")

@@ -39,7 +39,7 @@ ORDER: tuple[tuple[str, str], ...] = (
 
 #: The registry keys (:func:`tieeval.metrics.registry.key`: names, aliases and library
 #: names) each module's measures register, so that a lookup imports only that module. It
-#: only saves time: a key missing here loads every module (tests/metrics/test_registry.py
+#: only saves time: a key missing here loads every module (tests/metrics/test_registry_lazy.py
 #: checks that it is complete and exact).
 KEYS: dict[str, str] = {
     "hr": "HR HIT HITRATE HITRATIO SUCCESS",
