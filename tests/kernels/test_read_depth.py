@@ -117,23 +117,20 @@ def tie_orders(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     line: blocks of equal scores permuted independently (each distinct sequence arises
     from equally many orderings, so the plain mean over them is the mean over all)."""
     order = np.argsort(-scores.astype(np.float64), kind="stable")
-    s, lab = scores[order], labels[order]
+    s, lab = scores[order], labels[order].astype(np.int8)  # labels -1 .. 3 here
     new = np.ones(s.size, dtype=bool)
     new[1:] = s[1:] != s[:-1]
     starts = np.flatnonzero(new)
     ends = np.append(starts[1:], s.size)
-    seqs = [lab.copy()]
-    for a, b in zip(starts, ends):
-        if b - a > 1 and np.unique(lab[a:b]).size > 1:
-            perms = sorted(set(itertools.permutations(lab[a:b].tolist())))
-            grown = []
-            for base in seqs:
-                for p in perms:
-                    c = base.copy()
-                    c[a:b] = p
-                    grown.append(c)
-            seqs = grown
-    return np.array(seqs)
+    seqs = lab[None, :].copy()
+    tied = ends - starts > 1
+    for a, b in zip(starts[tied].tolist(), ends[tied].tolist()):
+        if np.unique(lab[a:b]).size > 1:
+            perms = np.array(sorted(set(itertools.permutations(lab[a:b].tolist()))))
+            # every sequence so far with each arrangement of this block
+            seqs = np.repeat(seqs, len(perms), axis=0)
+            seqs[:, a:b] = np.tile(perms, (seqs.shape[0] // len(perms), 1))
+    return seqs
 
 
 def first_block(scores: np.ndarray, mark: np.ndarray) -> int:
@@ -151,19 +148,22 @@ def rule_order(row: np.ndarray, rule: str, ranking=None) -> np.ndarray:
         return row.size - 1 - np.argsort(row[::-1], kind="stable")[::-1]
     if rule == "reverse-stable":
         return np.argsort(row, kind="stable")[::-1]
-    listed = list(ranking)
-    rest = [i for i in rule_order(row, "argsort") if i not in set(listed)]
-    return np.array(listed + rest)
+    # a listed ranking, then the rest in the order of the full sort (as tieeval fills it;
+    # those places lie below the depth every metric reads)
+    listed = np.asarray(ranking)
+    rest = rule_order(row, "argsort")
+    return np.concatenate((listed, rest[~np.isin(rest, listed)]))
 
 
-def reference(rows, labels, k: int, rule: str, rankings=None, unranked=None):
+def reference(rows, labels, k: int, rule: str, rankings=None, unranked=None, orders=None):
     """The dataset figures of HR2@k and Hits2@k and the tie statistics at k, from every
-    tie order of every row (``unranked``: per row, relevant items not ranked)."""
+    tie order of every row (``unranked``: per row, relevant items not ranked; ``orders``:
+    each row's :func:`tie_orders`, if already enumerated)."""
     out = {m: {c: [] for c in ("original", "first", "last", "tie_aware", "var")}
            for m in ("HR2", "Hits2")}
     top, ratio, pos, decided = [], [], [], []
     for i, (s, lab) in enumerate(zip(rows, labels)):
-        seqs = tie_orders(s, lab) > 0
+        seqs = (tie_orders(s, lab) if orders is None else orders[i]) > 0
         n = s.size
         size = first_block(s, np.ones(n, dtype=bool))
         top.append(size)
@@ -281,6 +281,7 @@ RULES = ("argsort", "stable", "reverse-stable", "given", "topk")
 
 def check_every_rule(tmp_path, monkeypatch, scores, labels, k, dense: bool):
     monkeypatch.setitem(sys.modules, "torch", _FakeTorch)
+    orders = [tie_orders(s, lab) for s, lab in zip(scores, labels)]
     for rule in RULES:
         rankings = None
         kw = {}
@@ -295,7 +296,7 @@ def check_every_rule(tmp_path, monkeypatch, scores, labels, k, dense: bool):
         else:
             save_scores(path, scores, labels=labels, **kw)
         run = evaluate_path(str(path), [f"HR2@{k}", f"Hits2@{k}"], k=[k], original=rule)
-        figures, ties = reference(scores, labels, k, rule, rankings)
+        figures, ties = reference(scores, labels, k, rule, rankings, orders=orders)
         assert_matches(run, figures, ties, k)
 
 
