@@ -80,3 +80,14 @@ def trec_lines_every_digit(monkeypatch) -> None:
         return str(int(value)) if line.integer and math.isfinite(value) else repr(value)
 
     monkeypatch.setattr(report, "trec_value", every_digit)
+
+
+def rel_batch(scores, labels, offsets=None, **kw):
+    """A :class:`RelBatch` of a batch's data and its table options given together, for
+    tests that vary either from one dict (``judged=``, ``depth=``, ``sparse=`` ...)."""
+    from dataclasses import fields
+
+    from tieeval.kernels.tie_blocks import RelBatch, TableOptions
+    names = {f.name for f in fields(TableOptions)}
+    options = TableOptions(**{name: kw.pop(name) for name in list(kw) if name in names})
+    return RelBatch(scores, labels, offsets, options=options, **kw)

@@ -18,7 +18,7 @@ import pytest
 
 from tieeval.io.trec import read_qrels, trec_order
 from tieeval.io.trec_stream import open_trec_run
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN
@@ -109,8 +109,8 @@ def rows(qrels_file: str, run_file: str, complete: bool):
 def per_query(case: str):
     qrels, run, complete, depth, level = CASES[case]
     qids, batch = rows(qrels, run, complete)
-    rb = RelBatch(batch.pop("scores"), batch.pop("labels"), batch.pop("offsets"),
-                  original="given", depth=depth, relevance_level=level, **batch)
+    rb = RelBatch(batch.pop("scores"), batch.pop("labels"), batch.pop("offsets"), **batch,
+                  options=TableOptions(original="given", depth=depth, relevance_level=level))
     return qids, rb
 
 

@@ -21,7 +21,7 @@ from tieeval.io.base import RelevanceReadOptions
 from tieeval.io.open import open_dump
 from tieeval.io.trec import read_qrels, read_run, trec_order
 from tieeval.io.trec_stream import open_trec_run
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.options import RelMetric
 
 RUN = """q1 Q0 d1 1 0.9 sys
@@ -253,9 +253,9 @@ def test_unranked_items_equal_items_appended_below_the_cutoff(rng):
 def test_given_order_must_be_a_ranking():
     with pytest.raises(InputError, match="row 1: candidates are not listed best first"):
         RelBatch(np.array([2.0, 1.0, 1.0, 3.0]), np.array([1, 0, 1, 0]), np.array([0, 2, 4]),
-                 original="given")
+                 options=TableOptions(original="given"))
     b = RelBatch(np.array([2.0, 1.0, 1.0]), np.array([0, 0, 1]), np.array([0, 3]),
-                 original="given")
+                 options=TableOptions(original="given"))
     v = b.values(RelMetric("MRR"))
     assert v.original[0] == 1 / 3 and v.first[0] == 1 / 2  # the given order, not argsort
 

@@ -15,7 +15,7 @@ import pytest
 from helpers import tie_orderings
 
 import tieeval
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.options import RelMetric
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -104,7 +104,7 @@ def test_auc_on_the_sparse_table_equals_the_full_table():
         labels[i, rng.choice(400, 6, replace=False)] = rng.integers(-1, 3, 6)
     metric = RelMetric("AUC")
     full = RelBatch(scores, labels).values(metric)
-    sparse = RelBatch(scores, labels, sparse=True).values(metric)
+    sparse = RelBatch(scores, labels, options=TableOptions(sparse=True)).values(metric)
     for column in ("original", "first", "last", "tie_aware", "variance"):
         np.testing.assert_array_equal(getattr(full, column), getattr(sparse, column))
 
@@ -215,7 +215,9 @@ def test_bpref_variance_is_not_computed_where_the_depth_cuts_a_tie():
     scores = np.array([[1.0, 1.0, 1.0, 1.0, 0.0]])
     labels = np.array([[1, 0, 1, 0, 0]])
     judged = np.array([[True, True, True, True, False]])
-    cut = RelBatch(scores, labels, judged=judged, depth=2).values(RelMetric("Bpref"))
+    cut = RelBatch(scores, labels, judged=judged,
+                   options=TableOptions(depth=2)).values(RelMetric("Bpref"))
     assert np.isnan(cut.variance[0]) and not np.isnan(cut.tie_aware[0])
-    whole = RelBatch(scores, labels, judged=judged, depth=4).values(RelMetric("Bpref"))
+    whole = RelBatch(scores, labels, judged=judged,
+                     options=TableOptions(depth=4)).values(RelMetric("Bpref"))
     assert whole.variance[0] > 0

@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import pytest
-from helpers import tie_orderings
+from helpers import rel_batch, tie_orderings
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels import sparse_blocks
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.options import RelMetric, parse_rel_metric
 
 METRICS = ["HR@1", "HR@3", "Recall@3", "Precision@3", "DCG@3", "NDCG@3", "NDCG", "DCG",
@@ -31,8 +31,8 @@ def _same(x, y):
 
 
 def _check(scores, labels, offsets, **kw):
-    full = RelBatch(scores, labels, offsets, **kw)
-    sparse = RelBatch(scores, labels, offsets, sparse=True, **kw)
+    full = rel_batch(scores, labels, offsets, **kw)
+    sparse = rel_batch(scores, labels, offsets, sparse=True, **kw)
     assert np.array_equal(full.n_pos, sparse.n_pos)
     assert np.array_equal(full.n_neg, sparse.n_neg)
     assert np.array_equal(full.n_judged_nonrel, sparse.n_judged_nonrel)
@@ -106,22 +106,24 @@ def test_sparse_matches_full_given_order(seed):
 
 def test_sparse_given_order_checked():
     with pytest.raises(Exception, match="row 1: candidates are not listed best first"):
-        RelBatch(np.array([2.0, 1.0, 1.0, 3.0]), np.array([1, 0, 1, 0]),
-                 np.array([0, 2, 4]), original="given", sparse=True)
+        RelBatch(np.array([2.0, 1.0, 1.0, 3.0]), np.array([1, 0, 1, 0]), np.array([0, 2, 4]),
+                 options=TableOptions(original="given", sparse=True))
 
 
 def test_sparse_falls_back_with_nan_and_tolerance():
     scores = np.array([[1.0, np.nan, 1.0, 0.5], [0.2, 0.2, 0.3, 0.25]])
     labels = np.array([[1, 0, 2, 0], [0, 1, 0, 1]])
-    assert not RelBatch(scores, labels, nan_policy="worst", sparse=True).compact
-    assert not RelBatch(scores[1:], labels[1:], tolerance=0.1, sparse=True).compact
-    assert RelBatch(scores[1:], labels[1:], sparse=True).compact
+    assert not RelBatch(scores, labels,
+                        options=TableOptions(nan_policy="worst", sparse=True)).compact
+    assert not RelBatch(scores[1:], labels[1:],
+                        options=TableOptions(tolerance=0.1, sparse=True)).compact
+    assert RelBatch(scores[1:], labels[1:], options=TableOptions(sparse=True)).compact
 
 
 def test_sparse_keeps_only_marked_blocks():
     # row 0: blocks {5}, {4, 4}, {3}, {1, 1, 1}; labelled items in {4, 4} and {1, 1, 1}
     rb = RelBatch(np.array([[5.0, 4.0, 4.0, 3.0, 1.0, 1.0, 1.0]]),
-                  np.array([[0, 0, 2, 0, -1, 1, 0]]), sparse=True)
+                  np.array([[0, 0, 2, 0, -1, 1, 0]]), options=TableOptions(sparse=True))
     assert rb.ba.tolist() == [1, 4] and rb.bsz.tolist() == [2, 3]
     assert rb.lab_first.tolist() == [2.0, 0.0, 1.0, 0.0, -1.0]
     assert rb.lab_last.tolist() == [0.0, 2.0, -1.0, 0.0, 1.0]
@@ -134,7 +136,7 @@ def test_rank_depth_leaves_every_value_unchanged(seed):
     rng = np.random.default_rng(400 + seed)
     scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0], [-1, 0, 0, 0, 1, 2])
     full = RelBatch(scores, labels, offsets)
-    shallow = RelBatch(scores, labels, offsets, sparse=True, rank_depth=4)
+    shallow = RelBatch(scores, labels, offsets, options=TableOptions(sparse=True, rank_depth=4))
     for name in ["HR@1", "HR@4", "Recall@3", "Precision@4", "DCG@4", "NDCG@2", "MAP@4",
                  "SHR@3", "SRecall@4", "SDCG@4", "SNDCG@4", "Success@2", "Judged@4"]:
         a, b = full.values(parse_rel_metric(name)), shallow.values(parse_rel_metric(name))
@@ -193,9 +195,9 @@ def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original,
         offsets = None
     judged = rng.random(scores.shape) < 0.2
     for kw in ({}, {"judged": judged}, {"relevance_level": 2}):
-        full = RelBatch(scores, labels, offsets, original=original, **kw)
-        cut = RelBatch(scores, labels, offsets, original=original, sparse=True,
-                       rank_depth=4, prune_depth=4, **kw)
+        full = rel_batch(scores, labels, offsets, original=original, **kw)
+        cut = rel_batch(scores, labels, offsets, original=original, sparse=True,
+                        rank_depth=4, prune_depth=4, **kw)
         assert cut.compact
         for name in CUT_METRICS:
             a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
@@ -219,12 +221,14 @@ def test_prune_depth_drops_blocks_below_it():
     # row 0: blocks {9}, {8, 8}, {5}, {3, 3}, {1}: the labelled items at 5 and 1 lie below
     # depth 3 and go; the row's first relevant block {8, 8} stays
     rb = RelBatch(np.array([[9.0, 8.0, 8.0, 5.0, 3.0, 3.0, 1.0]]),
-                  np.array([[0, 1, 0, 2, 0, 0, 1]]), sparse=True, prune_depth=3)
+                  np.array([[0, 1, 0, 2, 0, 0, 1]]),
+                  options=TableOptions(sparse=True, prune_depth=3))
     assert rb.ba.tolist() == [1]
     assert rb.n_pos.tolist() == [3]
     # row 1: no relevant item within the depth: its first relevant block {3, 3} stays
     rb = RelBatch(np.array([[9.0, 8.0, 8.0, 5.0, 3.0, 3.0, 1.0]]),
-                  np.array([[0, 0, 0, -1, 1, 0, 1]]), sparse=True, prune_depth=3)
+                  np.array([[0, 0, 0, -1, 1, 0, 1]]),
+                  options=TableOptions(sparse=True, prune_depth=3))
     assert rb.ba.tolist() == [4] and rb.bsz.tolist() == [2]
 
 
@@ -259,7 +263,7 @@ def test_searches_match_searchsorted(right):
 ])
 def test_sparse_matches_full_edge_cases(scores, labels, offsets):
     full = RelBatch(scores, labels, offsets)
-    sparse = RelBatch(scores, labels, offsets, sparse=True)
+    sparse = RelBatch(scores, labels, offsets, options=TableOptions(sparse=True))
     for name in ["NDCG@3", "NDCG", "MAP", "MRR", "V-AUC", "HR@2", "Bpref", "Judged@2",
                  "SNDCG@2"] + (["ERR@3", "IPrec@0.5"] if scores.size else []):
         a, b = full.values(parse_rel_metric(name)), sparse.values(parse_rel_metric(name))
@@ -278,7 +282,8 @@ def test_sparse_large_tie_blocks(original):
 
 def test_sparse_labels_must_be_finite():
     with pytest.raises(InputError, match="labels must be finite"):
-        RelBatch(np.array([[1.0, 2.0]]), np.array([[np.nan, 0]]), sparse=True)
+        RelBatch(np.array([[1.0, 2.0]]), np.array([[np.nan, 0]]),
+                 options=TableOptions(sparse=True))
 
 
 # ---------------------------------------------------------------------------------------
@@ -341,8 +346,9 @@ def test_rank_depth_places_match_every_tie_order(original, layout, monkeypatch):
         rows = [(scores[lo:hi], labels[lo:hi]) for lo, hi in zip(offsets[:-1], offsets[1:])]
     checked = 0
     for depth in (1, 2, 3):
-        rb = RelBatch(scores, labels, offsets, original=original, sparse=True,
-                      rank_depth=depth, prune_depth=depth)
+        rb = RelBatch(scores, labels, offsets,
+                      options=TableOptions(original=original, sparse=True, rank_depth=depth,
+                                           prune_depth=depth))
         for name in ("HR", "Precision", "Recall", "DCG", "NDCG", "MAP"):
             for k in range(1, depth + 1):
                 got = rb.values(parse_rel_metric(f"{name}@{k}"))
@@ -381,9 +387,10 @@ def test_rank_depth_large_tie_blocks_leave_every_value_unchanged(original, layou
         offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
         scores = np.concatenate([r[:k] for r, k in zip(scores, n)])
         labels = np.concatenate([r[:k] for r, k in zip(labels, n)])
-    full = RelBatch(scores, labels, offsets, original=original)
-    cut = RelBatch(scores, labels, offsets, original=original, sparse=True, rank_depth=4,
-                   prune_depth=4)
+    full = RelBatch(scores, labels, offsets, options=TableOptions(original=original))
+    cut = RelBatch(scores, labels, offsets,
+                   options=TableOptions(original=original, sparse=True, rank_depth=4,
+                                        prune_depth=4))
     for name in CUT_METRICS:
         a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
         for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided",
@@ -428,9 +435,10 @@ def test_listed_rows_take_their_blocks_without_a_sort(seed, layout):
     judged = rng.random(scores.size) < 0.3
     for kw in ({}, {"judged": judged}, {"relevance_level": 2}, {"depth": 4}):
         _check(scores, labels, offsets, original="given", **kw)
-    full = RelBatch(scores, labels, offsets, original="given")
-    cut = RelBatch(scores, labels, offsets, original="given", sparse=True, rank_depth=3,
-                   prune_depth=3)
+    full = RelBatch(scores, labels, offsets, options=TableOptions(original="given"))
+    cut = RelBatch(scores, labels, offsets,
+                   options=TableOptions(original="given", sparse=True, rank_depth=3,
+                                        prune_depth=3))
     for name in ["HR@1", "Precision@3", "NDCG@3", "MAP@3", "Recall@2"]:
         a, b = full.values(parse_rel_metric(name)), cut.values(parse_rel_metric(name))
         for c in ("original", "first", "last", "tie_aware", "variance", "tie_decided"):
@@ -484,11 +492,11 @@ def test_partitioned_rows_match_whole_sorted_rows(dtype, depth, monkeypatch):
     labels[12] = 0
     labels[12, scores[12] == scores[12].min()] = 1  # relevant only at the bottom, tied
     labels[13] = 0  # no labelled item
-    cut = dict(sparse=True, rank_depth=depth, prune_depth=depth)
+    cut = TableOptions(sparse=True, rank_depth=depth, prune_depth=depth)
     monkeypatch.setattr(sparse_blocks, "_PARTIAL_WIDTH", width + 1)
-    whole = RelBatch(scores, labels, **cut)
+    whole = RelBatch(scores, labels, options=cut)
     monkeypatch.setattr(sparse_blocks, "_PARTIAL_WIDTH", width)
-    part = RelBatch(scores, labels, **cut)
+    part = RelBatch(scores, labels, options=cut)
     full = RelBatch(scores, labels)
     for x in ("bst", "bsz", "brow", "ba", "p_t", "q_t", "lab_first", "lab_last", "offsets"):
         assert np.array_equal(getattr(part, x), getattr(whole, x)), x

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from helpers import tie_orderings
 
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.options import RelMetric
 
 
@@ -265,9 +265,9 @@ def test_tie_aware_is_the_mean_over_every_tie_order(setting):
     checked = 0
     for _ in range(150):
         scores, labels, judged, ulab, ujudged = trec_row(rng)
-        rb = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
-                      depth=depth, judged=judged, unranked=(ulab, np.array([0, ulab.size])),
-                      unranked_judged=ujudged, original="stable")
+        rb = RelBatch(scores, labels, np.array([0, scores.size]), judged=judged,
+                      unranked=(ulab, np.array([0, ulab.size])), unranked_judged=ujudged,
+                      options=TableOptions(relevance_level=level, depth=depth, original="stable"))
         items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
         unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
         orders = tie_orderings(scores, items)
@@ -334,7 +334,7 @@ def test_large_tie_blocks_stay_exact_and_bounded():
     labels = rng.choice([-1.0, 0.0, 1.0, 2.0, 3.0], 63)
     judged = labels >= 0
     scores = np.concatenate(([3.0, 2.0, 2.0], np.ones(60)))
-    rb = RelBatch(scores, labels, np.array([0, 63]), judged=judged, depth=40)
+    rb = RelBatch(scores, labels, np.array([0, 63]), judged=judged, options=TableOptions(depth=40))
     for name in ("BinG", "NormGain", "InfAP"):
         v = rb.values(RelMetric(name))
         assert v.last[0] - 1e-12 <= v.tie_aware[0] <= v.first[0] + 1e-12, name

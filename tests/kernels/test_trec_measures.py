@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from helpers import tie_orderings
 
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.options import RelMetric, parse_rel_metric
 
 
@@ -120,9 +120,9 @@ def test_tie_aware_is_the_mean_over_every_tie_order(setting):
     checked = 0
     for _ in range(120):
         scores, labels, judged, ulab, ujudged = random_row(rng)
-        rb = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
-                      depth=depth, judged=judged, unranked=(ulab, np.array([0, ulab.size])),
-                      unranked_judged=ujudged, original="stable")
+        rb = RelBatch(scores, labels, np.array([0, scores.size]), judged=judged,
+                      unranked=(ulab, np.array([0, ulab.size])), unranked_judged=ujudged,
+                      options=TableOptions(relevance_level=level, depth=depth, original="stable"))
         items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
         unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
         orders = tie_orderings(scores, items)
@@ -169,7 +169,8 @@ def test_bpref_block_cut_by_the_depth_is_exact():
     labels = np.array([0.0] * above + [1.0] * p + [0.0] * j + [0.0] * (n - p - j))
     judged = np.array([True] * above + [True] * p + [True] * j + [False] * (n - p - j))
     scores = np.array([2.0] * above + [1.0] * n)
-    rb = RelBatch(scores, labels, np.array([0, labels.size]), depth=depth, judged=judged)
+    rb = RelBatch(scores, labels, np.array([0, labels.size]), judged=judged,
+                  options=TableOptions(depth=depth))
     v = rb.values(RelMetric("Bpref"))
     R, D = p, min(j + above, p)
     m = depth - above  # the block's retrieved positions
@@ -194,7 +195,7 @@ def test_judged_default_and_first_last_meaning():
 def test_depth_caps_every_cutoff_but_not_denominators():
     scores = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
     labels = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
-    rb = RelBatch(scores, labels, np.array([0, 5]), depth=2)
+    rb = RelBatch(scores, labels, np.array([0, 5]), options=TableOptions(depth=2))
     assert rb.values(RelMetric("Precision", 5)).original[0] == 1 / 5
     assert rb.values(RelMetric("Recall", 5)).original[0] == 1 / 3
     assert rb.values(RelMetric("MAP")).original[0] == 1 / 3
@@ -206,7 +207,7 @@ def test_depth_caps_every_cutoff_but_not_denominators():
 def test_relevance_level_keeps_raw_gains():
     scores = np.array([3.0, 2.0, 1.0])
     labels = np.array([1.0, 2.0, 0.0])
-    rb = RelBatch(scores, labels, np.array([0, 3]), relevance_level=2)
+    rb = RelBatch(scores, labels, np.array([0, 3]), options=TableOptions(relevance_level=2))
     assert rb.values(RelMetric("Precision", 1)).original[0] == 0.0
     assert rb.values(RelMetric("NumRel")).original[0] == 1
     dcg = 1.0 + 2.0 / math.log2(3)
@@ -242,13 +243,13 @@ def test_ndcg_keeps_raw_gains_under_a_relevance_level(setting):
     below = 0
     for _ in range(150):
         scores, labels, judged, ulab, ujudged = random_row(rng)
-        rb = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
-                      depth=depth, judged=judged, unranked=(ulab, np.array([0, ulab.size])),
-                      unranked_judged=ujudged, original="stable")
-        sparse = RelBatch(scores, labels, np.array([0, scores.size]), relevance_level=level,
-                          depth=depth, judged=judged,
-                          unranked=(ulab, np.array([0, ulab.size])),
-                          unranked_judged=ujudged, original="stable", sparse=True)
+        rb = RelBatch(scores, labels, np.array([0, scores.size]), judged=judged,
+                      unranked=(ulab, np.array([0, ulab.size])), unranked_judged=ujudged,
+                      options=TableOptions(relevance_level=level, depth=depth, original="stable"))
+        sparse = RelBatch(scores, labels, np.array([0, scores.size]), judged=judged,
+                          unranked=(ulab, np.array([0, ulab.size])), unranked_judged=ujudged,
+                          options=TableOptions(relevance_level=level, depth=depth,
+                                               original="stable", sparse=True))
         items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
         unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
         orders = tie_orderings(scores, items)
@@ -319,9 +320,10 @@ def test_original_matches_pytrec_eval_on_a_tied_run():
             judged = np.array([rel.get(d, -1) >= 0 for d in docs.tolist()])
             missed = np.array([v for d, v in rel.items() if d not in set(docs.tolist())],
                               dtype=np.float64)
-            rb = RelBatch(s, labels, np.array([0, s.size]), original="given", judged=judged,
+            rb = RelBatch(s, labels, np.array([0, s.size]), judged=judged,
                           unranked=(missed, np.array([0, missed.size])),
-                          unranked_judged=missed >= 0, relevance_level=level)
+                          unranked_judged=missed >= 0,
+                          options=TableOptions(original="given", relevance_level=level))
             for measure, name in names.items():
                 v = rb.values(parse_rel_metric(name))
                 got = v.original[0] if v.defined[0] else 0.0
@@ -358,9 +360,10 @@ def test_iprec_levels_planned_together_equal_each_level_computed_alone(setting):
     uoffsets = np.concatenate(([0], np.cumsum([r[3].size for r in rows])))
 
     def batch(sparse):
-        return RelBatch(scores, labels, offsets, relevance_level=level, depth=depth,
-                        judged=judged, unranked=(ulab, uoffsets), unranked_judged=ujudged,
-                        original="stable", sparse=sparse)
+        return RelBatch(scores, labels, offsets, judged=judged, unranked=(ulab, uoffsets),
+                        unranked_judged=ujudged,
+                        options=TableOptions(relevance_level=level, depth=depth,
+                                             original="stable", sparse=sparse))
     texts = [f"IPrec@{x / 10:g}" for x in range(11)] + ["IPrec@0.25", "IPrec11pt", "MAP"]
     metrics = [parse_rel_metric(t) for t in texts]
     for sparse in (False, True):

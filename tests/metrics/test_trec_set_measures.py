@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import tie_orderings
 
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import RelMetric
 
@@ -162,8 +162,8 @@ def test_against_every_tie_order(metric, definition, has_variance, sparse):
         judged = judged & (labels >= 0) | rel  # a relevant item is always judged
         batch = RelBatch(scores[None, :], labels[None, :], judged=judged[None, :],
                          unranked=(unranked.astype(np.float64), np.array([0, unranked.size])),
-                         unranked_judged=np.ones(unranked.size, dtype=bool), depth=depth,
-                         relevance_level=level, sparse=sparse)
+                         unranked_judged=np.ones(unranked.size, dtype=bool),
+                         options=TableOptions(depth=depth, relevance_level=level, sparse=sparse))
         got = batch.values(RelMetric(metric.name, metric.k))
         r = int(rel.sum() + sum(relevant(lab, level) for lab in unranked))
         cut = len(scores) if depth is None else depth
@@ -201,7 +201,7 @@ def test_set_measures_ignore_the_order_inside_the_retrieved_set(metric):
         scores, labels, judged, unranked, _, level = random_row(rng)
         for depth in (None, 3):
             batch = RelBatch(scores[None, :], labels[None, :], judged=judged[None, :],
-                             depth=depth, relevance_level=level)
+                             options=TableOptions(depth=depth, relevance_level=level))
             got = batch.values(RelMetric(metric))
             if not got.defined[0]:
                 continue
@@ -220,8 +220,8 @@ def test_eleven_point_average_is_the_mean_of_the_iprec_levels():
     rng = np.random.default_rng(5)
     for _ in range(40):
         scores, labels, judged, unranked, depth, level = random_row(rng)
-        batch = RelBatch(scores[None, :], labels[None, :], depth=depth,
-                         relevance_level=level)
+        batch = RelBatch(scores[None, :], labels[None, :],
+                         options=TableOptions(depth=depth, relevance_level=level))
         avg = batch.values(RelMetric("IPrec11pt"))
         if not avg.defined[0]:
             continue

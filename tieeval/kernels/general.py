@@ -73,7 +73,7 @@ from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
-from tieeval.kernels.tie_blocks import RelBatch
+from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.measures.base import deepest
 from tieeval.metrics.measures.hr import TIE_DECIDED
 from tieeval.metrics.metric import COLUMNS
@@ -140,28 +140,31 @@ class GeneralKernel(Kernel):
             raise InputError(f"{self.spec.path}: {batch.where(0)}: no relevance labels")
         return batch.labels
 
-    def block_table(self, batch: Batch, labels) -> RelBatch:
-        """The :class:`RelBatch` of one prepared batch; a NaN becomes an error naming the
-        dump row."""
+    def table_options(self, listed: bool) -> TableOptions:
+        """How this run's block tables are built: the sparse table (blocks holding a
+        labelled or judged item only) unless a ``listed`` ranking or a tolerance needs
+        every position."""
         atol = None if self.spec.what_if is None else self.spec.what_if.tolerance
-        path = self.spec.path
         rule = self.spec.original
         order = ("given" if rule == "trec" else  # TREC rows come in trec_eval's order
                  "argsort" if rule in LISTED_RULES else rule)
         options = self.spec.options
+        return TableOptions(nan_policy=self.spec.nan_policy, original=order, tolerance=atol,
+                            relevance_level=options.relevance_level, depth=options.depth,
+                            sparse=not listed and atol is None, rank_depth=self.rank_depth,
+                            prune_depth=self.prune_depth)
+
+    def block_table(self, batch: Batch, labels) -> RelBatch:
+        """The :class:`RelBatch` of one prepared batch; a NaN becomes an error naming the
+        dump row."""
+        path = self.spec.path
         listed = self.listed(batch)
         try:
-            # the sparse table (blocks holding a labelled or judged item only) unless a
-            # listed ranking or a tolerance needs every position
             rb = RelBatch(batch.scores, labels, batch.offsets,
-                          nan_policy=self.spec.nan_policy, original=order,
-                          unranked=getattr(batch, "unranked", None), tolerance=atol,
-                          relevance_level=options.relevance_level, depth=options.depth,
-                          judged=batch.judged,
+                          unranked=getattr(batch, "unranked", None), judged=batch.judged,
                           unranked_judged=getattr(batch, "unranked_judged", None),
                           max_grade=getattr(batch, "max_label", None),
-                          sparse=listed is None and atol is None,
-                          rank_depth=self.rank_depth, prune_depth=self.prune_depth)
+                          options=self.table_options(listed is not None))
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:

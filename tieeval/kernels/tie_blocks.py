@@ -69,6 +69,7 @@ Columns of :class:`InstanceValues`, one float64 entry per row:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import cast
 
 import numpy as np
@@ -137,6 +138,76 @@ def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
 # The block table
 
 
+@dataclass(frozen=True)
+class TableOptions:
+    """How a :class:`RelBatch` is built: one value per run (the kernel makes it from the
+    run's checked options), passed whole to every batch's table. The run's options were
+    checked once, where the request was made (:mod:`tieeval.engine.request`); not per
+    batch here.
+
+    Parameters
+    ----------
+    nan_policy : {'raise', 'worst'}
+        NaN scores raise :class:`~tieeval.kernels.counts.NanScoreError` (an ``InputError`` whose
+        ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
+        a row forming one tie block.
+    original : {'argsort', 'stable', 'reverse-stable', 'given'}
+        What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
+        the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
+        ascending position); ``'reverse-stable'``: ties by descending position (see
+        :meth:`RelBatch.use_order` for a ranking listed per row). ``'given'``: each row is already
+        listed in the order the system ranked it (for example a TREC run sorted by
+        trec_eval's rule); the rows must then be non-increasing in score, or the order is
+        not a ranking of the scores.
+    tolerance : float, optional
+        The what-if tolerance: neighbouring scores of a row within it (float64
+        differences) are tied, in chains.
+    relevance_level : float, optional
+        An item is relevant iff ``label >= relevance_level`` (trec_eval ``-l``); None
+        (default): ``label > 0``. Gains of the DCG family stay the raw label.
+    depth : int, optional
+        Only the top ``depth`` of each ranking is retrieved (trec_eval ``-M``): every cutoff
+        is capped at ``depth`` for counting, denominators unchanged (P@K still divides by
+        K). The cap applies to the randomly tie-broken order, so tie-aware values stay
+        exact. The ideal DCG and R are not truncated.
+    sparse : bool
+        Keep only the tie blocks that hold a labelled or judged item
+        (:mod:`tieeval.kernels.sparse_blocks`): the same values, bit for bit, without a
+        pass over every position, and the argsort only for rows where such an item is
+        tied. The block-table attributes then describe those blocks only (``pos`` keeps
+        the true positions; ``offsets`` are row boundaries in that compact layout). ERR
+        and IPrec read every position: they are evaluated on :meth:`RelBatch.full`. NaN scores and
+        a ``tolerance`` keep the full table.
+    rank_depth : int, optional
+        With ``sparse``: no metric to be evaluated reads a place at or below this depth in
+        the 'original' ordering (the depth every metric's measure declares,
+        :meth:`~tieeval.metrics.measures.base.Measure.read_depth`, is at most rank_depth),
+        so a tie block starting there is not sorted. :meth:`RelBatch.values` refuses a
+        metric that would read one.
+    prune_depth : int, optional
+        With ``sparse``: every metric to be evaluated, in any ordering, reads no deeper
+        than prune_depth (as its measure declares), so the tie blocks starting at or
+        below it are left out (but for each row's first block holding a relevant item).
+        :meth:`RelBatch.values` refuses any other metric.
+    """
+
+    nan_policy: str = "raise"
+    original: str = "argsort"
+    tolerance: float | None = None
+    relevance_level: float | None = None
+    depth: int | None = None
+    sparse: bool = False
+    rank_depth: int | None = None
+    prune_depth: int | None = None
+
+    def whole(self) -> "TableOptions":
+        """The same options for the table over every position (:meth:`RelBatch.full`)."""
+        return replace(self, sparse=False, rank_depth=None, prune_depth=None)
+
+
+DEFAULT_TABLE = TableOptions()
+
+
 class RelBatch:
     """A ragged batch sorted once into tie blocks; evaluate any number of metrics on it.
 
@@ -148,18 +219,6 @@ class RelBatch:
         Integer, float or bool labels (see the module docstring for their meaning).
     offsets : ndarray of int, shape (rows + 1,), optional
         Row boundaries into the flat arrays; omit it for a 2-D (dense) batch.
-    nan_policy : {'raise', 'worst'}
-        NaN scores raise :class:`~tieeval.kernels.counts.NanScoreError` (an ``InputError`` whose
-        ``row`` is the first batch row holding NaN), or rank below every number, all NaNs of
-        a row forming one tie block.
-    original : {'argsort', 'stable', 'reverse-stable', 'given'}
-        What the 'original' column ranks by. ``'argsort'`` (default): ``np.argsort(row * -1)``,
-        the evaluated codebases' call; ``'stable'``: the same key sorted stably (ties by
-        ascending position); ``'reverse-stable'``: ties by descending position (see
-        :meth:`use_order` for a ranking listed per row). ``'given'``: each row is already
-        listed in the order the system ranked it (for example a TREC run sorted by
-        trec_eval's rule); the rows must then be non-increasing in score, or the order is
-        not a ranking of the scores.
     unranked : (labels, offsets), optional
         Labels of judged items that are *not* among a row's candidates (a TREC run that
         did not retrieve every relevant document): flat labels and ``rows + 1`` offsets.
@@ -167,14 +226,6 @@ class RelBatch:
         relevant items are unranked is defined and scores 0) and in the ideal DCG (IDCG@K
         takes the best K gains of ranked and unranked items, as trec_eval does). They are
         never ranked, so they add nothing to DCG, hits or V-AUC pairs.
-    relevance_level : float, optional
-        An item is relevant iff ``label >= relevance_level`` (trec_eval ``-l``); None
-        (default): ``label > 0``. Gains of the DCG family stay the raw label.
-    depth : int, optional
-        Only the top ``depth`` of each ranking is retrieved (trec_eval ``-M``): every cutoff
-        is capped at ``depth`` for counting, denominators unchanged (P@K still divides by
-        K). The cap applies to the randomly tie-broken order, so tie-aware values stay
-        exact. The ideal DCG and R are not truncated.
     judged : ndarray of bool, same shape as scores, optional
         Which candidates are judged (Judged@K, and bpref's judged non-relevant items:
         judged and not relevant). Default: ``label != 0``. A relevant item is always judged.
@@ -185,25 +236,10 @@ class RelBatch:
         ERR's g_max for every row when no ``max_grade`` option is set on the metric (a
         reader that knows the largest label of all judgements passes it); None: the
         largest label of each row, ranked or unranked.
-    sparse : bool
-        Keep only the tie blocks that hold a labelled or judged item
-        (:mod:`tieeval.kernels.sparse_blocks`): the same values, bit for bit, without a
-        pass over every position, and the argsort only for rows where such an item is
-        tied. The block-table attributes then describe those blocks only (``pos`` keeps
-        the true positions; ``offsets`` are row boundaries in that compact layout). ERR
-        and IPrec read every position: they are evaluated on :meth:`full`. NaN scores and
-        a ``tolerance`` keep the full table.
-    rank_depth : int, optional
-        With ``sparse``: no metric to be evaluated reads a place at or below this depth in
-        the 'original' ordering (the depth every metric's measure declares,
-        :meth:`~tieeval.metrics.measures.base.Measure.read_depth`, is at most rank_depth),
-        so a tie block starting there is not sorted. :meth:`values` refuses a metric that
-        would read one.
-    prune_depth : int, optional
-        With ``sparse``: every metric to be evaluated, in any ordering, reads no deeper
-        than prune_depth (as its measure declares), so the tie blocks starting at or
-        below it are left out (but for each row's first block holding a relevant item).
-        :meth:`values` refuses any other metric.
+    options : TableOptions
+        How the table is built, the same for every batch of a run (the NaN policy, the
+        Original rule, a what-if tolerance, trec_eval's ``-l`` and ``-M``, the sparse
+        table and its depths); the defaults when not given.
 
     Attributes
     ----------
@@ -228,19 +264,15 @@ class RelBatch:
     _marked: tuple[np.ndarray, np.ndarray]
     _full_args: tuple | None
 
-    def __init__(self, scores, labels, offsets=None, *, nan_policy: str = "raise",
-                 original: str = "argsort", unranked=None, tolerance: float | None = None,
-                 relevance_level: float | None = None, depth: int | None = None,
-                 judged=None, unranked_judged=None, max_grade: float | None = None,
-                 sparse: bool = False, rank_depth: int | None = None,
-                 prune_depth: int | None = None):
+    def __init__(self, scores, labels, offsets=None, *, unranked=None, judged=None,
+                 unranked_judged=None, max_grade: float | None = None,
+                 options: TableOptions = DEFAULT_TABLE):
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
-        # the run's options (relevance_level, depth, nan_policy, original) were checked
-        # once, where the request was made (tieeval.engine.request); not per batch here
-        self.level = None if relevance_level is None else float(relevance_level)
-        self.depth = None if depth is None else int(depth)
+        nan_policy, original, tolerance = options.nan_policy, options.original, options.tolerance
+        self.level = None if options.relevance_level is None else float(options.relevance_level)
+        self.depth = None if options.depth is None else int(options.depth)
         self.max_grade = None if max_grade is None else float(max_grade)
         if judged is not None:
             judged = np.asarray(judged)
@@ -290,21 +322,20 @@ class RelBatch:
         self._full_args = None
         self.rank_depth = None
         self.prune_depth: int | None = None
-        if sparse and nan is None and tolerance is None:
+        if options.sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
             if original == "given":
                 self._check_given_order(s, None, None)
-            sparse_blocks.build(self, s, lab, judged, self._row_orders, rank_depth,
-                                prune_depth)
-            self.prune_depth = prune_depth
+            sparse_blocks.build(self, s, lab, judged, self._row_orders, options.rank_depth,
+                                options.prune_depth)
+            self.prune_depth = options.prune_depth
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
-                               dict(nan_policy=nan_policy, original=original,
-                                    unranked=unranked, relevance_level=relevance_level,
-                                    depth=depth, judged=judged_given,
-                                    unranked_judged=unranked_judged, max_grade=max_grade))
+                               dict(unranked=unranked, judged=judged_given,
+                                    unranked_judged=unranked_judged, max_grade=max_grade,
+                                    options=options.whole()))
             self._add_unranked(unranked, unranked_judged)
-            self.rank_depth = None if original == "given" else rank_depth
+            self.rank_depth = None if original == "given" else options.rank_depth
             return
         labf = lab.astype(np.float64)
         if not np.isfinite(labf).all():
@@ -837,5 +868,6 @@ def relevance_values(scores, labels, offsets, metric, *, original_order: bool = 
     if original not in ORIGINAL_ORDERS:
         raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
                              f"got {original!r}")
-    return RelBatch(scores, labels, offsets, nan_policy=nan_policy, original=original,
-                    unranked=unranked).values(metric, original_order=original_order)
+    return RelBatch(scores, labels, offsets, unranked=unranked,
+                    options=TableOptions(nan_policy=nan_policy, original=original)
+                    ).values(metric, original_order=original_order)
