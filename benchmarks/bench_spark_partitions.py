@@ -69,7 +69,7 @@ def python_share(path: str, repeat: int) -> float:
     """The partition function of a Spark job, run here on the same Arrow batches."""
     from tieeval.engine import spark_tasks
     from tieeval.engine.local import request_kernel
-    from tieeval.engine.request import Request
+    from tieeval.engine.request import EvalOptions
     from tieeval.io.base import ReadOptions
     from tieeval.io.open import open_dump
     from tieeval.io.relevance import schema_relevance
@@ -78,7 +78,7 @@ def python_share(path: str, repeat: int) -> float:
     schema = pq.read_schema(path)
     fields, _ = schema_relevance(path, path, options, schema.names,
                                  lambda name: schema.field(name).type, with_ranking=True)
-    kernel = request_kernel(open_dump(path), Request(engine="spark"))
+    kernel = request_kernel(open_dump(path), EvalOptions(engine="spark"))
     batches = list(pq.ParquetFile(path).iter_batches(batch_size=4096))
     run = spark_tasks.wide_task(path, options, "positive" in schema.names, fields, kernel,
                                 spark_tasks.Wants(), False)

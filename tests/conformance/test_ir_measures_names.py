@@ -97,7 +97,7 @@ def ours(name, qrels_path, run_path, per_query: bool):
         values = query_values(run_path, metric,
                               options=RelevanceReadOptions(qrels=qrels_path,
                                                            missing_queries=missing),
-                              relevance=rel_options(convention=convention))
+                              relevance=rel_options(None, {"convention": convention}))
     return run.metrics[0], values
 
 

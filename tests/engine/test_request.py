@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import tieeval
 from tieeval import save_scores
 from tieeval.cli import cli
-from tieeval.engine.request import Request
+from tieeval.engine.request import EvalOptions
 from tieeval.errors import ParameterError
 from tieeval.io.base import Dump, RelevanceReadOptions
 from tieeval.metrics.metric import Metric
@@ -40,16 +40,16 @@ def test_the_request_refuses_nothing_to_spark():
             {"what_if": tieeval.WhatIf("float16")}, {"what_if": tieeval.WhatIf(tolerance=1e-6)},
             {"read": RelevanceReadOptions(qrels="qrels.txt")}]:
         for cli_spelling in (False, True):
-            assert Request(engine="spark", cli=cli_spelling, **fields).engine == "spark"
+            assert EvalOptions(engine="spark", cli=cli_spelling, **fields).engine == "spark"
 
 
 def test_request_checks_its_fields_once():
     with pytest.raises(ParameterError, match="nan_policy must be one of"):
-        Request(nan_policy="ignore")
+        EvalOptions(nan_policy="ignore")
     with pytest.raises(ParameterError, match="original must be one of"):
-        Request(original="random")
+        EvalOptions(original="random")
     with pytest.raises(ParameterError, match="engine must be one of"):
-        Request(engine="dask")
+        EvalOptions(engine="dask")
 
 
 @pytest.fixture

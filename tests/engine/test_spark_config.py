@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tieeval.cli import cli
 from tieeval.engine import spark_errors, spark_session
-from tieeval.engine.request import EngineRefusal, Request, make_request
+from tieeval.engine.request import EngineRefusal, EvalOptions
 from tieeval.errors import ParameterError
 
 
@@ -100,14 +100,14 @@ def test_malformed_spark_conf_is_one_line():
 
 def test_spark_conf_needs_the_spark_engine():
     with pytest.raises(EngineRefusal, match="spark_conf configures the Spark engine"):
-        Request(spark_conf={"spark.sql.shuffle.partitions": "3"})
-    assert Request(engine="spark", spark_conf=["spark.a=1"]).spark_conf == (("spark.a", "1"),)
+        EvalOptions(spark_conf={"spark.sql.shuffle.partitions": "3"})
+    assert EvalOptions(engine="spark", spark_conf=["spark.a=1"]).spark_conf == (("spark.a", "1"),)
     res = CliRunner().invoke(cli, ["compare", "x.parquet", "--spark-conf", "spark.a=1"])
     assert res.exit_code == 2 and "--spark-conf configures the Spark engine" in res.output
     # the Python API takes it too, with the API's spelling in the message
     with pytest.raises(EngineRefusal, match="spark_conf configures the Spark engine"):
-        make_request(spark_conf={"spark.a": "1"})
-    assert make_request(engine="spark", spark_conf=["spark.a=1"]).spark_conf == (
+        EvalOptions.from_keywords(spark_conf={"spark.a": "1"})
+    assert EvalOptions.from_keywords(engine="spark", spark_conf=["spark.a=1"]).spark_conf == (
         ("spark.a", "1"),)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from tieeval.analysis.stats import check_permutations, paired_comparison, ranking_changes
 from tieeval.engine.consumers import InstanceCollector
 from tieeval.engine.local import drive
-from tieeval.engine.request import Request
+from tieeval.engine.request import EvalOptions
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import Dump, ReadOptions
 from tieeval.io.ids import INSTANCE_FIELD as IDS_FIELD
@@ -172,18 +172,13 @@ def _id_multiset_hash(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.where(lengths > 0, sums, np.uint64(0)).view(np.int64)
 
 
-def collect_values(dump: Dump, metrics=None, what_if: WhatIf | None = None, *,
-                   nan_policy: str = "raise", batch_rows: int | None = None,
-                   relevance=None, original: str | None = None, engine: str = "local"
-                   ) -> tuple[RunValues, np.ndarray | None]:
-    """Read a whole dump into per-instance values of every metric, plus the instance ids
-    the reader attached to its batches (the long layout, TREC query ids), else None.
-    ``engine='spark'``: Spark reads the dump's files and the executors evaluate them (the
-    values in the local engine's order, bit for bit)."""
-    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
-                      relevance=relevance, what_if=what_if, original=original, engine=engine)
+def collect_values(dump: Dump, request: EvalOptions) -> tuple[RunValues, np.ndarray | None]:
+    """Read a whole dump into per-instance values of every metric ``request`` asks for,
+    plus the instance ids the reader attached to its batches (the long layout, TREC query
+    ids), else None. ``request.engine == 'spark'``: Spark reads the dump's files and the
+    executors evaluate them (the values in the local engine's order, bit for bit)."""
     collector = InstanceCollector(note=_batch_keys)
-    if engine == "spark":
+    if request.engine == "spark":
         from tieeval.engine import spark
         spark.drive(request, dump.path, [collector], totals=False, dump=dump)
     else:
@@ -374,26 +369,23 @@ def compare_values(a: RunValues, b: RunValues, *,
                       what_if or NO_WHAT_IF)
 
 
-def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, *,
-               what_if: WhatIf | None = None, permutations: int = DEFAULT_PERMUTATIONS,
-               seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE,
-               nan_policy: str = "raise", batch_rows: int | None = None,
-               instance_field: str = INSTANCE_FIELD, labels: tuple = (None, None),
-               warn=None, relevance=None, original: str | None = None,
-               engine: str = "local") -> DiffResult:
+def diff_dumps(a_dump: Dump, b_dump: Dump, request: EvalOptions | None = None, *,
+               permutations: int = DEFAULT_PERMUTATIONS, seed: int | None = 0,
+               confidence: float = DEFAULT_CONFIDENCE, instance_field: str = INSTANCE_FIELD,
+               labels: tuple = (None, None), warn=None) -> DiffResult:
     """Compare run B with run A on the same instances (see the module docstring).
 
     Parameters
     ----------
     a_dump, b_dump : Dump
         Opened dumps (:func:`tieeval.io.open.open_dump`).
-    metrics : list of Metric or names, optional
-        Default: the defaults of the dumps' kind (HR@1/5/10, NDCG@1/5/10, MRR for one
-        positive per row; also Recall@K and MAP for relevance labels).
-    relevance : RelOptions, optional
-        Options of labelled metrics (gain, discount, gamma, ``both``, ...).
-    what_if : WhatIf, optional
-        Evaluate both runs under a precision what-if.
+    request : EvalOptions, optional
+        What both runs are evaluated with, checked (:mod:`tieeval.engine.request`): the
+        metrics (default: those of the dumps' kind, HR@1/5/10, NDCG@1/5/10, MRR for one
+        positive per row, also Recall@K and MAP for relevance labels), the labelled
+        options, a precision what-if, the NaN policy, the Original column's rule, and the
+        engine (Spark: opened by :func:`tieeval.engine.spark.open_for_spark`; the result
+        is the same).
     permutations, seed, confidence
         Passed to :func:`tieeval.analysis.stats.paired_comparison`.
     instance_field : str
@@ -403,19 +395,14 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
     warn : callable, optional
         Called with a message when only one dump has instance ids (rows are then matched
         by position).
-    original : str, optional
-        The Original column's rule (:data:`tieeval.records.results.ORIGINAL_RULES`) of both runs.
-    engine : {'local', 'spark'}
-        Where the dumps are evaluated (Spark: opened by
-        :func:`tieeval.engine.spark.open_for_spark`); the result is the same.
     """
     check_permutations(permutations)  # before any dump is read
+    if request is None:
+        request = EvalOptions()
     runs = []
     ids = []
     for dump, override in zip((a_dump, b_dump), labels):
-        run, batch_ids = collect_values(dump, metrics, what_if, nan_policy=nan_policy,
-                                        batch_rows=batch_rows, relevance=relevance,
-                                        original=original, engine=engine)
+        run, batch_ids = collect_values(dump, request)
         if batch_ids is None and getattr(dump, "layout", "wide") == "wide":
             batch_ids = dump.instance_ids(instance_field)  # from the reader that opened it
         ids.append(batch_ids)
@@ -434,12 +421,19 @@ def diff_dumps(a_dump: Dump, b_dump: Dump, metrics: list[Metric] | None = None, 
         warn(f"{has.path} has instance ids ('{instance_field}') but {lacks.path} has none; "
              "rows are matched by position")
     return compare_values(a, b, alignment=alignment, permutations=permutations,
-                          seed=seed, confidence=confidence, what_if=what_if)
+                          seed=seed, confidence=confidence, what_if=request.what_if)
+
+
+#: diff_dumps()'s own keywords; :func:`diff_paths` hands the others to the evaluation
+COMPARISON_KEYWORDS = ("permutations", "seed", "confidence", "instance_field", "labels", "warn")
 
 
 def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
                options: ReadOptions | None = None, **kwargs) -> DiffResult:
-    """Open two dump files and :func:`diff_dumps` them.
+    """Open two dump files and :func:`diff_dumps` them. ``kwargs``: the comparison's own
+    (``permutations``, ``seed``, ``confidence``, ``instance_field``, ``labels``, ``warn``)
+    and the evaluation's options (``relevance``, ``what_if``, ``nan_policy``,
+    ``batch_rows``, ``original``, ``engine``), as :class:`EvalOptions` fields.
 
     >>> import numpy as np, tempfile, os
     >>> d = tempfile.mkdtemp()
@@ -451,8 +445,10 @@ def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
     (0.75, 1.0, 0.25, 'B')
     """
     metrics = None if metrics is None else parse_metric_list(metrics)
-    return diff_dumps(open_dump(a_path, options), open_dump(b_path, options), metrics,
-                      **kwargs)
+    a, b = open_dump(a_path, options), open_dump(b_path, options)
+    comparison = {name: kwargs.pop(name) for name in COMPARISON_KEYWORDS if name in kwargs}
+    check_permutations(comparison.get("permutations", DEFAULT_PERMUTATIONS))  # before the options
+    return diff_dumps(a, b, EvalOptions(metrics, **kwargs), **comparison)
 
 
 # ---------------------------------------------------------------------------------------

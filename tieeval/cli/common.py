@@ -410,18 +410,27 @@ def reading(*, scores_column="scores", positive_column="positive", positive_inde
     return options, rel_options
 
 
-def make_request(metrics, *, nan_policy="raise", batch_rows=None, quiet=False, jobs=0,
-                 engine="local", what_if=None, original=None, per_instance=None,
-                 per_query=False, paired=False, spark_conf=(), **read_kwargs):
-    """The :class:`~tieeval.engine.request.Request` of the shared command-line options
-    (``read_kwargs``: those of :func:`read_options`, see :func:`reading`): checked once, the
-    engine chosen there; an option the engine cannot honour is a usage error."""
-    from tieeval.engine.request import EngineRefusal, Request
-    options, rel_options = reading(quiet=quiet, metrics=metrics, **read_kwargs)
+#: The shared options (:func:`read_options`) that are the run's rather than the reader's:
+#: the :class:`~tieeval.engine.request.EvalOptions` fields of their names, here at the
+#: command line's defaults (``--jobs 0``: automatic)
+RUN_OPTIONS = {"nan_policy": "raise", "batch_rows": None, "jobs": 0, "engine": "local",
+               "original": None, "spark_conf": ()}
+
+
+def make_request(metrics, *, quiet=False, what_if=None, per_instance=None, per_query=False,
+                 paired=False, **options):
+    """The :class:`~tieeval.engine.request.EvalOptions` of the shared command-line options
+    (``options``: those of :func:`read_options`, see :func:`reading`), with the outputs
+    asked for besides the totals: checked once, the engine chosen there; an option the
+    engine cannot honour is a usage error."""
+    from tieeval.engine.request import EngineRefusal, EvalOptions
+    run = {name: options.pop(name, default) for name, default in RUN_OPTIONS.items()}
+    run["spark_conf"] = tuple(run["spark_conf"] or ())
+    read, relevance = reading(quiet=quiet, metrics=metrics, **options)
     try:
-        return Request(metrics, options, rel_options, nan_policy, original, what_if, engine,
-                       jobs, batch_rows, per_instance=per_instance, per_query=per_query,
-                       paired=paired, cli=True, spark_conf=tuple(spark_conf or ()))
+        return EvalOptions(metrics, read, relevance, what_if=what_if,
+                           per_instance=per_instance, per_query=per_query, paired=paired,
+                           cli=True, **run)
     except EngineRefusal as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -112,13 +112,10 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
                            paired=True, **read_kwargs)
     warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
     dumps = [open_request(request, path) for path in files]
-    options = request.read
-    result = diff_dumps(*dumps, request.metrics, what_if=request.what_if,
-                        permutations=permutations, seed=seed, confidence=confidence,
-                        nan_policy=request.nan_policy, batch_rows=request.batch_rows,
-                        instance_field=getattr(options, "instance", None) or INSTANCE_FIELD,
-                        warn=warn, relevance=request.relevance, original=request.original,
-                        engine=request.engine)
+    result = diff_dumps(*dumps, request, permutations=permutations, seed=seed,
+                        confidence=confidence,
+                        instance_field=getattr(request.read, "instance", None) or INSTANCE_FIELD,
+                        warn=warn)
     # before any output: a gated metric the dump's default set left out is a usage error
     worse = [row for metric, gamma in fail_if_worse
              for row in significantly_worse(result, metric, gamma)]

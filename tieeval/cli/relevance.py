@@ -11,8 +11,9 @@ import math
 
 import click
 
+from tieeval.engine.arguments import REL_KEYWORDS, rel_options
 from tieeval.io.base import MISSING_QUERIES
-from tieeval.metrics.conventions import CONVENTION_NAMES, preset_options
+from tieeval.metrics.conventions import CONVENTION_NAMES
 from tieeval.metrics.options import (
     AP_NORMS,
     DISCOUNTS,
@@ -136,19 +137,9 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
             raise click.UsageError(f"{' and '.join(given)} only {verb} to TREC runs (give "
                                    "--qrels QRELS)")
     gammas = [g for group in kwargs.pop("gamma", ()) or () for g in group]
-    preset = preset_options(kwargs.pop("convention", None),
-                            gain=kwargs.pop("gain", None),
-                            discount=kwargs.pop("discount", None),
-                            short_list=kwargs.pop("short_list", None),
-                            ap_norm=kwargs.pop("ap_norm", None),
-                            recall_norm=kwargs.pop("recall_norm", None),
-                            no_relevant=kwargs.pop("no_relevant", None),
-                            relevance_level=kwargs.pop("relevance_level", None),
-                            depth=kwargs.pop("depth", None))
-    options = RelOptions(**preset, alpha=kwargs.pop("alpha", 1.0),
-                         base=kwargs.pop("log_base", 2.0), gammas=tuple(gammas) or (1.0,),
-                         both=kwargs.pop("both", False))
-    return fields, (None if options == RelOptions() else options), bool(gammas)
+    labelled = {name: kwargs.pop(name) for name in REL_KEYWORDS if name in kwargs}
+    options = rel_options(None, {**labelled, "gamma": tuple(gammas) or 1.0})
+    return fields, options, bool(gammas)
 
 
 def gamma_warning(metrics) -> None:

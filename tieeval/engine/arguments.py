@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,8 @@ from tieeval.records.whatif import WhatIf
 
 ENGINES = ("local", "spark")
 
-__all__ = ["ENGINES", "check_ks", "metric_list", "rel_options", "what_if_of", "check_engine",
-           "run_labels_of", "check_batch_rows", "check_path", "check_nan_policy",
+__all__ = ["ENGINES", "REL_KEYWORDS", "check_ks", "metric_list", "rel_options", "what_if_of",
+           "check_engine", "run_labels_of", "check_batch_rows", "check_path", "check_nan_policy",
            "check_flag"]
 
 
@@ -93,33 +94,41 @@ def check_flag(name: str, value) -> bool:
     return bool(value)
 
 
-def rel_options(relevance: RelOptions | None = None, *, gamma=1.0, gain=None,
-                discount=None, alpha=1.0, log_base=2.0, short_list=None, ap_norm=None,
-                both=False, no_relevant=None, convention=None, relevance_level=None,
-                depth=None, recall_norm=None) -> RelOptions | None:
-    """The labelled options (``--gamma``, ``--gain`` ...) as a :class:`RelOptions`, or None
-    when they are all defaults. ``convention`` (``--convention``) presets ``gain``,
-    ``discount``, ``short_list``, ``ap_norm``, ``recall_norm`` and ``no_relevant``; those
-    given (not None)
-    override it (:mod:`tieeval.metrics.conventions`). ``relevance_level`` (trec_eval
-    ``-l``) and ``depth`` (trec_eval ``-M``): whole numbers >= 1, or None. ``relevance`` (a
-    ready RelOptions) and the separate options are two spellings: give one."""
-    if gamma is None:
-        gamma = 1.0
-    given = RelOptions(**preset_options(convention, gain=gain, discount=discount,
-                                        short_list=short_list, ap_norm=ap_norm,
-                                        recall_norm=recall_norm, no_relevant=no_relevant,
-                                        relevance_level=relevance_level, depth=depth),
-                       alpha=alpha, gammas=gamma, both=check_flag("both", both),
-                       base=log_base)
+#: The labelled options as the Python API spells them (``gamma=``, ``gain=`` ...) and the
+#: command line (``--gamma``, ``--gain`` ...), with their defaults; each sets the
+#: :class:`RelOptions` field of its name but ``gamma`` (``gammas``) and ``log_base``
+#: (``base``). None leaves an option to the ``convention``'s preset, else its default.
+REL_KEYWORDS: dict[str, Any] = {
+    "gamma": 1.0, "gain": None, "discount": None, "alpha": 1.0, "log_base": 2.0,
+    "short_list": None, "ap_norm": None, "both": False, "no_relevant": None,
+    "convention": None, "recall_norm": None, "relevance_level": None, "depth": None,
+}
+_PRESET = ("gain", "discount", "short_list", "ap_norm", "recall_norm", "no_relevant",
+           "relevance_level", "depth")
+
+
+def rel_options(relevance: RelOptions | None = None,
+                given: Mapping[str, Any] | None = None) -> RelOptions | None:
+    """The labelled options (``given``: :data:`REL_KEYWORDS` by name, those left out at
+    their defaults) as a :class:`RelOptions`, or None when they are all defaults.
+    ``convention`` (``--convention``) presets ``gain``, ``discount``, ``short_list``,
+    ``ap_norm``, ``recall_norm`` and ``no_relevant``; those given (not None) override it
+    (:mod:`tieeval.metrics.conventions`). ``relevance_level`` (trec_eval ``-l``) and
+    ``depth`` (trec_eval ``-M``): whole numbers >= 1, or None. ``relevance`` (a ready
+    RelOptions) and the separate options are two spellings: give one."""
+    kw = {**REL_KEYWORDS, **(given or {})}
+    gamma: Any = 1.0 if kw["gamma"] is None else kw["gamma"]  # one or several
+    preset = preset_options(kw["convention"], **{name: kw[name] for name in _PRESET})
+    options = RelOptions(**preset, alpha=kw["alpha"], gammas=gamma,
+                         both=check_flag("both", kw["both"]), base=kw["log_base"])
     if relevance is not None:
         if not isinstance(relevance, RelOptions):
             raise ParameterError(f"relevance must be a tieeval.RelOptions, got {relevance!r}")
-        if given != RelOptions():
+        if options != RelOptions():
             raise ParameterError("give relevance=RelOptions(...) or the separate options "
                                  "(gamma=, gain=, discount=, convention=, ...), not both")
-        given = relevance
-    return None if given == RelOptions() else given
+        options = relevance
+    return None if options == RelOptions() else options
 
 
 def what_if_of(what_if=None, cast=None, tolerance=None) -> WhatIf | None:

@@ -19,7 +19,7 @@ when the pass is complete (:meth:`~tieeval.io.base.Dump.instance_order`; per-que
 are small), and a collector that notes something per batch asks the dump for batches in
 its order instead (:meth:`~tieeval.io.base.Dump.keep_order`).
 
-A new consumer is a class with these four methods, asked for by a :class:`Request` field
+A new consumer is a class with these four methods, asked for by an :class:`EvalOptions` field
 (:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.consumers_for`.
 """
 

@@ -34,11 +34,10 @@ from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept 
 )
 from tieeval.engine.queries import trec_query_report  # noqa: F401 - kept importable here
 from tieeval.engine.request import (
-    Request,
+    EvalOptions,
     check_batch_rows,
     check_jobs,
     check_trec_options,
-    make_request,
 )
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
@@ -100,7 +99,7 @@ def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
     return choose_kernel(spec)
 
 
-def request_kernel(dump: Dump, request: Request) -> Kernel:
+def request_kernel(dump: Dump, request: EvalOptions) -> Kernel:
     """The kernel of ``request`` for ``dump`` as it reads now."""
     return kernel_for(dump, request.metrics, relevance=request.relevance,
                       nan_policy=request.nan_policy, what_if=request.what_if,
@@ -154,7 +153,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     runs; ``given`` reads the dump's ``ranking`` field); the result records a rule other
     than that default as ``original_rule``.
     """
-    request = Request(metrics, nan_policy=nan_policy, jobs=check_jobs(jobs),
+    request = EvalOptions(metrics, nan_policy=nan_policy, jobs=check_jobs(jobs),
                       batch_rows=check_batch_rows(batch_rows), relevance=relevance,
                       what_if=what_if, original=original,
                       run_labels={**(labels or {}), **(run_labels or {})})
@@ -166,7 +165,7 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
     return result
 
 
-def drive(dump: Dump, request: Request, consumers: Sequence[Consumer] = (), progress=None,
+def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), progress=None,
           *, totals: bool = True) -> RunResult | None:
     """One pass over ``dump`` for a checked ``request``: each batch is added to the totals
     (unless ``totals`` is False) and its per-instance values, when ``consumers`` want them,
@@ -384,18 +383,11 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     never change the result. Bad arguments raise :class:`~tieeval.errors.ParameterError`,
     bad data :class:`~tieeval.errors.InputError`, with the command line's messages.
     """
+    # every keyword but the path and the callback is an option (KEYWORDS, checked by
+    # tests/engine/test_options.py): a new option reaches the run without a line here
+    given = {name: value for name, value in locals().items() if name not in ("path", "progress")}
     path = check_path(path)
-    request = make_request(metrics, k=k, jobs=jobs, engine=engine, options=options,
-                           nan_policy=nan_policy, batch_rows=batch_rows, gamma=gamma,
-                           gain=gain, discount=discount, alpha=alpha, log_base=log_base,
-                           short_list=short_list, ap_norm=ap_norm, both=both,
-                           recall_norm=recall_norm,
-                           no_relevant=no_relevant, convention=convention, qrels=qrels,
-                           missing_queries=missing_queries, judged_only=judged_only,
-                           relevance_level=relevance_level, depth=depth, what_if=what_if,
-                           cast=cast, tolerance=tolerance, run_labels=run_labels,
-                           original=original, relevance=relevance, labels=labels,
-                           spark_conf=spark_conf)
+    request = EvalOptions.from_keywords(**given)
     result = evaluate_request(request, path, progress).result
     assert result is not None
     return result
@@ -411,7 +403,7 @@ class RunOutcome:
     values: Collected | None = None
 
 
-def open_request(request: Request, path: str) -> Dump:
+def open_request(request: EvalOptions, path: str) -> Dump:
     """The dump at ``path`` as ``request`` reads it: the local engine's, or the local
     dump of the files Spark reads (:func:`tieeval.engine.spark.open_for_spark`, which
     refuses the formats Spark does not read)."""
@@ -425,7 +417,7 @@ def open_request(request: Request, path: str) -> Dump:
     return open_dump(path, request.read)
 
 
-def evaluate_request(request: Request, path, progress=None, *, progress_for=None,
+def evaluate_request(request: EvalOptions, path, progress=None, *, progress_for=None,
                      ids_for=None) -> RunOutcome:
     """Run a checked ``request`` on the dump at ``path`` (or an opened local dump) on the
     engine it chose: its totals and, in the same pass, the outputs it asks for.
@@ -470,7 +462,7 @@ def iter_instance_values(dump: Dump, metrics: list[Metric] | None = None, *,
     The dump is settled first (a long layout checks its order and labels), so this is a
     single pass.
     """
-    request = Request(metrics, nan_policy=nan_policy, relevance=relevance, what_if=what_if,
+    request = EvalOptions(metrics, nan_policy=nan_policy, relevance=relevance, what_if=what_if,
                       original=original)
     dump.settle()
     kernel = request_kernel(dump, request)
@@ -487,7 +479,7 @@ def collect_instance_values(dump: Dump, metrics=None, *, nan_policy: str = "rais
     """Every instance's values for each of the kernel's entries, concatenated over
     batches, and the instance ids the reader attached to its batches (the long layout and
     TREC runs; else None). Restarts with the reader when it asks to."""
-    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+    request = EvalOptions(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
                       relevance=relevance, what_if=what_if, original=original)
     collector = InstanceCollector()
     drive(dump, request, [collector], progress, totals=False)
@@ -518,7 +510,7 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
     ``inputs`` (other files the run reads, such as its qrels). ``compare --per-instance``
     writes the same rows in the pass that makes the totals (:func:`evaluate_request`).
     """
-    request = Request(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
+    request = EvalOptions(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
                       relevance=relevance, what_if=what_if, original=original)
     rows = InstanceRows(out, ids, inputs=[dump.path, *inputs])
     drive(dump, request, [rows], progress, totals=False)
@@ -569,6 +561,11 @@ class _ArrayDump:
 
     def start_over(self, reason) -> None:  # pragma: no cover - arrays never restart
         raise InputError(f"{self.path}: {reason}")
+
+
+#: evaluate()'s keywords that carry the data, not options (see :func:`array_batch`)
+ARRAY_KEYWORDS = ("scores", "positive", "labels", "positives", "negatives", "items", "offsets",
+                  "ranking")
 
 
 def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None,
@@ -626,19 +623,13 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
     (1.0, 0.0, 0.5)
     """
+    given = dict(locals())  # the options: every keyword but the arrays and the path
+    arrays = {name: given.pop(name) for name in ARRAY_KEYWORDS}
+    del given["path"]
     path = check_path(path)
-    request = make_request(metrics, k=k, nan_policy=nan_policy, gamma=gamma, gain=gain,
-                           discount=discount, alpha=alpha, log_base=log_base,
-                           short_list=short_list, ap_norm=ap_norm, both=both,
-                           recall_norm=recall_norm,
-                           no_relevant=no_relevant, convention=convention,
-                           relevance_level=relevance_level, depth=depth, what_if=what_if,
-                           cast=cast, tolerance=tolerance, run_labels=run_labels,
-                           relevance=relevance, original=original)
+    request = EvalOptions.from_keywords(**given)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
-    batch, info = array_batch(scores, positive, labels=labels, positives=positives,
-                              negatives=negatives, items=items, offsets=offsets,
-                              ranking=ranking, path=path)
+    batch, info = array_batch(**arrays, path=path)
     dump = _ArrayDump(batch, path, batch.scores.dtype, info)
     # _ArrayDump has the part of the Dump interface the driver uses
     result = drive(dump, request)  # type: ignore[arg-type]
@@ -671,11 +662,7 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
     if labels is None:
         raise ParameterError("evaluate_labels needs labels (for one positive per row use "
                              "evaluate(scores, positive=...))")
-    return evaluate(scores, k, labels=labels, offsets=offsets, items=items, metrics=metrics,
-                    gamma=gamma, gain=gain, discount=discount, alpha=alpha, log_base=log_base,
-                    short_list=short_list, ap_norm=ap_norm, both=both, nan_policy=nan_policy,
-                    no_relevant=no_relevant, convention=convention, path=path,
-                    what_if=what_if, cast=cast, tolerance=tolerance)
+    return evaluate(**locals())
 
 
 __all__ = ["evaluate", "evaluate_dump", "evaluate_path", "evaluate_labels", "Entry",

@@ -1,18 +1,23 @@
-"""One evaluation request, built by the command line or the Python API and checked once.
+"""The options of one evaluation, as one checked value: :class:`EvalOptions`.
 
-A :class:`Request` holds everything a run is asked for: the metrics, the reading options,
-the labelled options, the NaN policy, the Original column's rule, a what-if, the engine and
-its workers, and the outputs wanted besides the totals (per-instance rows, per-query
-values). It is checked when it is made (as scikit-learn checks parameters once, at the
-boundary), and the engine is chosen there too: an option the chosen engine cannot honour
-is refused with one message, whichever front end asked. Nothing below (the driver, the
-engines, the kernels) checks these options again.
+An :class:`EvalOptions` holds everything a run is asked for: the metrics, the reading
+options, the labelled options (one :class:`~tieeval.metrics.options.RelOptions`), the NaN
+policy, the Original column's rule, a what-if, the engine and its workers, and the outputs
+wanted besides the totals (per-instance rows, per-query values). It is checked when it is
+made (as scikit-learn checks parameters once, at the boundary), and the engine is chosen
+there too: an option the chosen engine cannot honour is refused with one message,
+whichever front end asked. It is then passed whole: nothing below (the driver, the engines,
+the kernels) checks these options again. The engine calls it the run's ``request``.
 
-The Python API builds requests with :func:`make_request`, which turns loose arguments
-(names, ``k``, ``gamma`` ...) into checked values with the messages of
-:mod:`tieeval.engine.arguments`; the command line builds them from the values its option
-types already parsed. Messages name options as the front end spells them (``--original``
-or ``original=``), see :class:`Request.cli`.
+The Python API's keywords (``k``, ``gamma``, ``cast``, ``qrels`` ...) are declared once,
+in :data:`KEYWORDS`: each with its default and the field it builds.
+:meth:`EvalOptions.from_keywords` turns them into checked values with the messages of
+:mod:`tieeval.engine.arguments`; the signatures of :func:`~tieeval.evaluate`,
+:func:`~tieeval.evaluate_path` and :func:`~tieeval.evaluate_labels`, and the command
+line's options, are checked against that declaration (tests/engine/test_options.py), so a
+new option is its declaration and its use. The command line builds the value from what
+its option types already parsed. Messages name options as the front end spells them
+(``--original`` or ``original=``), see :attr:`EvalOptions.cli`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tieeval.engine.arguments import (
+    REL_KEYWORDS,
     check_engine,
     check_flag,
     check_path,
@@ -43,8 +49,8 @@ from tieeval.kernels.whatif import WhatIf
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 
-__all__ = ["Request", "EngineRefusal", "make_request", "check_jobs", "read_options_of",
-           "refuse_spark", "spark_refusal"]
+__all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "from_keywords", "check_jobs",
+           "read_options_of", "refuse_spark", "spark_refusal"]
 
 
 class EngineRefusal(ParameterError):
@@ -67,7 +73,7 @@ def check_trec_options(judged_only: bool, relevance: RelOptions | None,
                        judged_depth: int | None = None) -> None:
     """``judged_only`` with ``depth`` needs a run read with that depth as its
     ``judged_depth``: trec_eval cuts the ranking at ``-M`` before it drops the unjudged
-    documents, which only the reader can do (a :class:`Request` asks it to); a dump read
+    documents, which only the reader can do (an :class:`EvalOptions` asks it to); a dump read
     otherwise is refused."""
     depth = getattr(relevance, "depth", None)
     if judged_only and depth is not None and judged_depth != depth:
@@ -94,13 +100,15 @@ def _is_numpy_int(value) -> bool:
 
 
 @dataclass(frozen=True)
-class Request:
-    """What one run is asked for; checked when made (see the module doc).
+class EvalOptions:
+    """What one run is asked for: the options of one evaluation, checked when made (see
+    the module doc) and passed whole.
 
     ``metrics``: :class:`~tieeval.metrics.metric.Metric` values, or a default set that the
-    dump's kind settles (None: the defaults); ``read``: field names and layout (None: the defaults);
-    ``relevance``: labelled options (None: the defaults); ``original``: the Original
-    column's rule (None: the dump's default); ``jobs``: worker processes (0: automatic);
+    dump's kind settles (None: the defaults); ``read``: field names and layout (None: the
+    defaults); ``relevance``: labelled options, the measures' own value (None: the
+    defaults); ``original``: the Original column's rule (None: the dump's default);
+    ``jobs``: worker processes (0: automatic);
     ``per_instance``: a Parquet file to stream one row per instance to; ``per_query``:
     keep every instance's values (trec_eval ``-q`` lines); ``paired``: every instance's
     values for a paired comparison (``diff``); ``cli``: messages name the
@@ -188,8 +196,14 @@ class Request:
         """Whether the pass gathers per-instance values besides the totals."""
         return self.per_instance is not None or self.per_query
 
-    def replace(self, **changes) -> "Request":
+    def replace(self, **changes) -> "EvalOptions":
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_keywords(cls, **given: Any) -> "EvalOptions":
+        """The options of the Python API's keywords (``k=``, ``gamma=``, ``cast=`` ...),
+        checked with its messages: see :func:`from_keywords`."""
+        return from_keywords(**given)
 
 
 def read_options_of(options, qrels=None, missing_queries=None, judged_only=False
@@ -220,32 +234,63 @@ def read_options_of(options, qrels=None, missing_queries=None, judged_only=False
     return RelevanceReadOptions(**given, qrels=qrels, **trec)
 
 
-def make_request(metrics=None, *, k=DEFAULT_KS, jobs=1, engine: str = "local",
-                 options: ReadOptions | None = None, nan_policy: str = "raise",
-                 batch_rows=None, gamma=1.0, gain=None, discount=None, alpha=1.0,
-                 log_base=2.0, short_list=None, ap_norm=None, both=False, no_relevant=None,
-                 recall_norm=None,
-                 convention=None, qrels=None, missing_queries=None, judged_only=False,
-                 relevance_level=None, depth=None, what_if=None, cast=None, tolerance=None,
-                 run_labels=None, original=None, relevance=None, labels=None,
-                 per_instance=None, per_query=False, spark_conf=None) -> Request:
-    """The :class:`Request` of the Python API's arguments (those of
-    :func:`tieeval.engine.local.evaluate_path`), each checked with the command line's
-    message, in the order the API has always checked them."""
-    chosen = metric_list(metrics, k)
-    check_nan_policy(nan_policy)
-    jobs = check_jobs(jobs)
-    batch_rows = check_batch_rows(batch_rows)
-    rel = rel_options(relevance, gamma=gamma, gain=gain, discount=discount, alpha=alpha,
-                      log_base=log_base, short_list=short_list, ap_norm=ap_norm, both=both,
-                      recall_norm=recall_norm, no_relevant=no_relevant, convention=convention,
-                      relevance_level=relevance_level, depth=depth)
-    what_if = what_if_of(what_if, cast, tolerance)
-    names = run_labels_of(run_labels, labels)
-    engine = check_engine(engine)
-    read = read_options_of(options, qrels, missing_queries, judged_only)
-    return Request(chosen, read, rel, nan_policy, original, what_if, engine, jobs,
-                   batch_rows, names, per_instance=per_instance,
-                   per_query=check_flag("per_query", per_query),
-                   spark_conf=() if spark_conf is None else spark_conf)
+@dataclass(frozen=True)
+class Keyword:
+    """One keyword of the Python API: its default, and the :class:`EvalOptions` field it
+    builds (several keywords may build one field: ``k`` and ``metrics`` the metrics)."""
 
+    default: Any
+    field: str
+
+
+#: The Python API's option keywords, in the order they are checked: the one declaration
+#: that :meth:`EvalOptions.from_keywords` reads and that the public signatures and the
+#: command line's options are checked against. The labelled ones (``gamma=``, ``gain=``
+#: ...) are :data:`tieeval.engine.arguments.REL_KEYWORDS`; ``labels`` is the older name of
+#: ``run_labels``, ``options`` the reading options (``qrels`` and the TREC options join them).
+KEYWORDS: dict[str, Keyword] = {
+    "metrics": Keyword(None, "metrics"),
+    "k": Keyword(DEFAULT_KS, "metrics"),
+    "nan_policy": Keyword("raise", "nan_policy"),
+    "jobs": Keyword(1, "jobs"),
+    "batch_rows": Keyword(None, "batch_rows"),
+    "relevance": Keyword(None, "relevance"),
+    **{name: Keyword(default, "relevance") for name, default in REL_KEYWORDS.items()},
+    "what_if": Keyword(None, "what_if"),
+    "cast": Keyword(None, "what_if"),
+    "tolerance": Keyword(None, "what_if"),
+    "run_labels": Keyword(None, "run_labels"),
+    "labels": Keyword(None, "run_labels"),
+    "engine": Keyword("local", "engine"),
+    "options": Keyword(None, "read"),
+    "qrels": Keyword(None, "read"),
+    "missing_queries": Keyword(None, "read"),
+    "judged_only": Keyword(False, "read"),
+    "original": Keyword(None, "original"),
+    "spark_conf": Keyword(None, "spark_conf"),
+}
+
+
+def from_keywords(**given: Any) -> EvalOptions:
+    """The :class:`EvalOptions` of the Python API's keywords (:data:`KEYWORDS`; those not
+    given take their defaults), each checked with the command line's message, in the
+    order the API has always checked them. An unknown keyword is a TypeError, as a
+    function's own."""
+    unknown = [name for name in given if name not in KEYWORDS]
+    if unknown:
+        raise TypeError(f"EvalOptions.from_keywords() got an unexpected keyword argument "
+                        f"{unknown[0]!r}")
+    kw = {name: given.get(name, keyword.default) for name, keyword in KEYWORDS.items()}
+    chosen = metric_list(kw["metrics"], kw["k"])
+    check_nan_policy(kw["nan_policy"])
+    jobs = check_jobs(kw["jobs"])
+    batch_rows = check_batch_rows(kw["batch_rows"])
+    rel = rel_options(kw["relevance"], {name: kw[name] for name in REL_KEYWORDS})
+    what_if = what_if_of(kw["what_if"], kw["cast"], kw["tolerance"])
+    names = run_labels_of(kw["run_labels"], kw["labels"])
+    engine = check_engine(kw["engine"])
+    read = read_options_of(kw["options"], kw["qrels"], kw["missing_queries"],
+                           kw["judged_only"])
+    return EvalOptions(chosen, read, rel, kw["nan_policy"], kw["original"], what_if, engine,
+                       jobs, batch_rows, names,
+                       spark_conf=() if kw["spark_conf"] is None else kw["spark_conf"])

@@ -38,7 +38,7 @@ from tieeval.engine.arguments import metric_list
 from tieeval.engine.consumers import finishing
 from tieeval.engine.queries import trec_query_report
 from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
-    Request,
+    EvalOptions,
     refuse_spark,
     spark_refusal,
 )
@@ -146,7 +146,7 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
     check_nan_policy(nan_policy)
-    request = Request(metric_list(metrics, k), options, relevance, nan_policy,
+    request = EvalOptions(metric_list(metrics, k), options, relevance, nan_policy,
                       engine="spark", batch_rows=batch_rows)
     with mapped_errors(path):
         result = _evaluate_frame(dataframe, request, layout=layout, path=path,
@@ -162,7 +162,7 @@ class _Named:
         self.path = path
 
 
-def _evaluate_frame(dataframe, request: Request, *, layout: str = "auto",
+def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
                     path: str = "<dataframe>", metadata: dict | None = None,
                     warnings: list | tuple = (), consumers: Sequence = (),
                     totals: bool = True, dump=None, ordered: bool = False
@@ -257,7 +257,7 @@ def _evaluate_frame(dataframe, request: Request, *, layout: str = "auto",
                    metadata, warnings, totals)
 
 
-def _finish(kernel, answers, request: Request, consumers, dump, path: str, dtype,
+def _finish(kernel, answers, request: EvalOptions, consumers, dump, path: str, dtype,
             metadata: dict | None, warnings, totals: bool) -> RunResult | None:
     """The run's result from a job's answers, and the consumers fed in the local order."""
     with finishing(consumers):
@@ -303,12 +303,12 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     options of labelled metrics, as for :func:`evaluate`. A TREC run (``options`` naming
     qrels) is read by the local reader on the driver and evaluated by the executors.
     """
-    request = Request(metric_list(metrics), options, relevance, nan_policy, engine="spark")
+    request = EvalOptions(metric_list(metrics), options, relevance, nan_policy, engine="spark")
     return evaluate_request(request, path, spark=spark)
 
 
-def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
-    """Run a checked :class:`~tieeval.engine.request.Request` (``engine='spark'``) on
+def evaluate_request(request: EvalOptions, path: str, spark=None) -> RunResult:
+    """Run a checked :class:`~tieeval.engine.request.EvalOptions` (``engine='spark'``) on
     ``path``: its totals, with its run labels over the file's own. The per-instance outputs
     a request asks for are made by :func:`tieeval.engine.local.evaluate_request`, which
     calls :func:`drive` with their consumers."""
@@ -317,7 +317,7 @@ def evaluate_request(request: Request, path: str, spark=None) -> RunResult:
     return result
 
 
-def open_for_spark(request: Request, path: str):
+def open_for_spark(request: EvalOptions, path: str):
     """The local dump of ``path`` as Spark will read it (its checks, messages, metadata and
     warnings; only footers and headers, or a whole TREC run, are read), or None for a URI
     only Spark can open. NPY/NPZ and float16 dumps are refused here, before Spark starts."""
@@ -335,7 +335,7 @@ def open_for_spark(request: Request, path: str):
     return dump
 
 
-def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = True,
+def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool = True,
           spark=None, dump=None) -> RunResult | None:
     """One Spark pass for a checked ``request`` over ``path`` (``dump``: its local dump
     from :func:`open_for_spark`, opened here when not given): the totals (None without
@@ -347,7 +347,7 @@ def drive(request: Request, path, consumers: Sequence = (), *, totals: bool = Tr
         return _drive(request, path, consumers, totals=totals, spark=spark, dump=dump)
 
 
-def _drive(request: Request, path: str, consumers: Sequence, *, totals: bool, spark,
+def _drive(request: EvalOptions, path: str, consumers: Sequence, *, totals: bool, spark,
            dump) -> RunResult | None:
     if dump is None:
         dump = open_for_spark(request, path)
@@ -398,7 +398,7 @@ def _read_parquet(spark, path: str):
     return spark.read.option(PAGE_CHECKSUMS, "true").parquet(path)
 
 
-def _evaluate_batches(spark, request: Request, dump, *, consumers: Sequence = (),
+def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence = (),
                       totals: bool = True) -> RunResult | None:
     """A dump the local reader reads whole on the driver (a TREC run and its qrels):
     its batches evaluated by the executors, the answers merged as for a DataFrame."""
