@@ -17,6 +17,8 @@ import sys
 import warnings
 from types import FrameType
 
+from tieeval.escaping import escape
+
 # np.float64(0.5), np.int64(-1), np.str_('x'), np.True_ (numpy >= 2 scalar reprs)
 _NUMPY_REPR = re.compile(
     r"\bnp\.(?:float|int|uint|complex|longdouble|clongdouble|str_|bytes_|datetime64|"
@@ -52,10 +54,9 @@ def plain_text(message: str) -> str:
 
 def one_line(text: str) -> str:
     """``text`` with line breaks and other unprintable characters escaped (``\\n``): a
-    message that quotes a damaged file's names or bytes stays one line."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    message that quotes a damaged file's names or bytes stays one line, and none of it
+    reads as a workflow command (see :func:`tieeval.escaping.escape`)."""
+    return escape(text)
 
 
 class TieevalError(Exception):

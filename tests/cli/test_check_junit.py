@@ -108,14 +108,15 @@ def test_junit_passing_dump_exits_0_and_holds_no_failure(tmp_path):
     assert int(root.get("tests")) == len(root.findall(".//testcase")) > 0
 
 
-def test_junit_replaces_characters_xml_cannot_hold(tmp_path):
-    """A control character in a path would make the whole report unreadable to a parser."""
+def test_junit_escapes_characters_xml_cannot_hold(tmp_path):
+    """A control character in a path would make the whole report unreadable to a parser:
+    the path is written as errors write it, the character as its Python escape."""
     name = "bell\x07.npz"
     np.savez(tmp_path / name, scores=np.array([[0.9, 0.8], [0.7, 0.1]]))
     result = CliRunner().invoke(cli, ["check", str(tmp_path / name), "-f", "junit", "-q"])
     assert result.exit_code == 0, result.output
     suite = ET.fromstring(result.stdout).find("testsuite")
-    assert suite.get("name") == str(tmp_path / "bell\ufffd.npz")
+    assert suite.get("name") == str(tmp_path / "bell") + "\\x07.npz"
 
 
 def test_the_schema_check_finds_a_wrong_report():

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import click
 
 from tieeval.errors import TieevalError, TieevalWarning
+from tieeval.escaping import escape
 
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
@@ -26,6 +27,13 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 EXIT_HANGUP = 129  # 128 + SIGHUP
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def say(text: str) -> None:
+    """One line on stderr (a warning, a note, what was written where): whatever user text
+    it quotes (a file name, a label) is written in its one-line form
+    (:func:`tieeval.escaping.escape`), so that none of it starts a line of its own."""
+    click.echo(escape(text), err=True)
 
 
 class CliError(click.ClickException):
@@ -433,6 +441,14 @@ class Command(click.Command):
                     formatter.write_dl(records[title])
 
 
+def _show(exc: click.ClickException) -> None:
+    """``exc``'s ``Error:`` line (and a usage error's usage lines), whatever user text its
+    message quotes (a file name, an option's value) in its one-line form
+    (:func:`tieeval.escaping.escape`): a name holding a line break cannot start a line."""
+    setattr(exc, "message", escape(exc.message))  # noqa: B010 - typed Final by click
+    exc.show()
+
+
 def long_name(param: click.Parameter) -> str:
     """An option's long name (``--k`` for ``-k/--k``), by which help sections list it."""
     names = [*param.opts, *param.secondary_opts]
@@ -465,7 +481,7 @@ class Group(click.Group):
             ended.show()
             sys.exit(ended.exit_code)
         except click.ClickException as exc:
-            exc.show()
+            _show(exc)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo("Aborted!", err=True)
@@ -476,7 +492,7 @@ class Group(click.Group):
             mapped = environment_error(exc)
             if mapped is None:
                 raise
-            mapped.show()
+            _show(mapped)
             sys.exit(mapped.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -22,6 +22,7 @@ from tieeval.cli.common import (
     guide,
     quiet_option,
     read_options,
+    say,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
@@ -82,7 +83,7 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
             raise InputError(message)
         if not quiet:
             n = sum(i.verdict is None for i in items)
-            click.echo(f"Warning: {n} claim(s) match no run and are not judged", err=True)
+            say(f"Warning: {n} claim(s) match no run and are not judged")
     result = AuditResult(items, claims_path)
     render("audit", fmt, result)
     if result.flagged:

@@ -25,6 +25,7 @@ from tieeval.cli.common import (
     quiet_option,
     read_options,
     reading,
+    say,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
@@ -60,9 +61,9 @@ def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet)
     and the gate must not report it under MRR's name. Metrics asked for by name (-m, or a
     threshold's METRIC=) are kept, and one the ranking cannot answer is an input error."""
     if not quiet:
-        click.echo(f"Note: {path} carries its codebase's ranking (its 'ranking' field): "
-                   "its Original column is that ranking (--original given); pass --original "
-                   "argsort to judge np.argsort(scores * -1) instead", err=True)
+        say(f"Note: {path} carries its codebase's ranking (its 'ranking' field): "
+            "its Original column is that ranking (--original given); pass --original "
+            "argsort to judge np.argsort(scores * -1) instead")
     if metrics:  # chosen by name: kept as asked
         return default
     kw = {k: v for k, v in read_kwargs.items() if k not in _NOT_READING}
@@ -72,11 +73,11 @@ def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet)
     kept = [m for m in resolved if saved.answers(m)]
     left = [m for m in resolved if not saved.answers(m)]
     if left and not quiet:
-        click.echo(f"Note: {path}: its saved ranking lists only the top {saved.depth} "
-                   f"candidates of some rows, which cannot answer "
-                   f"{', '.join(map(str, left))}: left out of the checks (to check one at "
-                   f"the ranking's depth name it, e.g. -m {Metric(left[0].name, saved.depth)}"
-                   ", or pass --original argsort)", err=True)
+        say(f"Note: {path}: its saved ranking lists only the top {saved.depth} "
+            f"candidates of some rows, which cannot answer "
+            f"{', '.join(map(str, left))}: left out of the checks (to check one at "
+            f"the ranking's depth name it, e.g. -m {Metric(left[0].name, saved.depth)}"
+            ", or pass --original argsort)")
     if not kept:
         raise InputError(f"{path}: its saved ranking lists only the top {saved.depth} "
                          "candidates of some rows, which answers none of the metrics; ask "
@@ -185,7 +186,7 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
     if not thresholds:
         thresholds = default_thresholds()
         if not quiet:
-            click.echo(f"No thresholds given: using the default gate {DEFAULT_GATE}", err=True)
+            say(f"No thresholds given: using the default gate {DEFAULT_GATE}")
     default = chosen_metrics(k_values, metrics)
     saved = _saved_rankings(files, read_kwargs)
     if not any(saved.values()):

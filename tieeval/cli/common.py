@@ -22,6 +22,7 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     _numeric_error,
     _stop_workers,
     expand_multi_value,
+    say,
     stdout_error,
 )
 from tieeval.engine.arguments import ENGINES
@@ -451,7 +452,7 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None):
     if not quiet:
         for outcome in outcomes:
             for warning in outcome.result.warnings:
-                click.echo(f"Warning: {warning}", err=True)
+                say(f"Warning: {warning}")
     return outcomes
 
 

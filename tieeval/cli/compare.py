@@ -18,6 +18,7 @@ from tieeval.cli.common import (
     read_options,
     relstring_asked,
     runid_asked,
+    say,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
@@ -171,13 +172,13 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
     if per_instance is not None and not quiet:
         where = "stdout" if per_instance == STDOUT else per_instance
-        click.echo(f"Wrote {outcomes[0].instance_rows} instance row(s) to {where}", err=True)
+        say(f"Wrote {outcomes[0].instance_rows} instance row(s) to {where}")
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1
         draw_figure1(figure1(groups), plot, inputs)
         if not quiet:
-            click.echo(f"Wrote Figure 1 to {plot}", err=True)
+            say(f"Wrote Figure 1 to {plot}")
 
 
 def _per_instance_to_stdout(ctx) -> None:

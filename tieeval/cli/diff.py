@@ -23,6 +23,7 @@ from tieeval.cli.common import (
     metric_options,
     quiet_option,
     read_options,
+    say,
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import label_options
@@ -110,7 +111,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
         chosen = list(dict.fromkeys(chosen + [m for m, _ in fail_if_worse]))
     request = make_request(chosen, quiet=quiet, what_if=make_what_if(cast, tolerance),
                            paired=True, **read_kwargs)
-    warn = None if quiet else (lambda text: click.echo(f"Warning: {text}", err=True))
+    warn = None if quiet else (lambda text: say(f"Warning: {text}"))
     dumps = [open_request(request, path) for path in files]
     result = diff_dumps(*dumps, request, permutations=permutations, seed=seed,
                         confidence=confidence,
@@ -122,7 +123,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     render("diff", fmt, result)
     if worse:
         for row in dict.fromkeys(worse):
-            click.echo(diff_report.worse_line(result, row), err=True)
+            say(diff_report.worse_line(result, row))
         ctx.exit(EXIT_CHECK_FAILED)
 
 

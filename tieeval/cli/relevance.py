@@ -11,6 +11,7 @@ import math
 
 import click
 
+from tieeval.cli.app import say
 from tieeval.engine.arguments import REL_KEYWORDS, rel_options
 from tieeval.io.base import MISSING_QUERIES
 from tieeval.metrics.conventions import CONVENTION_NAMES
@@ -146,5 +147,5 @@ def gamma_warning(metrics) -> None:
     """Say so when --gamma was given but no chosen metric depends on it."""
     from tieeval.metrics.registry import REGISTRY
     if not any(REGISTRY[m.name].signed for m in metrics or ()):
-        click.echo("Warning: --gamma only changes SHR, SRecall, SDCG and SNDCG, and none of "
-                   "them is selected (add e.g. -m SNDCG@20)", err=True)
+        say("Warning: --gamma only changes SHR, SRecall, SDCG and SNDCG, and none of "
+            "them is selected (add e.g. -m SNDCG@20)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from tieeval.analysis.groups import group_runs
+from tieeval.cli.app import say
 from tieeval.records.runs import RunTables
 from tieeval.report.registry import renderer
 
@@ -32,7 +33,7 @@ def default_table(table: str | None, n_files: int, kind: str, fmt: str) -> str:
 def warn(lines, quiet: bool) -> None:
     if not quiet:
         for line in lines:
-            click.echo(f"Warning: {line}", err=True)
+            say(f"Warning: {line}")
 
 
 def run_tables(runs, groups, table: str, *, seed_std: bool = True, what_if=None,

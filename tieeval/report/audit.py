@@ -3,11 +3,17 @@ original, with its verdict; a rich table, Markdown, CSV or JSON."""
 
 from __future__ import annotations
 
-import json
-
+from tieeval.escaping import escape
 from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
 from tieeval.records.results import environment
-from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.format import (
+    csv_text,
+    fmt_value,
+    json_text,
+    md_escape,
+    md_table,
+    metric_title,
+)
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.report.whatif import print_unwrapped
@@ -86,7 +92,8 @@ def render_audit(items: list[AuditItem], console) -> None:
         table.add_column(header, justify="right" if number else "left",
                          no_wrap=number or header == "Verdict")
     for item in items:
-        table.add_row(*cells(item), style=_STYLE[item.status])
+        table.add_row(*(escape(cell, "rich") for cell in cells(item)),
+                      style=_STYLE[item.status])
     print_unwrapped(console, table)
     console.print(summary(items))
     console.print(LEGEND, style="dim")
@@ -114,7 +121,7 @@ def to_json(items: list[AuditItem], claims_path: str) -> str:
     doc = {**environment(), "claims_file": claims_path,
            "flagged": sum(n[v] for v in FLAGGED), "counts": n,
            "claims": [i.to_dict() for i in items]}
-    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    return json_text(doc)
 
 
 # ---------------------------------------------------------------------------------------

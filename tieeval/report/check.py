@@ -4,11 +4,11 @@ annotations) and a JSON document for machines."""
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 
 from tieeval.errors import OutputError
+from tieeval.escaping import escape
 from tieeval.records.check import (
     CHANGE_KINDS,
     OPTION_NAMES,
@@ -18,7 +18,14 @@ from tieeval.records.check import (
     Outcome,
 )
 from tieeval.records.results import report_dict
-from tieeval.report.format import fmt_percent, fmt_value, md_table, md_text, metric_title
+from tieeval.report.format import (
+    fmt_percent,
+    fmt_value,
+    json_text,
+    md_table,
+    md_text,
+    metric_title,
+)
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.sink import atomic_output, check_output_path
@@ -98,7 +105,7 @@ def message(o: Outcome) -> str:
 
 
 def outcome_line(o: Outcome) -> str:
-    return f"{'PASS' if o.passed else 'FAIL'} {o.run.path}: {message(o)}"
+    return escape(f"{'PASS' if o.passed else 'FAIL'} {o.run.path}: {message(o)}")
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -109,11 +116,11 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def _gh_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape(text, "github-data")
 
 
 def _gh_property(text: str) -> str:
-    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape(text, "github-property")
 
 
 def github_line(o: Outcome) -> str:
@@ -194,7 +201,7 @@ def step_summary(outcomes: list[Outcome]) -> str:
         by_path.setdefault(o.run.path, []).append(o)
     lines = ["### tieeval check", "", summary(outcomes), "",
              md_table(["Dump", "Passed", "Failed"],
-                      [[md_text(path), str(sum(o.passed for o in group)),
+                      [[path, str(sum(o.passed for o in group)),
                         str(sum(not o.passed for o in group))]
                        for path, group in by_path.items()])]
     failed = [o for o in outcomes if not o.passed]
@@ -253,7 +260,7 @@ def to_json(outcomes: list[Outcome], runs) -> str:
               "checks": [o.to_dict() for o in outcomes]}
     env = {k: doc.pop(k) for k in ("tieeval_version", "numpy_version", "numpy_simd",
                                    "machine")}
-    return json.dumps({**env, **checks, **doc}, indent=2, allow_nan=False) + "\n"
+    return json_text({**env, **checks, **doc})
 
 
 # ---------------------------------------------------------------------------------------

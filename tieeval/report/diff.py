@@ -7,12 +7,18 @@ unrounded.
 
 from __future__ import annotations
 
-import json
-
+from tieeval.escaping import escape
 from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResult
 from tieeval.records.results import environment
 from tieeval.records.whatif import WhatIf
-from tieeval.report.format import csv_text, fmt_value, md_escape, md_table, metric_title
+from tieeval.report.format import (
+    csv_text,
+    fmt_value,
+    json_text,
+    md_escape,
+    md_table,
+    metric_title,
+)
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import original_title, rules_footer
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
@@ -173,7 +179,7 @@ def render_diff(result: DiffResult, console) -> None:
     if result.what_if.active:
         console.print(note(result.what_if), style="bold yellow")
     for line in describe_sides(result):
-        console.print(line)
+        console.print(escape(line, "rich"))
     for column in ("tie_aware", "original"):
         title = column_title(result, column)
         if result.what_if.active:
@@ -182,12 +188,12 @@ def render_diff(result: DiffResult, console) -> None:
         for i, header in enumerate(_headers(result, column)):
             table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 0)
         for cells in _column_cells(result, column):
-            table.add_row(*cells)
+            table.add_row(*(escape(cell, "rich") for cell in cells))
         print_unwrapped(console, table)
     for line in verdict_lines(result):
-        console.print(line, style=None if line.startswith("Same verdict") else "bold",
-                      soft_wrap=True)
-    console.print(winner_note(result), style="dim", soft_wrap=True)
+        console.print(escape(line, "rich"),
+                      style=None if line.startswith("Same verdict") else "bold", soft_wrap=True)
+    console.print(escape(winner_note(result), "rich"), style="dim", soft_wrap=True)
     console.print(randomization_note(result), style="dim")
 
 
@@ -225,7 +231,7 @@ def diff_csv(result: DiffResult) -> str:
 
 
 def _with_environment(body: dict) -> str:
-    return json.dumps({**environment(), **body}, indent=2, allow_nan=False) + "\n"
+    return json_text({**environment(), **body})
 
 
 def diff_json(result: DiffResult) -> str:
@@ -287,11 +293,11 @@ def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = N
     for r in rankings:
         title = ranking_title(r) + (" — what-if" if what_if is not None and what_if.active
                                     else "")
-        table = Table(title=title, box=box.SIMPLE_HEAVY, title_style="bold")
+        table = Table(title=escape(title, "rich"), box=box.SIMPLE_HEAVY, title_style="bold")
         for i, header in enumerate(_rank_headers(seeds)):
             table.add_column(header, justify="left" if i == 1 else "right")
         for cells in _rank_cells(r, seeds):
-            table.add_row(*cells)
+            table.add_row(*(escape(cell, "rich") for cell in cells))
         print_unwrapped(console, table)
     console.print(rank_summary(rankings), style="dim")
     console.print(rank_footer(rankings), style="dim", soft_wrap=True)

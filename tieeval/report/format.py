@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 
+from tieeval.escaping import escape
+
 
 def fmt_value(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
@@ -45,7 +47,7 @@ def csv_cell(value) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
-    return str(value)
+    return escape(value, "csv")
 
 
 def csv_text(fields, rows) -> str:
@@ -59,7 +61,8 @@ def csv_text(fields, rows) -> str:
 
 
 def md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    """Text for a Markdown table cell or line (see :func:`tieeval.escaping.escape`)."""
+    return escape(text, "markdown")
 
 
 def md_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -71,20 +74,19 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def md_text(text: str) -> str:
     """Escape text for a Markdown table cell: backslash, pipe and emphasis characters."""
-    out = str(text).replace("\\", "\\\\")
-    for ch in "|*_`[]<>":
-        out = out.replace(ch, "\\" + ch)
-    return out
-
-
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}", "±": r"$\pm$", "–": "--", "—": "---",
-          "→": r"$\rightarrow$", "×": r"$\times$", "†": r"\dag{}", "‡": r"\ddag{}",
-          "<": r"\textless{}", ">": r"\textgreater{}", "γ": r"$\gamma$"}
+    return escape(text, "markdown")
 
 
 def latex_escape(text: str) -> str:
     """Escape text for LaTeX: ``& % $ # _ { } ~ ^ \\`` and a few Unicode signs (γ too, which
     pdflatex cannot typeset as text)."""
-    return "".join(_LATEX.get(ch, ch) for ch in str(text))
+    return escape(text, "latex")
+
+
+def json_text(doc) -> str:
+    """``doc`` as indented JSON text, one newline at the end. A string holding ``##[`` (the
+    older form of a GitHub Actions workflow command, read anywhere in a line) has its
+    second ``#`` written ``\\u0023``: the same string to any JSON reader."""
+    import json
+    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    return text.replace("##[", "#\\u0023[") if "##[" in text else text

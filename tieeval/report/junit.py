@@ -8,30 +8,22 @@ check from one pipeline to the next; a failed check holds a ``<failure>`` whose
 threshold. The attributes are those of the schema Jenkins reads (``junit-10.xsd``):
 ``testsuites``/``testsuite`` count ``tests``, ``failures``, ``errors`` and ``skipped``;
 ``time`` is 0, as a check takes no time of its own (the evaluation is shared).
-xml.etree escapes every attribute and text node; characters XML 1.0 cannot hold (control
-characters of a path) are replaced, as a parser would refuse the whole report.
+xml.etree escapes every attribute and text node; user text (a path) is written in its
+one-line form first (:func:`tieeval.escaping.escape`), which holds none of the characters
+XML 1.0 cannot (a parser would refuse the whole report) and no line break.
 """
 
 from __future__ import annotations
 
-import functools
-import re
-
+from tieeval.escaping import escape
 from tieeval.records.check import CheckResult, Outcome
 from tieeval.report.check import advice, message
 from tieeval.report.format import metric_title
 from tieeval.report.registry import Output, register
 
 
-# XML 1.0 allows tab, newline, carriage return and the characters from U+0020 on, minus
-# the surrogates and U+FFFE/U+FFFF; anything else is replaced by U+FFFD.
-@functools.cache  # compiled when a JUnit report is written, not when --format lists it
-def _not_xml() -> re.Pattern:
-    return re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
 def _text(value: str) -> str:
-    return _not_xml().sub("\ufffd", value)
+    return escape(value, "xml")
 
 
 def case_name(o: Outcome) -> str:

@@ -4,8 +4,7 @@ registered with :func:`tieeval.records.display.register_html`, which the records
 
 from __future__ import annotations
 
-from html import escape
-
+from tieeval.escaping import escape
 from tieeval.records.display import register_html
 from tieeval.records.results import RunResult
 from tieeval.report.format import fmt_value
@@ -13,10 +12,10 @@ from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_
 
 
 def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+    head = "".join(f"<th>{escape(h, 'html')}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c, 'html')}</td>" for c in row) + "</tr>"
                    for row in rows)
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    cap = f"<caption>{escape(caption, 'html')}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -28,7 +27,7 @@ def run_html(run: RunResult) -> str:
                     f"{run.path}: {describe_run(run)}"),
              _table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])]
     if run.warnings:
-        parts.append("<ul>" + "".join(f"<li>{escape(w)}</li>" for w in run.warnings)
+        parts.append("<ul>" + "".join(f"<li>{escape(w, 'html')}</li>" for w in run.warnings)
                      + "</ul>")
     return "<div>" + "".join(parts) + "</div>"
 
@@ -50,7 +49,7 @@ def diff_html(result) -> str:
     """B versus A: who was compared, then the tie-aware and the original comparison
     tables, as the terminal shows them."""
     from tieeval.report.diff import _column_cells, _headers, column_title, describe_sides
-    parts = [f"<p>{escape(line)}</p>" for line in describe_sides(result)]
+    parts = [f"<p>{escape(line, 'html')}</p>" for line in describe_sides(result)]
     parts += [_table(_headers(result, column), _column_cells(result, column),
                      column_title(result, column)) for column in ("tie_aware", "original")]
     return "<div>" + "".join(parts) + "</div>"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 
 from tieeval._version import __version__
+from tieeval.escaping import escape
 from tieeval.records.paper import Cell, PaperTable
 from tieeval.records.results import original_rule_of
 from tieeval.report.format import (
@@ -156,12 +157,12 @@ def rich_table(table: PaperTable, show_std: bool = True):
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=caption(table), box=box.SIMPLE_HEAVY, title_style="bold",
+    t = Table(title=escape(caption(table), "rich"), box=box.SIMPLE_HEAVY, title_style="bold",
               title_justify="left")
     lead = _leading_headers(table)
     for head in lead:
-        t.add_column(head, justify="left", no_wrap=True)
-    for method in table.methods:
+        t.add_column(escape(head, "rich"), justify="left", no_wrap=True)
+    for method in (escape(m, "rich") for m in table.methods):
         for i, c in enumerate(table.columns):
             if not c.title:
                 head = method
@@ -173,11 +174,11 @@ def rich_table(table: PaperTable, show_std: bool = True):
         if kind == "task":
             if t.row_count:
                 t.add_section()
-            t.add_row(Text(item, style="bold"), *[""] * (width - 1))
+            t.add_row(Text(escape(item), style="bold"), *[""] * (width - 1))
         elif kind == "block":
             t.add_section()
         else:
-            t.add_row(*item)
+            t.add_row(*(escape(cell, "rich") for cell in item))
     return t
 
 
@@ -201,7 +202,7 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
                           color_system=None)
     console.print(renderable)
     for note in notes(table, show_std):
-        console.print(note, style="dim", highlight=False)
+        console.print(escape(note, "rich"), style="dim", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import os
 import textwrap
 
 from tieeval.errors import MissingExtraError, ParameterError
+from tieeval.escaping import escape
 from tieeval.records.paper import FigurePanel
 from tieeval.sink import atomic_output, check_output_path
 
@@ -87,13 +88,12 @@ def figure1_figure(panels: list[FigurePanel]):
         for p, x, y in zip(panel.points, xs, ys):
             # labels of points right of the middle go to their left, so none crosses the frame
             right = x > mid
-            # a '$' would start matplotlib's mathtext
-            ax.annotate(p.method.replace("$", r"\$"), (x, y), textcoords="offset points",
+            ax.annotate(escape(p.method, "plot"), (x, y), textcoords="offset points",
                         xytext=(-4 if right else 4, 4), ha="right" if right else "left",
                         fontsize=8)
         ax.set_xlabel("Avg. top-score tie size (log scale)")
         ax.set_ylabel("Inflation: mean relative drop (%)")
-        title = setting_title(panel.task, panel.dataset).replace("$", r"\$")
+        title = escape(setting_title(panel.task, panel.dataset), "plot")
         ax.set_title(f"{title}\n{fmt_r(panel.r)}",
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)

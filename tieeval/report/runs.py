@@ -6,9 +6,9 @@ plain text with unrounded floats.
 
 from __future__ import annotations
 
-import json
 from typing import Iterable
 
+from tieeval.escaping import escape
 from tieeval.records.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 from tieeval.report.format import (
     csv_text,
@@ -17,6 +17,7 @@ from tieeval.report.format import (
     fmt_percent,
     fmt_size,
     fmt_value,
+    json_text,
     latex_escape,
     md_escape,
     md_table,
@@ -193,7 +194,8 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
     for run in runs:
         cells = metric_cells(run)
         for headers in NARROWER_HEADERS:  # the first that keeps every row on one line
-            table = Table(title=f"{run.path}", caption=describe_run(run),
+            table = Table(title=escape(run.path, "rich"),
+                          caption=escape(describe_run(run), "rich"),
                           box=box.SIMPLE_HEAVY, title_style="bold", caption_justify="left")
             for i, header in enumerate(headers):
                 table.add_column(header, justify="left" if i == 0 else "right",
@@ -220,7 +222,7 @@ def render_tables(runs: Iterable[RunResult], console) -> None:
 
 def to_json(runs: list[RunResult], groups: list | None = None, what_if=None) -> str:
     """The JSON contract; with ``groups`` (seed averages) a ``groups`` list follows ``runs``."""
-    return json.dumps(report_dict(runs, groups, what_if), indent=2, allow_nan=False) + "\n"
+    return json_text(report_dict(runs, groups, what_if))
 
 
 def csv_fields(runs) -> tuple:

@@ -1,12 +1,15 @@
 """trec_eval's text output: ``measure<TAB>qid<TAB>value`` lines, byte for byte as trec_eval
 prints them (meas_print_single.c, meas_print_final.c): the name left-justified to 22
 characters, a tab, the query id, a tab, and the value as ``%6.4f``, or as a whole number for
-the counts (``num_ret``, ``num_rel``...); ``runid`` prints its text."""
+the counts (``num_ret``, ``num_rel``...); ``runid`` prints its text. The texts (a query id,
+a runid) are written in their one-line form (:func:`tieeval.escaping.escape`): a line break
+in them would start a line of its own."""
 
 from __future__ import annotations
 
 import math
 
+from tieeval.escaping import escape
 from tieeval.records.runs import RunTables
 from tieeval.records.trec_eval import TrecLine
 from tieeval.report.registry import Output, register
@@ -17,7 +20,7 @@ def trec_value(line: TrecLine) -> str:
     the runid's text."""
     value = line.value
     if isinstance(value, str):
-        return value
+        return escape(value)
     if line.integer and math.isfinite(value):
         return str(int(value))  # C's (long) cast truncates toward zero, as int() does
     if math.isnan(value):
@@ -27,7 +30,8 @@ def trec_value(line: TrecLine) -> str:
 
 def to_trec_eval(lines: list[TrecLine]) -> str:
     """The lines as trec_eval's text, one per line."""
-    return "".join(f"{line.measure:<22}\t{line.qid}\t{trec_value(line)}\n" for line in lines)
+    return "".join(f"{escape(line.measure):<22}\t{escape(line.qid)}\t{trec_value(line)}\n"
+                   for line in lines)
 
 
 @register("runs", "trec_eval", "trec_eval's 'measure qid value' lines in its names (P_10, "

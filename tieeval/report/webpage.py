@@ -18,6 +18,7 @@ import os
 import re
 
 from tieeval.errors import MissingExtraError, TieevalError
+from tieeval.escaping import escape
 from tieeval.records.paper import FigurePanel, PaperTable
 from tieeval.records.results import RunResult
 from tieeval.records.runs import RunTables
@@ -59,9 +60,7 @@ footer { margin-top: 3em; color: #57606a; font-size: 0.85em; }
 
 
 def _e(text) -> str:
-    from html import escape  # imported when a page is written, not when formats are listed
-
-    return escape(str(text), quote=True)
+    return escape(text, "html")
 
 
 def _value_attr(value: float | None) -> str:
