@@ -134,3 +134,27 @@ def test_action_reports_an_input_error_with_code_2(runner_env):
     result = run_check_step(env, "sample_scores/no_such_dump.npz")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("Error: ")
+
+
+def test_action_passes_a_dump_named_like_an_option_as_a_dump(runner_env, tmp_path):
+    """A committed file named ``--output=hijacked.npz`` matched by the dumps' pattern is
+    checked as a dump (its annotations name it), never taken as ``--output``: no file
+    ``hijacked.npz`` appears and the annotations reach the log."""
+    env, _ = runner_env
+    shutil.copy(os.path.join(ROOT, "sample_scores", "sigmoid_saturated.npz"),
+                tmp_path / "--output=hijacked.npz")
+    result = run_check_step(env, "*.npz", "--max-tie-decided 5%", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr  # the tied dump fails its check
+    assert not (tmp_path / "hijacked.npz").exists()
+    assert sorted(os.listdir(tmp_path)) == sorted(["--output=hijacked.npz", "bin",
+                                                   "summary.md"])
+    errors = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert errors and all(e.startswith("::error file=--output=hijacked.npz,title=tieeval ")
+                          for e in errors)
+
+
+def test_action_passes_the_dumps_after_the_options_and_a_double_dash():
+    """The step's command line: options, then ``--``, then the dumps."""
+    run = check_step(load_action())["run"]
+    command = [line.strip() for line in run.splitlines() if line.strip().startswith("tieeval")]
+    assert command == ['tieeval check "${args[@]}" --format "$TIEEVAL_FORMAT" -- "${dumps[@]}"']
