@@ -206,7 +206,11 @@ def read_options(f):
 
 
 def quiet_option(f):
-    """``--quiet``: nothing on stderr but errors (no warnings, no progress bar)."""
+    """``--quiet``: nothing on stderr but errors (no warnings, no progress bar); and
+    ``--progress/--no-progress``, whether the progress bar is drawn (see
+    :func:`tieeval.cli.progress.wanted`)."""
+    from tieeval.cli.progress import progress_option
+    f = progress_option(f)
     return click.option("--quiet", "-q", is_flag=True,
                         help="No warnings or progress on stderr.")(f)
 

@@ -27,7 +27,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("What-ifs", ("--cast", "--tolerance")),
     ("Output", (
         "--format", "--output", "--column", "--per-query", "--no-summary", "--table", "--plot",
-        "--per-instance", "--meta", "--template", "--group-by-tag", "--seed-std", "--quiet")),
+        "--per-instance", "--meta", "--template", "--group-by-tag", "--seed-std", "--quiet",
+        "--progress")),
     ("Input", (
         "--layout", "--scores-column", "--positive-column", "--positive-index",
         "--score-dtype", "--score-column", "--label-column", "--position-column",

@@ -93,8 +93,16 @@ def _before(kind: str):
 
 def format_option(kind: str):
     """``--format`` / ``-f`` with the formats of results of ``kind`` (the first is the
-    default), each described in the help; and ``--output`` / ``-o``, where they go."""
+    default), each described in the help; and ``--output`` / ``-o``, where they go. The
+    format chosen says whether a progress bar may be drawn (see tieeval.cli.progress)."""
     names = formats(kind)
+
+    def chosen(ctx, param, value):
+        _before(kind)(ctx, param, value)
+        if value is not None:
+            from tieeval.cli.progress import NO_BAR_FORMAT
+            ctx.meta[NO_BAR_FORMAT] = not renderer(kind, value).progress_bar
+        return value
 
     def decorate(f):
         f = click.option("--output", "-o", "output", type=click.Path(),
@@ -103,7 +111,7 @@ def format_option(kind: str):
                          help="Write the output to FILE instead of stdout (whole or not at "
                               "all; never over an input). '-' is stdout.")(f)
         return click.option("--format", "-f", "fmt", type=click.Choice(names),
-                            default=names[0], show_default=True, callback=_before(kind),
+                            default=names[0], show_default=True, callback=chosen,
                             help=f"Output: {describe(kind)}")(f)
     return decorate
 

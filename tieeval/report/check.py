@@ -279,7 +279,8 @@ def _check_step_summary_target() -> None:
 
 @register("check", "github", "GitHub workflow annotations of failed checks, one "
                             "::notice summary, and a job summary table where "
-                            "GITHUB_STEP_SUMMARY is set", before=_check_step_summary_target)
+                            "GITHUB_STEP_SUMMARY is set", before=_check_step_summary_target,
+         progress_bar=False)
 def _check_github(result: CheckResult, out: Output) -> None:
     out.write(to_github(result.outcomes))
     target = os.environ.get("GITHUB_STEP_SUMMARY")

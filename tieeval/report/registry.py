@@ -55,7 +55,10 @@ class Renderer:
     ``machine_readable`` formats (one record per line, or JSON) are read by programs rather
     than people; ``takes`` names the command-line options only this format uses;
     ``before()``, if given, is called before the evaluation, to refuse at once a file the
-    format writes besides its output (the job summary of ``check --format github``)."""
+    format writes besides its output (the job summary of ``check --format github``);
+    ``progress_bar``: whether a progress bar may be drawn on a terminal while the output
+    is made (not for formats read by programs, the runner or a browser: the bar's frames
+    and clearing codes would land among their lines where stdout and stderr are one)."""
 
     kind: str
     format: str
@@ -63,6 +66,7 @@ class Renderer:
     help: str = ""
     machine_readable: bool = False
     takes: tuple[str, ...] = ()
+    progress_bar: bool = True
     # the formats' listed order: this package's modules by name, then others (a plug-in's),
     # each module's renderers as registered; import order never changes it
     order: tuple[bool, str, int] = (False, "", 0)
@@ -85,15 +89,18 @@ MODULE_KINDS = {"tables": ("runs", "ties"), "trec_eval": ("runs",), "webpage": (
 
 
 def register(kind: str, fmt: str, help: str = "", *, machine_readable: bool = False,
-             takes: tuple[str, ...] = (), before: Callable[[], None] | None = None):
+             takes: tuple[str, ...] = (), before: Callable[[], None] | None = None,
+             progress_bar: bool | None = None):
     """Register the decorated ``func(result, out)`` as the renderer of ``kind`` in
-    ``fmt``; a second renderer for the same pair is an error."""
+    ``fmt``; a second renderer for the same pair is an error. ``progress_bar`` defaults
+    to ``not machine_readable``."""
     def decorate(func):
         by_format = _RENDERERS.setdefault(kind, {})
         if fmt in by_format:
             raise ValueError(f"a renderer of {kind!r} in {fmt!r} is registered twice "
                              f"({by_format[fmt].render.__module__} and {func.__module__})")
-        by_format[fmt] = Renderer(kind, fmt, func, help, machine_readable, tuple(takes),
+        bar = not machine_readable if progress_bar is None else progress_bar
+        by_format[fmt] = Renderer(kind, fmt, func, help, machine_readable, tuple(takes), bar,
                                   (not func.__module__.startswith(__package__ + "."),
                                    func.__module__, next(_COUNTER)), before)
         return func

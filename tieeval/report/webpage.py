@@ -214,6 +214,6 @@ def to_html(result: RunTables) -> str:
 
 
 @register("runs", "html", "one self-contained HTML page: the tables, the tie statistics "
-                          "and Figure 1")
+                          "and Figure 1", progress_bar=False)
 def _runs_html(result: RunTables, out: Output) -> None:
     out.write(to_html(result))
