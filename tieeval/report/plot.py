@@ -8,9 +8,11 @@ with the install command. Drawing never touches pyplot's global state (no displa
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import textwrap
+import warnings
 
 from tieeval.errors import MissingExtraError, ParameterError
 from tieeval.escaping import escape
@@ -26,6 +28,11 @@ _CHAR_EM = 0.62
 # below one decade a log axis has at most one labelled major tick and labels its minor
 # ticks, which collide; such a tie-size axis gets a few plain integer ticks instead
 _NARROW_RATIO = 10.0
+# a point's label and a panel's title longer than this are shortened in their middle:
+# longer ones leave no room for the axes in a 4 in panel (matplotlib then warns that its
+# layout collapsed, and draws the labels over each other)
+LABEL_CHARS = 40
+TITLE_CHARS = 60
 
 
 def require_matplotlib():
@@ -88,18 +95,28 @@ def figure1_figure(panels: list[FigurePanel]):
         for p, x, y in zip(panel.points, xs, ys):
             # labels of points right of the middle go to their left, so none crosses the frame
             right = x > mid
-            ax.annotate(escape(p.method, "plot"), (x, y), textcoords="offset points",
+            ax.annotate(_short(escape(p.method, "plot")), (x, y), textcoords="offset points",
                         xytext=(-4 if right else 4, 4), ha="right" if right else "left",
                         fontsize=8)
         ax.set_xlabel("Avg. top-score tie size (log scale)")
         ax.set_ylabel("Inflation: mean relative drop (%)")
-        title = escape(setting_title(panel.task, panel.dataset), "plot")
+        title = _short(escape(setting_title(panel.task, panel.dataset), "plot"), TITLE_CHARS)
         ax.set_title(f"{title}\n{fmt_r(panel.r)}",
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(_wrap_to_width(SUPTITLE, fig.get_figwidth(), SUPTITLE_SIZE),
                  fontsize=SUPTITLE_SIZE)
     return fig
+
+
+def _short(text: str, limit: int | None = None) -> str:
+    """``text`` cut to ``limit`` characters (:data:`LABEL_CHARS`), its middle replaced by
+    an ellipsis (a run's file name keeps its start and its end)."""
+    limit = LABEL_CHARS if limit is None else limit
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def _wrap_to_width(text: str, width_in: float, fontsize: float) -> str:
@@ -141,5 +158,25 @@ def _save(fig, path: str, inputs=()) -> None:
     """Draw through the output sink: a full disk or an interrupt leaves the old file (or
     none), never a truncated one."""
     ext = os.path.splitext(path)[1].lstrip(".").lower() or None
+    image = _drawn(fig, ext)
     with atomic_output(path, inputs=inputs, what="the plot") as out:
-        fig.savefig(out, dpi=150, format=ext)
+        out.write(image)
+
+
+def _drawn(fig, ext: str | None) -> bytes:
+    """The figure's bytes in ``ext``. Should matplotlib still warn while laying it out (its
+    constrained layout gives up when the text leaves the axes no room), the figure is
+    drawn again without that layout, cropped to what it holds: a figure either way, and no
+    warning of matplotlib's (with its source line) on the user's terminal."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(buf, dpi=150, format=ext)
+    if not caught:
+        return buf.getvalue()
+    fig.set_layout_engine("none")
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig.savefig(buf, dpi=150, format=ext, bbox_inches="tight")
+    return buf.getvalue()
