@@ -56,17 +56,46 @@ def spool(stream) -> str:
         head += stream.readline(_FIRST_LINE)  # a text format is known by its first line
     reader = sniff(head)
     suffix = reader.suffixes[0] if reader is not None and reader.suffixes else ".txt"
-    import shutil  # only here: a command that reads no '-' does not load them
-    import tempfile
+    import tempfile  # only here: a command that reads no '-' does not load it
 
     from tieeval.sink import create_temp
-    # hidden (a dot first): a dataset folder that is also $TMPDIR never reads it as a part
-    fd, path = create_temp(tempfile.gettempdir(), ".tieeval-stdin-", suffix)
+    folder = tempfile.gettempdir()
+    try:
+        # hidden (a dot first): a dataset folder that is also $TMPDIR never reads it as a part
+        fd, path = create_temp(folder, ".tieeval-stdin-", suffix)
+    except OSError as exc:
+        raise _spool_error(exc, folder) from None
     _SPOOLED[path] = STDIN_NAME
-    with os.fdopen(fd, "wb") as out:
-        out.write(head)
-        shutil.copyfileobj(stream, out, _CHUNK)
+    out = os.fdopen(fd, "wb")
+    try:
+        chunk = head
+        while chunk:
+            try:
+                out.write(chunk)
+            except OSError as exc:  # the spool's disk, not standard input
+                raise _spool_error(exc, folder) from None
+            chunk = stream.read(_CHUNK)
+        try:
+            out.close()  # the last buffered bytes land here
+        except OSError as exc:
+            raise _spool_error(exc, folder) from None
+    except BaseException:
+        try:
+            out.close()
+        except OSError:  # its buffer could not be written either: the error above says so
+            pass
+        _remove(path)
+        raise
     return path
+
+
+def _spool_error(exc: OSError, folder: str) -> InputError:
+    """A spool that cannot be written (a full disk, a quota, a folder not writable): the
+    error names standard input and the folder, which TMPDIR chooses."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return InputError(f"{STDIN_NAME}: {reason[:1].lower() + reason[1:]} while spooling it "
+                      f"to {folder} (standard input is copied to a temporary file there; "
+                      "TMPDIR names another folder)")
 
 
 def _remove(path: str) -> None:
