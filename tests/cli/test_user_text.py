@@ -162,3 +162,31 @@ def test_each_target_escapes_its_own_syntax():
     assert escape("a$b", "plot") == "a\\$b"
     assert escape("a:b,c%\n", "github-property") == "a%3Ab%2Cc%25%0A"
     assert escape("a:b,c%\n", "github-data") == "a:b,c%25%0A"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_diff_formats_keep_a_hostile_name_in_its_place(dumps, fmt):
+    proc = run(dumps, "diff", f"{HOSTILE}.npz", "good.npz", "-f", fmt,
+               "--permutations", "200", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert_no_injected_line(proc)
+
+
+def test_the_job_summary_keeps_a_hostile_name_in_its_cell(dumps, tmp_path):
+    """The Markdown GitHub shows as the job summary: each row of its two tables has the
+    table's cells (a '|' or a line break in the name splits none)."""
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "PYTHONPATH": ROOT, "GITHUB_ACTIONS": "true",
+           "GITHUB_STEP_SUMMARY": str(summary)}
+    proc = subprocess.run([sys.executable, "-m", "tieeval", "check", f"{HOSTILE}.npz",
+                           "good.npz", "-f", "github"], cwd=dumps, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    rows = [line for line in summary.read_text("utf-8").splitlines() if line.startswith("|")]
+    dumps_table = [r for r in rows if md_cells(r) == 3]
+    failed_table = [r for r in rows if md_cells(r) == 2]
+    assert len(dumps_table) + len(failed_table) == len(rows)
+    assert len(dumps_table) == 2 + 2  # header, rule, one row per dump
+    assert any(escape(f"{HOSTILE}.npz", "markdown") in r for r in dumps_table)
+    assert all(not line.lstrip().startswith("::")
+               for line in summary.read_text("utf-8").splitlines())
