@@ -1,4 +1,4 @@
-"""tieeval.ranges against a plain loop over the ranges: every position, its range, the
+"""tieeval.util.ranges against a plain loop over the ranges: every position, its range, the
 dtypes the callers rely on, empty input and empty ranges."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import doctest
 import numpy as np
 import pytest
 
-import tieeval.ranges
-from tieeval.ranges import expand, positions
+import tieeval.util.ranges
+from tieeval.util.ranges import expand, positions
 
 
 def loop_oracle(starts, sizes) -> tuple[list[int], list[int]]:
@@ -102,5 +102,5 @@ def test_inputs_are_left_unchanged():
 
 
 def test_docstring_examples_hold():
-    result = doctest.testmod(tieeval.ranges)
+    result = doctest.testmod(tieeval.util.ranges)
     assert result.attempted > 0 and result.failed == 0

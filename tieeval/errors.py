@@ -17,7 +17,7 @@ import sys
 import warnings
 from types import FrameType
 
-from tieeval.escaping import escape
+from tieeval.util.escaping import escape
 
 # np.float64(0.5), np.int64(-1), np.str_('x'), np.True_ (numpy >= 2 scalar reprs)
 _NUMPY_REPR = re.compile(
@@ -55,7 +55,7 @@ def plain_text(message: str) -> str:
 def one_line(text: str) -> str:
     """``text`` with line breaks and other unprintable characters escaped (``\\n``): a
     message that quotes a damaged file's names or bytes stays one line, and none of it
-    reads as a workflow command (see :func:`tieeval.escaping.escape`)."""
+    reads as a workflow command (see :func:`tieeval.util.escaping.escape`)."""
     return escape(text)
 
 

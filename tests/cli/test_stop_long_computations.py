@@ -2,7 +2,7 @@
 
 The measures of a batch run on the sort threads (tieeval.kernels.threads); a signal is
 handled in the main thread, which then waits for them: they stop at their next checkpoint
-(tieeval.stopping) instead of finishing their batch. The case: ``-m all_trec`` on a TREC
+(tieeval.util.stopping) instead of finishing their batch. The case: ``-m all_trec`` on a TREC
 run of 200 queries x 1,400 documents whose every query is one tie block (the exact tie
 measures, infAP, binG / G, IPrec, ERR, over blocks of 1,400 items: seconds a batch).
 """
@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from tieeval.stopping import Stopped, Token, checkpoint, running
+from tieeval.util.stopping import Stopped, Token, checkpoint, running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -1,4 +1,4 @@
-"""User text never becomes a line, a command or markup of its own (tieeval.escaping).
+"""User text never becomes a line, a command or markup of its own (tieeval.util.escaping).
 
 A dump named with a line break, ``::``, a carriage return, ``|``, ``<``, ``&``, a
 backslash, ``%`` and ``##[`` is run through every output format and the warnings and
@@ -24,7 +24,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from tieeval.escaping import TARGETS, escape
+from tieeval.util.escaping import TARGETS, escape
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOSTILE = "w\n::error title=INJ::x\r::stop-commands::tok|<b>&\\%_##[error]y"

@@ -59,7 +59,7 @@ def test_keep_freed_heap_sets_glibcs_thresholds():
 def test_without_mallopt_nothing_is_set(monkeypatch):
     """Another C library (or none to load): the heap is left as it is, and the workers
     are told so."""
-    from tieeval import libc
+    from tieeval.util import libc
 
     def no_library(*args, **kwargs):
         raise OSError("no C library")
@@ -99,7 +99,7 @@ def test_the_command_line_keeps_the_heap_and_its_workers_do_as_it_does(tmp_path)
 
 
 def test_a_function_the_c_library_lacks_is_none():
-    from tieeval import libc
+    from tieeval.util import libc
     assert libc.function("tieeval_no_such_function") is None
     if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
         assert libc.function("malloc_trim", ctypes.c_size_t) is not None

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import click
 
 from tieeval.errors import TieevalError, TieevalWarning
-from tieeval.escaping import escape
+from tieeval.util.escaping import escape
 
 EXIT_CHECK_FAILED = 1
 EXIT_INPUT = 2
@@ -32,7 +32,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 def say(text: str) -> None:
     """One line on stderr (a warning, a note, what was written where): whatever user text
     it quotes (a file name, a label) is written in its one-line form
-    (:func:`tieeval.escaping.escape`), so that none of it starts a line of its own."""
+    (:func:`tieeval.util.escaping.escape`), so that none of it starts a line of its own."""
     click.echo(escape(text), err=True)
 
 
@@ -444,7 +444,7 @@ class Command(click.Command):
 def _show(exc: click.ClickException) -> None:
     """``exc``'s ``Error:`` line (and a usage error's usage lines), whatever user text its
     message quotes (a file name, an option's value) in its one-line form
-    (:func:`tieeval.escaping.escape`): a name holding a line break cannot start a line."""
+    (:func:`tieeval.util.escaping.escape`): a name holding a line break cannot start a line."""
     setattr(exc, "message", escape(exc.message))  # noqa: B010 - typed Final by click
     exc.show()
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tieeval.escaping import escape
+from tieeval.util.escaping import escape
 
 if TYPE_CHECKING:
     from rich.progress import Progress

@@ -33,7 +33,7 @@ def keep_freed_heap() -> bool:
     set (False elsewhere: another C library, another system)."""
     import ctypes
 
-    from tieeval.libc import function
+    from tieeval.util.libc import function
     mallopt = function("mallopt", ctypes.c_int, ctypes.c_int)
     if mallopt is None:
         return False

@@ -67,7 +67,7 @@ def release_freed() -> None:
     """
     import ctypes
 
-    from tieeval.libc import function
+    from tieeval.util.libc import function
     trim = function("malloc_trim", ctypes.c_size_t)
     if trim is not None:
         trim(0)

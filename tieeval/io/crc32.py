@@ -52,7 +52,7 @@ def _libdeflate(libraries: tuple[str, ...] | None = None) -> Callable | None:
     system's shared library), or None."""
     import ctypes
 
-    from tieeval.libc import function
+    from tieeval.util.libc import function
     if libraries is None:
         libraries = _LIBDEFLATE.get(sys.platform, ("libdeflate.so.0", "libdeflate.so"))
     for name in libraries:

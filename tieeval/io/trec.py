@@ -77,8 +77,8 @@ from tieeval.io.base import (
     require_regular_file,
 )
 from tieeval.io.buffers import release_freed
-from tieeval.ranges import positions
 from tieeval.records.batch import Batch
+from tieeval.util.ranges import positions
 
 
 @dataclass

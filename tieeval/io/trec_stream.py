@@ -56,7 +56,7 @@ from tieeval.io.trec import (
     check_missing_queries,
     load,
 )
-from tieeval.ranges import expand
+from tieeval.util.ranges import expand
 
 #: Bytes of the run parsed at a time (tests shrink it to put chunk ends inside queries).
 CHUNK_BYTES = 1 << 20

@@ -81,7 +81,7 @@ from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
 from tieeval.records.batch import Batch
 from tieeval.records.results import MetricRow, RunResult, TieStats
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 
 def expand(metrics, options: RelOptions) -> list[Entry]:

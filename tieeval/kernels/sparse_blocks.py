@@ -34,8 +34,8 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
-from tieeval.ranges import expand
-from tieeval.stopping import checkpoint
+from tieeval.util.ranges import expand
+from tieeval.util.stopping import checkpoint
 
 _SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)

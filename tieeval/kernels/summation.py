@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 _HALF = 26  # significands (53 bits) are split into two halves that sum exactly in float64
 _MAX_ROWS = 1 << 25  # keeps each per-exponent half-sum below 2**53

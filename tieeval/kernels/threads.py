@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Callable, Iterable, Iterator, TypeVar
 
-from tieeval.stopping import Token, checkpoint, running
+from tieeval.util.stopping import Token, checkpoint, running
 
 T = TypeVar("T")
 U = TypeVar("U")  # a mapped function's result
@@ -67,7 +67,7 @@ def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
 def _in_batch(fn: Callable[[T], U], token: Token) -> Callable[[T], U]:
     """``fn`` run as one batch's work on a sort thread: inside it, :func:`threads` is 1
     (the batch's own sorts stay in its thread), and its long loops stop at their next
-    :func:`~tieeval.stopping.checkpoint` once ``token`` is stopped."""
+    :func:`~tieeval.util.stopping.checkpoint` once ``token`` is stopped."""
     def inline(item: T) -> U:
         _LOCAL.inline = True
         try:
@@ -84,7 +84,7 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     threads, at most one item per thread in flight: results are yielded in item order.
     Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
     error is raised where its item's result would be yielded; items already started stop
-    at their next :func:`~tieeval.stopping.checkpoint` (as on an interrupt, or when the
+    at their next :func:`~tieeval.util.stopping.checkpoint` (as on an interrupt, or when the
     consumer stops), and are waited for. A single item runs in the caller, its own sorts
     on every thread."""
     import itertools
@@ -117,7 +117,7 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
     Items are cheap (a task that reads its own batch), so only the threads' own work is
     in memory. Inside ``fn``, :func:`threads` is 1. An error is raised where its item's
     result would be yielded; the items not started are dropped, those running stop at
-    their next :func:`~tieeval.stopping.checkpoint` and are waited for. A single item runs
+    their next :func:`~tieeval.util.stopping.checkpoint` and are waited for. A single item runs
     in the caller, its own sorts on every thread."""
     if len(items) <= 1 or threads() <= 1:
         for item in items:

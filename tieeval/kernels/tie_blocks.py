@@ -89,7 +89,7 @@ from tieeval.metrics.options import (
     parse_rel_metric,
 )
 from tieeval.records.values import InstanceValues
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 # ---------------------------------------------------------------------------------------
 # Results

@@ -3,7 +3,6 @@ original, with its verdict; a rich table, Markdown, CSV or JSON."""
 
 from __future__ import annotations
 
-from tieeval.escaping import escape
 from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
 from tieeval.records.results import environment
 from tieeval.report.format import (
@@ -17,6 +16,7 @@ from tieeval.report.format import (
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.report.whatif import print_unwrapped
+from tieeval.util.escaping import escape
 
 AUDIT_HEADERS = ["Line", "Run", "Metric", "Published", "Last", "Tie-aware ± sd", "First",
                  "Original", "Verdict", "Where"]

@@ -8,7 +8,6 @@ import math
 import os
 
 from tieeval.errors import OutputError
-from tieeval.escaping import escape
 from tieeval.records.check import (
     CHANGE_KINDS,
     OPTION_NAMES,
@@ -29,6 +28,7 @@ from tieeval.report.format import (
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import rules_footer
 from tieeval.sink import atomic_output, check_output_path
+from tieeval.util.escaping import escape
 
 _WHAT = {"max_change": "{metric} change",
          "max_inflation": "{metric} change",

@@ -7,7 +7,6 @@ unrounded.
 
 from __future__ import annotations
 
-from tieeval.escaping import escape
 from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResult
 from tieeval.records.results import environment
 from tieeval.records.whatif import WhatIf
@@ -22,6 +21,7 @@ from tieeval.report.format import (
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import original_title, rules_footer
 from tieeval.report.whatif import markdown_note, note, print_unwrapped
+from tieeval.util.escaping import escape
 
 DIFF_CSV_FIELDS = (("a_path", "b_path", "metric", "k") + COMPARISON_KEYS + ("winner",)
                    + tuple(f"original_{k}" for k in COMPARISON_KEYS + ("winner",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from tieeval.escaping import escape
+from tieeval.util.escaping import escape
 
 
 def fmt_value(x: float | None) -> str:
@@ -61,7 +61,7 @@ def csv_text(fields, rows) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Text for a Markdown table cell or line (see :func:`tieeval.escaping.escape`)."""
+    """Text for a Markdown table cell or line (see :func:`tieeval.util.escaping.escape`)."""
     return escape(text, "markdown")
 
 

@@ -9,17 +9,17 @@ threshold. The attributes are those of the schema Jenkins reads (``junit-10.xsd`
 ``testsuites``/``testsuite`` count ``tests``, ``failures``, ``errors`` and ``skipped``;
 ``time`` is 0, as a check takes no time of its own (the evaluation is shared).
 xml.etree escapes every attribute and text node; user text (a path) is written in its
-one-line form first (:func:`tieeval.escaping.escape`), which holds none of the characters
+one-line form first (:func:`tieeval.util.escaping.escape`), which holds none of the characters
 XML 1.0 cannot (a parser would refuse the whole report) and no line break.
 """
 
 from __future__ import annotations
 
-from tieeval.escaping import escape
 from tieeval.records.check import CheckResult, Outcome
 from tieeval.report.check import advice, message
 from tieeval.report.format import metric_title
 from tieeval.report.registry import Output, register
+from tieeval.util.escaping import escape
 
 
 def _text(value: str) -> str:

@@ -4,11 +4,11 @@ registered with :func:`tieeval.records.display.register_html`, which the records
 
 from __future__ import annotations
 
-from tieeval.escaping import escape
 from tieeval.records.display import register_html
 from tieeval.records.results import RunResult
 from tieeval.report.format import fmt_value
 from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_rows
+from tieeval.util.escaping import escape
 
 
 def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:

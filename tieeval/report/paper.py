@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 
 from tieeval._version import __version__
-from tieeval.escaping import escape
 from tieeval.records.paper import Cell, PaperTable
 from tieeval.records.results import original_rule_of
 from tieeval.report.format import (
@@ -25,6 +24,7 @@ from tieeval.report.format import (
     metric_title,
 )
 from tieeval.report.runs import footer
+from tieeval.util.escaping import escape
 
 MISSING = "–"
 

@@ -15,9 +15,9 @@ import textwrap
 import warnings
 
 from tieeval.errors import MissingExtraError, ParameterError
-from tieeval.escaping import escape
 from tieeval.records.paper import FigurePanel
 from tieeval.sink import atomic_output, check_output_path
+from tieeval.util.escaping import escape
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 SUPTITLE = "Inflation under the original protocol vs. top-score tie size"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tieeval.escaping import escape
 from tieeval.records.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 from tieeval.report.format import (
     csv_text,
@@ -22,6 +21,7 @@ from tieeval.report.format import (
     md_escape,
     md_table,
 )
+from tieeval.util.escaping import escape
 
 CSV_FIELDS = ("path", "metric", "k", "original", "first", "last", "tie_aware", "tie_aware_std",
               "change_original_to_tie_aware", "change_first_to_last")

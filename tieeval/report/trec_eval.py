@@ -2,17 +2,17 @@
 prints them (meas_print_single.c, meas_print_final.c): the name left-justified to 22
 characters, a tab, the query id, a tab, and the value as ``%6.4f``, or as a whole number for
 the counts (``num_ret``, ``num_rel``...); ``runid`` prints its text. The texts (a query id,
-a runid) are written in their one-line form (:func:`tieeval.escaping.escape`): a line break
+a runid) are written in their one-line form (:func:`tieeval.util.escaping.escape`): a line break
 in them would start a line of its own."""
 
 from __future__ import annotations
 
 import math
 
-from tieeval.escaping import escape
 from tieeval.records.runs import RunTables
 from tieeval.records.trec_eval import TrecLine
 from tieeval.report.registry import Output, register
+from tieeval.util.escaping import escape
 
 
 def trec_value(line: TrecLine) -> str:

@@ -18,7 +18,6 @@ import os
 import re
 
 from tieeval.errors import MissingExtraError, TieevalError
-from tieeval.escaping import escape
 from tieeval.records.paper import FigurePanel, PaperTable
 from tieeval.records.results import RunResult
 from tieeval.records.runs import RunTables
@@ -33,6 +32,7 @@ from tieeval.report.runs import (
     tie_rows,
 )
 from tieeval.report.whatif import note as what_if_note
+from tieeval.util.escaping import escape
 
 PAPER_TABLES = (1, 3, 4)
 

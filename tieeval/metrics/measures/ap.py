@@ -41,7 +41,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.geometric import geometric_reason, spread
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 _CHUNK = 1 << 22  # elements per 2-D work array
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.geometric import geometric_reason, spread
-from tieeval.ranges import expand
+from tieeval.util.ranges import expand
 
 
 def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:

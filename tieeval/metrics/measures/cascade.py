@@ -38,8 +38,8 @@ from typing import Protocol
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.ranges import expand, positions
-from tieeval.stopping import checkpoint
+from tieeval.util.ranges import expand, positions
+from tieeval.util.stopping import checkpoint
 
 
 class BlockTable(Protocol):

@@ -36,7 +36,7 @@ from tieeval.errors import ParameterError
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.hr import _reachable
 from tieeval.metrics.measures.series import discount_prefix
-from tieeval.ranges import expand
+from tieeval.util.ranges import expand
 
 
 def gain(rel: np.ndarray, kind: str) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.cascade import err_expectation, not_computed_reason
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 # gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
 GDEVAL_MAX_JUDGMENT = 4.0

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tieeval.ranges import expand
-from tieeval.stopping import checkpoint
+from tieeval.util.ranges import expand
+from tieeval.util.stopping import checkpoint
 
 #: Work limit of one row: the product over its tie blocks of the number of distinct
 #: orders of each block's kinds of items, ``n! / prod_l K_l!`` (a bound on the values its

@@ -32,7 +32,7 @@ from tieeval.metrics.measures.cascade import (
     iprec_expectations,
     not_computed_reason,
 )
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 
 def _planned_levels(ev) -> set:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 #: Work limit of one row of :func:`item_expectation`: the number of (block, class of item,
 #: composition of the items above it) terms summed for the row, ``sum over its tie blocks

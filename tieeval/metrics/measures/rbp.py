@@ -31,7 +31,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.placement import linear_moments
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 #: trec_eval's default persistence (m_rbp.c, m_rbp_resid.c: ``p = 0.9``).
 RBP_PERSISTENCE = 0.9

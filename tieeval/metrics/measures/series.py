@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tieeval.stopping import checkpoint
+from tieeval.util.stopping import checkpoint
 
 _DIRECT = 64  # power sums over at most this many terms are added directly
 _CHUNK = 1 << 22  # elements per 2-D work array
