@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from helpers import rel_batch
 
 from tieeval import save_scores
 from tieeval.engine.local import evaluate_path
@@ -333,10 +334,10 @@ def test_the_kernel_plans_its_depths_from_the_measures(deep_measures):
     # a table cut at K refuses a measure that declares it reads deeper
     scores = np.array([[4.0, 3, 3, 2, 2, 1, 1, 0]])
     labels = np.array([[0, 0, 1, 0, 1, 0, 1, 0]])
-    cut = RelBatch(scores, labels, sparse=True, rank_depth=3, prune_depth=3)
+    cut = rel_batch(scores, labels, sparse=True, rank_depth=3, prune_depth=3)
     with pytest.raises(ParameterError, match="prune_depth=3"):
         cut.values(RelMetric("Hits2", 3))
-    deep = RelBatch(scores, labels, sparse=True, rank_depth=6, prune_depth=6)
+    deep = rel_batch(scores, labels, sparse=True, rank_depth=6, prune_depth=6)
     whole = RelBatch(scores, labels)
     for column in ("original", "first", "last", "tie_aware", "variance"):
         assert getattr(deep.values(RelMetric("Hits2", 3)), column) == pytest.approx(
