@@ -47,7 +47,7 @@ API_ONLY = {"relevance": "--gamma, --gain ... one by one",
             "labels": "the older name of run_labels (--meta)",
             "options": "the reader's fields one by one (--scores-column ...)"}
 # each command's own options: what it does with the runs, not how they are evaluated
-SHARED = {"files", "fmt", "output", "quiet"}
+SHARED = {"files", "fmt", "output", "quiet", "progress"}
 OWN = {
     "compare": SHARED | {"column", "no_summary", "table", "plot", "template", "seed_std",
                          "group_by_tag"},
