@@ -303,3 +303,94 @@ def test_cli_gamma_thresholds(tied_signed):
     assert r.exit_code == 2 and "add it to --gamma" in r.output
     r = invoke(tied_signed, "--min", "HR@1[gamma=0.5]=0.25")
     assert r.exit_code == 2 and "HR@1 has no gamma" in r.output
+
+
+# --- a damaged dump among several -------------------------------------------------------
+
+def _damaged_dumps(tmp_path) -> dict:
+    """Dumps that cannot be checked, each with the words of its error: cut short (the
+    first half of a good NPZ's bytes), holding a NaN, with no instance, and empty."""
+    good = tmp_path / "whole.npz"
+    np.savez(good, scores=np.array([[0.9, 0.1, 0.2], [0.5, 0.5, 0.1]]))
+    data = good.read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
+    np.savez(tmp_path / "nan.npz", scores=np.array([[0.9, np.nan, 0.2], [0.5, 0.1, 0.1]]))
+    np.savez(tmp_path / "none.npz", scores=np.zeros((0, 3)))
+    (tmp_path / "zero.npz").write_bytes(b"")
+    return {str(tmp_path / "cut.npz"): "corrupted or truncated",
+            str(tmp_path / "nan.npz"): "NaN score",
+            str(tmp_path / "none.npz"): "no instances",
+            str(tmp_path / "zero.npz"): "empty file"}
+
+
+GATE = ["--max-tie-frequency", "10%", "--min", "NDCG@10=0.30", "-q"]
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_a_damaged_dump_is_an_error_of_its_own_and_the_others_are_checked(tmp_path, order):
+    damaged = _damaged_dumps(tmp_path)
+    good = [SATURATED, TIE_FREE]
+    alone = {p: json.loads(invoke(p, *GATE, "--format", "json").stdout) for p in good}
+    for bad, words in damaged.items():
+        files = [good[order[0]], bad, good[order[1]]]
+        r = invoke(*files, *GATE, "--format", "json")
+        assert r.exit_code == 2, r.output  # an error wins over the saturated dump's failure
+        doc = json.loads(r.stdout)
+        assert doc["passed"] is False
+        assert doc["errors"] == [{"path": bad, "error": r.stderr.strip()[len("Error: "):]}]
+        assert doc["errors"][0]["error"].startswith(f"{bad}: ") and words in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        for path in good:  # each good dump's checks and figures as when checked alone
+            assert [c for c in doc["checks"] if c["path"] == path] == alone[path]["checks"]
+            assert [run for run in doc["runs"] if run["path"] == path] == alone[path]["runs"]
+        assert doc["failed"] == sum(alone[p]["failed"] for p in good)
+
+
+def test_the_json_of_good_dumps_has_no_errors_key():
+    r = invoke(TIE_FREE, *GATE, "--format", "json")
+    assert r.exit_code == 0 and "errors" not in json.loads(r.stdout)
+
+
+def test_text_puts_each_damaged_dump_in_its_place_and_names_every_one(tmp_path):
+    damaged = list(_damaged_dumps(tmp_path))
+    files = [damaged[0], TIE_FREE, *damaged[1:]]
+    r = invoke(*files, *GATE)
+    alone = invoke(TIE_FREE, *GATE)
+    assert r.exit_code == 2 and alone.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"ERROR {damaged[0]}: ")
+    good = alone.stdout.splitlines()[:2]  # the two PASS lines, as when checked alone
+    assert lines[1:3] == good and all(line.startswith("PASS ") for line in good)
+    assert [line.split(":")[0] for line in lines[3:6]] == [f"ERROR {p}" for p in damaged[1:]]
+    assert lines[6] == "all 2 checks passed; 4 dumps could not be checked"
+    (error,) = r.stderr.splitlines()
+    assert error.startswith("Error: 4 dumps could not be checked (the others are in the "
+                            "report): ")
+    assert all(f"{p}: " in error for p in damaged)
+
+
+def test_only_damaged_dumps_make_no_report_and_one_line_naming_each(tmp_path):
+    damaged = list(_damaged_dumps(tmp_path))
+    for fmt in ("text", "json", "junit", "github"):
+        r = invoke(*damaged[:2], *GATE, "--format", fmt)
+        assert r.exit_code == 2 and r.stdout == ""
+        (error,) = r.stderr.splitlines()
+        assert error.startswith("Error: 2 dumps could not be checked: ")
+        assert all(f"{p}: " in error for p in damaged[:2])
+
+
+def test_an_error_of_no_one_dump_still_ends_check_at_once(tmp_path):
+    """A missing --qrels, a usage error: no report, one line (as before)."""
+    r = invoke(TIE_FREE, "--max-tie-frequency", "10%", "--qrels", str(tmp_path / "no.txt"))
+    assert r.exit_code == 2 and r.stdout == ""
+    r = invoke(TIE_FREE, "--max-tie-frequency", "10%", "-m", "NDCG@0")
+    assert r.exit_code == 2 and r.stdout == ""
+
+
+def test_compare_and_diff_stop_at_a_damaged_dump(tmp_path):
+    """A table without one of the dumps would read as complete: no output, one line."""
+    cut = next(iter(_damaged_dumps(tmp_path)))
+    for args in (["compare", TIE_FREE, cut, SATURATED], ["diff", TIE_FREE, cut]):
+        r = CliRunner().invoke(cli, [*args, "-q"])
+        assert r.exit_code == 2 and r.stdout == ""
+        assert r.stderr.startswith(f"Error: {cut}: ") and len(r.stderr.splitlines()) == 1

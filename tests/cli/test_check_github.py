@@ -88,3 +88,50 @@ def test_github_summary_fifo_is_refused_at_once_not_blocked_on(dumps, tmp_path):
     assert result.stderr.splitlines()[-1] == (
         f"Error: GITHUB_STEP_SUMMARY {fifo}: cannot append the job summary: {fifo}: is a "
         "FIFO, not a regular file; tieeval writes the job summary to regular files only")
+
+
+def _damaged(tmp_path) -> list[str]:
+    """A dump cut short, one holding a NaN, one with no instance; named with characters
+    an annotation's file property escapes (',' and ':')."""
+    whole = tmp_path / "whole.npz"
+    np.savez(whole, scores=np.array([[0.9, 0.1], [0.4, 0.6]]))
+    (tmp_path / "cut,1.npz").write_bytes(whole.read_bytes()[:200])
+    np.savez(tmp_path / "nan:2.npz", scores=np.array([[0.9, np.nan], [0.4, 0.6]]))
+    np.savez(tmp_path / "empty.npz", scores=np.zeros((0, 2)))
+    return [str(tmp_path / name) for name in ("cut,1.npz", "nan:2.npz", "empty.npz")]
+
+
+def _property(path: str) -> str:
+    return path.replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
+
+
+@pytest.mark.parametrize("at", [0, 2, 3])
+def test_github_annotates_a_damaged_dump_and_still_checks_the_others(dumps, tmp_path, at):
+    summary_file = tmp_path / "summary.md"
+    alone = {p: _invoke([p], {"GITHUB_STEP_SUMMARY": None}).stdout.splitlines()
+             for p in dumps}
+    failing = [p for p, freq in dumps.items() if freq > 0.25]
+    for bad in _damaged(tmp_path):
+        files = list(dumps)
+        files.insert(at, bad)
+        result = _invoke(files, {"GITHUB_STEP_SUMMARY": str(summary_file)})
+        assert result.exit_code == 2, result.output
+        lines = result.stdout.splitlines()
+        errors = [line for line in lines if line.startswith("::error ")]
+        expected = [p for p in files if p == bad or p in failing]  # in the order given
+        assert [e.split(",title=")[0] for e in errors] == \
+            [f"::error file={_property(p)}" for p in expected]
+        (annotation,) = [e for e in errors if e.startswith(f"::error file={_property(bad)},")]
+        (stderr,) = result.stderr.splitlines()
+        assert annotation == (f"::error file={_property(bad)},title=tieeval check::ERROR "
+                              + stderr[len("Error: "):].replace("%", "%25"))
+        for path in failing:  # each failed check's annotation as when checked alone
+            assert [e for e in errors if e.startswith(f"::error file={path},")] == \
+                [line for line in alone[path] if line.startswith("::error ")]
+        notices = [line for line in lines if line.startswith("::notice")]
+        assert notices == [f"::notice title=tieeval check::{len(dumps) - len(failing)} "
+                           f"passed / {len(failing)} failed (3 checks on 3 dumps; 1 could "
+                           "not be checked)"]
+    summary = summary_file.read_text(encoding="utf-8")
+    assert summary.count("### tieeval check") == 3
+    assert "1 dump could not be checked" in summary

@@ -22,6 +22,7 @@ SCHEMA = {
     "testcase": ({"name"}, {"time", "classname", "group"},
                  {"skipped", "error", "failure", "system-out", "system-err"}),
     "failure": (set(), {"type", "message"}, set()),
+    "error": (set(), {"type", "message"}, set()),
     "system-out": (set(), set(), set()),
     "properties": (set(), set(), {"property"}),
     "property": ({"name", "value"}, set(), set()),
@@ -126,3 +127,49 @@ def test_the_schema_check_finds_a_wrong_report():
                         '<failure/></testcase><bogus/></testsuite></testsuites>')
     assert schema_errors(bad) == ["testsuite: missing ['errors', 'failures', 'tests']",
                                   "testcase: missing ['name']", "testsuite holds bogus"]
+
+
+def _damaged(tmp_path) -> list[str]:
+    """A dump cut short (half of a good one's bytes), one holding a NaN, an empty one."""
+    whole = tmp_path / "whole.npz"
+    np.savez(whole, scores=np.array([[0.9, 0.1], [0.4, 0.6]]))
+    (tmp_path / "cut.npz").write_bytes(whole.read_bytes()[:200])
+    np.savez(tmp_path / "nan.npz", scores=np.array([[0.9, np.nan], [0.4, 0.6]]))
+    np.savez(tmp_path / "none.npz", scores=np.zeros((0, 2)))
+    return [str(tmp_path / name) for name in ("cut.npz", "nan.npz", "none.npz")]
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_junit_reports_a_damaged_dump_as_an_error_and_the_others_as_alone(tmp_path, at):
+    paths, _ = _dumps(tmp_path)
+    good = paths[:2]
+    args = ["-m", "HR@1", "--min", "HR@1=0.6", "--max-tie-frequency", "10%", "-f", "junit",
+            "-q"]
+    alone = {p: ET.fromstring(CliRunner().invoke(cli, ["check", p, *args]).stdout)
+             .find("testsuite") for p in good}
+    for bad in _damaged(tmp_path):
+        files = list(good)
+        files.insert(at, bad)
+        result = CliRunner().invoke(cli, ["check", *files, *args])
+        assert result.exit_code == 2, result.output  # an error wins over failed checks
+        root = ET.fromstring(result.stdout)
+        assert schema_errors(root) == []
+        suites = root.findall("testsuite")
+        assert [s.get("name") for s in suites] == files  # each dump in its place
+        broken = suites[at]
+        (case,) = broken.findall("testcase")
+        (error,) = case.findall("error")
+        assert case.get("name") == "read" and case.find("failure") is None
+        assert error.get("message") == result.stderr.strip()[len("Error: "):]
+        assert error.get("message").startswith(f"{bad}: ")
+        assert (broken.get("tests"), broken.get("errors"), broken.get("failures")) == \
+            ("1", "1", "0")
+        for suite in suites[:at] + suites[at + 1:]:  # as when checked alone
+            same = alone[suite.get("name")]
+            suite.tail = same.tail = None  # the indentation after it
+            assert ET.tostring(suite) == ET.tostring(same)
+        cases = root.findall(".//testcase")
+        assert int(root.get("tests")) == len(cases)
+        assert int(root.get("errors")) == len(root.findall(".//error")) == 1
+        assert int(root.get("failures")) == len(root.findall(".//failure")) == sum(
+            int(s.get("failures")) for s in alone.values())

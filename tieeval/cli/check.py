@@ -18,8 +18,10 @@ from tieeval.analysis.check import (
 )
 from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
+    CliError,
     Command,
     chosen_metrics,
+    dump_error,
     guide,
     metric_options,
     quiet_option,
@@ -29,13 +31,13 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import stdin_files
+from tieeval.cli.stdin import shown, stdin_files
 from tieeval.errors import InputError, TieevalError
 from tieeval.io.open import open_dump
 from tieeval.io.saved_ranking import SavedRanking, saved_ranking
 from tieeval.kernels.choose import resolve_metrics
 from tieeval.metrics.metric import Metric
-from tieeval.records.check import CheckResult
+from tieeval.records.check import CheckResult, DumpError
 
 # the options of an evaluation that are not about reading the dump's fields
 _NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "spark_conf", "original", "qrels",
@@ -189,9 +191,10 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
             say(f"No thresholds given: using the default gate {DEFAULT_GATE}")
     default = chosen_metrics(k_values, metrics)
     saved = _saved_rankings(files, read_kwargs)
+    found: list[tuple[str, str]] = []  # (path, error) of each dump that cannot be checked
     if not any(saved.values()):
         runs = evaluate_labelled(files, metrics_needed(thresholds, default), meta=meta,
-                                 template=template, quiet=quiet, **read_kwargs)
+                                 template=template, quiet=quiet, errors=found, **read_kwargs)
         outcomes = run_checks(runs, thresholds, default)
     else:  # each dump by its own rule, and its default metrics what its ranking answers
         runs, outcomes = [], []
@@ -199,12 +202,35 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
             own, options = default, read_kwargs
             if saved[path] is not None:
                 options = {**read_kwargs, "original": "given"}
-                own = _answerable(path, saved[path], default, metrics, read_kwargs, quiet)
+                try:
+                    own = _answerable(path, saved[path], default, metrics, read_kwargs,
+                                      quiet)
+                except (TieevalError, OSError, RuntimeWarning) as exc:
+                    text = dump_error(exc, path)
+                    if text is None:
+                        raise
+                    found.append((shown(path), text))
+                    continue
             run = evaluate_labelled([path], metrics_needed(thresholds, own), meta=meta,
-                                    template=template, quiet=quiet, **options)
+                                    template=template, quiet=quiet, errors=found, **options)
             runs += run
             outcomes += run_checks(run, thresholds, own)
-    result = CheckResult(outcomes, runs)
+    errors = [DumpError(path, text) for path, text in found]
+    if errors and not runs:  # nothing checked, nothing to report: the error alone
+        raise CliError(error_line(errors, reported=False))
+    result = CheckResult(outcomes, runs, errors, [shown(path) for path in files])
     render("check", fmt, result)
+    if errors:  # the others are in the report; exit 2 (an error wins over a failed check)
+        raise CliError(error_line(errors))
     if not result.passed:
         ctx.exit(EXIT_CHECK_FAILED)
+
+
+def error_line(errors: list[DumpError], reported: bool = True) -> str:
+    """The one ``Error:`` line of dumps that could not be checked: the dump's own error,
+    or how many and each one's."""
+    if len(errors) == 1:
+        return errors[0].message
+    others = " (the others are in the report)" if reported else ""
+    return (f"{len(errors)} dumps could not be checked{others}: "
+            + "; ".join(e.message for e in errors))

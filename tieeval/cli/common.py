@@ -21,6 +21,7 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     Interrupted,
     _numeric_error,
     _stop_workers,
+    environment_error,
     expand_multi_value,
     say,
     stdout_error,
@@ -440,18 +441,49 @@ def make_request(metrics, *, quiet=False, what_if=None, per_instance=None, per_q
         raise click.UsageError(str(exc)) from None
 
 
-def evaluate_request(request, paths, *, quiet=False, ids_for=None):
+def dump_error(exc: BaseException, path: str) -> str | None:
+    """The one-line error of a dump that cannot be evaluated (damaged, cut short, holding
+    NaN or no instances, unreadable), naming it, when ``exc`` is about the dump at ``path``;
+    None for anything else (a usage error, a bad --qrels, a bug), which ends the command.
+    An error that names another file, or no file, is never taken for the dump's own."""
+    from tieeval.cli.stdin import shown
+    from tieeval.errors import InputError, one_line
+    text: str | None = None
+    if isinstance(exc, InputError):
+        text = str(exc)
+        if path not in text:
+            return None
+    elif isinstance(exc, OSError):
+        name = exc.filename
+        name = os.fsdecode(name) if isinstance(name, bytes) else name
+        mapped = environment_error(exc) if name == path and exc.filename2 is None else None
+        text = None if mapped is None else mapped.format_message()
+    elif isinstance(exc, RuntimeWarning):  # a figure left float64's range: the scores'
+        text = f"{path}: {_numeric_error(exc).format_message()}"
+    return None if text is None else one_line(shown(text))
+
+
+def evaluate_request(request, paths, *, quiet=False, ids_for=None, errors=None):
     """Run ``request`` on every path (one run each): :class:`~tieeval.engine.local.RunOutcome`
     records; warnings go to stderr unless ``quiet``, and a progress bar while a terminal
     is watching. ``ids_for(dump)``: instance ids of per-instance rows (see
-    :func:`tieeval.engine.local.evaluate_request`)."""
+    :func:`tieeval.engine.local.evaluate_request`). ``errors``: a list that receives
+    ``(path, message)`` for each dump that cannot be evaluated (see :func:`dump_error`),
+    the others still evaluated; None: the first such dump ends the command."""
     from tieeval.cli.progress import ProgressBar, wanted
-    from tieeval.cli.stdin import show_run
+    from tieeval.cli.stdin import show_run, shown
     from tieeval.engine.local import evaluate_request as run
     outcomes = []
     with ProgressBar(wanted(quiet) and request.engine == "local") as bar:
         for path in paths:
-            outcomes.append(run(request, path, progress_for=bar.task, ids_for=ids_for))
+            try:
+                outcomes.append(run(request, path, progress_for=bar.task, ids_for=ids_for))
+            except (TieevalError, OSError, RuntimeWarning) as exc:
+                text = None if errors is None else dump_error(exc, path)
+                if text is None:
+                    raise
+                errors.append((shown(path), text))
+                continue
             show_run(outcomes[-1].result)  # a dump read from '-' is named <stdin>
     if not quiet:
         for outcome in outcomes:
@@ -460,8 +492,8 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None):
     return outcomes
 
 
-def evaluate_files(paths, metrics, *, quiet=False, ids_for=None, **options):
+def evaluate_files(paths, metrics, *, quiet=False, ids_for=None, errors=None, **options):
     """Evaluate every path (one run each) with the shared options (see
-    :func:`make_request`): :func:`evaluate_request`'s outcomes."""
+    :func:`make_request`): :func:`evaluate_request`'s outcomes (``errors``: as there)."""
     request = make_request(metrics, quiet=quiet, **options)
-    return evaluate_request(request, paths, quiet=quiet, ids_for=ids_for)
+    return evaluate_request(request, paths, quiet=quiet, ids_for=ids_for, errors=errors)

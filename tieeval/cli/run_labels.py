@@ -73,9 +73,11 @@ def evaluate_labelled(files, metrics, **options):
 
 
 def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
-                      group_by_tag=False, **read_kwargs):
+                      group_by_tag=False, errors=None, **read_kwargs):
     """Evaluate every FILE (with the outputs the options ask for, in the same pass) and
-    give each run its labels (see :mod:`tieeval.records.run_labels`).
+    give each run its labels (see :mod:`tieeval.records.run_labels`). ``errors``: a list that
+    receives ``(path, message)`` of each dump that cannot be evaluated, the others still
+    evaluated (see :func:`tieeval.cli.common.evaluate_request`).
 
     A TREC run is named after its file like any dump; ``group_by_tag`` names its method
     after the run's tag instead (below --meta and --template, above the file name)."""
@@ -87,7 +89,7 @@ def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
         for path in files:
             if os.path.exists(path):  # a missing file gets the reader's "no such file"
                 resolve_labels(path, {}, meta=overrides, template=template)
-    outcomes = evaluate_files(files, metrics, quiet=quiet, **read_kwargs)
+    outcomes = evaluate_files(files, metrics, quiet=quiet, errors=errors, **read_kwargs)
     for outcome in outcomes:
         run = outcome.result
         # the driver put the file's own metadata in run.run_labels

@@ -7,7 +7,7 @@ outcomes is :mod:`tieeval.report.check`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tieeval.metrics.metric import Metric
 from tieeval.records.results import MetricRow, RunResult
@@ -103,14 +103,40 @@ def signed_change(row: MetricRow) -> float | None:
     return (row.tie_aware - row.original) / row.original
 
 
+@dataclass(frozen=True)
+class DumpError:
+    """A dump that could not be checked (damaged, cut short, holding a NaN or no instance):
+    its path and the one-line error, which names it."""
+
+    path: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "error": self.message}
+
+
 @dataclass
 class CheckResult:
     """Every outcome of ``tieeval check`` (run order, then threshold order) and the runs
-    checked, whose JSON the report carries."""
+    checked, whose JSON the report carries; ``errors``: the dumps that could not be
+    checked; ``order``: every dump's path in the order given (None: the runs', then the
+    errors')."""
 
     outcomes: list[Outcome]
     runs: list[RunResult]
+    errors: list[DumpError] = field(default_factory=list)
+    order: list[str] | None = None
 
     @property
     def passed(self) -> bool:
+        """Every check passed (whether a dump could not be checked is :attr:`errors`)."""
         return all(o.passed for o in self.outcomes)
+
+    def by_dump(self) -> list[tuple[str, list[Outcome], DumpError | None]]:
+        """Per dump, in the order given: its path, its outcomes and its error (or None)."""
+        paths = list(dict.fromkeys([*(self.order or ()), *(run.path for run in self.runs),
+                                    *(o.run.path for o in self.outcomes),
+                                    *(e.path for e in self.errors)]))
+        errors = {e.path: e for e in self.errors}
+        return [(path, [o for o in self.outcomes if o.run.path == path], errors.get(path))
+                for path in paths]

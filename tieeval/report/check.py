@@ -14,6 +14,7 @@ from tieeval.records.check import (
     ORIGINAL_KINDS,
     SIGMA_FLOOR,
     CheckResult,
+    DumpError,
     Outcome,
 )
 from tieeval.records.results import report_dict
@@ -108,11 +109,24 @@ def outcome_line(o: Outcome) -> str:
     return escape(f"{'PASS' if o.passed else 'FAIL'} {o.run.path}: {message(o)}")
 
 
-def summary(outcomes: list[Outcome]) -> str:
+def summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()) -> str:
     failed = sum(not o.passed for o in outcomes)
     if failed:
-        return f"{failed} of {len(outcomes)} checks failed"
-    return f"all {len(outcomes)} checks passed"
+        text = f"{failed} of {len(outcomes)} checks failed"
+    elif outcomes or not errors:
+        text = f"all {len(outcomes)} checks passed"
+    else:
+        text = "no check made"
+    if errors:
+        n = len(errors)
+        text += f"; {n} dump{'s' if n != 1 else ''} could not be checked"
+    return text
+
+
+def error_line(e: DumpError) -> str:
+    """``ERROR path: reason``: a dump that could not be checked, as the line of
+    ``--format text`` (its message names it)."""
+    return escape(f"ERROR {e.message}")
 
 
 def _gh_data(text: str) -> str:
@@ -131,13 +145,22 @@ def github_line(o: Outcome) -> str:
             f"{_gh_data(('PASS ' if o.passed else 'FAIL ') + message(o))}")
 
 
-def github_summary(outcomes: list[Outcome]) -> str:
+def github_error(e: DumpError) -> str:
+    """The ``::error`` annotation of a dump that could not be checked."""
+    return (f"::error file={_gh_property(e.path)},title=tieeval check::"
+            f"{_gh_data(error_line(e))}")
+
+
+def github_summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()) -> str:
     """The one ``::notice`` of a run: how many checks passed and failed, over how many
-    dumps."""
+    dumps, and how many dumps could not be checked."""
     failed = sum(not o.passed for o in outcomes)
     dumps = len({o.run.path for o in outcomes})
-    return (f"::notice title=tieeval check::{len(outcomes) - failed} passed / {failed} "
-            f"failed ({len(outcomes)} checks on {dumps} dump{'s' if dumps != 1 else ''})")
+    text = (f"::notice title=tieeval check::{len(outcomes) - failed} passed / {failed} "
+            f"failed ({len(outcomes)} checks on {dumps} dump{'s' if dumps != 1 else ''}")
+    if errors:
+        text += f"; {len(errors)} could not be checked"
+    return text + ")"
 
 
 def _bound_text(kind: str, value: float) -> str:
@@ -179,35 +202,54 @@ def check_footer(outcomes: list[Outcome]) -> list[str]:
     return [rules_footer(o.run.effective_original_rule for o in read)] if read else []
 
 
-def to_text(outcomes: list[Outcome]) -> str:
-    return "\n".join([outcome_line(o) for o in outcomes] + [summary(outcomes)]
+def _as_result(result: CheckResult | list[Outcome]) -> CheckResult:
+    if isinstance(result, CheckResult):
+        return result
+    return CheckResult(list(result), [])
+
+
+def to_text(result: CheckResult | list[Outcome]) -> str:
+    """One line per check, a dump that could not be checked one ``ERROR`` line in its
+    place, then the summary and how to relax each failed threshold."""
+    result = _as_result(result)
+    outcomes = result.outcomes
+    lines = [line for _, done, error in result.by_dump()
+             for line in ([error_line(error)] if error is not None else [])
+             + [outcome_line(o) for o in done]]
+    return "\n".join(lines + [summary(outcomes, result.errors)]
                      + advice(outcomes) + check_footer(outcomes)) + "\n"
 
 
-def to_github(outcomes: list[Outcome]) -> str:
-    """An ``::error`` annotation per failed check, one ``::notice`` summary, then how to
-    relax each failed threshold (plain log lines): a passed check is not annotated, as a
-    dozen notices per dump would bury the failures."""
-    return "\n".join([github_line(o) for o in outcomes if not o.passed]
-                     + [github_summary(outcomes)] + advice(outcomes)
+def to_github(result: CheckResult | list[Outcome]) -> str:
+    """An ``::error`` annotation per failed check and per dump that could not be checked,
+    one ``::notice`` summary, then how to relax each failed threshold (plain log lines): a
+    passed check is not annotated, as a dozen notices per dump would bury the failures."""
+    result = _as_result(result)
+    outcomes = result.outcomes
+    lines = [line for _, done, error in result.by_dump()
+             for line in ([github_error(error)] if error is not None else [])
+             + [github_line(o) for o in done if not o.passed]]
+    return "\n".join(lines + [github_summary(outcomes, result.errors)] + advice(outcomes)
                      + check_footer(outcomes)) + "\n"
 
 
-def step_summary(outcomes: list[Outcome]) -> str:
+def step_summary(result: CheckResult | list[Outcome]) -> str:
     """The job summary (Markdown): passed and failed checks per dump, then each failed
-    check with its reason."""
-    by_path: dict[str, list[Outcome]] = {}
-    for o in outcomes:
-        by_path.setdefault(o.run.path, []).append(o)
-    lines = ["### tieeval check", "", summary(outcomes), "",
+    check with its reason, and each dump that could not be checked with its error."""
+    result = _as_result(result)
+    outcomes = result.outcomes
+    lines = ["### tieeval check", "", summary(outcomes, result.errors), "",
              md_table(["Dump", "Passed", "Failed"],
                       [[path, str(sum(o.passed for o in group)),
-                        str(sum(not o.passed for o in group))]
-                       for path, group in by_path.items()])]
+                        "error" if error is not None else str(sum(not o.passed
+                                                                 for o in group))]
+                       for path, group, error in result.by_dump()])]
     failed = [o for o in outcomes if not o.passed]
-    if failed:
+    if failed or result.errors:
         lines += ["", "| Dump | Failed check |", "| --- | --- |"]
+        lines += [f"| {md_text(e.path)} | {md_text(error_line(e))} |" for e in result.errors]
         lines += [f"| {md_text(o.run.path)} | {md_text(message(o))} |" for o in failed]
+    if failed:
         lines += [""] + [f"- {md_text(line)}" for line in advice(outcomes)]
     return "\n".join(lines) + "\n\n"
 
@@ -253,11 +295,15 @@ def check_step_summary(path: str) -> str:
         raise _summary_error(path, exc) from None
 
 
-def to_json(outcomes: list[Outcome], runs) -> str:
+def to_json(outcomes: list[Outcome], runs, errors: list[DumpError] | tuple = ()) -> str:
+    """The checks and the runs; ``errors`` (only when a dump could not be checked: each
+    one's path and error) after the checks, and ``passed`` false."""
     doc = report_dict(runs)
     failed = sum(not o.passed for o in outcomes)
-    checks = {"passed": failed == 0, "failed": failed,
-              "checks": [o.to_dict() for o in outcomes]}
+    checks: dict = {"passed": failed == 0 and not errors, "failed": failed,
+                    "checks": [o.to_dict() for o in outcomes]}
+    if errors:
+        checks["errors"] = [e.to_dict() for e in errors]
     env = {k: doc.pop(k) for k in ("tieeval_version", "numpy_version", "numpy_simd",
                                    "machine")}
     return json_text({**env, **checks, **doc})
@@ -268,7 +314,7 @@ def to_json(outcomes: list[Outcome], runs) -> str:
 
 @register("check", "text", "one line per check")
 def _check_text(result: CheckResult, out: Output) -> None:
-    out.write(to_text(result.outcomes))
+    out.write(to_text(result))
 
 
 def _check_step_summary_target() -> None:
@@ -282,12 +328,12 @@ def _check_step_summary_target() -> None:
                             "GITHUB_STEP_SUMMARY is set", before=_check_step_summary_target,
          progress_bar=False)
 def _check_github(result: CheckResult, out: Output) -> None:
-    out.write(to_github(result.outcomes))
+    out.write(to_github(result))
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
-        append_step_summary(target, step_summary(result.outcomes))
+        append_step_summary(target, step_summary(result))
 
 
 @register("check", "json", "checks and runs for machines", machine_readable=True)
 def _check_json(result: CheckResult, out: Output) -> None:
-    out.write(to_json(result.outcomes, result.runs))
+    out.write(to_json(result.outcomes, result.runs, result.errors))

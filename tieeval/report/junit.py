@@ -5,7 +5,10 @@ One ``<testsuite>`` per dump (named by its path), one ``<testcase>`` per check, 
 the check and its metric (``max_change NDCG@10``) so that a reporter tracks the same
 check from one pipeline to the next; a failed check holds a ``<failure>`` whose
 ``message`` is the reason ``--format text`` prints and whose text adds how to relax the
-threshold. The attributes are those of the schema Jenkins reads (``junit-10.xsd``):
+threshold. A dump that could not be read (damaged, cut short, holding a NaN or no
+instance) is a testsuite of one testcase, ``read``, holding an ``<error>`` with its error;
+the other dumps are reported as ever. The attributes are those of the schema Jenkins
+reads (``junit-10.xsd``):
 ``testsuites``/``testsuite`` count ``tests``, ``failures``, ``errors`` and ``skipped``;
 ``time`` is 0, as a check takes no time of its own (the evaluation is shared).
 xml.etree escapes every attribute and text node; user text (a path) is written in its
@@ -26,6 +29,10 @@ def _text(value: str) -> str:
     return escape(value, "xml")
 
 
+# the testcase of a dump that could not be read (damaged, cut short, holding a NaN)
+ERROR_CASE = "read"
+
+
 def case_name(o: Outcome) -> str:
     """The check and what it measured: ``max_change NDCG@10``, ``max_tie_frequency``."""
     if o.metric is None:
@@ -36,21 +43,25 @@ def case_name(o: Outcome) -> str:
 def to_junit(result: CheckResult) -> str:
     import xml.etree.ElementTree as ET  # only when a JUnit report is written (start-up)
     outcomes = result.outcomes
-    root = ET.Element("testsuites", name="tieeval check", tests=str(len(outcomes)),
-                      failures=str(sum(not o.passed for o in outcomes)), errors="0",
+    errors = len(result.errors)
+    root = ET.Element("testsuites", name="tieeval check", tests=str(len(outcomes) + errors),
+                      failures=str(sum(not o.passed for o in outcomes)), errors=str(errors),
                       time="0")
-    paths = list(dict.fromkeys([run.path for run in result.runs]
-                               + [o.run.path for o in outcomes]))
-    for path in paths:
-        cases = [o for o in outcomes if o.run.path == path]
-        suite = ET.SubElement(root, "testsuite", name=_text(path), tests=str(len(cases)),
-                              failures=str(sum(not o.passed for o in cases)), errors="0",
-                              skipped="0", time="0")
+    for path, cases, error in result.by_dump():
+        suite = ET.SubElement(root, "testsuite", name=_text(path),
+                              tests=str(len(cases) + (error is not None)),
+                              failures=str(sum(not o.passed for o in cases)),
+                              errors=str(int(error is not None)), skipped="0", time="0")
         run = next((r for r in result.runs if r.path == path), None)
         if run is not None:  # the rule behind the Original figures its checks read
             properties = ET.SubElement(suite, "properties")
             ET.SubElement(properties, "property", name="original_rule",
                           value=run.effective_original_rule)
+        if error is not None:  # the dump could not be read: one case, in error
+            case = ET.SubElement(suite, "testcase", name=ERROR_CASE, classname=_text(path),
+                                 time="0")
+            ET.SubElement(case, "error", message=_text(error.message),
+                          type="input").text = _text(error.message)
         for o in cases:
             case = ET.SubElement(suite, "testcase", name=_text(case_name(o)),
                                  classname=_text(path), time="0")
