@@ -900,3 +900,27 @@ def test_a_reader_gone_from_stdout_ends_the_run_by_sigpipe_quietly(tmp_path, sco
         assert err == b""
     assert os.listdir(tmp_path / "tmp") == []
     assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
+
+
+def test_gzip_csv_damaged_in_its_first_block_is_an_input_error(tmp_path):
+    """A bit flipped in the deflate stream of a .csv.gz can fail zlib itself (zlib.error,
+    neither OSError nor EOFError) while the header line is read."""
+    import zlib
+    text = "instance,position,score\n" + "".join(f"{i},{j},{(i * j) % 7 / 7}\n"
+                                                 for i in range(50) for j in range(5))
+    good = gzip.compress(text.encode(), mtime=0)
+    for at in range(20, len(good) - 8):  # the first flip that zlib itself refuses
+        data = bytearray(good)
+        data[at] ^= 0x10
+        try:
+            gzip.GzipFile(fileobj=__import__("io").BytesIO(bytes(data))).readline()
+        except zlib.error:
+            break
+        except (OSError, EOFError):
+            continue
+    else:
+        pytest.fail("no flip made zlib fail")
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(bytes(data))
+    one_error(run("compare", path), r"d\.csv\.gz: cannot read CSV header \(Error -3 while "
+                                    r"decompressing data")

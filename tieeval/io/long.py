@@ -532,7 +532,9 @@ class _CsvSource(_Source):
                 fh = open(self.path, encoding="utf-8-sig", newline="")
             with fh:
                 first = fh.readline()
-        except (OSError, UnicodeDecodeError, EOFError) as exc:
+        except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:
+            # zlib.error: a damaged deflate stream in its first block (gzip's own checks
+            # are OSError and EOFError)
             raise InputError(f"{self.path}: cannot read CSV header ({exc})") from None
         if "\x00" in first:  # Python < 3.11's csv module refuses NUL; never a valid header
             raise InputError(f"{self.path}: the CSV header holds a NUL byte (a binary or "
