@@ -135,3 +135,19 @@ def test_github_annotates_a_damaged_dump_and_still_checks_the_others(dumps, tmp_
     summary = summary_file.read_text(encoding="utf-8")
     assert summary.count("### tieeval check") == 3
     assert "1 dump could not be checked" in summary
+
+
+def test_a_damaged_dump_named_with_a_line_break_is_still_its_own_error(dumps, tmp_path):
+    """The error writes the name's line break as \\n (one line): it is still the dump's
+    own error, annotated, and no line of the name starts a workflow command."""
+    bad = str(tmp_path / "b\n::warning::x,y:.npz")
+    with open(bad, "wb") as fh:
+        fh.write(b"PK\x03\x04 cut short")
+    good = next(p for p, freq in dumps.items() if freq == 0.0)
+    result = _invoke([good, bad], {"GITHUB_STEP_SUMMARY": None})
+    assert result.exit_code == 2, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"::error file={_property(bad).replace(chr(10), '%0A')},"
+                               "title=tieeval check::ERROR ")
+    assert lines[1].startswith("::notice title=tieeval check::1 passed / 0 failed")
+    assert all(not line.startswith("::warning") for line in lines + result.stderr.splitlines())

@@ -450,8 +450,8 @@ def dump_error(exc: BaseException, path: str) -> str | None:
     from tieeval.errors import InputError, one_line
     text: str | None = None
     if isinstance(exc, InputError):
-        text = str(exc)
-        if path not in text:
+        text = str(exc)  # one line: a line break of the path is written \n
+        if path not in text and one_line(path) not in text:
             return None
     elif isinstance(exc, OSError):
         name = exc.filename
