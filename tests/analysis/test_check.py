@@ -394,3 +394,11 @@ def test_compare_and_diff_stop_at_a_damaged_dump(tmp_path):
         r = CliRunner().invoke(cli, [*args, "-q"])
         assert r.exit_code == 2 and r.stdout == ""
         assert r.stderr.startswith(f"Error: {cut}: ") and len(r.stderr.splitlines()) == 1
+
+
+def test_a_damaged_dump_named_twice_is_one_error(tmp_path):
+    cut = next(iter(_damaged_dumps(tmp_path)))
+    r = invoke(cut, TIE_FREE, cut, *GATE, "--format", "json")
+    assert r.exit_code == 2
+    assert [e["path"] for e in json.loads(r.stdout)["errors"]] == [cut]
+    assert r.stderr.count("Error: ") == 1 and r.stderr.count(cut) == 1
