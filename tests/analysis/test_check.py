@@ -380,7 +380,13 @@ def test_only_damaged_dumps_make_no_report_and_one_line_naming_each(tmp_path):
 
 
 def test_an_error_of_no_one_dump_still_ends_check_at_once(tmp_path):
-    """A missing --qrels, a usage error: no report, one line (as before)."""
+    """A damaged or missing --qrels, a usage error: no report, one line (as before)."""
+    run = os.path.join(ROOT, "sample_scores", "trec", "run.txt")
+    (tmp_path / "qrels").write_text("301 0 D301-038\n")
+    r = invoke(run, run, "--max-tie-frequency", "10%", "--qrels", str(tmp_path / "qrels"))
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (f"Error: {tmp_path / 'qrels'}: line 1: expected 4 fields 'qid iter "
+                        "docno relevance', got 3 (is this a qrels file?)\n")
     r = invoke(TIE_FREE, "--max-tie-frequency", "10%", "--qrels", str(tmp_path / "no.txt"))
     assert r.exit_code == 2 and r.stdout == ""
     r = invoke(TIE_FREE, "--max-tie-frequency", "10%", "-m", "NDCG@0")
@@ -394,6 +400,19 @@ def test_compare_and_diff_stop_at_a_damaged_dump(tmp_path):
         r = CliRunner().invoke(cli, [*args, "-q"])
         assert r.exit_code == 2 and r.stdout == ""
         assert r.stderr.startswith(f"Error: {cut}: ") and len(r.stderr.splitlines()) == 1
+
+
+def test_a_damaged_file_of_a_dataset_folder_is_the_folder_s_error(tmp_path):
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    pq_path = os.path.join(ROOT, "sample_scores", "tie_free.parquet")
+    with open(pq_path, "rb") as fh:
+        (folder / "part-0.parquet").write_bytes(fh.read()[:300])
+    r = invoke(TIE_FREE, str(folder), *GATE, "--format", "json")
+    assert r.exit_code == 2
+    (error,) = json.loads(r.stdout)["errors"]
+    assert error["path"] == str(folder)
+    assert error["error"].startswith(f"{folder / 'part-0.parquet'}: corrupted or truncated")
 
 
 def test_a_damaged_dump_named_twice_is_one_error(tmp_path):

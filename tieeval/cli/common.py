@@ -445,13 +445,16 @@ def dump_error(exc: BaseException, path: str) -> str | None:
     """The one-line error of a dump that cannot be evaluated (damaged, cut short, holding
     NaN or no instances, unreadable), naming it, when ``exc`` is about the dump at ``path``;
     None for anything else (a usage error, a bad --qrels, a bug), which ends the command.
-    An error that names another file, or no file, is never taken for the dump's own."""
+    An error that does not begin with the dump's path (one naming the qrels, or no file)
+    is never taken for the dump's own."""
     from tieeval.cli.stdin import shown
     from tieeval.errors import InputError, one_line
     text: str | None = None
     if isinstance(exc, InputError):
         text = str(exc)  # one line: a line break of the path is written \n
-        if path not in text and one_line(path) not in text:
+        # a dataset folder's error names its file: the folder's path, then a separator
+        if not text.startswith(tuple(f"{name}{end}" for name in (path, one_line(path))
+                                     for end in (": ", os.sep, "/"))):
             return None
     elif isinstance(exc, OSError):
         name = exc.filename
