@@ -4,6 +4,8 @@ a what-if analysis when one was applied (:mod:`tieeval.report.whatif`)."""
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from tieeval.records.runs import RunTables
 from tieeval.report import paper as paper_report
 from tieeval.report import runs as runs_report
@@ -42,6 +44,13 @@ def tables_json(result: RunTables, out: Output) -> None:
           "and 4)", machine_readable=True)
 @register("ties", "csv", "one line per method and statistic", machine_readable=True)
 def tables_csv(result: RunTables, out: Output) -> None:
+    out.write(csv_text(*csv_table(result)))
+
+
+def csv_table(result: RunTables) -> tuple[tuple[str, ...], Iterable[dict]]:
+    """The CSV's ``(fields, rows)``, each row a dict of plain values (unformatted): the
+    chosen table's, with a ``what_if`` column when one is active. Every tabular text
+    format writes these rows."""
     if result.table == "runs":
         fields, rows = runs_report.csv_fields(result.runs), runs_report.csv_rows(result.runs)
     else:
@@ -50,7 +59,7 @@ def tables_csv(result: RunTables, out: Output) -> None:
     what_if = result.active_what_if
     if what_if is not None:  # the what-if's description on every row
         fields, rows = whatif_report.csv_column(fields, rows, what_if)
-    out.write(csv_text(fields, rows))
+    return fields, rows
 
 
 @register("runs", "markdown")
