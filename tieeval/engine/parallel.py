@@ -16,6 +16,10 @@ Two ways to feed workers:
 Workers start with ``forkserver`` where available (a clean server process forks them; forking
 a process that already runs pyarrow threads is unsafe) and ``spawn`` elsewhere. Errors are
 raised in dump order, so the message is the one a single process would give.
+
+No worker outlives the process that started its pool, however that process ends (SIGKILL,
+SIGTERM left at its default, ``os._exit``): each watches its parent (:func:`_watch_parent`),
+and the fork server and the resource tracker end by themselves once the workers are gone.
 """
 
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import signal
 import threading
 import warnings
@@ -138,8 +143,58 @@ def _ignored() -> tuple[int, ...]:
                         if signal.getsignal(sig) is signal.SIG_IGN))
 
 
+def _watch_parent() -> None:
+    """End this worker as soon as the process that started its pool ends, however it ends.
+
+    multiprocessing hands each worker a sentinel of its parent: the read end of a pipe
+    whose write end only the parent holds (through a fork server too, whose children the
+    workers are), so it reaches end-of-file when the parent ends. On Linux the kernel then
+    sends this worker SIGKILL itself (the pipe in O_ASYNC mode, with F_SETSIG naming the
+    signal): no thread and no lock is needed, so a worker deep inside a long C call ends
+    at once too. Elsewhere, and as a second guard, a daemon thread waits for the
+    end-of-file and ends the process. (PR_SET_PDEATHSIG would not do: a worker's parent
+    is the fork server, which outlives the run while a worker lives, and the signal
+    follows the thread that forked, not the process.)"""
+    parent = multiprocessing.parent_process()
+    sentinel = getattr(parent, "sentinel", None)
+    if sentinel is None:  # pragma: no cover - not started by multiprocessing
+        return
+    _kill_on_hangup(sentinel)
+    watch = threading.Thread(target=_end_with_parent, args=(sentinel,), daemon=True,
+                             name="tieeval-parent-watch")
+    watch.start()
+
+
+def _kill_on_hangup(fd: int) -> None:
+    """Have the kernel send this process SIGKILL when the pipe ``fd`` reads from has no
+    writer left (Linux; nothing elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: the watch thread does it
+        return
+    set_signal = getattr(fcntl, "F_SETSIG", None)  # Linux only
+    if set_signal is None or not isinstance(fd, int):  # pragma: no cover
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, set_signal, signal.SIGKILL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    except OSError:  # pragma: no cover - not a pipe after all: the watch thread does it
+        pass
+
+
+def _end_with_parent(sentinel) -> None:
+    from multiprocessing.connection import wait
+    try:
+        wait([sentinel])  # also ready at once if the parent ended meanwhile
+    except (OSError, ValueError):  # pragma: no cover - the sentinel is gone: no watch
+        return
+    os._exit(1)
+
+
 def _worker_init(runtime_errors: bool = False, keep_heap: bool = False,
                  ignored: tuple[int, ...] = ()) -> None:
+    _watch_parent()  # first: a parent gone while this worker started ends it too
     # Ctrl-C reaches the whole process group: the main process stops the workers
     # (stop_workers), and they must not print a KeyboardInterrupt traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
