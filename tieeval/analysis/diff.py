@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from tieeval.analysis.stats import check_permutations, paired_comparison, ranking_changes
-from tieeval.engine.consumers import InstanceCollector
+from tieeval.engine.consumers import InstanceCollector, take_instances
 from tieeval.engine.local import drive
 from tieeval.engine.request import EvalOptions
 from tieeval.errors import InputError, ParameterError
@@ -66,7 +66,6 @@ from tieeval.records.diff import (  # noqa: F401 - the diff records, where they 
 )
 from tieeval.records.results import label_rows, original_rule_of
 from tieeval.records.run_labels import RunLabelled, resolve_labels
-from tieeval.records.values import InstanceValues
 from tieeval.records.whatif import NO_WHAT_IF, WhatIf
 
 INSTANCE_FIELD = IDS_FIELD  # the id field a wide dump may store beside its scores
@@ -102,19 +101,9 @@ class RunValues(RunLabelled):
 
     def take(self, order: np.ndarray) -> "RunValues":
         return RunValues(self.path, self.dtype, self.run_labels, self.entries,
-                         [_take(v, order) for v in self.values], self.n[order],
+                         [take_instances(v, order) for v in self.values], self.n[order],
                          {k: v[order] for k, v in self.keys.items()}, self.labelled,
                          self.original_rule)
-
-
-def _at(x: np.ndarray | None, order: np.ndarray) -> Any:
-    return None if x is None else x[order]
-
-
-def _take(v: InstanceValues, order: np.ndarray) -> InstanceValues:
-    return InstanceValues(_at(v.original, order), _at(v.first, order), _at(v.last, order),
-                          _at(v.tie_aware, order), _at(v.variance, order),
-                          _at(v.tie_decided, order), _at(v.defined, order))
 
 
 def _row_keys(batch, source: str | None) -> dict:

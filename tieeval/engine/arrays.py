@@ -160,6 +160,16 @@ def _field(value, kind: str, scores: np.ndarray, offsets, path: str, flat: bool)
     return values, offsets
 
 
+def _positive_column(positive, lengths: np.ndarray, path: str) -> np.ndarray:
+    """The positive's column in each row: one int or one per row, checked as a dump's."""
+    rows = lengths.size
+    pos = as_array(positive, "positive", path)
+    if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
+        raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
+                         f"shape {pos.shape}")
+    return resolve_positive(path, np.broadcast_to(pos, (rows,)), lengths, 0)
+
+
 def _masked(value) -> bool:
     return isinstance(value, np.ma.MaskedArray) and bool(np.ma.getmaskarray(value).any())
 
@@ -210,11 +220,7 @@ def unmask(scores, positive, fields: dict, offsets, path: str):
     if positive is None and not fields:
         positive = 0
     if positive is not None:
-        pos = as_array(positive, "positive", path)
-        if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
-            raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
-                             f"shape {pos.shape}")
-        pos = resolve_positive(path, np.broadcast_to(pos, (rows,)), np.diff(old), 0)
+        pos = _positive_column(positive, np.diff(old), path)
         at = old[:-1] + pos
         masked = np.flatnonzero(~flat_keep[at])
         if masked.size:
@@ -247,29 +253,19 @@ def array_batch(scores, positive=None, *, labels=None, positives=None, negatives
         raise ParameterError(f"{path}: masked scores with a 'ranking': its indices name the "
                              "columns before the mask; drop the masked candidates from both")
     scores, positive, fields, offsets = unmask(scores, positive, fields, offsets, path)
-    labels, positives, negatives, items = (fields.get(k) for k in
-                                           ("labels", "positives", "negatives", "items"))
     arr, off = score_rows(scores, offsets, path)
     rows = arr.shape[0] if off is None else off.size - 1
-    given = {kind: value for kind, value in (("labels", labels), ("positives", positives),
-                                             ("negatives", negatives), ("items", items))
-             if value is not None}
-    present = {kind: kind for kind in given}
+    present = {kind: kind for kind in fields}
     source = _check_combination(path, present, ReadOptions(), positive is not None)
     lengths = (np.full(rows, arr.shape[1], dtype=np.int64) if off is None
                else np.diff(off).astype(np.int64))
     if source is None:
-        pos = np.zeros(rows, dtype=np.int64) if positive is None else positive
-        pos = as_array(pos, "positive", path)
-        if pos.ndim > 1 or (pos.ndim == 1 and pos.size != rows):
-            raise InputError(f"{path}: positive must be one int or one per row ({rows}), got "
-                             f"shape {pos.shape}")
-        pos = resolve_positive(path, np.broadcast_to(pos, (rows,)), lengths, 0)
+        pos = _positive_column(0 if positive is None else positive, lengths, path)
     else:
         pos = np.zeros(rows, dtype=np.int64)
     batch = Batch(arr, pos, 0, off)
     columns = {kind: _field(value, kind, arr, off, path, offsets is not None)
-               for kind, value in given.items()}
+               for kind, value in fields.items()}
     if "items" in columns and columns["items"][0].dtype.kind not in "iuU":
         raise InputError(f"{path}: 'items' must hold integer or string item ids, got "
                          f"{columns['items'][0].dtype}")

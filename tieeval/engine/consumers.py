@@ -40,7 +40,7 @@ from tieeval.records.batch import Batch
 from tieeval.records.values import InstanceValues
 
 __all__ = ["Consumer", "InstanceRows", "InstanceCollector", "Collected",
-           "PER_INSTANCE_COLUMNS", "per_instance_name"]
+           "PER_INSTANCE_COLUMNS", "per_instance_name", "take_instances"]
 
 PER_INSTANCE_COLUMNS = ("original", "first", "last", "tie_aware")
 
@@ -240,7 +240,7 @@ class InstanceCollector(Consumer):
                 ids = ids.astype(str)
         order = _instance_order(self._dump)
         if order is not None:  # instances in the dump's order (a streamed TREC run)
-            values = [_take(v, order) for v in values]
+            values = [take_instances(v, order) for v in values]
             ids = None if ids is None else ids[order]
         self.collected = Collected(self._kernel, values, ids, self._notes)
 
@@ -256,7 +256,7 @@ def _instance_order(dump) -> np.ndarray | None:
     return None if order is None else order()
 
 
-def _take(values: InstanceValues, order: np.ndarray) -> InstanceValues:
+def take_instances(values: InstanceValues, order: np.ndarray) -> InstanceValues:
     """``values`` with its instances in ``order`` (the fields :func:`_concat` keeps)."""
     def at(x):
         return None if x is None else np.asarray(x)[order]
