@@ -302,7 +302,7 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
     relevance fields come from the DataFrame's schema (tests/engine/test_spark.py)."""
     import tieeval.engine.spark as tspark
     import tieeval.io.open as tio
-    from tieeval.engine.spark import refuse_spark
+    from tieeval.engine.request import EvalOptions
     from tieeval.io.base import RelevanceReadOptions, local_path, remote_uri
 
     assert [remote_uri(p) for p in ("hdfs://nn:8020/d", "s3a://b/k.parquet", "gs://b/x",
@@ -314,9 +314,10 @@ def test_spark_pre_check_leaves_remote_uris_to_spark(monkeypatch):
         raise AssertionError("a remote URI was opened on the local disk")
     monkeypatch.setattr(tio, "open_dump", local)
     monkeypatch.setattr(tspark, "open_dump", local)
-    refuse_spark(RelevanceReadOptions())
-    refuse_spark(RelevanceReadOptions(labels="rel"))  # renamed fields: the schema decides
-    refuse_spark(RelevanceReadOptions(qrels="qrels.txt"))  # TREC runs: read on the driver
+    for read in (RelevanceReadOptions(),
+                 RelevanceReadOptions(labels="rel"),  # renamed fields: the schema decides
+                 RelevanceReadOptions(qrels="qrels.txt")):  # TREC runs: read on the driver
+        EvalOptions(read=read, engine="spark")
 
 
 def test_other_commands_read_labelled_dumps(signed):

@@ -50,23 +50,11 @@ from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 
 __all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "from_keywords", "check_jobs",
-           "read_options_of", "refuse_spark", "spark_refusal"]
+           "read_options_of"]
 
 
 class EngineRefusal(ParameterError):
     """An option the chosen engine cannot honour (the command line shows its usage)."""
-
-
-def spark_refusal(why: str) -> str:
-    """The message of what ``--engine spark`` leaves to the local engine."""
-    return f"--engine spark reads Parquet and CSV dumps; {why}: run with --engine local"
-
-
-def refuse_spark(options) -> None:
-    """Refuse what ``--engine spark`` leaves to the local engine and can tell from the
-    options alone: nothing now (TREC runs are read on the driver and evaluated by the
-    executors). NPY/NPZ dumps are refused by :func:`tieeval.engine.spark.open_for_spark`
-    from their format, before Spark starts."""
 
 
 def check_trec_options(judged_only: bool, relevance: RelOptions | None,
@@ -142,9 +130,6 @@ class EvalOptions:
         if self.what_if is not None and not self.what_if.active:
             object.__setattr__(self, "what_if", None)
         self._check_trec_options()
-        self._choose_engine()
-
-    # --- the engine, chosen here once ------------------------------------------------
 
     def _spell(self, name: str, value=None) -> str:
         """An option as the front end spells it: ``--original stable`` or
@@ -153,15 +138,6 @@ class EvalOptions:
             flag = "--" + name.replace("_", "-")
             return flag if value is None else f"{flag} {value}"
         return name if value is None else f"{name}={value!r}"
-
-    def _choose_engine(self) -> None:
-        """Refuse what the chosen engine cannot honour: nothing that the command line or
-        the API can ask for. Spark runs every option of the local engine (the totals,
-        per-instance rows, per-query values, ``diff``, what-ifs, every ranking rule, TREC
-        runs) with the same figures; only a dump's format may leave it to the local
-        engine (NPY/NPZ, float16: :func:`tieeval.engine.spark.open_for_spark`)."""
-        if self.engine != "local":
-            refuse_spark(self.read)
 
     def _check_spark_conf(self) -> None:
         """``spark_conf``: Spark's settings (``KEY=VALUE`` items, pairs or a dict), kept as
@@ -190,11 +166,6 @@ class EvalOptions:
                                                                  judged_depth=depth))
         check_trec_options(getattr(self.read, "judged_only", False), self.relevance,
                            getattr(self.read, "judged_depth", None))
-
-    @property
-    def wants_values(self) -> bool:
-        """Whether the pass gathers per-instance values besides the totals."""
-        return self.per_instance is not None or self.per_query
 
     def replace(self, **changes) -> "EvalOptions":
         return dataclasses.replace(self, **changes)

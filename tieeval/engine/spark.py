@@ -37,11 +37,7 @@ import numpy as np
 from tieeval.engine.arguments import metric_list
 from tieeval.engine.consumers import finishing
 from tieeval.engine.queries import trec_query_report
-from tieeval.engine.request import (  # noqa: F401 - refuse_spark: kept importable here
-    EvalOptions,
-    refuse_spark,
-    spark_refusal,
-)
+from tieeval.engine.request import EvalOptions
 from tieeval.engine.spark_errors import mapped_errors
 from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
     SparkUnavailable,
