@@ -149,7 +149,7 @@ class EvalOptions:
         # the Spark modules load only when Spark is asked for (start-up of every run)
         from tieeval.engine.spark_session import parse_conf
         name = self._spell("spark_conf")
-        conf = parse_conf(given.items() if isinstance(given, dict) else given, name)
+        conf = parse_conf(given, name)
         if self.engine != "spark":
             raise EngineRefusal(f"{name} configures the Spark engine: give "
                                 f"{self._spell('engine', 'spark')} too")

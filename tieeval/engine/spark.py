@@ -83,11 +83,7 @@ from tieeval.metrics.options import RelOptions
 from tieeval.records.results import RunResult
 
 # ---------------------------------------------------------------------------------------
-# what runs on the executors: tieeval.engine.spark_tasks
-
-
-# ---------------------------------------------------------------------------------------
-# the driver
+# the driver (what runs on the executors: tieeval.engine.spark_tasks)
 
 _NUMPY_OF_SPARK = {"FloatType": np.float32, "DoubleType": np.float64, "ByteType": np.int8,
                    "ShortType": np.int16, "IntegerType": np.int32, "LongType": np.int64}
@@ -176,12 +172,6 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
         options = dataclasses.replace(options, layout=layout)
     batch_rows = request.batch_rows or 4096
     wants = wants_of(consumers, totals)
-
-    def kernel_for(info: RelevanceInfo | None):
-        return choose_kernel(spec_for(info, request.metrics, options=request.relevance,
-                                      nan_policy=request.nan_policy, what_if=request.what_if,
-                                      path=path, original=request.original))
-
     names = dataframe.columns
     cols = options.long_columns
     schema = {f.name: f.dataType for f in dataframe.schema.fields}
@@ -207,7 +197,7 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
             picked += [F.col("_metadata.file_path").alias(FILE_COLUMN),
                        F.col("_metadata.file_block_start").alias(BLOCK_COLUMN)]
         selected = dataframe.select(*picked)
-        kernel = kernel_for(info)
+        kernel = _kernel(request, info, path)
         answers = _collect(selected, wide_task(path, options, has_positive, fields, kernel,
                                                wants, ordered))
     else:
@@ -240,17 +230,24 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
         else:
             selected = (selected.repartition("instance")
                         .sortWithinPartitions("instance", "position"))
-        kernel = kernel_for(None)
+        kernel = _kernel(request, None, path)
         answers = _collect(selected, long_task(path, options, has_label, kernel, batch_rows,
                                                False, wants, spilled))
         if answers.again is not None:
             # the label column holds relevance labels: read it as a labels field, from the
             # start, as the local reader does after RelevanceLabelsFound
-            kernel = kernel_for(RelevanceInfo("labels", fields=(cols["label"],)))
+            kernel = _kernel(request, RelevanceInfo("labels", fields=(cols["label"],)), path)
             answers = _collect(selected, long_task(path, options, has_label, kernel,
                                                    batch_rows, True, wants, spilled))
     return _finish(kernel, answers, request, consumers, dump or _Named(path), path, dtype,
                    metadata, warnings, totals)
+
+
+def _kernel(request: EvalOptions, info: RelevanceInfo | None, path: str):
+    """The kernel of ``request`` for a dump carrying ``info``, chosen on the driver."""
+    return choose_kernel(spec_for(info, request.metrics, options=request.relevance,
+                                  nan_policy=request.nan_policy, what_if=request.what_if,
+                                  path=path, original=request.original))
 
 
 def _finish(kernel, answers, request: EvalOptions, consumers, dump, path: str, dtype,
@@ -300,14 +297,6 @@ def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None
     qrels) is read by the local reader on the driver and evaluated by the executors.
     """
     request = EvalOptions(metric_list(metrics), options, relevance, nan_policy, engine="spark")
-    return evaluate_request(request, path, spark=spark)
-
-
-def evaluate_request(request: EvalOptions, path: str, spark=None) -> RunResult:
-    """Run a checked :class:`~tieeval.engine.request.EvalOptions` (``engine='spark'``) on
-    ``path``: its totals, with its run labels over the file's own. The per-instance outputs
-    a request asks for are made by :func:`tieeval.engine.local.evaluate_request`, which
-    calls :func:`drive` with their consumers."""
     result = drive(request, path, spark=spark)
     assert result is not None
     return result
@@ -399,10 +388,7 @@ def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence 
     """A dump the local reader reads whole on the driver (a TREC run and its qrels):
     its batches evaluated by the executors, the answers merged as for a DataFrame."""
     dump.settle()
-    kernel = choose_kernel(spec_for(getattr(dump, "relevance", None), request.metrics,
-                                    options=request.relevance, nan_policy=request.nan_policy,
-                                    what_if=request.what_if, path=dump.path,
-                                    original=request.original))
+    kernel = _kernel(request, getattr(dump, "relevance", None), dump.path)
     size = kernel.batch_rows(dump, request.batch_rows)
     numbered = list(enumerate(dump.batches(size)))
     slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))

@@ -118,9 +118,10 @@ def _quiet_pyspark_warnings() -> None:
 
 def parse_conf(items, what: str = "--spark-conf") -> dict[str, str]:
     """``KEY=VALUE`` strings as a dict (the last of a repeated key wins, as spark-submit's
-    ``--conf``); a malformed item is a :class:`ParameterError` naming it."""
+    ``--conf``; a dict's items too); a malformed item is a :class:`ParameterError` naming
+    it."""
     conf: dict[str, str] = {}
-    for item in items or ():
+    for item in (items.items() if isinstance(items, dict) else items or ()):
         if isinstance(item, tuple):
             key, value = item
         else:
@@ -205,7 +206,6 @@ class SparkSettings:
     master_source: str
     conf: dict[str, str] = field(default_factory=dict)
     given: frozenset = frozenset()
-    defaults_path: str | None = None
 
     @property
     def loopback(self) -> bool:
@@ -252,7 +252,7 @@ def settings(conf=(), environ=None) -> SparkSettings:
     """The configuration of a new session (see the module doc): ``conf`` from the command
     line (``KEY=VALUE`` items or a dict), ``environ`` the environment (this process's)."""
     environ = os.environ if environ is None else environ
-    cli = parse_conf(conf.items() if isinstance(conf, dict) else conf)
+    cli = parse_conf(conf)
     folder = conf_dir(environ)
     path = os.path.join(folder, "spark-defaults.conf") if folder else None
     defaults = read_defaults(path) if path else {}
@@ -275,8 +275,7 @@ def settings(conf=(), environ=None) -> SparkSettings:
         chosen.update({k: v for k, v in _LOOPBACK_DEFAULTS.items() if k not in given})
     chosen.update(cli)
     chosen["spark.master"] = master
-    return SparkSettings(master, source, chosen, frozenset(given | {"spark.master"}),
-                         path if defaults else None)
+    return SparkSettings(master, source, chosen, frozenset(given | {"spark.master"}))
 
 
 def probe_master(spark_settings: SparkSettings, timeout: float = MASTER_PROBE_SECONDS) -> None:
@@ -320,10 +319,6 @@ class JvmOutput:
         return [line for line in lines if not _JVM_NOISE.match(line)][-n:]
 
 
-def _debug() -> bool:
-    return bool(os.environ.get("TIEEVAL_DEBUG"))
-
-
 def _launch(spark_settings: SparkSettings, app_name: str):
     """Start the JVM with its output captured, then the SparkContext on it."""
     import subprocess
@@ -351,7 +346,8 @@ def _launch(spark_settings: SparkSettings, app_name: str):
         return SparkContext(conf=spark_conf)
     try:
         streams: dict[str, Any]
-        if _debug() or own_log4j:  # the JVM's output as it comes, on stderr (never stdout)
+        # TIEEVAL_DEBUG: the JVM's output as it comes, on stderr (never stdout)
+        if os.environ.get("TIEEVAL_DEBUG") or own_log4j:
             streams = {"stdout": 2, "stderr": subprocess.STDOUT}
         else:
             output = JvmOutput()
@@ -373,7 +369,7 @@ def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
     ``spark.sql.execution.arrow.maxRecordsPerBatch``.
     """
     require()
-    cli = parse_conf(conf.items() if isinstance(conf, dict) else conf)
+    cli = parse_conf(conf)
     from pyspark.sql import SparkSession
     spark = SparkSession.getActiveSession()
     if spark is None and "PYSPARK_GATEWAY_PORT" in os.environ:
