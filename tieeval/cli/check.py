@@ -20,6 +20,7 @@ from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
     CliError,
     Command,
+    Parsed,
     chosen_metrics,
     dump_error,
     guide,
@@ -87,31 +88,18 @@ def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet)
     return kept
 
 
-class ThresholdType(click.ParamType):
-    name = "THRESHOLD"
-
-    def __init__(self, kind: str):
-        self.kind = kind
-
-    def convert(self, value, param, ctx):
-        if not isinstance(value, str):
-            return value
-        try:
-            return parse_threshold(self.kind, value)
-        except TieevalError as exc:
-            # click already names the option; drop the library's own "--option: " prefix
-            text = str(exc)
-            prefix = OPTION_NAMES[self.kind] + ": "
-            self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
+def _threshold(kind: str) -> Parsed:
+    return Parsed("THRESHOLD", lambda text: parse_threshold(kind, text),
+                  OPTION_NAMES[kind] + ": ")
 
 
 def _metric_threshold(kind, help_text):
-    return click.option(OPTION_NAMES[kind], kind, type=ThresholdType(kind), multiple=True,
+    return click.option(OPTION_NAMES[kind], kind, type=_threshold(kind), multiple=True,
                         metavar="[METRIC=]BOUND", help=help_text)
 
 
 def _frequency_threshold(kind, help_text):
-    return click.option(OPTION_NAMES[kind], kind, type=ThresholdType(kind), default=None,
+    return click.option(OPTION_NAMES[kind], kind, type=_threshold(kind), default=None,
                         metavar="BOUND", help=help_text)
 
 

@@ -56,6 +56,23 @@ def guide(command: str) -> str:
             f"docs/commands.md#tieeval-{command}")
 
 
+class Parsed(click.ParamType):
+    """An option's text parsed by ``parse``, a library function whose TieevalError becomes
+    click's message, less the library's own ``prefix`` (``--option: ``: click names the
+    option already). A value that is not text is taken as parsed."""
+
+    def __init__(self, name: str, parse, prefix: str = ""):
+        self.name, self._parse, self._prefix = name, parse, prefix
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return self._parse(value)
+        except TieevalError as exc:
+            self.fail(str(exc).removeprefix(self._prefix), param, ctx)
+
+
 class KList(click.ParamType):
     """One or more cutoffs: ``10`` or ``1,5,10``; each a whole number >= 1."""
 

@@ -32,7 +32,8 @@ from tieeval.cli.tables import (
     seed_std_option,
     warn,
 )
-from tieeval.cli.whatif import make_what_if, whatif_options
+from tieeval.cli.whatif import whatif_options
+from tieeval.engine.arguments import what_if_of
 from tieeval.errors import OutputError
 from tieeval.metrics.metric import COLUMNS
 from tieeval.report.registry import renderer, taking
@@ -112,7 +113,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
             and "column" not in renderer("runs", fmt).takes:
         raise click.UsageError("--column, --per-query and --no-summary apply to --format "
                                + " or ".join(taking("runs", "column")))
-    what_if = make_what_if(cast, tolerance)
+    what_if = what_if_of(None, cast, tolerance)
     ids_for = None
     if per_instance is not None:
         if len(files) != 1:

@@ -17,6 +17,7 @@ from tieeval.analysis.diff import (
 from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
     Command,
+    Parsed,
     chosen_metrics,
     guide,
     make_request,
@@ -26,30 +27,18 @@ from tieeval.cli.common import (
     say,
 )
 from tieeval.cli.output import format_option, render
-from tieeval.cli.run_labels import label_options
+from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped
-from tieeval.cli.whatif import evaluate_runs, make_what_if, whatif_options
+from tieeval.cli.whatif import whatif_options
+from tieeval.engine.arguments import what_if_of
 from tieeval.engine.local import open_request
-from tieeval.errors import TieevalError
 from tieeval.records.diff import RankResult
 from tieeval.report import diff as diff_report
 
-
-class WorseMetric(click.ParamType):
-    """``NDCG@10`` or ``SNDCG@10[gamma=0.5]``: a metric whose significant loss fails."""
-
-    name = "METRIC"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            return parse_metric_key(value, "--fail-if-worse")
-        except TieevalError as exc:
-            text = str(exc)
-            prefix = "--fail-if-worse: "
-            self.fail(text[len(prefix):] if text.startswith(prefix) else text, param, ctx)
+# NDCG@10 or SNDCG@10[gamma=0.5]: a metric whose significant loss fails
+WORSE_METRIC = Parsed("METRIC", lambda text: parse_metric_key(text, "--fail-if-worse"),
+                      "--fail-if-worse: ")
 
 
 @click.command(cls=Command, epilog=guide("diff"))
@@ -66,7 +55,7 @@ class WorseMetric(click.ParamType):
               default=DEFAULT_CONFIDENCE, show_default=True,
               help="Confidence level: of the interval of the mean difference, and of the "
                    "tests that name a winner (both p < 1 - confidence, two-sided).")
-@click.option("--fail-if-worse", "fail_if_worse", type=WorseMetric(), multiple=True,
+@click.option("--fail-if-worse", "fail_if_worse", type=WORSE_METRIC, multiple=True,
               metavar="METRIC",
               help="Exit 1 when B is significantly worse than A on METRIC under the "
                    "tie-aware column (B − A < 0, both p < 1 - confidence), with one line on "
@@ -109,7 +98,7 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     chosen = chosen_metrics(k_values, metrics)
     if metrics:  # explicit metrics: the gated ones are compared too (defaults: see below)
         chosen = list(dict.fromkeys(chosen + [m for m, _ in fail_if_worse]))
-    request = make_request(chosen, quiet=quiet, what_if=make_what_if(cast, tolerance),
+    request = make_request(chosen, quiet=quiet, what_if=what_if_of(None, cast, tolerance),
                            paired=True, **read_kwargs)
     warn = None if quiet else (lambda text: say(f"Warning: {text}"))
     dumps = [open_request(request, path) for path in files]
@@ -150,7 +139,7 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
       tieeval rank runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
       tieeval rank sample_scores/*.parquet -m HR@1 -m NDCG@10 --format markdown
     """
-    what_if = make_what_if(cast, tolerance)
-    runs = evaluate_runs(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
+    what_if = what_if_of(None, cast, tolerance)
+    runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), what_if=what_if, meta=meta,
                          template=template, quiet=quiet, **read_kwargs)
     render("rank", fmt, RankResult(rank_groups(grouped(runs, quiet)), what_if))

@@ -8,36 +8,8 @@ import os
 
 import click
 
-from tieeval.cli.common import evaluate_files
-from tieeval.errors import TieevalError
+from tieeval.cli.common import Parsed, evaluate_files
 from tieeval.records.run_labels import LABEL_KEYS, Template, parse_meta, resolve_labels
-
-
-class MetaType(click.ParamType):
-    """``KEY=VALUE`` with KEY one of the run labels."""
-
-    name = "KEY=VALUE"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            (key, text), = parse_meta([value]).items()
-        except TieevalError as exc:
-            self.fail(str(exc), param, ctx)
-        return key, text
-
-
-class TemplateType(click.ParamType):
-    name = "TEMPLATE"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, Template):
-            return value
-        try:
-            return Template.parse(value)
-        except TieevalError as exc:
-            self.fail(str(exc), param, ctx)
 
 
 def label_options(f):
@@ -46,11 +18,13 @@ def label_options(f):
                      help="TREC runs: name each run's method after its tag (6th column) "
                           "instead of its file name, so that files sharing a tag are "
                           "averaged as seeds. By default every file is its own run.")(f)
-    f = click.option("--template", type=TemplateType(), default=None,
+    f = click.option("--template", type=Parsed("TEMPLATE", Template.parse), default=None,
                      help="Read labels from the paths, e.g. "
                           "'{method}/{dataset}_{task}_seed{seed}.npz' (matched against the "
                           "end of each path; '*' matches within a folder name).")(f)
-    f = click.option("--meta", "meta", type=MetaType(), multiple=True,
+    # KEY=VALUE with KEY one of the run labels: a (key, value) pair
+    meta = Parsed("KEY=VALUE", lambda text: next(iter(parse_meta([text]).items())))
+    f = click.option("--meta", "meta", type=meta, multiple=True,
                      help=f"Set a label on every FILE, repeatable: --meta method=ConsRec "
                           f"(labels: {', '.join(LABEL_KEYS)}). Beats --template, which "
                           "beats the file's own metadata, which beats the file name.")(f)
