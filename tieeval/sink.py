@@ -375,6 +375,19 @@ def _all_inputs(inputs: Iterable) -> Iterator[tuple[str, os.stat_result]]:
         yield from _RUN.inputs
 
 
+def write_all(fd: int, data) -> None:
+    """Write every byte of ``data`` (bytes or a byte view) to ``fd``: Python's buffered files
+    can drop the rest of a short write without a word. A write that makes no progress and
+    gives no errno raises ENOSPC, the full disk it is."""
+    view = memoryview(data).cast("B")
+    done = 0
+    while done < view.nbytes:
+        n = os.write(fd, view[done:])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        done += n
+
+
 class SinkFile(io.RawIOBase):
     """A binary, seekable file object over a temporary file whose every write is complete
     or raises :class:`~tieeval.errors.OutputError` (see :mod:`tieeval.sink`).
@@ -443,15 +456,10 @@ class SinkFile(io.RawIOBase):
             self._write_all(memoryview(data))
 
     def _write_all(self, view: memoryview) -> None:
-        done = 0
-        while done < view.nbytes:
-            try:
-                n = os.write(self._fd, view[done:])
-            except OSError as exc:
-                raise self._failed(exc) from None
-            if n <= 0:  # no progress and no errno: treat it as the full disk it is
-                raise self._failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
-            done += n
+        try:
+            write_all(self._fd, view)
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def _finish(self) -> None:
         """Everything on disk (``fsync``), the descriptor closed; errors raise."""
@@ -605,23 +613,14 @@ class PendingOutput:
             import sys
             if sys.stdout is not None:
                 sys.stdout.flush()  # what was printed before goes first
-            while True:
-                data = os.read(source, _BUFFER_BYTES)
-                if not data:
-                    break
-                done = 0
-                while done < len(data):
-                    try:
-                        n = os.write(1, data[done:])
-                    except BrokenPipeError:
-                        raise
-                    except OSError as exc:
-                        raise OutputError(f"stdout: cannot write {self.what}: "
-                                          f"{_reason(exc)}") from None
-                    if n <= 0:
-                        raise OutputError(f"stdout: cannot write {self.what}: "
-                                          f"{os.strerror(errno.ENOSPC)}")
-                    done += n
+            while data := os.read(source, _BUFFER_BYTES):
+                try:
+                    write_all(1, data)
+                except BrokenPipeError:
+                    raise
+                except OSError as exc:
+                    raise OutputError(f"stdout: cannot write {self.what}: "
+                                      f"{_reason(exc)}") from None
         finally:
             os.close(source)
 
@@ -656,4 +655,5 @@ def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
 
 
 __all__ = ["atomic_output", "open_output", "PendingOutput", "check_output_path", "SinkFile",
-           "run_files", "protect_input", "protect_descriptor", "claim_stdout", "STDOUT"]
+           "run_files", "protect_input", "protect_descriptor", "claim_stdout", "STDOUT",
+           "write_all"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from typing import IO, cast
@@ -11,18 +10,10 @@ import click
 
 from tieeval.cli.app import (  # noqa: F401 - the command modules import them from here
     EXIT_CHECK_FAILED,
-    EXIT_INPUT,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
     CliError,
     Command,
-    Group,
-    InternalError,
-    Interrupted,
     _numeric_error,
-    _stop_workers,
     environment_error,
-    expand_multi_value,
     say,
     stdout_error,
 )
@@ -46,6 +37,7 @@ from tieeval.metrics.spellings import (
     trec_printed_name,
 )
 from tieeval.records.results import ORIGINAL_RULES
+from tieeval.sink import write_all
 
 
 def guide(command: str) -> str:
@@ -363,18 +355,6 @@ class _Stdout:
         return getattr(self._stream, name)
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` to ``fd``; a write that makes no progress raises the
-    error the next write gives (``ENOSPC``, ``EFBIG``, ``EIO``) or ``ENOSPC``."""
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        n = os.write(fd, view[done:])
-        if n <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        done += n
-
-
 def _stdout() -> _Stdout:
     if sys.stdout is None:
         raise CliError("cannot write the output to stdout: it is closed")
@@ -391,11 +371,6 @@ def write(text: str) -> None:
 def data_stdout() -> IO[str]:
     """stdout for a renderer that writes to a file object: checked as :func:`write`."""
     return cast(IO[str], _stdout())
-
-
-def stderr_console():
-    from rich.console import Console
-    return Console(stderr=True)
 
 
 def stdout_console():
