@@ -81,9 +81,15 @@ def audit_footer(items: list[AuditItem]) -> str:
     return rules_footer(i.original_rule for i in items if i.original_rule)
 
 
-def render_audit(items: list[AuditItem], console) -> None:
+# ---------------------------------------------------------------------------------------
+# the renderers of audit results, by format
+
+@register("audit", "table", "a rich table for the terminal")
+def audit_table(result: AuditResult, out: Output) -> None:
     from rich import box
     from rich.table import Table
+
+    items, console = result.items, out.console()
 
     table = Table(title="Published claims against the dumps", box=box.SIMPLE_HEAVY,
                   title_style="bold")
@@ -100,48 +106,28 @@ def render_audit(items: list[AuditItem], console) -> None:
     console.print(audit_footer(items), style="dim", soft_wrap=True)
 
 
-def to_markdown(items: list[AuditItem]) -> str:
-    return (md_table(AUDIT_HEADERS, [cells(i) for i in items]) + "\n\n"
-            + md_escape(summary(items)) + "\n\n_" + md_escape(LEGEND) + "_\n\n_"
-            + md_escape(audit_footer(items)) + "_\n")
-
-
-def to_csv(items: list[AuditItem]) -> str:
-    """One line per claim; a ``gamma`` column after ``k`` when a claim has one (a labelled
-    run's row, or a gamma in the claims file)."""
-    fields: tuple[str, ...] = AUDIT_CSV_FIELDS
-    if any(item.has_gamma for item in items):
-        at = fields.index("k") + 1
-        fields = fields[:at] + ("gamma",) + fields[at:]
-    return csv_text(fields, (item.to_dict() for item in items))
-
-
-def to_json(items: list[AuditItem], claims_path: str) -> str:
-    n = counts(items)
-    doc = {**environment(), "claims_file": claims_path,
-           "flagged": sum(n[v] for v in FLAGGED), "counts": n,
-           "claims": [i.to_dict() for i in items]}
-    return json_text(doc)
-
-
-# ---------------------------------------------------------------------------------------
-# the renderers of audit results, by format
-
-@register("audit", "table", "a rich table for the terminal")
-def _audit_table(result: AuditResult, out: Output) -> None:
-    render_audit(result.items, out.console())
-
-
 @register("audit", "json", machine_readable=True)
-def _audit_json(result: AuditResult, out: Output) -> None:
-    out.write(to_json(result.items, result.claims_path))
+def audit_json(result: AuditResult, out: Output) -> None:
+    n = counts(result.items)
+    out.write(json_text({**environment(), "claims_file": result.claims_path,
+                         "flagged": sum(n[v] for v in FLAGGED), "counts": n,
+                         "claims": [i.to_dict() for i in result.items]}))
 
 
 @register("audit", "csv", machine_readable=True)
-def _audit_csv(result: AuditResult, out: Output) -> None:
-    out.write(to_csv(result.items))
+def audit_csv(result: AuditResult, out: Output) -> None:
+    """One line per claim; a ``gamma`` column after ``k`` when a claim has one (a labelled
+    run's row, or a gamma in the claims file)."""
+    fields: tuple[str, ...] = AUDIT_CSV_FIELDS
+    if any(item.has_gamma for item in result.items):
+        at = fields.index("k") + 1
+        fields = fields[:at] + ("gamma",) + fields[at:]
+    out.write(csv_text(fields, (item.to_dict() for item in result.items)))
 
 
 @register("audit", "markdown")
-def _audit_markdown(result: AuditResult, out: Output) -> None:
-    out.write(to_markdown(result.items))
+def audit_markdown(result: AuditResult, out: Output) -> None:
+    items = result.items
+    out.write(md_table(AUDIT_HEADERS, [cells(i) for i in items]) + "\n\n"
+              + md_escape(summary(items)) + "\n\n_" + md_escape(LEGEND) + "_\n\n_"
+              + md_escape(audit_footer(items)) + "_\n")

@@ -170,12 +170,14 @@ def worse_line(result: DiffResult, row) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# diff writers
+# the renderers of diff results, by format
 
-def render_diff(result: DiffResult, console) -> None:
+@register("diff", "table", "a rich table for the terminal")
+def diff_table(result: DiffResult, out: Output) -> None:
     from rich import box
     from rich.table import Table
 
+    console = out.console()
     if result.what_if.active:
         console.print(note(result.what_if), style="bold yellow")
     for line in describe_sides(result):
@@ -197,20 +199,13 @@ def render_diff(result: DiffResult, console) -> None:
     console.print(randomization_note(result), style="dim")
 
 
-def diff_markdown(result: DiffResult) -> str:
-    parts = []
-    if result.what_if.active:
-        parts.append(markdown_note(result.what_if))
-    parts.append("  \n".join(md_escape(line) for line in describe_sides(result)) + "\n\n")
-    for column in ("tie_aware", "original"):
-        parts.append(f"**{md_escape(column_title(result, column))}**\n\n")
-        parts.append(md_table(_headers(result, column), _column_cells(result, column)) + "\n\n")
-    parts.append("\n".join(f"- {md_escape(line)}" for line in verdict_lines(result)) + "\n\n")
-    parts.append(f"_{md_escape(winner_note(result))}_  \n_{randomization_note(result)}_\n")
-    return "".join(parts)
+@register("diff", "json", machine_readable=True)
+def diff_json(result: DiffResult, out: Output) -> None:
+    out.write(json_text({**environment(), **result.to_dict()}))
 
 
-def diff_csv(result: DiffResult) -> str:
+@register("diff", "csv", machine_readable=True)
+def diff_csv(result: DiffResult, out: Output) -> None:
     """One line per metric; the original column's fields carry an ``original_`` prefix."""
     what_if = result.what_if.describe() if result.what_if.active else ""
     lines = []
@@ -227,19 +222,25 @@ def diff_csv(result: DiffResult) -> str:
     fields = DIFF_CSV_FIELDS
     if any(row.labelled for row in result.rows):  # labelled runs: gamma and pairs counted
         fields = fields + ("gamma", "instances")
-    return csv_text(fields + DIFF_CSV_ADDED, lines)
+    out.write(csv_text(fields + DIFF_CSV_ADDED, lines))
 
 
-def _with_environment(body: dict) -> str:
-    return json_text({**environment(), **body})
-
-
-def diff_json(result: DiffResult) -> str:
-    return _with_environment(result.to_dict())
+@register("diff", "markdown")
+def diff_markdown(result: DiffResult, out: Output) -> None:
+    parts = []
+    if result.what_if.active:
+        parts.append(markdown_note(result.what_if))
+    parts.append("  \n".join(md_escape(line) for line in describe_sides(result)) + "\n\n")
+    for column in ("tie_aware", "original"):
+        parts.append(f"**{md_escape(column_title(result, column))}**\n\n")
+        parts.append(md_table(_headers(result, column), _column_cells(result, column)) + "\n\n")
+    parts.append("\n".join(f"- {md_escape(line)}" for line in verdict_lines(result)) + "\n\n")
+    parts.append(f"_{md_escape(winner_note(result))}_  \n_{randomization_note(result)}_\n")
+    out.write("".join(parts))
 
 
 # ---------------------------------------------------------------------------------------
-# rank writers
+# the renderers of rank results, by format
 
 def ranking_title(r: Ranking) -> str:
     """``dataset · task · SNDCG@10 γ=0.5``: the setting, then the metric (and its gamma)."""
@@ -283,16 +284,22 @@ def rank_footer(rankings: list[Ranking]) -> str:
     return rules_footer(e.original_rule or "argsort" for r in rankings for e in r.entries)
 
 
-def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = None) -> None:
+def _active(result: RankResult) -> WhatIf | None:
+    what_if = result.what_if
+    return what_if if what_if is not None and what_if.active else None
+
+
+@register("rank", "table", "a rich table for the terminal")
+def rank_table(result: RankResult, out: Output) -> None:
     from rich import box
     from rich.table import Table
 
-    if what_if is not None and what_if.active:
+    console, rankings, what_if = out.console(), result.rankings, _active(result)
+    if what_if is not None:
         console.print(note(what_if), style="bold yellow")
     seeds = _any_seeds(rankings)
     for r in rankings:
-        title = ranking_title(r) + (" — what-if" if what_if is not None and what_if.active
-                                    else "")
+        title = ranking_title(r) + (" — what-if" if what_if is not None else "")
         table = Table(title=escape(title, "rich"), box=box.SIMPLE_HEAVY, title_style="bold")
         for i, header in enumerate(_rank_headers(seeds)):
             table.add_column(header, justify="left" if i == 1 else "right")
@@ -303,74 +310,36 @@ def render_rankings(rankings: list[Ranking], console, what_if: WhatIf | None = N
     console.print(rank_footer(rankings), style="dim", soft_wrap=True)
 
 
-def rank_markdown(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
-    parts = []
-    if what_if is not None and what_if.active:
+@register("rank", "json", machine_readable=True)
+def rank_json(result: RankResult, out: Output) -> None:
+    active = _active(result)
+    out.write(json_text({**environment(),
+                         "what_if": active.to_dict() if active is not None else None,
+                         "rankings": [r.to_dict() for r in result.rankings]}))
+
+
+@register("rank", "csv", machine_readable=True)
+def rank_csv(result: RankResult, out: Output) -> None:
+    """One line per method and ranking; labelled runs gain a ``gamma`` column after ``k``."""
+    rankings, what_if = result.rankings, _active(result)
+    text = what_if.describe() if what_if is not None else ""
+    fields: tuple[str, ...] = RANK_CSV_FIELDS
+    if any(r.labelled for r in rankings):
+        at = fields.index("k") + 1
+        fields = fields[:at] + ("gamma",) + fields[at:]
+    out.write(csv_text(fields, ({"dataset": r.dataset, "task": r.task, "metric": r.metric,
+                                  "k": r.k, "gamma": r.gamma, **e.to_dict(), "what_if": text}
+                                 for r in rankings for e in r.entries)))
+
+
+@register("rank", "markdown")
+def rank_markdown(result: RankResult, out: Output) -> None:
+    parts, rankings, what_if = [], result.rankings, _active(result)
+    if what_if is not None:
         parts.append(markdown_note(what_if))
     seeds = _any_seeds(rankings)
     for r in rankings:
         parts.append(f"**{md_escape(ranking_title(r))}**\n\n")
         parts.append(md_table(_rank_headers(seeds), _rank_cells(r, seeds)) + "\n\n")
     parts.append(f"_{rank_summary(rankings)}_\n\n_{md_escape(rank_footer(rankings))}_\n")
-    return "".join(parts)
-
-
-def rank_csv(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
-    """One line per method and ranking; labelled runs gain a ``gamma`` column after ``k``."""
-    text = what_if.describe() if what_if is not None and what_if.active else ""
-    fields: tuple[str, ...] = RANK_CSV_FIELDS
-    if any(r.labelled for r in rankings):
-        at = fields.index("k") + 1
-        fields = fields[:at] + ("gamma",) + fields[at:]
-    return csv_text(fields, ({"dataset": r.dataset, "task": r.task, "metric": r.metric,
-                              "k": r.k, "gamma": r.gamma, **e.to_dict(), "what_if": text}
-                             for r in rankings for e in r.entries))
-
-
-def rank_json(rankings: list[Ranking], what_if: WhatIf | None = None) -> str:
-    active = what_if if what_if is not None and what_if.active else None
-    return _with_environment({"what_if": active.to_dict() if active is not None else None,
-                              "rankings": [r.to_dict() for r in rankings]})
-
-
-# ---------------------------------------------------------------------------------------
-# the renderers of diff and rank results, by format
-
-@register("diff", "table", "a rich table for the terminal")
-def _diff_table(result: DiffResult, out: Output) -> None:
-    render_diff(result, out.console())
-
-
-@register("diff", "json", machine_readable=True)
-def _diff_json(result: DiffResult, out: Output) -> None:
-    out.write(diff_json(result))
-
-
-@register("diff", "csv", machine_readable=True)
-def _diff_csv(result: DiffResult, out: Output) -> None:
-    out.write(diff_csv(result))
-
-
-@register("diff", "markdown")
-def _diff_markdown(result: DiffResult, out: Output) -> None:
-    out.write(diff_markdown(result))
-
-
-@register("rank", "table", "a rich table for the terminal")
-def _rank_table(result: RankResult, out: Output) -> None:
-    render_rankings(result.rankings, out.console(), result.what_if)
-
-
-@register("rank", "json", machine_readable=True)
-def _rank_json(result: RankResult, out: Output) -> None:
-    out.write(rank_json(result.rankings, result.what_if))
-
-
-@register("rank", "csv", machine_readable=True)
-def _rank_csv(result: RankResult, out: Output) -> None:
-    out.write(rank_csv(result.rankings, result.what_if))
-
-
-@register("rank", "markdown")
-def _rank_markdown(result: RankResult, out: Output) -> None:
-    out.write(rank_markdown(result.rankings, result.what_if))
+    out.write("".join(parts))

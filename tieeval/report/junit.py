@@ -40,7 +40,9 @@ def case_name(o: Outcome) -> str:
     return f"{o.threshold.kind} {metric_title(str(o.metric), o.gamma)}"
 
 
-def to_junit(result: CheckResult) -> str:
+@register("check", "junit", "JUnit XML, one testcase per check (GitLab, Jenkins)",
+          machine_readable=True)
+def check_junit(result: CheckResult, out: Output) -> None:
     import xml.etree.ElementTree as ET  # only when a JUnit report is written (start-up)
     outcomes = result.outcomes
     errors = len(result.errors)
@@ -73,11 +75,5 @@ def to_junit(result: CheckResult) -> str:
                                         type=o.threshold.kind)
                 failure.text = "\n".join([reason, *advice([o])])
     ET.indent(root)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            + ET.tostring(root, encoding="unicode") + "\n")
-
-
-@register("check", "junit", "JUnit XML, one testcase per check (GitLab, Jenkins)",
-          machine_readable=True)
-def _check_junit(result: CheckResult, out: Output) -> None:
-    out.write(to_junit(result))
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n'
+              + ET.tostring(root, encoding="unicode") + "\n")

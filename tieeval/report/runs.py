@@ -104,35 +104,42 @@ def rules_footer(rules: Iterable[str]) -> str:
     """The footer of an output whose Original figures came from ``rules`` (effective rule
     names, or several joined by ``; ``): each rule in words, numpy's platform for
     ``argsort`` (its order among ties depends on it), and the version."""
-    env = environment()
     names = list(dict.fromkeys(r for text in rules if text for r in text.split("; ")))
-    parts = []
-    for rule in names or ["argsort"]:
-        if rule == "argsort":
-            parts.append(f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
-                         f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); "
-                         "its order among ties is platform-dependent.")
-        elif rule == "trec":
-            parts.append(f"Original = {ORIGINAL_RULE_TEXT[rule]}, as trec_eval ranks.")
-        else:
-            text = ORIGINAL_RULE_TEXT[rule]
-            if rule == "topk":
-                text += f" (torch {_torch_version()})"
-            parts.append(f"Original (--original {rule}) = {text}.")
-    return f"{' '.join(parts)} tieeval {env['tieeval_version']}."
+    parts = [_rule_text(rule) for rule in names or ["argsort"]]
+    return f"{' '.join(parts)} tieeval {environment()['tieeval_version']}."
+
+
+def _rule_text(rule: str) -> str:
+    if rule == "argsort":
+        return _argsort_text()
+    if rule == "trec":
+        return f"Original = {ORIGINAL_RULE_TEXT[rule]}, as trec_eval ranks."
+    return _given_text(rule)
+
+
+def _argsort_text() -> str:
+    env = environment()
+    return (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
+            f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order "
+            "among ties is platform-dependent.")
+
+
+def _given_text(rule: str) -> str:
+    """A rule given with ``--original``, in words (torch's version for ``topk``)."""
+    text = ORIGINAL_RULE_TEXT[rule]
+    if rule == "topk":
+        text += f" (torch {_torch_version()})"
+    return f"Original (--original {rule}) = {text}."
 
 
 def footer(runs: Iterable[RunResult] = ()) -> str:
     """What the Original column ranks by (each rule the runs used), and the versions."""
     runs = list(runs)
     env = environment()
-    argsort = (f"Original = np.argsort(scores * -1) as the codebases rank: numpy "
-               f"{env['numpy_version']} ({env['numpy_simd']}, {env['machine']}); its order "
-               f"among ties is platform-dependent.")
+    argsort = _argsort_text()
     chosen = list(dict.fromkeys(rule for r in runs
                                 if (rule := getattr(r, "original_rule", None)) is not None))
-    trec = any((getattr(r, "relevance", None) or {}).get("source") == "trec"
-               and getattr(r, "original_rule", None) is None for r in runs)
+    trec = any(_is_trec(r) and getattr(r, "original_rule", None) is None for r in runs)
     if runs and all(_is_trec(r) and getattr(r, "original_rule", None) is None for r in runs):
         return rules_footer(["trec"])  # no run was ranked by np.argsort: do not name it
     if not chosen:
@@ -146,11 +153,7 @@ def footer(runs: Iterable[RunResult] = ()) -> str:
         parts.append(argsort)
     if trec:
         parts.append("TREC runs: trec_eval's order (score, then docno, descending).")
-    for rule in chosen:
-        text = ORIGINAL_RULE_TEXT[rule]
-        if rule == "topk":
-            text += f" (torch {_torch_version()})"
-        parts.append(f"Original (--original {rule}) = {text}.")
+    parts += [_given_text(rule) for rule in chosen]
     return f"{' '.join(parts)} tieeval {env['tieeval_version']}."
 
 

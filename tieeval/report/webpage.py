@@ -21,13 +21,13 @@ from tieeval.errors import MissingExtraError, TieevalError
 from tieeval.records.paper import FigurePanel, PaperTable
 from tieeval.records.results import RunResult
 from tieeval.records.runs import RunTables
-from tieeval.report.format import fmt_change, fmt_count, fmt_value
 from tieeval.report.paper import MISSING, _body, _leading_headers, caption, notes
 from tieeval.report.registry import Output, register
 from tieeval.report.runs import (
     METRIC_HEADERS,
     describe_run,
     footer,
+    metric_cells,
     metric_notes,
     tie_rows,
 )
@@ -71,21 +71,13 @@ def _metric_table(run: RunResult) -> str:
     head = "".join((f'<th class="label">{_e(h)}</th>' if i == 0 else f"<th>{_e(h)}</th>")
                    for i, h in enumerate(METRIC_HEADERS))
     rows = []
-    for row in run.metrics:
-        total = getattr(row, "aggregate", None) == "sum"
-        fmt = fmt_count if total else fmt_value
-        name = getattr(row, "display", row.label) + (" (sum)" if total else "")
+    for row, (name, *texts) in zip(run.metrics, metric_cells(run)):
         sd = "" if row.tie_aware_std is None else f' data-sd="{row.tie_aware_std!r}"'
-        cells = [f'<td class="label" data-metric="{_e(row.label)}">{_e(name)}</td>',
-                 f"<td{_value_attr(row.original)}>{fmt(row.original)}</td>",
-                 f"<td{_value_attr(row.first)}>{fmt(row.first)}</td>",
-                 f"<td{_value_attr(row.last)}>{fmt(row.last)}</td>",
-                 f"<td{_value_attr(row.tie_aware)}{sd}>{fmt(row.tie_aware)} ± "
-                 f"{fmt(row.tie_aware_std)}</td>",
-                 f"<td{_value_attr(row.change_original_to_tie_aware)}>"
-                 f"{fmt_change(row.change_original_to_tie_aware)}</td>",
-                 f"<td{_value_attr(row.change_first_to_last)}>"
-                 f"{fmt_change(row.change_first_to_last)}</td>"]
+        values = (row.original, row.first, row.last, row.tie_aware,
+                  row.change_original_to_tie_aware, row.change_first_to_last)
+        cells = [f'<td class="label" data-metric="{_e(row.label)}">{_e(name)}</td>']
+        cells += [f"<td{_value_attr(value)}{sd if i == 3 else ''}>{text}</td>"
+                  for i, (value, text) in enumerate(zip(values, texts))]
         rows.append(f'<tr data-gamma="{_e(getattr(row, "gamma", None))}">'
                     + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="metrics"><thead><tr>{head}</tr></thead>'
@@ -191,7 +183,9 @@ def _paper_section(result: RunTables) -> str:
     return "".join(parts)
 
 
-def to_html(result: RunTables) -> str:
+@register("runs", "html", "one self-contained HTML page: the tables, the tie statistics "
+                          "and Figure 1", progress_bar=False)
+def runs_html(result: RunTables, out: Output) -> None:
     runs = result.runs
     what_if = result.active_what_if
     title = "tieeval report: " + (runs[0].path if len(runs) == 1 else f"{len(runs)} runs")
@@ -210,10 +204,4 @@ def to_html(result: RunTables) -> str:
     parts.append(_paper_section(result))
     parts.append(_figure_section(result))
     parts.append(f"<footer><p>{_e(footer(runs))}</p></footer></body></html>")
-    return "\n".join(p for p in parts if p) + "\n"
-
-
-@register("runs", "html", "one self-contained HTML page: the tables, the tie statistics "
-                          "and Figure 1", progress_bar=False)
-def _runs_html(result: RunTables, out: Output) -> None:
-    out.write(to_html(result))
+    out.write("\n".join(p for p in parts if p) + "\n")
