@@ -18,9 +18,6 @@ from tieeval.cli.app import run_inputs as _inputs
 from tieeval.cli.common import data_stdout, stdout_console, write
 from tieeval.report.registry import describe, formats, renderer
 
-# where --output is kept between parsing and rendering (click's per-invocation scratch)
-_META_KEY = OUTPUT_KEY
-
 
 class StdoutOutput:
     """The report layer's :class:`~tieeval.report.registry.Output` on stdout."""
@@ -76,19 +73,9 @@ class FileOutput:
 
 def _remember(ctx, param, value):
     if value is not None and value != "-":
-        ctx.meta[_META_KEY] = value
+        ctx.meta[OUTPUT_KEY] = value
         ctx.meta.setdefault(BEFORE_RUN, []).append(check_output_option)
     return value
-
-
-def _before(kind: str):
-    def remember(ctx, param, value):
-        # a file the format writes besides its output: refused before the evaluation too
-        before = None if value is None else renderer(kind, value).before
-        if before is not None:
-            ctx.meta.setdefault(BEFORE_RUN, []).append(lambda ctx: before())
-        return value
-    return remember
 
 
 def format_option(kind: str):
@@ -98,10 +85,13 @@ def format_option(kind: str):
     names = formats(kind)
 
     def chosen(ctx, param, value):
-        _before(kind)(ctx, param, value)
         if value is not None:
             from tieeval.cli.progress import NO_BAR_FORMAT
-            ctx.meta[NO_BAR_FORMAT] = not renderer(kind, value).progress_bar
+            picked = renderer(kind, value)
+            ctx.meta[NO_BAR_FORMAT] = not picked.progress_bar
+            before = picked.before  # a file the format writes besides its output: refused
+            if before is not None:  # before the evaluation too
+                ctx.meta.setdefault(BEFORE_RUN, []).append(lambda ctx: before())
         return value
 
     def decorate(f):
@@ -118,7 +108,7 @@ def format_option(kind: str):
 
 def check_output_option(ctx) -> None:
     """Refuse a bad ``--output`` before the evaluation (see :mod:`tieeval.sink`)."""
-    path = ctx.meta.get(_META_KEY)
+    path = ctx.meta.get(OUTPUT_KEY)
     if path is not None:
         from tieeval.sink import check_output_path
         check_output_path(path, inputs=_inputs(ctx), what="the output")
@@ -127,7 +117,7 @@ def check_output_option(ctx) -> None:
 def render(kind: str, fmt: str, result) -> None:
     """Write ``result`` (of ``kind``) in ``fmt`` on stdout, or to the ``--output`` file."""
     ctx = click.get_current_context(silent=True)
-    path = ctx.meta.get(_META_KEY) if ctx is not None else None
+    path = ctx.meta.get(OUTPUT_KEY) if ctx is not None else None
     if path is None:
         renderer(kind, fmt).render(result, StdoutOutput())
         return

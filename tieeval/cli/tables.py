@@ -41,17 +41,16 @@ def run_tables(runs, groups, table: str, *, seed_std: bool = True, what_if=None,
     """The runs and their groups as ``table`` shows them: the paper's tables and Figure 1
     are assembled only when a renderer asks for them (JSON never does), and their module
     is imported only then (a run's own lines, as trec_eval's, never need it)."""
-    def paper_table(number, groups):
-        from tieeval.analysis.paper import paper_table as table
-        return table(number, groups)
+    def paper_table(number):
+        from tieeval.analysis.paper import paper_table
+        return paper_table(number, groups)
 
-    def figure1(groups):
-        from tieeval.analysis.paper import figure1 as figure
-        return figure(groups)
-    paper = None if table == "runs" else (lambda: paper_table(int(table), groups))
+    def figure():
+        from tieeval.analysis.paper import figure1
+        return figure1(groups)
+    paper = None if table == "runs" else (lambda: paper_table(int(table)))
     return RunTables(runs, groups, table, seed_std, what_if, paper, trec_lines,
-                     tables=lambda number: paper_table(number, groups),
-                     figure=lambda: figure1(groups))
+                     tables=paper_table, figure=figure)
 
 
 def grouped(runs, quiet: bool):

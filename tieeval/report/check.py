@@ -22,8 +22,8 @@ from tieeval.report.format import (
     fmt_percent,
     fmt_value,
     json_text,
+    md_escape,
     md_table,
-    md_text,
     metric_title,
 )
 from tieeval.report.registry import Output, register
@@ -247,10 +247,10 @@ def step_summary(result: CheckResult | list[Outcome]) -> str:
     failed = [o for o in outcomes if not o.passed]
     if failed or result.errors:
         lines += ["", "| Dump | Failed check |", "| --- | --- |"]
-        lines += [f"| {md_text(e.path)} | {md_text(error_line(e))} |" for e in result.errors]
-        lines += [f"| {md_text(o.run.path)} | {md_text(message(o))} |" for o in failed]
+        lines += [f"| {md_escape(e.path)} | {md_escape(error_line(e))} |" for e in result.errors]
+        lines += [f"| {md_escape(o.run.path)} | {md_escape(message(o))} |" for o in failed]
     if failed:
-        lines += [""] + [f"- {md_text(line)}" for line in advice(outcomes)]
+        lines += [""] + [f"- {md_escape(line)}" for line in advice(outcomes)]
     return "\n".join(lines) + "\n\n"
 
 

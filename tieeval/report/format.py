@@ -72,11 +72,6 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def md_text(text: str) -> str:
-    """Escape text for a Markdown table cell: backslash, pipe and emphasis characters."""
-    return escape(text, "markdown")
-
-
 def latex_escape(text: str) -> str:
     """Escape text for LaTeX: ``& % $ # _ { } ~ ^ \\`` and a few Unicode signs (γ too, which
     pdflatex cannot typeset as text)."""

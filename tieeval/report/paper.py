@@ -20,7 +20,7 @@ from tieeval.report.format import (
     fmt_size,
     fmt_value,
     latex_escape,
-    md_text,
+    md_escape,
     metric_title,
 )
 from tieeval.report.runs import footer
@@ -209,20 +209,20 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
 # Markdown
 
 def _md_row(cells) -> str:
-    return "| " + " | ".join(md_text(c) for c in cells) + " |"
+    return "| " + " | ".join(md_escape(c) for c in cells) + " |"
 
 
 def to_markdown(table: PaperTable, show_std: bool = True) -> str:
     heads = _flat_headers(table)
     lead = len(_leading_headers(table))
     rule = "|" + "|".join([" --- "] * lead + [" ---: "] * (len(heads) - lead)) + "|"
-    lines = [f"**{md_text(caption(table))}**", ""]
+    lines = [f"**{md_escape(caption(table))}**", ""]
     open_table = False
     for kind, item in _body(table, show_std, "±", MISSING):
         if kind == "task":
             if open_table:
                 lines.append("")
-            lines += [f"**{md_text(item)}**", ""]
+            lines += [f"**{md_escape(item)}**", ""]
             open_table = False
         elif kind == "row":
             if not open_table:
@@ -230,7 +230,7 @@ def to_markdown(table: PaperTable, show_std: bool = True) -> str:
                 open_table = True
             lines.append(_md_row(item))
     lines.append("")
-    lines += [f"_{md_text(n)}_" for n in notes(table, show_std)]
+    lines += [f"_{md_escape(n)}_" for n in notes(table, show_std)]
     return "\n".join(lines) + "\n"
 
 

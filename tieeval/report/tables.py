@@ -62,23 +62,26 @@ def csv_table(result: RunTables) -> tuple[tuple[str, ...], Iterable[dict]]:
     return fields, rows
 
 
+def _document(result: RunTables, out: Output, note, runs_text, paper_text) -> None:
+    """A text document (Markdown, LaTeX): the what-if's ``note``, then the runs or the
+    paper's table."""
+    if result.active_what_if is not None:
+        out.write(note(result.active_what_if))
+    if result.table == "runs":
+        out.write(runs_text(result.runs))
+    else:
+        out.write(paper_text(_paper(result), result.seed_std))
+
+
 @register("runs", "markdown")
 @register("ties", "markdown")
 def tables_markdown(result: RunTables, out: Output) -> None:
-    if result.active_what_if is not None:
-        out.write(whatif_report.markdown_note(result.active_what_if))
-    if result.table == "runs":
-        out.write(runs_report.to_markdown(result.runs))
-    else:
-        out.write(paper_report.to_markdown(_paper(result), result.seed_std))
+    _document(result, out, whatif_report.markdown_note, runs_report.to_markdown,
+              paper_report.to_markdown)
 
 
 @register("runs", "latex", "booktabs")
 @register("ties", "latex", "booktabs")
 def tables_latex(result: RunTables, out: Output) -> None:
-    if result.active_what_if is not None:
-        out.write(whatif_report.latex_note(result.active_what_if))
-    if result.table == "runs":
-        out.write(runs_report.to_latex(result.runs))
-    else:
-        out.write(paper_report.to_latex(_paper(result), result.seed_std))
+    _document(result, out, whatif_report.latex_note, runs_report.to_latex,
+              paper_report.to_latex)
