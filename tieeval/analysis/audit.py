@@ -33,9 +33,6 @@ from tieeval.io.base import require_regular_file
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.registry import REGISTRY, parse_gamma, signed_names
 from tieeval.records.audit import (  # noqa: F401 - the audit records, where they were
-    DETAILS,
-    FLAGGED,
-    UNMATCHED,
     VERDICTS,
     AuditItem,
     Claim,

@@ -50,7 +50,6 @@ from tieeval.records.check import (  # noqa: F401 - the check records, where the
     SIGMA_FLOOR,
     Outcome,
     Threshold,
-    signed_change,
 )
 from tieeval.records.results import MetricRow, RunResult, gammas_text, label_rows
 

@@ -53,8 +53,6 @@ from tieeval.io.open import open_dump
 from tieeval.io.readers import detect_format
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.records.diff import (  # noqa: F401 - the diff records, where they were
-    COMPARISON_KEYS,
-    WINNERS,
     ColumnComparison,
     DiffResult,
     DiffRow,
