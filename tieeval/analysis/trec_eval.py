@@ -13,6 +13,7 @@ or ``last`` print the same lines for the expected, best or worst tie-break.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ import numpy as np
 from tieeval.engine.consumers import Collected
 from tieeval.engine.local import collect_instance_values
 from tieeval.errors import ParameterError
-from tieeval.io.base import ReadOptions
+from tieeval.io.base import ReadOptions, RelevanceReadOptions
 from tieeval.io.open import open_dump
+from tieeval.metrics.conventions import atol_grades
 from tieeval.metrics.metric import COLUMNS
 from tieeval.metrics.registry import REGISTRY
 from tieeval.metrics.spellings import (
@@ -102,8 +104,13 @@ def query_values(path: str, metrics, *, options: ReadOptions | None = None,
     ``kwargs``: ``nan_policy``, ``batch_rows``, ``relevance``, ``what_if``, ``original``
     (as :func:`tieeval.engine.local.collect_instance_values`). A TREC run's queries are
     named by their qid, a long dump's instances by their id, other dumps' rows by their
-    1-based row number.
+    1-based row number. Under a trec_eval convention (in ``relevance``) a TREC run's
+    grades are read as trec_eval reads them, as the evaluation reads them.
     """
+    grades = atol_grades(kwargs.get("relevance"))
+    if grades is not None and isinstance(options, RelevanceReadOptions) \
+            and options.trec_grades is None:
+        options = dataclasses.replace(options, trec_grades=grades)
     kernel, values, ids = collect_instance_values(open_dump(path, options), metrics, **kwargs)
     return query_table(Collected(kernel, values, ids))
 
@@ -173,7 +180,7 @@ def complete_num_rel(run: RunResult, qrels_path: str | None) -> int | None:
             or (rel.get("relevance_level") or 1) <= 1:
         return None
     from tieeval.io.trec import read_qrels
-    return sum(value > 0 for judged in read_qrels(qrels_path).values()
+    return sum(value > 0 for judged in read_qrels(qrels_path, atol_grades(rel)).values()
                for value in judged.values())
 
 
@@ -209,7 +216,8 @@ def relstrings(run: RunResult, path: str, qrels_path: str, length: int,
     depth = rel.get("depth")
     qids, _, labels, offsets, _, query_set, _, judged, _, _ = load(
         path, qrels_path, queries.get("missing_queries") or "skip", judged_only,
-        None if depth is None else int(depth))  # -J -M: cut at depth before -J
+        None if depth is None else int(depth),  # -J -M: cut at depth before -J
+        atol_grades(rel))
     limit = length if depth is None else min(length, int(depth))
     missing = set(query_set.qrels_only)
     out: dict[str, str] = {}

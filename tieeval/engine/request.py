@@ -46,6 +46,7 @@ from tieeval.io.base import (
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.kernels.original import check_rule
 from tieeval.kernels.whatif import WhatIf
+from tieeval.metrics.conventions import atol_grades
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 
@@ -158,8 +159,14 @@ class EvalOptions:
     def _check_trec_options(self) -> None:
         """trec_eval ``-J -M N``: the reader cuts each ranking at N before the unjudged
         documents leave (``judged_depth``), so that the depth is applied where trec_eval
-        applies it."""
+        applies it. Under a trec_eval convention the qrels grades are read as trec_eval
+        reads them (``trec_grades``)."""
         depth = getattr(self.relevance, "depth", None)
+        grades = atol_grades(self.relevance)
+        if isinstance(self.read, RelevanceReadOptions) and grades is not None \
+                and self.read.trec_grades is None:
+            object.__setattr__(self, "read", dataclasses.replace(self.read,
+                                                                 trec_grades=grades))
         if isinstance(self.read, RelevanceReadOptions) and self.read.judged_only \
                 and depth is not None:
             object.__setattr__(self, "read", dataclasses.replace(self.read,

@@ -379,7 +379,9 @@ class RelevanceReadOptions(ReadOptions):
     ``judged_only`` (trec_eval ``-J``) choose a TREC run's query set and documents;
     ``judged_depth`` (trec_eval ``-J -M N``, set by the request from its depth): under
     ``judged_only``, the top N lines of each query in trec_eval's order are kept before
-    the unjudged ones leave.
+    the unjudged ones leave; ``trec_grades`` (set by the request under a trec_eval
+    convention, its name): the qrels grades are read as trec_eval reads them, with C's
+    ``atol`` (``2.9`` -> 2), instead of as written.
     """
 
     labels: str = "labels"
@@ -390,6 +392,7 @@ class RelevanceReadOptions(ReadOptions):
     missing_queries: str | None = None
     judged_only: bool = False
     judged_depth: int | None = None
+    trec_grades: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ last line only; tieeval collects every tag). In qrels, a line starting with ``#`
 comment, and a judgement has exactly four fields. A score or relevance is read as
 trec_eval's ``atof`` (C's ``strtod``) reads it when that reads the whole field as a decimal
 number; a field trec_eval would read in part (``1_000`` as 1, ``abc`` as 0) is an error
-that says what trec_eval would read. Query ids must be UTF-8.
+that says what trec_eval would read. Query ids must be UTF-8. A relevance grade is kept as
+written (``1.5`` a gain of 1.5) unless the reader is told a trec_eval convention
+(``grades``), which reads it as trec_eval does, with C's ``atol`` (:func:`atol`:
+``2.9`` -> 2), and says how many grades changed (:class:`GradeNote`).
 
 Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 
@@ -212,8 +215,83 @@ def _number(path, number, text: bytes, what: str) -> float:
                      f"(trec_eval would read it {read})")
 
 
-def _qrels_lines(path: str, data: bytes):
-    """``(qid, docno, relevance)`` per judgement, every line checked."""
+# C's strtol in base 10, the parser behind trec_eval's atol: blanks, an optional sign, the
+# digits up to the first other byte (none: 0)
+_STRTOL = re.compile(rb"[ \t\n\x0b\x0c\r]*([+-]?)([0-9]*)")
+_LONG_MAX = (1 << 63) - 1
+
+
+def atol(text: bytes) -> int:
+    """C's ``atol`` (glibc, 64-bit long), as trec_eval reads a relevance grade
+    (get_qrels.c): ``0.5`` -> 0, ``2.9`` -> 2, ``-1.5`` -> -1, ``1e2`` -> 1, ``+3`` -> 3;
+    beyond a long the value is clamped, as strtol clamps it.
+
+    >>> [atol(t) for t in (b"0.5", b"2.9", b"-1.5", b"1e2", b"+3", b" 7", b"-.5", b"x")]
+    [0, 2, -1, 1, 3, 7, 0, 0]
+    """
+    m = _STRTOL.match(text)
+    assert m is not None  # every group may be empty
+    if not m.group(2):
+        return 0
+    value = int(m.group(2))
+    value = -value if m.group(1) == b"-" else value
+    return max(-_LONG_MAX - 1, min(_LONG_MAX, value))
+
+
+@dataclass
+class GradeNote:
+    """The grades :func:`atol` changed while a qrels file was read under a trec_eval
+    convention (``convention``): how many, and the first few distinct ones as written."""
+
+    path: str
+    convention: str
+    changed: int = 0
+    examples: dict = field(default_factory=dict)  # text -> value read
+
+    def add(self, texts, read: np.ndarray, values: np.ndarray) -> None:
+        differ = np.flatnonzero(read != values)
+        self.changed += int(differ.size)
+        for i in differ[:8].tolist():
+            if len(self.examples) < 2:
+                self.examples.setdefault(_text(texts[i]), int(read[i]))
+
+    def warning(self) -> str | None:
+        """The one warning of the file, None when no grade changed."""
+        if not self.changed:
+            return None
+        n = self.changed
+        shown = ", ".join(f"{text} -> {value}" for text, value in self.examples.items())
+        return (f"{self.path}: {n} {'grade' if n == 1 else 'grades'} read as trec_eval reads "
+                f"{'it' if n == 1 else 'them'}, as whole numbers (atol: {shown}); without "
+                f"the {self.convention} convention they are kept as written")
+
+
+def _whole_grades(texts, values: np.ndarray, note: GradeNote | None) -> np.ndarray:
+    """``values`` (the float64 relevance of ``texts``, a pyarrow binary array or a list
+    of bytes) as trec_eval's :func:`atol` reads them, the changes counted in ``note``.
+    Only a field with a '.', an 'e' or a value beyond 2**53 can read otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else _binary(list(texts))
+    odd = np.asarray(to_numpy(pc.match_substring_regex(pc.cast(arr, pa.string()),
+                                                       "[.eE]")), dtype=bool)
+    odd |= np.abs(values) >= 2.0 ** 53
+    idx = np.flatnonzero(odd)
+    if idx.size == 0:
+        return values
+    picked = arr.take(pa.array(idx)).to_pylist()
+    read = np.array([float(atol(t)) for t in picked], dtype=np.float64)
+    if note is not None:
+        note.add(picked, read, values[idx])
+    out = values.copy()
+    out[idx] = read
+    return out
+
+
+def _qrels_lines(path: str, data: bytes, grades: GradeNote | None = None):
+    """``(qid, docno, relevance)`` per judgement, every line checked; with ``grades``,
+    relevance as trec_eval's :func:`atol` reads it (the changes counted there)."""
     seen: set = set()
     for number, fields in _lines(data, comment_col0=True):
         if len(fields) != 4:
@@ -228,6 +306,11 @@ def _qrels_lines(path: str, data: bytes):
             raise InputError(f"{path}: line {number}: query {q}: document "
                              f"{_text(doc)} is judged twice")
         seen.add((qid, doc))
+        if grades is not None:
+            read = float(atol(rel))
+            if read != value:
+                grades.add([rel], np.array([read]), np.array([value]))
+            value = read
         yield qid, doc, value
 
 
@@ -243,10 +326,13 @@ def _run_lines(path: str, data: bytes):
         yield qid, doc, value, tag
 
 
-def read_qrels(path: str) -> dict[str, dict[bytes, float]]:
-    """``{qid: {docno: relevance}}`` from a qrels file (``qid iter docno relevance``)."""
+def read_qrels(path: str, grades: str | None = None) -> dict[str, dict[bytes, float]]:
+    """``{qid: {docno: relevance}}`` from a qrels file (``qid iter docno relevance``);
+    ``grades``: a trec_eval convention's name, under which grades are read as trec_eval
+    reads them (:func:`atol`)."""
     qrels: dict[str, dict[bytes, float]] = {}
-    for qid, doc, value in _qrels_lines(path, _read_bytes(path, "qrels")):
+    note = None if grades is None else GradeNote(path, grades)
+    for qid, doc, value in _qrels_lines(path, _read_bytes(path, "qrels"), note):
         qrels.setdefault(qid.decode("utf-8"), {})[doc] = value
     if not qrels:
         raise InputError(f"{path}: no judgements (empty qrels file)")
@@ -497,7 +583,8 @@ def _encode(column) -> tuple[np.ndarray, object]:
 
 
 def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_col0: bool,
-                     *, tags: bool = False, finite: bool = False) -> _Columns | None:
+                     *, tags: bool = False, finite: bool = False,
+                     grades: GradeNote | None = None) -> _Columns | None:
     """The records of a file read chunk by chunk with the fast readers, kept as compact
     arrays; None when a chunk does not fit them (the caller reads the file line by line,
     which names the line of any error)."""
@@ -521,6 +608,8 @@ def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_co
         table, value = got
         if finite and not np.isfinite(value).all():
             return None
+        if grades is not None:
+            value = _whole_grades(_array(table[number]), value, grades)
         if columns is None:  # room for the whole file at the first chunk's line length
             lines = int(value.size * max(1.0, os.path.getsize(path) / read) * 1.02) + 16
             columns = (_Growing(np.int32, lines), _Growing(np.int32, lines),
@@ -569,12 +658,19 @@ def _run_columns(path: str) -> _Columns:
     return _line_columns(rows, list(dict.fromkeys(_text(r[3]) for r in rows)))
 
 
-def _qrels_columns(path: str, *, checked: bool = False) -> _Columns:
+def _qrels_columns(path: str, *, checked: bool = False, grades: GradeNote | None = None
+                   ) -> _Columns:
+    """The judgements; with ``grades``, read as trec_eval reads them (:func:`atol`), the
+    changes counted there."""
     if not checked:
-        got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True)
+        note = None if grades is None else GradeNote(path, grades.convention)
+        got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True,
+                               grades=note)
         if got is not None:
+            if grades is not None and note is not None:
+                grades.changed, grades.examples = note.changed, note.examples
             return got
-    return _line_columns(list(_qrels_lines(path, _read_bytes(path, "qrels"))))
+    return _line_columns(list(_qrels_lines(path, _read_bytes(path, "qrels"), grades)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -615,6 +711,7 @@ class QuerySet:
     best: np.ndarray
     no_ranked: dict = field(default_factory=dict)
     judged_depth: int | None = None  # trec_eval -J -M N: the cut made before -J
+    grade_warning: str | None = None  # grades a trec_eval convention read otherwise
 
     @property
     def rows(self) -> int:
@@ -798,10 +895,13 @@ def _within_depth(run_path: str, query: np.ndarray, scores: np.ndarray, docno: n
 
 
 def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
-         judged_only: bool = False, judged_depth: int | None = None):
+         judged_only: bool = False, judged_depth: int | None = None,
+         grades: str | None = None):
     """Queries as rows: ``(qids, scores, labels, offsets, unranked, query_set, tags,
     judged, unranked_judged, max_label)``; ``judged_depth``: under ``judged_only``, the
-    top N lines of each query are kept first (:func:`_within_depth`)."""
+    top N lines of each query are kept first (:func:`_within_depth`); ``grades``: the
+    trec_eval convention under which the grades are read as trec_eval reads them
+    (:func:`atol`; the query set's ``grade_warning`` says how many changed)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -810,7 +910,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     if run.size == 0:
         raise InputError(f"{run_path}: no results (empty run file)")
     release_freed()  # the parser's chunks, before the arrays of the ordering below
-    qrels = _qrels_columns(qrels_path)
+    note = None if grades is None else GradeNote(qrels_path, grades)
+    qrels = _qrels_columns(qrels_path, grades=note)
     if qrels.size == 0:
         raise InputError(f"{qrels_path}: no judgements (empty qrels file)")
 
@@ -929,7 +1030,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          [qnames[r] for r in np.flatnonzero(in_run & ~in_qrels).tolist()],
                          [qnames[r] for r in np.flatnonzero(in_qrels & ~in_run).tolist()],
                          missing_queries, bool(judged_only), best,
-                         judged_depth=judged_depth if judged_only else None)
+                         judged_depth=judged_depth if judged_only else None,
+                         grade_warning=None if note is None else note.warning())
     if judged_only:  # the rows -J leaves without a ranked document, with their judgements
         for r in np.flatnonzero(counts == 0).tolist():
             query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]
@@ -950,5 +1052,5 @@ def _queries(qids) -> str:
 LINE_BYTES = 34
 
 
-__all__ = ["read_run", "read_qrels", "trec_order", "TrecBatch", "QuerySet",
+__all__ = ["read_run", "read_qrels", "atol", "trec_order", "TrecBatch", "QuerySet",
            "MISSING_QUERIES", "check_missing_queries"]

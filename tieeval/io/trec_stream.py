@@ -44,6 +44,7 @@ from tieeval.io.trec import (
     _NO_RECORD,
     _RUN_FIELDS,
     LINE_BYTES,
+    GradeNote,
     QuerySet,
     TrecBatch,
     _array,
@@ -75,9 +76,11 @@ class WholeRun(ReadAgain):
 class _Qrels:
     """The judgements, sorted by (query, docno) for lookups by the run's lines."""
 
-    def __init__(self, path: str):
-
-        cols = _qrels_columns(path)
+    def __init__(self, path: str, grades: str | None = None):
+        note = None if grades is None else GradeNote(path, grades)
+        cols = _qrels_columns(path, grades=note)
+        #: the warning when grades were read otherwise under a trec_eval convention
+        self.grade_warning = None if note is None else note.warning()
         if cols.size == 0:
             raise WholeRun("empty qrels")
         raw = cols.qid_dict.to_pylist()
@@ -158,8 +161,9 @@ class TrecSource:
     the whole-run reader's once streaming gave up or was declined."""
 
     def __init__(self, path: str, qrels: str, missing: str, judged_only: bool,
-                 judged_depth: int | None = None):
+                 judged_depth: int | None = None, grades: str | None = None):
         self.path, self.qrels_path = path, qrels
+        self.grades = grades
         self.missing, self.judged_only = missing, judged_only
         self.judged_depth = judged_depth if judged_only else None
         self.whole: tuple | None = None
@@ -180,12 +184,19 @@ class TrecSource:
             self.read_whole()
             return
         try:
-            self.q = _Qrels(qrels)
+            self.q = _Qrels(qrels, grades)
         except (WholeRun, InputError):
             # the whole-run reader reads the run first and names the error it always named
             self.q = None
             self.read_whole()
         release_freed()  # the qrels parser's buffers, before the run's
+
+    def grade_warning(self) -> str | None:
+        """The warning of the grades read as trec_eval reads them (the qrels have been
+        read when the source is made: by the streaming reader or the whole-run one)."""
+        if self.q is not None:
+            return self.q.grade_warning
+        return None if self.whole is None else self.whole[5].grade_warning
 
     # -- what the engine and the consumers ask of the dump
 
@@ -208,7 +219,7 @@ class TrecSource:
         if self.whole is not None:
             return
         self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
-                          self.judged_depth)
+                          self.judged_depth, self.grades)
         self.order = None
         qids, scores = self.whole[0], self.whole[1]
         tags = self.whole[6]
@@ -308,7 +319,9 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     the rules, and this module's docstring for how the run is read).
 
     ``options`` (:class:`~tieeval.io.base.RelevanceReadOptions`) may set
-    ``missing_queries`` (``"skip"`` or ``"zero"``) and ``judged_only``. The qrels are read
+    ``missing_queries`` (``"skip"`` or ``"zero"``), ``judged_only`` and ``trec_grades`` (a
+    trec_eval convention's name: grades read as trec_eval reads them, with a warning when
+    one changes). The qrels are read
     here; the run during each pass, so that its input errors come from the pass, and its
     row count, query set and tag are known once a pass has read it.
     """
@@ -320,7 +333,8 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     if not isinstance(judged_only, (bool, np.bool_)):
         raise ParameterError(f"judged_only must be True or False, got {judged_only!r}")
     depth = getattr(options, "judged_depth", None)
-    source = TrecSource(path, qrels, missing, bool(judged_only), depth)
+    grades = getattr(options, "trec_grades", None)
+    source = TrecSource(path, qrels, missing, bool(judged_only), depth, grades)
     info = RelevanceInfo("trec", items=False, original="given", unranked=True,
                          fields=(os.path.basename(qrels),))
     # until a pass has read the run: the query set's options (its counts come with the
@@ -334,7 +348,8 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
                         nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
                         warnings=[w for w in (bom_warning(path, "run"),
-                                              bom_warning(qrels, "qrels")) if w],
+                                              bom_warning(qrels, "qrels"),
+                                              source.grade_warning()) if w],
                         relevance=info, query_set=placeholder,
                         _settle=source.settle, _start_over=source.start_over,
                         _order=source.instance_order, _keep_order=source.keep_order)
@@ -582,7 +597,8 @@ class _Pass:
         both = int(self.in_run.sum())
         query_set = QuerySet(source.path, source.qrels_path, len(self.seen), len(q), both,
                              sorted(self.run_only), qrels_only, source.missing,
-                             bool(source.judged_only), best, self.no_ranked)
+                             bool(source.judged_only), best, self.no_ranked,
+                             grade_warning=q.grade_warning)
         source._settle_dump(query_set, tags, len(names), self.total_lines)
 
 

@@ -34,7 +34,9 @@ class Convention:
     ``metrics`` are templates (``"MAP@K"`` once per K, ``"MRR"`` once), metric-major;
     ``options`` maps every field of :data:`OPTIONS` to its value; ``library`` names the
     library with the version the preset was checked against, ``source`` the file that
-    defines its metrics; ``caveats`` what of the library's own output no ranking gives.
+    defines its metrics; ``caveats`` what of the library's own output no ranking gives;
+    ``atol_grades``: the library reads a qrels grade as a whole number, with C's ``atol``
+    (trec_eval's get_qrels.c: ``2.9`` -> 2), and so does a TREC run's reader under it.
     """
 
     name: str
@@ -43,6 +45,7 @@ class Convention:
     metrics: tuple = ()
     options: dict = field(default_factory=dict)
     caveats: str = ""
+    atol_grades: bool = False
 
     def __post_init__(self) -> None:
         missing = set(OPTIONS) ^ set(self.options)
@@ -85,7 +88,7 @@ CONVENTIONS = {c.name: c for c in (
         _options(no_relevant="zero"),
         "IPrec@x (`iprec_at_recall_x`) is trec_eval 10's: its cutoff in relevant items is "
         "lround(x R). pytrec_eval bundles trec_eval 9.0.8, whose cutoff is (long)(x R + 0.9): "
-        "`--convention trec_eval9` gives its figures."),
+        "`--convention trec_eval9` gives its figures.", atol_grades=True),
     Convention(
         "trec_eval9", "trec_eval 9.0.8 through pytrec_eval-terrier 0.5.11",
         "trec_eval 9.0.8 m_iprec_at_recall.c",
@@ -93,7 +96,7 @@ CONVENTIONS = {c.name: c for c in (
         _options(no_relevant="zero", iprec_rounding="trec_eval9"),
         "trec_eval's convention with trec_eval 9.0.8's IPrec@x, the one pytrec_eval and "
         "ir_measures compute: the cutoff in relevant items is (long)(x R + 0.9), not trec_eval "
-        "10's lround(x R). Every other measure is the same in both."),
+        "10's lround(x R). Every other measure is the same in both.", atol_grades=True),
     Convention(
         "ranx", "ranx 0.3.21", "ranx/metrics/*.py",
         ("HR@K", "MRR@K", "MAP@K", "Precision@K", "Recall@K", "NDCG@K"),
@@ -150,6 +153,15 @@ def preset_options(name, **given) -> dict:
     if conv is not None and conv.name != "paper":
         out["convention"] = conv.name
     return out
+
+
+def atol_grades(options) -> str | None:
+    """The name of the convention recorded in ``options`` (a :class:`RelOptions`, or the
+    JSON's ``relevance`` dict) when it reads qrels grades with C's ``atol``, else None."""
+    name = options.get("convention") if isinstance(options, dict) else getattr(
+        options, "convention", None)
+    conv = convention(name)
+    return conv.name if conv is not None and conv.atol_grades else None
 
 
 def convention_metrics(options: RelOptions | None, ks) -> list[Metric] | None:
