@@ -351,3 +351,60 @@ def test_complete_run_with_a_relevance_level_prints_trec_evals_num_rel():
     assert result.exit_code == 0, result.stderr
     with open(os.path.join(DATA, "out.test.cl2"), encoding="utf-8") as f:
         assert result.stdout.splitlines() == f.read().splitlines()
+
+
+# trec_eval's names of the measures below and tieeval's (the JSON's and --per-instance's)
+_PRINTED = {"num_ret": "NumRet", "num_rel": "NumRel", "num_rel_ret": "NumRelRet",
+            "num_nonrel_judged_ret": "NumNonRelJudgedRet", "num_q": "NumQ",
+            "P_2": "Precision@2", "map": "MAP", "Rprec": "Rprec", "success_1": "Success@1"}
+_COUNTS = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "num_q"}
+
+
+@pytest.mark.parametrize("column", ["original", "first", "last", "tie_aware"])
+def test_every_printed_value_is_the_jsons_in_every_column(tmp_path, column):
+    """A tie block cut by the depth (-M 3): query 1 ranks the relevant d1 alone, then ties
+    d2 (relevant), d3 (non-relevant), d4 (relevant) and the unjudged d5, of which 2 are
+    kept: its expected num_rel_ret is 1 + 2 * 2/4 = 2 and num_nonrel_judged_ret 2 * 1/4 =
+    0.5. Query 2 ties a and c (relevant), b (non-relevant) and the unjudged x, 3 kept:
+    3 * 2/4 = 1.5 and 3 * 1/4 = 0.75. Every line of every column is the JSON's value
+    (per query: --per-instance's), a count printed whole only when it is whole."""
+    import pyarrow.parquet as pq
+
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("1 0 d1 1\n1 0 d2 1\n1 0 d3 0\n1 0 d4 1\n2 0 a 1\n2 0 b 0\n2 0 c 1\n")
+    run.write_text("1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n1 Q0 d3 3 2 r\n1 Q0 d4 4 2 r\n"
+                   "1 Q0 d5 5 2 r\n2 Q0 a 1 1 r\n2 Q0 b 2 1 r\n2 Q0 c 3 1 r\n2 Q0 x 3 1 r\n")
+    measures = [arg for name in _PRINTED for arg in ("-m", name)]
+    common = ["compare", "--qrels", str(qrels), str(run), "--convention", "trec_eval",
+              "-M", "3", "-q", *measures]
+    text = runner().invoke(cli, [*common, "--format", "trec_eval", "--per-query",
+                                 "--column", column], catch_exceptions=False)
+    assert text.exit_code == 0, text.stderr
+    rows = tmp_path / "rows.parquet"
+    out = runner().invoke(cli, [*common, "--format", "json", "--per-instance", str(rows)],
+                          catch_exceptions=False)
+    assert out.exit_code == 0, out.stderr
+    means = {m["metric"] + (f"@{m['k']}" if m["k"] is not None else ""): m[column]
+             for m in json.loads(out.stdout)["runs"][0]["metrics"]}
+    per_query = {r["instance"]: r for r in pq.read_table(rows).to_pylist()}
+    if column == "tie_aware":  # the expectations derived above
+        assert per_query["1"]["NumRelRet_tie_aware"] == 2
+        assert per_query["1"]["NumNonRelJudgedRet_tie_aware"] == 0.5
+        assert per_query["2"]["NumRelRet_tie_aware"] == 1.5
+        assert per_query["2"]["NumNonRelJudgedRet_tie_aware"] == 0.75
+        assert means["NumRelRet"] == 3.5 and means["NumNonRelJudgedRet"] == 1.25
+    seen = set()
+    for line in text.stdout.splitlines():
+        measure, qid, printed = (part.strip() for part in line.split("\t"))
+        if measure == "runid":
+            continue
+        name = _PRINTED[measure]
+        value = means[name] if qid == "all" else per_query[qid][f"{name}_{column}"]
+        if measure in _COUNTS and float(value).is_integer():
+            assert printed == str(int(value)), line
+        else:  # trec_eval's %6.4f: an expected count keeps its decimals
+            assert printed == f"{value:6.4f}", line
+        seen.add((measure, qid))
+    # num_q has its 'all' line only, as in trec_eval
+    assert seen == {(m, q) for m in _PRINTED for q in ("1", "2", "all")
+                    if m != "num_q" or q == "all"}

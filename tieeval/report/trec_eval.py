@@ -1,7 +1,8 @@
 """trec_eval's text output: ``measure<TAB>qid<TAB>value`` lines, byte for byte as trec_eval
 prints them (meas_print_single.c, meas_print_final.c): the name left-justified to 22
 characters, a tab, the query id, a tab, and the value as ``%6.4f``, or as a whole number for
-the counts (``num_ret``, ``num_rel``...); ``runid`` prints its text. The texts (a query id,
+the counts (``num_ret``, ``num_rel``...) when it is one (an expected count keeps its
+decimals); ``runid`` prints its text. The texts (a query id,
 a runid) are written in their one-line form (:func:`tieeval.util.escaping.escape`): a line break
 in them would start a line of its own."""
 
@@ -16,13 +17,15 @@ from tieeval.util.escaping import escape
 
 
 def trec_value(line: TrecLine) -> str:
-    """The value as trec_eval prints it: ``%6.4f``, ``%ld`` of the truncated count, or
-    the runid's text."""
+    """The value as trec_eval prints it: ``%6.4f``, ``%ld`` of a count, or the runid's
+    text. A count that is not a whole number -- an expected count over the tie orders
+    (First, Last and Tie-aware of a tie block cut by the depth) -- keeps its decimals,
+    as ``%6.4f``: the line holds the value the JSON holds."""
     value = line.value
     if isinstance(value, str):
         return escape(value)
-    if line.integer and math.isfinite(value):
-        return str(int(value))  # C's (long) cast truncates toward zero, as int() does
+    if line.integer and math.isfinite(value) and float(value).is_integer():
+        return str(int(value))
     if math.isnan(value):
         return "  -nan"  # glibc's %6.4f of 0.0/0.0 (the sign bit set): trec_eval's -J lines
     return f"{value:6.4f}"
