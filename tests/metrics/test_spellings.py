@@ -297,3 +297,35 @@ def test_docs_status_tables_are_generated():
         block = block.split(f"<!-- end of {name}", 1)[0]
         assert block == make(), ("regenerate docs/metric-names.md from "
                                  f"tieeval.metrics.spellings.{make.__name__}()")
+
+
+@pytest.mark.parametrize("text", ["RBP", "Rbp", "RBP(p=0.5)", "RBP@10", "RBP(rel=1)",
+                                  "RBP(p=0.8)"])
+def test_ir_measures_rbp_is_not_trec_evals_rbp(text):
+    """ir_measures' RBP is p = 0.8 with the grades as gains (trectools; ir_measures'
+    measures/rbp.py: p defaults to 0.8): never answered as trec_eval's rbp (p = 0.9, gains
+    scaled), which only the lower-case trec_eval name gives."""
+    with pytest.raises(ParameterError) as info:
+        Metric.expand(text)
+    said = str(info.value)
+    assert said.startswith(f"{text!r} is ir_measures' RBP, which tieeval does not compute")
+    assert "p = 0.8" in said and "`rbp` (`TrecRBP`)" in said
+    assert [str(m) for m in Metric.expand("rbp")] == ["TrecRBP"]
+    assert [str(m) for m in Metric.expand("rbp.p=0.9")] == ["TrecRBP"]
+
+
+@pytest.mark.parametrize("text,plain", [("nDCG(dcg='exp-log2')@10", "NDCG@10"),
+                                        ("nDCG(dcg=exp-log2)", "NDCG"),
+                                        ("NDCG(gain=exponential)@10", "NDCG@10"),
+                                        ("NDCG(gain=exp)@5", "NDCG@5")])
+def test_a_gain_in_a_metric_name_points_to_the_runs_option(text, plain):
+    """The message names what was written and the option that gives it, never a spelling
+    the user did not write."""
+    with pytest.raises(ParameterError) as info:
+        Metric.expand(text)
+    said = str(info.value)
+    assert said.startswith(repr(text))
+    assert f"give -m {plain} with --gain " in said
+    assert "cannot parse" not in said
+    if "dcg" in text:
+        assert "NDCG(gain=" not in said

@@ -26,6 +26,7 @@ from tieeval.metrics.spellings import (
     asks_relstring,
     asks_runid,
     choices_text,
+    run_option_error,
     translate,
     trec_family,
     unknown_hint,
@@ -105,7 +106,14 @@ class Metric:
                                                         and trec_family(m.group(1))):
             texts = translate(text)
             if texts is not None:
+                for t in texts:  # options in parentheses: the run's options here
+                    error = run_option_error(text, t)
+                    if error is not None:
+                        raise error
                 return [cls._parse(t) for t in texts]
+            error = run_option_error(text, text)
+            if error is not None:
+                raise error
         return [cls._parse(text)]
 
     @classmethod

@@ -265,8 +265,10 @@ IR_NOTES = {
     "SDCG": "scaled DCG, `SDCG(max_rel=N)@K`; tieeval's `SDCG@K`, without the max_rel "
             "ir_measures requires, is tieeval's signed DCG",
     "infAP": "trec_eval's infAP (ir_measures computes it with pytrec_eval)",
-    "RBP": "rank-biased precision with ir_measures' persistence p = 0.8 and its gains; "
-           "trec_eval's rbp (p = 0.9, gains scaled to [0, 1]) is `rbp` (`TrecRBP`)",
+    "RBP": "ir_measures' rank-biased precision, persistence p = 0.8 unless RBP(p=...) "
+           "says, computed by trectools with the grades as gains (not scaled) and each tie "
+           "block's weights averaged, or with rel=N by cwl_eval on 0/1 gains; trec_eval's "
+           "rbp (p = 0.9, gains scaled to [0, 1]) is `rbp` (`TrecRBP`)",
     **{name: "a set measure of the whole retrieved list" for name in (
         "SetP", "SetR", "SetF", "SetAP", "SetRelP")},
     **{name: "a user-model measure of the C/W/L framework (cwl_eval)" for name in (
@@ -579,8 +581,37 @@ def translate(text: object) -> list[str] | None:
     """
     if not isinstance(text, str):
         return None
+    m = _IR_FORM.match(text)
+    if m is not None and key(m.group(1)) == "RBP" and m.group(1) != "rbp":
+        # ir_measures' RBP (p = 0.8), not trec_eval's rbp (p = 0.9), whose name is lower case
+        raise _ir_refusal("RBP", text)
     out = _trec_eval(text)
     return out if out is not None else _ir_measures(text)
+
+
+def run_option_error(text: str, translated: str) -> ParameterError | None:
+    """The error of a metric ``text`` the user wrote whose options in parentheses
+    (``translated``: ``NDCG(gain=exponential)@10``, what ir_measures' ``dcg='exp-log2'``
+    is here) are options of the whole run on the command line: naming what the user wrote
+    and the option that gives it; None when ``translated`` has no such options."""
+    m = _IR_FORM.match(translated)
+    if m is None or not m.group(2):
+        return None
+    name, opt_text, k_text = m.groups()
+    if key(name) not in REGISTRY:
+        return None
+    plain = name if k_text is None else f"{name}@{k_text}"
+    flags, api = [], []
+    for item in filter(None, (s.strip() for s in opt_text.split(","))):
+        opt, sep, value = (s.strip().strip("'\"") for s in item.partition("="))
+        if not sep:
+            return None
+        flags.append(f"--{opt.replace('_', '-')} {value}")
+        api.append(f"{opt}={value!r}")
+    said = f"{text!r} is {plain} with {' '.join(flags)}" if text != translated else \
+        f"{text!r}: {', '.join(api)} is an option of the whole run"
+    return ParameterError(f"{said}: give -m {plain} with {' '.join(flags)} "
+                          f"({', '.join(api)} in the API)")
 
 
 # ---------------------------------------------------------------------------------------
