@@ -329,3 +329,16 @@ def test_a_gain_in_a_metric_name_points_to_the_runs_option(text, plain):
     assert "cannot parse" not in said
     if "dcg" in text:
         assert "NDCG(gain=" not in said
+
+
+def test_rr_at_k_carries_the_tie_order_note_judged_carries():
+    """ir_measures computes RR@K with its msmarco provider, which sorts a query's documents
+    by (-score, docno) (docno ascending), as it computes Judged@K: both notes say the
+    Original column can differ on ties, and the docs' table prints them."""
+    from tieeval.metrics.spellings import IR_NOTES, markdown_ir_status
+    for name in ("Judged", "RR"):
+        assert "docno ascending" in IR_NOTES[name]
+        assert "First, Last and Tie-aware do not depend on a tie order" in IR_NOTES[name]
+    rows = [row for row in markdown_ir_status().splitlines()
+            if row.startswith(("| `RR`", "| `MRR`"))]
+    assert len(rows) == 2 and all("supported, with a note" in r for r in rows)

@@ -257,6 +257,10 @@ IR_NOTES = {
               "ir_measures breaks score ties by docno ascending, a TREC run's Original here "
               "by trec_eval's order, so the Original column can differ on ties (First, Last "
               "and Tie-aware do not depend on a tie order)",
+    "RR": "RR@K comes from ir_measures' msmarco provider, which breaks score ties by docno "
+          "ascending, a TREC run's Original here by trec_eval's order (docno descending), so "
+          "RR@K's Original can differ on ties (First, Last and Tie-aware do not depend on a "
+          "tie order); RR without a cutoff comes from pytrec_eval, in trec_eval's order",
     "ERR": "gdeval's ERR with g_max = max(4, the largest judgement)",
     "NumQ": "ir_measures counts only the queries the run answers: `--missing-queries skip` "
             "(the default)",
