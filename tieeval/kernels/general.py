@@ -124,7 +124,8 @@ class GeneralKernel(Kernel):
         # the deepest place any ordering is read at (the metrics and the tie-decided HR@K
         # of every --k): the table leaves out the tie blocks below it
         self.prune_depth = (None if self.rank_depth is None else max(
-            [self.rank_depth, *(TIE_DECIDED.read_depth(k) for k in spec.ks)]))
+            # HR@K reads the top K (a whole number)
+            [self.rank_depth, *(cast(int, TIE_DECIDED.read_depth(k)) for k in spec.ks)]))
         if self.prune_depth is not None:
             # every metric is cut off at K: the table keeps the blocks within that depth
             # only, and about half the working memory per score. Twice the rows per batch

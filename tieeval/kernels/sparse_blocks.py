@@ -301,7 +301,7 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     b.n_pos_ranked = b.n_pos
     b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
     # the marked items' rows and labels (the ideal DCG and the largest label read them)
-    b._marked = (mrow, ml)
+    b.marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
     listed = b.original == "given"  # rows listed best first (checked): no sort, no search
     width = int(n[0]) if dense and n[0] > 0 else None
@@ -605,7 +605,7 @@ def _row_groups(n: np.ndarray, rows: np.ndarray):
 def row_max_label(b) -> np.ndarray:
     """Each row's largest ranked label from a sparse table: 0 when the row has an unmarked
     item (label 0), -inf for an empty row."""
-    mrow, ml = b._marked
+    mrow, ml = b.marked
     counts = np.bincount(mrow, minlength=b.rows)
     out = np.where(b._row_length > counts, 0.0, -np.inf)
     np.maximum.at(out, mrow, ml)

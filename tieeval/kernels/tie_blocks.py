@@ -261,7 +261,7 @@ class RelBatch:
     # the sparse table's own attributes (set by tieeval.kernels.sparse_blocks.build)
     _top_ties: tuple[np.ndarray, np.ndarray]
     _judged_original: np.ndarray
-    _marked: tuple[np.ndarray, np.ndarray]
+    marked: tuple[np.ndarray, np.ndarray]
     _full_args: tuple | None
 
     def __init__(self, scores, labels, offsets=None, *, unranked=None, judged=None,
@@ -373,7 +373,7 @@ class RelBatch:
         self.bid = np.cumsum(new) - 1
         self.brow = rw[bst]
         self.ba = self.pos[bst]
-        self._scores, self._labf = s, labf
+        self._scores, self.lab_input = s, labf
         lab = labf[order]
         # 'first': labels descending inside every tie block (judged before unjudged among
         # equal labels). Only positions in blocks of two or more are reordered, by one small
@@ -400,12 +400,12 @@ class RelBatch:
         self._row_max_label = np.full(rows, -np.inf)
         np.maximum.at(self._row_max_label, rw, labf)
         self._add_unranked(unranked, unranked_judged)
-        self.p_t = self._block_sum(self.relevant(self.lab_first).astype(np.int64))
+        self.p_t = self.block_sum(self.relevant(self.lab_first).astype(np.int64))
         # judged non-relevant items per block (bpref) and judged items per block (Judged@K)
-        self.j_t = self._block_sum((self.judged_first
+        self.j_t = self.block_sum((self.judged_first
                                     & ~self.relevant(self.lab_first)).astype(np.int64))
-        self.jd_t = self._block_sum(self.judged_first.astype(np.int64))
-        self.q_t = self._block_sum((self.lab_first < 0).astype(np.int64))
+        self.jd_t = self.block_sum(self.judged_first.astype(np.int64))
+        self.q_t = self.block_sum((self.lab_first < 0).astype(np.int64))
         newrow = np.ones(bst.size, dtype=bool)
         newrow[1:] = self.brow[1:] != self.brow[:-1]
         self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
@@ -434,7 +434,7 @@ class RelBatch:
         elif unranked_judged is not None:
             raise ParameterError("unranked_judged needs unranked")
 
-    def _by_length(self, rows: np.ndarray):
+    def by_length(self, rows: np.ndarray):
         """Groups of ``rows`` of one length: ``(base, idx)`` with 2-D ``idx = base + arange``.
 
         The loop runs over distinct row lengths, at most sqrt(2 * size) of them.
@@ -510,15 +510,15 @@ class RelBatch:
             self._full.planned = self.planned
 
     # -- sums ------------------------------------------------------------------------------
-    def _block_sum(self, x: np.ndarray) -> np.ndarray:
+    def block_sum(self, x: np.ndarray) -> np.ndarray:
         if self.bst.size == 0:
             return np.zeros(0, dtype=x.dtype)
         return np.add.reduceat(x, self.bst)
 
-    def _row_any(self, block_mask: np.ndarray) -> np.ndarray:
+    def row_any(self, block_mask: np.ndarray) -> np.ndarray:
         return np.bincount(self.brow[block_mask], minlength=self.rows) > 0
 
-    def _within_row_exclusive(self, x_t: np.ndarray) -> np.ndarray:
+    def within_row_exclusive(self, x_t: np.ndarray) -> np.ndarray:
         """For each block, the sum of ``x_t`` over the earlier blocks of its row.
 
         Exact for integer counts (held as int64, or as float64 below 2**53).
@@ -577,7 +577,7 @@ class RelBatch:
         def sort(group):
             base, idx = group
             return base + self._row_orders(s[idx])
-        groups = list(self._by_length(rows))
+        groups = list(self.by_length(rows))
         for (_, idx), got in zip(groups, map_blocks(sort, groups, [g[1].size for g in groups])):
             yield idx, got
 
@@ -586,7 +586,7 @@ class RelBatch:
         (:class:`tieeval.kernels.original.Listed`): each row's listed candidates, then the
         rest in score order (they never decide a metric the list covers)."""
         self._original_index = listed.order(self._order, self.offsets)
-        self._lab_original = self._labf[self._original_index]
+        self._lab_original = self.lab_input[self._original_index]
 
     def lab_original(self) -> np.ndarray:
         """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
@@ -619,7 +619,7 @@ class RelBatch:
         :meth:`judged_extremes` orders)."""
         return self.judged_original() | (self.lab_original() < 0)
 
-    def _ideal_labels(self, k: int | None = None) -> np.ndarray:
+    def ideal_labels(self, k: int | None = None) -> np.ndarray:
         """Each row's labels sorted descending, by position (cached per ``k``).
 
         With a cutoff only the first ``k`` positions are needed (the others get 0): they
@@ -627,8 +627,8 @@ class RelBatch:
         """
         if k not in self._lab_ideal:
             ideal = np.zeros(self.size)
-            for _, idx in self._by_length(np.arange(self.rows)):
-                lab = self._labf[idx]
+            for _, idx in self.by_length(np.arange(self.rows)):
+                lab = self.lab_input[idx]
                 if k is not None and k < idx.shape[1]:
                     top = np.partition(-lab, k - 1, axis=1)[:, :k]
                     ideal[idx[:, :k]] = -np.sort(top, axis=1)
@@ -709,9 +709,10 @@ class Evaluation:
             # minimum; the label orderings do not order it)
             negatives = self.measure.negatives_judged
             jfirst, jlast = b.judged_extremes(negatives)
-            first, last = realise(None, jfirst), realise(None, jlast)
+            by_judged = self.measure.realise_judged
+            first, last = by_judged(self, jfirst), by_judged(self, jlast)
             jorig = b.judged_or_negative_original if negatives else b.judged_original
-            original = (realise(None, jorig()) if self.original_order
+            original = (by_judged(self, jorig()) if self.original_order
                         else np.full(b.rows, np.nan))
         elif orders == BY_LABELS_AND_JUDGED:  # reads the judged mask of each ordering
             first = realise(b.lab_first, b.judged_first)

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.geometric import geometric_reason, spread
+from tieeval.metrics.measures.geometric import Spread, geometric_reason, spread
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.util.stopping import checkpoint
 
 _CHUNK = 1 << 22  # elements per 2-D work array
@@ -119,7 +120,7 @@ def ap_block_variance(a, n, p, m, before) -> np.ndarray:
 class AveragePrecision(Measure):
     """``(1/Z) sum_{r <= K, relevant} precision@r``; exact E and Var."""
 
-    def norm(self, ev) -> np.ndarray:
+    def norm(self, ev: TableEvaluation) -> Floats:
         """Z: R, or min(K, R) with ``ap_norm="min"`` and a cutoff."""
         if ev.m.k is not None and ev.m.ap_norm == "min":
             return np.minimum(ev.k_safe(), ev.R)
@@ -130,7 +131,7 @@ class AveragePrecision(Measure):
         same options share them (computed once per batch)."""
         return ("AP", ev.m.k, ev.m.ap_norm, ev.m.short_list)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         kept = b.shared.get(self._key(ev))
         if kept is None:
@@ -138,14 +139,14 @@ class AveragePrecision(Measure):
             p = b.p_t
             inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
             # Segment sums over each block's own positions (no prefix differences at depth).
-            s1 = b._block_sum(inv)
-            s2 = b._block_sum(inv * (b.pos - b.ba[b.bid]))
-            r_before = b._within_row_exclusive(p)
+            s1 = b.block_sum(inv)
+            s2 = b.block_sum(inv * (b.pos - b.ba[b.bid]))
+            r_before = b.within_row_exclusive(p)
             c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
             term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
             z = self.norm(ev)
             e = ev.row_sum_blocks(term) / z
-            decided = b._row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
+            decided = b.row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
             kept = b.shared[self._key(ev)] = (e, decided, r_before, z)
         e, decided, r_before, z = kept
         var = None
@@ -154,7 +155,8 @@ class AveragePrecision(Measure):
             var = ev.row_sum_blocks(var_t) / z ** 2
         return e, var, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         key = (*self._key(ev), "realised", id(lab))
         kept = b.shared.get(key)
@@ -174,12 +176,12 @@ class GeometricAP(AveragePrecision):
     """AP per row; the dataset figure is the geometric mean ``exp(mean(log(max(AP,
     1e-5))))`` (trec_eval gm_map)."""
 
-    def spread(self, ev, first):
+    def spread(self, ev: TableEvaluation, first: Floats) -> Spread | None:
         """Each row's AP distribution over its tie orders (:mod:`geometric`): a block's
         term is ``sum_{i <= m} rho_i (B + c_i) / (a + i)`` (the module docstring)."""
         b = ev.b
         cls = np.where(b.relevant(b.lab_first), 0, 1)
-        before = b._within_row_exclusive(b.p_t)
+        before = b.within_row_exclusive(b.p_t)
         m_t = ev.m_t
 
         def block_value(t, seqs):

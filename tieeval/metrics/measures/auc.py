@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 
 
 @dataclass(frozen=True)
@@ -40,44 +41,45 @@ class PairAUC(Measure):
 
     others: str = "negatives"
 
-    def _others_t(self, ev) -> np.ndarray:
+    def _others_t(self, ev: TableEvaluation) -> Ints:
         b = ev.b
         if self.others == "negatives":
             return b.q_t
         return b.bsz - b.p_t
 
-    def _others_row(self, ev) -> np.ndarray:
+    def _others_row(self, ev: TableEvaluation) -> Ints:
         b = ev.b
         if self.others == "negatives":
             return b.n_neg
         return b.n - b.n_pos_ranked
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         # pairs of ranked items only
         return (ev.b.n_pos_ranked >= 1) & (self._others_row(ev) >= 1)
 
-    def _pairs(self, ev) -> np.ndarray:
+    def _pairs(self, ev: TableEvaluation) -> Floats:
         return np.where(ev.defined, ev.b.n_pos_ranked * self._others_row(ev),
                         1).astype(np.float64)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         p, q = b.p_t.astype(np.float64), self._others_t(ev).astype(np.float64)
         if self.others == "negatives":
-            below = b.n_neg[b.brow] - b._within_row_exclusive(q) - q
+            below = b.n_neg[b.brow] - b.within_row_exclusive(q) - q
         else:
             # others above a block: its place minus the relevant items above it (the
             # blocks of a sparse table that hold no labelled item are counted by ba)
-            above = b.ba - b._within_row_exclusive(b.p_t)
+            above = b.ba - b.within_row_exclusive(b.p_t)
             below = (self._others_row(ev)[b.brow] - above - q).astype(np.float64)
         pairs = self._pairs(ev)
         greater = ev.row_sum_blocks(p * below)
         tied = ev.row_sum_blocks(p * q)
         e = (greater + 0.5 * tied) / pairs
         var = ev.row_sum_blocks(p * q * (p + q + 1.0)) / 12.0 / pairs ** 2
-        return e, var, b._row_any((p > 0) & (q > 0))
+        return e, var, b.row_any((p > 0) & (q > 0))
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         pos = b.relevant(lab)
         if self.others == "negatives":

@@ -19,13 +19,25 @@ reference in the class docstring; ``tieeval.metrics.registry`` registers every m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from tieeval.errors import ParameterError
+from tieeval.metrics.measures.protocol import (
+    BlockTable,
+    Bools,
+    Closed,
+    Depth,
+    Floats,
+    Ints,
+    Numbers,
+    Realise,
+    TableEvaluation,
+)
+
+if TYPE_CHECKING:
+    from tieeval.metrics.measures.geometric import Spread
 
 #: The vocabularies of :attr:`Measure.names`: tieeval's own, then the tools and libraries
 #: whose spellings users bring.
@@ -47,7 +59,17 @@ BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED = "labels", "judged items", "labels a
 ORDERS = (BY_LABELS, BY_JUDGED, BY_LABELS_AND_JUDGED)
 
 
-def deepest(metrics) -> int | None:
+class _Asked(Protocol):
+    """A metric as :func:`deepest` reads it: its measure and its parameter."""
+
+    @property
+    def spec(self) -> Measure: ...
+
+    @property
+    def k(self) -> int | float | None: ...
+
+
+def deepest(metrics: Iterable[_Asked]) -> int | None:
     """The deepest place any of ``metrics`` (each with ``spec``, its :class:`Measure`, and
     ``k``) reads, as the kernels plan it before reading a row
     (:meth:`Measure.read_depth` with R and n unknown); None when one of them reads every
@@ -55,7 +77,8 @@ def deepest(metrics) -> int | None:
     depths = [m.spec.read_depth(m.k) for m in metrics]
     if not depths or any(d is None for d in depths):
         return None
-    return int(max(depths))
+    # with R and n unknown a depth is a number (one per row needs R or n)
+    return int(max(cast("list[int | float]", depths)))
 
 
 @dataclass(frozen=True)
@@ -86,12 +109,12 @@ class Measure:
     name: str
     cutoff: str
     description: str
-    aliases: tuple = ()
-    options: frozenset = frozenset()
+    aliases: tuple[str, ...] = ()
+    options: frozenset[str] = frozenset()
     single_positive: bool = False
     aggregate: str = "mean"
     names: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
-    needs: frozenset = frozenset({"labels"})
+    needs: frozenset[str] = frozenset({"labels"})
     zero_without_relevant: bool = True
     has_variance: bool = True
     orders: str = BY_LABELS
@@ -118,7 +141,8 @@ class Measure:
         evaluates it on the full table)."""
         return "every_position" in self.needs
 
-    def read_depth(self, k, r=None, n=None):
+    def read_depth(self, k: int | float | None, r: int | Ints | None = None,
+                   n: int | Ints | None = None) -> Depth:
         """How deep the measure reads a row: its value in an ordering depends on the labels
         of the first ``read_depth(k, r, n)`` places only (and on counts over the whole row,
         such as R or the ideal DCG, which no ordering changes); None: on any place, as deep
@@ -145,7 +169,7 @@ class Measure:
             return None
         return k
 
-    def full_table(self, b) -> bool:
+    def full_table(self, b: BlockTable) -> bool:
         """True when the measure is evaluated on the full block table of the batch ``b``
         (:meth:`tieeval.kernels.tie_blocks.RelBatch.full`), not on its compact table of
         the tie blocks holding a labelled or judged item: by default when it reads
@@ -165,11 +189,11 @@ class Measure:
         return tuple(self.names.get(vocabulary, ()))
 
     # -- the general kernel: one metric on one block table ----------------------------------
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """The rows where the measure exists: a relevant item (R >= 1), by default."""
         return ev.b.n_pos >= 1
 
-    def bind(self, ev):
+    def bind(self, ev: TableEvaluation) -> tuple[Callable[[], Closed], Realise]:
         """``(closed, realise)`` for one evaluation: ``closed()`` gives the exact
         expectation, variance (None: no exact variance) and first != last (None: read
         it off the realised first and last); ``realise(lab, judged)`` the value of the
@@ -177,20 +201,43 @@ class Measure:
         return (lambda: self.closed(ev)), (lambda lab, judged=None: self.realise(ev, lab,
                                                                                 judged))
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
+        """``(expectation, variance, tie_decided)`` per row (:data:`Closed`)."""
         raise ParameterError(f"{self.name} has no tie-aware kernel")
 
-    def extremes(self, ev):
+    def extremes(self, ev: TableEvaluation) -> tuple[Floats, Floats] | None:
         """``(first, last)``: the measure's maximum and minimum over the tie orders, for a
         measure the label orderings do not take to its extremes (a count of unjudged
         items); None (the default): first and last are the realised values of the
         orderings of :attr:`orders`."""
         return None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None) -> Numbers:
+        """The value per row in the ordering whose labels by position are ``lab``;
+        ``judged`` is that ordering's judged mask for a measure of
+        :data:`BY_LABELS_AND_JUDGED` (:meth:`judged_mask`), None otherwise."""
         raise ParameterError(f"{self.name} has no tie-aware kernel")
 
-    def spread(self, ev, first: np.ndarray):
+    def realise_judged(self, ev: TableEvaluation, judged: Bools) -> Numbers:
+        """A measure of the judged orderings (:data:`BY_JUDGED`, which rank no labels): the
+        value per row in the ordering whose judged mask by position is ``judged``."""
+        raise ParameterError(f"{self.name} has no tie-aware kernel")
+
+    def rank_cutoff(self, k: int | float | None) -> int:
+        """``k`` as the whole-number rank cutoff the registry checked it to be, for a
+        measure evaluated here with one (HR@K, ERR@K, NDCG@K of one positive)."""
+        if k is None:
+            raise ParameterError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        return int(k)
+
+    def judged_mask(self, judged: Bools | None) -> Bools:
+        """``judged`` as :meth:`realise` receives it for a measure of
+        :data:`BY_LABELS_AND_JUDGED`: the kernels pass the judged mask of every ordering."""
+        if judged is None:
+            raise ParameterError(f"{self.name} reads the judged mask of each ordering")
+        return judged
+
+    def spread(self, ev: TableEvaluation, first: Floats) -> Spread | None:
         """The exact distribution of each row whose value ties decide
         (:class:`tieeval.metrics.measures.geometric.Spread`), for a geometric mean's
         tie-aware figure; ``first`` is each row's value in the 'first' ordering. None: the
@@ -198,21 +245,23 @@ class Measure:
         return None
 
     # -- the single-positive closed forms ---------------------------------------------------
-    def covers_single_positive(self, k) -> bool:
+    def covers_single_positive(self, k: int | float | None) -> bool:
         """True when the sort-free single-positive closed forms cover this measure at
         cutoff ``k``."""
         return False
 
-    def rank_value(self, k, rank: np.ndarray) -> np.ndarray:
+    def rank_value(self, k: int | float | None, rank: Ints) -> Floats:
         """The value for a single positive at the deterministic 1-based ``rank``."""
         raise ParameterError(f"{self.name} is not defined for the single-positive protocol")
 
-    def tie_moments(self, k, a: np.ndarray, b: np.ndarray):
+    def tie_moments(self, k: int | float | None, a: Ints, b: Ints
+                    ) -> tuple[Floats, Floats, Bools]:
         """``E[X]``, ``E[X^2]`` and first != last for a single positive with ``a``
         candidates above it and ``b`` tied with it (itself included)."""
         raise ParameterError(f"{self.name} is not defined for the single-positive protocol")
 
-    def nan_without_ranked(self, k, big_r: int, options: dict) -> bool:
+    def nan_without_ranked(self, k: int | float | None, big_r: int,
+                           options: dict[str, Any]) -> bool:
         """True when trec_eval divides 0 by 0 for a query left without a ranked document
         (``-J``; ``big_r`` relevant documents, ``options`` the run's relevance options): its
         value and its mean print ``-nan`` in trec_eval's format."""

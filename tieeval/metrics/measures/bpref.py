@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
-from tieeval.metrics.measures.geometric import geometric_reason, spread
+from tieeval.metrics.measures.geometric import Spread, geometric_reason, spread
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.util.ranges import expand
 
 
@@ -44,13 +45,13 @@ def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
 class Bpref(Measure):
     """trec_eval's bpref; exact E and (without a depth cut through a tie) exact Var."""
 
-    def _norm(self, ev) -> np.ndarray:
+    def _norm(self, ev: TableEvaluation) -> Floats:
         """D = min(judged non-relevant of the row, R), 1 where it is 0 (then no judged
         non-relevant item exists and every retrieved relevant item scores 1)."""
         b = ev.b
         return np.maximum(np.minimum(b.n_judged_nonrel, b.n_pos), 1).astype(np.float64)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         """Exact E[bpref] under uniform random tie-breaking (no closed-form variance).
 
         bpref = (1/R) sum over retrieved relevant items of ``f(J) = 1 - min(J, R) / D``,
@@ -75,7 +76,7 @@ class Bpref(Measure):
         b = ev.b
         R = b.n_pos.astype(np.float64)
         D = self._norm(ev)
-        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
+        jb = b.within_row_exclusive(b.j_t).astype(np.float64)
         j = b.j_t.astype(np.float64)
         p = b.p_t.astype(np.float64)
         n = b.bsz
@@ -124,10 +125,11 @@ class Bpref(Measure):
             var[rows[cut]] = np.nan
         return var
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         rel = b.relevant(lab)
-        nonrel = judged & ~rel
+        nonrel = self.judged_mask(judged) & ~rel
         c = np.cumsum(nonrel.astype(np.int64))  # (faster than a bool array's cumsum)
         base = np.concatenate(([0], c))[b.offsets[:-1]]
         above = (c - base[b.row] - nonrel).astype(np.float64)  # judged non-relevant above
@@ -152,14 +154,14 @@ class GeometricBpref(Bpref):
     """bpref per row; the dataset figure is the geometric mean ``exp(mean(log(max(bpref,
     1e-5))))`` (trec_eval gm_bpref)."""
 
-    def spread(self, ev, first):
+    def spread(self, ev: TableEvaluation, first: Floats) -> Spread | None:
         """Each row's bpref distribution over its tie orders (:mod:`geometric`): a block's
         term is ``sum_{relevant r} (1 - min(Jb + X_r, R) / D)``, X_r the judged
         non-relevant items of the block above r; the other items only take places."""
         b = ev.b
         rel = b.relevant(b.lab_first)
         cls = np.where(rel, 0, np.where(b.judged_first, 1, 2))
-        jb = b._within_row_exclusive(b.j_t).astype(np.float64)
+        jb = b.within_row_exclusive(b.j_t).astype(np.float64)
         R = b.n_pos.astype(np.float64)
         D = self._norm(ev)
         m_t = ev.m_t

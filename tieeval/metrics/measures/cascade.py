@@ -33,33 +33,15 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Protocol
 
 import numpy as np
 
 from tieeval.errors import ParameterError
+from tieeval.metrics.measures.protocol import BlockTable
 from tieeval.util.ranges import expand, positions
 from tieeval.util.stopping import checkpoint
 
-
-class BlockTable(Protocol):
-    """The tie-block table these functions read of a
-    :class:`tieeval.kernels.tie_blocks.RelBatch` (that module calls this one, so the table is
-    described here rather than imported)."""
-
-    rows: int
-    size: int
-    n: np.ndarray
-    offsets: np.ndarray
-    row: np.ndarray
-    bst: np.ndarray
-    bsz: np.ndarray
-    ba: np.ndarray
-    brow: np.ndarray
-    lab_first: np.ndarray
-    unranked: tuple[np.ndarray, np.ndarray] | None
-
-
+# what _check_batch requires of the table (BlockTable, the measures' view of a batch)
 _BATCH_ATTRIBUTES = ("rows", "size", "n", "offsets", "row", "bst", "bsz", "ba", "brow",
                      "lab_first", "unranked")
 

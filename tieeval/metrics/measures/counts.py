@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import hypergeometric_extremes
 
 
@@ -35,33 +36,34 @@ class Count(Measure):
 
     counts: str = "rows"
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         return np.ones(ev.b.rows, dtype=bool)  # a count exists for every row
 
-    def _constant(self, ev) -> np.ndarray:
+    def _constant(self, ev: TableEvaluation) -> Floats:
         if self.counts == "retrieved":
             return ev.kc.astype(np.float64)  # min(n, depth)
         if self.counts == "relevant":
             return ev.b.n_pos.astype(np.float64)
         return np.ones(ev.b.rows)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         if self.counts == "relevant_retrieved":
             return ev.hits_moments(ev.b.p_t)
         if self.counts == "judged_nonrelevant_retrieved":
             return ev.hits_moments(ev.b.j_t)  # j_t: judged non-relevant items per block
         return self._constant(ev), np.zeros(ev.b.rows), np.zeros(ev.b.rows, dtype=bool)
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         if self.counts == "relevant_retrieved":
             return ev.hits(lab, +1)
         if self.counts == "judged_nonrelevant_retrieved":
             b = ev.b
-            mask = judged & ~b.relevant(lab) & ev.in_k
+            mask = self.judged_mask(judged) & ~b.relevant(lab) & ev.in_k
             return np.bincount(b.row[mask], minlength=b.rows).astype(np.float64)
         return self._constant(ev)
 
-    def extremes(self, ev):
+    def extremes(self, ev: TableEvaluation) -> tuple[Floats, Floats] | None:
         if self.counts == "judged_nonrelevant_retrieved":
             return hypergeometric_extremes(ev.b, ev.m_t, ev.b.j_t)
         return None

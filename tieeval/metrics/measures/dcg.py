@@ -35,6 +35,7 @@ import numpy as np
 from tieeval.errors import ParameterError
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.hr import _reachable
+from tieeval.metrics.measures.protocol import Bools, Floats, Ints, TableEvaluation
 from tieeval.metrics.measures.series import discount_prefix
 from tieeval.util.ranges import expand
 
@@ -79,15 +80,16 @@ class DiscountedGain(Measure):
     normaliser: str = "none"
 
     # -- one positive ---------------------------------------------------------------------
-    def covers_single_positive(self, k) -> bool:
+    def covers_single_positive(self, k: int | float | None) -> bool:
         return self.single_positive and k is not None
 
-    def rank_value(self, k, rank):
+    def rank_value(self, k: int | float | None, rank: Ints) -> Floats:
         rank = np.asarray(rank, dtype=np.int64)
-        return np.where(rank <= k, 1.0 / np.log2(rank + 1.0), 0.0)
+        return np.where(rank <= self.rank_cutoff(k), 1.0 / np.log2(rank + 1.0), 0.0)
 
-    def tie_moments(self, k, a, b):
-        k = _reachable(int(k), a, b)
+    def tie_moments(self, k: int | float | None, a: Ints, b: Ints
+                    ) -> tuple[Floats, Floats, Bools]:
+        k = _reachable(self.rank_cutoff(k), a, b)
         lo, hi = np.minimum(a, k), np.minimum(a + b, k)
         # The table only needs the ranks present; its entries do not depend on its length.
         D, D2 = discount_prefix(1 << max(k - 1, 0).bit_length())
@@ -95,7 +97,7 @@ class DiscountedGain(Measure):
         return (D[hi] - D[lo]) / bf, (D2[hi] - D2[lo]) / bf, (a < k) & (b > 1)
 
     # -- labelled rows --------------------------------------------------------------------
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """NDCG exists where the ideal DCG can be positive: some label > 0. The gains are
         the raw labels whatever the relevance level says (trec_eval's ndcg under ``-l``),
         so a row with graded labels all below the level is scored, not left out. Without
@@ -105,7 +107,7 @@ class DiscountedGain(Measure):
             return super().defined(ev)
         return b.row_max_label() > 0
 
-    def bind(self, ev):
+    def bind(self, ev: TableEvaluation):
         b, metric = ev.b, ev.m
         # Only blocks reaching into the top K carry weight. Every other position has w = 0
         # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
@@ -136,7 +138,8 @@ class DiscountedGain(Measure):
             if ideal:
                 ev.defined &= norm > 0
         elif ideal:
-            lab_ideal = b._ideal_labels(metric.k)[idx]
+            cut = None if metric.k is None else self.rank_cutoff(metric.k)
+            lab_ideal = b.ideal_labels(cut)[idx]
             norm = np.bincount(row, weights=w * item_gain(lab_ideal), minlength=b.rows)
             ev.defined &= norm > 0
         elif self.normaliser == "positives":
@@ -183,8 +186,9 @@ class DiscountedGain(Measure):
         b, metric = ev.b, ev.m
         ideal = self.normaliser == "ideal"
         if ideal:
-            if "ideal" not in b._lab_ideal:  # the positive labels by row, largest first
-                mrow, ml = b._marked
+            kept = b.shared.get(_IDEAL)
+            if kept is None:  # the positive labels by row, largest first
+                mrow, ml = b.marked
                 sel = ml > 0
                 rows, lab = mrow[sel], ml[sel]
                 span = ev.label_span(lab)
@@ -197,8 +201,8 @@ class DiscountedGain(Measure):
                     top = float(lab.max())
                     key = np.sort(rows * span + (top - lab).astype(np.int64))
                     rows, lab = key // span, top - (key % span).astype(np.float64)
-                b._lab_ideal["ideal"] = (rows, lab, np.bincount(rows, minlength=b.rows))
-            rows, lab, count = b._lab_ideal["ideal"]
+                kept = b.shared[_IDEAL] = (rows, lab, np.bincount(rows, minlength=b.rows))
+            rows, lab, count = kept
         else:
             count = b.n_pos
             rows = np.repeat(np.arange(b.rows, dtype=np.int64), count)
@@ -222,10 +226,10 @@ class DiscountedGain(Measure):
         ulab, uoff = unranked
         u = np.diff(uoff)
         if b.compact:  # the unmarked items (label 0) add exact zeros: the marked ones only
-            mrow, ranked_lab = b._marked
+            mrow, ranked_lab = b.marked
             ranked = np.bincount(mrow, minlength=b.rows)
         else:
-            mrow, ranked_lab, ranked = b.row, b._labf, b.n
+            mrow, ranked_lab, ranked = b.row, b.lab_input, b.n
         lab = np.concatenate((ranked_lab, ulab))
         rows = np.concatenate((mrow, np.repeat(np.arange(b.rows, dtype=np.int64), u)))
         order = np.lexsort((-lab, rows))
@@ -275,6 +279,9 @@ SNDCG = DiscountedGain(
     normaliser="positives")
 
 
+#: the key of a sparse batch's positive labels by row, largest first, in its shared store
+#: (computed once for every ideal-normalised metric of the batch)
+_IDEAL = ("DCG", "ideal labels")
 _GRADES = 64  # whole-number labels spanning at most this many values: counted per grade
 
 

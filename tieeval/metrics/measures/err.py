@@ -23,6 +23,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.cascade import err_expectation, not_computed_reason
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.util.stopping import checkpoint
 
 # gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
@@ -33,7 +34,7 @@ GDEVAL_MAX_JUDGMENT = 4.0
 class ExpectedReciprocalRank(Measure):
     """The cascade ERR@K; exact E within the work limit, no variance."""
 
-    def max_grade(self, ev):
+    def max_grade(self, ev: TableEvaluation):
         """g_max: the metric's ``max_grade``, else max(4, the largest label of the
         judgements: the batch's, else each row's, ranked or unranked); a float, or per-row
         float64 array. 4 is gdeval's MAX_JUDGMENT (TREC Web track, ir_measures' ERR@K):
@@ -44,12 +45,14 @@ class ExpectedReciprocalRank(Measure):
             return max(GDEVAL_MAX_JUDGMENT, ev.b.max_grade)
         return np.maximum(ev.b.row_max_label(), GDEVAL_MAX_JUDGMENT)
 
-    def closed(self, ev):
-        k = int(ev.m.k) if ev.b.depth is None else min(int(ev.m.k), ev.b.depth)
+    def closed(self, ev: TableEvaluation) -> Closed:
+        k = self.rank_cutoff(ev.m.k)
+        k = k if ev.b.depth is None else min(k, ev.b.depth)
         e = err_expectation(ev.b, k, self.max_grade(ev))
         return np.asarray(e, dtype=np.float64), None, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         """ERR@K = sum_{r <= K} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max,
         g = max(label, 0) capped at g_max (so R < 1)."""
         b = ev.b
@@ -60,7 +63,7 @@ class ExpectedReciprocalRank(Measure):
         # as a 2-D array), so a row's value never depends on the rows batched with it
         survive = np.ones(b.size)
         go = 1.0 - stop
-        for _, idx in b._by_length(np.arange(b.rows)):
+        for _, idx in b.by_length(np.arange(b.rows)):
             checkpoint()
             if idx.shape[1] > 1:
                 survive[idx[:, 1:]] = np.cumprod(go[idx[:, :-1]], axis=1)

@@ -35,13 +35,14 @@ from tieeval.metrics.measures.placement import (
     row_cumsum,
     segment_cumsum,
 )
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 
 
 @dataclass(frozen=True)
 class BinaryGain(Measure):
     """trec_eval's binG: relevant items weighted by 1 / log2(2 + non-relevant above)."""
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         cls = np.where(b.relevant(b.lab_first), 0, 1)
 
@@ -51,7 +52,8 @@ class BinaryGain(Measure):
         e = item_expectation(b, cls, 2, (0,), f, ev.kc)
         return e / ev.R, None, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         rel = b.relevant(lab) & ev.in_k
         so_far = row_cumsum(b, rel.astype(np.float64))
@@ -83,7 +85,7 @@ class NormalisedGain(Measure):
     """trec_eval's G: each gain over log2(2 + ideal cost - gain so far), over the ideal
     gains' sum."""
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """Where some judged gain is positive (the ideal gains' sum), under any level."""
         return ev.b.row_max_label() > 0
 
@@ -91,7 +93,7 @@ class NormalisedGain(Measure):
         x, starts, count, _ = prefix
         return pos + 1.0 + x[starts[rows] + np.minimum(pos + 1, count[rows])]
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         prefix = _cost_prefix(ev)
         g = np.maximum(b.lab_first, 0.0)
@@ -105,7 +107,8 @@ class NormalisedGain(Measure):
         e = item_expectation(b, cls.reshape(-1), values.size, wanted, f, ev.kc)
         return e / np.where(ev.defined, prefix[3], 1.0), None, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         prefix = _cost_prefix(ev)
         g = np.where(ev.in_k, np.maximum(lab, 0.0), 0.0)

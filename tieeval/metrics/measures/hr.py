@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import pmiss
 
 
@@ -36,19 +37,21 @@ def _reachable(k: int, a: np.ndarray, b: np.ndarray) -> int:
 class HitRatio(Measure):
     """``[a relevant item in the top K]``; exact E and Var from the first relevant block."""
 
-    def covers_single_positive(self, k) -> bool:
+    def covers_single_positive(self, k: int | float | None) -> bool:
         return self.single_positive and k is not None
 
-    def rank_value(self, k, rank):
-        return (np.asarray(rank, dtype=np.int64) <= k).astype(np.float64)
+    def rank_value(self, k: int | float | None, rank: Ints) -> Floats:
+        return (np.asarray(rank, dtype=np.int64) <= self.rank_cutoff(k)).astype(np.float64)
 
-    def tie_moments(self, k, a, b):
-        reach = _reachable(int(k), a, b)
+    def tie_moments(self, k: int | float | None, a: Ints, b: Ints
+                    ) -> tuple[Floats, Floats, Bools]:
+        cut = self.rank_cutoff(k)
+        reach = _reachable(cut, a, b)
         lo, hi = np.minimum(a, reach), np.minimum(a + b, reach)
         e = (hi - lo) / b.astype(np.float64)
-        return e, e, (a < k) & (k < a + b)
+        return e, e, (a < cut) & (cut < a + b)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         e = np.zeros(b.rows)
         decided = np.zeros(b.rows, dtype=bool)
@@ -57,7 +60,8 @@ class HitRatio(Measure):
         decided[rows] = (m >= 1) & (m <= nb - p)
         return e, e * (1.0 - e), decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return (ev.hits(lab, +1) > 0).astype(np.float64)
 
 

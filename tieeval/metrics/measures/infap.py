@@ -28,6 +28,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.placement import item_expectation, item_reason, row_cumsum
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 
 #: trec_eval's INFAP_EPSILON (trec_eval.h)
 INFAP_EPSILON = 1e-5
@@ -55,7 +56,7 @@ def _classes(b, lab, judged) -> np.ndarray:
 class InferredAP(Measure):
     """trec_eval's infAP; exact E within the work limit, no variance."""
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         cls = _classes(b, b.lab_first, b.judged_first)
 
@@ -65,7 +66,8 @@ class InferredAP(Measure):
         e = item_expectation(b, cls, 4, (_REL,), f, ev.kc)
         return e / ev.R, None, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         cls = _classes(b, lab, judged)
         counts = [row_cumsum(b, (cls == c).astype(np.float64), inclusive=False)

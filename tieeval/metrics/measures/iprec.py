@@ -23,6 +23,7 @@ Reference: trec_eval m_iprec_at_recall.c, m_11pt_avg.c; F. McSherry & M. Najork,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -31,6 +32,14 @@ from tieeval.metrics.measures.cascade import (
     iprec_cut,
     iprec_expectations,
     not_computed_reason,
+)
+from tieeval.metrics.measures.protocol import (
+    BlockTable,
+    Bools,
+    Closed,
+    Floats,
+    Numbers,
+    TableEvaluation,
 )
 from tieeval.util.stopping import checkpoint
 
@@ -149,16 +158,17 @@ class InterpolatedPrecision(Measure):
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
         return 0.0 if level is None else level
 
-    def full_table(self, b) -> bool:
+    def full_table(self, b: BlockTable) -> bool:
         """It reads only the relevant items' places and the tie blocks holding them, so
         the compact table serves, but for a depth (``-M``), which cuts blocks the
         compact table leaves out."""
         return b.depth is not None
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         return interpolated_expectation(ev, self._level(ev)), None, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return interpolated(ev, lab, self._level(ev))
 
     def nan_without_ranked(self, k, big_r, options) -> bool:
@@ -183,13 +193,16 @@ class ElevenPointAverage(InterpolatedPrecision):
     as (long)(x R + 0.9) here too: ``--convention trec_eval9`` follows it.
     """
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         # the 11 levels share their path counts (with any IPrec planned on the batch)
         e = np.array(interpolated_expectations(ev, ELEVEN_LEVELS))
         return np.sum(e, axis=0) / len(ELEVEN_LEVELS), None, None
 
-    def realise(self, ev, lab, judged):
-        return sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)) / len(ELEVEN_LEVELS)
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
+        # eleven arrays summed in order (sum's start, 0, adds nothing)
+        total = cast(Floats, sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)))
+        return total / len(ELEVEN_LEVELS)
 
     def nan_without_ranked(self, k, big_r, options) -> bool:
         """m_11pt_avg.c starts from num_rel_ret / num_ret as m_iprec_at_recall.c does, and

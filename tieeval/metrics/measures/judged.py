@@ -26,6 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from tieeval.metrics.measures.base import BY_JUDGED, Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 
 
 @dataclass(frozen=True)
@@ -34,27 +35,27 @@ class JudgedShare(Measure):
 
     negatives_judged: ClassVar[bool] = True
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """Every row with a judgement (ir_measures averages every judged query; one the run
         does not answer, a row without candidates under ``--missing-queries zero``, is 0)."""
         b = ev.b
         return (b.n_pos + b.n_judged_nonrel + b.n_neg) >= 1
 
-    def _den(self, ev) -> np.ndarray:
+    def _den(self, ev: TableEvaluation) -> Floats:
         """min(K, n): ir_measures divides by the run's length where it is shorter than K
         (1 for a row without candidates, whose count is 0)."""
         return np.maximum(np.minimum(ev.k, ev.b.n), 1).astype(np.float64)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         """E[#judged in the top K] / min(K, n): each block contributes ``c_t m_t / n_t``
         (the hypergeometric mean), as Precision does with relevant items."""
         b = ev.b
-        c_t = b._block_sum((b.judged_first | (b.lab_first < 0)).astype(np.int64))
+        c_t = b.block_sum((b.judged_first | (b.lab_first < 0)).astype(np.int64))
         e, v, d = ev.hits_moments(c_t)
         den = self._den(ev)
         return e / den, v / den ** 2, d
 
-    def realise(self, ev, lab, judged):
+    def realise_judged(self, ev: TableEvaluation, judged: Bools) -> Numbers:
         hits = np.bincount(ev.b.row[judged & ev.in_k], minlength=ev.b.rows)
         return hits / self._den(ev)
 

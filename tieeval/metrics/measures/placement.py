@@ -103,10 +103,10 @@ def linear_moments(b, g: np.ndarray, w: np.ndarray):
     ordering of the batch (each block holds the same items in every ordering), ``w`` the
     weight of each position (docs/METRICS.md 3-4)."""
     n = b.bsz.astype(np.float64)
-    gsum, wsum = b._block_sum(g), b._block_sum(w)
+    gsum, wsum = b.block_sum(g), b.block_sum(w)
     e = np.bincount(b.brow, weights=gsum * wsum / n, minlength=b.rows)
-    ssg = b._block_sum((g - (gsum / n)[b.bid]) ** 2)
-    ssw = b._block_sum((w - (wsum / n)[b.bid]) ** 2)
+    ssg = b.block_sum((g - (gsum / n)[b.bid]) ** 2)
+    ssw = b.block_sum((w - (wsum / n)[b.bid]) ** 2)
     var_t = np.where(b.bsz > 1, ssg * ssw / np.maximum(n - 1.0, 1.0), 0.0)
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows)
 
@@ -129,9 +129,9 @@ def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.
     rows = b.rows
     onehot = np.zeros((classes, cls.size))
     onehot[cls, np.arange(cls.size)] = 1.0
-    k_t = np.stack([b._block_sum(onehot[c]) for c in range(classes)]) if cls.size else \
+    k_t = np.stack([b.block_sum(onehot[c]) for c in range(classes)]) if cls.size else \
         np.zeros((classes, 0))
-    before = np.stack([b._within_row_exclusive(k_t[c]) for c in range(classes)]) \
+    before = np.stack([b.within_row_exclusive(k_t[c]) for c in range(classes)]) \
         if cls.size else np.zeros((classes, 0))
     out = np.zeros(rows)
     m_t = np.clip(retrieved[b.brow] - b.ba, 0, b.bsz)

@@ -31,6 +31,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.placement import linear_moments
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.util.stopping import checkpoint
 
 #: trec_eval's default persistence (m_rbp.c, m_rbp_resid.c: ``p = 0.9``).
@@ -48,7 +49,7 @@ def _weights(ev) -> np.ndarray:
 class RankBiasedPrecision(Measure):
     """trec_eval's rbp: ``(1 - p) sum_r g_r p^(r-1)``, gains scaled to [0, 1]."""
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """Where some judged gain is positive (otherwise rbp is 0): the gain is the raw
         level under any relevance level, as for NDCG."""
         return ev.b.row_max_label() > 0
@@ -58,11 +59,12 @@ class RankBiasedPrecision(Measure):
         scale = np.where(top > 1.0, top, 1.0)
         return np.maximum(lab, 0.0) / scale[ev.b.row]
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, var = linear_moments(ev.b, self.gains(ev, ev.b.lab_first), _weights(ev))
         return e, var, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return np.bincount(ev.b.row, weights=self.gains(ev, lab) * _weights(ev),
                            minlength=ev.b.rows)
 
@@ -72,20 +74,20 @@ class RbpResidual(Measure):
     """trec_eval's rbp_resid: ``p^N + (1 - p) sum_{r unjudged} p^(r-1)``, 0 when no
     retrieved item is unjudged."""
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """Every row: the residual needs no relevant item."""
         return np.ones(ev.b.rows, dtype=bool)
 
-    def _tail(self, ev) -> np.ndarray:
+    def _tail(self, ev: TableEvaluation) -> Floats:
         return RBP_PERSISTENCE ** ev.kc.astype(np.float64)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         unj = (~b.judged_first).astype(np.float64)
         e, var = linear_moments(b, unj, _weights(ev))
         # P(some unjudged item retrieved): 1 unless every retrieved place could go to a
         # judged item, which only the block the depth cuts can decide
-        u_t = b._block_sum(unj)
+        u_t = b.block_sum(unj)
         m_t = ev.m_t
         sure = np.bincount(b.brow, weights=np.where(m_t == b.bsz, u_t, 0.0),
                            minlength=b.rows) > 0
@@ -105,9 +107,10 @@ class RbpResidual(Measure):
         var = np.where(random, np.nan, var)
         return e, var, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
-        unj = ~judged & ev.in_k
+        unj = ~self.judged_mask(judged) & ev.in_k
         s = np.bincount(b.row, weights=np.where(unj, _weights(ev), 0.0), minlength=b.rows)
         some = np.bincount(b.row[unj], minlength=b.rows) > 0
         return np.where(some, self._tail(ev) + s, 0.0)

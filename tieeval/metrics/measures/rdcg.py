@@ -46,6 +46,7 @@ from tieeval.metrics.measures.placement import (
     linear_moments,
     row_cumsum,
 )
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 
 
 def _ideal(ev):
@@ -64,11 +65,11 @@ def _discount(ev) -> np.ndarray:
 class NdcgRel(Measure):
     """trec_eval's ndcg_rel: NDCG at each relevant item, the unretrieved ones at the end."""
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         """Where some judged gain is positive (T >= 1), under any relevance level."""
         return ev.b.row_max_label() > 0
 
-    def _parts(self, ev):
+    def _parts(self, ev: TableEvaluation):
         b = ev.b
         prefix, starts, t, _, _ = _ideal(ev)
         d = _discount(ev)
@@ -78,7 +79,8 @@ class NdcgRel(Measure):
         full = prefix[starts + t]
         return d, inv, t.astype(np.float64), np.where(full > 0, full, 1.0)
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         d, inv, t, full = self._parts(ev)
         x = np.where(ev.in_k, np.maximum(lab, 0.0), 0.0)
@@ -88,13 +90,13 @@ class NdcgRel(Measure):
         total = np.bincount(b.row, weights=x * d, minlength=b.rows)
         return (at_rel + (t - n_pos) * total / full) / np.where(ev.defined, t, 1.0)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         d, inv, t, full = self._parts(ev)
         x = np.maximum(b.lab_first, 0.0)
         y = (x > 0).astype(np.float64)
         n = b.bsz.astype(np.float64)
-        sx, sy = b._block_sum(x), b._block_sum(y)
+        sx, sy = b.block_sum(x), b.block_sum(y)
         xbar, ybar = (sx / n)[b.bid], (sy / n)[b.bid]
         # same place (S_xy = S_x: y marks x > 0) and two places of one block, minus the
         # product of means counted by the independent part
@@ -108,13 +110,13 @@ class NdcgRel(Measure):
         # d of the places above, within the block (row-local running sums)
         above = row_cumsum(b, d, inclusive=False)
         within = above - above[b.bst][b.bid]
-        corr1 = (c1 * b._block_sum(inv * d) + c2 * b._block_sum(inv * within))
+        corr1 = (c1 * b.block_sum(inv * d) + c2 * b.block_sum(inv * within))
         first = mean1 + np.bincount(b.brow, weights=corr1, minlength=b.rows)
         # second sum: T E[D@N] - E[N_pos D@N]
         e_dcg = np.bincount(b.row, weights=d * xbar, minlength=b.rows)
         e_npos = np.bincount(b.row, weights=ret * ybar, minlength=b.rows)
-        w_t = b._block_sum(d)
-        m_t = b._block_sum(ret)
+        w_t = b.block_sum(d)
+        m_t = b.block_sum(ret)
         corr2 = c1 * w_t + c2 * (m_t - 1.0) * w_t
         e_n_dcg = e_npos * e_dcg + np.bincount(b.brow, weights=corr2, minlength=b.rows)
         e = (first + (t * e_dcg - e_n_dcg) / full) / np.where(ev.defined, t, 1.0)
@@ -125,7 +127,7 @@ class NdcgRel(Measure):
 class RNdcg(Measure):
     """trec_eval's Rndcg: NDCG averaged at the ideal list's gain changes."""
 
-    def _weights(self, ev) -> np.ndarray:
+    def _weights(self, ev: TableEvaluation) -> Floats:
         """``w_r = d_r sum_{points j > r} 1 / (P I@j)`` at each place (0 past the depth)."""
         b = ev.b
         prefix, starts, t, gains, off = _ideal(ev)
@@ -154,11 +156,12 @@ class RNdcg(Measure):
         w = total[b.row] - row_cumsum(b, stop)
         return np.where(ev.in_k, w / np.log2(b.pos + 2.0), 0.0)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, var = linear_moments(ev.b, np.maximum(ev.b.lab_first, 0.0), self._weights(ev))
         return e, var, None
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return np.bincount(ev.b.row, weights=np.maximum(lab, 0.0) * self._weights(ev),
                            minlength=ev.b.rows)
 

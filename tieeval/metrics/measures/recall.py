@@ -23,25 +23,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 
 
 @dataclass(frozen=True)
 class RecallMeasure(Measure):
     """Relevant items in the top K divided by R, or by min(K, R)."""
 
-    def norm(self, ev) -> np.ndarray:
+    def norm(self, ev: TableEvaluation) -> Floats:
         """R, or min(K, R) with ``recall_norm="min"``: a constant per row, so E and Var
         scale by it."""
         if ev.m.recall_norm == "min" and ev.m.k is not None:
             return np.minimum(float(ev.m.k), ev.R)
         return ev.R
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, v, d = ev.hits_moments(ev.b.p_t)
         z = self.norm(ev)
         return e / z, v / z ** 2, d
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return ev.hits(lab, +1) / self.norm(ev)
 
 
@@ -49,12 +51,13 @@ class RecallMeasure(Measure):
 class PrecisionMeasure(Measure):
     """Relevant items in the top K divided by K."""
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, v, d = ev.hits_moments(ev.b.p_t)
         k = ev.k_safe()
         return e / k, v / k ** 2, d
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return ev.hits(lab, +1) / ev.k_safe()
 
 

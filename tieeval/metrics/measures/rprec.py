@@ -16,6 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import (
+    Bools,
+    Closed,
+    Depth,
+    Floats,
+    Ints,
+    Numbers,
+    TableEvaluation,
+)
 from tieeval.metrics.measures.series import hypergeometric_hits
 
 
@@ -23,21 +32,23 @@ from tieeval.metrics.measures.series import hypergeometric_hits
 class RPrecision(Measure):
     """Relevant items in the top R, over R."""
 
-    def read_depth(self, k, r=None, n=None):
+    def read_depth(self, k: int | float | None, r: int | Ints | None = None,
+                   n: int | Ints | None = None) -> Depth:
         """The top R places (every position while R is unknown)."""
         return r
 
-    def _cut(self, ev) -> np.ndarray:
+    def _cut(self, ev: TableEvaluation) -> Floats:
         """Per row the top min(R, n, depth) positions: trec_eval's ``num_to_look_at``."""
         return np.minimum(ev.b.n_pos, ev.kc)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         m_t = np.clip(self._cut(ev)[b.brow] - b.ba, 0, b.bsz)
         e, var, decided = hypergeometric_hits(b, m_t, b.p_t)
         return e / ev.R, var / ev.R ** 2, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         inside = b.relevant(lab) & (b.pos < self._cut(ev)[b.row])
         return np.bincount(b.row[inside], minlength=b.rows) / ev.R
@@ -68,29 +79,31 @@ class RPrecisionMultiple(Measure):
     Rprec's), so E and Var are exact.
     """
 
-    def read_depth(self, k, r=None, n=None):
+    def read_depth(self, k: int | float | None, r: int | Ints | None = None,
+                   n: int | Ints | None = None) -> Depth:
         """The top c = (long)(x R + 0.9) places (every position while R is unknown)."""
         if r is None:
             return None
         return _cutoff(0.0 if k is None else float(k), r)
 
-    def _c(self, ev) -> np.ndarray:
+    def _c(self, ev: TableEvaluation) -> Floats:
         return _cutoff(0.0 if ev.m.level is None else float(ev.m.level), ev.b.n_pos)
 
-    def _cut(self, ev) -> np.ndarray:
+    def _cut(self, ev: TableEvaluation) -> Floats:
         return np.minimum(self._c(ev), ev.kc)
 
-    def _denominator(self, ev) -> np.ndarray:
+    def _denominator(self, ev: TableEvaluation) -> Floats:
         return np.maximum(self._c(ev), 1).astype(np.float64)  # c = 0: the count is 0 too
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         m_t = np.clip(self._cut(ev)[b.brow] - b.ba, 0, b.bsz)
         e, var, decided = hypergeometric_hits(b, m_t, b.p_t)
         c = self._denominator(ev)
         return e / c, var / c ** 2, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         inside = b.relevant(lab) & (b.pos < self._cut(ev)[b.row])
         return np.bincount(b.row[inside], minlength=b.rows) / self._denominator(ev)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import harmonic, harmonic2, rr_moments
 
 
@@ -30,19 +31,20 @@ from tieeval.metrics.measures.series import harmonic, harmonic2, rr_moments
 class ReciprocalRank(Measure):
     """``1 / rank`` of the first relevant item within the cutoff."""
 
-    def covers_single_positive(self, k) -> bool:
+    def covers_single_positive(self, k: int | float | None) -> bool:
         return self.single_positive and k is None
 
-    def rank_value(self, k, rank):
+    def rank_value(self, k: int | float | None, rank: Ints) -> Floats:
         return 1.0 / np.asarray(rank, dtype=np.int64)
 
-    def tie_moments(self, k, a, b):
+    def tie_moments(self, k: int | float | None, a: Ints, b: Ints
+                    ) -> tuple[Floats, Floats, Bools]:
         lo, hi = a, a + b
         bf = b.astype(np.float64)
         return ((harmonic(hi) - harmonic(lo)) / bf, (harmonic2(hi) - harmonic2(lo)) / bf,
                 b > 1)
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         e = np.zeros(b.rows)
         e2 = np.zeros(b.rows)
@@ -53,7 +55,8 @@ class ReciprocalRank(Measure):
         decided[rows] = (a < k) & (p < nb)
         return e, e2 - e * e, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
         out = np.zeros(b.rows)
         # each row's first relevant item, from the ordering's relevant places (shared)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import shifted_square_moments
 
 _LINEAR = ("set_P", "set_relative_P", "set_recall", "set_F", "utility")
@@ -43,7 +44,7 @@ class SetMeasure(Measure):
 
     form: str = "set_P"
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         if self.form == "utility":
             return np.ones(ev.b.rows, dtype=bool)  # its value exists without a relevant item
         return ev.b.n_pos >= 1
@@ -63,10 +64,10 @@ class SetMeasure(Measure):
             return 2.0 / np.maximum(n_ret + r, 1.0), zero
         return np.full(ev.b.rows, 2.0), -n_ret  # utility
 
-    def _map_denominator(self, ev) -> np.ndarray:
+    def _map_denominator(self, ev: TableEvaluation) -> Floats:
         return ev.kc.astype(np.float64) * ev.R
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, var, decided = ev.hits_moments(ev.b.p_t)
         if self.form in _LINEAR:
             a, c = self._linear(ev)
@@ -78,7 +79,8 @@ class SetMeasure(Measure):
         return (np.where(d > 0, e2 / safe, 0.0), np.where(d > 0, var2 / safe ** 2, 0.0),
                 decided)
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         x = ev.hits(lab, +1)
         if self.form in _LINEAR:
             a, c = self._linear(ev)

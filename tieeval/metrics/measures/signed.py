@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import pmiss
 
 
@@ -27,7 +28,7 @@ from tieeval.metrics.measures.series import pmiss
 class SignedHitRatio(Measure):
     """``[P in top K] - gamma [N in top K]``."""
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b, g = ev.b, ev.m.gamma
         hp = np.zeros(b.rows)
         hn = np.zeros(b.rows)
@@ -57,7 +58,8 @@ class SignedHitRatio(Measure):
             decided[rn] |= (mn >= 1) & (mn <= nnb - q)
         return e, var, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return ((ev.hits(lab, +1) > 0).astype(np.float64)
                 - ev.m.gamma * (ev.hits(lab, -1) > 0))
 
@@ -66,7 +68,7 @@ class SignedHitRatio(Measure):
 class SignedRecall(Measure):
     """``(|P in top K| - gamma |N in top K|) / |P|``."""
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         b, g = ev.b, ev.m.gamma
         live = ev.live_blocks()  # blocks reaching into the top K
         rows = b.brow[live]
@@ -83,7 +85,8 @@ class SignedRecall(Measure):
         var = np.bincount(rows, weights=var_t, minlength=b.rows)
         return e / ev.R, var / ev.R ** 2, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         return (ev.hits(lab, +1) - ev.m.gamma * ev.hits(lab, -1)) / ev.R
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 from tieeval.metrics.measures.series import hypergeometric_extremes
 
 
@@ -31,23 +32,24 @@ from tieeval.metrics.measures.series import hypergeometric_extremes
 class Unjudged(Measure):
     """``|unjudged in the top K| / K``."""
 
-    def defined(self, ev) -> np.ndarray:
+    def defined(self, ev: TableEvaluation) -> Bools:
         return np.ones(ev.b.rows, dtype=bool)  # exists with or without a relevant item
 
-    def _unjudged_t(self, ev) -> np.ndarray:
+    def _unjudged_t(self, ev: TableEvaluation) -> Ints:
         return ev.b.bsz - ev.b.jd_t
 
-    def closed(self, ev):
+    def closed(self, ev: TableEvaluation) -> Closed:
         e, var, decided = ev.hits_moments(self._unjudged_t(ev))
         k = ev.k_safe()
         return e / k, var / k ** 2, decided
 
-    def realise(self, ev, lab, judged):
+    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
+                ) -> Numbers:
         b = ev.b
-        mask = ~judged & ev.in_k
+        mask = ~self.judged_mask(judged) & ev.in_k
         return np.bincount(b.row[mask], minlength=b.rows) / ev.k_safe()
 
-    def extremes(self, ev):
+    def extremes(self, ev: TableEvaluation) -> tuple[Floats, Floats] | None:
         most, least = hypergeometric_extremes(ev.b, ev.m_t, self._unjudged_t(ev))
         k = ev.k_safe()
         return most / k, least / k
