@@ -26,7 +26,7 @@ _NUMPY_REPR = re.compile(
 _NUMPY_BOOL = re.compile(r"\bnp\.(True|False)_")
 
 
-def plain(value):
+def plain(value: object) -> object:
     """``value`` as a plain Python object when it is a numpy scalar, else unchanged: what a
     message shows with ``!r``. A float keeps the digits its own dtype prints
     (``np.float32(0.9)`` -> ``0.9``, not float64's ``0.8999999761581421``).
@@ -38,7 +38,8 @@ def plain(value):
     item = getattr(value, "item", None)
     if item is None or type(value).__module__ != "numpy" or getattr(value, "ndim", 1) != 0:
         return value
-    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.kind == "f":
         return float(str(value))  # the shortest repr of the value in its own dtype
     return item()
 
@@ -66,7 +67,7 @@ class TieevalError(Exception):
     def __str__(self) -> str:
         return one_line(super().__str__())
 
-    def __init__(self, *args):
+    def __init__(self, *args: object) -> None:
         if args and isinstance(args[0], str):
             args = (plain_text(args[0]), *args[1:])
         super().__init__(*args)

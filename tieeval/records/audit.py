@@ -8,6 +8,7 @@ what each verdict means); rendering the items is :mod:`tieeval.report.audit`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 VERDICTS = ("impossible", "tie-break only", "consistent")
 DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
@@ -38,7 +39,7 @@ class Verdict:
     original: float | None
     matches_original: bool | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -70,7 +71,7 @@ class Claim:
         """``"NDCG@10"``-style, as :attr:`tieeval.records.results.MetricRow.label` prints it."""
         return self.metric if self.k is None else f"{self.metric}@{self.k}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -92,15 +93,15 @@ class AuditItem:
 
     claim: Claim
     verdict: Verdict | None
-    run_labels: dict | None = None
+    run_labels: dict[str, Any] | None = None
     seeds: int = 0
-    paths: tuple = ()
+    paths: tuple[str, ...] = ()
     gamma: float | None = None
     labelled: bool = False
     original_rule: str | None = None  # the rule behind the matched runs' Original
 
     @property
-    def labels(self) -> dict | None:
+    def labels(self) -> dict[str, Any] | None:
         """The older name of :attr:`run_labels`."""
         return self.run_labels
 
@@ -119,7 +120,7 @@ class AuditItem:
         """'impossible' or 'tie-break only'."""
         return self.status in FLAGGED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         c = self.claim
         out = {"line": c.line, "method": c.method, "dataset": c.dataset, "task": c.task,
                "metric": c.metric, "k": c.k}

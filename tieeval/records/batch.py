@@ -7,6 +7,7 @@ read it, and neither has to import the other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class Batch:
             cut = slice(int(self.offsets[lo]), int(self.offsets[hi]))
             offsets = self.offsets[lo:hi + 1] - self.offsets[lo]
 
-        def part(values):
+        def part(values: np.ndarray[Any, Any] | None) -> np.ndarray[Any, Any] | None:
             return None if values is None else values[cut]
         ranking = self.ranking
         if ranking is not None:
@@ -107,7 +108,7 @@ class RankLists:
         return np.diff(self.offsets)
 
 
-def instance_name(value) -> str:
+def instance_name(value: object) -> str:
     """An instance id as messages show it: integers plain, strings quoted."""
     if isinstance(value, (str, bytes)):
         return repr(value)

@@ -8,6 +8,7 @@ outcomes is :mod:`tieeval.report.check`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tieeval.metrics.metric import Metric
 from tieeval.records.results import MetricRow, RunResult
@@ -80,8 +81,8 @@ class Outcome:
             return None
         return signed_change(self.row)
 
-    def to_dict(self) -> dict:
-        out: dict = {"path": self.run.path, "check": self.threshold.kind,
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.run.path, "check": self.threshold.kind,
                      "metric": None if self.metric is None else str(self.metric)}
         if self.run.labelled:  # as the run's own metric rows: gamma for labelled runs
             out["gamma"] = self.gamma
@@ -111,7 +112,7 @@ class DumpError:
     path: str
     message: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "error": self.message}
 
 

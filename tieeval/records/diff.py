@@ -9,6 +9,7 @@ Computing them is :mod:`tieeval.analysis.diff` (with the tests of
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from tieeval.records.display import html
 from tieeval.records.results import MetricName, find_row, metric_list
@@ -44,7 +45,7 @@ class PairedResult:
     confidence: float
     randomization_exact: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -112,7 +113,7 @@ class ColumnComparison(PairedResult):
         """``'A'`` or ``'B'`` when the difference is significant, else None."""
         return self.winner if self.significant else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in COMPARISON_KEYS}
         out["winner"] = self.winner
         out["significant"] = self.significant
@@ -161,10 +162,10 @@ class DiffRow(MetricName):
         winner under one, another or none under the other)."""
         return self.tie_aware.significant_winner != self.original.significant_winner
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``metric``, ``k``, the tie-aware comparison flat, ``original`` nested, then
         ``winner_changed`` and ``verdict``."""
-        out: dict = {"metric": self.metric, "k": self.k}
+        out: dict[str, Any] = {"metric": self.metric, "k": self.k}
         if self.labelled:  # labelled runs: gamma, and the instances actually paired
             out.update(gamma=self.gamma, instances=self.instances)
         out.update(self.tie_aware.to_dict())
@@ -187,7 +188,7 @@ class DiffSide(RunLabelled):
     def name(self) -> str:
         return self.run_labels.get("method") or self.path
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "method": self.run_labels.get("method"),
                 "labels": dict(self.run_labels), "dtype": self.dtype, "instances": self.instances,
                 "original_rule": self.original_rule}
@@ -227,7 +228,7 @@ class DiffResult:
         """The rules of A's and B's Original columns, once each (one when they agree)."""
         return list(dict.fromkeys((self.a.original_rule, self.b.original_rule)))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         # ``original_rule``: the rule of both runs' Original (each side names its own too)
         rules = self.original_rules
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "alignment": self.alignment,
@@ -262,7 +263,7 @@ class RankEntry:
     seeds: int
     original_rule: str | None = None  # the rule behind ``original`` (argsort, given, ...)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "tie_aware": self.tie_aware,
                 "tie_aware_std": self.tie_aware_std, "original": self.original,
                 "original_rule": self.original_rule,
@@ -296,8 +297,8 @@ class Ranking:
         """Whether any method's rank differs between original and tie-aware."""
         return any(e.change != 0 for e in self.entries)
 
-    def to_dict(self) -> dict:
-        out: dict = {"dataset": self.dataset, "task": self.task, "metric": self.metric,
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dataset": self.dataset, "task": self.task, "metric": self.metric,
                      "k": self.k}
         if self.labelled:
             out["gamma"] = self.gamma

@@ -8,6 +8,7 @@ How the means are taken is :mod:`tieeval.analysis.groups`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.display import html
@@ -28,9 +29,10 @@ class GroupMetricRow(MetricRow):
     tie_aware_seed_std: float | None = None
 
     def seed_std(self, column: str) -> float | None:
-        return getattr(self, f"{column}_seed_std")
+        std: float | None = getattr(self, f"{column}_seed_std")
+        return std
 
-    def _columns(self) -> dict:
+    def _columns(self) -> dict[str, Any]:
         out = super()._columns()
         for c in COLUMNS:
             out[f"{c}_seed_std"] = self.seed_std(c)
@@ -46,8 +48,8 @@ class GroupTies:
     tie_decided: dict[int, float] = field(default_factory=dict)
     tie_decided_seed_std: dict[int, float | None] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        out: dict = {}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for name in TIE_FIELDS:
             out[name] = self.means[name]
         for name in TIE_FIELDS:
@@ -71,7 +73,7 @@ class GroupResult(RunLabelled):
         return len(self.runs)
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         return tuple(self.run_labels.get(k) for k in GROUP_KEYS)
 
     def metric(self, label: str) -> GroupMetricRow:
@@ -87,7 +89,7 @@ class GroupResult(RunLabelled):
     def _repr_html_(self) -> str | None:
         return html("group", self)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"labels": {k: self.run_labels.get(k) for k in GROUP_KEYS}, "seeds": self.seeds,
                 "paths": [r.path for r in self.runs],
                 "metrics": [m.to_dict() for m in self.metrics], "ties": self.ties.to_dict()}

@@ -7,6 +7,7 @@ Assembling them from run groups is :mod:`tieeval.analysis.paper`; rendering them
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tieeval.records.groups import GroupResult
@@ -73,7 +74,7 @@ class PaperTable:
     groups: list[GroupResult] = field(default_factory=list)
     change_note: str | None = None
 
-    def rows(self):
+    def rows(self) -> Iterator[tuple[str | None, str | None, Row]]:
         """Every row with its setting: ``(task, dataset, row)``."""
         for section in self.sections:
             for block in section.blocks:
@@ -85,7 +86,7 @@ class PaperTable:
         """Whether the runs are labelled (their metric rows carry ``gamma``)."""
         return any(m.labelled for g in self.groups for m in g.metrics)
 
-    def cell(self, task, dataset, row_title: str, method: str, column: str,
+    def cell(self, task: str | None, dataset: str | None, row_title: str, method: str, column: str,
              gamma: float | None = None) -> Cell:
         """Look up one cell, e.g. ``cell("group", "Mafengwo", "HR@1", "ConsRec", "tie_aware")``;
         ``gamma`` picks the row of a signed metric (``cell(..., "SNDCG@10", ..., gamma=0.5)``)."""

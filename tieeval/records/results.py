@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib
 import platform
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -107,14 +108,14 @@ class MetricRow(MetricName):
     def change_first_to_last(self) -> float | None:
         return _change(self.first, self.last)
 
-    def _columns(self) -> dict:
+    def _columns(self) -> dict[str, Any]:
         return {"original": self.original, "first": self.first, "last": self.last,
                 "tie_aware": self.tie_aware, "tie_aware_std": self.tie_aware_std,
                 "change_original_to_tie_aware": self.change_original_to_tie_aware,
                 "change_first_to_last": self.change_first_to_last}
 
-    def to_dict(self) -> dict:
-        out: dict = {"metric": self.metric, "k": self.k}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric": self.metric, "k": self.k}
         if self.labelled:
             out["gamma"] = self.gamma
         out.update(self._columns())
@@ -128,11 +129,21 @@ class MetricRow(MetricName):
         return out
 
 
-def _change(before, after):
+def _change(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else relative_change(before, after)
 
 
-def label_rows(rows, label: str, gamma: float | None = None) -> list:
+class _Labelled(Protocol):
+    """A row that names its metric (``NDCG@10``)."""
+
+    @property
+    def label(self) -> str: ...
+
+
+_Row = TypeVar("_Row", bound=_Labelled)
+
+
+def label_rows(rows: Iterable[_Row], label: str, gamma: float | None = None) -> list[_Row]:
     """The rows labelled ``label`` (``"NDCG@10"``-style, case-insensitive): one per gamma
     for a signed metric of a labelled run, else one; with ``gamma``, only that gamma's."""
     out = [row for row in rows if row.label.upper() == label.upper()]
@@ -141,13 +152,13 @@ def label_rows(rows, label: str, gamma: float | None = None) -> list:
     return out
 
 
-def gammas_text(rows) -> str:
+def gammas_text(rows: Iterable[Any]) -> str:
     """``gammas: 0.0, 0.5``: the gammas ``rows`` were evaluated at, for messages."""
     have = sorted({row.gamma for row in rows if getattr(row, "gamma", None) is not None})
     return f"gammas: {', '.join(map(repr, have)) or 'none'}"
 
 
-def find_row(rows, label: str):
+def find_row(rows: Iterable[_Row], label: str) -> _Row:
     """The first row labelled ``label`` (case-insensitive); KeyError when there is none."""
     found = label_rows(rows, label)
     if not found:
@@ -172,7 +183,7 @@ class TieStats:
     positive_tie_frequency: float
     tie_decided: dict[int, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"top_tie_size": self.top_tie_size, "top_tie_ratio": self.top_tie_ratio,
                 "top_tie_frequency": self.top_tie_frequency,
                 "positive_tie_size": self.positive_tie_size,
@@ -194,13 +205,13 @@ class RunResult(RunLabelled):
     ties: TieStats
     run_labels: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    relevance: dict | None = None
-    data_warnings: list | None = None
+    relevance: dict[str, Any] | None = None
+    data_warnings: list[dict[str, Any]] | None = None
     what_if: Any = None  # a tieeval.records.whatif.WhatIf when measured under one
     original_rule: str | None = None  # set only when not the dump's default rule
     # a TREC run under trec_eval -J: the queries left without a ranked document and their
     # R (trec_eval prints -nan where it divides 0 by 0 there); not part of the JSON
-    zero_division: dict = field(default_factory=dict, repr=False)
+    zero_division: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def effective_original_rule(self) -> str:
@@ -252,7 +263,7 @@ class RunResult(RunLabelled):
         """``{"min": ..., "max": ...}`` candidates per instance, as in the JSON contract."""
         return {"min": self.candidates_min, "max": self.candidates_max}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         # labels always carries method, dataset, task and seed (null when unknown), then
         # any other metadata the run was given, so the keys do not depend on the input.
         labels = {k: self.run_labels.get(k) for k in LABEL_KEYS}
@@ -272,19 +283,19 @@ class RunResult(RunLabelled):
         return out
 
 
-def metric_list(rows, shown: int = 8) -> str:
+def metric_list(rows: Iterable[MetricName], shown: int = 8) -> str:
     """``HR@1, NDCG@10, ...``: the first ``shown`` row names of a short repr."""
     names = list(dict.fromkeys(row.display for row in rows))
     return ", ".join(names[:shown] + (["..."] if len(names) > shown else []))
 
 
-def original_rule_of(runs) -> str:
+def original_rule_of(runs: Iterable[RunResult]) -> str:
     """The rule(s) behind the Original figures of ``runs`` (seeds averaged into one
     figure, say): their effective rules, once each, joined by ``; ``."""
     return "; ".join(dict.fromkeys(r.effective_original_rule for r in runs))
 
 
-def query_set_note(queries: dict) -> str:
+def query_set_note(queries: dict[str, Any]) -> str:
     """A TREC run's query set in a few words: ``98 queries averaged (100 in run and qrels,
     2 without a relevant document skipped; 3 run-only ignored)``."""
     n = queries["averaged"]
@@ -323,14 +334,21 @@ def simd_level() -> str:
     return "baseline"
 
 
-def environment() -> dict:
+def environment() -> dict[str, Any]:
     """numpy version, its SIMD level and the machine: what the 'original' column depends on."""
     from tieeval._version import __version__
     return {"tieeval_version": __version__, "numpy_version": np.__version__,
             "numpy_simd": simd_level(), "machine": platform.machine()}
 
 
-def report_dict(runs: list[RunResult], groups: list | None = None, what_if=None) -> dict:
+class _Record(Protocol):
+    """A result record with its JSON form (:class:`tieeval.records.groups.GroupResult`)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def report_dict(runs: list[RunResult], groups: list[_Record] | None = None,
+                what_if: Any = None) -> dict[str, Any]:
     """The JSON document for a list of runs (the single-run contract).
 
     With ``groups`` (:class:`~tieeval.analysis.groups.GroupResult` records) a ``groups`` list of

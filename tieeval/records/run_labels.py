@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from tieeval.errors import InputError, ParameterError
 
@@ -31,14 +33,14 @@ class RunLabelled:
     seed), kept so that code written against it keeps working. Relevance labels are never
     called ``run_labels``; the JSON key stays ``"labels"`` (the output contract)."""
 
-    run_labels: dict
+    run_labels: dict[str, Any]
 
     @property
-    def labels(self) -> dict:
+    def labels(self) -> dict[str, Any]:
         return self.run_labels
 
     @labels.setter
-    def labels(self, value: dict) -> None:
+    def labels(self, value: dict[str, Any]) -> None:
         self.run_labels = value
 
 
@@ -46,7 +48,7 @@ class TemplateError(ParameterError):
     """A path template is malformed (unbalanced braces, unknown or repeated field, ...)."""
 
 
-def check_label(key: str, value) -> str:
+def check_label(key: str, value: object) -> str:
     """Validate one label: a known key with a non-empty single-line value; returns the value."""
     if key not in LABEL_KEYS:
         raise ParameterError(f"unknown label {key!r}; labels are {', '.join(LABEL_KEYS)}")
@@ -58,7 +60,7 @@ def check_label(key: str, value) -> str:
     return text
 
 
-def parse_meta(items) -> dict[str, str]:
+def parse_meta(items: Iterable[object]) -> dict[str, str]:
     """``["method=ConsRec", "seed=1"]`` -> ``{"method": "ConsRec", "seed": "1"}``.
 
     >>> parse_meta(["method=ConsRec", "seed=1"])
@@ -86,7 +88,7 @@ _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # (wildcards, literal) pairs, where the wildcards are a run of adjacent ``*`` (None) and
 # fields (their names) and the literal is the text up to the next run (empty only at the
 # end of the component).
-_Segment = tuple  # (str, tuple[tuple[tuple[str | None, ...], str], ...])
+_Segment = tuple[str, tuple[tuple[tuple[str | None, ...], str], ...]]
 
 
 def _match_segment(segment: _Segment, text: str, found: dict[str, str]) -> bool:
@@ -162,7 +164,7 @@ class Template:
         previous_field = False  # the last thing emitted was a field (two in a row: ambiguous)
         i = 0
 
-        def flush():
+        def flush() -> None:
             # close the literal pending after the current wildcard run (or the head)
             nonlocal head
             if head is None:
@@ -172,10 +174,10 @@ class Template:
                 wildcards.clear()
             literal.clear()
 
-        def end_segment():
+        def end_segment() -> None:
             nonlocal head
-            flush()
-            segments.append((head, tuple(runs)))
+            flush()  # sets head
+            segments.append((cast(str, head), tuple(runs)))
             head = None
             runs.clear()
 
@@ -254,7 +256,8 @@ def file_stem(path: str) -> str:
     return stem or name
 
 
-def resolve_labels(path: str, metadata: dict | None = None, *, meta: dict | None = None,
+def resolve_labels(path: str, metadata: Mapping[str, Any] | None = None, *,
+                   meta: Mapping[str, Any] | None = None,
                    template: Template | None = None) -> dict[str, str]:
     """The labels of the run stored at ``path`` (absent labels are left out).
 
@@ -269,7 +272,7 @@ def resolve_labels(path: str, metadata: dict | None = None, *, meta: dict | None
     >>> resolve_labels("runs/x.npz")
     {'method': 'x'}
     """
-    sources: list[dict] = [dict(meta or {})]
+    sources: list[dict[str, Any]] = [dict(meta or {})]
     if template is not None:
         found = template.match(path)
         if found is None:

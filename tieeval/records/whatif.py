@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -17,13 +18,13 @@ from tieeval.errors import ParameterError
 CASTS = ("float16", "bfloat16", "float32")
 
 
-def check_cast(target) -> str:
+def check_cast(target: object) -> str:
     if not isinstance(target, str) or target not in CASTS:
         raise ParameterError(f"cast must be one of {', '.join(CASTS)}, got {target!r}")
     return target
 
 
-def check_tolerance(atol) -> float:
+def check_tolerance(atol: Any) -> float:
     if isinstance(atol, (bool, np.bool_)):
         raise ParameterError(f"tolerance must be a number >= 0, got {atol!r}")
     try:
@@ -70,7 +71,7 @@ class WhatIf:
             return "none"
         return "; then ".join(parts)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"cast": self.cast, "tolerance": self.tolerance,
                 "description": self.describe()}
 

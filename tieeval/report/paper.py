@@ -9,6 +9,7 @@ CSV is tidy (one line per setting, row and method) with unrounded floats.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from tieeval._version import __version__
 from tieeval.records.paper import Cell, PaperTable
@@ -315,8 +316,8 @@ def csv_rows(table: PaperTable):
             cells = row.cells[method]
             if all(c.value is None for c in cells):
                 continue  # no run of this method in this setting
-            out = {"task": task, "dataset": dataset, "method": method,
-                   "seeds": max(c.seeds for c in cells)}
+            out: dict[str, Any] = {"task": task, "dataset": dataset, "method": method,
+                                   "seeds": max(c.seeds for c in cells)}
             if row.statistic is None:
                 out.update(metric=row.metric, k=row.k)
                 if gamma:
