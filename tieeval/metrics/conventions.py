@@ -15,7 +15,9 @@ Where a library's own numbers cannot be reproduced from a ranking, ``caveats`` s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import Metric
@@ -42,8 +44,8 @@ class Convention:
     name: str
     library: str
     source: str = ""
-    metrics: tuple = ()
-    options: dict = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
     caveats: str = ""
     atol_grades: bool = False
 
@@ -54,7 +56,7 @@ class Convention:
                              "unknown")
         RelOptions(**self.options)  # every value is one RelOptions accepts
 
-    def default_metrics(self, ks) -> list[Metric]:
+    def default_metrics(self, ks: Iterable[int]) -> list[Metric]:
         ks = [check_k(k) for k in ks]
         out: list[Metric] = []
         for template in self.metrics:
@@ -65,7 +67,7 @@ class Convention:
         return list(dict.fromkeys(out))
 
 
-def _options(**changed) -> dict:
+def _options(**changed: Any) -> dict[str, Any]:
     """tieeval's defaults with ``changed`` over them."""
     defaults = RelOptions()
     out = {name: getattr(defaults, name) for name in OPTIONS}
@@ -132,7 +134,7 @@ CONVENTIONS = {c.name: c for c in (
 CONVENTION_NAMES = tuple(CONVENTIONS)
 
 
-def convention(name) -> Convention | None:
+def convention(name: object) -> Convention | None:
     """The convention called ``name`` (None: none asked for)."""
     if name is None:
         return None
@@ -143,7 +145,7 @@ def convention(name) -> Convention | None:
     return found
 
 
-def preset_options(name, **given) -> dict:
+def preset_options(name: object, **given: Any) -> dict[str, Any]:
     """The :class:`RelOptions` keyword arguments of convention ``name`` with ``given``
     over them; a None in ``given`` means "not given" (the preset's value, else the
     default)."""
@@ -155,7 +157,7 @@ def preset_options(name, **given) -> dict:
     return out
 
 
-def atol_grades(options) -> str | None:
+def atol_grades(options: object) -> str | None:
     """The name of the convention recorded in ``options`` (a :class:`RelOptions`, or the
     JSON's ``relevance`` dict) when it reads qrels grades with C's ``atol``, else None."""
     name = options.get("convention") if isinstance(options, dict) else getattr(
@@ -164,7 +166,7 @@ def atol_grades(options) -> str | None:
     return conv.name if conv is not None and conv.atol_grades else None
 
 
-def convention_metrics(options: RelOptions | None, ks) -> list[Metric] | None:
+def convention_metrics(options: RelOptions | None, ks: Iterable[int]) -> list[Metric] | None:
     """The default metrics of the convention recorded in ``options`` (None: no convention
     or ``paper``, whose defaults are the dump kind's own)."""
     conv = convention(getattr(options, "convention", None))
@@ -185,7 +187,7 @@ _SHOWN = {
 }
 
 
-def _discount_text(options: dict) -> str:
+def _discount_text(options: dict[str, Any]) -> str:
     discount = options["discount"]
     if discount == "logb":  # the convention keeps the default log base, 2
         discount = "1/log2(max(r, 2))"

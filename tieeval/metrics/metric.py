@@ -5,6 +5,7 @@ hashes, so it can key a dict. Names come from the one registry
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tieeval.errors import ParameterError
@@ -131,7 +132,7 @@ class Metric:
         return self.name if self.k is None else f"{self.name}@{parameter_text(self.k)}"
 
 
-def family(text) -> MetricSpec | None:
+def family(text: object) -> MetricSpec | None:
     """The metric a bare name stands for when it needs a cutoff (``HR``, ``HitRatio``,
     ``Recall``), else None: with cutoffs given (``--k 1 5 10``) such a name is one metric
     per K. A name whose cutoff is optional (``NDCG``, ``MRR``) already means the whole
@@ -143,35 +144,36 @@ def family(text) -> MetricSpec | None:
     return spec if spec is not None and spec.takes_k else None
 
 
-def parse_metric_list(items, ks=None) -> list[Metric]:
+def parse_metric_list(items: Iterable[Metric | str],
+                      ks: Iterable[int] | None = None) -> list[Metric]:
     """Metric values and names, each name expanded (:meth:`Metric.expand`), in order; with
     cutoffs ``ks`` a family name (:func:`family`: ``HR``) is one metric per cutoff."""
     out: list[Metric] = []
     for item in items:
         spec = family(item) if ks is not None else None
-        if spec is not None:
+        if spec is not None and ks is not None:
             out += [Metric(spec.name, k) for k in ks]
         else:
             out += [item] if isinstance(item, Metric) else Metric.expand(item)
     return out
 
 
-class DefaultMetrics(list):
+class DefaultMetrics(list[Metric]):
     """The default metric list for ``ks``, marked as a default (not chosen by the user).
 
     A labelled dump replaces it with its own default set
     (:func:`tieeval.metrics.options.default_rel_metrics`); a single-positive dump uses it as is.
     """
 
-    def __init__(self, metrics, ks):
+    def __init__(self, metrics: Iterable[Metric], ks: Iterable[int]) -> None:
         super().__init__(metrics)
         self.ks = list(ks)
 
 
-def default_metrics(ks) -> list[Metric]:
+def default_metrics(ks: Iterable[object]) -> list[Metric]:
     """HR@K for every K, then NDCG@K for every K, then MRR (the paper's row order)."""
-    ks = [check_k(k) for k in ks]
-    return DefaultMetrics([Metric("HR", k) for k in ks] + [Metric("NDCG", k) for k in ks]
-                          + [Metric("MRR")], ks)
+    cutoffs = [check_k(k) for k in ks]
+    return DefaultMetrics([Metric("HR", k) for k in cutoffs]
+                          + [Metric("NDCG", k) for k in cutoffs] + [Metric("MRR")], cutoffs)
 
 DEFAULT_KS = (1, 5, 10)

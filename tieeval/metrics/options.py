@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -209,7 +210,7 @@ class RelMetric:
             return None
         return float(self.k)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """The non-default options, in a fixed order (what ``str`` prints)."""
         return {opt: getattr(self, opt) for opt in _OPTION_ORDER
                 if getattr(self, opt) != _DEFAULTS[opt]}
@@ -226,7 +227,7 @@ class RelMetric:
 _REL_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 
-def parse_rel_metric(text: str, **options) -> RelMetric:
+def parse_rel_metric(text: str, **options: Any) -> RelMetric:
     """Parse ``"NDCG@10"``, ``"V-AUC"``, ``"P@5"`` or ``"NDCG(gain=exp)@10"``.
 
     Names are case-insensitive; ``-`` and ``_`` inside names are ignored. Options may be
@@ -294,7 +295,7 @@ class RelOptions:
     gain: str = "linear"
     discount: str = "log2"
     alpha: float = 1.0
-    gammas: tuple = (1.0,)
+    gammas: tuple[float, ...] = (1.0,)
     short_list: str = "pad"
     ap_norm: str = "R"
     both: bool = False
@@ -350,9 +351,9 @@ class RelOptions:
         return (self.discount != "log2" or self.short_list != "pad" or self.both
                 or self.depth is not None or self.relevance_level is not None)
 
-    def metric_options(self, spec, k) -> dict:
+    def metric_options(self, spec: MetricSpec, k: int | float | None) -> dict[str, Any]:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         if "gain" in spec.options:
             out["gain"] = self.gain
         if "discount" in spec.options:
@@ -373,7 +374,7 @@ class RelOptions:
             out["iprec_rounding"] = self.iprec_rounding
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {"gain": self.gain, "discount": self.discount,
                "alpha": self.alpha if self.discount == "power" else None,
                "log_base": self.base if self.discount == "logb" else None,
@@ -397,7 +398,7 @@ class RelOptions:
 DEFAULT_OPTIONS = RelOptions()
 
 
-def default_rel_metrics(ks) -> list[Metric]:
+def default_rel_metrics(ks: Iterable[int]) -> list[Metric]:
     """HR@K, Recall@K, NDCG@K for every K, then MRR and MAP: a labelled dump's default."""
     ks = [check_k(k) for k in ks]
     return ([Metric("HR", k) for k in ks] + [Metric("Recall", k) for k in ks]

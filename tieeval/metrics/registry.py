@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar, cast, overload
 
 import numpy as np
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.measures import MODULE_OF_KEY, ORDER, Measure, measures_of
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
+_T = TypeVar("_T")
 
 CUTOFFS = ("required", "optional", "none", "level")
 AGGREGATES = ("mean", "sum", "geometric")
@@ -37,7 +44,7 @@ MIN_GEO_MEAN = 1e-5
 MetricSpec = Measure
 
 
-_KEYS: dict = {}  # name -> key, for the names already seen (a measure's spec is looked
+_KEYS: dict[str, str] = {}  # name -> key, for the names already seen (a measure's spec is looked
 #                  up per metric per batch)
 
 
@@ -54,7 +61,7 @@ def key(name: str) -> str:
 _MISSING = object()
 
 
-class Registry(dict):
+class Registry(dict[str, Measure]):
     """``{key: MetricSpec}`` that also answers to any spelling of a name or alias.
 
     It fills as names are looked up: a name's module
@@ -63,15 +70,21 @@ class Registry(dict):
     no module is indexed under, and any iteration, registers every measure first, in the
     order of :data:`~tieeval.metrics.measures.ORDER` (what ``--help`` lists)."""
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Measure:
         k = key(name)
         value = super().get(k, _MISSING)
         if value is _MISSING:
             _find(k)
             return super().__getitem__(k)
-        return value
+        return cast(Measure, value)  # not the sentinel: a registered measure
 
-    def get(self, name, default=None):
+    @overload
+    def get(self, name: object, default: None = None) -> Measure | None: ...
+
+    @overload
+    def get(self, name: object, default: _T) -> Measure | _T: ...
+
+    def get(self, name: object, default: object = None) -> object:
         if not isinstance(name, str):
             return default
         k = key(name)
@@ -81,10 +94,10 @@ class Registry(dict):
             value = super().get(k, default)
         return value
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name, _MISSING) is not _MISSING
 
-    def names_measure(self, name) -> bool:
+    def names_measure(self, name: object) -> bool:
         """``name in self``, without registering every measure for a name that no module
         is indexed under (``official``, a trec_eval list): the index of every built-in
         key is complete (tests/metrics/test_registry_lazy.py), and a measure registered from
@@ -96,23 +109,23 @@ class Registry(dict):
             return False
         return name in self
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         load_all()
         return super().__iter__()
 
-    def __len__(self):
+    def __len__(self) -> int:
         load_all()
         return super().__len__()
 
-    def keys(self):
+    def keys(self) -> dict_keys[str, Measure]:
         load_all()
         return super().keys()
 
-    def values(self):
+    def values(self) -> dict_values[str, Measure]:
         load_all()
         return super().values()
 
-    def items(self):
+    def items(self) -> dict_items[str, Measure]:
         load_all()
         return super().items()
 
@@ -207,7 +220,8 @@ def library_names() -> list[str]:
                               for v in LIBRARY_VOCABULARIES for n in spec.names_in(v)))
 
 
-def lookup(name: object, text: object = None, choices=names_text, hint=None) -> MetricSpec:
+def lookup(name: object, text: object = None, choices: Callable[[], str] = names_text,
+           hint: Callable[[object, object], str] | None = None) -> MetricSpec:
     """The spec of ``name`` (any spelling), or a ParameterError: ``hint(name, text)`` says
     what to write instead (:func:`tieeval.metrics.spellings.unknown_hint`: the closest
     names); without one, ``choices()`` lists every name."""
@@ -285,7 +299,7 @@ def parse_parameter(spec: MetricSpec, text: str, whole: str) -> int | float:
         raise ParameterError(f"cutoff in {whole!r} must be a whole number >= 1") from None
 
 
-def check_cutoff(spec: MetricSpec, k) -> int | float | None:
+def check_cutoff(spec: MetricSpec, k: object) -> int | float | None:
     """``k`` validated against the spec's cutoff rule (None where the metric allows it);
     a level metric's parameter is a float in [0, 1]."""
     if spec.takes_level:

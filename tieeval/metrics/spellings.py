@@ -23,7 +23,9 @@ metric prints under in trec_eval's format (:func:`trec_eval_name`), ``--help`` a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.registry import REGISTRY, MetricSpec, key, names_text
@@ -71,13 +73,13 @@ class TrecMeasure:
     name: str
     target: str | None
     param: str = ""
-    defaults: tuple = ()
+    defaults: tuple[Any, ...] = ()
     integer: bool = False
     summary_only: bool = False
     #: trec_eval's parameters of a measure without cutoffs, which tieeval computes at
     #: their defaults only: ``(PAIRS, (("p", 0.9),))`` (pairs; a level=gain pair must
     #: keep the gain the level) or ``(VALUES, (1.0,))`` (exactly these numbers)
-    fixed: tuple = ()
+    fixed: tuple[Any, ...] = ()
 
     @property
     def spec(self) -> MetricSpec | None:
@@ -374,7 +376,7 @@ def trec_printed_name(text: object) -> str | None:
     return f"{measure.name}_{m.group(2)}"
 
 
-def _texts(measure: TrecMeasure, params, whole: str) -> list[str]:
+def _texts(measure: TrecMeasure, params: Sequence[int | float], whole: str) -> list[str]:
     """The registry texts of ``measure`` at ``params`` (sorted, as trec_eval sorts them)."""
     if not available(measure.target):
         reason = TREC_NOTES.get(measure.name)
@@ -621,7 +623,7 @@ def run_option_error(text: str, translated: str) -> ParameterError | None:
 # ---------------------------------------------------------------------------------------
 # names in trec_eval's output
 
-def trec_measure(spec: MetricSpec, k) -> TrecMeasure | None:
+def trec_measure(spec: MetricSpec, k: int | float | None) -> TrecMeasure | None:
     """The trec_eval measure that prints a registry metric at cutoff (or level) ``k``."""
     for measure in TREC_MEASURES:
         if measure.spec is spec and (measure.param == "") == (k is None):
@@ -629,18 +631,18 @@ def trec_measure(spec: MetricSpec, k) -> TrecMeasure | None:
     return None
 
 
-def trec_eval_name(spec: MetricSpec, k) -> str | None:
+def trec_eval_name(spec: MetricSpec, k: int | float | None) -> str | None:
     """``P_10``, ``ndcg_cut_10``, ``iprec_at_recall_0.10``: how trec_eval prints a metric
     (``%3.2f`` levels, as meas_init.c), or None when trec_eval has no such measure."""
     measure = trec_measure(spec, k)
     if measure is None:
         return None
     if measure.param in (LEVEL, MULTIPLE):
-        return f"{measure.name}_{float(k):3.2f}"
+        return f"{measure.name}_{float(cast(float, k)):3.2f}"  # a level: never None
     return measure.name if k is None else f"{measure.name}_{k}"
 
 
-def trec_order(spec: MetricSpec, k) -> tuple:
+def trec_order(spec: MetricSpec, k: int | float | None) -> tuple[Any, ...]:
     """Sort key: trec_eval's measure table order, then the parameter ascending; metrics
     trec_eval lacks come after its measures."""
     measure = trec_measure(spec, k)
@@ -730,7 +732,7 @@ def closest(text: str, n: int = 3) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def unknown_hint(name, text=None) -> str:
+def unknown_hint(name: object, text: object = None) -> str:
     """What an unknown-metric error says after the name: the closest names, or the
     registry's names when none is close; every spelling is on docs/metric-names.md."""
     from tieeval.metrics.registry import metric_names
@@ -837,7 +839,7 @@ def ir_status() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _status_table(head: str, rows) -> str:
+def _status_table(head: str, rows: Iterable[tuple[str, str, str, str]]) -> str:
     lines = [f"| {head} | tieeval | status | note |", "|---|---|---|---|"]
     for name, target, status, note in rows:
         cells = [", ".join(f"`{n}`" for n in name.split(", ")),

@@ -14,6 +14,7 @@ example.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from tieeval.metrics.measures.base import NEEDS, ORDERS, VOCABULARIES, Measure
 
@@ -74,7 +75,7 @@ def measures_of(module: str) -> list[Measure]:
     return [getattr(loaded, name) for mod, name in ORDER if mod == module]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "MEASURES":  # every measure, in the order of --help and error messages
         value: object = tuple(
             getattr(importlib.import_module(f"{__name__}.{module}"), attr)

@@ -57,7 +57,7 @@ def _falling_ratio(p: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _block_place_sums(a: np.ndarray, m: np.ndarray):
+def _block_place_sums(a: np.ndarray, m: np.ndarray) -> Floats:
     """Per block (``a`` above it, ``m >= 1`` places inside the cutoff), over its places
     ``i = 1..m`` with ``w_i = 1/(a+i)``: ``W, S(w^2), A, N2, sum (i-1)(i-2) w_i^2`` and
     ``U = sum_{j<i} (j-1) w_j w_i``.
@@ -88,7 +88,8 @@ def _block_place_sums(a: np.ndarray, m: np.ndarray):
     return out
 
 
-def ap_block_variance(a, n, p, m, before) -> np.ndarray:
+def ap_block_variance(a: np.ndarray, n: np.ndarray, p: np.ndarray, m: np.ndarray,
+                      before: np.ndarray) -> np.ndarray:
     """``Var(Y_t)`` of every block (see the module docstring): ``a`` candidates above it,
     ``n`` items, ``p`` relevant, ``m`` places inside the cutoff, ``before`` relevant items
     in the blocks above it. Blocks whose order cannot matter get an exact 0."""
@@ -126,7 +127,7 @@ class AveragePrecision(Measure):
             return np.minimum(ev.k_safe(), ev.R)
         return ev.R
 
-    def _key(self, ev) -> tuple:
+    def _key(self, ev: TableEvaluation) -> tuple[object, ...]:
         """What AP's values on a batch depend on besides the batch: MAP and GMAP of the
         same options share them (computed once per batch)."""
         return ("AP", ev.m.k, ev.m.ap_norm, ev.m.short_list)
@@ -184,11 +185,12 @@ class GeometricAP(AveragePrecision):
         before = b.within_row_exclusive(b.p_t)
         m_t = ev.m_t
 
-        def block_value(t, seqs):
+        def block_value(t: int, seqs: np.ndarray) -> np.ndarray:
             rho = (seqs == 0).astype(np.float64)
             hits = before[t] + np.cumsum(rho, axis=1)
             place = b.ba[t] + np.arange(1, seqs.shape[1] + 1, dtype=np.float64)
-            return (rho * hits / place).sum(axis=1)
+            value: np.ndarray = (rho * hits / place).sum(axis=1)
+            return value
 
         random_t = (m_t >= 1) & (b.p_t > 0) & (b.p_t < b.bsz)
         return spread(b, m_t, cls, 2, block_value, first, self.norm(ev), random_t)

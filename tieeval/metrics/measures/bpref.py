@@ -38,7 +38,8 @@ from tieeval.util.ranges import expand
 def sum_min(a: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``sum_{y=a}^{a+c-1} min(y, r)`` for float64 integers a, c >= 0, r (bpref's sums)."""
     below = np.clip(r - a, 0.0, c)  # the terms y < r
-    return below * a + below * (below - 1.0) / 2.0 + (c - below) * r
+    value: np.ndarray = below * a + below * (below - 1.0) / 2.0 + (c - below) * r
+    return value
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ class Bpref(Measure):
         e = ev.row_sum_blocks(term) / ev.R
         return e, self._variance(ev, whole, cut, jb, j, p, R, D), None
 
-    def _variance(self, ev, whole, cut, jb, j, p, R, D) -> np.ndarray:
+    def _variance(self, ev: TableEvaluation, whole: np.ndarray, cut: np.ndarray, jb: np.ndarray,
+                  j: np.ndarray, p: np.ndarray, R: np.ndarray, D: np.ndarray) -> np.ndarray:
         """Per row the exact variance of bpref (the module docstring), NaN for a row where
         the depth cuts a tie block holding a relevant item."""
         b = ev.b
@@ -166,12 +168,13 @@ class GeometricBpref(Bpref):
         D = self._norm(ev)
         m_t = ev.m_t
 
-        def block_value(t, seqs):
+        def block_value(t: int, seqs: np.ndarray) -> np.ndarray:
             row = b.brow[t]
             hit = seqs == 0
             above = np.cumsum(seqs == 1, axis=1) - (seqs == 1)
             term = 1.0 - np.minimum(jb[t] + above, R[row]) / D[row]
-            return np.where(hit, term, 0.0).sum(axis=1)
+            value: np.ndarray = np.where(hit, term, 0.0).sum(axis=1)
+            return value
 
         whole = m_t == b.bsz
         random_t = (m_t >= 1) & (b.p_t > 0) & np.where(whole, b.j_t > 0, b.p_t < b.bsz)

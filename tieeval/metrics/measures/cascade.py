@@ -32,12 +32,13 @@ in the presence of tied scores, ECIR 2008 (the tie model).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from numbers import Integral, Real
 
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.metrics.measures.protocol import BlockTable
+from tieeval.metrics.measures.protocol import BlockTable, Ints
 from tieeval.util.ranges import expand, positions
 from tieeval.util.stopping import checkpoint
 
@@ -83,12 +84,12 @@ def not_computed_reason(metric: str) -> str:
 # Boundary checks
 
 
-def _check_batch(rb) -> None:
+def _check_batch(rb: BlockTable) -> None:
     if not all(hasattr(rb, name) for name in _BATCH_ATTRIBUTES):
         raise ParameterError(f"rb must be a RelBatch, got {type(rb).__name__}")
 
 
-def _check_int(name: str, value, allow_none: bool = True) -> int | None:
+def _check_int(name: str, value: object, allow_none: bool = True) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
@@ -96,13 +97,13 @@ def _check_int(name: str, value, allow_none: bool = True) -> int | None:
     return int(value)
 
 
-def _check_real(name: str, value) -> float:
+def _check_real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ParameterError(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
 
-def _check_level(value) -> float | None:
+def _check_level(value: object) -> float | None:
     return None if value is None else _check_real("relevant_level", value)
 
 
@@ -116,10 +117,11 @@ def _row_first_blocks(rb: BlockTable) -> np.ndarray:
 def _exclusive_within_row(rb: BlockTable, x_t: np.ndarray) -> np.ndarray:
     """Per block, the sum of the integer ``x_t`` over the earlier blocks of its row (exact)."""
     c = np.cumsum(x_t) - x_t
-    return c - c[_row_first_blocks(rb)]
+    value: np.ndarray = c - c[_row_first_blocks(rb)]
+    return value
 
 
-def _buckets(*sizes: np.ndarray):
+def _buckets(*sizes: np.ndarray) -> Iterator[tuple[tuple[int, ...], Ints]]:
     """Group indices by the power-of-two ceiling of each size (all sizes >= 1)."""
     keys = np.stack([np.ceil(np.log2(np.maximum(s, 1))).astype(np.int64) for s in sizes])
     if keys.shape[1] == 0:
@@ -130,7 +132,7 @@ def _buckets(*sizes: np.ndarray):
         yield tuple(1 << int(b) for b in uniq[:, u]), np.flatnonzero(inverse == u)
 
 
-def _chunks(idx: np.ndarray, width: int):
+def _chunks(idx: np.ndarray, width: int) -> list[np.ndarray]:
     return np.array_split(idx, max(1, idx.size * width // _CHUNK + 1))
 
 
@@ -138,7 +140,7 @@ def _chunks(idx: np.ndarray, width: int):
 # ERR
 
 
-def err_expectation(rb: BlockTable, k: int | None, max_grade,
+def err_expectation(rb: BlockTable, k: int | None, max_grade: float | np.ndarray,
                     relevant_level: float | None = None) -> np.ndarray:
     """Per row, the exact expectation of ERR@K under uniform random tie-breaking.
 
@@ -326,7 +328,7 @@ def _position_weights(d: np.ndarray, a: np.ndarray, n: np.ndarray, p: np.ndarray
 # Interpolated precision
 
 
-def iprec_cut(recall: float, big_r, rounding: str = "trec_eval") -> np.ndarray:
+def iprec_cut(recall: float, big_r: np.ndarray, rounding: str = "trec_eval") -> np.ndarray:
     """IPrec's cutoff in relevant items at recall level ``recall`` for ``big_r`` relevant
     items: trec_eval 10's ``lround(x R)`` (``"trec_eval"``; x R >= 0, halves up) or trec_eval
     9.0.8's ``(long)(x R + 0.9)`` (``"trec_eval9"``, m_iprec_at_recall.c of pytrec_eval).
@@ -420,11 +422,12 @@ def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
     """
     _check_batch(rb)
     recall = _check_real("recall", recall)
-    return iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level,
-                              rounding=rounding)[0]
+    value: np.ndarray = iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level,
+                                           rounding=rounding)[0]
+    return value
 
 
-def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
+def iprec_expectations(rb: BlockTable, recalls: Iterable[float], depth: int | None = None,
                        relevant_level: float | None = None,
                        rounding: str = "trec_eval") -> np.ndarray:
     """:func:`iprec_expectation` at several recall levels in one call.
@@ -488,10 +491,20 @@ def iprec_expectations(rb: BlockTable, recalls, depth: int | None = None,
     # on its own, so the values are those of one level at a time, bit for bit)
     c1 = np.stack([np.maximum(iprec_cut(recall, big_r, rounding), 1) for recall in levels])
     request, finish = _iprec_rows(rb, p_t, b_t, m_t, c1, shape)
-    return finish(_path_cdf(*request))
+    value: np.ndarray = finish(_path_cdf(*request))
+    return value
 
 
-def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1, shape=None):
+#: the virtual rows of :func:`_iprec_shape`: ``(nv, vrow, weight, vret, ib, ba, nb, pb, bb)``
+_Shape = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+               np.ndarray, np.ndarray]
+#: the arguments of :func:`_path_cdf`
+_Request = tuple[np.ndarray, ...]
+
+
+def _iprec_rows(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints, c1: np.ndarray,
+                shape: _Shape | None = None
+                ) -> tuple[_Request, Callable[[np.ndarray], np.ndarray]]:
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
     they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
@@ -507,13 +520,11 @@ def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1, shape=None):
     vc1 = c1[:, vrow].ravel()  # level j's virtual rows are j * nv + v
     valid = np.tile(vret, levels) >= vc1  # else 0 in every order (R_ret = 0 included)
     vrows = (vrow + rows * np.arange(levels)[:, None]).ravel()
-    if levels == 1:
-        inst = (ib, ba, nb, pb, bb)
-    else:
-        inst = ((ib + nv * np.arange(levels)[:, None]).ravel(),
-                *(np.tile(x, levels) for x in (ba, nb, pb, bb)))
-    request, finish_virtual = _iprec_virtual(levels * nv, vc1, valid, *inst, vrows,
-                                             levels * rows)
+    if levels > 1:
+        ib = (ib + nv * np.arange(levels)[:, None]).ravel()
+        ba, nb, pb, bb = (np.tile(x, levels) for x in (ba, nb, pb, bb))
+    request, finish_virtual = _iprec_virtual(levels * nv, vc1, valid, ib, ba, nb, pb, bb,
+                                             vrows, levels * rows)
 
     def finish(cdf_values: np.ndarray) -> np.ndarray:
         ev, over = finish_virtual(cdf_values)
@@ -525,7 +536,7 @@ def _iprec_rows(rb: BlockTable, p_t, b_t, m_t, c1, shape=None):
     return request, finish
 
 
-def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
+def _iprec_shape(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints) -> _Shape:
     """The virtual rows of :func:`_iprec_rows` and their block instances: ``(nv, vrow,
     weight, vret, ib, ba, nb, pb, bb)``."""
     full = np.flatnonzero(m_t == rb.bsz)
@@ -567,7 +578,10 @@ def _iprec_shape(rb: BlockTable, p_t, b_t, m_t):
     return nv, vrow, weight, vret, ib[some], ba[some], nb[some], pb[some], bb[some]
 
 
-def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
+def _iprec_virtual(nv: int, vc1: np.ndarray, valid: np.ndarray, ib: np.ndarray, ba: np.ndarray,
+                   nb: np.ndarray, pb: np.ndarray, bb: np.ndarray, vrow: np.ndarray,
+                   rows: int
+                   ) -> tuple[_Request, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]:
     """The CDF evaluations E[max_t Y_t] per virtual row needs, and a function of their
     values returning (E[max_t Y_t] per virtual row, the rows over the work limit)."""
     keep = valid[ib] & (pb > 0) & (bb + pb >= vc1[ib])
@@ -624,7 +638,7 @@ def _iprec_virtual(nv, vc1, valid, ib, ba, nb, pb, bb, vrow, rows):
     bs = blk[sel]
     request = (pb[bs], nb[bs], i0[bs], bb[bs], ba[bs], num[sel], den[sel])
 
-    def finish(cdf_values: np.ndarray):
+    def finish(cdf_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cdf = np.zeros(blk.size)
         cdf[sel] = cdf_values
         return _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv), over
@@ -651,7 +665,8 @@ def _last_max(val: np.ndarray, group: np.ndarray) -> np.ndarray:
     return at[last]
 
 
-def _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv) -> np.ndarray:
+def _iprec_integral(ib: np.ndarray, blk: np.ndarray, is_init: np.ndarray, num: np.ndarray,
+                    den: np.ndarray, cdf: np.ndarray, y0: np.ndarray, nv: int) -> np.ndarray:
     """``y0 + integral`` per virtual row from each block's CDF at its steps."""
     v = num / den
     # change of each block's CDF at each of its steps (from 1 before its first record)
@@ -662,10 +677,12 @@ def _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv) -> np.ndarray:
     zero, zprev = cdf <= 0.0, prev <= 0.0
     dlog = (np.log(np.where(zero, 1.0, cdf)) - np.log(np.where(zprev, 1.0, prev)))
     dzero = zero.astype(np.int64) - zprev.astype(np.int64)
-    return y0 + _sweep(ib[blk], v, dlog, dzero, y0, nv)
+    value: np.ndarray = y0 + _sweep(ib[blk], v, dlog, dzero, y0, nv)
+    return value
 
 
-def _path_cdf(p, n, i0, bb, ba, num, den) -> np.ndarray:
+def _path_cdf(p: np.ndarray, n: np.ndarray, i0: np.ndarray, bb: np.ndarray, ba: np.ndarray,
+              num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """``P(Y <= num/den)`` for a block: the share of the ``C(n, p)`` position sets with
     ``s_i >= ceil((bb + i) den / num) - ba`` for ``i >= i0``.
 
@@ -716,7 +733,8 @@ def _distinct(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
+def _path_cdf_distinct(p: np.ndarray, n: np.ndarray, i1: np.ndarray, bb: np.ndarray, ba: np.ndarray,
+                       num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """:func:`_path_cdf` for requests whose first binding index is ``i1``."""
     out = np.zeros(p.size)
     w = n - p + 1
@@ -744,7 +762,7 @@ def _path_cdf_distinct(p, n, i1, bb, ba, num, den) -> np.ndarray:
     return np.minimum(out, 1.0)
 
 
-def _width_classes(w: np.ndarray):
+def _width_classes(w: np.ndarray) -> Iterator[tuple[int, Ints]]:
     """Group indices by width, padded to at most 1.25 times their own (a multiple of
     ``2 ** max(3, floor(log2 w) - 2)``)."""
     q = np.left_shift(1, np.maximum(3, np.floor(np.log2(np.maximum(w, 1))).astype(np.int64) - 2))
@@ -774,10 +792,12 @@ def _free_start(w: np.ndarray, k: np.ndarray, width: int) -> np.ndarray:
         h *= (i / (pw[:na] - 1.0 + i))[:, None]
     rows = np.empty(pw.size, dtype=np.int64)
     rows[order] = np.arange(pw.size)
-    return hh[rows[inverse]]
+    value: np.ndarray = hh[rows[inverse]]
+    return value
 
 
-def _sweep(vr, v, dlog, dzero, y0, nv) -> np.ndarray:
+def _sweep(vr: np.ndarray, v: np.ndarray, dlog: np.ndarray, dzero: np.ndarray, y0: np.ndarray,
+           nv: int) -> np.ndarray:
     """``integral_{y0}^{1} (1 - prod_t F_t) dv`` per virtual row from the CDF changes."""
     order = np.lexsort((v, vr))
     vr, v, dlog, dzero = vr[order], v[order], dlog[order], dzero[order]

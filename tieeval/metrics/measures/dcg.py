@@ -28,6 +28,7 @@ TOIS 2002; F. McSherry & M. Najork, ECIR 2008 (tie-averaged DCG).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,16 @@ import numpy as np
 from tieeval.errors import ParameterError
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.hr import _reachable
-from tieeval.metrics.measures.protocol import Bools, Floats, Ints, TableEvaluation
+from tieeval.metrics.measures.protocol import (
+    Bools,
+    Closed,
+    Floats,
+    Ints,
+    MetricOptions,
+    Numbers,
+    Realise,
+    TableEvaluation,
+)
 from tieeval.metrics.measures.series import discount_prefix
 from tieeval.util.ranges import expand
 
@@ -53,18 +63,21 @@ def gain(rel: np.ndarray, kind: str) -> np.ndarray:
     return g
 
 
-def weights(metric, r: np.ndarray, k: np.ndarray) -> np.ndarray:
+def weights(metric: MetricOptions, r: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Discount of the 1-based positions ``r`` (float64) given the row cutoffs ``k``."""
     if metric.discount == "log2":
         return 1.0 / np.log2(r + 1.0)
     if metric.discount == "power":
         return r ** -metric.alpha
     if metric.discount == "news":
-        return 1.0 / (1.0 + np.log2(r) ** 1.5)
+        value: np.ndarray = 1.0 / (1.0 + np.log2(r) ** 1.5)
+        return value
     if metric.discount == "logb":
-        return 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
+        value = 1.0 / np.maximum(1.0, np.log(r) / math.log(metric.base))
+        return value
     kf = k.astype(np.float64)
-    return (kf - r + 1.0) / kf
+    value = (kf - r + 1.0) / kf
+    return value
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,7 @@ class DiscountedGain(Measure):
             return super().defined(ev)
         return b.row_max_label() > 0
 
-    def bind(self, ev: TableEvaluation):
+    def bind(self, ev: TableEvaluation) -> tuple[Callable[[], Closed], Realise]:
         b, metric = ev.b, ev.m
         # Only blocks reaching into the top K carry weight. Every other position has w = 0
         # and adds nothing to E, Var or a realised DCG, so the work runs over the positions
@@ -121,7 +134,7 @@ class DiscountedGain(Measure):
         gamma = metric.gamma
         signed = self.signed_gain
 
-        def item_gain(lab):
+        def item_gain(lab: Floats) -> np.ndarray:
             if signed:
                 return b.relevant(lab) - gamma * (lab < 0)
             return gain(np.maximum(lab, 0.0), metric.gain)
@@ -150,10 +163,10 @@ class DiscountedGain(Measure):
         norm = np.where(ev.defined, norm, 1.0)
         brow = b.brow[live]
 
-        def per_block(x):
+        def per_block(x: np.ndarray) -> np.ndarray:
             return np.bincount(local, weights=x, minlength=live.size)
 
-        def closed():
+        def closed() -> Closed:
             g = item_gain(b.lab_first[idx])
             n = sizes.astype(np.float64)
             gsum, wsum = per_block(g), per_block(w)
@@ -170,12 +183,15 @@ class DiscountedGain(Measure):
             var = np.bincount(brow, weights=var_t, minlength=b.rows)
             return e / norm, var / norm ** 2, decided
 
-        def realise(lab, judged=None):
-            return np.bincount(row, weights=w * item_gain(lab[idx]), minlength=b.rows) / norm
+        def realise(lab: Floats, judged: Bools | None = None) -> Numbers:
+            value: Numbers = np.bincount(row, weights=w * item_gain(lab[idx]),
+                                         minlength=b.rows) / norm
+            return value
 
         return closed, realise
 
-    def _sparse_norm(self, ev, item_gain) -> np.ndarray:
+    def _sparse_norm(self, ev: TableEvaluation,
+                     item_gain: Callable[[Floats], np.ndarray]) -> np.ndarray:
         """IDCG@K (NDCG) or ISDCG@K (SNDCG) of a sparse batch, as the full table sums them.
 
         The full table adds, over the positions p < min(K, n) of a row in order, the
@@ -215,7 +231,8 @@ class DiscountedGain(Measure):
             w = w * item_gain(lab[keep])
         return np.bincount(rows, weights=w, minlength=b.rows)
 
-    def _extended_norm(self, ev, item_gain, unranked) -> np.ndarray:
+    def _extended_norm(self, ev: TableEvaluation, item_gain: Callable[[Floats], np.ndarray],
+                       unranked: tuple[Floats, Ints]) -> np.ndarray:
         """IDCG@K / ISDCG@K over the ranked *and* unranked items of each row.
 
         The ideal list holds every judged item of the row, best label first, so it may be

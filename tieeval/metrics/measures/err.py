@@ -34,7 +34,7 @@ GDEVAL_MAX_JUDGMENT = 4.0
 class ExpectedReciprocalRank(Measure):
     """The cascade ERR@K; exact E within the work limit, no variance."""
 
-    def max_grade(self, ev: TableEvaluation):
+    def max_grade(self, ev: TableEvaluation) -> float | Floats:
         """g_max: the metric's ``max_grade``, else max(4, the largest label of the
         judgements: the batch's, else each row's, ranked or unranked); a float, or per-row
         float64 array. 4 is gdeval's MAX_JUDGMENT (TREC Web track, ir_measures' ERR@K):

@@ -35,7 +35,7 @@ from tieeval.metrics.measures.placement import (
     row_cumsum,
     segment_cumsum,
 )
-from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,9 @@ class BinaryGain(Measure):
         b = ev.b
         cls = np.where(b.relevant(b.lab_first), 0, 1)
 
-        def f(rows, pos, above, c):
-            return 1.0 / np.log2(2.0 + pos - above[0])
+        def f(rows: np.ndarray, pos: np.ndarray, above: np.ndarray, c: int) -> np.ndarray:
+            value: np.ndarray = 1.0 / np.log2(2.0 + pos - above[0])
+            return value
 
         e = item_expectation(b, cls, 2, (0,), f, ev.kc)
         return e / ev.R, None, None
@@ -64,7 +65,7 @@ class BinaryGain(Measure):
         return item_reason(self.name)
 
 
-def _cost_prefix(ev):
+def _cost_prefix(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarray]:
     """Per row ``(X, starts, T, I)``: ``X[starts + j] = sum_{k < j} (max(ideal_k, 1) - 1)``
     for j = 0..T, T the number of positive ideal gains and I their sum."""
     gains, off = ideal_gains(ev.b)
@@ -89,9 +90,11 @@ class NormalisedGain(Measure):
         """Where some judged gain is positive (the ideal gains' sum), under any level."""
         return ev.b.row_max_label() > 0
 
-    def _cost(self, ev, rows, pos, prefix):
+    def _cost(self, ev: TableEvaluation, rows: np.ndarray, pos: np.ndarray,
+              prefix: tuple[np.ndarray, Ints, Ints, np.ndarray]) -> np.ndarray:
         x, starts, count, _ = prefix
-        return pos + 1.0 + x[starts[rows] + np.minimum(pos + 1, count[rows])]
+        value: np.ndarray = pos + 1.0 + x[starts[rows] + np.minimum(pos + 1, count[rows])]
+        return value
 
     def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
@@ -100,9 +103,10 @@ class NormalisedGain(Measure):
         values, cls = np.unique(g, return_inverse=True)
         wanted = tuple(int(i) for i in np.flatnonzero(values != 0))
 
-        def f(rows, pos, above, c):
+        def f(rows: np.ndarray, pos: np.ndarray, above: np.ndarray, c: int) -> np.ndarray:
             s = values @ above + values[c]
-            return values[c] / np.log2(2.0 + self._cost(ev, rows, pos, prefix) - s)
+            value: np.ndarray = values[c] / np.log2(2.0 + self._cost(ev, rows, pos, prefix) - s)
+            return value
 
         e = item_expectation(b, cls.reshape(-1), values.size, wanted, f, ev.kc)
         return e / np.where(ev.defined, prefix[3], 1.0), None, None

@@ -26,10 +26,13 @@ F. McSherry & M. Najork, ECIR 2008 (the tie model).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from tieeval.metrics.measures.protocol import BlockTable, Bools, Floats, Ints
 from tieeval.util.ranges import expand
 from tieeval.util.stopping import checkpoint
 
@@ -49,8 +52,8 @@ class Spread:
     the work limit (no exact distribution)."""
 
     rows: np.ndarray
-    values: list
-    probs: list
+    values: list[np.ndarray]
+    probs: list[np.ndarray]
     over: np.ndarray
 
 
@@ -63,14 +66,14 @@ def geometric_reason(name: str) -> str:
             "estimated by sampling")
 
 
-def log_orders(counts) -> float:
+def log_orders(counts: Ints) -> float:
     """``log(n! / prod_l K_l!)``: the number of distinct orders of a block's kinds (an
     upper bound on the distinct sequences of its first m places), in logarithms."""
     n = float(sum(int(k) for k in counts))
     return math.lgamma(n + 1.0) - sum(math.lgamma(float(k) + 1.0) for k in counts)
 
 
-def prefixes(counts, m: int):
+def prefixes(counts: Ints, m: int) -> tuple[npt.NDArray[np.int8], Floats]:
     """Every distinct sequence of kinds on the first ``m`` places of a uniformly random
     order of a block holding ``counts[l]`` items of kind l, and its probability:
     ``(sequences (P, m) int8, probabilities (P,))``."""
@@ -98,14 +101,15 @@ def prefixes(counts, m: int):
     return seqs, prob
 
 
-def _merged(values: np.ndarray, probs: np.ndarray):
+def _merged(values: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Equal values merged (their probabilities added), ascending."""
     uniq, inv = np.unique(values, return_inverse=True)
     return uniq, np.bincount(inv.reshape(-1), weights=probs, minlength=uniq.size)
 
 
-def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
-           droppable: int | None = None) -> Spread:
+def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
+           block_value: Callable[[int, np.ndarray], np.ndarray], base: Floats,
+           norm: Floats, random_t: Bools, droppable: int | None = None) -> Spread:
     """The exact distribution of each row whose value ties decide.
 
     ``cls`` each position's kind in the 'first' ordering (0..classes-1); ``random_t`` the
@@ -171,8 +175,8 @@ def spread(b, m_t, cls, classes: int, block_value, base, norm, random_t,
 _SURE_MARGIN = 1e-6
 
 
-def _surely_over(b, blocks: np.ndarray, starts: np.ndarray, m_t, cls, classes: int,
-                 droppable: int | None) -> np.ndarray:
+def _surely_over(b: BlockTable, blocks: Ints, starts: Ints, m_t: Ints, cls: Ints,
+                 classes: int, droppable: int | None) -> Bools:
     """Per row (``starts`` into ``blocks``), whether its work is surely beyond
     :data:`GEO_WORK_LIMIT`: the sum of :func:`log_orders` of its blocks, computed for
     every block at once. A row within :data:`_SURE_MARGIN` of the limit is left to the

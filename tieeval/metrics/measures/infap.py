@@ -28,7 +28,14 @@ import numpy as np
 
 from tieeval.metrics.measures.base import BY_LABELS_AND_JUDGED, Measure
 from tieeval.metrics.measures.placement import item_expectation, item_reason, row_cumsum
-from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
+from tieeval.metrics.measures.protocol import (
+    BlockTable,
+    Bools,
+    Closed,
+    Floats,
+    Numbers,
+    TableEvaluation,
+)
 
 #: trec_eval's INFAP_EPSILON (trec_eval.h)
 INFAP_EPSILON = 1e-5
@@ -36,7 +43,8 @@ INFAP_EPSILON = 1e-5
 _REL, _NONREL, _POOLED, _UNPOOLED = 0, 1, 2, 3
 
 
-def _term(pos, rel_above, nonrel_above, pooled_above) -> np.ndarray:
+def _term(pos: np.ndarray, rel_above: np.ndarray, nonrel_above: np.ndarray,
+          pooled_above: np.ndarray) -> np.ndarray:
     j = np.asarray(pos, dtype=np.float64)
     safe = np.where(j > 0, j, 1.0)
     eps = INFAP_EPSILON
@@ -46,7 +54,7 @@ def _term(pos, rel_above, nonrel_above, pooled_above) -> np.ndarray:
     return np.where(j > 0, e, 1.0)
 
 
-def _classes(b, lab, judged) -> np.ndarray:
+def _classes(b: BlockTable, lab: Floats, judged: Bools) -> np.ndarray:
     rel = b.relevant(lab)
     return np.where(rel, _REL, np.where(judged, _NONREL, np.where(lab < 0, _POOLED,
                                                                    _UNPOOLED)))
@@ -60,7 +68,7 @@ class InferredAP(Measure):
         b = ev.b
         cls = _classes(b, b.lab_first, b.judged_first)
 
-        def f(rows, pos, above, c):
+        def f(rows: np.ndarray, pos: np.ndarray, above: np.ndarray, c: int) -> np.ndarray:
             return _term(pos, above[_REL], above[_NONREL], above[_POOLED])
 
         e = item_expectation(b, cls, 4, (_REL,), f, ev.kc)
@@ -69,7 +77,7 @@ class InferredAP(Measure):
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
         b = ev.b
-        cls = _classes(b, lab, judged)
+        cls = _classes(b, lab, self.judged_mask(judged))
         counts = [row_cumsum(b, (cls == c).astype(np.float64), inclusive=False)
                   for c in (_REL, _NONREL, _POOLED)]
         hit = (cls == _REL) & ev.in_k

@@ -22,8 +22,9 @@ Reference: trec_eval m_iprec_at_recall.c, m_11pt_avg.c; F. McSherry & M. Najork,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -44,14 +45,15 @@ from tieeval.metrics.measures.protocol import (
 from tieeval.util.stopping import checkpoint
 
 
-def _planned_levels(ev) -> set:
+def _planned_levels(ev: TableEvaluation) -> set[float]:
     """The recall levels of every IPrec and 11pt_avg metric planned on the batch with this
     metric's rounding: they share their set-up, so they are computed together, once."""
     key = ("IPrec", "planned", ev.m.iprec_rounding)
     kept = ev.b.shared.get(key)
     if kept is not None and kept[0] is ev.b.planned:
-        return kept[1]
-    levels: set = set()
+        levels: set[float] = kept[1]
+        return levels
+    levels = set()
     for m in ev.b.planned:
         checkpoint()
         if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
@@ -62,7 +64,7 @@ def _planned_levels(ev) -> set:
     return levels
 
 
-def interpolated_expectations(ev, levels) -> list[np.ndarray]:
+def interpolated_expectations(ev: TableEvaluation, levels: Iterable[float]) -> list[np.ndarray]:
     """The exact E[IPrec(level)] of each row at each of ``levels`` (NaN beyond the work
     limit), computed once per batch for every level planned on it.
 
@@ -79,12 +81,13 @@ def interpolated_expectations(ev, levels) -> list[np.ndarray]:
     return [store[x] for x in levels]
 
 
-def interpolated_expectation(ev, level: float) -> np.ndarray:
+def interpolated_expectation(ev: TableEvaluation, level: float) -> np.ndarray:
     """The exact E[IPrec(level)] of each row (NaN beyond the work limit)."""
     return interpolated_expectations(ev, [level])[0]
 
 
-def interpolated_levels(ev, lab, levels) -> list[np.ndarray]:
+def interpolated_levels(ev: TableEvaluation, lab: Floats,
+                        levels: Iterable[float]) -> list[np.ndarray]:
     """:func:`interpolated` at each of ``levels``; the ordering's precision curve is made
     once per batch for every level planned on it."""
     key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
@@ -97,7 +100,7 @@ def interpolated_levels(ev, lab, levels) -> list[np.ndarray]:
     return [kept[2][x] for x in levels]
 
 
-def interpolated(ev, lab, level: float) -> np.ndarray:
+def interpolated(ev: TableEvaluation, lab: Floats, level: float) -> np.ndarray:
     """Interpolated precision at recall ``level`` (trec_eval m_iprec_at_recall.c) of the
     ordering whose labels by position are ``lab``: with c = lround(x R), the largest
     precision at any retrieved rank at or below the c-th relevant item (any rank when
@@ -106,7 +109,8 @@ def interpolated(ev, lab, level: float) -> np.ndarray:
     return interpolated_levels(ev, lab, [level])[0]
 
 
-def _interpolated(ev, lab, levels) -> dict:
+def _interpolated(ev: TableEvaluation, lab: Floats, levels: Iterable[float]
+                  ) -> dict[float, np.ndarray]:
     """``{level: interpolated(ev, lab, level)}`` from one precision curve.
 
     The best precision at or below a rank is reached at a relevant item (between two of
@@ -143,10 +147,12 @@ def _suffix_max(x: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
     non-decreasing), exactly: a running maximum of integer keys (the row, later rows
     lower, then the rank of the value among the distinct values), read back as values."""
     if x.size == 0:
-        return x.copy()
+        value: np.ndarray = x.copy()
+        return value
     values, rank = np.unique(x, return_inverse=True)
     key = (rows - 1 - row) * values.size + rank.ravel()
-    return values[np.maximum.accumulate(key[::-1])[::-1] % values.size]
+    value = values[np.maximum.accumulate(key[::-1])[::-1] % values.size]
+    return value
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ class InterpolatedPrecision(Measure):
     """trec_eval's interpolated precision at a recall level; exact E within the work
     limit, no variance."""
 
-    def _level(self, ev) -> float:
+    def _level(self, ev: TableEvaluation) -> float:
         level = ev.m.level  # IPrec always has one (RelMetric checks it)
         return 0.0 if level is None else level
 
@@ -171,12 +177,13 @@ class InterpolatedPrecision(Measure):
                 ) -> Numbers:
         return interpolated(ev, lab, self._level(ev))
 
-    def nan_without_ranked(self, k, big_r, options) -> bool:
+    def nan_without_ranked(self, k: int | float | None, big_r: int,
+                           options: dict[str, Any]) -> bool:
         """m_iprec_at_recall.c starts from the precision of the whole ranking,
         num_rel_ret / num_ret: 0/0 for an empty one, kept at every level whose cutoff is 0
         relevant documents."""
         rounding = options.get("iprec_rounding", "trec_eval")
-        return int(iprec_cut(float(k), np.array([big_r]), rounding)[0]) == 0
+        return int(iprec_cut(float(cast(float, k)), np.array([big_r]), rounding)[0]) == 0
 
     def tie_aware_reason(self) -> str:
         return f"not computed for some rows: {not_computed_reason(self.name)}"
@@ -204,7 +211,8 @@ class ElevenPointAverage(InterpolatedPrecision):
         total = cast(Floats, sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)))
         return total / len(ELEVEN_LEVELS)
 
-    def nan_without_ranked(self, k, big_r, options) -> bool:
+    def nan_without_ranked(self, k: int | float | None, big_r: int,
+                           options: dict[str, Any]) -> bool:
         """m_11pt_avg.c starts from num_rel_ret / num_ret as m_iprec_at_recall.c does, and
         recall 0.0's cutoff is always 0 relevant documents: an empty ranking's 0/0 is in
         the sum, so the average is -nan whatever R is."""

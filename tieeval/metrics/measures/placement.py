@@ -26,14 +26,22 @@ gain_init.c (gains are the relevance levels).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from tieeval.metrics.measures.protocol import BlockTable, Floats, Ints
 from tieeval.util.stopping import checkpoint
 
 #: Work limit of one row of :func:`item_expectation`: the number of (block, class of item,
 #: composition of the items above it) terms summed for the row, ``sum over its tie blocks
 #: and item classes of prod_l (K_l + 1)``. A row above it is NaN.
 ITEM_WORK_LIMIT = 2_000_000
+
+#: ``f(rows, pos, above, c)`` of :func:`item_expectation`: the value of an item of class
+#: ``c`` of row ``rows`` at 0-based place ``pos`` with ``above[l]`` items of class l above
+#: it (arrays, one entry per case)
+ItemTerm = Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]
 _GRID_SLICE = 1 << 17  # compositions of a block computed at once (item_expectation)
 
 
@@ -58,13 +66,13 @@ def segment_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def row_cumsum(b, x: np.ndarray, inclusive: bool = True) -> np.ndarray:
+def row_cumsum(b: BlockTable, x: np.ndarray, inclusive: bool = True) -> np.ndarray:
     """Per position the sum of ``x`` over its row up to it (``inclusive``) or above it."""
     out = segment_cumsum(np.asarray(x, dtype=np.float64), b.offsets)
     return out if inclusive else out - x
 
 
-def ideal_gains(b):
+def ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
     """Every positive gain of each row's judgements, best first: ``(gains, offsets)``.
 
     The gains are the labels > 0 of the ranked items and of the unranked judged items
@@ -84,7 +92,7 @@ def ideal_gains(b):
     return gains[order], np.concatenate(([0], np.cumsum(count))).astype(np.int64)
 
 
-def ideal_dcg_prefix(gains: np.ndarray, offsets: np.ndarray):
+def ideal_dcg_prefix(gains: Floats, offsets: Ints) -> tuple[Floats, Ints]:
     """Per row the ideal DCG of its first 0..T positions (log2 discount):
     ``(prefix, starts)`` with row i's ``IDCG@j = prefix[starts[i] + j]``."""
     rows = offsets.size - 1
@@ -98,7 +106,8 @@ def ideal_dcg_prefix(gains: np.ndarray, offsets: np.ndarray):
     return prefix, starts
 
 
-def linear_moments(b, g: np.ndarray, w: np.ndarray):
+def linear_moments(b: BlockTable, g: np.ndarray, w: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Per row ``E`` and ``Var`` of ``sum_r g(item at r) w(r)``: ``g`` by position in any
     ordering of the batch (each block holds the same items in every ordering), ``w`` the
     weight of each position (docs/METRICS.md 3-4)."""
@@ -111,13 +120,15 @@ def linear_moments(b, g: np.ndarray, w: np.ndarray):
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows)
 
 
-def _log_comb(n, k: np.ndarray) -> np.ndarray:
+def _log_comb(n: np.float64, k: np.ndarray) -> np.ndarray:
     from scipy.special import gammaln  # scipy only when ties are summed over
 
-    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+    out: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+    return out
 
 
-def item_expectation(b, cls: np.ndarray, classes: int, wanted, f, retrieved: np.ndarray):
+def item_expectation(b: BlockTable, cls: np.ndarray, classes: int, wanted: tuple[int, ...],
+                     f: ItemTerm, retrieved: np.ndarray) -> np.ndarray:
     """Per row the exact ``E[sum over retrieved items i of class in wanted of f]`` under
     uniform random tie-breaking, NaN where the work exceeds :data:`ITEM_WORK_LIMIT`.
 

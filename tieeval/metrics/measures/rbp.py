@@ -38,7 +38,7 @@ from tieeval.util.stopping import checkpoint
 RBP_PERSISTENCE = 0.9
 
 
-def _weights(ev) -> np.ndarray:
+def _weights(ev: TableEvaluation) -> np.ndarray:
     """``(1 - p) p^r`` at each 0-based retrieved place r, 0 past the depth."""
     b = ev.b
     p = RBP_PERSISTENCE
@@ -54,7 +54,7 @@ class RankBiasedPrecision(Measure):
         level under any relevance level, as for NDCG."""
         return ev.b.row_max_label() > 0
 
-    def gains(self, ev, lab) -> np.ndarray:
+    def gains(self, ev: TableEvaluation, lab: Floats) -> np.ndarray:
         top = ev.b.row_max_label()
         scale = np.where(top > 1.0, top, 1.0)
         return np.maximum(lab, 0.0) / scale[ev.b.row]

@@ -46,17 +46,17 @@ from tieeval.metrics.measures.placement import (
     linear_moments,
     row_cumsum,
 )
-from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 
 
-def _ideal(ev):
+def _ideal(ev: TableEvaluation) -> tuple[Floats, Ints, Ints, Floats, Ints]:
     """``(prefix, starts, T)``: each row's ideal DCG@j at ``prefix[starts + j]``."""
     gains, off = ideal_gains(ev.b)
     prefix, starts = ideal_dcg_prefix(gains, off)
     return prefix, starts, np.diff(off), gains, off
 
 
-def _discount(ev) -> np.ndarray:
+def _discount(ev: TableEvaluation) -> np.ndarray:
     """1 / log2(r + 2) at each retrieved 0-based place r, 0 past the depth."""
     return np.where(ev.in_k, 1.0 / np.log2(ev.b.pos + 2.0), 0.0)
 
@@ -69,7 +69,8 @@ class NdcgRel(Measure):
         """Where some judged gain is positive (T >= 1), under any relevance level."""
         return ev.b.row_max_label() > 0
 
-    def _parts(self, ev: TableEvaluation):
+    def _parts(self, ev: TableEvaluation
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         b = ev.b
         prefix, starts, t, _, _ = _ideal(ev)
         d = _discount(ev)
@@ -88,7 +89,8 @@ class NdcgRel(Measure):
         at_rel = np.bincount(b.row, weights=np.where(x > 0, dcg * inv, 0.0), minlength=b.rows)
         n_pos = np.bincount(b.row[x > 0], minlength=b.rows)
         total = np.bincount(b.row, weights=x * d, minlength=b.rows)
-        return (at_rel + (t - n_pos) * total / full) / np.where(ev.defined, t, 1.0)
+        value: Numbers = (at_rel + (t - n_pos) * total / full) / np.where(ev.defined, t, 1.0)
+        return value
 
     def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b

@@ -63,7 +63,7 @@ RPREC = RPrecision(
     needs=frozenset({"labels"}))
 
 
-def _cutoff(x: float, r) -> np.ndarray:
+def _cutoff(x: float, r: int | np.ndarray) -> Ints:
     """trec_eval's cutoff in documents: (long) (x * num_rel + 0.9), in double arithmetic."""
     return np.floor(x * np.asarray(r).astype(np.float64) + 0.9).astype(np.int64)
 
@@ -86,7 +86,7 @@ class RPrecisionMultiple(Measure):
             return None
         return _cutoff(0.0 if k is None else float(k), r)
 
-    def _c(self, ev: TableEvaluation) -> Floats:
+    def _c(self, ev: TableEvaluation) -> Ints:
         return _cutoff(0.0 if ev.m.level is None else float(ev.m.level), ev.b.n_pos)
 
     def _cut(self, ev: TableEvaluation) -> Floats:

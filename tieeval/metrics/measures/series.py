@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
+from tieeval.metrics.measures.protocol import BlockTable
 from tieeval.util.stopping import checkpoint
 
 _DIRECT = 64  # power sums over at most this many terms are added directly
@@ -58,7 +61,8 @@ def _h_tables() -> tuple[np.ndarray, np.ndarray]:
 _EULER = 0.57721566490153286061
 
 
-def _tabulated(n, table: np.ndarray, series) -> np.ndarray:
+def _tabulated(n: npt.ArrayLike, table: np.ndarray,
+               series: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """``table[n]`` for int64 n <= 4096, ``series(n as float64)`` above."""
     n = np.asarray(n, dtype=np.int64)
     out = np.empty(n.shape, dtype=np.float64)
@@ -70,8 +74,9 @@ def _tabulated(n, table: np.ndarray, series) -> np.ndarray:
 
 def _harmonic_series(x: np.ndarray) -> np.ndarray:
     inv2 = 1.0 / (x * x)
-    return (np.log(x) + _EULER + 0.5 / x
+    out: np.ndarray = (np.log(x) + _EULER + 0.5 / x
             - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 / 252)))
+    return out
 
 
 def _harmonic2_series(x: np.ndarray) -> np.ndarray:
@@ -203,7 +208,8 @@ def rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
     return e1, e2
 
 
-def hypergeometric_hits(b, m_t: np.ndarray, x_t: np.ndarray):
+def hypergeometric_hits(b: BlockTable, m_t: np.ndarray, x_t: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """E and Var of #(marked in the top), ``m_t`` positions of each block inside the top,
     ``x_t`` marked items per block; the draws of different blocks are independent."""
     n = b.bsz.astype(np.float64)
@@ -217,7 +223,8 @@ def hypergeometric_hits(b, m_t: np.ndarray, x_t: np.ndarray):
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows), decided
 
 
-def hypergeometric_extremes(b, m_t: np.ndarray, x_t: np.ndarray):
+def hypergeometric_extremes(b: BlockTable, m_t: np.ndarray, x_t: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]:
     """The largest and smallest #(marked in the top) over the tie orders: ``m_t`` places of
     each block inside the top, ``x_t`` marked items per block. A block the top cut straddles
     holds at most ``min(m, x)`` and at least ``max(0, m - (n - x))`` of its marked items
@@ -229,7 +236,8 @@ def hypergeometric_extremes(b, m_t: np.ndarray, x_t: np.ndarray):
             np.bincount(b.brow, weights=least, minlength=b.rows))
 
 
-def shifted_square_moments(b, m_t: np.ndarray, x_t: np.ndarray):
+def shifted_square_moments(b: BlockTable, m_t: np.ndarray, x_t: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """E[X^2] and Var[X^2] of X = #(marked in the top), ``m_t`` places of each block inside
     the top and ``x_t`` marked items per block.
 

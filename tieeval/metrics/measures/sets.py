@@ -26,6 +26,7 @@ them with trec_eval).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class SetMeasure(Measure):
             return np.ones(ev.b.rows, dtype=bool)  # its value exists without a relevant item
         return ev.b.n_pos >= 1
 
-    def _linear(self, ev) -> tuple[np.ndarray, np.ndarray]:
+    def _linear(self, ev: TableEvaluation) -> tuple[np.ndarray, np.ndarray]:
         """``(a, c)`` with value = a X + c, for the forms linear in X."""
         n_ret = ev.kc.astype(np.float64)
         r = ev.R
@@ -84,12 +85,14 @@ class SetMeasure(Measure):
         x = ev.hits(lab, +1)
         if self.form in _LINEAR:
             a, c = self._linear(ev)
-            return a * x + c
+            value: Numbers = a * x + c
+            return value
         d = self._map_denominator(ev)
         return np.where(d > 0, x * x / np.where(d > 0, d, 1.0), 0.0)
 
 
-def _set(name, form, description, trec, ir=None, **kwargs) -> SetMeasure:
+def _set(name: str, form: str, description: str, trec: str, ir: str | None = None,
+         **kwargs: Any) -> SetMeasure:
     names = {"tieeval": (name,), "trec_eval": (trec,)}
     if ir is not None:
         names["ir_measures"] = (ir,)
