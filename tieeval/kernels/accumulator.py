@@ -8,7 +8,9 @@ executors, and merged: the result does not depend on the split, bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +31,7 @@ class EntrySums:
     """The sums of one output row (a metric, at one gamma for signed metrics): the four
     columns, the tie-break variance, and the rows where the metric is defined."""
 
-    columns: dict = field(default_factory=lambda: {c: ExactSum() for c in COLUMNS})
+    columns: dict[str, Any] = field(default_factory=lambda: {c: ExactSum() for c in COLUMNS})
     variance: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     has_variance: bool = True
@@ -39,7 +41,7 @@ class EntrySums:
     # a geometric mean's rows whose value ties decide: each one's exact distribution
     # ``[values, probabilities]``, kept until the number of rows is known (the tie-aware
     # column then sums the logarithms of the other rows only)
-    spread: list = field(default_factory=list)
+    spread: list[Any] = field(default_factory=list)
     spread_size: int = 0
 
     def merge(self, other: "EntrySums") -> None:
@@ -51,7 +53,7 @@ class EntrySums:
         self.has_tie_aware = self.has_tie_aware and other.has_tie_aware
         self.add_spread(other.spread)
 
-    def add_spread(self, spread: list) -> None:
+    def add_spread(self, spread: list[Any]) -> None:
         """Keep rows' distributions, within the run's limit (beyond it the tie-aware
         column is null)."""
         from tieeval.metrics.measures.geometric import GEO_STORE_LIMIT
@@ -64,7 +66,7 @@ class EntrySums:
             return
         self.spread.extend(spread)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"columns": {c: self.columns[c].state() for c in COLUMNS},
                 "variance": self.variance.state(), "count": str(self.count),
                 "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware,
@@ -72,7 +74,7 @@ class EntrySums:
                 "spread_size": self.spread_size}
 
     @classmethod
-    def from_state(cls, state: dict) -> "EntrySums":
+    def from_state(cls, state: dict[str, Any]) -> "EntrySums":
         return cls({c: ExactSum.from_state(state["columns"][c]) for c in COLUMNS},
                    ExactSum.from_state(state["variance"]), int(state["count"]),
                    bool(state["has_variance"]), bool(state.get("has_tie_aware", True)),
@@ -107,7 +109,7 @@ class Accumulator:
     pos_size: int
     pos_tied: int
 
-    def __init__(self, entries: int, ks=(), duplicates: bool = False):
+    def __init__(self, entries: int, ks: Iterable[int] = (), duplicates: bool = False):
         self.sums = [EntrySums() for _ in range(entries)]
         self.ks = sorted(set(ks))
         for name in _COUNTS:
@@ -119,7 +121,7 @@ class Accumulator:
         self.k_over_n = {k: 0 for k in self.ks}
         self.duplicates = DuplicateCheck() if duplicates else None
         # the first rows' evidence that a defaulted column-0 positive is none (kernels.hints)
-        self.hint: dict | None = None
+        self.hint: dict[str, Any] | None = None
         # per column, how many rows put the positive at each deterministic rank (the index),
         # not yet added to the sums: integer counts merge exactly, and the kernel that
         # keeps them (the single-positive one) turns them into metric values once per run
@@ -147,7 +149,7 @@ class Accumulator:
         self._table("pairs", name, (rows, cols))[x, y] += counts  # distinct: no repeats
         return True
 
-    def _table(self, kind: str, name: str, shape: tuple) -> np.ndarray:
+    def _table(self, kind: str, name: str, shape: tuple[Any, ...]) -> np.ndarray:
         """The count table ``name`` of ``kind`` (``ranks`` or ``pairs``), made or grown to
         at least ``shape``, its counts kept."""
         tables = getattr(self, kind)
@@ -156,7 +158,8 @@ class Accumulator:
             setattr(self, kind, tables)
         old = tables.get(name)
         if old is not None and all(n <= m for n, m in zip(shape, old.shape)):
-            return old
+            value: np.ndarray = old
+            return value
         if old is not None:
             shape = tuple(max(n, m) for n, m in zip(shape, old.shape))
         grown = np.zeros(shape, dtype=np.int64)
@@ -192,7 +195,7 @@ class Accumulator:
         if self.duplicates is not None and other.duplicates is not None:
             self.duplicates.merge(other.duplicates)
 
-    def to_state(self) -> dict:
+    def to_state(self) -> dict[str, Any]:
         """The sums as plain JSON-able data (big integers as strings), e.g. to ship between
         Spark executors and the driver; :meth:`from_state` rebuilds an equal Accumulator."""
         return {"ks": self.ks, "counts": {name: str(getattr(self, name)) for name in _COUNTS},
@@ -209,7 +212,7 @@ class Accumulator:
                    for kind in ("ranks", "pairs")}}
 
     @classmethod
-    def from_state(cls, state: dict) -> "Accumulator":
+    def from_state(cls, state: dict[str, Any]) -> "Accumulator":
         acc = cls(0, state["ks"], state["duplicates"] is not None)
         for name in _COUNTS:
             setattr(acc, name, int(state["counts"][name]))
@@ -229,7 +232,7 @@ class Accumulator:
         return acc
 
 
-def _sparse(table: np.ndarray) -> list:
+def _sparse(table: np.ndarray) -> list[Any]:
     """A count table as the indices of its non-zero cells, one list per axis, then their
     counts (JSON-able): ``[ranks, counts]`` or ``[xs, ys, counts]``."""
     at = np.nonzero(table)

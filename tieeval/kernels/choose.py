@@ -10,6 +10,9 @@ whichever kernel they are handed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from tieeval.kernels.base import EvalSpec, Kernel
 from tieeval.kernels.original import check_rule_for, default_rule
 from tieeval.kernels.single import SinglePositiveKernel
@@ -22,10 +25,11 @@ from tieeval.metrics.metric import (
     parse_metric_list,
 )
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions, default_rel_metrics
+from tieeval.records.whatif import WhatIf
 
 
-def resolve_metrics(metrics, source: str | None, options: RelOptions | None = None
-                    ) -> list[Metric]:
+def resolve_metrics(metrics: Iterable[Metric | str] | None, source: str | None,
+                    options: RelOptions | None = None) -> list[Metric]:
     """The user's metrics (Metric values or names), or the default set: the convention's
     (:mod:`tieeval.metrics.conventions`) when ``options`` name one, else the dump kind's:
     HR@K, NDCG@K and MRR for one positive per row; HR@K, Recall@K, NDCG@K, MRR and MAP
@@ -41,8 +45,9 @@ def resolve_metrics(metrics, source: str | None, options: RelOptions | None = No
     return parse_metric_list(metrics)
 
 
-def spec_for(relevance, metrics=None, *, options: RelOptions | None = None,
-             nan_policy: str = "raise", what_if=None, path: str = "",
+def spec_for(relevance: Any, metrics: Iterable[Metric | str] | None = None, *,
+             options: RelOptions | None = None,
+             nan_policy: str = "raise", what_if: WhatIf | None = None, path: str = "",
              original: str | None = None) -> EvalSpec:
     """The :class:`EvalSpec` of a dump whose relevance is ``relevance`` (a
     :class:`~tieeval.io.base.RelevanceInfo`, or None for a plain single-positive dump).

@@ -72,7 +72,8 @@ def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
     return InstanceValues(orig, first, last, e, _variance(e, e2, b), decided)
 
 
-def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray):
+def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``E[X]``, ``E[X^2]`` under uniform tie-breaking, and whether first != last."""
     spec = metric.spec
     if not spec.single_positive:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 _FIELDS = ("rows", "instances", "copies", "relevant_rows", "mismatch_rows")
@@ -16,14 +18,15 @@ class DuplicateCheck:
     equal to the held-out positive, lower the tie-aware figures. Reported, never fixed.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.rows = 0
         self.instances = 0
         self.copies = 0
         self.relevant_rows = 0
         self.mismatch_rows = 0
 
-    def add(self, scores, items, offsets, relevant) -> None:
+    def add(self, scores: np.ndarray, items: np.ndarray, offsets: np.ndarray | None,
+            relevant: np.ndarray) -> None:
         """``scores``/``items``/``relevant`` flat (with ``offsets``) or 2-D alike."""
         if offsets is None:
             rows, cols = items.shape
@@ -65,17 +68,17 @@ class DuplicateCheck:
         for name in _FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
 
     @classmethod
-    def from_state(cls, state: dict) -> "DuplicateCheck":
+    def from_state(cls, state: dict[str, Any]) -> "DuplicateCheck":
         check = cls()
         for name in _FIELDS:
             setattr(check, name, int(state[name]))
         return check
 
-    def report(self, path: str) -> tuple[list[dict], list[str]]:
+    def report(self, path: str) -> tuple[list[dict[str, Any]], list[str]]:
         """``(data_warnings, stderr lines)``; empty when no row holds a duplicate."""
         if self.rows == 0:
             return [], []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +31,11 @@ DTYPES = (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint
           np.uint32, np.uint64)
 
 
-def _build():
+def _build() -> Any:
     from numba import njit
 
-    @njit(cache=True, nogil=True, fastmath=False)
-    def counts(scores, positive, a, b, top):  # pragma: no cover - compiled
+    def counts(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
+               top: np.ndarray) -> int:  # pragma: no cover - compiled
         rows, cols = scores.shape
         for i in range(rows):
             row = scores[i]
@@ -60,10 +61,10 @@ def _build():
             top[i] = cm
         return -1
 
-    return counts
+    return njit(cache=True, nogil=True, fastmath=False)(counts)
 
 
-def kernel():
+def kernel() -> Any:
     """The compiled kernel, or None when numba is missing or disabled."""
     global _KERNEL, _TRIED
     if not _TRIED:
@@ -97,7 +98,8 @@ def active() -> bool:
     return _ON
 
 
-def dense_abt(scores: np.ndarray, positive: np.ndarray):
+def dense_abt(scores: np.ndarray, positive: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(a, b, top)`` for a dense batch, or None where the numpy path must run instead."""
     if not _ON or scores.size < MIN_SCORES or scores.dtype.type not in DTYPES or \
             not scores.dtype.isnative:

@@ -61,14 +61,15 @@ Definitions and defaults (the choices docs/computed.md documents):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
 
 from tieeval.errors import InputError, warn
-from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel
+from tieeval.kernels.accumulator import Accumulator, EntrySums
+from tieeval.kernels.base import Entry, EvalSpec, Kernel
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
@@ -76,15 +77,16 @@ from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.measures.base import deepest
 from tieeval.metrics.measures.hr import TIE_DECIDED
-from tieeval.metrics.metric import COLUMNS
+from tieeval.metrics.metric import COLUMNS, Metric
 from tieeval.metrics.options import RelMetric, RelOptions
 from tieeval.metrics.registry import MIN_GEO_MEAN, REGISTRY
 from tieeval.records.batch import Batch
 from tieeval.records.results import MetricRow, RunResult, TieStats
+from tieeval.records.values import InstanceValues
 from tieeval.util.stopping import checkpoint
 
 
-def expand(metrics, options: RelOptions) -> list[Entry]:
+def expand(metrics: Iterable[Metric], options: RelOptions) -> list[Entry]:
     """One entry per metric, one per gamma for the signed metrics (metric-major order);
     each entry's ``form`` is the metric with its options (:class:`RelMetric`)."""
     out = []
@@ -134,7 +136,7 @@ class GeneralKernel(Kernel):
             # benchmarks/bench_labelled.py, docs/performance.md)
             self.memory_factor = PRUNED_MEMORY_FACTOR
 
-    def labels(self, batch: Batch):
+    def labels(self, batch: Batch) -> np.ndarray:
         if self.spec.source is None:
             return one_hot(batch)
         if batch.labels is None:
@@ -155,7 +157,7 @@ class GeneralKernel(Kernel):
                             sparse=not listed and atol is None, rank_depth=self.rank_depth,
                             prune_depth=self.prune_depth)
 
-    def block_table(self, batch: Batch, labels) -> RelBatch:
+    def block_table(self, batch: Batch, labels: np.ndarray) -> RelBatch:
         """The :class:`RelBatch` of one prepared batch; a NaN becomes an error naming the
         dump row."""
         path = self.spec.path
@@ -196,7 +198,7 @@ class GeneralKernel(Kernel):
         values = self.add_rows(acc, rb)
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, np.asarray(lab) > 0)
-        return None, self._instances(rb, cast(list, values), counted=True)
+        return None, self._instances(rb, cast("list[Any]", values), counted=True)
 
     def add_rows(self, acc: Accumulator, rb: RelBatch) -> list[InstanceValues] | None:
         """Add a block table's rows to ``acc``; returns each entry's values as added
@@ -261,7 +263,7 @@ class GeneralKernel(Kernel):
         return added
 
     @staticmethod
-    def _spread(sums, v: InstanceValues, mask: np.ndarray):
+    def _spread(sums: EntrySums, v: InstanceValues, mask: np.ndarray) -> np.ndarray | None:
         """A geometric mean's rows (among ``mask``) whose value ties decide: their
         distributions go to ``sums``; returns which of the masked rows they are (None when
         the measure gives no distributions)."""
@@ -276,9 +278,10 @@ class GeneralKernel(Kernel):
         keep = [i for i, row in enumerate(sp.rows.tolist()) if mask[row]]
         random[sp.rows[keep]] = True
         sums.add_spread([(sp.values[i], sp.probs[i]) for i in keep])
-        return random[mask]
+        value: np.ndarray | None = random[mask]
+        return value
 
-    def _counted(self, v: InstanceValues, entry: Entry, has_pos) -> InstanceValues:
+    def _counted(self, v: InstanceValues, entry: Entry, has_pos: np.ndarray) -> InstanceValues:
         """``no_relevant="zero"``: an instance without a relevant item that the metric
         leaves undefined counts as 0 in every column (trec_eval, ranx, scikit-learn);
         the pair measures (V-AUC, AUC), which need a relevant item in every pair, still
@@ -291,10 +294,12 @@ class GeneralKernel(Kernel):
         if not fill.any():
             return v
 
-        def zero(a, value=0.0):
-            return None if a is None else np.where(fill, value, a)
+        def zero(a: np.ndarray, value: float = 0.0) -> np.ndarray:
+            return np.where(fill, value, a)
+
+        variance = None if v.variance is None else zero(v.variance)
         return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
-                              zero(v.tie_aware), zero(v.variance),
+                              zero(v.tie_aware), variance,
                               zero(v.tie_decided, False), defined | fill, v.spread)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
@@ -321,8 +326,9 @@ class GeneralKernel(Kernel):
             out.append(v)
         return out
 
-    def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
-               warnings=()) -> RunResult:
+    def result(self, acc: Accumulator, path: str, dtype: np.ndarray,
+               labels: dict[str, Any] | None = None,
+               warnings: Iterable[str] = ()) -> RunResult:
         """The run's rows; the relevance source is ``labels``, ``positives``, ``trec`` or
         ``positive`` (one-hot single-positive rows)."""
         n = acc.instances
@@ -413,10 +419,11 @@ def tie_decided(rb: RelBatch, first: np.ndarray, k: int) -> np.ndarray:
     if rb.depth is not None:
         kc = min(kc, rb.depth)
     m = np.clip(kc - a, 0, size)
-    return (m >= 1) & (m <= size - p)
+    value: np.ndarray = (m >= 1) & (m <= size - p)
+    return value
 
 
-def expected_geometric_mean(s) -> float:
+def expected_geometric_mean(s: EntrySums) -> float:
     """``prod_q E[max(x_q, 1e-5)^(1/Q)]`` over the Q rows of a geometric mean: the
     rows no tie decides from their exact sum of logarithms, the others from their
     distributions (tieeval.metrics.measures.geometric)."""
@@ -440,7 +447,7 @@ def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
     return metric.spec.undefined_reason()
 
 
-def k_over_n_warnings(path: str, counts: dict) -> list[str]:
+def k_over_n_warnings(path: str, counts: dict[int, int]) -> list[str]:
     """The cutoffs past some rows' candidate count, said once: a TREC run's shorter
     queries fall below several of trec_eval's cutoffs (100 ... 1000) at once, one line for
     all of them rather than one per cutoff."""
@@ -455,13 +462,13 @@ def k_over_n_warnings(path: str, counts: dict) -> list[str]:
             "instance(s))"]
 
 
-def _relevant(options) -> str:
+def _relevant(options: RelOptions) -> str:
     """What relevant means in a warning: ``label > 0``, or ``label >= N`` under a level."""
     level = options.relevance_level
     return "label > 0" if level is None else f"label >= {level}"
 
 
-def _graded(options) -> str:
+def _graded(options: RelOptions) -> str:
     # under a relevance level the DCG family's gain stays the raw label: NDCG scores a row
     # with labels below the level (trec_eval's ndcg under -l)
     if options.relevance_level is None:

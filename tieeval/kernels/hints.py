@@ -23,6 +23,7 @@ The figures never change: the hint is one warning line, with the fix.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -43,14 +44,14 @@ def _rows(scores: np.ndarray, offsets: np.ndarray | None) -> list[np.ndarray]:
     return [scores[offsets[i]:offsets[i + 1]] for i in range(offsets.size - 1)]
 
 
-def new_evidence() -> dict:
+def new_evidence() -> dict[str, Any]:
     """Empty evidence: per-row normalised ranks ``u`` and their chance variances ``var``
     (rows of two candidates or more, no NaN), rows seen, rows whose column 0 is -inf, the
     most candidates of a row."""
     return {"u": [], "var": [], "rows": 0, "inf": 0, "n": 0}
 
 
-def add_evidence(evidence: dict, scores: np.ndarray, offsets: np.ndarray | None,
+def add_evidence(evidence: dict[str, Any], scores: np.ndarray, offsets: np.ndarray | None,
                  start: int) -> None:
     """Add the rows of a batch (dump rows ``start``...) that are among the dump's first
     :data:`HINT_ROWS`, so the evidence does not depend on how the rows were batched."""
@@ -75,7 +76,7 @@ def add_evidence(evidence: dict, scores: np.ndarray, offsets: np.ndarray | None,
         evidence["var"].append((n + 1) / (12 * (n - 1)))
 
 
-def add_count_evidence(evidence: dict, scores: np.ndarray, a: np.ndarray, b: np.ndarray,
+def add_count_evidence(evidence: dict[str, Any], scores: np.ndarray, a: np.ndarray, b: np.ndarray,
                        start: int, nan_rows: bool) -> None:
     """:func:`add_evidence` for a dense batch whose positive is column 0, from the
     kernel's own counts (``a`` above column 0, ``b`` tied with it, itself included)
@@ -104,7 +105,7 @@ def add_count_evidence(evidence: dict, scores: np.ndarray, a: np.ndarray, b: np.
     evidence["var"].extend([(n + 1) / (12 * (n - 1))] * int(a.size))
 
 
-def merge_evidence(mine: dict, theirs: dict) -> dict:
+def merge_evidence(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
     return {"u": mine["u"] + theirs["u"], "var": mine["var"] + theirs["var"],
             "rows": mine["rows"] + theirs["rows"], "inf": mine["inf"] + theirs["inf"],
             "n": max(mine["n"], theirs["n"])}
@@ -120,7 +121,7 @@ def rank_evidence(rows: list[np.ndarray]) -> tuple[float, float, int]:
     return _statistic(evidence)
 
 
-def _statistic(evidence: dict) -> tuple[float, float, int]:
+def _statistic(evidence: dict[str, Any]) -> tuple[float, float, int]:
     used = len(evidence["u"])
     if not used:
         return math.nan, math.nan, 0
@@ -130,7 +131,7 @@ def _statistic(evidence: dict) -> tuple[float, float, int]:
     return mean, (0.5 - mean) / se, used
 
 
-def evidence_hints(path: str, evidence: dict) -> list[str]:
+def evidence_hints(path: str, evidence: dict[str, Any]) -> list[str]:
     """Warnings (zero or one line) from the evidence of a dump's first rows."""
     rows = evidence["rows"]
     if not rows:

@@ -29,9 +29,15 @@ rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
 import numpy as np
 
 from tieeval.errors import InputError, ParameterError, plain
+from tieeval.metrics.measures.protocol import Depth
+from tieeval.metrics.metric import Metric
+from tieeval.metrics.options import RelMetric
 from tieeval.records.batch import Batch, RankLists
 from tieeval.records.results import ORIGINAL_RULES
 
@@ -39,11 +45,11 @@ LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list pe
 TORCH_HINT = "pip install 'tieeval[torch]'"
 
 
-def check_rule(rule) -> str:
+def check_rule(rule: Any) -> str:
     if rule not in ORIGINAL_RULES:
         raise ParameterError(f"original must be one of {', '.join(ORIGINAL_RULES)}, "
                              f"got {rule!r}")
-    return rule
+    return cast(str, rule)  # one of ORIGINAL_RULES
 
 
 def default_rule(trec: bool) -> str:
@@ -51,7 +57,8 @@ def default_rule(trec: bool) -> str:
     return "trec" if trec else "argsort"
 
 
-def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
+def check_rule_for(rule: str, *, trec: bool, metrics: Iterable[Metric | RelMetric],
+                   path: str = "") -> str:
     """``rule`` (one of :data:`~tieeval.records.results.ORIGINAL_RULES`, checked where the request
     was made) checked against the dump kind and the metrics (one-line errors)."""
     where = f"{path}: " if path else ""
@@ -76,14 +83,14 @@ def check_rule_for(rule: str, *, trec: bool, metrics, path: str = "") -> str:
     return rule
 
 
-def read_depth(metric, n=None):
+def read_depth(metric: Metric | RelMetric, n: np.ndarray | None = None) -> Depth:
     """How many places of each row ``metric`` reads (its measure's
     :meth:`~tieeval.metrics.measures.base.Measure.read_depth`, R unknown), or None: every
     position."""
     return metric.spec.read_depth(metric.k, None, n)
 
 
-def require_torch():
+def require_torch() -> Any:
     try:
         import torch
     except ImportError:
@@ -110,7 +117,8 @@ class Listed:
     ``place``: its 1-based place in the row's list; ``length``: entries per row.
     """
 
-    def __init__(self, scores: np.ndarray, offsets: np.ndarray, ranking: RankLists, where,
+    def __init__(self, scores: np.ndarray, offsets: np.ndarray, ranking: RankLists,
+                 where: Callable[[int], str],
                  name: str = "ranking"):
         n = np.diff(offsets)
         rows = n.size
@@ -168,7 +176,8 @@ class Listed:
         self.values = values
         self.place = np.arange(values.size, dtype=np.int64) - ranking.offsets[:-1][row] + 1
 
-    def check_cutoffs(self, metrics, where, rule: str) -> None:
+    def check_cutoffs(self, metrics: Iterable[Metric | RelMetric], where: Callable[[int], str],
+                      rule: str) -> None:
         """The depth each metric reads is covered by every row's list (see the module
         doc)."""
         for m in metrics:
@@ -195,7 +204,8 @@ class Listed:
         out = np.maximum(a + 1, self.length + 1)
         hit = np.flatnonzero(self.values == positive[self.row])
         out[self.row[hit]] = self.place[hit]
-        return out
+        value: np.ndarray = out
+        return value
 
     def order(self, order: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The flat positions of every row in list order, then the unlisted candidates in
@@ -241,11 +251,12 @@ def topk_ranking(scores: np.ndarray, offsets: np.ndarray, k: int) -> RankLists:
                      np.concatenate(([0], np.cumsum(lengths))))
 
 
-def listed_ranking(batch: Batch, rule: str, metrics, path: str = "") -> Listed:
+def listed_ranking(batch: Batch, rule: str, metrics: Iterable[Metric | RelMetric],
+                   path: str = "") -> Listed:
     """The checked list of a ``given`` or ``topk`` batch (its cutoffs covered)."""
     prefix = f"{path}: " if path else ""
 
-    def where(i):
+    def where(i: int) -> str:
         return f"{prefix}{batch.where(i)}"
 
     scores, offsets = batch_offsets(batch)
@@ -257,7 +268,7 @@ def listed_ranking(batch: Batch, rule: str, metrics, path: str = "") -> Listed:
         ranking, name = batch.ranking, "ranking"
     else:
         # the deepest place a metric reads (every one has a depth: check_rule_for)
-        k = max([d for d in map(read_depth, metrics) if d is not None] or [1])
+        k = max([int(cast(int, d)) for d in map(read_depth, metrics) if d is not None] or [1])
         ranking, name = topk_ranking(scores, offsets, k), "torch.topk"
     try:
         listed = Listed(scores, offsets, ranking, where, name)

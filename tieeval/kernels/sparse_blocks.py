@@ -30,6 +30,9 @@ depth-th largest score (and each row's first relevant block).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import numpy as np
 
 from tieeval.errors import InputError
@@ -52,7 +55,7 @@ def _chunk(total: int) -> int:
     return min(_SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
 
 
-def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
     """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
     for part in _row_groups(n, rows):
         checkpoint()
@@ -68,7 +71,8 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
         step = max(1, _chunk(out.size) // int(n[0]))
         parts = [out[i:i + step] for i in range(0, rows, step)]
         map_blocks(lambda p: p.sort(axis=1), parts, [p.size for p in parts])
-        return out.ravel()
+        value: np.ndarray = out.ravel()
+        return value
     out = np.empty_like(s)
     groups = list(_groups(n, offsets, np.arange(rows)))
     for idx, got in zip(groups, map_blocks(lambda idx: np.sort(s[idx], axis=1), groups,
@@ -93,12 +97,14 @@ def _top_sorted_rows(s: np.ndarray, rows: int, width: int,
     def part(p: np.ndarray) -> np.ndarray:
         p.partition(cut, axis=1)
         p[:, cut:].sort(axis=1)
-        return np.count_nonzero(p == p[:, cut:cut + 1], axis=1)
+        value: np.ndarray = np.count_nonzero(p == p[:, cut:cut + 1], axis=1)
+        return value
     eq = map_blocks(part, parts, [p.size for p in parts])
     return out.ravel(), np.concatenate(eq).astype(np.int64)
 
 
-def _top_counts(ss: np.ndarray, eq: np.ndarray, deep: tuple, lo: np.ndarray,
+def _top_counts(ss: np.ndarray, eq: np.ndarray, deep: tuple[np.ndarray, np.ndarray, np.ndarray],
+                lo: np.ndarray,
                 mrow: np.ndarray, v: np.ndarray, width: int,
                 depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``a`` (scores above) and ``t`` (scores tied) of each item (row ``mrow``, score
@@ -142,12 +148,15 @@ def _reversed_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndar
     (non-increasing, no NaN) sorted ascending, equal for every comparison to
     :func:`_sorted_rows` (which may order -0.0 and 0.0 otherwise), without a sort."""
     if s.size == 0:
-        return s.copy()
+        value: np.ndarray = s.copy()
+        return value
     row = np.repeat(np.arange(n.size), n)
-    return s[(offsets[:-1] + offsets[1:] - 1)[row] - np.arange(s.size)]
+    value = s[(offsets[:-1] + offsets[1:] - 1)[row] - np.arange(s.size)]
+    return value
 
 
-def _listed_blocks(s: np.ndarray, n: np.ndarray, offsets: np.ndarray):
+def _listed_blocks(s: np.ndarray, n: np.ndarray, offsets: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tie blocks of rows listed best first (non-increasing, no NaN): each block's
     first position and size (int64), and the block of every position."""
     new = np.ones(s.size, dtype=bool)
@@ -197,7 +206,8 @@ def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
         np.add(base, half, out=base, where=(probe <= v) if right else (probe < v))
         n -= half
     last = ss[base]
-    return base + ((last <= v) if right else (last < v))
+    value: np.ndarray = base + ((last <= v) if right else (last < v))
+    return value
 
 
 def _bound_top(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray, right: bool,
@@ -262,7 +272,8 @@ def _order_by(gkey: np.ndarray, ml: np.ndarray, mjd: np.ndarray,
     return np.argsort((gkey * span + rank) * 2 + ~mjd, kind="stable")
 
 
-def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
+def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
+          row_orders: Callable[..., np.ndarray],
           rank_depth: int | None = None, prune_depth: int | None = None) -> None:
     """Fill the compact block table of ``b`` (a RelBatch with ``rows``, ``n``, ``offsets``,
     ``original`` and ``level`` set) from flat scores ``s`` and labels ``lab``.
@@ -308,7 +319,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     ss = s[:0]  # the rows sorted ascending, where they are read: searches, a depth
     eq = None  # rows of one length cut at a depth: each sorted in its last places only
     none = np.zeros(0, dtype=np.int64)
-    deep: tuple = (none, none, none)  # their first relevant blocks below the depth
+    # their first relevant blocks below the depth
+    deep: tuple[np.ndarray, np.ndarray, np.ndarray] = (none, none, none)
     if not listed:
         if (width is not None and prune_depth is not None
                 and width >= max(_PARTIAL_WIDTH, prune_depth + 1)):
@@ -438,7 +450,8 @@ def build(b, s: np.ndarray, lab: np.ndarray, judged, row_orders,
     b.compact = True
 
 
-def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
+def _within_depth(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, mrow: np.ndarray, v: np.ndarray,
+                  rel: np.ndarray, depth: int) -> np.ndarray:
     """Which marked items (row ``mrow``, score ``v``) a table cut at ``depth`` keeps: those
     scored at or above their row's ``depth``-th largest score (fewer than ``depth`` scores
     above them: a score below it has at least ``depth`` above), and, in a row where no
@@ -459,11 +472,14 @@ def _within_depth(ss, lo, hi, mrow, v, rel, depth: int) -> np.ndarray:
         item[mrow[best]] = best
         owner = item[mrow]
         keep |= (owner >= 0) & (v == v[np.maximum(owner, 0)])
-    return keep
+    value: np.ndarray = keep
+    return value
 
 
-def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos, depth: int,
-                        counts: bool = False) -> tuple[np.ndarray, tuple]:
+def _within_depth_dense(s: np.ndarray, ss: np.ndarray, width: int, mark: np.ndarray,
+                        lab: np.ndarray, relevant: Callable[[np.ndarray], np.ndarray],
+                        n_pos: np.ndarray, depth: int, counts: bool = False
+                        ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """:func:`_within_depth` for rows of one ``width``: the flat indices of the marked
     items (``mark``) a table cut at ``depth`` keeps, in flat order, and, with ``counts``,
     ``(rows, above, tied)`` of the rows whose first relevant block lies below the depth
@@ -480,7 +496,7 @@ def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos, depth: in
     rows_with[mi[relevant(lab[mi])] // width] = True
     deep = np.flatnonzero((n_pos > 0) & ~rows_with)
     none = np.zeros(0, dtype=np.int64)
-    found: tuple = (none, none, none)
+    found: tuple[np.ndarray, np.ndarray, np.ndarray] = (none, none, none)
     if deep.size:  # the first relevant block below the depth: kept for the tie figures
         sub = s2[deep]
         rel = relevant(lab.reshape(rows, width)[deep])
@@ -496,7 +512,9 @@ def _within_depth_dense(s, ss, width: int, mark, lab, relevant, n_pos, depth: in
     return mi, found
 
 
-def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
+def _original_positions(s: np.ndarray, n: np.ndarray, offsets: np.ndarray, mi: np.ndarray,
+                        mrow: np.ndarray, a: np.ndarray, t: np.ndarray,
+                        row_orders: Callable[..., np.ndarray],
                         depth: int | None = None) -> np.ndarray:
     """Positions in the 'original' ordering of tied marked items (flat ``mi`` in row
     ``mrow``, non-decreasing; ``a`` above, ``t`` tied): the rows holding them are sorted
@@ -527,7 +545,7 @@ def _original_positions(s, n, offsets, mi, mrow, a, t, row_orders,
     counts = np.bincount(chunk_of_row[mrow], minlength=len(chunks))
     work = list(zip(chunks, np.split(by_chunk, np.cumsum(counts)[:-1])))
 
-    def positions(job):
+    def positions(job: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         rows, items = job
         length = int(n[rows[0]])
         if dense is not None:
@@ -591,7 +609,7 @@ def _places_below(block: np.ndarray, start: np.ndarray) -> np.ndarray:
     return out
 
 
-def _row_groups(n: np.ndarray, rows: np.ndarray):
+def _row_groups(n: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
     """``rows`` split into runs of one length (in blocks of :func:`_chunk` scores)."""
     lens = n[rows]
     chunk = _chunk(int(lens.sum()))
@@ -602,7 +620,7 @@ def _row_groups(n: np.ndarray, rows: np.ndarray):
         yield from np.array_split(group, group.size * int(length) // chunk + 1)
 
 
-def row_max_label(b) -> np.ndarray:
+def row_max_label(b: Any) -> np.ndarray:
     """Each row's largest ranked label from a sparse table: 0 when the row has an unmarked
     item (label 0), -inf for an empty row."""
     mrow, ml = b.marked

@@ -11,6 +11,7 @@ merge by integer addition, so any split gives the bit-identical result.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class ExactSum:
         self._shift = 0
         # Small arrays wait here and are added together (the sum is exact, so the grouping
         # cannot change it; only the per-call overhead goes).
-        self._pending: list = []
+        self._pending: list[Any] = []
         self._waiting = 0
 
     def add(self, values: np.ndarray) -> None:
@@ -140,18 +141,18 @@ class ExactSum:
                 self._flush()
         self._merge(other._total, other._shift)
 
-    def state(self) -> list:
+    def state(self) -> list[Any]:
         """``[total, shift]`` as JSON-able data (the big integer as a decimal string)."""
         self._flush()
         return [str(self._total), self._shift]
 
     @classmethod
-    def from_state(cls, state) -> "ExactSum":
+    def from_state(cls, state: list[Any]) -> "ExactSum":
         out = cls()
         out._total, out._shift = int(state[0]), int(state[1])
         return out
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, ExactSum) and self.fraction() == other.fraction()
 
     def fraction(self) -> Fraction:
@@ -168,7 +169,7 @@ class ExactSum:
         return float(self.fraction() / count)
 
 
-def distinct_pairs(x: np.ndarray, y: np.ndarray):
+def distinct_pairs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct pairs of two non-negative int64 arrays and how often each occurs:
     ``(x', y', counts)``. A histogram when the pairs span few keys, else ``np.unique``."""
     if x.size == 0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from tieeval.util.stopping import Token, checkpoint, running
 
@@ -18,7 +18,7 @@ T = TypeVar("T")
 U = TypeVar("U")  # a mapped function's result
 
 _THREADS: int | None = None  # None: one per available core
-_POOL: dict = {}
+_POOL: dict[int, Any] = {}
 _LOCK = threading.Lock()
 _LOCAL = threading.local()  # .inline: this thread evaluates a whole batch (map_batches)
 MIN_BLOCK_SCORES = 1 << 16  # below this many scores a block is sorted in the caller
@@ -46,7 +46,7 @@ def threads() -> int:
     return _THREADS if _THREADS is not None else available_cores()
 
 
-def _pool(count: int):
+def _pool(count: int) -> Any:
     from concurrent.futures import ThreadPoolExecutor
     with _LOCK:
         if count not in _POOL:
@@ -55,7 +55,8 @@ def _pool(count: int):
         return _POOL[count]
 
 
-def map_blocks(fn, blocks: list, sizes: list | None = None) -> list:
+def map_blocks(fn: Callable[..., Any], blocks: list[Any],
+               sizes: list[Any] | None = None) -> list[Any]:
     """``[fn(block) for block in blocks]``, on several threads when there are several
     blocks of real work; results in block order."""
     count = min(threads(), len(blocks))
@@ -98,7 +99,7 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     token = Token()
     inline = _in_batch(fn, token)
     pool = _pool(count)
-    pending: list = []
+    pending: list[Any] = []
     try:
         for item in itertools.chain(_drain(head), rest):
             pending.append(pool.submit(inline, item))
@@ -127,7 +128,7 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
     token = Token()
     inline = _in_batch(fn, token)
     pool = _pool(threads())
-    pending: list = [pool.submit(inline, item) for item in items]
+    pending: list[Any] = [pool.submit(inline, item) for item in items]
     try:
         for i in range(len(pending)):
             future = pending[i]
@@ -138,7 +139,7 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
         _settle([f for f in pending if f is not None])
 
 
-def _settle(futures: list) -> None:
+def _settle(futures: list[Any]) -> None:
     """Cancel the futures not started and wait for those running, stopped (their errors
     dropped: the first error is already raised, or the consumer stopped)."""
     for future in futures:
@@ -151,7 +152,7 @@ def _settle(futures: list) -> None:
                 pass
 
 
-def _drain(items: list) -> Iterator:
+def _drain(items: list[Any]) -> Iterator[Any]:
     """The items of a list, each dropped from it as it is yielded (no batch is held longer
     than its turn)."""
     while items:

@@ -69,10 +69,12 @@ Columns of :class:`InstanceValues`, one float64 entry per row:
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.counts import NanScoreError
@@ -90,6 +92,9 @@ from tieeval.metrics.options import (
 )
 from tieeval.records.values import InstanceValues
 from tieeval.util.stopping import checkpoint
+
+if TYPE_CHECKING:
+    from tieeval.kernels.original import Listed
 
 # ---------------------------------------------------------------------------------------
 # Results
@@ -115,7 +120,7 @@ def _sort_key_desc(x: np.ndarray, scratch: bool = False) -> np.ndarray:
     return np.invert(x, out=x) if scratch else ~x
 
 
-def _check_unranked(unranked, rows: int) -> tuple[np.ndarray, np.ndarray]:
+def _check_unranked(unranked: Any, rows: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         labels, offsets = unranked
     except (TypeError, ValueError):
@@ -262,11 +267,14 @@ class RelBatch:
     _top_ties: tuple[np.ndarray, np.ndarray]
     _judged_original: np.ndarray
     marked: tuple[np.ndarray, np.ndarray]
-    _full_args: tuple | None
+    _full_args: tuple[Any, Any, Any, dict[str, Any]] | None
 
-    def __init__(self, scores, labels, offsets=None, *, unranked=None, judged=None,
-                 unranked_judged=None, max_grade: float | None = None,
-                 options: TableOptions = DEFAULT_TABLE):
+    def __init__(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
+                 offsets: npt.ArrayLike | None = None, *,
+                 unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+                 judged: np.ndarray | None = None,
+                 unranked_judged: npt.ArrayLike | None = None, max_grade: float | None = None,
+                 options: TableOptions = DEFAULT_TABLE) -> None:
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         lab = np.asarray(labels)
@@ -310,13 +318,14 @@ class RelBatch:
         self.rows = rows
         self.n, self.offsets = n, offsets
         self.original = original
-        self._lab_ideal: dict = {}
-        self._cutoffs: dict = {}
-        self._relevant_places: dict = {}
+        self._lab_ideal: dict[int | None, np.ndarray] = {}
+        self._cutoffs: dict[tuple[int | float | None, bool], list[Any]] = {}
+        self._relevant_places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                               np.ndarray, np.ndarray, np.ndarray]] = {}
         # what the metrics evaluated on this batch are (plan) and what a measure computes
         # once for all of them (shared): the 11 levels of trec_eval's iprec_at_recall
-        self.planned: tuple = ()
-        self.shared: dict = {}
+        self.planned: tuple[RelMetric, ...] = ()
+        self.shared: dict[Hashable, Any] = {}
         self.unranked: tuple[np.ndarray, np.ndarray] | None = None
         self.compact = False
         self._full_args = None
@@ -410,7 +419,8 @@ class RelBatch:
         newrow[1:] = self.brow[1:] != self.brow[:-1]
         self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
 
-    def _add_unranked(self, unranked, unranked_judged) -> None:
+    def _add_unranked(self, unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None,
+                      unranked_judged: npt.ArrayLike | None) -> None:
         """R, the judged non-relevant count and the largest label with the unranked items."""
         rows = self.rows
         if unranked is not None:
@@ -434,7 +444,7 @@ class RelBatch:
         elif unranked_judged is not None:
             raise ParameterError("unranked_judged needs unranked")
 
-    def by_length(self, rows: np.ndarray):
+    def by_length(self, rows: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Groups of ``rows`` of one length: ``(base, idx)`` with 2-D ``idx = base + arange``.
 
         The loop runs over distinct row lengths, at most sqrt(2 * size) of them.
@@ -454,7 +464,8 @@ class RelBatch:
         """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
         return lab > 0 if self.level is None else lab >= self.level
 
-    def relevant_places(self, lab: np.ndarray):
+    def relevant_places(self, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                        np.ndarray, np.ndarray, np.ndarray]:
         """The relevant items of the ordering whose labels by position are ``lab`` (one of
         :attr:`lab_first`, :attr:`lab_last`, :meth:`lab_original`), in row order and,
         inside a row, by place: ``(at, row, nth, place, first, count)`` with ``at`` their
@@ -497,12 +508,13 @@ class RelBatch:
         if not self.compact:
             return self
         if not hasattr(self, "_full"):
-            scores, labels, offsets, kwargs = cast(tuple, self._full_args)
+            scores, labels, offsets, kwargs = cast(
+                "tuple[Any, Any, Any, dict[str, Any]]", self._full_args)
             self._full = RelBatch(scores, labels, offsets, **kwargs)
             self._full.planned = self.planned
         return self._full
 
-    def plan(self, metrics) -> None:
+    def plan(self, metrics: Iterable[RelMetric]) -> None:
         """Name the metrics that will be evaluated on this batch, so that a measure can
         compute what several of them share once (:meth:`values` is the same without it)."""
         self.planned = tuple(metrics)
@@ -524,7 +536,8 @@ class RelBatch:
         Exact for integer counts (held as int64, or as float64 below 2**53).
         """
         c = np.cumsum(x_t) - x_t
-        return c - c[self._row_first_block]
+        exclusive: np.ndarray = c - c[self._row_first_block]
+        return exclusive
 
     def _first_block(self, mask_t: np.ndarray) -> np.ndarray:
         """Index of each row's first block with ``mask_t`` (rows without one are absent)."""
@@ -537,7 +550,8 @@ class RelBatch:
         return idx
 
     # -- orderings ------------------------------------------------------------------------
-    def _check_given_order(self, s: np.ndarray, nan, rw: np.ndarray | None) -> None:
+    def _check_given_order(self, s: np.ndarray, nan: np.ndarray | None,
+                           rw: np.ndarray | None) -> None:
         if s.size < 2:
             return
         rising = s[1:] > s[:-1]
@@ -563,25 +577,28 @@ class RelBatch:
         if self.original == "reverse-stable":
             # a stable sort of the reversed row: ties by descending position
             back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
-            return vals.shape[1] - 1 - back
+            forward: np.ndarray = vals.shape[1] - 1 - back
+            return forward
         if self.original == "argsort":
             return np.argsort(_sort_key_desc(vals, scratch), axis=1)
         return np.argsort(_sort_key_desc(vals, scratch), axis=1, kind="stable")
 
-    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray):
+    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray
+                      ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
         row of ``idx`` (2-D flat indices), its flat indices in the 'original' ordering
         (:meth:`_row_orders`). Groups are sorted on several threads (argsort releases the
         GIL); each row's order is the same as from one call.
         """
-        def sort(group):
+        def sort(group: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
             base, idx = group
-            return base + self._row_orders(s[idx])
+            order: np.ndarray = base + self._row_orders(s[idx])
+            return order
         groups = list(self.by_length(rows))
         for (_, idx), got in zip(groups, map_blocks(sort, groups, [g[1].size for g in groups])):
             yield idx, got
 
-    def use_order(self, listed) -> None:
+    def use_order(self, listed: Listed) -> None:
         """Take the 'original' ordering from a checked listed ranking
         (:class:`tieeval.kernels.original.Listed`): each row's listed candidates, then the
         rest in score order (they never decide a metric the list covers)."""
@@ -606,13 +623,15 @@ class RelBatch:
                 first[tied] = jd[tied][np.lexsort((~jd[tied], self.bid[tied]))]
             back = 2 * self.bst[self.bid] + self.bsz[self.bid] - 1 - np.arange(self.size)
             setattr(self, cache, (first, first[back]))
-        return getattr(self, cache)
+        extremes: tuple[np.ndarray, np.ndarray] = getattr(self, cache)
+        return extremes
 
     def judged_original(self) -> np.ndarray:
         """The judged mask in the order of :meth:`lab_original`."""
         if self.compact:
             return self._judged_original
-        return self._judged[self._original_index]
+        judged: np.ndarray = self._judged[self._original_index]
+        return judged
 
     def judged_or_negative_original(self) -> np.ndarray:
         """:meth:`judged_original` with the negative labels counted as judged (the mask
@@ -625,7 +644,8 @@ class RelBatch:
         With a cutoff only the first ``k`` positions are needed (the others get 0): they
         come from ``np.partition`` and a sort of ``k`` labels, not a sort of the row.
         """
-        if k not in self._lab_ideal:
+        ideal: np.ndarray | None = self._lab_ideal.get(k)
+        if ideal is None:
             ideal = np.zeros(self.size)
             for _, idx in self.by_length(np.arange(self.rows)):
                 lab = self.lab_input[idx]
@@ -635,7 +655,7 @@ class RelBatch:
                 else:
                     ideal[idx] = -np.sort(-lab, axis=1)
             self._lab_ideal[k] = ideal
-        return self._lab_ideal[k]
+        return ideal
 
     # -- evaluation -----------------------------------------------------------------------
     def values(self, metric: RelMetric, *, original_order: bool = True) -> InstanceValues:
@@ -758,16 +778,18 @@ class Evaluation:
         """Per position of the table, whether its place is inside the counting cutoff
         (shared by the metrics of the batch with the same cutoff; P@K and AP, which read
         the relevant items only, never need it)."""
-        if self._cut[2] is None:
-            self._cut[2] = self.b.pos < self.kc[self.b.row]
-        return self._cut[2]
+        inside: np.ndarray | None = self._cut[2]
+        if inside is None:
+            inside = self._cut[2] = self.b.pos < self.kc[self.b.row]
+        return inside
 
     # -- shared pieces --------------------------------------------------------------------
     def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
         mask = (self.b.relevant(lab) if sign > 0 else lab < 0) & self.in_k
         return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
 
-    def _first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):
+    def _first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray
+                           ) -> tuple[np.ndarray, ...]:
         b = self.b
         t = b._first_block(mark_t)
         rows = b.brow[t]
@@ -784,14 +806,16 @@ class Evaluation:
         mask = (lab < 0) & self.in_k
         return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
 
-    def first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray):
+    def first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                     np.ndarray]:
         """Each row's first block with ``mark_t``: ``(block, row, a, n, count, m)``."""
         b = self.b
         t = b._first_block(mark_t)
         rows = b.brow[t]
         return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
 
-    def hits_moments(self, x_t: np.ndarray):
+    def hits_moments(self, x_t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """E and Var of #(marked in top K), x_t marked items per block (hypergeometric).
 
         Only blocks reaching into the top K (m_t > 0) contribute, so only they are summed.
@@ -833,9 +857,12 @@ class Evaluation:
 GDEVAL_MAX_JUDGMENT = _GDEVAL_MAX_JUDGMENT
 
 
-def relevance_values(scores, labels, offsets, metric, *, original_order: bool = True,
-                     nan_policy: str = "raise", original: str = "argsort",
-                     unranked=None) -> InstanceValues:
+def relevance_values(scores: npt.ArrayLike, labels: npt.ArrayLike,
+                     offsets: npt.ArrayLike | None, metric: RelMetric | str, *,
+                     original_order: bool = True, nan_policy: str = "raise",
+                     original: str = "argsort",
+                     unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None = None
+                     ) -> InstanceValues:
     """Exact tie-aware values of one metric for every row of a ragged batch.
 
     Parameters

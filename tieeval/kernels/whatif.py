@@ -58,13 +58,13 @@ import numpy as np
 from tieeval.errors import ParameterError
 from tieeval.kernels.counts import RowCounts
 from tieeval.records.batch import Batch
-from tieeval.records.whatif import (  # noqa: F401 - the what-if's names, where they were
-    CASTS,
-    NO_WHAT_IF,
-    WhatIf,
-    check_cast,
-    check_tolerance,
-)
+
+# the what-if's names, where they were (re-exported)
+from tieeval.records.whatif import CASTS as CASTS
+from tieeval.records.whatif import NO_WHAT_IF as NO_WHAT_IF
+from tieeval.records.whatif import WhatIf as WhatIf
+from tieeval.records.whatif import check_cast as check_cast
+from tieeval.records.whatif import check_tolerance as check_tolerance
 
 _DEFAULT_KS = (1, 5, 10)
 
@@ -93,7 +93,7 @@ def _float32_round_to_odd(x: np.ndarray) -> np.ndarray:
     return t
 
 
-def round_to_bfloat16(scores) -> np.ndarray:
+def round_to_bfloat16(scores: np.ndarray) -> np.ndarray:
     """Round scores to bfloat16 (nearest, ties to even), returned in a float32 container.
 
     Parameters
@@ -132,10 +132,11 @@ def round_to_bfloat16(scores) -> np.ndarray:
     if nan.any():
         rounded = np.where(nan, (bits & np.uint32(0xFFFF0000)) | np.uint32(0x00400000),
                            rounded)
-    return rounded.astype(np.uint32).view(np.float32).reshape(np.shape(arr))
+    value: np.ndarray = rounded.astype(np.uint32).view(np.float32).reshape(np.shape(arr))
+    return value
 
 
-def cast_scores(scores, target: str) -> np.ndarray:
+def cast_scores(scores: np.ndarray, target: str) -> np.ndarray:
     """Round ``scores`` to ``target`` precision (``'float16'``, ``'bfloat16'``, ``'float32'``).
 
     float16 and float32 are numpy's correctly rounded ``astype`` (overflow to ``+-inf``
@@ -162,7 +163,8 @@ def _tolerance_tied(values: np.ndarray, ref: np.ndarray, atol: float) -> np.ndar
     """``values == ref or |values - ref| <= atol`` (differences in float64; NaN never tied)."""
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(_to_float64(values) - _to_float64(ref))
-    return (values == ref) | (diff <= atol)
+    value: np.ndarray = (values == ref) | (diff <= atol)
+    return value
 
 
 def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,

@@ -201,10 +201,13 @@ class BlockTable(Protocol):
     max_grade: float | None
     prune_depth: int | None
     unranked: tuple[Floats, Ints] | None
-    planned: tuple[MetricOptions, ...]
     shared: dict[Hashable, Any]
     marked: tuple[Ints, Floats]
     lab_input: Floats
+
+    @property
+    def planned(self) -> tuple[MetricOptions, ...]:
+        """The metrics that will be evaluated on the batch (read-only here)."""
 
     def relevant(self, lab: Floats) -> Bools:
         """Which of the labels ``lab`` (any shape) are relevant: ``label >= level``, by
