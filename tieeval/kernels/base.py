@@ -12,19 +12,20 @@ are plain picklable values, so worker processes and Spark executors run the same
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.original import LISTED_RULES, default_rule, listed_ranking
+from tieeval.kernels.original import LISTED_RULES, Listed, default_rule, listed_ranking
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.records.batch import Batch
 from tieeval.records.results import RunResult
-from tieeval.records.values import InstanceValues
+from tieeval.records.values import InstanceValues as InstanceValues  # re-exported
 
 if TYPE_CHECKING:
     from tieeval.records.whatif import WhatIf
@@ -50,7 +51,7 @@ class EvalSpec:
     :class:`~tieeval.records.whatif.WhatIf` (cast and/or tolerance) or None.
     """
 
-    metrics: tuple
+    metrics: tuple[Any, ...]
     options: RelOptions = DEFAULT_OPTIONS
     nan_policy: str = "raise"
     source: str | None = None
@@ -151,9 +152,9 @@ class Kernel(ABC):
     def supports(cls, spec: EvalSpec) -> bool:
         """Whether this kernel evaluates dumps of ``spec`` exactly."""
 
-    def batch_rows(self, dump, batch_rows: int | None = None) -> int:
+    def batch_rows(self, dump: Any, batch_rows: int | None = None) -> int:
         """Rows per batch: ``batch_rows``, or the dump's automatic size for this kernel."""
-        size = dump.batch_size(batch_rows)
+        size: int = dump.batch_size(batch_rows)
         if batch_rows is None and self.memory_factor > 1:
             size = max(64, size // self.memory_factor)
         return size
@@ -176,7 +177,7 @@ class Kernel(ABC):
     def add(self, acc: Accumulator, batch: Batch) -> None:
         """Add one batch's rows to ``acc``."""
 
-    def add_arrived(self, acc: Accumulator, batch: Batch, arrival) -> None:
+    def add_arrived(self, acc: Accumulator, batch: Batch, arrival: Any) -> None:
         """:meth:`add` of a batch whose scores ``arrival`` reads as they are counted (a
         kernel that :attr:`takes_arriving_rows`; None: the batch was read at once), the
         arrival closed afterwards (its file, and a stored member's CRC-32 handed on),
@@ -204,11 +205,13 @@ class Kernel(ABC):
         return None, self.instance_values(batch)
 
     @abstractmethod
-    def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
+    def result(self, acc: Accumulator, path: str, dtype: Any,
+               labels: dict[str, Any] | None = None,
                warnings: Iterable[str] = ()) -> RunResult:
         """The run's record; ``warnings`` (the reader's) come first."""
 
-    def accumulate(self, batches: Iterable[Batch], progress=None) -> Accumulator:
+    def accumulate(self, batches: Iterable[Batch],
+                   progress: Callable[[int, int], object] | None = None) -> Accumulator:
         """One accumulator over ``batches``; ``progress(rows, nbytes)`` after each batch.
 
         With :attr:`batch_threads` and several sort threads, batches are evaluated on
@@ -235,7 +238,7 @@ class Kernel(ABC):
     def nan_error(self, batch: Batch, row: int) -> InputError:
         return nan_score_error(self.spec.path, batch, row)
 
-    def _duplicates(self, acc: Accumulator, batch: Batch, relevant) -> None:
+    def _duplicates(self, acc: Accumulator, batch: Batch, relevant: np.ndarray) -> None:
         if acc.duplicates is not None and batch.items is not None:
             acc.duplicates.add(batch.scores, batch.items, batch.offsets, relevant)
 
@@ -251,7 +254,7 @@ class Kernel(ABC):
             result.original_rule = self.spec.original
         return result
 
-    def listed(self, batch: Batch):
+    def listed(self, batch: Batch) -> Listed | None:
         """The checked ranking of a batch under ``--original given`` / ``topk``, else None."""
         if self.spec.original not in LISTED_RULES:
             return None

@@ -11,9 +11,12 @@ scores with ``offsets`` (``rows + 1`` increasing integers, every row non-empty).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.threads import map_blocks, threads
@@ -92,7 +95,7 @@ COLUMNWISE_BELOW = 160
 _BUFFERS = threading.local()
 
 
-def _buffer(size: int, dtype, use: str = "") -> np.ndarray:
+def _buffer(size: int, dtype: npt.DTypeLike, use: str = "") -> np.ndarray:
     """A reusable flat work array of at least ``size`` elements, one per thread and
     ``use``: a fresh array per block would cost its page faults every time."""
     key = use + np.dtype(dtype).char
@@ -104,7 +107,8 @@ def _buffer(size: int, dtype, use: str = "") -> np.ndarray:
 
 
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
-                 rule: str = "argsort", arrive=None, keep: bool = True) -> RowCounts:
+                 rule: str = "argsort", arrive: Callable[..., object] | None = None,
+                 keep: bool = True) -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
     With ``nan_policy='raise'`` a NaN raises :class:`NanScoreError`; with ``'worst'`` NaN
@@ -140,7 +144,7 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
 
     direct = [keep]  # read the next block into ``scores`` itself
 
-    def count(lo):
+    def count(lo: int) -> None:
         hi = min(lo + step, rows)
         block = scores[lo:hi]
         if arrive is not None and direct[0]:
@@ -164,7 +168,8 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
                      original=original_ranks(scores, positive, a, b, rule))
 
 
-def _dense_block(scores, positive, nan_policy, row0, out, column=None) -> None:
+def _dense_block(scores: np.ndarray, positive: np.ndarray, nan_policy: str, row0: int,
+                 out: np.ndarray, column: int | None = None) -> None:
     """``a``, ``b`` and the top tie of a block, into the rows of ``out`` (3 x rows);
     ``column``: the positive's column when every row has it there.
 
@@ -227,10 +232,12 @@ def _tied_with(values: np.ndarray, p: np.ndarray) -> np.ndarray:
     eq = values == p
     if values.dtype.kind == "f":
         eq |= np.isnan(values) & np.isnan(p)
-    return eq
+    tied: np.ndarray = eq
+    return tied
 
 
-def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
+def original_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
+                   rule: str = "argsort") -> np.ndarray:
     """The positive's 1-based rank under ``rule`` (dense batch).
 
     ``argsort``: its place in ``np.argsort(scores * -1, axis=1)``; ``stable``: ties by
@@ -265,7 +272,7 @@ def original_ranks(scores, positive, a, b, rule: str = "argsort") -> np.ndarray:
     return original
 
 
-def sort_blocks(tied: np.ndarray, step: int) -> list:
+def sort_blocks(tied: np.ndarray, step: int) -> list[np.ndarray]:
     """``tied`` cut into blocks of at most ``step`` rows, and into at least as many
     blocks as there are sort threads (equal sizes), so that every core gets a share."""
     if tied.size == 0:
@@ -274,12 +281,13 @@ def sort_blocks(tied: np.ndarray, step: int) -> list:
     return np.array_split(tied, count)
 
 
-def _sorted_ranks(scores, positive, a, b, tied, step):
+def _sorted_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  tied: np.ndarray, step: int) -> tuple[list[np.ndarray], list[Any]]:
     """The blocks of ``tied`` rows and, per block, the positive's 1-based place in
     ``np.argsort(scores * -1, axis=1)``, on the sort threads."""
     blocks = sort_blocks(tied, step)
 
-    def ranks(rows):
+    def ranks(rows: np.ndarray) -> np.ndarray:
         # one copy of the rows, negated in place: the same values as ``scores[rows] * -1``
         keys = scores[rows]
         if _negates(keys):
@@ -291,7 +299,9 @@ def _sorted_ranks(scores, positive, a, b, tied, step):
         # that window of the order is searched
         lo = int(a[rows].min())
         hi = int((a[rows] + b[rows]).max())
-        return np.argmax(order[:, lo:hi] == positive[rows][:, None], axis=1) + (lo + 1)
+        place: np.ndarray = np.argmax(order[:, lo:hi] == positive[rows][:, None],
+                                      axis=1) + (lo + 1)
+        return place
     return blocks, map_blocks(ranks, blocks, [r.size * scores.shape[1] for r in blocks])
 
 

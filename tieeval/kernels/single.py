@@ -12,12 +12,14 @@ for tied rows; all sums are exact, so the result does not depend on the split.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from tieeval.errors import InputError, warn
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.base import Entry, EvalSpec, InstanceValues, Kernel, nan_score_error
+from tieeval.kernels.base import Entry, EvalSpec, Kernel, nan_score_error
 from tieeval.kernels.closed_forms import (
     histogram_cap,
     rank_value,
@@ -31,10 +33,12 @@ from tieeval.kernels.summation import distinct_pairs
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
 from tieeval.records.results import MetricRow, RunResult, TieStats
+from tieeval.records.values import InstanceValues
 
 
 def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",
-                 rule: str = "argsort", arrive=None, keep: bool = True) -> RowCounts:
+                 rule: str = "argsort", arrive: Callable[..., object] | None = None,
+                 keep: bool = True) -> RowCounts:
     """Run the tie kernel on one batch, turning a NaN into an error naming the dump row.
     ``rule``: the Original rule of the ``original`` ranks (argsort, stable, reverse-stable;
     other rules leave them to the kernel). ``arrive``: a dense batch's rows still to be
@@ -76,7 +80,8 @@ class SinglePositiveKernel(Kernel):
         self.metrics = list(spec.metrics)
         self.entries = [Entry(m) for m in self.metrics]
 
-    def counts(self, batch: Batch, arrive=None, keep: bool = True) -> RowCounts:
+    def counts(self, batch: Batch, arrive: Callable[..., object] | None = None,
+               keep: bool = True) -> RowCounts:
         """``a``, ``b``, the top tie and the original rank of one (prepared) batch, under
         the what-if's tolerance when one is set. ``arrive`` and ``keep``: see :meth:`add`."""
         exact = batch_counts(batch, self.spec.nan_policy, self.spec.path, self.spec.original,
@@ -106,7 +111,8 @@ class SinglePositiveKernel(Kernel):
                 or self.spec.original in LISTED_RULES
                 or self.spec.what_if is not None)
 
-    def add(self, acc: Accumulator, batch: Batch, arrive=None) -> None:
+    def add(self, acc: Accumulator, batch: Batch,
+            arrive: Callable[..., object] | None = None) -> None:
         """Add one batch's rows to ``acc``. ``arrive(lo, hi)``, when given, reads rows
         ``lo..hi`` into ``batch.scores``, which holds nothing yet: a dense batch's counts
         read each block just before counting it (:func:`dense_counts`); anything that
@@ -254,8 +260,9 @@ class SinglePositiveKernel(Kernel):
         return counts, [single_positive(m, counts.a, counts.b, counts.original)
                         for m in self.metrics]
 
-    def result(self, acc: Accumulator, path: str, dtype, labels: dict | None = None,
-               warnings=()) -> RunResult:
+    def result(self, acc: Accumulator, path: str, dtype: Any,
+               labels: dict[str, Any] | None = None,
+               warnings: Iterable[str] = ()) -> RunResult:
         n = acc.instances
         if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
