@@ -14,7 +14,7 @@ import pytest
 
 from tieeval.kernels.tie_blocks import Evaluation, RelBatch, TableOptions
 from tieeval.metrics import measures
-from tieeval.metrics.measures.protocol import BlockTable, TableEvaluation
+from tieeval.metrics.measures.protocol import BlockTable, MetricOptions, TableEvaluation
 from tieeval.metrics.options import parse_rel_metric
 
 MEASURES_DIR = pathlib.Path(measures.__file__).parent
@@ -106,10 +106,19 @@ def test_evaluation_has_every_member_of_table_evaluation(metric):
     assert isinstance(ev.b, RelBatch)
 
 
+@pytest.mark.parametrize("metric", ["NDCG(gain=exponential)@3", "IPrec@0.2", "ERR@5"])
+def test_rel_metric_has_every_member_of_metric_options(metric):
+    """Every option :class:`MetricOptions` lists is on a RelMetric, as the evaluation
+    hands it to a measure."""
+    m = parse_rel_metric(metric)
+    for name in _members(MetricOptions):
+        assert hasattr(m, name), f"RelMetric lacks {name}"
+
+
 def test_protocols_are_documented():
     """Every member of both protocols is documented: a method or property by its
     docstring, an attribute in its class's Attributes section."""
-    for protocol in (BlockTable, TableEvaluation):
+    for protocol in (BlockTable, TableEvaluation, MetricOptions):
         doc = inspect.getdoc(protocol) or ""
         for name, member in _members(protocol).items():
             if member is None:  # an attribute
