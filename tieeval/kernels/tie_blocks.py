@@ -261,6 +261,10 @@ class RelBatch:
         Per row R = |P| (unranked relevant items included) and |N| (ranked only).
     n_pos_ranked : ndarray of int64
         Per row the relevant items among the candidates (``n_pos`` without unranked ones).
+    read_depth : int or None
+        The deepest place any metric evaluated on this table reads, in any ordering (the
+        sparse table's ``prune_depth``; :meth:`values` refuses a metric that would read
+        deeper): a measure need not list a row's items past it. None: any place.
     """
 
     # the sparse table's own attributes (set by tieeval.kernels.sparse_blocks.build)
@@ -330,7 +334,7 @@ class RelBatch:
         self.compact = False
         self._full_args = None
         self.rank_depth = None
-        self.prune_depth: int | None = None
+        self.read_depth: int | None = None
         if options.sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
@@ -338,7 +342,7 @@ class RelBatch:
                 self._check_given_order(s, None, None)
             sparse_blocks.build(self, s, lab, judged, self._row_orders, options.rank_depth,
                                 options.prune_depth)
-            self.prune_depth = options.prune_depth
+            self.read_depth = options.prune_depth
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
                                dict(unranked=unranked, judged=judged_given,
                                     unranked_judged=unranked_judged, max_grade=max_grade,
@@ -667,10 +671,10 @@ class RelBatch:
             return self.full().values(metric, original_order=original_order)
         # how deep the metric reads, as its measure declares it (Measure.read_depth)
         depth = metric.spec.read_depth(metric.k) if (
-            self.prune_depth is not None or self.rank_depth is not None) else None
-        if self.prune_depth is not None and (depth is None or depth > self.prune_depth):
+            self.read_depth is not None or self.rank_depth is not None) else None
+        if self.read_depth is not None and (depth is None or depth > self.read_depth):
             raise ParameterError(f"{metric} reads places below prune_depth="
-                                 f"{self.prune_depth}")
+                                 f"{self.read_depth}")
         if (original_order and self.rank_depth is not None
                 and (depth is None or depth > self.rank_depth)):
             raise ParameterError(f"{metric} reads the 'original' ordering below "

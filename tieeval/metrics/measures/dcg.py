@@ -212,7 +212,7 @@ class DiscountedGain(Measure):
                     order = np.lexsort((-lab, rows))
                     rows, lab = rows[order], lab[order]
                 elif span <= _GRADES:
-                    rows, lab = _by_grade(rows, lab, span, b.rows, b.prune_depth)
+                    rows, lab = _by_grade(rows, lab, span, b.rows, b.read_depth)
                 else:  # one sort of a whole-number key: row, then label descending
                     top = float(lab.max())
                     key = np.sort(rows * span + (top - lab).astype(np.int64))
