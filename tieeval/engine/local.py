@@ -221,20 +221,16 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
 def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list | None:
     """The pass over a matrix dump (NPY, stored NPZ) as tasks that each read and evaluate
     one batch in the thread that runs it, as the floor does with a memory map: no reading
-    thread to hand batches over, every core reading and counting its own rows; on one
-    core too where the kernel counts each block as it is read (its tasks then run one
-    after another in this thread). None where the batches come one after another from a
-    reader (other formats, kernels without batch threads, one core for other kernels).
-    Automatic batch sizes are evened out over the threads (``automatic``)."""
+    thread to hand batches over, every core reading and counting its own rows (on one
+    core, one after another in this thread). None where the batches come one after
+    another from a reader (other formats, kernels without batch threads). Automatic
+    batch sizes are evened out over the threads (``automatic``)."""
     from tieeval.kernels.threads import threads
     count = threads()
-    if not kernel.batch_threads or (count <= 1 and not kernel.takes_arriving_rows):
-        return None
     tasks = getattr(dump, "batch_tasks", None)
-    if tasks is None:
+    if not kernel.batch_threads or tasks is None:
         return None
-    return tasks(size, count if automatic else 1, kernel.takes_arriving_rows,
-                 together=count > 1)
+    return tasks(size, count if automatic else 1, together=count > 1)
 
 
 def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:
@@ -243,16 +239,10 @@ def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulat
     of a single pass, bit for bit), an error raised where its batch comes."""
     from tieeval.kernels.threads import map_tasks
 
-    arriving = kernel.takes_arriving_rows
-
     def one(task) -> tuple[Accumulator, int, int]:
         part = kernel.new()
-        if not arriving:
-            batch = task()
-            kernel.add(part, batch)
-            return part, batch.rows, batch.nbytes
-        batch, arrival = task()  # the scores read block by block as they are counted
-        kernel.add_arrived(part, batch, arrival)
+        batch = task()
+        kernel.add(part, batch)
         return part, batch.rows, batch.nbytes
     acc = kernel.new()
     try:

@@ -36,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
 from tieeval.engine import heap
-from tieeval.io.base import Dump, arriving_rows
+from tieeval.io.base import Dump, row_tasks
 from tieeval.kernels import fused, threads
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
@@ -258,20 +258,14 @@ def _shutdown() -> None:
 
 
 def _run_part(part, kernel, batch_rows, fused_on=False):
-    """One part's accumulator, in a worker: its batches one after another, each block of
-    a matrix part read just before it is counted where the kernel takes arriving rows
-    (as the threads of one process read them, :func:`tieeval.engine.local.matrix_tasks`),
-    a batch not in the page cache at once (the other workers read at the same time)."""
+    """One part's accumulator, in a worker: its batches one after another, read as the
+    threads of one process read them (:func:`tieeval.io.base.row_tasks`, together: the
+    other workers read at the same time)."""
     fused.use(fused_on)
     threads.set_threads(1)  # the pool's workers already use every core
-    arrive = arriving_rows(part) if kernel.takes_arriving_rows else None
-    if arrive is None:
-        acc = kernel.accumulate(part.batches(batch_rows))
-        return acc, acc.instances, part.nbytes
-    acc = kernel.new()
-    step = max(1, batch_rows)
-    for lo in range(part.lo, part.hi, step):
-        kernel.add_arrived(acc, *arrive(lo, min(lo + step, part.hi), cold_at_once=True))
+    tasks = row_tasks([part], batch_rows, together=True)
+    acc = kernel.accumulate(part.batches(batch_rows) if tasks is None else
+                            (task() for task in tasks))
     return acc, acc.instances, part.nbytes
 
 

@@ -223,43 +223,12 @@ class Dump:
             raise InputError(f"{self.path}: the reader gave nothing to read")
         return self._batches(size)
 
-    def batch_tasks(self, batch_rows: int, balance: int = 1, arriving: bool = False,
-                    together: bool = False) -> list | None:
-        """The pass as independent tasks, each a call that reads one batch of rows in the
-        thread that runs it, in dump order; None when the dump cannot be read so (its
-        parts, if any, read only in order). ``batch_rows``: the most rows of a task;
-        ``balance`` > 1 evens the batches out over that many threads (a multiple of it,
-        of equal sizes), so that no thread is left with a short last round. After the
-        last task, :meth:`finish` makes the checks due once every row was read, and
-        :meth:`end_pass` ends the pass. ``arriving``: each task returns ``(batch,
-        arrival)``, the batch's scores read by ``arrival(lo, hi)`` as they are wanted
-        (:class:`tieeval.io.npy.Arrival`; None where the part reads them at once), which
-        the caller closes; ``together``: the tasks run on several threads at once, and a
-        batch not in the page cache is read at once (``MatrixPart.arriving_rows``)."""
-        parts = self.parts
-        # the part's own class says so: a wrapper that adds fields to a part's batches
-        # (relevance members) hands other attributes on to the part, but not this one
-        if not parts or not all(getattr(type(p), "reads_rows", False) for p in parts):
-            return None
-        first = parts[0]
-        if not all(p.scores is first.scores and p.positive is first.positive for p in parts):
-            return None
-        lo, hi = first.lo, parts[-1].hi
-        rows = hi - lo
-        size = max(1, batch_rows)
-        if balance > 1 and rows > size:
-            batches = -(-rows // size)
-            count = min(rows, -(-batches // balance) * balance)
-            bounds = [lo + rows * i // count for i in range(count + 1)]  # sizes differ by 1
-        else:
-            bounds = list(range(lo, hi, size)) + [hi]
-        read = first.read_rows
-        if arriving:
-            arrive = arriving_rows(first)
-            read = (functools.partial(arrive, cold_at_once=together) if arrive is not None
-                    else functools.partial(_at_once, read))
-        return [functools.partial(read, start, stop)
-                for start, stop in zip(bounds[:-1], bounds[1:])]
+    def batch_tasks(self, batch_rows: int, balance: int = 1, together: bool = False
+                    ) -> list | None:
+        """The pass as independent tasks (:func:`row_tasks` of the dump's parts). After
+        the last task, :meth:`finish` makes the checks due once every row was read, and
+        :meth:`end_pass` ends the pass."""
+        return row_tasks(self.parts, batch_rows, balance, together)
 
     def end_pass(self) -> None:
         """The end of a pass by :meth:`batch_tasks`, complete or not: its batch buffers go
@@ -280,19 +249,34 @@ class Dump:
             buffers.release()
 
 
-def arriving_rows(part):
-    """The part's ``arriving_rows(lo, hi, cold_at_once=False)`` (a batch and the
-    :class:`tieeval.io.npy.Arrival` that reads its scores as they are counted), or None:
-    only a part whose own class reads the rows both ways -- a wrapper that fills fields of
-    a part's batches (a ranking, relevance) hands ``arriving_rows`` on to the part it
-    wraps, which knows nothing of those fields."""
-    own = vars(type(part))
-    return part.arriving_rows if "arriving_rows" in own and "read_rows" in own else None
-
-
-def _at_once(read, lo: int, hi: int) -> tuple[Batch, None]:
-    """A task's batch of a part that reads its rows at once: no arrival."""
-    return read(lo, hi), None
+def row_tasks(parts: list | None, batch_rows: int, balance: int = 1,
+              together: bool = False) -> list | None:
+    """A pass over ``parts`` as independent tasks, each a call that gives one batch of
+    rows, in dump order, read in the thread that uses it (a matrix's scores only as they
+    are used, :class:`tieeval.io.npy.LazyBatch`); None when the parts read only in order.
+    ``batch_rows``: the most rows of a task; ``balance`` > 1 evens the batches out over
+    that many threads (a multiple of it, of equal sizes), so that no thread is left with
+    a short last round. ``together``: the tasks run on several threads at once."""
+    # the part's own class says so: a wrapper that adds fields to a part's batches
+    # (relevance members) hands other attributes on to the part, but not these
+    if not parts or not all(getattr(type(p), "reads_rows", False) for p in parts):
+        return None
+    first = parts[0]
+    if not all(p.scores is first.scores and p.positive is first.positive for p in parts):
+        return None
+    lo, hi = first.lo, parts[-1].hi
+    rows = hi - lo
+    size = max(1, batch_rows)
+    if balance > 1 and rows > size:
+        batches = -(-rows // size)
+        count = min(rows, -(-batches // balance) * balance)
+        bounds = [lo + rows * i // count for i in range(count + 1)]  # sizes differ by 1
+    else:
+        bounds = list(range(lo, hi, size)) + [hi]
+    read = (functools.partial(first.lazy_rows, together=together)
+            if hasattr(type(first), "lazy_rows") else first.read_rows)
+    return [functools.partial(read, start, stop)
+            for start, stop in zip(bounds[:-1], bounds[1:])]
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")

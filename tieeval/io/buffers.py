@@ -71,3 +71,19 @@ def release_freed() -> None:
     trim = function("malloc_trim", ctypes.c_size_t)
     if trim is not None:
         trim(0)
+
+
+_WORK = threading.local()
+
+
+def work(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised work array of ``shape``, the calling thread's own, reused by its
+    next call (rows used while they are in the cache and then dropped): a fresh array
+    each time would cost its page faults every time."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64))
+    buf = getattr(_WORK, dtype.char, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(size, dtype=dtype)
+        setattr(_WORK, dtype.char, buf)
+    return buf[:size].reshape(shape)

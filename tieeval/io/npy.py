@@ -12,7 +12,7 @@ import threading
 import zipfile
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 
 import numpy as np
 
@@ -128,81 +128,88 @@ class RowReader:
                            spec.offset + (j * rows + lo) * size)
             return out
         out = buffers.empty((n,) + rest, spec.dtype)
-        if out.nbytes:
-            view = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]
-            pos = spec.offset + lo * spec.row_bytes
-            if spec.crc is None:
-                self._fill(view, pos)
-            else:
-                spec.crc.feed(pos, view, self._fill(view, pos, 0))
+        self.read(out, lo)
         return out
 
-
-class Arrival:
-    """The rows of a batch read when they are wanted: ``arrival(lo, hi)`` reads the
-    batch's rows ``lo..hi`` (batch-relative) into its scores array, so that a kernel can
-    count each cache-sized block just after it is read, while it is still in cache
-    (:func:`tieeval.kernels.counts.dense_counts`). A stored NPZ member's CRC-32 is chained
-    over the pieces read one after another and handed to the member's
-    :class:`StreamCrc` by :meth:`close`, which also closes the file; rows never read
-    leave the chain incomplete, and the member is then checked on its own at the end of
-    the pass, as for any batch."""
-
-    def __init__(self, reader: "RowReader", out: np.ndarray, lo: int):
-        self.reader, self.out, self.lo = reader, out, lo
-        self.start = self.next = -1  # file offsets of the chained pieces, and their CRC
-        self.crc = 0
-        self.kept = True  # every row read is still in ``out`` (none read elsewhere)
-
-    def __call__(self, lo: int, hi: int, into: np.ndarray | None = None) -> None:
-        """Read the batch's rows ``lo..hi`` into its scores array, or into ``into`` (an
-        array of exactly those rows: a kernel's cache-sized work array, reused for the
-        next rows, so that only the rows it keeps travel on to memory)."""
-        spec = self.reader.spec
-        rows = self.out[lo:hi] if into is None else into
-        if rows.nbytes != (hi - lo) * spec.row_bytes:
-            raise ValueError(f"rows {lo}..{hi} do not fit an array of {rows.nbytes} bytes")
-        if not rows.size:
+    def read(self, out: np.ndarray, row: int) -> None:
+        """Fill ``out`` (whole rows, C order) with the rows from ``row`` on; a stored NPZ
+        member's CRC-32 is computed as they arrive and handed to its :class:`StreamCrc`."""
+        if not out.nbytes:
             return
-        if into is not None:
-            self.kept = False  # the chain's bytes are not all in ``out``
-        view = memoryview(rows.reshape(-1)).cast("B")  # type: ignore[arg-type]
-        pos = spec.offset + (self.lo + lo) * spec.row_bytes
+        spec = self.spec
+        view = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]
+        pos = spec.offset + row * spec.row_bytes
         if spec.crc is None:
-            self.reader._fill(view, pos)
-            return
-        if pos < spec.crc.next:
-            # rows the member has counted already (read before the pass): this piece goes
-            # to it now, with its bytes (it counts the rest of them), outside the chain
-            self._hand_over()
-            spec.crc.feed(pos, view, self.reader._fill(view, pos, 0))
-            return
-        if pos != self.next:  # not the next piece: the chain so far goes to the member
-            self._hand_over()
-            self.start, self.crc = pos, 0
-        crc = self.reader._fill(view, pos, self.crc)
-        assert crc is not None  # a CRC-32 to extend gives one back
-        self.crc, self.next = crc, pos + len(view)
+            self._fill(view, pos)
+        else:
+            spec.crc.feed(pos, view, self._fill(view, pos, 0))
 
-    def _hand_over(self) -> None:
-        spec = self.reader.spec
-        if spec.crc is not None and self.next > self.start >= 0:
-            if not self.kept:  # the bytes were read into a work array and are gone
-                spec.crc.feed_gone(self.start, self.next - self.start, self.crc)
-            else:
-                # the bytes go too: the member may have counted some of them already
-                # (rows read before the pass), and then computes the CRC-32 of the rest
-                first = spec.offset + self.lo * spec.row_bytes
-                data = memoryview(self.out.reshape(-1)).cast("B")  # type: ignore[arg-type]
-                spec.crc.feed(self.start, data[self.start - first:self.next - first],
-                              self.crc)
-        self.start = self.next = -1
 
-    def close(self) -> None:
-        try:
-            self._hand_over()
-        finally:
-            self.reader.close()
+class LazyBatch(Batch):
+    """Rows of a matrix whose scores are read only when they are used: whole at the first
+    look at :attr:`scores`, or a block at a time as :meth:`blocks` yields them, each read
+    just before it is used, while it is still in the cache (one trip through memory
+    instead of a write and a read). Rows that ``kept`` leaves out are read into a work
+    array reused from block to block, and never reach memory; after a block whose rows
+    were mostly kept, the next is read into the batch itself. A stored NPZ member's
+    CRC-32 is fed each block as it is read (:class:`StreamCrc`). ``together``: other
+    threads read other batches at the same time, and :meth:`blocks` reads a batch whose
+    rows are not in the page cache whole first, one request, which a disk serves faster
+    than several threads reading blocks from several places
+    (``benchmarks/bench_against.py --cold``); alone, block by block is the faster from
+    disk too (the system's readahead overlaps the disk with the counts). A copy made by
+    :func:`dataclasses.replace` is an ordinary batch."""
+
+    spec: ArraySpec
+    together: bool
+
+    @classmethod
+    def of(cls, spec: ArraySpec, together: bool, positive: np.ndarray, start: int,
+           **fields: Any) -> "LazyBatch":
+        batch = cls(np.empty((0, 0), spec.dtype), positive, start, **fields)
+        del batch.scores  # read when first used (__getattr__) or block by block (blocks)
+        batch.spec, batch.together = spec, together
+        return batch
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "scores" or "spec" not in vars(self):
+            raise AttributeError(name)
+        with self.spec.reader() as reader:
+            self.scores = reader.rows(self.start, self.start + self.rows)
+        return self.scores
+
+    @property
+    def lazy(self) -> bool:
+        return "scores" not in vars(self)
+
+    def blocks(self, scores: int, kept: Callable[[int, int], np.ndarray] | None = None
+               ) -> Generator[tuple[int, np.ndarray], None, None]:
+        if not self.lazy:
+            yield from super().blocks(scores, kept)
+            return
+        spec, rows, first = self.spec, self.rows, self.start
+        cols = int(spec.shape[1])
+        out = buffers.empty((rows, cols), spec.dtype)
+        with spec.reader() as reader:
+            # the batch's last byte not in the page cache: every row read now
+            whole = self.together and rows > 0 and not reader.cached(
+                spec.offset + (first + rows) * spec.row_bytes - 1)
+            if whole:
+                reader.read(out, first)
+            direct = whole or kept is None  # the next block read into the batch itself
+            step = max(1, scores // max(1, cols))
+            for lo in range(0, rows, step):
+                hi = min(lo + step, rows)
+                block = out[lo:hi] if direct else buffers.work((hi - lo, cols), spec.dtype)
+                if not whole:
+                    reader.read(block, first + lo)
+                yield lo, block
+                if kept is not None and not whole:
+                    wanted = kept(lo, hi)
+                    if not direct and wanted.size:
+                        out[lo + wanted] = block[wanted]
+                    direct = 2 * wanted.size > hi - lo
+        self.scores = out
 
 
 class StreamCrc:
@@ -246,26 +253,13 @@ class StreamCrc:
             # outside the lock (the CRC releases the GIL): threads that read different
             # rows compute theirs at once, and the chain joins them in order
             own = crc32(data)
-        self._add(pos, len(data), own)
-
-    def feed_gone(self, pos: int, size: int, own: int) -> None:
-        """``size`` bytes of the member at file offset ``pos`` whose CRC-32 ``own`` the
-        reader computed as it read them, the bytes themselves no longer at hand: a piece
-        that overlaps what the chain already counted leaves the chain incomplete (and
-        :meth:`check` streams the member)."""
-        with self._lock:
-            if self.next < 0 or self.next - pos >= size:
-                return
-        self._add(pos, size, own)
-
-    def _add(self, pos: int, size: int, own: int) -> None:
         with self._lock:
             if self.next < 0:
                 return
             if pos < self.next or pos in self.waiting:
                 self.next = -1  # overlapping pieces: check() streams the member instead
                 return
-            self.waiting[pos] = (size, own)
+            self.waiting[pos] = (len(data), own)
             self._join()
 
     def _join(self) -> None:
@@ -395,48 +389,31 @@ class MatrixPart:
     def nbytes(self) -> int:
         return self.rows * self.scores.row_bytes
 
-    def arriving_rows(self, lo: int, hi: int, cold_at_once: bool = False
-                      ) -> tuple[Batch, Arrival | None]:
-        """Rows ``lo..hi`` as one batch whose scores are read later, as a kernel counts
-        them (:class:`Arrival`, which the caller closes), in the calling thread; a
-        Fortran-order matrix is read at once (no arrival). ``cold_at_once`` (other
-        threads read other batches at the same time): a batch whose rows are not in the
-        page cache is read at once too, one request for the whole batch, which a disk
-        serves faster than several threads reading cache-sized blocks from several places
-        (``benchmarks/bench_against.py --cold``); alone, block by block is the faster
-        from disk too (the kernel's readahead overlaps the disk with the counts)."""
-        spec = self.scores
-        if spec.fortran:
-            return self.read_rows(lo, hi), None
-        reader = spec.reader()
+    def lazy_rows(self, lo: int, hi: int, together: bool = False) -> Batch:
+        """Rows ``lo..hi`` as one batch whose scores are read only when they are used
+        (:class:`LazyBatch`); a Fortran-order matrix is read at once."""
+        if self.scores.fortran:
+            return self.read_rows(lo, hi)
+        positive = self.positive.reader() if self.positive is not None else None
         try:
-            # the batch's last byte not in the page cache: every row read now
-            now = cold_at_once and hi > lo and not reader.cached(
-                spec.offset + hi * spec.row_bytes - 1)
-            out = (reader.rows(lo, hi) if now else
-                   buffers.empty((max(0, hi - lo),) + tuple(int(x) for x in spec.shape[1:]),
-                                 spec.dtype))
-            positive = self.positive.reader() if self.positive is not None else None
-            try:
-                batch = self._batch(lo, hi, out, positive)
-            finally:
-                if positive is not None:
-                    positive.close()
-        except BaseException:
-            reader.close()
-            raise
-        if now:
-            reader.close()
-            return batch, None
-        return batch, Arrival(reader, out, lo)
+            return self._batch(lo, hi, None, positive, together)
+        finally:
+            if positive is not None:
+                positive.close()
 
-    def _batch(self, start: int, stop: int, block: np.ndarray, positive) -> Batch:
+    def _batch(self, start: int, stop: int, block: np.ndarray | None, positive,
+               together: bool = False) -> Batch:
+        """Rows ``start..stop`` with the scores ``block`` (None: read when used)."""
         options = ReadOptions(positive_index=self.positive_index)
         stored = None if positive is None else positive.rows(start, stop)
         lengths = np.full(stop - start, int(self.scores.shape[1]), dtype=np.int64)
-        return Batch(block, _positive_for(self.path, options, lengths, start, stored), start,
-                     nbytes=(stop - start) * self.scores.row_bytes,
-                     positive_defaulted=stored is None and options.positive_index is None)
+        nbytes = (stop - start) * self.scores.row_bytes
+        defaulted = stored is None and options.positive_index is None
+        rows = _positive_for(self.path, options, lengths, start, stored)
+        if block is None:
+            return LazyBatch.of(self.scores, together, rows, start, nbytes=nbytes,
+                                positive_defaulted=defaulted)
+        return Batch(block, rows, start, nbytes=nbytes, positive_defaulted=defaulted)
 
     def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
         with self.scores.reader() as scores:

@@ -139,9 +139,6 @@ class Kernel(ABC):
     # run in its thread): worth it where most of a batch's work is numpy calls of moderate
     # size that one thread would run one after another
     batch_threads = False
-    # add(acc, batch, arrive) takes a batch whose scores are still to be read: arrive(lo,
-    # hi) reads rows lo..hi (tieeval.io.npy.Arrival), as the kernel counts them
-    takes_arriving_rows = False
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec
@@ -176,19 +173,6 @@ class Kernel(ABC):
     @abstractmethod
     def add(self, acc: Accumulator, batch: Batch) -> None:
         """Add one batch's rows to ``acc``."""
-
-    def add_arrived(self, acc: Accumulator, batch: Batch, arrival: Any) -> None:
-        """:meth:`add` of a batch whose scores ``arrival`` reads as they are counted (a
-        kernel that :attr:`takes_arriving_rows`; None: the batch was read at once), the
-        arrival closed afterwards (its file, and a stored member's CRC-32 handed on),
-        whatever happens."""
-        if arrival is None:
-            self.add(acc, batch)
-            return
-        try:
-            self.add(acc, batch, arrival)  # type: ignore[call-arg]
-        finally:
-            arrival.close()
 
     @abstractmethod
     def instance_values(self, batch: Batch) -> list[InstanceValues]:

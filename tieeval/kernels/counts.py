@@ -11,7 +11,7 @@ scores with ``offsets`` (``rows + 1`` increasing integers, every row non-empty).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.threads import map_blocks, threads
+from tieeval.records.batch import Batch
 
 NAN_POLICIES = ("raise", "worst")
 
@@ -107,65 +108,66 @@ def _buffer(size: int, dtype: npt.DTypeLike, use: str = "") -> np.ndarray:
 
 
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
-                 rule: str = "argsort", arrive: Callable[..., object] | None = None,
-                 keep: bool = True) -> RowCounts:
+                 rule: str = "argsort") -> RowCounts:
     """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
 
     With ``nan_policy='raise'`` a NaN raises :class:`NanScoreError`; with ``'worst'`` NaN
     ranks below every number and all NaNs of a row tie with each other. ``rule``: the
     ranking rule of the ``original`` ranks (see :func:`original_ranks`).
-
-    ``arrive(lo, hi)``, when given, puts rows ``lo..hi`` into ``scores`` (which holds
-    nothing yet): each cache-sized block is read just before it is counted, in order in
-    this thread, and counted while it is still in cache (one trip through memory instead
-    of a write and a read); every row is there before the tied rows are sorted.
-    ``keep=False`` (with ``arrive``): nothing but the counts looks at the scores
-    afterwards, so each block is read into a cache-sized work array reused for the next
-    one and only the rows whose positive is tied (the ones sorted) are put into
-    ``scores``: the others never travel from the cache to memory. Where most of a
-    block's rows are tied the next block is read into ``scores`` directly.
     """
     rows, cols = scores.shape
-    n = np.full(rows, cols, dtype=np.int64)
     from tieeval.kernels.fused import dense_abt
-    fused = dense_abt(scores, positive) if arrive is None else None
+    fused = dense_abt(scores, positive)
     if fused is not None:
         a, b, top = fused
-        return RowCounts(a=a, b=b, n=n, top=top,
-                         original=original_ranks(scores, positive, a, b, rule))
+        return _row_counts(scores, positive, a, b, top, rule)
     # a, b and the top tie in cache-sized blocks; the tied rows' sorts over the whole batch
     # at once, so that they can be spread over threads
     step = max(1, BLOCK_SCORES // max(1, cols))
     out = np.empty((3, rows), dtype=np.int64)
     starts = list(range(0, rows, step))
-    # the positive in one column for every row (a dump's default, column 0): its scores
-    # are that column, with no gather
-    column = int(positive[0]) if rows and (positive == positive[0]).all() else None
-
-    direct = [keep]  # read the next block into ``scores`` itself
+    column = _one_column(positive)
 
     def count(lo: int) -> None:
         hi = min(lo + step, rows)
-        block = scores[lo:hi]
-        if arrive is not None and direct[0]:
-            arrive(lo, hi)
-        elif arrive is not None:
-            block = _buffer(block.size, scores.dtype, "arrived").reshape(block.shape)
-            arrive(lo, hi, block)
-        _dense_block(block, positive[lo:hi], nan_policy, lo, out[:, lo:hi], column)
-        if arrive is not None and not keep:
-            tied = np.flatnonzero(out[1, lo:hi] > 1)
-            if not direct[0] and tied.size:
-                scores[lo + tied] = block[tied]
-            direct[0] = 2 * tied.size > hi - lo
-    if arrive is not None:
-        for lo in starts:
-            count(lo)
-    else:
-        map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
+        _dense_block(scores[lo:hi], positive[lo:hi], nan_policy, lo, out[:, lo:hi], column)
+    map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
     a, b, top = out
-    return RowCounts(a=a, b=b, n=n, top=top,
-                     original=original_ranks(scores, positive, a, b, rule))
+    return _row_counts(scores, positive, a, b, top, rule)
+
+
+def block_counts(batch: Batch, nan_policy: str = "raise", rule: str = "argsort",
+                 keep: bool = True) -> RowCounts:
+    """:func:`dense_counts` of a dense batch whose scores are still to be read
+    (:attr:`Batch.lazy`): each cache-sized block counted as the batch yields it, in this
+    thread, while it is still in the cache; every row is there before the tied rows are
+    sorted. ``keep=False``: nothing but the counts looks at the scores afterwards, so only
+    the rows whose positive is tied (the ones sorted) need stay in ``batch.scores``."""
+    positive = batch.positive
+    out = np.empty((3, batch.rows), dtype=np.int64)
+    column = _one_column(positive)
+
+    def tied(lo: int, hi: int) -> np.ndarray:
+        return np.flatnonzero(out[1, lo:hi] > 1)
+    with closing(batch.blocks(BLOCK_SCORES, None if keep else tied)) as blocks:
+        for lo, block in blocks:
+            hi = lo + len(block)
+            _dense_block(block, positive[lo:hi], nan_policy, lo, out[:, lo:hi], column)
+    a, b, top = out
+    return _row_counts(batch.scores, positive, a, b, top, rule)
+
+
+def _one_column(positive: np.ndarray) -> int | None:
+    """The positive's column where every row has it there (a dump's default, column 0):
+    its scores are that column, with no gather."""
+    return int(positive[0]) if positive.size and (positive == positive[0]).all() else None
+
+
+def _row_counts(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
+                top: np.ndarray, rule: str) -> RowCounts:
+    n = np.full(len(a), scores.shape[1], dtype=np.int64)
+    return RowCounts(a=a, b=b, n=n, top=top, original=original_ranks(scores, positive, a, b,
+                                                                      rule))
 
 
 def _dense_block(scores: np.ndarray, positive: np.ndarray, nan_policy: str, row0: int,

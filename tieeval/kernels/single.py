@@ -12,7 +12,7 @@ for tied rows; all sums are exact, so the result does not depend on the split.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,13 @@ from tieeval.kernels.closed_forms import (
     single_positive,
     tie_moments,
 )
-from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, ragged_counts
+from tieeval.kernels.counts import (
+    NanScoreError,
+    RowCounts,
+    block_counts,
+    dense_counts,
+    ragged_counts,
+)
 from tieeval.kernels.fused import active as fused_active
 from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.summation import distinct_pairs
@@ -37,16 +43,16 @@ from tieeval.records.values import InstanceValues
 
 
 def batch_counts(batch: Batch, nan_policy: str = "raise", path: str = "",
-                 rule: str = "argsort", arrive: Callable[..., object] | None = None,
-                 keep: bool = True) -> RowCounts:
+                 rule: str = "argsort", keep: bool = True) -> RowCounts:
     """Run the tie kernel on one batch, turning a NaN into an error naming the dump row.
     ``rule``: the Original rule of the ``original`` ranks (argsort, stable, reverse-stable;
-    other rules leave them to the kernel). ``arrive``: a dense batch's rows still to be
-    read, block by block as they are counted, and ``keep``, whether all of them stay in
-    the batch (:func:`dense_counts`)."""
+    other rules leave them to the kernel). ``keep``: whether anything but the counts looks
+    at the scores afterwards (:func:`block_counts`, for a batch still to be read)."""
     try:
+        if batch.offsets is None and batch.lazy and not fused_active():
+            return block_counts(batch, nan_policy, rule, keep)
         if batch.offsets is None:
-            return dense_counts(batch.scores, batch.positive, nan_policy, rule, arrive, keep)
+            return dense_counts(batch.scores, batch.positive, nan_policy, rule)
         return ragged_counts(batch.scores, batch.offsets, batch.positive, nan_policy, rule)
     except NanScoreError as exc:
         raise nan_score_error(path, batch, exc.row) from None
@@ -80,12 +86,11 @@ class SinglePositiveKernel(Kernel):
         self.metrics = list(spec.metrics)
         self.entries = [Entry(m) for m in self.metrics]
 
-    def counts(self, batch: Batch, arrive: Callable[..., object] | None = None,
-               keep: bool = True) -> RowCounts:
+    def counts(self, batch: Batch, keep: bool = True) -> RowCounts:
         """``a``, ``b``, the top tie and the original rank of one (prepared) batch, under
-        the what-if's tolerance when one is set. ``arrive`` and ``keep``: see :meth:`add`."""
+        the what-if's tolerance when one is set. ``keep``: see :meth:`scores_wanted`."""
         exact = batch_counts(batch, self.spec.nan_policy, self.spec.path, self.spec.original,
-                             arrive, keep)
+                             keep)
         listed = self.listed(batch)
         if listed is not None:
             exact.original = listed.positive_ranks(batch.positive, exact.a)
@@ -95,15 +100,12 @@ class SinglePositiveKernel(Kernel):
         from tieeval.kernels.whatif import tolerance_counts
         return tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
 
-    takes_arriving_rows = True
-
     def scores_wanted(self, acc: Accumulator, batch: Batch) -> bool:
         """Whether anything but the counts looks at the batch's scores once they are
         counted: the hints of a defaulted positive (the dump's first rows), the duplicate
         items check, a ranking the dump carries (``--original given`` / ``topk``), a
-        what-if. If not,
-        arriving rows stay in the cache and only the tied ones are kept
-        (:func:`dense_counts`'s ``keep``)."""
+        what-if. If not, only the tied rows need stay in a batch read as it is counted
+        (:func:`block_counts`'s ``keep``)."""
         from tieeval.kernels.hints import HINT_ROWS
         return ((batch.positive_defaulted and self.spec.source is None
                  and batch.start < HINT_ROWS)
@@ -111,21 +113,10 @@ class SinglePositiveKernel(Kernel):
                 or self.spec.original in LISTED_RULES
                 or self.spec.what_if is not None)
 
-    def add(self, acc: Accumulator, batch: Batch,
-            arrive: Callable[..., object] | None = None) -> None:
-        """Add one batch's rows to ``acc``. ``arrive(lo, hi)``, when given, reads rows
-        ``lo..hi`` into ``batch.scores``, which holds nothing yet: a dense batch's counts
-        read each block just before counting it (:func:`dense_counts`); anything that
-        looks at the scores first (a what-if, the first batch's check of a defaulted
-        positive, the fused kernel) has every row read at once. Unless something looks
-        at them afterwards (:meth:`scores_wanted`), only the tied rows are kept."""
-        if arrive is not None and (batch.offsets is not None or self.spec.what_if is not None
-                                   or (batch.start == 0 and batch.positive_defaulted)
-                                   or fused_active()):
-            arrive(0, batch.rows)
-            arrive = None
+    def add(self, acc: Accumulator, batch: Batch) -> None:
+        """Add one batch's rows to ``acc``."""
         batch = self.prepare(batch)
-        counts = self.counts(batch, arrive, keep=self.scores_wanted(acc, batch))
+        counts = self.counts(batch, keep=self.scores_wanted(acc, batch))
         self.add_hint(acc, batch, counts)
         self.add_counts(acc, counts)
         if acc.duplicates is not None and batch.items is not None:

@@ -7,7 +7,7 @@ read it, and neither has to import the other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Generator
 
 import numpy as np
 
@@ -51,6 +51,26 @@ class Batch:
         if self.offsets is None:
             return np.full(self.rows, self.scores.shape[1], dtype=np.int64)
         return np.diff(self.offsets).astype(np.int64)
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the scores are still to be read: :meth:`blocks` then reads each block
+        as it yields it (:class:`tieeval.io.npy.LazyBatch`), else :attr:`scores` is in
+        memory."""
+        return False
+
+    def blocks(self, scores: int, kept: Callable[[int, int], np.ndarray] | None = None
+               ) -> Generator[tuple[int, np.ndarray], None, None]:
+        """A dense batch's rows in order, about ``scores`` scores at a time (at least one
+        row): ``(first row, block of rows)``. Here views of :attr:`scores`; a
+        :attr:`lazy` batch reads each block just before it yields it, so that the block
+        is used while it is still in the cache. ``kept(lo, hi)``, when given, is called
+        once rows ``lo..hi`` were used and names those of them (indices from ``lo``)
+        still to be looked at in :attr:`scores`: once the blocks are all used,
+        :attr:`scores` holds those rows, and of a lazy batch maybe no other."""
+        step = max(1, scores // max(1, self.scores.shape[1]))
+        for lo in range(0, self.rows, step):
+            yield lo, self.scores[lo:lo + step]
 
     def take(self, lo: int, hi: int) -> "Batch":
         """Rows ``lo..hi`` of this batch as a batch of their own (views, no copy): what a

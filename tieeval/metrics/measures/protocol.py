@@ -157,8 +157,9 @@ class BlockTable(Protocol):
     max_grade : float or None
         ERR's g_max for every row when the metric sets none (None: each row's largest
         label).
-    prune_depth : int or None
-        On a compact table: the depth below which tie blocks were left out (but each
+    read_depth : int or None
+        The deepest place any metric evaluated on the table reads (None: every
+        position); on a compact table the tie blocks below it were left out (but each
         row's first block holding a relevant item).
     unranked : (ndarray of float64, ndarray of int64) or None
         The labels of judged items no row ranks, flat, and their ``rows + 1`` offsets.
@@ -199,7 +200,7 @@ class BlockTable(Protocol):
     depth: int | None
     level: float | None
     max_grade: float | None
-    prune_depth: int | None
+    read_depth: int | None
     unranked: tuple[Floats, Ints] | None
     shared: dict[Hashable, Any]
     marked: tuple[Ints, Floats]
