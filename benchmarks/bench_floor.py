@@ -37,7 +37,7 @@ stored NPZ and Parquet (row groups of about 32 MB), the API and the CLI against 
 on each format (a stored NPZ's member memory-mapped; Parquet's row-group stream, one row
 group at a time as tieeval reads it, its values counted and sorted on every core). Labelled
 rows are ``bench_labelled.py``'s. The header names the CRC-32 that checks a stored NPZ
-(``TIEEVAL_CRC32=zlib``, ``libdeflate`` or ``isal`` picks one, for the API and the CLI).
+(``TIEEVAL_CRC32=zlib`` asks for zlib's, for the API and the CLI).
 
 The machine is small and shared: read the ratios, not the seconds.
 """

@@ -1,21 +1,16 @@
 """The CRC-32 of a stored NPZ member's bytes: computed, and joined over adjacent pieces,
 so that pieces read out of order (by several threads) still give the CRC-32 of the whole.
 
-:func:`crc32` is the fastest of four implementations of the same function (bit for bit)
-that this machine has, tried in this order: libdeflate's as the ``deflate`` package builds
-it into its extension module (``pip install "tieeval[fast]"``: a recent libdeflate, with
-the wide carry-less multiplications of recent x86 cores, about 18 GB/s a core here),
-ISA-L's where the ``isal`` package is installed (about 10 GB/s), libdeflate's where the
-system has the ``libdeflate`` shared library (about 9 GB/s with Debian 12's 1.14), zlib's
-otherwise (about 3 GB/s; ``benchmarks/bench_crc32.py``, on pieces in cache). Both
-libdeflates are called through :mod:`ctypes`, which releases the GIL for the call, so
-that threads reading different rows compute their CRC-32s at once (the ``deflate``
+:func:`crc32` is zlib's function, computed by libdeflate's where the ``deflate`` package
+builds it into its extension module (``pip install "tieeval[fast]"``: a recent libdeflate,
+with the wide carry-less multiplications of recent x86 cores, about 18 GB/s a core here
+against zlib's 3 GB/s; ``benchmarks/bench_crc32.py``, on pieces in cache), and by zlib's
+otherwise. libdeflate's is called through :mod:`ctypes`, which releases the GIL for the
+call, so that threads reading different rows compute their CRC-32s at once (the
 package's own ``crc32`` holds it). It is the one cost of a stored NPZ that an NPY does
-not pay. The environment variable ``TIEEVAL_CRC32`` (``deflate``, ``isal``,
-``libdeflate`` or ``zlib``) asks for one (the others, in order, where it is missing;
-zlib's alone for ``zlib``); :func:`implementation` names the one in use. The choice is
-made at the first CRC-32, not at import; a library that is found but does not give the
-known CRC-32s of a few test strings is not used.
+not pay. ``TIEEVAL_CRC32=zlib`` asks for zlib's; :func:`implementation` names the one in
+use. The choice is made at the first CRC-32, not at import; a library that does not give
+the known CRC-32s of a few test strings is not used.
 
 ``combine(crc(A), crc(B), len(B)) == crc(A + B)``: zlib's ``crc32_combine``, which Python's
 zlib does not expose, written as zlib 1.2.12 does it (multiplication modulo the CRC
@@ -26,62 +21,41 @@ integer multiplications, whatever the lengths.
 from __future__ import annotations
 
 import os
-import sys
 import zlib
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
-_LIBDEFLATE = {"darwin": ("libdeflate.0.dylib", "libdeflate.dylib"),
-               "win32": ("libdeflate.dll", "deflate.dll")}
 _KNOWN = ((b"", 0), (b"123456789", 0xCBF43926),  # the CRC-32 check value
           (bytes(range(256)) * 41, zlib.crc32(bytes(range(256)) * 41)))
-
-
-def _isal() -> Callable | None:
-    try:
-        from isal.isal_zlib import crc32 as isal_crc32
-    except (ImportError, OSError):  # not installed, or its library does not load
-        return None
-    return isal_crc32
-
-
-def _libdeflate(libraries: tuple[str, ...] | None = None) -> Callable | None:
-    """``libdeflate_crc32`` from the first of ``libraries`` that has it (default: the
-    system's shared library), or None."""
-    import ctypes
-
-    from tieeval.util.libc import function
-    if libraries is None:
-        libraries = _LIBDEFLATE.get(sys.platform, ("libdeflate.so.0", "libdeflate.so"))
-    for name in libraries:
-        fn = function("libdeflate_crc32", ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
-                      restype=ctypes.c_uint32, library=name)
-        if fn is None:
-            continue
-
-        def libdeflate_crc32(data: Any, value: int = 0, _fn=fn) -> int:
-            # the GIL is released for the call (ctypes does), as zlib's and ISA-L's do
-            if isinstance(data, bytes):
-                return _fn(value, data, len(data))
-            view = np.frombuffer(data, dtype=np.uint8)  # any contiguous buffer, no copy
-            return _fn(value, view.ctypes.data, view.nbytes) if view.nbytes else value
-
-        return libdeflate_crc32
-    return None
 
 
 def _deflate() -> Callable | None:
     """``libdeflate_crc32`` from the ``deflate`` package's extension module (0.8 and
     later build libdeflate into it, its functions exported), through ctypes, or None:
     the package not installed, or a build that does not export it (Windows)."""
+    import ctypes
+
+    from tieeval.util.libc import function
     try:
         from deflate import _deflate as extension
     except (ImportError, OSError):  # not installed, or its library does not load
         return None
     path = getattr(extension, "__file__", None)
-    return _libdeflate((path,)) if path else None
+    fn = path and function("libdeflate_crc32", ctypes.c_uint32, ctypes.c_void_p,
+                           ctypes.c_size_t, restype=ctypes.c_uint32, library=path)
+    if not fn:
+        return None
+
+    def libdeflate_crc32(data: Any, value: int = 0) -> int:
+        # the GIL is released for the call (ctypes does), as zlib's is
+        if isinstance(data, bytes):
+            return fn(value, data, len(data))
+        view = np.frombuffer(data, dtype=np.uint8)  # any contiguous buffer, no copy
+        return fn(value, view.ctypes.data, view.nbytes) if view.nbytes else value
+
+    return libdeflate_crc32
 
 
 def _works(fn: Callable) -> bool:
@@ -94,13 +68,8 @@ def _works(fn: Callable) -> bool:
 
 
 def _choose(asked: str | None) -> tuple[str, Callable]:
-    found = {"deflate": _deflate, "isal": _isal, "libdeflate": _libdeflate}
-    order = [] if asked == "zlib" else sorted(found, key=lambda name: name != asked)
-    for name in order:
-        fn = found[name]()
-        if fn is not None and _works(fn):
-            return name, fn
-    return "zlib", zlib.crc32
+    fn = None if asked == "zlib" else _deflate()
+    return ("deflate", fn) if fn is not None and _works(fn) else ("zlib", zlib.crc32)
 
 
 _CHOSEN: tuple[str, Callable] | None = None
@@ -114,13 +83,13 @@ def _chosen() -> tuple[str, Callable]:
 
 
 def implementation() -> str:
-    """The CRC-32 in use: ``deflate``, ``isal``, ``libdeflate`` or ``zlib``."""
+    """The CRC-32 in use: ``deflate`` (libdeflate's) or ``zlib``."""
     return _chosen()[0]
 
 
 def crc32(data: Any, value: int = 0) -> int:
     """The CRC-32 of ``data`` (any contiguous buffer), extending ``value``: zlib's
-    ``crc32``, computed by the fastest implementation found."""
+    ``crc32``, computed by libdeflate's where the ``deflate`` package is installed."""
     return _chosen()[1](data, value)
 
 _POLY = 0xEDB88320  # the CRC-32 polynomial, reflected
