@@ -83,7 +83,8 @@ class Spy:
         def spy_read(reader, out, row):
             if len(reader.spec.shape) == 2:  # the scores, not the positive column
                 self.calls.append((row, row + len(out)))
-                if out.base is getattr(buffers._WORK, out.dtype.char, None):
+                work = getattr(buffers._WORK, out.dtype.char, None)
+                if work is not None and out.base is work:
                     self.into.append((row, row + len(out)))
             return read(reader, out, row)
 

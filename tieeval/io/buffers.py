@@ -16,6 +16,7 @@ made from it without a copy, keeps its buffer out of reuse.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 
@@ -80,10 +81,9 @@ def work(shape: tuple, dtype) -> np.ndarray:
     """An uninitialised work array of ``shape``, the calling thread's own, reused by its
     next call (rows used while they are in the cache and then dropped): a fresh array
     each time would cost its page faults every time."""
-    dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64))
-    buf = getattr(_WORK, dtype.char, None)
+    size = math.prod(shape)
+    buf = getattr(_WORK, np.dtype(dtype).char, None)
     if buf is None or buf.size < size:
         buf = np.empty(size, dtype=dtype)
-        setattr(_WORK, dtype.char, buf)
+        setattr(_WORK, buf.dtype.char, buf)
     return buf[:size].reshape(shape)
