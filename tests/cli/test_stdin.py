@@ -172,3 +172,13 @@ def test_the_spool_is_no_part_of_a_dataset_folder_that_is_also_tmpdir(tmp_path, 
     assert runs[1]["metrics"] == json.loads(alone.stdout)["runs"][0]["metrics"]
     assert runs[1]["instances"] == pq.read_metadata(dataset / "a.parquet").num_rows
     assert os.listdir(dataset) == ["a.parquet"]
+
+
+def test_an_error_with_stderr_closed_never_reaches_stdout(tmp_path):
+    # descriptor 2 closed (the shell's '2>&-'): the Error line has nowhere to go, and
+    # stdout, which carries data only, does not take it
+    proc = subprocess.run([sys.executable, "-m", "tieeval", "compare",
+                           str(tmp_path / "missing.npz"), "-f", "json"],
+                          capture_output=True, preexec_fn=lambda: os.close(2), timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == b""

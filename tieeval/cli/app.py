@@ -445,6 +445,8 @@ def _show(exc: click.ClickException) -> None:
     """``exc``'s ``Error:`` line (and a usage error's usage lines), whatever user text its
     message quotes (a file name, an option's value) in its one-line form
     (:func:`tieeval.util.escaping.escape`): a name holding a line break cannot start a line."""
+    if sys.stderr is None:  # descriptor 2 closed: click would write the line to stdout
+        return
     setattr(exc, "message", escape(exc.message))  # noqa: B010 - typed Final by click
     exc.show()
 
@@ -478,7 +480,7 @@ class Group(click.Group):
         except KeyboardInterrupt as exc:
             _stop_workers()
             ended = _ended(exc)
-            ended.show()
+            _show(ended)
             sys.exit(ended.exit_code)
         except click.ClickException as exc:
             _show(exc)
