@@ -174,6 +174,24 @@ def test_the_spool_is_no_part_of_a_dataset_folder_that_is_also_tmpdir(tmp_path, 
     assert os.listdir(dataset) == ["a.parquet"]
 
 
+@pytest.mark.parametrize("option", ["--qrels", "--claims"])
+def test_dash_for_qrels_or_claims_names_the_real_cause(tmp_path, rng, option):
+    # '-' reads a dump from standard input; the qrels and the claims are read from a
+    # file: '-' there is refused for what it is, not reported as a missing file named '-'
+    if option == "--qrels":
+        run, _ = _trec(tmp_path, rng)
+        command = ["compare", str(run)]
+    else:
+        dump, _ = _npz(tmp_path, rng)
+        command = ["audit", str(dump)]
+    proc = subprocess.run([sys.executable, "-m", "tieeval", *command, option, "-"],
+                          input=b"q1 0 d1 1\n", capture_output=True, timeout=120)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {option} -: "), lines
+    assert "no such file" not in lines[0] and "standard input" in lines[0]
+
+
 def test_an_error_with_stderr_closed_never_reaches_stdout(tmp_path):
     # descriptor 2 closed (the shell's '2>&-'): the Error line has nowhere to go, and
     # stdout, which carries data only, does not take it

@@ -26,7 +26,7 @@ from tieeval.cli.common import (
 )
 from tieeval.cli.output import format_option, render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import stdin_files
+from tieeval.cli.stdin import file_only, stdin_files
 from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
 from tieeval.records.audit import AuditResult
@@ -34,7 +34,7 @@ from tieeval.records.audit import AuditResult
 
 @click.command(cls=Command, epilog=guide("audit"))
 @click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
-@click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv",
+@click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv", callback=file_only,
               help="CSV of published numbers with a header naming method, dataset, task, "
                    "metric, k, value (task and k may be empty; value as printed, e.g. "
                    "0.4123 or 41.23%), and optionally gamma: the --gamma a signed "

@@ -12,6 +12,7 @@ import math
 import click
 
 from tieeval.cli.app import say
+from tieeval.cli.stdin import file_only
 from tieeval.engine.arguments import REL_KEYWORDS, rel_options
 from tieeval.io.base import MISSING_QUERIES
 from tieeval.metrics.conventions import CONVENTION_NAMES
@@ -107,7 +108,7 @@ def relevance_options(f):
                           "leaves them out (default; trec_eval's default); 'zero' averages "
                           "them in as 0 in every column (trec_eval -c).")(f)
     f = click.option("--qrels", type=click.Path(dir_okay=False), default=None,
-                     metavar="QRELS",
+                     metavar="QRELS", callback=file_only,
                      help="TREC qrels: every FILE is then a TREC run (qid Q0 docno rank "
                           "score tag), one row per query; 'original' is trec_eval's order "
                           "(score, then docno, descending).")(f)

@@ -43,6 +43,17 @@ def stdin_files(ctx: click.Context, param, files):
     return tuple(path if f == STDIN else f for f in files)
 
 
+def file_only(ctx: click.Context, param, value):
+    """A click callback for an input option read from a file only (``--qrels``,
+    ``--claims``): ``-`` there is refused for what it is, not looked for as a file named
+    ``-`` (``./-`` names such a file)."""
+    if value == STDIN:
+        option = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        raise InputError(f"{option} -: standard input is read only as a dump ('-' among "
+                         "the dumps); name the file")
+    return value
+
+
 def spool(stream) -> str:
     """Copy ``stream`` to a new temporary file named by its format; the file's path."""
     if stream.isatty():
