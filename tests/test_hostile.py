@@ -924,3 +924,28 @@ def test_gzip_csv_damaged_in_its_first_block_is_an_input_error(tmp_path):
     path.write_bytes(bytes(data))
     one_error(run("compare", path), r"d\.csv\.gz: cannot read CSV header \(Error -3 while "
                                     r"decompressing data")
+
+
+def test_a_hard_link_to_a_file_of_an_input_folder_is_refused_as_an_output(tmp_path, scores,
+                                                                          monkeypatch):
+    # the folder's files are inputs too: a second name for one of them (same device and
+    # inode) is refused for -o, --per-instance and the job summary, as the file itself is
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    pq.write_table(scores_table(scores), dataset / "part.parquet")
+    link = tmp_path / "link"
+    os.link(dataset / "part.parquet", link)
+    before = (dataset / "part.parquet").read_bytes()
+    for args in (["compare", dataset, "-o", link],
+                 ["compare", dataset, "--per-instance", link, "-o", tmp_path / "r.txt"],
+                 ["check", dataset, "-f", "github"]):
+        if args[0] == "check":
+            monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(link))
+            monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        proc = cli_proc(*args)
+        lines = proc.stderr.decode().splitlines()
+        errors = [line for line in lines if line.startswith("Error:")]
+        assert proc.returncode == 2, (args, lines)
+        assert len(errors) == 1 and "input folder" in errors[0], lines
+        assert os.path.samefile(link, dataset / "part.parquet")
+        assert (dataset / "part.parquet").read_bytes() == before

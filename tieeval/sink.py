@@ -353,6 +353,10 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
             if _inside(folder, src):
                 raise OutputError(f"{path}: is inside the input folder {source}; write "
                                   f"{what} elsewhere")
+            if st is not None and st.st_nlink > 1 and _linked_inside(st, source):
+                raise OutputError(f"{path}: is a file of the input folder {source} (a hard "
+                                  f"link to it); tieeval never overwrites its inputs: "
+                                  f"choose another file name for {what}")
         elif st is not None and _identity(st) == _identity(src):
             raise OutputError(f"{path}: is the input {source}; tieeval never overwrites "
                               f"its inputs: choose another file name for {what}")
@@ -362,6 +366,19 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
     _claim(path, what, (*_identity(folder_st), base),
            None if st is None else _identity(st))
     return path
+
+
+def _linked_inside(st: os.stat_result, folder: str) -> bool:
+    """Whether a file under ``folder`` is the file ``st`` (another name of it: looked for
+    only when the file has several)."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                if _identity(os.stat(os.path.join(root, name))) == _identity(st):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _all_inputs(inputs: Iterable) -> Iterator[tuple[str, os.stat_result]]:
