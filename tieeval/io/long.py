@@ -275,7 +275,7 @@ def _id_type(typ):
     return typ.value_type if pa.types.is_dictionary(typ) else typ
 
 
-def _check_columns(path, names, options, types, score_from_csv=False):
+def _check_columns(path, names, options, types):
     pa, _ = _pyarrow()
     cols = options.long_columns
     for key in ("instance", "position", "score"):

@@ -152,12 +152,3 @@ def evidence_hints(path: str, evidence: dict[str, Any]) -> list[str]:
              "full-sort dump" if evidence["n"] >= FULL_SORT_COLUMNS else "")
     return [f"{path}: the positive defaults to column 0, but {' and '.join(signs)}{shape}: "
             f"the figures may be chance-level; {_FIX}"]
-
-
-def positive_hints(path: str, scores: np.ndarray, offsets: np.ndarray | None = None
-                   ) -> list[str]:
-    """Warnings on the first rows of a dump whose positive defaulted to column 0:
-    ``scores`` dense 2-D, or flat with ``offsets``."""
-    evidence = new_evidence()
-    add_evidence(evidence, scores, offsets, 0)
-    return evidence_hints(path, evidence)

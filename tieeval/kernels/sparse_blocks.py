@@ -423,7 +423,6 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
     b.row = brow[bid]
     b.pos = cpos - (bst - ba)[bid]
     b.bst, b.bsz, b.bid, b.brow, b.ba = bst, bsz, bid, brow, ba
-    b.bend = bst + bsz - 1
     at = bst[ib]
     lab_first = np.zeros(csize)
     lab_first[at + off_first] = ml

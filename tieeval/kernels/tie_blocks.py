@@ -252,8 +252,8 @@ class RelBatch:
         Number of rows and of candidates.
     n, offsets, row, pos : ndarray of int64
         Row lengths, row boundaries, and per sorted position its row and 0-based rank.
-    bst, bsz, bend, brow, ba, p_t, q_t : ndarray of int64
-        The block table: each tie block's first position, size, last position, row,
+    bst, bsz, brow, ba, p_t, q_t : ndarray of int64
+        The block table: each tie block's first position, size, row,
         candidates above it (a_t), relevant items (p_t) and explicit negatives (q_t).
     lab_first, lab_last : ndarray of float64
         Labels by position in the 'first' and 'last' orderings.
@@ -382,7 +382,6 @@ class RelBatch:
         judged = judged | self.relevant(labf)
         self.bst = bst
         self.bsz = np.diff(np.append(bst, size))
-        self.bend = bst + self.bsz - 1
         self.bid = np.cumsum(new) - 1
         self.brow = rw[bst]
         self.ba = self.pos[bst]
@@ -788,17 +787,6 @@ class Evaluation:
         return inside
 
     # -- shared pieces --------------------------------------------------------------------
-    def _hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
-        mask = (self.b.relevant(lab) if sign > 0 else lab < 0) & self.in_k
-        return np.bincount(self.b.row[mask], minlength=self.b.rows).astype(np.float64)
-
-    def _first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray
-                           ) -> tuple[np.ndarray, ...]:
-        b = self.b
-        t = b._first_block(mark_t)
-        rows = b.brow[t]
-        return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
-
     # -- services the measures use -----------------------------------------------------------
     def hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
         """Per row the relevant items (``sign`` +1) or explicit negatives (-1) inside the

@@ -52,7 +52,6 @@ IPREC_ROUNDINGS = ("trec_eval", "trec_eval9")
 
 # The registry is shared with the single-positive metrics (tieeval.metrics.registry): one list of
 # names drives --help, error messages and both parsers.
-RelSpec = MetricSpec
 REL_REGISTRY = REGISTRY
 _key = registry_key
 
