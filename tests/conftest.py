@@ -12,6 +12,7 @@ import functools
 import gc
 import itertools
 import math
+import os
 import sys
 import zlib
 
@@ -105,6 +106,39 @@ def random_row(rng: np.random.Generator, dtype, n: int, pool=None) -> np.ndarray
 def fsum_mean(values) -> float:
     values = list(values)
     return math.fsum(values) / len(values)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="run the slow tier too (tests marked slow: tests/tiers.py); "
+                          "'-m slow' runs the slow tier alone")
+
+
+def _named(config) -> list[str]:
+    """The node ids named on the command line (``path::name``), relative to the root."""
+    out = []
+    for arg in config.args:
+        if "::" in arg:
+            path, rest = arg.split("::", 1)
+            path = os.path.relpath(os.path.abspath(path), str(config.rootpath))
+            out.append(path.replace(os.sep, "/") + "::" + rest)
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    """A plain run leaves the slow tier out (tests/tiers.py), unless --slow or a -m
+    expression is given, or the test is named by its node id."""
+    if config.getoption("--slow") or config.option.markexpr:
+        return
+    named = _named(config)
+    keep, slow = [], []
+    for item in items:
+        chosen = any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::"))
+                     for n in named)
+        (slow if item.get_closest_marker("slow") and not chosen else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from scipy.stats import pearsonr
+from tiers import tiered
 
 import tieeval
 from tieeval.analysis.groups import group_runs
@@ -294,9 +295,13 @@ def _figure_texts_fit(fig):
             assert a.x1 <= b.x0, (a, b)
 
 
-@pytest.mark.parametrize("sizes", [(1.0, 15.0), (1.0, 1.02, 1.31), (3.0, 3.0), (2.0, 40.0),
-                                   (1.0, 900.0)])
-@pytest.mark.parametrize("n_panels", [1, 5])
+PLOT_SIZES = [(1.0, 15.0), (1.0, 1.02, 1.31), (3.0, 3.0), (2.0, 40.0), (1.0, 900.0)]
+
+
+# every run draws each range of tie sizes on one panel, and the first on five; the slow
+# tier the others on five
+@pytest.mark.parametrize("sizes, n_panels", [(s, 1) for s in PLOT_SIZES] + tiered(
+    [(s, 5) for s in PLOT_SIZES], quick=1))
 def test_plot_text_stays_inside_the_figure_and_tick_labels_apart(sizes, n_panels):
     pytest.importorskip("matplotlib", reason="the plot extra is not installed")
     from tieeval.records.paper import FigurePanel, FigurePoint

@@ -5,10 +5,11 @@
 driver that dies or stops answering (no case finished for :data:`STALL_SECONDS`) is
 recorded as a finding on the case it was running and restarted after it. Environment:
 
-* ``TIEEVAL_FUZZ_CASES``: mutants per format (default 250 in CI: 2,000 in all);
-* ``TIEEVAL_FUZZ_SECONDS``: run for this long instead (with no case count unless
-  ``TIEEVAL_FUZZ_CASES`` is also set), e.g. ``TIEEVAL_FUZZ_SECONDS=900`` for a long run;
-* ``TIEEVAL_FUZZ_SEED``: the seed (default 20240611).
+* ``TIEEVAL_FUZZ_CASES``: mutants per format of the slow tier's run (default 250: 2,000
+  in all; every run of the suite makes :data:`QUICK_CASES` per format);
+* ``TIEEVAL_FUZZ_SECONDS``: the slow tier's run lasts this long instead (with no case count
+  unless ``TIEEVAL_FUZZ_CASES`` is also set), e.g. ``TIEEVAL_FUZZ_SECONDS=900``;
+* ``TIEEVAL_FUZZ_SEED``: the seed of both (default 20240611).
 
 The mutants per format, what tieeval did with them and the findings are printed in the
 pytest summary (section "fuzzing").
@@ -34,6 +35,7 @@ SECONDS = float(os.environ["TIEEVAL_FUZZ_SECONDS"]) if os.environ.get(
     "TIEEVAL_FUZZ_SECONDS") else None
 CASES = int(os.environ["TIEEVAL_FUZZ_CASES"]) if os.environ.get("TIEEVAL_FUZZ_CASES") else (
     None if SECONDS else 250)
+QUICK_CASES = 30  # mutants per format in every run (the first 30 of the slow tier's)
 JOBS = int(os.environ.get("TIEEVAL_FUZZ_JOBS", "2"))
 MEMORY_LIMIT = 3 << 30  # bytes of address space per driver process
 STALL_SECONDS = 30  # a driver that finishes no case for this long is hung in C code
@@ -50,14 +52,17 @@ def _records(path):
         return [json.loads(line) for line in fh if line.endswith("\n")]
 
 
-def run_fuzz(folder: str) -> list[dict]:
+def run_fuzz(folder: str, quick: bool = False) -> list[dict]:
+    """Every mutant's record: :data:`QUICK_CASES` per format with ``quick``, else as the
+    environment says (:data:`CASES`, :data:`SECONDS`)."""
     sys.path.insert(0, HERE)
     from fuzz_mutants import FORMATS
+    cases, seconds = (QUICK_CASES, None) if quick else (CASES, SECONDS)
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "OMP_NUM_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"}
     env.pop("TIEEVAL_DEBUG", None)
-    deadline = None if SECONDS is None else time.time() + SECONDS
-    stop = None if CASES is None else CASES * len(FORMATS)
+    deadline = None if seconds is None else time.time() + seconds
+    stop = None if cases is None else cases * len(FORMATS)
     extra: list[dict] = []
 
     def start(worker, first):

@@ -17,18 +17,20 @@ independent reader (tests/fuzz/fuzz_oracle.py: ``numpy.load(allow_pickle=False)`
   with one ``Error:`` line on the command line), a case that takes more than 5 s, or a
   driver that dies or exceeds its memory limit (3 GB of address space).
 
-Size and time: 250 mutants per format by default, 2,000 in all, in two driver processes
-(about 10-25 s on two cores, depending on load); ``TIEEVAL_FUZZ_CASES`` (mutants per
-format), ``TIEEVAL_FUZZ_SECONDS`` (a time budget, for long runs) and ``TIEEVAL_FUZZ_SEED``
-change that (tests/fuzz/fuzz_run.py). The mutants per format and what became of them are
-printed in pytest's summary under "fuzzing". A failing case is kept under pytest's tmp
+Size and time, in two driver processes: every run of the suite fuzzes 30 mutants per
+format (240 in all, ids ``[quick-...]``, about 5 CPU-seconds); the slow tier (``-m slow``,
+run by CI as its own step; ids ``[full-...]``) 250 per format, 2,000 in all (about 35
+CPU-seconds). ``TIEEVAL_FUZZ_CASES`` (mutants per format), ``TIEEVAL_FUZZ_SECONDS`` (a time
+budget, for long runs) and ``TIEEVAL_FUZZ_SEED`` change the slow tier's run
+(tests/fuzz/fuzz_run.py; the seed, both). The mutants per format and what became of them
+are printed in pytest's summary under "fuzzing". A failing case is kept under pytest's tmp
 directory and named in the message, with its mutation; ``fuzz_mutants.make(fmt, case,
 seed, folder)`` writes it again.
 
 Long run, at low priority::
 
     TIEEVAL_FUZZ_SECONDS=900 TIEEVAL_FUZZ_SEED=7 nice -n 19 python -m pytest -q -p \\
-        no:cacheprovider tests/fuzz -k fuzz_records_have -rA
+        no:cacheprovider tests/fuzz -m slow -rA
 
 The option parsers (``--k``, ``-m``, ``--template``, ``--meta``, ``--gamma``,
 ``--tolerance``) get property tests with hypothesis at the end.
@@ -51,17 +53,21 @@ import fuzz_mutants  # noqa: E402
 import fuzz_oracle  # noqa: E402
 import fuzz_run  # noqa: E402
 from fuzz_known import KNOWN, known_defect  # noqa: E402
+from tiers import SLOW  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["quick", pytest.param("full", marks=SLOW)])
 def fuzz_records(tmp_path_factory, request):
-    """Every mutant's record (fuzz_run.run_fuzz); the counts go to pytest's summary."""
+    """Every mutant's record (fuzz_run.run_fuzz): the quick run's in every run of the
+    suite, the full run's in the slow tier; the counts go to pytest's summary."""
+    quick = request.param == "quick"
     started = time.time()
-    records = fuzz_run.run_fuzz(str(tmp_path_factory.mktemp("fuzz")))
+    records = fuzz_run.run_fuzz(str(tmp_path_factory.mktemp("fuzz")), quick=quick)
     lines = fuzz_run.summarise(records, time.time() - started, known_defect)
-    request.config.pluginmanager.register(fuzz_run.Summary(lines), "tieeval-fuzz-summary")
+    request.config.pluginmanager.register(fuzz_run.Summary(lines),
+                                          f"tieeval-fuzz-summary-{request.param}")
     return records
 
 
@@ -97,11 +103,15 @@ def test_fuzzing_reaches_the_readers_and_the_figures(fuzz_records):
         assert any("cli" in r for r in accepted) and any("cli" in r for r in refused), fmt
 
 
-def test_command_line_on_fuzzed_mutants_in_a_subprocess(fuzz_records, tmp_path):
+def test_command_line_on_fuzzed_mutants_in_a_subprocess(fuzz_records, tmp_path, request):
     """A handful of mutants through ``python -m tieeval compare``: exit 0 with the
     oracle's figures in the JSON, or exit 2 with one ``Error:`` line."""
     picked = []
-    for i, fmt in enumerate(fuzz_mutants.FORMATS):  # one per format, accepted or refused
+    # one per format, accepted or refused (after the quick run: every third format)
+    quick = request.node.callspec.params["fuzz_records"] == "quick"
+    for i, fmt in enumerate(fuzz_mutants.FORMATS):
+        if quick and i % 3:
+            continue
         outcome = ("accepted", "refused")[i % 2]
         hit = [r for r in fuzz_records if r["fmt"] == fmt and "finding" not in r
                and r.get("tieeval") == outcome and r["cls"] != "valid"]

@@ -80,8 +80,8 @@ def _short_row_group_mutant(tmp_path, table, name):
     data = base.read_bytes()
     footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
     mutant = tmp_path / name
-    for value in (0xFF, 0x01, 0x00):
-        for offset in range(footer - 1, 3, -1):  # the last pages first: found sooner
+    for offset in range(footer - 1, 3, -1):  # the last pages first: found sooner
+        for value in (0xFF, 0x01, 0x00):
             if data[offset] == value:
                 continue
             mutant.write_bytes(data[:offset] + bytes([value]) + data[offset + 1:])

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from helpers import rel_batch, tie_orderings
+from tiers import seeds
 
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels import sparse_blocks
@@ -55,7 +56,7 @@ def _ragged(rng, rows, max_n, values, label_choice, dtype=np.float32):
     return scores, labels, offsets
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", seeds(12, quick=3))
 @pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
 def test_sparse_matches_full_ragged(seed, original):
     rng = np.random.default_rng(seed)
@@ -64,7 +65,7 @@ def test_sparse_matches_full_ragged(seed, original):
     _check(scores, labels, offsets, original=original)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", seeds(8))
 def test_sparse_matches_full_dense_graded(seed):
     rng = np.random.default_rng(100 + seed)
     z = rng.normal(8.0, 6.0, size=(80, 40)).astype(np.float32)
@@ -76,7 +77,7 @@ def test_sparse_matches_full_dense_graded(seed):
     _check(scores, labels, None, depth=7)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", seeds(8))
 def test_sparse_matches_full_integers_judged_unranked(seed):
     rng = np.random.default_rng(200 + seed)
     scores, labels, offsets = _ragged(rng, 40, 30, [-3, -2, 0, 1, 5], [-1, 0, 0, 0, 1, 4],
@@ -93,7 +94,7 @@ def test_sparse_matches_full_integers_judged_unranked(seed):
     _check(scores, labels, offsets, max_grade=4.0, unranked=(ulab, uoff))
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", seeds(6))
 def test_sparse_matches_full_given_order(seed):
     rng = np.random.default_rng(300 + seed)
     scores, labels, offsets = _ragged(rng, 50, 20, [0.0, 1.0, 2.0, 4.0],
@@ -131,7 +132,7 @@ def test_sparse_keeps_only_marked_blocks():
     assert [x.tolist() for x in rb.top_ties()] == [[0], [1]]
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", seeds(6))
 def test_rank_depth_leaves_every_value_unchanged(seed):
     rng = np.random.default_rng(400 + seed)
     scores, labels, offsets = _ragged(rng, 60, 30, [0.0, 1.0, 2.0, 3.0], [-1, 0, 0, 0, 1, 2])
@@ -176,7 +177,7 @@ def _layout(layout, monkeypatch):
     return layout
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", seeds(8))
 @pytest.mark.parametrize("original", ["argsort", "stable", "reverse-stable"])
 @pytest.mark.parametrize("layout", ["ragged", "dense", "dense-partitioned"])
 def test_prune_depth_leaves_every_value_and_tie_figure_unchanged(seed, original, layout,
@@ -416,7 +417,7 @@ def _listed(scores, offsets):
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", seeds(6))
 @pytest.mark.parametrize("layout", ["ragged", "dense"])
 def test_listed_rows_take_their_blocks_without_a_sort(seed, layout):
     # rows listed best first: each item's place above its block and the block's size come

@@ -148,6 +148,8 @@ def test_trec_eval9_iprec_is_pytrec_evals(tmp_path):
     assert differs > 0  # the two roundings are told apart on these collections
 
 
+# slow tier: ranx compiles its numba functions afresh in a new environment (about 25 CPU-s)
+@pytest.mark.slow
 def test_ranx():
     ranx = pytest.importorskip("ranx")
     scores, labels = _data()
