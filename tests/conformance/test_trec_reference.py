@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import trec_lines_every_digit
+from tiers import SLOW
 
 from tieeval.cli import cli
 
@@ -82,8 +83,14 @@ def same_value(measure: str, ours: str, theirs: str) -> bool:
     return abs(a - b) <= TOL * max(1.0, abs(b))
 
 
-@pytest.mark.parametrize("option_set", list(OPTIONS))
-@pytest.mark.parametrize("collection", COLLECTIONS)
+# every run: each option set on beta and gamma, and alpha (the largest collection) under no
+# option, -c -J and every option; the slow tier alpha under the others
+_ALPHA_QUICK = ("none", "c_J", "c_J_M10_l2")
+
+
+@pytest.mark.parametrize("collection, option_set", [
+    (c, o) for c in COLLECTIONS for o in OPTIONS if c != "alpha" or o in _ALPHA_QUICK] + [
+    pytest.param("alpha", o, marks=SLOW) for o in OPTIONS if o not in _ALPHA_QUICK])
 def test_all_trec_lines_are_trec_evals(collection, option_set, monkeypatch):
     result = tieeval_output(collection, option_set, monkeypatch)
     if option_set in REFUSED:
