@@ -501,8 +501,10 @@ def _workers_running(proc):
     return True
 
 
-@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
-@pytest.mark.parametrize("group", [False, True], ids=["kill", "group"])
+# every run: SIGTERM to the process, SIGHUP to its group; the slow tier the other two
+@pytest.mark.parametrize("group, name, code", tiered([
+    (False, "SIGTERM", 143), (True, "SIGHUP", 129), (True, "SIGTERM", 143),
+    (False, "SIGHUP", 129)]), ids=["kill-SIGTERM", "group-SIGHUP", "group-SIGTERM", "kill-SIGHUP"])
 def test_sigterm_and_sighup_stop_workers_in_one_line(tmp_path, big_npy, name, code, group):
     got = _signalled(["compare", big_npy, "-j", "2", "--format", "json", "--tolerance",
                       "1e-3"], tmp_path, getattr(signal, name), _workers_running, group)
@@ -572,7 +574,7 @@ def test_pool_threads_cannot_be_killed_by_sigpipe():
     assert set(threads.values()) == {"True"}, threads
 
 
-@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+@pytest.mark.parametrize("name, code", tiered([("SIGTERM", 143), ("SIGHUP", 129)], quick=1))
 def test_sigterm_leaves_no_temp_or_spill_files(tmp_path, big_npy, name, code):
     out = tmp_path / "out"
     out.mkdir()

@@ -28,7 +28,7 @@ def tiered(values, quick: int = 2) -> list:
     return out
 
 
-def seeds(count: int, quick: int = 2) -> list:
+def seeds(count: int, quick: int = 1) -> list:
     """Seeds ``0 .. count - 1``: the first ``quick`` in every run, the rest in the slow
     tier."""
     return tiered(range(count), quick)

@@ -13,6 +13,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from tiers import tiered
 
 from tieeval.cli import cli
 
@@ -139,7 +140,7 @@ def dump(tmp_path):
 
 
 @pytest.mark.parametrize("option", ["-o", "--per-instance"])
-@pytest.mark.parametrize("given", ["-", "named"])
+@pytest.mark.parametrize("given", tiered(["-", "named"], quick=1))
 def test_no_output_lands_on_the_file_behind_stdin(tmp_path, dump, option, given):
     before = dump.read_bytes()
     os.symlink(dump, tmp_path / "link.parquet")

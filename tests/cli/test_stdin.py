@@ -12,6 +12,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from tiers import tiered
 
 import tieeval
 
@@ -69,7 +70,8 @@ def _long_csv_layout(tmp_path, rng):
     return _long_csv(tmp_path, rng, ["--layout", "long"])
 
 
-@pytest.mark.parametrize("make", [_npy, _npz, _parquet, _trec, _long_csv, _long_csv_layout])
+@pytest.mark.parametrize("make", tiered([_npy, _parquet, _trec, _npz, _long_csv,
+                                         _long_csv_layout], quick=3))
 def test_stdin_dump_gives_the_json_of_the_same_file(make, tmp_path, rng):
     path, extra = make(tmp_path, rng)
     args = [*extra, "--k", "1,5", "--meta", "method=m", "--format", "json"]

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import pytest
+from tiers import tiered
 
 from tieeval.util.stopping import Stopped, Token, checkpoint, running
 
@@ -75,7 +76,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("name, code", [("SIGINT", 130), ("SIGTERM", 143)])
+@pytest.mark.parametrize("name, code", tiered([("SIGINT", 130), ("SIGTERM", 143)], quick=1))
 def test_all_trec_on_large_tie_blocks_stops_within_a_second(tmp_path, tied_run, name, code):
     run, qrels = tied_run
     tmp = tmp_path / "tmpdir"

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from tiers import tiered
 
 from tieeval.util.escaping import TARGETS, escape
 
@@ -68,8 +69,9 @@ def md_cells(row: str) -> int:
 COMPARE = ["table", "json", "csv", "markdown", "latex", "html", "trec_eval"]
 
 
-@pytest.mark.parametrize("fmt", COMPARE)
-@pytest.mark.parametrize("both", [False, True], ids=["one-run", "two-runs"])
+# every run: each format on one run, and the table and JSON on two; the slow tier the rest
+@pytest.mark.parametrize("fmt, both", [(f, False) for f in COMPARE] + tiered(
+    [(f, True) for f in COMPARE], quick=2))
 def test_compare_formats_keep_a_hostile_name_in_its_place(dumps, fmt, both):
     files = [f"{HOSTILE}.npz"] + (["good.npz"] if both else [])
     proc = run(dumps, "compare", *files, "-f", fmt)
@@ -89,7 +91,7 @@ def test_compare_formats_keep_a_hostile_name_in_its_place(dumps, fmt, both):
         assert tables and len(widths) <= 2  # the metric table (7) and the tie table (2)
 
 
-@pytest.mark.parametrize("fmt", ["text", "github", "json", "junit"])
+@pytest.mark.parametrize("fmt", tiered(["text", "github", "json", "junit"]))
 def test_check_formats_keep_a_hostile_name_in_its_place(dumps, fmt):
     proc = run(dumps, "check", f"{HOSTILE}.npz", "good.npz", "-f", fmt)
     assert proc.returncode == 1, proc.stderr  # the tied dumps fail the default gate
@@ -106,7 +108,7 @@ def test_check_formats_keep_a_hostile_name_in_its_place(dumps, fmt):
         assert decoded == {f"{HOSTILE}.npz", "good.npz"}
 
 
-@pytest.mark.parametrize("fmt", ["table", "csv", "markdown", "latex"])
+@pytest.mark.parametrize("fmt", tiered(["table", "csv", "markdown", "latex"]))
 def test_ties_formats_keep_a_hostile_name_in_its_place(dumps, fmt):
     proc = run(dumps, "ties", f"{HOSTILE}.npz", "good.npz", "-f", fmt)
     assert proc.returncode == 0, proc.stderr
@@ -164,7 +166,7 @@ def test_each_target_escapes_its_own_syntax():
     assert escape("a:b,c%\n", "github-data") == "a:b,c%25%0A"
 
 
-@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+@pytest.mark.parametrize("fmt", tiered(["table", "json", "csv", "markdown"]))
 def test_diff_formats_keep_a_hostile_name_in_its_place(dumps, fmt):
     proc = run(dumps, "diff", f"{HOSTILE}.npz", "good.npz", "-f", fmt,
                "--permutations", "200", "--seed", "1")
