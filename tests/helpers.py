@@ -91,3 +91,31 @@ def rel_batch(scores, labels, offsets=None, **kw):
     names = {f.name for f in fields(TableOptions)}
     options = TableOptions(**{name: kw.pop(name) for name in list(kw) if name in names})
     return RelBatch(scores, labels, offsets, options=options, **kw)
+
+
+def fake_torch(order):
+    """A stand-in for torch whose ``topk`` ranks each row by ``order(row)`` (a row's
+    positions, best first): ``from_numpy``, ``topk(...).indices`` and ``.numpy()``, all the
+    Original column's ``topk`` rule calls."""
+
+    class Tensor:
+        def __init__(self, arr):
+            self.arr = arr
+
+        def numpy(self):
+            return self.arr
+
+    class FakeTorch:
+        __version__ = "fake"
+
+        @staticmethod
+        def from_numpy(arr):
+            return Tensor(arr)
+
+        @staticmethod
+        def topk(t, k, dim=-1):
+            import numpy as np
+            top = np.stack([order(r) for r in np.atleast_2d(t.arr)])[:, :k]
+            return type("TopK", (), {"indices": Tensor(top if t.arr.ndim == 2 else top[0])})()
+
+    return FakeTorch

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import fake_torch
 
 from tieeval import save_scores
 from tieeval.cli import cli
@@ -278,28 +279,7 @@ def test_original_rule_under_jobs_and_diff(tmp_path):
     assert res.exit_code == 0, res.output
 
 
-class _FakeTopk:
-    """Stands in for torch in the plumbing test below: topk by numpy's stable sort."""
-
-    __version__ = "fake"
-
-    class _Tensor:
-        def __init__(self, arr):
-            self.arr = arr
-
-        def numpy(self):
-            return self.arr
-
-    @classmethod
-    def from_numpy(cls, arr):
-        return cls._Tensor(arr)
-
-    @classmethod
-    def topk(cls, t, k, dim=-1):
-        arr = t.arr
-        order = np.stack([stable_desc(r) for r in np.atleast_2d(arr)])[:, :k]
-        out = order if arr.ndim == 2 else order[0]
-        return type("TopK", (), {"indices": cls._Tensor(out)})()
+_FakeTopk = fake_torch(stable_desc)  # topk by numpy's stable sort
 
 
 def test_topk_plumbing_with_a_stand_in(tmp_path, monkeypatch):

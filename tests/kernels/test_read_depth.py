@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from helpers import rel_batch
+from helpers import fake_torch, rel_batch
 
 from tieeval import save_scores
 from tieeval.engine.local import evaluate_path
@@ -256,25 +256,7 @@ def seeded_ranking(s, seed):
     return np.lexsort((rng.permutation(s.size), -s))
 
 
-class _FakeTorch:
-    """Stands in for torch: topk by numpy's stable sort, the indices of the top k."""
-
-    class _T:
-        def __init__(self, arr):
-            self.arr = arr
-
-        def numpy(self):
-            return self.arr
-
-    @classmethod
-    def from_numpy(cls, arr):
-        return cls._T(arr)
-
-    @classmethod
-    def topk(cls, t, k, dim=-1):
-        arr = np.atleast_2d(t.arr)
-        order = np.stack([rule_order(r, "stable") for r in arr])[:, :k]
-        return type("TopK", (), {"indices": cls._T(order if t.arr.ndim == 2 else order[0])})()
+_FakeTorch = fake_torch(lambda row: rule_order(row, "stable"))
 
 
 RULES = ("argsort", "stable", "reverse-stable", "given", "topk")
