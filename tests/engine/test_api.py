@@ -493,3 +493,11 @@ def test_bad_options_raise_only_tieeval_errors(gamma, gain, alpha, cast, toleran
             continue  # a real Spark run when pyspark is installed
         accepted_or_refused(
             lambda kwargs=kwargs: tieeval.evaluate_path("missing.npz", **kwargs))
+
+
+@pytest.mark.parametrize("metric", [3, 2.5, None, b"HR@1"])
+def test_a_metric_that_is_not_text_is_a_tieeval_error(metric):
+    # the check of options written in parentheses reads text only: anything else is the
+    # metric parser's own one-line refusal, never a TypeError
+    with pytest.raises(tieeval.TieevalError):
+        tieeval.evaluate(np.array([[0.9, 0.5, 0.1]]), metrics=[metric])

@@ -112,7 +112,7 @@ class Metric:
                     if error is not None:
                         raise error
                 return [cls._parse(t) for t in texts]
-            error = run_option_error(text, text)
+            error = run_option_error(text, text) if isinstance(text, str) else None
             if error is not None:
                 raise error
         return [cls._parse(text)]
