@@ -36,7 +36,9 @@ def run(*args):
 
 
 def cli_proc(*args, stdout=subprocess.PIPE, **kw):
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # no empty entry (it means the working folder, which some tests delete)
+    path = [ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     kw.setdefault("timeout", 120)
     return subprocess.run([sys.executable, "-m", "tieeval", *map(str, args)], stdout=stdout,
                           stderr=subprocess.PIPE, env=env, **kw)

@@ -29,7 +29,10 @@ def end(code) -> None:
     if not isinstance(code, int):
         return
     shutdown = getattr(threading, "_shutdown", None)  # what the interpreter's exit calls
-    if shutdown is not None:
+    # after a stopping signal (exit 128 + N) the threads' work is unwanted and was told to
+    # stop: they are not waited for, since a signal that landed while the main thread held
+    # a future's lock (Python 3.10) would leave a pool thread waiting on it forever
+    if shutdown is not None and code < 128:
         shutdown()
     atexit._run_exitfuncs()
     try:
