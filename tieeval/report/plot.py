@@ -174,7 +174,10 @@ def _drawn(fig, ext: str | None) -> bytes:
         fig.savefig(buf, dpi=150, format=ext)
     if not caught:
         return buf.getvalue()
-    fig.set_layout_engine("none")
+    if hasattr(fig, "set_layout_engine"):
+        fig.set_layout_engine("none")
+    else:  # matplotlib before 3.6
+        fig.set_constrained_layout(False)
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
