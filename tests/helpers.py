@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -119,3 +120,20 @@ def fake_torch(order):
             return type("TopK", (), {"indices": Tensor(top if t.arr.ndim == 2 else top[0])})()
 
     return FakeTorch
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder, size="64k"):
+    """A ``size`` tmpfs mounted at ``folder`` (made here) for the block, unmounted after;
+    the test is skipped where mounting is not permitted (not root, or a sandbox)."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    os.mkdir(folder)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mount is not permitted here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from helpers import small_tmpfs
 from tiers import tiered
 
 from tieeval.analysis.audit import parse_value
@@ -332,14 +333,7 @@ def test_short_write_on_stdout_is_exit_2(tmp_path, scores, fmt):
 
 
 def test_short_write_on_stdout_of_a_full_tmpfs_is_exit_2(tmp_path, scores):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    small = tmp_path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mount is not permitted here")
-    try:
+    with small_tmpfs(tmp_path / "small") as small:
         np.save(tmp_path / "a.npy", scores)
         with open(small / "out.json", "wb") as fh:
             p = cli_proc("compare", *[tmp_path / "a.npy"] * 6, "-q", "-t", "runs", "-f",
@@ -348,8 +342,6 @@ def test_short_write_on_stdout_of_a_full_tmpfs_is_exit_2(tmp_path, scores):
         assert p.stderr.decode().splitlines() == [
             "Error: cannot write the output to stdout: No space left on device"]
         assert 0 < os.path.getsize(small / "out.json") <= 65536
-    finally:
-        subprocess.run(["umount", str(small)], capture_output=True)
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import small_tmpfs
 
 from tieeval.cli import cli
 
@@ -63,14 +64,7 @@ def test_a_full_disk_while_spooling_names_stdin_and_the_folder(tmp_path, monkeyp
 
 
 def test_a_full_tmpfs_under_tmpdir(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    small = tmp_path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mount is not permitted here")
-    try:
+    with small_tmpfs(tmp_path / "small") as small:
         data = npz_bytes(tmp_path, rows=400, cols=100)  # ~320 KB: more than the tmpfs
         env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(small)}
         proc = subprocess.run([sys.executable, "-m", "tieeval", "compare", "-", "-q"],
@@ -78,8 +72,6 @@ def test_a_full_tmpfs_under_tmpdir(tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.decode().splitlines() == [SPOOL_FULL.format(small)]
         assert os.listdir(small) == []
-    finally:
-        subprocess.run(["umount", str(small)], capture_output=True)
 
 
 def test_html_of_two_tiny_runs_with_long_names_prints_no_matplotlib_warning(tmp_path):
