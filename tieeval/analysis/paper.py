@@ -76,37 +76,40 @@ TABLE4_STATISTICS = [("top_tie_size", "Avg. top-score tie size", "size"),
                      ("positive_tie_frequency", "Positive tie frequency", "fraction")]
 
 
-def _metric_table(number, title, columns, change_note, groups) -> PaperTable:
+def _sections(groups, rows) -> tuple[list[str], list[Section]]:
+    """The groups' methods, and per task a block per dataset of the rows that
+    ``rows(groups_there)`` makes, ``groups_there`` mapping each method to its group in
+    that setting (None when it has none)."""
     _check_groups(groups)
     index = _index(groups)
     methods = _ordered(_method_name(g) for g in groups)
+    sections = [Section(task, [Block(dataset, rows({m: index.get((task, dataset, m))
+                                                    for m in methods}))
+                               for dataset in datasets])
+                for task, datasets in _settings(groups)]
+    return methods, sections
+
+
+def _metric_table(number, title, columns, change_note, groups) -> PaperTable:
     # (metric, K, gamma): labelled runs give a signed metric once per gamma
     layout = _ordered((m.metric, m.k, getattr(m, "gamma", None), m.label)
                       for g in groups for m in g.metrics)
-    sections = []
-    for task, datasets in _settings(groups):
-        blocks = []
-        for dataset in datasets:
-            rows = []
-            for name, k, gamma, label in layout:
-                cells = {}
-                for method in methods:
-                    group = index.get((task, dataset, method))
-                    row = None
-                    if group is not None:
-                        row = next((m for m in group.metrics
-                                    if m.metric == name and m.k == k
-                                    and getattr(m, "gamma", None) == gamma), None)
-                    if row is None:
-                        cells[method] = [Cell(None) for _ in columns]
-                        continue
-                    cells[method] = [
-                        Cell(getattr(row, c.key),
-                             None if c.kind == "change" else row.seed_std(c.key),
-                             group.seeds) for c in columns]
-                rows.append(Row(label, cells, metric=name, k=k, gamma=gamma))
-            blocks.append(Block(dataset, rows))
-        sections.append(Section(task, blocks))
+
+    def cells(group, name, k, gamma) -> list[Cell]:
+        row = None if group is None else next(
+            (m for m in group.metrics
+             if m.metric == name and m.k == k and getattr(m, "gamma", None) == gamma), None)
+        if row is None:
+            return [Cell(None) for _ in columns]
+        return [Cell(getattr(row, c.key), None if c.kind == "change" else row.seed_std(c.key),
+                     group.seeds) for c in columns]
+
+    def rows(there) -> list[Row]:
+        return [Row(label, {method: cells(group, name, k, gamma)
+                            for method, group in there.items()},
+                    metric=name, k=k, gamma=gamma)
+                for name, k, gamma, label in layout]
+    methods, sections = _sections(groups, rows)
     return PaperTable(number, title, "Metric", methods, list(columns), sections, list(groups),
                       change_note)
 
@@ -127,27 +130,16 @@ def table3(groups: list[GroupResult]) -> PaperTable:
 
 def table4(groups: list[GroupResult]) -> PaperTable:
     """Table 4: top-score tie statistics per method, plus the positive's own ties."""
-    _check_groups(groups)
-    index = _index(groups)
-    methods = _ordered(_method_name(g) for g in groups)
-    column = Column("value", "", "row")
-    sections = []
-    for task, datasets in _settings(groups):
-        blocks = []
-        for dataset in datasets:
-            rows = []
-            for key, title, kind in TABLE4_STATISTICS:
-                cells = {}
-                for method in methods:
-                    group = index.get((task, dataset, method))
-                    cells[method] = ([Cell(None)] if group is None else
-                                     [Cell(group.ties.means[key], group.ties.seed_stds[key],
-                                           group.seeds)])
-                rows.append(Row(title, cells, statistic=key, kind=kind))
-            blocks.append(Block(dataset, rows))
-        sections.append(Section(task, blocks))
-    return PaperTable(4, "Top-score tie statistics", "Statistic", methods, [column], sections,
-                      list(groups))
+    def rows(there) -> list[Row]:
+        return [Row(title, {method: [Cell(None)] if group is None else
+                            [Cell(group.ties.means[key], group.ties.seed_stds[key],
+                                  group.seeds)]
+                            for method, group in there.items()},
+                    statistic=key, kind=kind)
+                for key, title, kind in TABLE4_STATISTICS]
+    methods, sections = _sections(groups, rows)
+    return PaperTable(4, "Top-score tie statistics", "Statistic", methods,
+                      [Column("value", "", "row")], sections, list(groups))
 
 
 def paper_table(number: int, groups: list[GroupResult]) -> PaperTable:

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from tieeval.errors import InputError, TieevalError
+from tieeval.io.base import check_row_length, error_text, max_row_candidates
 
 # ---------------------------------------------------------------------------------------
 # Parquet
@@ -134,8 +135,7 @@ def check_same_fields(opened, fields) -> None:
 def _parquet_error(path: str, exc: Exception, where: str = "") -> InputError:
     if isinstance(exc, OSError) and exc.errno:  # the system refused: not the file's damage
         return InputError(f"{path}: cannot read: {os.strerror(exc.errno)}")
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return InputError(f"{path}: corrupted or truncated Parquet file ({where}{text})")
+    return InputError(f"{path}: corrupted or truncated Parquet file ({where}{error_text(exc)})")
 
 
 @contextlib.contextmanager
@@ -220,7 +220,6 @@ def list_to_numpy(path: str, column, start: int, what: str):
     values, offsets = arrow_lists(path, column, what, lambda i: f"row {start + i}")
     lengths = np.diff(offsets)
     if lengths.size:
-        from tieeval.io.base import check_row_length, max_row_candidates
         if int(lengths.max()) > max_row_candidates():
             i = int(np.argmax(lengths))
             check_row_length(path, int(lengths[i]), f"row {start + i}")

@@ -316,6 +316,12 @@ def not_found(path: str) -> InputError:
     return InputError(f"{path}: no such file")
 
 
+def error_text(exc: BaseException) -> str:
+    """The first line of a library's exception, or its type when it says nothing."""
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def require_regular_file(path: str) -> None:
     """Refuse a FIFO, socket or device without opening it (a FIFO would block forever)."""
     import stat
@@ -333,6 +339,19 @@ def require_regular_file(path: str) -> None:
             open(path, "rb").close()
         except OSError as exc:
             raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
+
+
+def open_input(path: str, what: str):
+    """``path`` open for reading bytes; a file that cannot be opened is an input error
+    (``what`` names it: ``run``, ``qrels``)."""
+    if os.path.exists(path):
+        require_regular_file(path)
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
 
 
 HOW_TO_DUMP = ("dump the scores as a numeric array: tieeval.save_scores(path, scores, "

@@ -69,6 +69,7 @@ from tieeval.io.base import (
     ReadOptions,
     RelevanceLabelsFound,
     check_row_length,
+    error_text,
     max_row_candidates,
 )
 from tieeval.io.validate import (
@@ -325,9 +326,7 @@ def _rows_from(path: str, table, cols, has_label, nbytes: int) -> Rows:
             col = col.dictionary_decode()
         if col.null_count:
             raise InputError(f"{path}: column '{cols[key]}' holds null values (every row needs "
-                             f"an {key})" if key == "instance" else
-                             f"{path}: column '{cols[key]}' holds null values (every row needs "
-                             f"a {key})")
+                             f"{'an' if key == 'instance' else 'a'} {key})")
         arrays[key] = col
     ids = arrays["instance"]
     if pa.types.is_large_string(ids.type):
@@ -355,6 +354,12 @@ class _Source:
     def chunks(self, rows: int) -> Iterator[Rows]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns read, in :class:`Rows` order."""
+        keys = ("instance", "position", "score") + (("label",) if self.has_label else ())
+        return [self.cols[k] for k in keys]
+
 
 class _ParquetSource(_Source):
     def __init__(self, path, files, options):
@@ -366,8 +371,6 @@ class _ParquetSource(_Source):
         self.has_label, self.dtype = _check_columns(
             first if len(files) > 1 else path, schema.names, options,
             lambda name: schema.field(name).type)
-        self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
-            [self.cols["label"]] if self.has_label else [])
         total_rows, self.size_hint, self.nbytes = 0, 0, 0
         from tieeval.io.arrow import check_same_fields
         check_same_fields([(f, None, parquet_file(f).schema_arrow) for f in files],
@@ -457,8 +460,6 @@ class _CsvSource(_Source):
                                                     lambda name: schema.field(name).type)
         if self.half:
             self.dtype = np.dtype(np.float16)
-        self.columns = [self.cols[k] for k in ("instance", "position", "score")] + (
-            [self.cols["label"]] if self.has_label else [])
         itype = schema.field(self.cols["instance"]).type
         self.label_type = schema.field(self.cols["label"]).type if self.has_label else None
         # Fix the id type for the whole file, so a later block cannot change it. Ids are
@@ -493,14 +494,7 @@ class _CsvSource(_Source):
         reader, _ = self._reader([name])
         self.column_types = saved
         try:
-            while True:
-                try:
-                    record = reader.read_next_batch()
-                except StopIteration:
-                    return True
-                except (pa.ArrowException, OSError, ValueError) as exc:
-                    raise InputError(f"{self.path}: unreadable CSV "
-                                     f"({str(exc).splitlines()[0]})") from None
+            for record in self._records(reader):
                 ids = record.column(0)
                 ok = pc.match_substring_regex(ids, r"^-?(0|[1-9][0-9]{0,18})$")
                 if ok.null_count or not pc.all(ok).as_py():
@@ -509,8 +503,24 @@ class _CsvSource(_Source):
                     pc.cast(ids, pa.int64())
                 except (pa.ArrowException, ValueError):
                     return False
+            return True
         finally:
             reader.close()
+
+    def _records(self, reader) -> Iterator[Any]:
+        """The record batches of ``reader``; a parse error is the CSV's, in one line."""
+        pa, _ = _pyarrow()
+        while True:
+            try:
+                record = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise self._unreadable(exc) from None
+            yield record
+
+    def _unreadable(self, exc: Exception) -> InputError:
+        return InputError(f"{self.path}: unreadable CSV ({error_text(exc)})")
 
     def _open(self):
         pa, _ = _pyarrow()
@@ -558,23 +568,15 @@ class _CsvSource(_Source):
                     strings_can_be_null=True,
                     column_types={k: v for k, v in self.column_types.items() if k in include}))
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise InputError(f"{self.path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
+            raise self._unreadable(exc) from None
         return reader, raw
 
     def chunks(self, rows):
-        pa, _ = _pyarrow()
         reader, raw = self._reader(self.columns)
         seen = 0
         empty = True
         try:
-            while True:
-                try:
-                    record = reader.read_next_batch()
-                except StopIteration:
-                    break
-                except (pa.ArrowException, OSError, ValueError) as exc:
-                    raise InputError(f"{self.path}: unreadable CSV "
-                                     f"({str(exc).splitlines()[0]})") from None
+            for record in self._records(reader):
                 if record.num_rows == 0:
                     continue
                 empty = False
@@ -763,8 +765,7 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
     """Hash-partition the rows by instance into temporary Arrow files; one part per file.
     ``relevance``: the label column holds relevance labels (see :func:`group_rows`)."""
     pa, _ = _pyarrow()
-    # spill_parts() tells the Spark engine this count
-    parts_n = min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
+    parts_n = _spill_count(source)
     tmp = tempfile.mkdtemp(prefix="tieeval-long-")
     writers: dict[int, tuple[Any, Any]] = {}  # pyarrow (OSFile, stream writer) per part
     sizes = {}
@@ -789,18 +790,20 @@ def spill(source: _Source, options: ReadOptions, relevance: bool = False):
                 writers[p][1].write_batch(record.take(from_numpy(order[lo:hi])))
                 sizes[p] += rows.nbytes * (hi - lo) // max(1, len(rows))
     except BaseException:
-        for sink, writer in writers.values():
-            writer.close()
-            sink.close()
+        _close(writers)
         shutil.rmtree(tmp, True)
         raise
-    for sink, writer in writers.values():
-        writer.close()
-        sink.close()
+    _close(writers)
     cols = {"instance": "instance", "position": "position", "score": "score", "label": "label"}
     parts = [SpillPart(source.path, os.path.join(tmp, f"part-{p:05d}.arrow"), options,
                        source.has_label, sizes[p], cols, relevance) for p in sorted(writers)]
     return parts, tmp
+
+
+def _close(writers: dict) -> None:
+    for sink, writer in writers.values():
+        writer.close()
+        sink.close()
 
 
 @dataclass(frozen=True)
@@ -855,9 +858,11 @@ def spill_parts(dump: Dump) -> int:
     not sorted by instance (1 for a dump of another reader): instances come out by
     (partition, id)."""
     reader = getattr(dump, "_batches", None)
-    if not isinstance(reader, _LongReader):
-        return 1
-    return min(MAX_SPILL_PARTS, max(1, math.ceil(reader.source.size_hint / SPILL_PART_BYTES)))
+    return _spill_count(reader.source) if isinstance(reader, _LongReader) else 1
+
+
+def _spill_count(source: _Source) -> int:
+    return min(MAX_SPILL_PARTS, max(1, math.ceil(source.size_hint / SPILL_PART_BYTES)))
 
 
 def csv_columns(dump: Dump) -> tuple[list[str], bool, object]:

@@ -15,7 +15,15 @@ import zlib
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import HOW_TO_DUMP, PART_BYTES, Dump, ReadOptions, check_row_length, not_a_dump
+from tieeval.io.base import (
+    HOW_TO_DUMP,
+    PART_BYTES,
+    Dump,
+    ReadOptions,
+    check_row_length,
+    error_text,
+    not_a_dump,
+)
 from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
@@ -35,6 +43,10 @@ from tieeval.io.validate import (
 )
 from tieeval.records.batch import Batch
 
+# what reading a damaged archive or member raises (zipfile, zlib and numpy's header parser)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+               NotImplementedError, RuntimeError)
+
 
 class _NpzMember:
     """One ``.npy`` member of an NPZ archive: its header, and where or how to read it."""
@@ -46,8 +58,7 @@ class _NpzMember:
             with archive.open(self.info) as fh:
                 self.dtype, self.shape, self.fortran = _npy_header(fh, path, name)
                 self.header_bytes = fh.tell()
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
-                NotImplementedError, RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise _load_error(path, exc) from None
 
     @property
@@ -96,8 +107,7 @@ class _NpzMember:
                     raise InputError(f"{self.path}: corrupted or truncated file (member "
                                      f"{self.name} is longer than its header says)")
                 return arr
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
-                NotImplementedError, RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise _load_error(self.path, exc) from None
 
 
@@ -109,8 +119,7 @@ class _RowStream:
         try:
             self.fh = member.archive.open(member.info)
             self.fh.read(member.header_bytes)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
-                NotImplementedError, RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise _load_error(member.path, exc) from None
         self.row_bytes = math.prod(int(n) for n in member.shape[1:]) * member.dtype.itemsize
         self.done = 0  # rows read
@@ -120,11 +129,9 @@ class _RowStream:
         want = rows * self.row_bytes
         try:
             data = self.fh.read(want)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
-                RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-                             ) from None
+                             f"{error_text(exc)})") from None
         if len(data) != want:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
                              "shorter than its header says)")
@@ -143,11 +150,9 @@ class _RowStream:
                 if not chunk:
                     break
                 got += len(chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
-                RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-                             ) from None
+                             f"{error_text(exc)})") from None
         finally:
             self.fh.close()
         if got < want:
@@ -183,13 +188,11 @@ def check_unambiguous(path: str, members: list[str]) -> None:
 def _open_npz(path: str, options: ReadOptions) -> Dump:
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
-            RuntimeError) as exc:
+    except _ZIP_ERRORS as exc:
         # not a zip at all: np.load says whether it is a pickle or damaged
         try:
             np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
-                RuntimeError) as exc2:
+        except _ZIP_ERRORS as exc2:
             raise _load_error(path, exc2) from None
         raise _load_error(path, exc) from None
     names = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
@@ -276,8 +279,6 @@ def _check_member_names(path: str, archive: zipfile.ZipFile) -> None:
     for info in archive.infolist():
         try:
             archive.open(info).close()
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
-                NotImplementedError, RuntimeError) as exc:
+        except _ZIP_ERRORS as exc:
             raise InputError(f"{path}: corrupted file (member {info.filename!r}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-                             ) from None
+                             f"{error_text(exc)})") from None

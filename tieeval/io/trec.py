@@ -77,7 +77,7 @@ from tieeval.io.base import (
     MISSING_QUERIES,
     check_missing_queries,
     check_row_length,
-    require_regular_file,
+    open_input,
 )
 from tieeval.io.buffers import release_freed
 from tieeval.records.batch import Batch
@@ -118,16 +118,12 @@ def bom_warning(path: str, what: str) -> str | None:
 
 
 def _read_bytes(path: str, what: str) -> bytes:
-    if os.path.exists(path):
-        require_regular_file(path)
-    try:
-        with open(path, "rb") as fh:
+    with open_input(path, what) as fh:
+        try:
             data = fh.read()
-            return data[3:] if data[:3] == BOM else data
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    return data[3:] if data[:3] == BOM else data
 
 
 # ---------------------------------------------------------------------------------------
@@ -493,15 +489,7 @@ def _read_chunks(path: str, what: str, size: int | None = None):
     """The bytes of a file in pieces of about ``size`` bytes, each ending at a line end
     (the last at the end of the file): every rule of the readers is one line's."""
     size = CHUNK_BYTES if size is None else size
-    if os.path.exists(path):
-        require_regular_file(path)
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open {what}: {exc.strerror or exc}") from None
-    with fh:
+    with open_input(path, what) as fh:
         rest = b""
         first = True
         while True:

@@ -37,7 +37,7 @@ from tieeval.io.base import (
     ReadAgain,
     RelevanceInfo,
     check_row_length,
-    require_regular_file,
+    open_input,
 )
 from tieeval.io.buffers import release_freed
 from tieeval.io.trec import (
@@ -169,15 +169,7 @@ class TrecSource:
         self.whole: tuple | None = None
         self.dump: Any = None  # set by open_trec_run
         self.order: np.ndarray | None = None
-        if os.path.exists(path):
-            require_regular_file(path)
-        try:
-            with open(path, "rb"):
-                pass
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot open run: {exc.strerror or exc}") from None
+        open_input(path, "run").close()
         self.q: _Qrels | None = None
         if self.judged_depth is not None:
             # -J -M: the cut at the depth is the whole-run reader's, made on opening
