@@ -297,8 +297,6 @@ def auto_jobs(dump: Dump, kernel: Kernel, cores: int) -> int:
     dumps (decoded Parquet row groups, labelled rows) keep the size rule: a pool from
     :data:`AUTO_POOL_BYTES`.
     """
-    if cores <= 1:
-        return 1
     if cores < AUTO_POOL_MIN_CORES:
         return 1
     matrix = dump.format in ("npy", "npz") and bool(dump.parts) and bool(dump.rows)

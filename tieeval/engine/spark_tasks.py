@@ -115,6 +115,23 @@ class Task:
     def done(self):
         return state_answer(self.acc)
 
+    def answers(self, added):
+        """The answers of a partition: the piece of each ``(batch, file, block, seq)`` of
+        ``added`` (when values are wanted), then the totals; a reader's error, or its
+        finding that the labels are relevance labels, as the last answer instead."""
+        try:
+            for batch, file, block, seq in added:
+                piece = self.add(batch, file, block, seq)
+                if piece is not None:
+                    yield piece
+        except TieevalError as exc:
+            yield error_answer(exc)
+            return
+        except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
+            yield again_answer(exc)
+            return
+        yield self.done()
+
 
 def partition_id() -> int:
     from pyspark import TaskContext
@@ -153,9 +170,10 @@ def wide_task(path, options, has_positive, fields, kernel, wants: Wants, ordered
     def run(batches):
         where = f"{path} (Spark partition {partition_id()})"
         task = Task(type(kernel)(kernel.spec.at(where)), wants)
-        start = 0
-        seen: dict = {}
-        try:
+
+        def added():
+            start = 0
+            seen: dict = {}
             for record in batches:
                 if record.num_rows == 0:
                     continue
@@ -165,14 +183,9 @@ def wide_task(path, options, has_positive, fields, kernel, wants: Wants, ordered
                         fill_from_arrow(where, batch, fields, rows)
                     seq = seen.get((file, block), 0)
                     seen[(file, block)] = seq + rows.num_rows
-                    piece = task.add(batch, file, block, seq)
-                    if piece is not None:
-                        yield piece
+                    yield batch, file, block, seq
                     start += rows.num_rows
-        except TieevalError as exc:
-            yield error_answer(exc)
-            return
-        yield task.done()
+        return task.answers(added())
     return run
 
 
@@ -187,23 +200,15 @@ def long_task(path, options, has_label, kernel, batch_rows, relevance, wants: Wa
     def run(batches):
         cols = {"instance": "instance", "position": "position", "score": "score",
                 "label": "label"}
-        task = Task(kernel, wants)
         block = partition_id()
         seq = itertools.count()
-        try:
+
+        def added():
             for records in _spill_groups(batches, spilled):
                 chunks = (_rows_from(path, record, cols, has_label, 0) for record in records)
                 for batch in sorted_batches(path, chunks, options, batch_rows, relevance):
-                    piece = task.add(batch, "", block, next(seq))
-                    if piece is not None:
-                        yield piece
-        except TieevalError as exc:
-            yield error_answer(exc)
-            return
-        except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
-            yield again_answer(exc)
-            return
-        yield task.done()
+                    yield batch, "", block, next(seq)
+        return Task(kernel, wants).answers(added())
     return run
 
 
@@ -246,16 +251,7 @@ def spill_task(source_column: str, parts: int):
 def batches_task(kernel, wants: Wants):
     """A TREC run's partition: ``(number, Batch)`` pairs of the local reader."""
     def run(numbered):
-        task = Task(kernel, wants)
-        try:
-            for number, batch in numbered:
-                piece = task.add(batch, "", 0, number)
-                if piece is not None:
-                    yield piece
-        except TieevalError as exc:
-            yield error_answer(exc)
-            return
-        yield task.done()
+        return Task(kernel, wants).answers((batch, "", 0, n) for n, batch in numbered)
     return run
 
 
