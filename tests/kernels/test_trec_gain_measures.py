@@ -349,3 +349,39 @@ def test_large_tie_blocks_stay_exact_and_bounded():
     v = rb.values(RelMetric("InfAP"))
     assert math.isnan(v.tie_aware[0])
     assert not math.isnan(v.first[0])
+
+
+@pytest.mark.parametrize("depth", [None, 4])
+@pytest.mark.parametrize("grid_slice", [5, 1 << 17])
+def test_every_row_of_a_batch_is_the_mean_over_its_own_tie_orders(monkeypatch, depth,
+                                                                  grid_slice):
+    # binG, G and infAP sum the terms of every tie block of a batch at once, laid end to
+    # end and cut in slices: rows batched together, and a slice ending inside a block's
+    # terms, change no row's value (each is the mean of the oracle over its tie orders)
+    from tieeval.metrics.measures import placement
+
+    monkeypatch.setattr(placement, "_GRID_SLICE", grid_slice)
+    rng = make_rng(f"trec-gain-batch-{depth}")
+    rows = [trec_row(rng, n_max=8) for _ in range(30)]
+    offsets = np.cumsum([0] + [r[0].size for r in rows])
+    uoffsets = np.cumsum([0] + [r[3].size for r in rows])
+    rb = RelBatch(np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]),
+                  offsets, judged=np.concatenate([r[2] for r in rows]),
+                  unranked=(np.concatenate([r[3] for r in rows]), uoffsets),
+                  unranked_judged=np.concatenate([r[4] for r in rows]),
+                  options=TableOptions(depth=depth, original="stable"))
+    checked = 0
+    for name in ("BinG", "NormGain", "InfAP"):
+        v = rb.values(RelMetric(name))
+        for i, (scores, labels, judged, ulab, ujudged) in enumerate(rows):
+            items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
+            unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
+            values = [oracle(name, list(o), unranked, None, depth)
+                      for o in tie_orderings(scores, items)]
+            if not v.defined[i]:
+                assert all(x == 0.0 for x in values), (name, items, unranked)
+                continue
+            want = math.fsum(values) / len(values)
+            assert v.tie_aware[i] == pytest.approx(want, abs=1e-12), (name, i, scores, items)
+            checked += 1
+    assert checked > 50

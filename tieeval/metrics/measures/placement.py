@@ -120,11 +120,28 @@ def linear_moments(b: BlockTable, g: np.ndarray, w: np.ndarray
     return e, np.bincount(b.brow, weights=var_t, minlength=b.rows)
 
 
-def _log_comb(n: np.float64, k: np.ndarray) -> np.ndarray:
+def _log_factorials(top: int) -> np.ndarray:
+    """``log(i!)`` for i = 0..top (``gammaln(i + 1)``, as :func:`_log_comb` takes them)."""
     from scipy.special import gammaln  # scipy only when ties are summed over
 
-    out: np.ndarray = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+    out: np.ndarray = gammaln(np.arange(top + 1, dtype=np.float64) + 1.0)
     return out
+
+
+def _log_comb(lf: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``log C(n, k)`` from the table ``lf`` of :func:`_log_factorials`."""
+    out: np.ndarray = lf[n] - lf[k] - lf[n - k]
+    return out
+
+
+def _mixed_radix(flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The digits (shape (L, len(flat))) of each ``flat[i]`` in the mixed radix
+    ``sizes[:, i]``, the last digit the fastest (``np.unravel_index``'s order)."""
+    digits = np.empty(sizes.shape, dtype=np.int64)
+    rest = flat.copy()
+    for level in range(sizes.shape[0] - 1, -1, -1):
+        rest, digits[level] = np.divmod(rest, sizes[level])
+    return digits
 
 
 def item_expectation(b: BlockTable, cls: np.ndarray, classes: int, wanted: tuple[int, ...],
@@ -136,6 +153,10 @@ def item_expectation(b: BlockTable, cls: np.ndarray, classes: int, wanted: tuple
     ``retrieved`` the number of places of each row that count (the depth); ``f(rows, pos,
     above, c)`` gives the value of an item of class ``c`` of row ``rows`` at 0-based place
     ``pos`` with ``above[l]`` items of class l above it (arrays, one entry per case).
+
+    Every (tie block, class of item, composition of the items above it) term of every
+    block is laid end to end and summed in slices of :data:`_GRID_SLICE` terms, the
+    blocks of the whole batch at once (a stop is noticed between slices).
     """
     rows = b.rows
     onehot = np.zeros((classes, cls.size))
@@ -166,37 +187,41 @@ def item_expectation(b: BlockTable, cls: np.ndarray, classes: int, wanted: tuple
         work += np.bincount(b.brow[tied[has]], weights=np.prod(sizes[:, has], axis=0),
                             minlength=rows)
     over = work > ITEM_WORK_LIMIT
-    for t in tied[~over[b.brow[tied]]]:
+    tied = tied[~over[b.brow[tied]]]
+    lf = _log_factorials(int(b.bsz[tied].max()) if tied.size else 1)
+    for c in wanted:
         checkpoint()
-        n = int(b.bsz[t])
-        row = int(b.brow[t])
-        for c in wanted:
-            count = k_t[c, t]
-            if count == 0:
+        blocks = tied[k_t[c, tied] > 0]
+        if blocks.size == 0:
+            continue
+        # per block the counts of the other items of each class, and the compositions
+        # of the ones above the item: prod_l (others_l + 1), laid end to end
+        others = k_t[:, blocks].astype(np.int64)
+        others[c] -= 1
+        radix = others + 1
+        count = np.prod(radix, axis=0)
+        ends = np.cumsum(count)
+        weight = k_t[c, blocks]
+        for lo in range(0, int(ends[-1]), _GRID_SLICE):
+            checkpoint()
+            flat = np.arange(lo, min(lo + _GRID_SLICE, int(ends[-1])), dtype=np.int64)
+            case = np.searchsorted(ends, flat, side="right")
+            grids = _mixed_radix(flat - (ends - count)[case], radix[:, case])
+            x = grids.sum(axis=0)
+            t = blocks[case]
+            keep = x < m_t[t]
+            if not keep.all():
+                grids, x, t, case = grids[:, keep], x[keep], t[keep], case[keep]
+            if x.size == 0:
                 continue
-            others = k_t[:, t].astype(np.int64)
-            others[c] -= 1
-            shape = tuple(int(k) + 1 for k in others)
-            terms = []
-            # the compositions in np.indices order, a slice at a time (a stop is noticed
-            # between slices); their terms summed at once, as one array
-            for lo in range(0, int(np.prod(shape)), _GRID_SLICE):
-                checkpoint()
-                flat = np.arange(lo, min(lo + _GRID_SLICE, int(np.prod(shape))))
-                grids = np.array(np.unravel_index(flat, shape), dtype=np.int64)
-                x = grids.sum(axis=0)
-                keep = x < m_t[t]
-                grids, x = grids[:, keep], x[keep]
-                if x.size == 0:
-                    continue
-                logp = -_log_comb(np.float64(n - 1), x.astype(np.float64)) - np.log(n)
-                for kind in range(classes):
-                    logp = logp + _log_comb(np.float64(others[kind]),
-                                            grids[kind].astype(np.float64))
-                above = before[:, t][:, None] + grids
-                v = f(np.full(x.size, row), b.ba[t] + x, above, c)
-                terms.append(np.exp(logp) * v)
-            if terms:
-                out[row] += count * float(np.sum(np.concatenate(terms)))
+            n = b.bsz[t]
+            logp = -_log_comb(lf, n - 1, x) - np.log(n.astype(np.float64))
+            for kind in range(classes):
+                logp = logp + _log_comb(lf, others[kind, case], grids[kind])
+            above = before[:, t] + grids
+            row = b.brow[t]
+            v = f(row, b.ba[t] + x, above, c)
+            out += np.bincount(row, weights=weight[case] * (np.exp(logp) * v),
+                               minlength=rows)
     out[over] = np.nan
     return out
