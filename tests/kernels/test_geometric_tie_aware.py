@@ -151,11 +151,17 @@ def test_beyond_the_work_limit_the_figure_is_null_with_the_reason(tmp_path):
 
 
 def test_work_screen_leaves_out_only_rows_whose_exact_work_is_over_the_limit():
-    """The vectorised pre-screen of spread() marks a row only when the exact per-block sum
-    of log_orders puts it over GEO_WORK_LIMIT, so which rows are enumerated never changes."""
+    """The vectorised work of spread() is the exact per-block sum of log_orders to far
+    less than the margin inside which the per-block sum decides, so which rows are
+    enumerated never changes."""
     from types import SimpleNamespace
 
-    from tieeval.metrics.measures.geometric import GEO_WORK_LIMIT, _surely_over, log_orders
+    from tieeval.metrics.measures.geometric import (
+        _SURE_MARGIN,
+        GEO_WORK_LIMIT,
+        _row_work,
+        log_orders,
+    )
 
     rng = np.random.default_rng(7)
     limit = math.log(GEO_WORK_LIMIT)
@@ -168,13 +174,71 @@ def test_work_screen_leaves_out_only_rows_whose_exact_work_is_over_the_limit():
         m_t = np.minimum(sizes, rng.integers(1, 14, count))
         b = SimpleNamespace(bst=bst, bsz=sizes, brow=brow)
         starts = np.flatnonzero(np.concatenate(([True], brow[1:] != brow[:-1])))
-        got = _surely_over(b, np.arange(count), starts, m_t, cls, classes, droppable)
-        assert got.any() and (~got).any()
-        for over, lo, hi in zip(got, starts, np.append(starts[1:], count)):
+        got = _row_work(b, np.arange(count), starts, m_t, cls, classes, droppable)
+        assert (got > limit).any() and (got <= limit).any()
+        for estimate, lo, hi in zip(got, starts, np.append(starts[1:], count)):
             work = 0.0
             for t in range(lo, hi):
                 first = cls[bst[t]:bst[t] + sizes[t]]
                 if droppable is not None and m_t[t] == first.size:
                     first = first[first != droppable]
                 work += log_orders(np.bincount(first, minlength=classes))
-            assert (work > limit) if over else (work <= limit + 1e-6)
+            assert abs(estimate - work) < _SURE_MARGIN / 1000
+
+
+@pytest.mark.parametrize("depth", [None, 5])
+@pytest.mark.parametrize("chunks", [(1 << 20, 1 << 20), (3, 7)])
+def test_each_row_of_a_batch_gets_its_distribution_over_its_own_tie_orders(monkeypatch,
+                                                                          depth, chunks):
+    # AP and bpref distributions are built for the rows of a batch at once (blocks of one
+    # make-up valued together, rows convolved block after block): each row's must be the
+    # distribution of the oracle over its own tie orders, whatever the groups' sizes
+    from collections import defaultdict
+
+    from test_trec_gain_measures import trec_row
+
+    from tieeval.kernels.tie_blocks import RelBatch, TableOptions
+    from tieeval.metrics.measures import geometric
+    from tieeval.metrics.options import RelMetric
+
+    monkeypatch.setattr(geometric, "_SPREAD_CHUNK", chunks[0])
+    monkeypatch.setattr(geometric, "_TERM_CHUNK", chunks[1])
+    rng = make_rng(f"geometric-batch-{depth}")
+    rows = []
+    for _ in range(40):
+        scores, labels, judged, ulab, ujudged = trec_row(rng, n_max=9)
+        scores = rng.integers(0, 4, scores.size).astype(np.float64)
+        rows.append((scores, labels, judged, ulab, ujudged))
+    rb = RelBatch(np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]),
+                  np.cumsum([0] + [r[0].size for r in rows]),
+                  judged=np.concatenate([r[2] for r in rows]),
+                  unranked=(np.concatenate([r[3] for r in rows]),
+                            np.cumsum([0] + [r[3].size for r in rows])),
+                  unranked_judged=np.concatenate([r[4] for r in rows]),
+                  options=TableOptions(depth=depth))
+    spread_rows = 0
+    for name, value in (("GMAP", ap), ("GBpref", bpref)):
+        sp = rb.values(RelMetric(name)).spread
+        assert not sp.over.any()
+        got = {row: (v, p) for row, v, p in zip(sp.rows.tolist(), sp.values, sp.probs)}
+        for i, (scores, labels, judged, ulab, ujudged) in enumerate(rows):
+            items = [(float(x), bool(j)) for x, j in zip(labels, judged)]
+            unranked = [(float(x), bool(j)) for x, j in zip(ulab, ujudged)]
+            values = [value(list(o), unranked, None, depth)
+                      for o in tie_orderings(scores, items)]
+            want: dict = defaultdict(float)
+            for x in values:
+                want[round(x, 9)] += 1 / len(values)
+            if i not in got:  # no tie moves the row's value
+                assert len(want) == 1, (name, i)
+                continue
+            v, p = got[i]
+            assert np.all(np.diff(v) >= 0) and math.fsum(p) == pytest.approx(1.0, abs=1e-12)
+            have: dict = defaultdict(float)
+            for x, q in zip(v.tolist(), p.tolist()):
+                have[round(x, 9)] += q
+            assert have.keys() == want.keys(), (name, i)
+            for x in want:
+                assert have[x] == pytest.approx(want[x], abs=1e-12), (name, i)
+            spread_rows += 1
+    assert spread_rows > 20

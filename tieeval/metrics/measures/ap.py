@@ -185,11 +185,12 @@ class GeometricAP(AveragePrecision):
         before = b.within_row_exclusive(b.p_t)
         m_t = ev.m_t
 
-        def block_value(t: int, seqs: np.ndarray) -> np.ndarray:
+        def block_value(ts: np.ndarray, seqs: np.ndarray) -> np.ndarray:
             rho = (seqs == 0).astype(np.float64)
-            hits = before[t] + np.cumsum(rho, axis=1)
-            place = b.ba[t] + np.arange(1, seqs.shape[1] + 1, dtype=np.float64)
-            value: np.ndarray = (rho * hits / place).sum(axis=1)
+            hits = before[ts][:, None, None] + np.cumsum(rho, axis=1)
+            place = (b.ba[ts][:, None, None]
+                     + np.arange(1, seqs.shape[1] + 1, dtype=np.float64))
+            value: np.ndarray = (rho * hits / place).sum(axis=2)
             return value
 
         random_t = (m_t >= 1) & (b.p_t > 0) & (b.p_t < b.bsz)

@@ -168,12 +168,12 @@ class GeometricBpref(Bpref):
         D = self._norm(ev)
         m_t = ev.m_t
 
-        def block_value(t: int, seqs: np.ndarray) -> np.ndarray:
-            row = b.brow[t]
+        def block_value(ts: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+            row = b.brow[ts][:, None, None]
             hit = seqs == 0
             above = np.cumsum(seqs == 1, axis=1) - (seqs == 1)
-            term = 1.0 - np.minimum(jb[t] + above, R[row]) / D[row]
-            value: np.ndarray = np.where(hit, term, 0.0).sum(axis=1)
+            term = 1.0 - np.minimum(jb[ts][:, None, None] + above, R[row]) / D[row]
+            value: np.ndarray = np.where(hit, term, 0.0).sum(axis=2)
             return value
 
         whole = m_t == b.bsz

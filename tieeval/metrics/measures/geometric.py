@@ -101,33 +101,41 @@ def prefixes(counts: Ints, m: int) -> tuple[npt.NDArray[np.int8], Floats]:
     return seqs, prob
 
 
-def _merged(values: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Equal values merged (their probabilities added), ascending."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    return uniq, np.bincount(inv.reshape(-1), weights=probs, minlength=uniq.size)
+#: Values of the rows' distributions built at once (:func:`spread` takes its rows in
+#: groups whose bounds, the products of their blocks' numbers of orders, add up to about
+#: this many).
+_SPREAD_CHUNK = 1 << 20
+
+#: Values a block term is computed for at once (the blocks of one make-up, times their
+#: sequences, times the places).
+_TERM_CHUNK = 1 << 20
 
 
 def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
-           block_value: Callable[[int, np.ndarray], np.ndarray], base: Floats,
+           block_value: Callable[[Ints, np.ndarray], np.ndarray], base: Floats,
            norm: Floats, random_t: Bools, droppable: int | None = None) -> Spread:
     """The exact distribution of each row whose value ties decide.
 
     ``cls`` each position's kind in the 'first' ordering (0..classes-1); ``random_t`` the
-    blocks whose order can change the value; ``block_value(t, seqs)`` the block's term for
-    each sequence of kinds on its first ``m_t`` places (the 'first' sequence included);
-    ``base`` each row's value in the 'first' ordering and ``norm`` its divisor: a row's
-    value is ``base + sum_t (term_t - term_t(first)) / norm``. Items of kind
-    ``droppable`` take no part in the term of a block wholly inside the cutoff (only
-    their places would, and those do not count there): such a block's sequences leave
-    them out.
+    blocks whose order can change the value; ``block_value(ts, seqs)`` the term of each
+    block of ``ts`` (blocks of one make-up) for each sequence of kinds on their first
+    ``m_t`` places (shape (len(ts), len(seqs))); ``base`` each row's value in the 'first'
+    ordering and ``norm`` its divisor: a row's value is ``base + sum_t (term_t -
+    term_t(first)) / norm``. Items of kind ``droppable`` take no part in the term of a
+    block wholly inside the cutoff (only their places would, and those do not count
+    there): such a block's sequences leave them out.
 
     A row whose blocks' numbers of distinct orders (``n! / prod_l K_l!``, of the kinds
     left) multiply to more than
     :data:`GEO_WORK_LIMIT` is not enumerated (``over``); nor is any row once the batch's
     rows hold more than :data:`GEO_STORE_LIMIT` values (the run's figure is then null
     anyway), so the work of a batch stays bounded.
+
+    The blocks of one make-up (their kinds in the 'first' ordering and their places
+    inside the cutoff) share their sequences and are valued at once; the rows'
+    distributions are then convolved block after block, every row of a group at once,
+    equal values of a row merged after each step.
     """
-    rows_out, values_out, probs_out = [], [], []
     over = np.zeros(b.rows, dtype=bool)
     blocks = np.flatnonzero(random_t)
     if blocks.size == 0:
@@ -135,38 +143,138 @@ def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
     brow = b.brow[blocks]
     starts = np.flatnonzero(np.concatenate(([True], brow[1:] != brow[:-1])))
     ends = np.append(starts[1:], blocks.size)
-    surely_over = _surely_over(b, blocks, starts, m_t, cls, classes, droppable)
-    over[brow[starts[surely_over]]] = True
+    work = _row_work(b, blocks, starts, m_t, cls, classes, droppable)
+    limit = math.log(GEO_WORK_LIMIT)
+    cls_list = np.asarray(cls).tolist()
+    bst, bsz, m_list = b.bst.tolist(), b.bsz.tolist(), np.asarray(m_t).tolist()
+
+    def key_of(t: int) -> tuple[tuple[int, ...], int]:
+        first = cls_list[bst[t]:bst[t] + bsz[t]]
+        m = m_list[t]
+        if droppable is not None and m == len(first):
+            first = [k for k in first if k != droppable]
+            m = len(first)
+        return tuple(first), m
+
+    for i in np.flatnonzero(np.abs(work - limit) <= _SURE_MARGIN).tolist():
+        # near the limit: the per-block sum, in block order, decides (as it always has)
+        exact = 0.0
+        for t in blocks[starts[i]:ends[i]].tolist():
+            first, _ = key_of(t)
+            exact += log_orders(np.bincount(np.asarray(first, dtype=np.int64),
+                                            minlength=classes))
+        work[i] = exact
+    beyond = work > limit
+    over[brow[starts[beyond]]] = True
+    rows_out: list[int] = []
+    values_out: list[np.ndarray] = []
+    probs_out: list[np.ndarray] = []
     kept = 0
-    for lo, hi in zip(starts[~surely_over], ends[~surely_over]):
-        checkpoint()
-        row = int(brow[lo])
-        plan, work = [], 0.0
-        for t in blocks[lo:hi]:
-            first = cls[b.bst[t]:b.bst[t] + b.bsz[t]]
-            m = int(m_t[t])
-            if droppable is not None and m == first.size:
-                first = first[first != droppable]
-                m = first.size
-            counts = np.bincount(first, minlength=classes)
-            work += log_orders(counts)
-            plan.append((t, first, m, counts))
-        if work > math.log(GEO_WORK_LIMIT) or kept > GEO_STORE_LIMIT:
-            over[row] = True
-            continue
-        values, probs = np.array([0.0]), np.array([1.0])
-        for t, first, m, counts in plan:
-            checkpoint()
-            seqs, prob = prefixes(counts, m)
-            y = block_value(t, seqs) - block_value(t, first[None, :m])[0]
-            y, prob = _merged(y, prob)
-            values, probs = _merged((values[:, None] + y[None, :]).ravel(),
-                                    (probs[:, None] * prob[None, :]).ravel())
-        kept += values.size
-        rows_out.append(row)
-        values_out.append(base[row] + values / norm[row])
-        probs_out.append(probs)
+    todo = np.flatnonzero(~beyond)
+    bound = np.exp(np.minimum(work[todo], limit))
+    lo = 0
+    while lo < todo.size:
+        if kept > GEO_STORE_LIMIT:
+            over[brow[starts[todo[lo:]]]] = True
+            break
+        hi = lo + max(1, int(np.searchsorted(np.cumsum(bound[lo:]), _SPREAD_CHUNK)))
+        group = todo[lo:hi]
+        lo = hi
+        rows, values, probs = _convolved(b, blocks, starts[group], ends[group], key_of,
+                                         block_value, classes)
+        for row, v, pr in zip(rows.tolist(), values, probs):
+            if kept > GEO_STORE_LIMIT:
+                over[row] = True
+                continue
+            kept += v.size
+            rows_out.append(row)
+            values_out.append(base[row] + v / norm[row])
+            probs_out.append(pr)
     return Spread(np.asarray(rows_out, dtype=np.int64), values_out, probs_out, over)
+
+
+def _block_terms(b: BlockTable, blocks: Ints, key_of: Callable[[int], tuple[
+        tuple[int, ...], int]], block_value: Callable[[Ints, np.ndarray], np.ndarray],
+        classes: int) -> tuple[np.ndarray, np.ndarray, Ints]:
+    """Each block's distinct term changes ``term - term(first)`` and their probabilities,
+    ascending, flat, block after block: ``(values, probs, counts per block)``."""
+    by_key: dict[tuple[tuple[int, ...], int], list[int]] = {}
+    for i, t in enumerate(blocks.tolist()):
+        by_key.setdefault(key_of(t), []).append(i)
+    parts_v, parts_p, parts_at = [], [], []
+    count = np.zeros(blocks.size, dtype=np.int64)
+    for (first, m), where in by_key.items():
+        checkpoint()
+        seqs, prob = prefixes(np.bincount(np.asarray(first, dtype=np.int64),
+                                          minlength=classes), m)
+        own = np.asarray(first[:m], dtype=np.int8)[None, :]
+        at = np.asarray(where, dtype=np.int64)
+        step = max(1, _TERM_CHUNK // max(1, seqs.size))
+        for j in range(0, at.size, step):
+            checkpoint()
+            part = at[j:j + step]
+            ts = blocks[part]
+            y = block_value(ts, seqs) - block_value(ts, own)
+            order = np.argsort(y, axis=1, kind="stable")
+            y = np.take_along_axis(y, order, axis=1)
+            pr = prob[order]
+            new = np.ones(y.shape, dtype=bool)
+            new[:, 1:] = y[:, 1:] != y[:, :-1]
+            heads = np.flatnonzero(new.ravel())
+            parts_v.append(y.ravel()[heads])
+            parts_p.append(np.add.reduceat(pr.ravel(), heads))
+            distinct = new.sum(axis=1)
+            count[part] = distinct
+            parts_at.append(np.repeat(part, distinct))
+    at_all = np.concatenate(parts_at)
+    order = np.argsort(at_all, kind="stable")
+    return np.concatenate(parts_v)[order], np.concatenate(parts_p)[order], count
+
+
+def _convolved(b: BlockTable, blocks: Ints, starts: Ints, ends: Ints,
+               key_of: Callable[[int], tuple[tuple[int, ...], int]],
+               block_value: Callable[[Ints, np.ndarray], np.ndarray], classes: int
+               ) -> tuple[Ints, list[np.ndarray], list[np.ndarray]]:
+    """The rows whose random blocks are ``blocks[starts[i]:ends[i]]``: their rows and the
+    distributions of ``sum_t (term_t - term_t(first))`` (distinct values ascending, and
+    their probabilities)."""
+    pos, _ = expand(starts, ends - starts)
+    bv, bp, bcount = _block_terms(b, blocks[pos], key_of, block_value, classes)
+    boff = np.concatenate(([0], np.cumsum(bcount)))
+    nblocks = ends - starts
+    first_block = np.concatenate(([0], np.cumsum(nblocks)))[:-1]  # into blocks[own]
+    rows = starts.size
+    values, probs = np.zeros(rows), np.ones(rows)
+    count = np.ones(rows, dtype=np.int64)
+    for k in range(int(nblocks.max())):
+        checkpoint()
+        live = np.flatnonzero(nblocks > k)
+        at = first_block[live] + k
+        u = np.ones(rows, dtype=np.int64)
+        u[live] = bcount[at]
+        # every row's current values against its k-th block's (a row without one keeps
+        # its values: it is convolved with the single change 0 of probability 1)
+        start_u = np.zeros(rows, dtype=np.int64)
+        start_u[live] = boff[at]
+        cur_off = np.concatenate(([0], np.cumsum(count)))
+        pairs = count * u
+        idx, row_of = expand(np.zeros(rows, dtype=np.int64), pairs)
+        i_cur = cur_off[row_of] + idx // u[row_of]
+        j = idx % u[row_of]
+        has = nblocks[row_of] > k
+        add_v = np.where(has, bv[np.where(has, start_u[row_of] + j, 0)], 0.0)
+        add_p = np.where(has, bp[np.where(has, start_u[row_of] + j, 0)], 1.0)
+        v = values[i_cur] + add_v
+        p = probs[i_cur] * add_p
+        order = np.lexsort((v, row_of))
+        v, p, row_of = v[order], p[order], row_of[order]
+        new = np.ones(v.size, dtype=bool)
+        new[1:] = (v[1:] != v[:-1]) | (row_of[1:] != row_of[:-1])
+        heads = np.flatnonzero(new)
+        values, probs = v[heads], np.add.reduceat(p, heads)
+        count = np.bincount(row_of[heads], minlength=rows)
+    cuts = np.cumsum(count)[:-1]
+    return (b.brow[blocks[starts]], np.split(values, cuts), np.split(probs, cuts))
 
 
 #: How far above the work limit (in logarithms) the vectorised estimate of a row's work
@@ -175,12 +283,12 @@ def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
 _SURE_MARGIN = 1e-6
 
 
-def _surely_over(b: BlockTable, blocks: Ints, starts: Ints, m_t: Ints, cls: Ints,
-                 classes: int, droppable: int | None) -> Bools:
-    """Per row (``starts`` into ``blocks``), whether its work is surely beyond
-    :data:`GEO_WORK_LIMIT`: the sum of :func:`log_orders` of its blocks, computed for
-    every block at once. A row within :data:`_SURE_MARGIN` of the limit is left to the
-    exact per-block sum of :func:`spread`, so which rows are enumerated never changes."""
+def _row_work(b: BlockTable, blocks: Ints, starts: Ints, m_t: Ints, cls: Ints,
+              classes: int, droppable: int | None) -> Floats:
+    """Per row (``starts`` into ``blocks``) an estimate of its work in logarithms: the sum
+    of :func:`log_orders` of its blocks, computed for every block at once (in another
+    order than the per-block sum, which moves it by far less than :data:`_SURE_MARGIN`;
+    a row that close to the limit is decided by the per-block sum)."""
     size = b.bsz[blocks].astype(np.int64)
     first = b.bst[blocks].astype(np.int64)
     pos, owner = expand(first, size)
@@ -190,8 +298,8 @@ def _surely_over(b: BlockTable, blocks: Ints, starts: Ints, m_t: Ints, cls: Ints
         counts[np.asarray(m_t)[blocks] == size, droppable] = 0
     table = np.array([math.lgamma(k + 1.0) for k in range(int(size.max()) + 1)])
     work = table[counts.sum(axis=1)] - table[counts].sum(axis=1)
-    rows = np.add.reduceat(work, starts)
-    return rows > math.log(GEO_WORK_LIMIT) + _SURE_MARGIN
+    rows: np.ndarray = np.add.reduceat(work, starts)
+    return rows
 
 
 def log_root_mean(values: np.ndarray, probs: np.ndarray, count: int, floor: float) -> float:
