@@ -352,15 +352,18 @@ def test_large_tie_blocks_stay_exact_and_bounded():
 
 
 @pytest.mark.parametrize("depth", [None, 4])
-@pytest.mark.parametrize("grid_slice", [5, 1 << 17])
+@pytest.mark.parametrize("grid_slice,exact_block", [(5, 57), (1 << 17, 57), (7, 1)])
 def test_every_row_of_a_batch_is_the_mean_over_its_own_tie_orders(monkeypatch, depth,
-                                                                  grid_slice):
+                                                                  grid_slice, exact_block):
     # binG, G and infAP sum the terms of every tie block of a batch at once, laid end to
     # end and cut in slices: rows batched together, and a slice ending inside a block's
-    # terms, change no row's value (each is the mean of the oracle over its tie orders)
+    # terms, change no row's value (each is the mean of the oracle over its tie orders);
+    # the chances come from exact binomials (small blocks) or from logarithms (large
+    # ones: every block here, with exact_block 1)
     from tieeval.metrics.measures import placement
 
     monkeypatch.setattr(placement, "_GRID_SLICE", grid_slice)
+    monkeypatch.setattr(placement, "EXACT_BLOCK", exact_block)
     rng = make_rng(f"trec-gain-batch-{depth}")
     rows = [trec_row(rng, n_max=8) for _ in range(30)]
     offsets = np.cumsum([0] + [r[0].size for r in rows])
@@ -385,3 +388,17 @@ def test_every_row_of_a_batch_is_the_mean_over_its_own_tie_orders(monkeypatch, d
             assert v.tie_aware[i] == pytest.approx(want, abs=1e-12), (name, i, scores, items)
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("lengths", [[4, 4, 4], [3, 0, 5, 3, 1], [7]])
+def test_segment_cumsum_is_each_segments_own_running_sum(lengths):
+    # bit for bit the running sum of each segment alone, rows of one length (one 2-D
+    # array) or not: a row's sums never depend on the rows batched with it
+    from tieeval.metrics.measures.placement import segment_cumsum
+
+    rng = make_rng(f"segment-cumsum-{lengths}")
+    offsets = np.cumsum([0] + lengths)
+    x = rng.random(int(offsets[-1])) * 10.0 ** rng.integers(-8, 8, int(offsets[-1]))
+    got = segment_cumsum(x, offsets)
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        assert got[lo:hi].tolist() == np.cumsum(x[lo:hi]).tolist()

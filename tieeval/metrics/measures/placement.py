@@ -56,8 +56,13 @@ def segment_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The running sum of ``x`` along each segment ``offsets[i]:offsets[i+1]``, each
     segment summed on its own (segments of one length as the rows of a 2-D array), so a
     row's sums never depend on the rows batched with it."""
-    out = np.zeros(x.size)
     lengths = np.diff(offsets)
+    if (lengths.size and offsets[0] == 0 and offsets[-1] == x.size
+            and np.all(lengths == lengths[0]) and lengths[0] > 0):
+        # rows of one length (a TREC run of 1,000 documents a query): one 2-D array
+        whole: np.ndarray = np.cumsum(np.reshape(x, (lengths.size, int(lengths[0]))), axis=1)
+        return whole.astype(np.float64, copy=False).reshape(-1)
+    out = np.zeros(x.size)
     for length in np.unique(lengths):
         if length == 0:
             continue
@@ -122,7 +127,7 @@ def linear_moments(b: BlockTable, g: np.ndarray, w: np.ndarray
 
 def _log_factorials(top: int) -> np.ndarray:
     """``log(i!)`` for i = 0..top (``gammaln(i + 1)``, as :func:`_log_comb` takes them)."""
-    from scipy.special import gammaln  # scipy only when ties are summed over
+    from scipy.special import gammaln  # scipy only for a tie block of over EXACT_BLOCK
 
     out: np.ndarray = gammaln(np.arange(top + 1, dtype=np.float64) + 1.0)
     return out
@@ -131,6 +136,21 @@ def _log_factorials(top: int) -> np.ndarray:
 def _log_comb(lf: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
     """``log C(n, k)`` from the table ``lf`` of :func:`_log_factorials`."""
     out: np.ndarray = lf[n] - lf[k] - lf[n - k]
+    return out
+
+
+#: The largest tie block whose chances :func:`item_expectation` takes from exact binomial
+#: coefficients (every ``C(n, k)`` with n < 57 is an integer below 2**53, so Pascal's
+#: rule builds them exactly in float64); larger blocks take them from logarithms.
+EXACT_BLOCK = 57
+
+
+def _binomials(top: int) -> np.ndarray:
+    """``C(n, k)`` for 0 <= k <= n <= top (0 for k > n), exact: Pascal's rule."""
+    out = np.zeros((top + 1, top + 1))
+    out[:, 0] = 1.0
+    for n in range(1, top + 1):
+        out[n, 1:n + 1] = out[n - 1, :n] + out[n - 1, 1:n + 1]
     return out
 
 
@@ -188,40 +208,62 @@ def item_expectation(b: BlockTable, cls: np.ndarray, classes: int, wanted: tuple
                             minlength=rows)
     over = work > ITEM_WORK_LIMIT
     tied = tied[~over[b.brow[tied]]]
-    lf = _log_factorials(int(b.bsz[tied].max()) if tied.size else 1)
+    small = b.bsz[tied] <= EXACT_BLOCK
     for c in wanted:
         checkpoint()
-        blocks = tied[k_t[c, tied] > 0]
-        if blocks.size == 0:
-            continue
-        # per block the counts of the other items of each class, and the compositions
-        # of the ones above the item: prod_l (others_l + 1), laid end to end
-        others = k_t[:, blocks].astype(np.int64)
-        others[c] -= 1
-        radix = others + 1
-        count = np.prod(radix, axis=0)
-        ends = np.cumsum(count)
-        weight = k_t[c, blocks]
-        for lo in range(0, int(ends[-1]), _GRID_SLICE):
-            checkpoint()
-            flat = np.arange(lo, min(lo + _GRID_SLICE, int(ends[-1])), dtype=np.int64)
-            case = np.searchsorted(ends, flat, side="right")
-            grids = _mixed_radix(flat - (ends - count)[case], radix[:, case])
-            x = grids.sum(axis=0)
-            t = blocks[case]
-            keep = x < m_t[t]
-            if not keep.all():
-                grids, x, t, case = grids[:, keep], x[keep], t[keep], case[keep]
-            if x.size == 0:
-                continue
-            n = b.bsz[t]
-            logp = -_log_comb(lf, n - 1, x) - np.log(n.astype(np.float64))
-            for kind in range(classes):
-                logp = logp + _log_comb(lf, others[kind, case], grids[kind])
-            above = before[:, t] + grids
-            row = b.brow[t]
-            v = f(row, b.ba[t] + x, above, c)
-            out += np.bincount(row, weights=weight[case] * (np.exp(logp) * v),
-                               minlength=rows)
+        for exact in (True, False):
+            blocks = tied[(k_t[c, tied] > 0) & (small if exact else ~small)]
+            if blocks.size:
+                out += _block_sums(b, blocks, k_t, before, m_t, c, classes, f, exact)
     out[over] = np.nan
+    return out
+
+
+def _block_sums(b: BlockTable, blocks: np.ndarray, k_t: np.ndarray, before: np.ndarray,
+                m_t: np.ndarray, c: int, classes: int, f: ItemTerm, exact: bool
+                ) -> np.ndarray:
+    """Per row the sum over the items of class ``c`` of tie blocks ``blocks`` of their
+    expected ``f`` (:func:`item_expectation`): every (block, composition of the items above
+    the item) term laid end to end, summed :data:`_GRID_SLICE` terms at a time. The
+    chance of a composition is ``prod_l C(K_l, a_l) / C(n - 1, x) / n``, from exact
+    binomial coefficients (``exact``, blocks of at most :data:`EXACT_BLOCK` items) or
+    from logarithms."""
+    out = np.zeros(b.rows)
+    top = int(b.bsz[blocks].max())
+    table = _binomials(top) if exact else _log_factorials(top)
+    # per block the counts of the other items of each class, and the compositions of the
+    # ones above the item: prod_l (others_l + 1)
+    others = k_t[:, blocks].astype(np.int64)
+    others[c] -= 1
+    radix = others + 1
+    count = np.prod(radix, axis=0)
+    ends = np.cumsum(count)
+    weight = k_t[c, blocks]
+    for lo in range(0, int(ends[-1]), _GRID_SLICE):
+        checkpoint()
+        flat = np.arange(lo, min(lo + _GRID_SLICE, int(ends[-1])), dtype=np.int64)
+        case = np.searchsorted(ends, flat, side="right")
+        grids = _mixed_radix(flat - (ends - count)[case], radix[:, case])
+        x = grids.sum(axis=0)
+        t = blocks[case]
+        keep = x < m_t[t]
+        if not keep.all():
+            grids, x, t, case = grids[:, keep], x[keep], t[keep], case[keep]
+        if x.size == 0:
+            continue
+        n = b.bsz[t]
+        if exact:
+            p = table[others[0, case], grids[0]]
+            for kind in range(1, classes):
+                p = p * table[others[kind, case], grids[kind]]
+            p = p / table[n - 1, x] / n
+        else:
+            logp = -_log_comb(table, n - 1, x) - np.log(n.astype(np.float64))
+            for kind in range(classes):
+                logp = logp + _log_comb(table, others[kind, case], grids[kind])
+            p = np.exp(logp)
+        above = before[:, t] + grids
+        row = b.brow[t]
+        v = f(row, b.ba[t] + x, above, c)
+        out += np.bincount(row, weights=weight[case] * (p * v), minlength=b.rows)
     return out
