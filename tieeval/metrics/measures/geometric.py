@@ -193,6 +193,29 @@ def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
     return Spread(np.asarray(rows_out, dtype=np.int64), values_out, probs_out, over)
 
 
+#: The sequences of the block make-ups met so far (small ones only; every batch meets
+#: the same few make-ups again): (kinds in the 'first' ordering, m, kinds) -> prefixes().
+_MADE: dict[tuple[tuple[int, ...], int, int], tuple[npt.NDArray[np.int8], Floats]] = {}
+_MADE_ENTRIES = 4096  # make-ups kept at most
+_MADE_SIZE = 1 << 12  # the largest sequences array kept (items)
+
+
+def _prefixes_of(first: tuple[int, ...], m: int, classes: int
+                 ) -> tuple[npt.NDArray[np.int8], Floats]:
+    """:func:`prefixes` of a block whose kinds in the 'first' ordering are ``first``,
+    kept for the next batches when small (read-only arrays)."""
+    key = (first, m, classes)
+    made = _MADE.get(key)
+    if made is not None:
+        return made
+    seqs, prob = prefixes(np.bincount(np.asarray(first, dtype=np.int64), minlength=classes), m)
+    if seqs.size <= _MADE_SIZE and len(_MADE) < _MADE_ENTRIES:
+        seqs.flags.writeable = False
+        prob.flags.writeable = False
+        _MADE[key] = (seqs, prob)
+    return seqs, prob
+
+
 def _block_terms(b: BlockTable, blocks: Ints, key_of: Callable[[int], tuple[
         tuple[int, ...], int]], block_value: Callable[[Ints, np.ndarray], np.ndarray],
         classes: int) -> tuple[np.ndarray, np.ndarray, Ints]:
@@ -205,8 +228,7 @@ def _block_terms(b: BlockTable, blocks: Ints, key_of: Callable[[int], tuple[
     count = np.zeros(blocks.size, dtype=np.int64)
     for (first, m), where in by_key.items():
         checkpoint()
-        seqs, prob = prefixes(np.bincount(np.asarray(first, dtype=np.int64),
-                                          minlength=classes), m)
+        seqs, prob = _prefixes_of(first, m, classes)
         own = np.asarray(first[:m], dtype=np.int8)[None, :]
         at = np.asarray(where, dtype=np.int64)
         step = max(1, _TERM_CHUNK // max(1, seqs.size))
@@ -244,37 +266,38 @@ def _convolved(b: BlockTable, blocks: Ints, starts: Ints, ends: Ints,
     nblocks = ends - starts
     first_block = np.concatenate(([0], np.cumsum(nblocks)))[:-1]  # into blocks[own]
     rows = starts.size
+    done_v: list[np.ndarray] = [np.zeros(0)] * rows
+    done_p: list[np.ndarray] = [np.zeros(0)] * rows
+    active = np.arange(rows)  # the rows with blocks left, each row's values together
     values, probs = np.zeros(rows), np.ones(rows)
     count = np.ones(rows, dtype=np.int64)
     for k in range(int(nblocks.max())):
         checkpoint()
-        live = np.flatnonzero(nblocks > k)
-        at = first_block[live] + k
-        u = np.ones(rows, dtype=np.int64)
-        u[live] = bcount[at]
-        # every row's current values against its k-th block's (a row without one keeps
-        # its values: it is convolved with the single change 0 of probability 1)
-        start_u = np.zeros(rows, dtype=np.int64)
-        start_u[live] = boff[at]
+        # every active row's current values against its k-th block's
+        at = first_block[active] + k
+        u, start_u = bcount[at], boff[at]
         cur_off = np.concatenate(([0], np.cumsum(count)))
-        pairs = count * u
-        idx, row_of = expand(np.zeros(rows, dtype=np.int64), pairs)
-        i_cur = cur_off[row_of] + idx // u[row_of]
-        j = idx % u[row_of]
-        has = nblocks[row_of] > k
-        add_v = np.where(has, bv[np.where(has, start_u[row_of] + j, 0)], 0.0)
-        add_p = np.where(has, bp[np.where(has, start_u[row_of] + j, 0)], 1.0)
-        v = values[i_cur] + add_v
-        p = probs[i_cur] * add_p
-        order = np.lexsort((v, row_of))
-        v, p, row_of = v[order], p[order], row_of[order]
+        idx, owner = expand(np.zeros(active.size, dtype=np.int64), count * u)
+        i_cur = cur_off[owner] + idx // u[owner]
+        j = start_u[owner] + idx % u[owner]
+        v = values[i_cur] + bv[j]
+        p = probs[i_cur] * bp[j]
+        order = np.lexsort((v, owner))
+        v, p, owner = v[order], p[order], owner[order]
         new = np.ones(v.size, dtype=bool)
-        new[1:] = (v[1:] != v[:-1]) | (row_of[1:] != row_of[:-1])
+        new[1:] = (v[1:] != v[:-1]) | (owner[1:] != owner[:-1])
         heads = np.flatnonzero(new)
-        values, probs = v[heads], np.add.reduceat(p, heads)
-        count = np.bincount(row_of[heads], minlength=rows)
-    cuts = np.cumsum(count)[:-1]
-    return (b.brow[blocks[starts]], np.split(values, cuts), np.split(probs, cuts))
+        values, probs, owner = v[heads], np.add.reduceat(p, heads), owner[heads]
+        count = np.bincount(owner, minlength=active.size)
+        finished = nblocks[active] == k + 1
+        if finished.any():  # rows whose last block this was leave the active ones
+            off = np.concatenate(([0], np.cumsum(count))).tolist()
+            for a, i in zip(np.flatnonzero(finished).tolist(), active[finished].tolist()):
+                done_v[i], done_p[i] = values[off[a]:off[a + 1]], probs[off[a]:off[a + 1]]
+            stay = ~finished[owner]
+            values, probs = values[stay], probs[stay]
+            count, active = count[~finished], active[~finished]
+    return b.brow[blocks[starts]], done_v, done_p
 
 
 #: How far above the work limit (in logarithms) the vectorised estimate of a row's work
