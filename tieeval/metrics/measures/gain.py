@@ -67,7 +67,17 @@ class BinaryGain(Measure):
 
 def _cost_prefix(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarray]:
     """Per row ``(X, starts, T, I)``: ``X[starts + j] = sum_{k < j} (max(ideal_k, 1) - 1)``
-    for j = 0..T, T the number of positive ideal gains and I their sum."""
+    for j = 0..T, T the number of positive ideal gains and I their sum (once per batch)."""
+    kept: tuple[np.ndarray, Ints, Ints, np.ndarray] | None = ev.b.shared.get(_COST_KEY)
+    if kept is None:
+        kept = ev.b.shared[_COST_KEY] = _cost_prefix_of(ev)
+    return kept
+
+
+_COST_KEY = "gain.cost_prefix"  # the key of _cost_prefix() in BlockTable.shared
+
+
+def _cost_prefix_of(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarray]:
     gains, off = ideal_gains(ev.b)
     rows = ev.b.rows
     count = np.diff(off)

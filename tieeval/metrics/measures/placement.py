@@ -82,7 +82,18 @@ def ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
 
     The gains are the labels > 0 of the ranked items and of the unranked judged items
     (trec_eval's ``rel_levels``: the gain of a level is the level, whatever ``-l`` says).
+    Computed once per batch (shared by binG, G, ndcg_rel and Rndcg at every option).
     """
+    kept: tuple[Floats, Ints] | None = b.shared.get(_IDEAL_GAINS)
+    if kept is None:
+        kept = b.shared[_IDEAL_GAINS] = _ideal_gains(b)
+    return kept
+
+
+_IDEAL_GAINS = "placement.ideal_gains"  # the key of ideal_gains() in BlockTable.shared
+
+
+def _ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
     lab, rows = b.lab_first, b.row
     keep = lab > 0
     gains, grow = lab[keep], rows[keep]

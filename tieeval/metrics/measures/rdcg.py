@@ -50,10 +50,17 @@ from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbe
 
 
 def _ideal(ev: TableEvaluation) -> tuple[Floats, Ints, Ints, Floats, Ints]:
-    """``(prefix, starts, T)``: each row's ideal DCG@j at ``prefix[starts + j]``."""
-    gains, off = ideal_gains(ev.b)
-    prefix, starts = ideal_dcg_prefix(gains, off)
-    return prefix, starts, np.diff(off), gains, off
+    """``(prefix, starts, T)``: each row's ideal DCG@j at ``prefix[starts + j]`` (once per
+    batch)."""
+    kept: tuple[Floats, Ints, Ints, Floats, Ints] | None = ev.b.shared.get(_IDEAL_KEY)
+    if kept is None:
+        gains, off = ideal_gains(ev.b)
+        prefix, starts = ideal_dcg_prefix(gains, off)
+        kept = ev.b.shared[_IDEAL_KEY] = (prefix, starts, np.diff(off), gains, off)
+    return kept
+
+
+_IDEAL_KEY = "rdcg.ideal"  # the key of _ideal() in BlockTable.shared
 
 
 def _discount(ev: TableEvaluation) -> np.ndarray:
