@@ -1,8 +1,8 @@
-"""Time the TREC drop-in: ``tieeval compare -m official`` against trec_eval, pytrec_eval,
-ranx and ir_measures on one 2,000,000-line run.
+"""Time the TREC drop-in: ``tieeval compare -m official`` (or ``-m all_trec``) against
+trec_eval, pytrec_eval, ranx and ir_measures on one 2,000,000-line run.
 
     python benchmarks/bench_trec.py [--queries 2000] [--docs 1000] [--rounds 3]
-                                    [--also NAME=PATH ...]
+                                    [--measures official|all_trec] [--also NAME=PATH ...]
 
 Writes a seeded run and its qrels to benchmarks/data/ (``--queries`` x ``--docs`` lines:
 scores rounded to two decimals, so most queries hold ties; graded qrels 0-3 on about 200
@@ -21,12 +21,16 @@ tieeval's second thread, which wall time does not), and its peak resident memory
   ``$TREC_EVAL`` or ``trec_eval`` on the PATH; skipped when absent);
 * **pytrec_eval**: ``parse_qrel`` and ``parse_run`` of the files, then
   ``RelevanceEvaluator(qrels, OFFICIAL).evaluate(run)`` and the mean of each measure
-  (trec_eval's code; the same measures as ``-m official``);
+  (trec_eval's code; the same measures as ``-m official``; with ``--measures all_trec``
+  every measure pytrec_eval supports, trec_eval's ``all_trec``);
 * **ranx**: ``Qrels.from_file`` / ``Run.from_file`` (its input building, timed apart and
   printed), then ``evaluate`` of the official measures ranx has (MAP, MRR, R-precision,
   bpref, P at trec_eval's nine cut-offs: it has no interpolated precision, GMAP or counts);
 * **ir_measures**: ``read_trec_qrels`` / ``read_trec_run``, then ``calc_aggregate`` of the
   official measures it names (it has no GMAP).
+
+ranx and ir_measures name few of ``all_trec``'s measures (no infAP, binG, G, gm_bpref,
+Rndcg, ...): under ``--measures all_trec`` they are left out, and say so.
 
 Times include starting the interpreter and the imports, as a user's command does; Python's
 bytecode cache is on (after a warm-up run). ``--also NAME=PATH`` adds ``tieeval`` imported
@@ -85,7 +89,7 @@ def make_files(queries: int, docs: int, seed: int = 0) -> tuple[str, str]:
     return run_path, qrels_path
 
 
-def task(tool: str, run_path: str, qrels_path: str) -> dict:
+def task(tool: str, run_path: str, qrels_path: str, measures: str = "official") -> dict:
     """One Python library's evaluation, in this (fresh) process: its seconds inside the
     process, split into reading the files and evaluating, and a few means."""
     t0 = time.perf_counter()
@@ -96,7 +100,9 @@ def task(tool: str, run_path: str, qrels_path: str) -> dict:
         with open(run_path) as fh:
             run = pytrec_eval.parse_run(fh)
         t1 = time.perf_counter()
-        per_query = pytrec_eval.RelevanceEvaluator(qrels, set(OFFICIAL)).evaluate(run)
+        wanted = (set(pytrec_eval.supported_measures) if measures == "all_trec"
+                  else set(OFFICIAL))
+        per_query = pytrec_eval.RelevanceEvaluator(qrels, wanted).evaluate(run)
         names = next(iter(per_query.values()))
         value = {m: statistics.fmean(q[m] for q in per_query.values()) for m in names}
     elif tool == "ranx":
@@ -133,9 +139,10 @@ def installed(module: str) -> bool:
     return found.returncode == 0
 
 
-def contestants(run_path: str, qrels_path: str, also: list[str]) -> dict:
+def contestants(run_path: str, qrels_path: str, also: list[str],
+                measures: str = "official") -> dict:
     """name -> (command, extra environment)."""
-    tie = ["compare", "--qrels", qrels_path, run_path, "-m", "official", "--convention",
+    tie = ["compare", "--qrels", qrels_path, run_path, "-m", measures, "--convention",
            "trec_eval", "--format", "trec_eval", "--quiet"]
     # PYTHONPATH names the checkout; every command runs from DATA, so that ``python -m``
     # does not import a tieeval from the working directory instead
@@ -146,13 +153,15 @@ def contestants(run_path: str, qrels_path: str, also: list[str]) -> dict:
         out[name] = ([sys.executable, "-m", "tieeval", *tie], {"PYTHONPATH": path})
     binary = trec_eval_binary()
     if binary:
-        out["trec_eval"] = ([binary, "-m", "official", qrels_path, run_path], {})
+        out["trec_eval"] = ([binary, "-m", measures, qrels_path, run_path], {})
     else:
         print("trec_eval: not found, skipped", file=sys.stderr)
     for tool in ("pytrec_eval", "ranx", "ir_measures"):
-        if installed(tool):
+        if measures == "all_trec" and tool != "pytrec_eval":
+            print(f"{tool}: has few of all_trec's measures, skipped", file=sys.stderr)
+        elif installed(tool):
             out[tool] = ([sys.executable, os.path.abspath(__file__), "--task", tool,
-                          run_path, qrels_path], {})
+                          run_path, qrels_path, measures], {})
         else:
             print(f"{tool}: not installed, skipped", file=sys.stderr)
     return out
@@ -197,9 +206,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--measures", choices=("official", "all_trec"), default="official",
+                        help="trec_eval's measure set every tool computes")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
                         help="time tieeval imported from PATH too, as NAME")
-    parser.add_argument("--task", nargs=3, metavar=("TOOL", "RUN", "QRELS"),
+    parser.add_argument("--task", nargs=4, metavar=("TOOL", "RUN", "QRELS", "MEASURES"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.task:
@@ -210,7 +221,7 @@ def main() -> None:
     run_mb = os.path.getsize(run_path) / 1e6
     with open(qrels_path, "rb") as fh:
         judgements = sum(1 for _ in fh)
-    tools = contestants(run_path, qrels_path, args.also)
+    tools = contestants(run_path, qrels_path, args.also, args.measures)
     load_before = os.getloadavg()[0]
     for command, env in tools.values():  # warm page cache and bytecode, checked once
         run_once(command, env)
@@ -235,8 +246,9 @@ def main() -> None:
         return f"{statistics.median(ratios):.2f}x" if ratios else "-"
 
     print(f"{args.queries * args.docs:,} run lines ({run_mb:.0f} MB), {judgements:,} "
-          f"judgements; trec_eval's official measures; median of {args.rounds} interleaved "
-          f"rounds, fresh processes; {os.cpu_count()} cores, load average {load_before:.1f} "
+          f"judgements; trec_eval's {args.measures} measures; median of {args.rounds} "
+          f"interleaved rounds, fresh processes; {os.cpu_count()} cores, load average "
+          f"{load_before:.1f} "
           f"before and {os.getloadavg()[0]:.1f} after\n")
     print("| tool | wall s | / pytrec_eval | / trec_eval | CPU s | / pytrec_eval | / trec_eval "
           "| peak RSS (MB) | / trec_eval | / run file |")
@@ -257,7 +269,7 @@ def main() -> None:
                   f"evaluating {inner['evaluate']:.2f} s; {inner['check']}")
     if args.queries >= 8:  # memory against the run's length: a quarter of it
         small_run, small_qrels = make_files(args.queries // 4, args.docs)
-        small = contestants(small_run, small_qrels, [])
+        small = contestants(small_run, small_qrels, [], args.measures)
         for name in ("tieeval", "trec_eval"):
             if name in small:
                 peak = run_once(*small[name])[1]
