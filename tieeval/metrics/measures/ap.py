@@ -187,10 +187,9 @@ class GeometricAP(AveragePrecision):
 
         def block_value(ts: np.ndarray, seqs: np.ndarray) -> np.ndarray:
             rho = (seqs == 0).astype(np.float64)
-            hits = before[ts][:, None, None] + np.cumsum(rho, axis=1)
-            place = (b.ba[ts][:, None, None]
-                     + np.arange(1, seqs.shape[1] + 1, dtype=np.float64))
-            value: np.ndarray = (rho * hits / place).sum(axis=2)
+            hits = before[ts][:, None] + np.cumsum(rho, axis=1)
+            place = b.ba[ts][:, None] + np.arange(1, seqs.shape[1] + 1, dtype=np.float64)
+            value: np.ndarray = (rho * hits / place).sum(axis=1)
             return value
 
         random_t = (m_t >= 1) & (b.p_t > 0) & (b.p_t < b.bsz)

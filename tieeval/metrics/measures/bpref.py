@@ -169,11 +169,11 @@ class GeometricBpref(Bpref):
         m_t = ev.m_t
 
         def block_value(ts: np.ndarray, seqs: np.ndarray) -> np.ndarray:
-            row = b.brow[ts][:, None, None]
+            row = b.brow[ts][:, None]
             hit = seqs == 0
             above = np.cumsum(seqs == 1, axis=1) - (seqs == 1)
-            term = 1.0 - np.minimum(jb[ts][:, None, None] + above, R[row]) / D[row]
-            value: np.ndarray = np.where(hit, term, 0.0).sum(axis=2)
+            term = 1.0 - np.minimum(jb[ts][:, None] + above, R[row]) / D[row]
+            value: np.ndarray = np.where(hit, term, 0.0).sum(axis=1)
             return value
 
         whole = m_t == b.bsz

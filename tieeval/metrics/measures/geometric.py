@@ -117,10 +117,11 @@ def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
     """The exact distribution of each row whose value ties decide.
 
     ``cls`` each position's kind in the 'first' ordering (0..classes-1); ``random_t`` the
-    blocks whose order can change the value; ``block_value(ts, seqs)`` the term of each
-    block of ``ts`` (blocks of one make-up) for each sequence of kinds on their first
-    ``m_t`` places (shape (len(ts), len(seqs))); ``base`` each row's value in the 'first'
-    ordering and ``norm`` its divisor: a row's value is ``base + sum_t (term_t -
+    blocks whose order can change the value; ``block_value(ts, seqs)`` the term of block
+    ``ts[i]`` when the kinds on its first places are ``seqs[i]`` (kinds past its ``m_t``
+    places, or past its items, are :data:`_PAD`, which adds nothing; shape (N,) and
+    (N, places) give N terms); ``base`` each row's value in the 'first' ordering and
+    ``norm`` its divisor: a row's value is ``base + sum_t (term_t -
     term_t(first)) / norm``. Items of kind ``droppable`` take no part in the term of a
     block wholly inside the cutoff (only their places would, and those do not count
     there): such a block's sequences leave them out.
@@ -132,9 +133,9 @@ def spread(b: BlockTable, m_t: Ints, cls: Ints, classes: int,
     anyway), so the work of a batch stays bounded.
 
     The blocks of one make-up (their kinds in the 'first' ordering and their places
-    inside the cutoff) share their sequences and are valued at once; the rows'
-    distributions are then convolved block after block, every row of a group at once,
-    equal values of a row merged after each step.
+    inside the cutoff) share their sequences; every block's sequences are valued at
+    once, and the rows' distributions are then convolved block after block, every row of
+    a group at once, equal values of a row merged after each step.
     """
     over = np.zeros(b.rows, dtype=bool)
     blocks = np.flatnonzero(random_t)
@@ -216,41 +217,60 @@ def _prefixes_of(first: tuple[int, ...], m: int, classes: int
     return seqs, prob
 
 
+#: The kind that pads a shorter block's sequences to the longest one's places: neither
+#: relevant (0) nor counted above (1), so its places add exact zeros to a block's term.
+_PAD = 127
+
+
 def _block_terms(b: BlockTable, blocks: Ints, key_of: Callable[[int], tuple[
         tuple[int, ...], int]], block_value: Callable[[Ints, np.ndarray], np.ndarray],
         classes: int) -> tuple[np.ndarray, np.ndarray, Ints]:
     """Each block's distinct term changes ``term - term(first)`` and their probabilities,
-    ascending, flat, block after block: ``(values, probs, counts per block)``."""
-    by_key: dict[tuple[tuple[int, ...], int], list[int]] = {}
+    ascending, flat, block after block: ``(values, probs, counts per block)``.
+
+    Every block is paired with each sequence of its make-up (the make-ups' sequences
+    stacked, padded with :data:`_PAD`), and all pairs are valued at once."""
+    index: dict[tuple[tuple[int, ...], int], int] = {}
+    made: list[tuple[tuple[int, ...], int]] = []
+    gid = np.empty(blocks.size, dtype=np.int64)
     for i, t in enumerate(blocks.tolist()):
-        by_key.setdefault(key_of(t), []).append(i)
-    parts_v, parts_p, parts_at = [], [], []
-    count = np.zeros(blocks.size, dtype=np.int64)
-    for (first, m), where in by_key.items():
+        key = key_of(t)
+        g = index.get(key)
+        if g is None:
+            g = index[key] = len(made)
+            made.append(key)
+        gid[i] = g
+    tables = [_prefixes_of(first, m, classes) for first, m in made]
+    width = max(m for _, m in made)
+    sizes = np.array([seqs.shape[0] for seqs, _ in tables], dtype=np.int64)
+    total = int(sizes.sum())
+    stacked = np.full((total + len(made), width), _PAD, dtype=np.int8)
+    probs = np.empty(total)
+    at = 0
+    for g, ((first, m), (seqs, prob)) in enumerate(zip(made, tables)):
+        stacked[at:at + seqs.shape[0], :m] = seqs
+        probs[at:at + seqs.shape[0]] = prob
+        stacked[total + g, :m] = first[:m]  # the make-up's 'first' sequence
+        at += seqs.shape[0]
+    checkpoint()
+    own = block_value(blocks, stacked[total + gid])
+    pairs = sizes[gid]
+    idx, pair_block = expand(np.zeros(blocks.size, dtype=np.int64), pairs)
+    seq_row = (np.cumsum(sizes) - sizes)[gid[pair_block]] + idx
+    y = np.empty(idx.size)
+    step = max(1, _TERM_CHUNK // width)
+    for lo in range(0, idx.size, step):
         checkpoint()
-        seqs, prob = _prefixes_of(first, m, classes)
-        own = np.asarray(first[:m], dtype=np.int8)[None, :]
-        at = np.asarray(where, dtype=np.int64)
-        step = max(1, _TERM_CHUNK // max(1, seqs.size))
-        for j in range(0, at.size, step):
-            checkpoint()
-            part = at[j:j + step]
-            ts = blocks[part]
-            y = block_value(ts, seqs) - block_value(ts, own)
-            order = np.argsort(y, axis=1, kind="stable")
-            y = np.take_along_axis(y, order, axis=1)
-            pr = prob[order]
-            new = np.ones(y.shape, dtype=bool)
-            new[:, 1:] = y[:, 1:] != y[:, :-1]
-            heads = np.flatnonzero(new.ravel())
-            parts_v.append(y.ravel()[heads])
-            parts_p.append(np.add.reduceat(pr.ravel(), heads))
-            distinct = new.sum(axis=1)
-            count[part] = distinct
-            parts_at.append(np.repeat(part, distinct))
-    at_all = np.concatenate(parts_at)
-    order = np.argsort(at_all, kind="stable")
-    return np.concatenate(parts_v)[order], np.concatenate(parts_p)[order], count
+        part = slice(lo, lo + step)
+        y[part] = block_value(blocks[pair_block[part]], stacked[seq_row[part]])
+    y -= own[pair_block]
+    order = np.lexsort((y, pair_block))
+    y, pr, pair_block = y[order], probs[seq_row[order]], pair_block[order]
+    new = np.ones(y.size, dtype=bool)
+    new[1:] = (y[1:] != y[:-1]) | (pair_block[1:] != pair_block[:-1])
+    heads = np.flatnonzero(new)
+    count = np.bincount(pair_block[heads], minlength=blocks.size)
+    return y[heads], np.add.reduceat(pr, heads), count
 
 
 def _convolved(b: BlockTable, blocks: Ints, starts: Ints, ends: Ints,
