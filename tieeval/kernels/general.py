@@ -102,6 +102,8 @@ def expand(metrics: Iterable[Metric], options: RelOptions) -> list[Entry]:
 
 
 PRUNED_MEMORY_FACTOR = 4  # GeneralKernel.memory_factor where every metric has a cutoff
+#: From this many metrics on, GeneralKernel.memory_factor is PRUNED_MEMORY_FACTOR too
+MANY_METRICS = 64
 
 
 class GeneralKernel(Kernel):
@@ -134,6 +136,13 @@ class GeneralKernel(Kernel):
             # halve the per-batch cost of the table's numpy calls (graded 100,000 x 200:
             # 1.07-1.13x the floor in process against 1.25x, at 95 MB peak against 77;
             # benchmarks/bench_labelled.py, docs/performance.md)
+            self.memory_factor = PRUNED_MEMORY_FACTOR
+        elif len(self.entries) >= MANY_METRICS:
+            # each metric costs a batch a fixed number of numpy calls, and the metrics run
+            # one at a time on the batch's one table: with many metrics (trec_eval's
+            # all_trec, 98) twice the rows per batch halve that cost for a fraction more
+            # memory (-m all_trec on 2,000 x 1,000 TREC lines: 9.2 s of CPU at 214 MB
+            # peak against 8.6 s at 259 MB; benchmarks/bench_trec.py --measures all_trec)
             self.memory_factor = PRUNED_MEMORY_FACTOR
 
     def labels(self, batch: Batch) -> np.ndarray:
