@@ -304,25 +304,28 @@ def test_judged_only_with_depth_is_every_tie_order_cut_then_judged(tmp_path):
         assert row.tie_aware == pytest.approx(mean, rel=1e-12)
 
 
-def test_judged_only_with_depth_refuses_ties_across_the_cut(tmp_path):
-    """A tie block across rank N: which of its documents survive the cut would be
-    trec_eval's docno order's choice, so First / Last / Tie-aware are not the tie-break
-    values: refused, one line naming the query, in the API and on the command line."""
+def test_judged_only_with_depth_answers_ties_across_the_cut(tmp_path):
+    """A tie block across rank N: trec_eval keeps its docno order's first documents
+    (Original); over the tie orders either of b (non-relevant) and c (relevant) stays
+    with a at depth 2, so q1's AP is 1/2 or 1 with probability 1/2 each and q2's is 1:
+    MAP Original 1 (c > b), First 1, Last 3/4, tie-aware 7/8, sd sqrt(1/16) / 2. In the API
+    and on the command line (tests/conformance/test_trec_tie_orders.py enumerates every
+    measure)."""
     run_path, qrels_path = tmp_path / "run", tmp_path / "qrels"
     run_path.write_text("q1 Q0 a 1 3.0 t\nq1 Q0 b 2 2.0 t\nq1 Q0 c 3 2.0 t\n"
                         "q2 Q0 x 1 1.0 t\n")
     qrels_path.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\nq2 0 x 1\n")
-    with pytest.raises(ParameterError, match="query q1: tied documents straddle rank 2"):
-        tieeval.evaluate_path(str(run_path), ["MAP"], qrels=str(qrels_path),
-                              judged_only=True, depth=2)
+    row = tieeval.evaluate_path(str(run_path), ["MAP"], qrels=str(qrels_path),
+                                judged_only=True, depth=2).metric("MAP")
+    assert (row.original, row.first, row.last) == (1.0, 1.0, 0.75)
+    assert row.tie_aware == pytest.approx(7 / 8, rel=1e-15)
+    assert row.tie_aware_std == pytest.approx(0.25 / 2, rel=1e-12)
     result = CliRunner().invoke(cli, ["compare", str(run_path), "--qrels", str(qrels_path),
-                                      "--judged-only", "--depth", "2"])
-    assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "tied documents straddle rank 2" in result.stderr
-    # at depth 3 nothing is cut through a tie
-    result = CliRunner().invoke(cli, ["compare", str(run_path), "--qrels", str(qrels_path),
-                                      "--judged-only", "--depth", "3", "-m", "MAP"])
+                                      "--judged-only", "--depth", "2", "-m", "MAP",
+                                      "-f", "json", "-q"])
     assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["runs"][0]["metrics"][0]["tie_aware"] == \
+        pytest.approx(7 / 8, rel=1e-15)
 
 
 @pytest.mark.parametrize("args,message", [

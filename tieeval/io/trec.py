@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from tieeval.errors import InputError, ParameterError
+from tieeval.errors import InputError
 from tieeval.io.arrow import to_numpy
 from tieeval.io.base import (
     MISSING_QUERIES,
@@ -80,6 +80,7 @@ from tieeval.io.base import (
     open_input,
 )
 from tieeval.io.buffers import release_freed
+from tieeval.io.straddle import Straddle
 from tieeval.records.batch import Batch
 from tieeval.util.ranges import positions
 
@@ -93,12 +94,14 @@ class TrecBatch(Batch):
     with those labels) marks the judged ones (relevance >= 0; trec_eval reads a negative
     relevance as "in the pool but unjudged"), as ``judged`` does for the retrieved
     documents. ``max_label`` is the largest relevance of the whole qrels file (ERR's
-    g_max by default), the same for every batch.
+    g_max by default), the same for every batch. ``mixture`` (-J -M): the virtual rows of
+    the batch's queries whose tie block straddles the cut (:mod:`tieeval.io.straddle`).
     """
 
     unranked: tuple | None = None
     unranked_judged: np.ndarray | None = None
     max_label: float | None = None
+    mixture: Any = None
 
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark: written by some editors, not a byte of a line
@@ -700,6 +703,8 @@ class QuerySet:
     no_ranked: dict = field(default_factory=dict)
     judged_depth: int | None = None  # trec_eval -J -M N: the cut made before -J
     grade_warning: str | None = None  # grades a trec_eval convention read otherwise
+    # -J -M: the queries whose tie block straddles the cut (tieeval.io.straddle.Straddle)
+    straddles: list = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -855,13 +860,13 @@ def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
     return pos, matched, labels
 
 
-def _within_depth(run_path: str, query: np.ndarray, scores: np.ndarray, docno: np.ndarray,
-                  nd: int, keep: np.ndarray, depth: int, qnames: list) -> np.ndarray:
+def _within_depth(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int,
+                  keep: np.ndarray, depth: int) -> tuple[np.ndarray, list]:
     """The lines of ``keep`` among the top ``depth`` of their query in trec_eval's order:
     trec_eval ``-J -M N`` cuts each ranking at N (form_res_rels.c) before it drops the
-    unjudged documents. Where tied lines straddle the cut, which of them stay would be
-    trec_eval's docno order's choice and would decide First, Last and Tie-aware, which
-    are then not the exact tie-break values: such a run is refused, naming the query."""
+    unjudged documents. Also, for each query whose tie block straddles the cut, the
+    block's lines (in trec_eval's order) and its places above the cut: which of them stay
+    is the tie order's choice (:mod:`tieeval.io.straddle`)."""
     idx = np.flatnonzero(keep)
     order = idx[_trec_rows_order(query[idx], scores[idx], docno[idx], nd)]
     q = query[order]
@@ -870,16 +875,16 @@ def _within_depth(run_path: str, query: np.ndarray, scores: np.ndarray, docno: n
     past = np.flatnonzero(pos == depth)  # each query's first line below the cut
     s = scores[order]
     tied = (s[past] == s[past - 1]) | (np.isnan(s[past]) & np.isnan(s[past - 1]))
-    if tied.any():
-        qname = qnames[int(q[past[np.argmax(tied)]])]
-        raise ParameterError(
-            f"{run_path}: query {qname}: tied documents straddle rank {depth}; under "
-            f"--judged-only with --depth {depth} (trec_eval -J -M {depth}) which of them "
-            "are kept before the unjudged leave would decide First, Last and Tie-aware, "
-            "which tieeval does not compute for that cut: give one of the two options")
+    ends = np.append(starts[1:], order.size)
+    blocks = []
+    for p in past[tied].tolist():
+        lo = p - depth  # the query's first line
+        seg = s[lo:int(ends[np.searchsorted(starts, lo)])]
+        same = np.flatnonzero((seg == s[p]) | (np.isnan(seg) & bool(np.isnan(s[p]))))
+        blocks.append((order[lo + same], depth - int(same[0])))
     out = np.zeros(keep.size, dtype=bool)
     out[order[pos < depth]] = True
-    return out
+    return out, blocks
 
 
 def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
@@ -965,12 +970,24 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          f"{docno(key % nd)} is retrieved twice (trec_eval refuses "
                          "duplicate documents too)")
     del kept_keys, dup
+    straddled: list[Any] = []  # -J -M: the tie blocks across the cut (tieeval.io.straddle)
+    cut_blocks: list = []
     if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
         if judged_depth is not None:  # -J -M: the ranking is cut first
-            keep &= _within_depth(run_path, rq, run.value, rd, nd, keep, judged_depth, qnames)
+            top, cut_blocks = _within_depth(rq, run.value, rd, nd, keep, judged_depth)
+            keep &= top
+            del top
         _, matched, labels = _judgements(rq.astype(np.int64) * nd + rd, js, jrel)
         keep &= matched & (labels >= 0)
         del matched, labels
+        # each straddled block: its query, score, judged grades, unjudged count, places
+        # above the cut, kept judged lines, and the judgements it holds
+        for lines, slots in cut_blocks:
+            jpos, jm, jl = _judgements(rq[lines].astype(np.int64) * nd + rd[lines], js, jrel)
+            ok = jm & (jl >= 0)
+            straddled.append((int(rq[lines[0]]), float(run.value[lines[0]]), jl[ok],
+                              int(ok.size - np.count_nonzero(ok)), slots,
+                              int(np.count_nonzero(keep[lines])), jpos[ok]))
 
     if keep.all():  # every line evaluated: no copy of the lines kept
         counts = np.bincount(rq, minlength=nq)[row_ranks]
@@ -1020,6 +1037,14 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                          missing_queries, bool(judged_only), best,
                          judged_depth=judged_depth if judged_only else None,
                          grade_warning=None if note is None else note.warning())
+    for code, score, block_grades, unjudged, slots, kept, jpos in straddled:
+        r = int(np.searchsorted(row_ranks, code))
+        lo, hi = np.searchsorted(jqs, code), np.searchsorted(jqs, code, side="right")
+        other = missed[lo:hi].copy()  # the query's judgements neither above nor in the block
+        other[jpos - lo] = False
+        left = jrel[lo:hi][other]
+        query_set.straddles.append(Straddle(r, int(counts[r]) - kept, score, block_grades,
+                                            unjudged, slots, left, left >= 0))
     if judged_only:  # the rows -J leaves without a ranked document, with their judgements
         for r in np.flatnonzero(counts == 0).tolist():
             query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]

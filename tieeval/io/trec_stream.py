@@ -26,6 +26,7 @@ reader's batches, in the dump's order.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from tieeval.io.base import (
     open_input,
 )
 from tieeval.io.buffers import release_freed
+from tieeval.io.straddle import mixture
 from tieeval.io.trec import (
     _NO_RECORD,
     _RUN_FIELDS,
@@ -238,15 +240,21 @@ class TrecSource:
          max_label) = self.whole
         rows = qids.size
         un_labels, un_offsets = unranked
+        straddles = self.whole[5].straddles
         for lo in range(0, rows, batch_rows):
             hi = min(lo + batch_rows, rows)
             a, b = offsets[lo], offsets[hi]
             ua, ub = un_offsets[lo], un_offsets[hi]
+            mix = None
+            here = [replace(s, row=s.row - lo) for s in straddles if lo <= s.row < hi]
+            if here:  # -J -M: queries whose tie block straddles the cut
+                mix = mixture(here, scores[a:b], labels[a:b], offsets[lo:hi + 1] - a)
             yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
                             offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
                             nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
                             unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
-                            unranked_judged=un_judged[ua:ub], max_label=max_label)
+                            unranked_judged=un_judged[ua:ub], max_label=max_label,
+                            mixture=mix)
 
     # -- streaming
 

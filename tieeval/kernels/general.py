@@ -184,7 +184,29 @@ class GeneralKernel(Kernel):
         if listed is not None:
             rb.use_order(listed)
         rb.plan(e.form for e in self.entries)
+        mix = getattr(batch, "mixture", None)
+        if mix is not None:  # -J -M: the virtual rows of queries straddling the cut
+            table = RelBatch(mix.scores, mix.labels, mix.offsets, unranked=mix.unranked,
+                             judged=np.ones(mix.labels.size, dtype=bool),
+                             unranked_judged=mix.unranked_judged,
+                             max_grade=getattr(batch, "max_label", None),
+                             options=self.table_options(False))
+            table.plan(e.form for e in self.entries)
+            rb.mixture = (mix, table)
         return rb
+
+    @staticmethod
+    def _values(rb: RelBatch, form: Any) -> InstanceValues:
+        """A metric's values on ``rb``; under -J -M, a query whose tie block straddles the
+        cut takes its First, Last and tie-aware values from its virtual rows
+        (:mod:`tieeval.kernels.straddle`)."""
+        v = rb.values(form)
+        mixture = getattr(rb, "mixture", None)
+        if mixture is None:
+            return v
+        from tieeval.kernels.straddle import merge
+        mix, table = mixture
+        return merge(v, table.values(form), mix)
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
         batch = self.prepare(batch)
@@ -203,7 +225,7 @@ class GeneralKernel(Kernel):
         lab = self.labels(batch)
         rb = self.block_table(batch, lab)
         if rb.rows == 0:
-            return None, self._instances(rb, [rb.values(e.form) for e in self.entries])
+            return None, self._instances(rb, [self._values(rb, e.form) for e in self.entries])
         values = self.add_rows(acc, rb)
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, np.asarray(lab) > 0)
@@ -244,7 +266,7 @@ class GeneralKernel(Kernel):
         added = []
         for entry, sums in zip(self.entries, acc.sums):
             checkpoint()
-            v = rb.values(entry.form)
+            v = self._values(rb, entry.form)
             v = self._counted(v, entry, has_pos)
             added.append(v)
             # RelBatch.values always fills defined and variance (NaN where no closed form)
@@ -314,7 +336,7 @@ class GeneralKernel(Kernel):
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
         rb = self.block_table(batch, self.labels(batch))
-        return self._instances(rb, [rb.values(e.form) for e in self.entries])
+        return self._instances(rb, [self._values(rb, e.form) for e in self.entries])
 
     def _instances(self, rb: RelBatch, values: list[InstanceValues], counted: bool = False
                    ) -> list[InstanceValues]:

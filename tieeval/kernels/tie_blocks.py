@@ -322,6 +322,9 @@ class RelBatch:
         self.rows = rows
         self.n, self.offsets = n, offsets
         self.original = original
+        # -J -M: (Mixture, RelBatch) of the virtual rows of the queries whose tie block
+        # straddles the cut (tieeval.kernels.general.GeneralKernel.block_table)
+        self.mixture: tuple[Any, RelBatch] | None = None
         self._lab_ideal: dict[int | None, np.ndarray] = {}
         self._cutoffs: dict[tuple[int | float | None, bool], list[Any]] = {}
         self._relevant_places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
