@@ -207,8 +207,9 @@ class ElevenPointAverage(InterpolatedPrecision):
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
-        # eleven arrays summed in order (sum's start, 0, adds nothing)
-        total = cast(Floats, sum(interpolated_levels(ev, lab, ELEVEN_LEVELS)))
+        # eleven arrays summed in m_11pt_avg.c's order, the highest level first (sum's
+        # start, 0, adds nothing), so that the digits trec_eval prints are the same
+        total = cast(Floats, sum(reversed(interpolated_levels(ev, lab, ELEVEN_LEVELS))))
         return total / len(ELEVEN_LEVELS)
 
     def nan_without_ranked(self, k: int | float | None, big_r: int,

@@ -82,10 +82,25 @@ class SetMeasure(Measure):
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
+        """The value of one ordering in trec_eval's floating-point order (m_set_*.c): one
+        division of the counts, and set_F as ``(b + 1) P R / (b P + R)`` with b = 1 from
+        the rounded P and R, so that the digits trec_eval prints are the same (set_F 5/32
+        is 0.15625000000000003 there: 0.1563)."""
         x = ev.hits(lab, +1)
-        if self.form in _LINEAR:
-            a, c = self._linear(ev)
-            value: Numbers = a * x + c
+        n_ret = ev.kc.astype(np.float64)
+        if self.form in ("set_P", "set_relative_P", "set_F"):
+            div = n_ret if self.form != "set_relative_P" else np.minimum(n_ret, ev.R)
+            p = np.where(div > 0, x / np.where(div > 0, div, 1.0), 0.0)
+            if self.form != "set_F":
+                return p
+            r = x / ev.R
+            beta = 1.0  # trec_eval's default parameter (set_F.1)
+            return np.where(x > 0, (beta + 1.0) * p * r / np.where(x > 0, beta * p + r, 1.0),
+                            0.0)
+        if self.form == "set_recall":
+            return x / ev.R
+        if self.form == "utility":
+            value: Numbers = 2.0 * x - n_ret
             return value
         d = self._map_denominator(ev)
         return np.where(d > 0, x * x / np.where(d > 0, d, 1.0), 0.0)
