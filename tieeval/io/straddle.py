@@ -31,7 +31,6 @@ tie-aware value null (no estimate is made).
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -40,7 +39,7 @@ import numpy as np
 #: compositions enumerated for one straddled block, at most
 MAX_COMPOSITIONS = 20_000
 #: documents held by one query's virtual rows, at most
-MAX_ITEMS = 4_000_000
+MAX_ITEMS = 400_000
 
 
 @dataclass
@@ -100,20 +99,35 @@ def extremes(values: list, counts: list, unjudged: int, slots: int
 
 
 def compositions(counts: list, unjudged: int, slots: int):
-    """Every composition with its probability, or None beyond :data:`MAX_COMPOSITIONS`."""
-    if math.prod(c + 1 for c in counts) > MAX_COMPOSITIONS:
+    """Every composition with its probability, or None beyond :data:`MAX_COMPOSITIONS`
+    (counted first, over the compositions that fill the block's places: at most
+    ``slots`` judged documents, at least ``slots - unjudged``)."""
+    least = max(0, slots - unjudged)
+    ways = [1] + [0] * slots  # partial compositions by their size
+    for k in counts:
+        ways = [sum(ways[s - x] for x in range(min(k, s) + 1)) for s in range(slots + 1)]
+    if sum(ways[least:]) > MAX_COMPOSITIONS:
         return None
     n = sum(counts) + unjudged
     total = math.comb(n, slots)
     out = []
-    for c in itertools.product(*(range(k + 1) for k in counts)):
-        kept = sum(c)
-        if kept > slots or slots - kept > unjudged:
-            continue
-        ways = math.comb(unjudged, slots - kept)
-        for k, x in zip(counts, c):
-            ways *= math.comb(k, x)
-        out.append((c, ways / total))  # exact integers, one rounding
+
+    def grow(prefix: tuple, left: int, rest: int):
+        i = len(prefix)
+        if i == len(counts):
+            kept = slots - left
+            if kept >= least:
+                product = math.comb(unjudged, left)
+                for k, x in zip(counts, prefix):
+                    product *= math.comb(k, x)
+                out.append((prefix, product / total))  # exact integers, one rounding
+            return
+        rest -= counts[i]
+        # at least the places the later grades and the unjudged cannot fill
+        for x in range(max(0, left - rest - unjudged), min(counts[i], left) + 1):
+            grow((*prefix, x), left - x, rest)
+
+    grow((), slots, sum(counts))
     return out
 
 
