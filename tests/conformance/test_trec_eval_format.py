@@ -340,6 +340,40 @@ def test_all_lines_are_added_up_as_trec_eval_adds_them(tmp_path):
     assert doc["runs"][0]["metrics"][0]["original"] == sum(hits) / 200 / len(hits)
 
 
+def test_set_measures_divide_the_count_as_trec_eval_does(tmp_path):
+    """m_set_P.c, m_set_rel_P.c and m_set_recall.c divide the count, X / N in doubles: 3 / 10
+    is 0.3 where 3 * (1 / 10) is 0.30000000000000004, and the last bit carries into the
+    'all' line's sequential sum. Here every query retrieves 10 documents and has 10 relevant
+    ones, so set_P = set_relative_P = set_recall = X / 10, and the mean 110 / 320 = 0.34375
+    lies on a rounding boundary that trec_eval's sum (of X / 10) leaves below."""
+    hits = [4, 0, 0, 0, 8, 0, 10, 5, 4, 7, 0, 0, 2, 0, 5, 4, 3, 3, 3, 6, 3, 5, 8, 0, 3, 7, 2,
+            7, 3, 4, 4, 0]
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    with open(run, "w") as r, open(qrels, "w") as q:
+        for i, h in enumerate(hits):
+            for d in range(10):
+                r.write(f"{301 + i} Q0 d{d} {d + 1} {1 - d / 10:.1f} x\n")
+                q.write(f"{301 + i} 0 d{d} {int(d < h)}\n")
+            for d in range(10 - h):  # relevant, not retrieved: R = 10
+                q.write(f"{301 + i} 0 u{d} 1\n")
+    # The oracle: trec_eval's per-query division and accumulation written out.
+    total = 0.0
+    for h in hits:
+        total += h / 10
+    expected = f"{total / len(hits):.4f}"
+    multiplied = 0.0
+    for h in hits:
+        multiplied += h * (1 / 10)
+    assert expected == "0.3437" and f"{multiplied / len(hits):.4f}" == "0.3438"
+    result = runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "-m", "set_P",
+                                   "-m", "set_relative_P", "-m", "set_recall", "--format",
+                                   "trec_eval", "--convention", "trec_eval", "-q"],
+                             catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert [line.split() for line in result.stdout.splitlines()] == [
+        [name, "all", expected] for name in ("set_P", "set_relative_P", "set_recall")]
+
+
 def test_complete_run_with_a_relevance_level_prints_trec_evals_num_rel():
     """trec_eval -c -l2 (out.test.cl2): its num_rel 'all' line counts every judgement above 0
     in the qrels (m_num_rel.c), not the queries' level-2 counts; every line is trec_eval's."""
