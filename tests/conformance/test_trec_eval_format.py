@@ -374,6 +374,50 @@ def test_set_measures_divide_the_count_as_trec_eval_does(tmp_path):
         [name, "all", expected] for name in ("set_P", "set_relative_P", "set_recall")]
 
 
+def test_rbp_adds_up_as_trec_eval_does(tmp_path):
+    """m_rbp.c adds gain * cur_p in rank order, cur_p = cur_p * p (not p ** r), and
+    multiplies by 1 - p at the end; m_rbp_resid.c adds cur_p + (1 - p) * sum. Here the mean
+    of rbp is (0.081 + 0.2439 + 0.2439 + 0.171) / 4 = 0.18495 exactly, on a rounding
+    boundary that trec_eval's order leaves below and the sum of (1 - p) p ** r above."""
+    rels = [[0, 0, 1, 0, 0], [0, 1, 1, 1, 0], [0, 1, 1, 1, 0], [0, 1, 1, 0, 0]]
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    with open(run, "w") as r, open(qrels, "w") as q:
+        for i, labels in enumerate(rels):
+            for d, label in enumerate(labels):
+                r.write(f"{301 + i} Q0 d{d} {d + 1} {1 - d / 10:.1f} x\n")
+                if d != 4:  # the last document unjudged: rbp_resid has a value
+                    q.write(f"{301 + i} 0 d{d} {label}\n")
+
+    def rbp(labels, resid=False):  # the loops of m_rbp.c and m_rbp_resid.c
+        total, cur_p = 0.0, 1.0
+        for d, label in enumerate(labels):
+            if (d == 4) if resid else label:
+                total += 1.0 * cur_p
+            cur_p = cur_p * 0.9
+        return cur_p + (1 - 0.9) * total if resid else (1.0 - 0.9) * total
+
+    def printed(resid=False):
+        total = 0.0
+        for labels in rels:
+            total += rbp(labels, resid)
+        return f"{total / len(rels):.4f}"
+
+    old = 0.0
+    for labels in rels:
+        old += sum(label * ((1.0 - 0.9) * 0.9 ** d) for d, label in enumerate(labels))
+    assert printed() == "0.1849" and f"{old / len(rels):.4f}" == "0.1850"
+    result = runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "-m", "rbp",
+                                   "-m", "rbp_resid", "--format", "trec_eval",
+                                   "--convention", "trec_eval", "-q", "--per-query"],
+                             catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines()]
+    assert ["rbp", "all", printed()] in lines
+    assert ["rbp_resid", "all", printed(resid=True)] in lines
+    for i, labels in enumerate(rels):
+        assert ["rbp", str(301 + i), f"{rbp(labels):.4f}"] in lines
+
+
 def test_complete_run_with_a_relevance_level_prints_trec_evals_num_rel():
     """trec_eval -c -l2 (out.test.cl2): its num_rel 'all' line counts every judgement above 0
     in the qrels (m_num_rel.c), not the queries' level-2 counts; every line is trec_eval's."""

@@ -45,6 +45,27 @@ def _weights(ev: TableEvaluation) -> np.ndarray:
     return np.where(ev.in_k, (1.0 - p) * p ** b.pos.astype(np.float64), 0.0)
 
 
+def _powers(count: int) -> np.ndarray:
+    """``p^0 .. p^count`` as trec_eval computes them, each the one before times p
+    (``cur_p = cur_p * p``), which differs from ``p ** r`` in the last bit."""
+    factors = np.full(count + 1, RBP_PERSISTENCE)
+    factors[0] = 1.0
+    return np.multiply.accumulate(factors)
+
+
+def _trec_sum(ev: TableEvaluation, values: Floats) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum_r values_r p^r, p^N)`` per row as m_rbp.c and m_rbp_resid.c add them up: in
+    rank order (a row's items are stored by place), one place after the other, p^r by
+    repeated products, places past the depth left out; N is the number retrieved."""
+    b = ev.b
+    kc = ev.kc.astype(np.int64)
+    top = int(max(b.pos.max(initial=0), kc.max(initial=0)))
+    powers = _powers(top)
+    terms = np.where(ev.in_k, values * powers[b.pos], 0.0)
+    # np.bincount adds its weights one after the other in their order, as trec_eval's loop
+    return np.bincount(b.row, weights=terms, minlength=b.rows), powers[kc]
+
+
 @dataclass(frozen=True)
 class RankBiasedPrecision(Measure):
     """trec_eval's rbp: ``(1 - p) sum_r g_r p^(r-1)``, gains scaled to [0, 1]."""
@@ -65,8 +86,8 @@ class RankBiasedPrecision(Measure):
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
-        return np.bincount(ev.b.row, weights=self.gains(ev, lab) * _weights(ev),
-                           minlength=ev.b.rows)
+        total, _ = _trec_sum(ev, self.gains(ev, lab))
+        return (1.0 - RBP_PERSISTENCE) * total  # m_rbp.c: (1.0 - p) * sum
 
 
 @dataclass(frozen=True)
@@ -111,9 +132,10 @@ class RbpResidual(Measure):
                 ) -> Numbers:
         b = ev.b
         unj = ~self.judged_mask(judged) & ev.in_k
-        s = np.bincount(b.row, weights=np.where(unj, _weights(ev), 0.0), minlength=b.rows)
+        total, tail = _trec_sum(ev, unj.astype(np.float64))
         some = np.bincount(b.row[unj], minlength=b.rows) > 0
-        return np.where(some, self._tail(ev) + s, 0.0)
+        # m_rbp_resid.c: cur_p + (1 - p) * sum
+        return np.where(some, tail + (1.0 - RBP_PERSISTENCE) * total, 0.0)
 
 
 # tieeval's names keep clear of ir_measures' RBP, whose default persistence is 0.8
