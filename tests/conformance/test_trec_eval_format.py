@@ -10,6 +10,7 @@ block, values to the 4 printed decimals.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -416,6 +417,47 @@ def test_rbp_adds_up_as_trec_eval_does(tmp_path):
     assert ["rbp_resid", "all", printed(resid=True)] in lines
     for i, labels in enumerate(rels):
         assert ["rbp", str(301 + i), f"{rbp(labels):.4f}"] in lines
+
+
+def test_11pt_avg_adds_the_levels_as_trec_eval_does(tmp_path):
+    """m_11pt_avg.c adds the interpolated precisions from level 1.0 down to 0.0 (walking the
+    ranking backwards); the other order differs in the last bit here, which a mean on a
+    rounding boundary would print. The oracle is its loop written out."""
+    rels = [0, 1, 1, 0, 0, 1, 1]
+    num_rel = sum(rels)
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_text("".join(f"1 Q0 d{d} {d + 1} {10 - d} x\n" for d in range(len(rels))))
+    qrels.write_text("".join(f"1 0 d{d} {label}\n" for d, label in enumerate(rels)))
+    levels = [i / 10 for i in range(11)]
+    cutoffs = [math.floor(x * num_rel + 0.5) for x in levels]  # lround of x R >= 0
+    current_cut = len(cutoffs) - 1
+    while current_cut >= 0 and cutoffs[current_cut] > sum(rels):
+        current_cut -= 1
+    int_precis = sum(rels) / len(rels)
+    rel_so_far, total, added = sum(rels), 0.0, []
+    for i in range(len(rels), 0, -1):
+        if rel_so_far <= 0:
+            break
+        int_precis = max(int_precis, rel_so_far / i)
+        if rels[i - 1]:
+            while current_cut >= 0 and rel_so_far == cutoffs[current_cut]:
+                total += int_precis
+                added.append(int_precis)
+                current_cut -= 1
+            rel_so_far -= 1
+    while current_cut >= 0:
+        total += int_precis
+        added.append(int_precis)
+        current_cut -= 1
+    expected = total / len(levels)
+    ascending = 0.0
+    for value in reversed(added):
+        ascending += value
+    assert ascending / len(levels) != expected  # the order shows in the last bit
+    doc = json.loads(runner().invoke(cli, ["compare", "--qrels", str(qrels), str(run), "-m",
+                                           "11pt_avg", "--format", "json", "--convention",
+                                           "trec_eval", "-q"]).stdout)
+    assert doc["runs"][0]["metrics"][0]["original"] == expected
 
 
 def test_complete_run_with_a_relevance_level_prints_trec_evals_num_rel():
