@@ -38,7 +38,8 @@ pytestmark = [SLOW, pytest.mark.skipif(not TREC_EVAL or not os.access(TREC_EVAL,
 OPTION_SETS = ["-m official", "-q -m official", "-c -m official", "-J -m official",
                "-M 10 -m official", "-l 2 -m official", "-m all_trec", "-q -m all_trec",
                "-q -c -m all_trec", "-q -l 2 -m all_trec", "-q -M 10 -m all_trec",
-               "-q -J -m all_trec", "-m ndcg_cut.5,10 -m P.5", "-q -c -l2 -M 50 -m official"]
+               "-q -J -m all_trec", "-m ndcg_cut.5,10 -m P.5", "-q -c -l2 -M 50 -m official",
+               "-q -J -M 10 -m all_trec", "-c -J -M 10 -m official"]
 
 SCORES = ["1e+00", ".5", "+3", "003", "-.0", "1e-400", "0.0", "-0", "1E0", "2.", "+.5",
           "5e-1", "0003.000", "3.0000000000000004"]
