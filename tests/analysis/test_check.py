@@ -151,7 +151,7 @@ def test_exit_1_when_any_check_fails_one_line_per_check():
     assert lines[0] == (f"FAIL {SATURATED}: NDCG@10 change {change * 100:+.2f}%: |change| "
                         f"{-change * 100:.2f}% > max 5.00% "
                         f"(original {ndcg.original:.4f}, tie-aware {ndcg.tie_aware:.4f})")
-    assert lines[11].startswith("Failed: --max-inflation NDCG@10=5.00% (1 check(s)); to "
+    assert lines[11].startswith("Failed: --max-inflation NDCG@10=5.00% (1 check); to "
                                 "relax it pass e.g. --max-inflation NDCG@10=")
     assert lines[2] == f"FAIL {SATURATED}: NDCG@10 tie-aware {ndcg.tie_aware:.4f} < min 0.3000"
     assert all(line.startswith("PASS " + TIE_FREE) for line in lines[5:10])
@@ -196,7 +196,7 @@ def test_github_annotations_escape_percent_signs():
     r = invoke(SATURATED, TIE_FREE, "--max-tie-frequency", "10%", "--format", "github")
     assert r.exit_code == 1
     fail, summary, advice = r.stdout.splitlines()  # the passed check is not annotated
-    assert advice.startswith("Failed: --max-tie-frequency 10.00% (1 check(s)); to relax it "
+    assert advice.startswith("Failed: --max-tie-frequency 10.00% (1 check); to relax it "
                              "pass e.g. --max-tie-frequency 99.7%")
     assert fail.startswith(f"::error file={SATURATED},title=tieeval check::FAIL top-score")
     assert fail.endswith("99.70%25 > max 10.00%25")
@@ -228,7 +228,7 @@ def test_real_subprocess_exit_codes():
         return subprocess.run([sys.executable, "-m", "tieeval", "check", *args],
                               capture_output=True, text=True, cwd=ROOT)
     ok = run(TIE_FREE, "--max-inflation", "NDCG@10=5%")
-    assert ok.returncode == 0 and "\nall 1 checks passed\nOriginal = " in ok.stdout
+    assert ok.returncode == 0 and "\n1 check passed\nOriginal = " in ok.stdout
     bad = run(SATURATED, "--max-inflation", "NDCG@10=5%")
     assert bad.returncode == 1 and bad.stdout.startswith("FAIL ") and bad.stderr == ""
     missing = run("nope.npz", "--max-gap", "HR@1=0.01")

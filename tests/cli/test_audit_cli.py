@@ -123,14 +123,14 @@ def test_unmatched_claims_are_an_input_error(tmp_path, runs):
     assert len(lines) == 1
     assert lines[0].startswith(f"Error: {claims}: line 3: no run is labelled method "
                                "'HyperGroup', dataset 'Mafengwo', task 'group' (runs: "
-                               "ConsRec/Mafengwo/group, AGREE/Mafengwo/group); 2 claim(s) "
+                               "ConsRec/Mafengwo/group, AGREE/Mafengwo/group); 2 claims "
                                "match no run")
     ignored = invoke("audit", *runs, "--claims", claims, "--ignore-unmatched",
                      "--format", "csv")
     assert ignored.exit_code == 0
     rows = list(csv.DictReader(io.StringIO(ignored.stdout)))
     assert [r["verdict"] for r in rows] == ["consistent", "unmatched", "unmatched"]
-    assert "2 claim(s) match no run" in ignored.stderr
+    assert "2 claims match no run" in ignored.stderr
 
 
 @pytest.mark.parametrize("body,fragment", [

@@ -233,7 +233,7 @@ def test_per_instance_dash_is_stdout_when_the_report_goes_to_a_file(tmp_path, du
     assert named.returncode == 0, named.stderr
     dash = _tieeval(["compare", dump, "-o", tmp_path / "b.json", "--per-instance", "-"])
     assert dash.returncode == 0, dash.stderr
-    assert dash.stderr.decode().splitlines()[-1].endswith("instance row(s) to stdout")
+    assert dash.stderr.decode().splitlines()[-1].endswith("instance rows to stdout")
     rows = pq.read_table(tmp_path / "rows.parquet")
     assert rows.num_rows == pq.read_metadata(dump).num_rows  # one row per instance
     assert pq.read_table(io.BytesIO(dash.stdout)).equals(rows)

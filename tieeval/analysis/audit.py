@@ -467,6 +467,7 @@ def unmatched_message(items: list[AuditItem], groups, source: str) -> str | None
     runs = ", ".join(_describe(g.run_labels) for g in groups[:5])
     more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
     return (f"{source}: line {c.line}: no run is labelled method {c.method!r}, dataset "
-            f"{c.dataset!r}{task} (runs: {runs}{more}); {len(missing)} claim(s) match no "
-            "run: label the dumps with --meta, --template or their metadata, or pass "
+            f"{c.dataset!r}{task} (runs: {runs}{more}); "
+            f"{'1 claim matches' if len(missing) == 1 else f'{len(missing)} claims match'} "
+            "no run: label the dumps with --meta, --template or their metadata, or pass "
             "--ignore-unmatched")

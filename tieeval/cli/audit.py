@@ -30,6 +30,7 @@ from tieeval.cli.stdin import file_only, stdin_files
 from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
 from tieeval.records.audit import AuditResult
+from tieeval.report.format import counted
 
 
 @click.command(cls=Command, epilog=guide("audit"))
@@ -83,7 +84,8 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
             raise InputError(message)
         if not quiet:
             n = sum(i.verdict is None for i in items)
-            say(f"Warning: {n} claim(s) match no run and are not judged")
+            say(f"Warning: {counted(n, 'claim')} {'matches' if n == 1 else 'match'} no run and "
+                f"{'is' if n == 1 else 'are'} not judged")
     result = AuditResult(items, claims_path)
     render("audit", fmt, result)
     if result.flagged:

@@ -36,6 +36,7 @@ from tieeval.cli.whatif import whatif_options
 from tieeval.engine.arguments import what_if_of
 from tieeval.errors import OutputError
 from tieeval.metrics.metric import COLUMNS
+from tieeval.report.format import counted
 from tieeval.report.registry import renderer, taking
 from tieeval.sink import STDOUT
 
@@ -173,7 +174,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
                                    seed_std=seed_std, what_if=what_if, trec_lines=trec_lines))
     if per_instance is not None and not quiet:
         where = "stdout" if per_instance == STDOUT else per_instance
-        say(f"Wrote {outcomes[0].instance_rows} instance row(s) to {where}")
+        say(f"Wrote {counted(outcomes[0].instance_rows, 'instance row')} to {where}")
     if plot is not None:
         from tieeval.analysis.paper import figure1
         from tieeval.report.plot import draw_figure1

@@ -19,6 +19,7 @@ from tieeval.records.check import (
 )
 from tieeval.records.results import report_dict
 from tieeval.report.format import (
+    counted,
     fmt_percent,
     fmt_value,
     json_text,
@@ -112,14 +113,16 @@ def outcome_line(o: Outcome) -> str:
 def summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()) -> str:
     failed = sum(not o.passed for o in outcomes)
     if failed:
-        text = f"{failed} of {len(outcomes)} checks failed"
+        text = f"{failed} of {counted(len(outcomes), 'check')} failed"
+    elif len(outcomes) == 1:
+        text = "1 check passed"
     elif outcomes or not errors:
         text = f"all {len(outcomes)} checks passed"
     else:
         text = "no check made"
     if errors:
         n = len(errors)
-        text += f"; {n} dump{'s' if n != 1 else ''} could not be checked"
+        text += f"; {counted(n, 'dump')} could not be checked"
     return text
 
 
@@ -157,7 +160,7 @@ def github_summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()
     failed = sum(not o.passed for o in outcomes)
     dumps = len({o.run.path for o in outcomes})
     text = (f"::notice title=tieeval check::{len(outcomes) - failed} passed / {failed} "
-            f"failed ({len(outcomes)} checks on {dumps} dump{'s' if dumps != 1 else ''}")
+            f"failed ({counted(len(outcomes), 'check')} on {counted(dumps, 'dump')}")
     if errors:
         text += f"; {len(errors)} could not be checked"
     return text + ")"
@@ -190,8 +193,8 @@ def advice(outcomes: list[Outcome]) -> list[str]:
             relax = f"e.g. {option} {target}{_bound_text(t.kind, min(measured))}"
         else:
             relax = f"a looser {option}"
-        lines.append(f"Failed: {option} {target}{bound} ({len(failed)} check(s)); to relax "
-                     f"it pass {relax} (thresholds given replace the default gate)")
+        lines.append(f"Failed: {option} {target}{bound} ({counted(len(failed), 'check')}); "
+                     f"to relax it pass {relax} (thresholds given replace the default gate)")
     return lines
 
 

@@ -11,6 +11,7 @@ from tieeval.records.diff import COMPARISON_KEYS, DiffResult, Ranking, RankResul
 from tieeval.records.results import environment
 from tieeval.records.whatif import WhatIf
 from tieeval.report.format import (
+    counted,
     csv_text,
     fmt_value,
     json_text,
@@ -275,7 +276,7 @@ def _any_seeds(rankings: list[Ranking]) -> bool:
 def rank_summary(rankings: list[Ranking]) -> str:
     changed = sum(r.changed for r in rankings)
     return (f"The ranking changes between original and tie-aware in {changed} of "
-            f"{len(rankings)} ranking(s). Move: places gained (↑) or lost (↓) once ties "
+            f"{counted(len(rankings), 'ranking')}. Move: places gained (↑) or lost (↓) once ties "
             "are broken fairly.")
 
 

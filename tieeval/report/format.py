@@ -20,6 +20,12 @@ def fmt_count(x: float | None) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:.4f}"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` agreeing: ``1 check``, ``2 checks``, ``0 checks`` (``plural``
+    when adding an s is not it)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def fmt_change(frac: float | None) -> str:
     """A relative change as a signed percentage (the paper's % Change columns)."""
     return "n/a" if frac is None else f"{frac * 100:+.2f}%"

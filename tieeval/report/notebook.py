@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tieeval.records.display import register_html
 from tieeval.records.results import RunResult
-from tieeval.report.format import fmt_value
+from tieeval.report.format import counted, fmt_value
 from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_rows
 from tieeval.util.escaping import escape
 
@@ -40,7 +40,7 @@ def group_html(group) -> str:
                             (row.original, row.first, row.last, row.tie_aware))]
             for row in group.metrics]
     head = _table(["Metric", "Original", "First", "Last", "Tie-aware"], rows,
-                  f"{name or 'group'}: mean over {group.seeds} seed(s)")
+                  f"{name or 'group'}: mean over {counted(group.seeds, 'seed')}")
     return "<div>" + head + "".join(run_html(r) for r in group.runs) + "</div>"
 
 
