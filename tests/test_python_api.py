@@ -102,6 +102,37 @@ def test_group_repr_and_html():
     assert ["HR@1", "1.0000", "1.0000", "0.0000", "0.5000"] in parser.rows
 
 
+def _text(html: str) -> str:
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.parts: list[str] = []
+
+        def handle_data(self, data):
+            self.parts.append(data)
+    parser = Text()
+    parser.feed(html)
+    return " ".join(parser.parts)
+
+
+def test_notebook_html_names_the_original_rule_and_numpy_as_the_terminal_does():
+    result = tieeval.evaluate(TIED, k=(1,))
+    text = _text(result._repr_html_())
+    # the rule the Original column used (numpy's argsort by default) with numpy's own
+    # version, the line the terminal table ends with
+    assert f"Original = np.argsort(scores * -1) as the codebases rank: numpy " \
+           f"{np.__version__} (" in text
+    assert f"tieeval {tieeval.__version__}." in text
+    stable = tieeval.evaluate(TIED, k=(1,), original="stable")
+    assert "Original (--original stable) = " in _text(stable._repr_html_())
+    runs = [tieeval.evaluate(TIED, k=(1,), run_labels={"method": "m", "seed": str(s)},
+                             original="stable") for s in (1, 2)]
+    groups, _ = tieeval.group_runs(runs)
+    group_text = _text(groups[0]._repr_html_())
+    assert group_text.count("Original (--original stable) = ") == 1  # once, after the seeds
+    assert "mean over 2 seeds" in group_text
+
+
 def test_input_error_is_a_value_error_as_parameter_error_is():
     assert issubclass(InputError, ValueError) and issubclass(ParameterError, ValueError)
     with pytest.raises(ValueError, match="no such file"):

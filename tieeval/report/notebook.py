@@ -7,7 +7,14 @@ from __future__ import annotations
 from tieeval.records.display import register_html
 from tieeval.records.results import RunResult
 from tieeval.report.format import counted, fmt_value
-from tieeval.report.runs import METRIC_HEADERS, describe_run, metric_cells, tie_rows
+from tieeval.report.runs import (
+    METRIC_HEADERS,
+    describe_run,
+    footer,
+    metric_cells,
+    metric_notes,
+    tie_rows,
+)
 from tieeval.util.escaping import escape
 
 
@@ -21,15 +28,26 @@ def _table(headers: list[str], rows: list[list[str]], caption: str = "") -> str:
 
 @register_html("run")
 def run_html(run: RunResult) -> str:
-    """One run: its metric table (captioned with the path and shape), its tie statistics
-    and its warnings."""
+    """One run: its metric table (captioned with the path and shape), its notes, its tie
+    statistics, its warnings, and the line naming the rule behind the Original column
+    with numpy's version, as the terminal prints them."""
+    return "<div>" + _run_parts(run) + _footer([run]) + "</div>"
+
+
+def _run_parts(run: RunResult) -> str:
     parts = [_table(METRIC_HEADERS, metric_cells(run),
-                    f"{run.path}: {describe_run(run)}"),
-             _table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)])]
+                    f"{run.path}: {describe_run(run)}")]
+    parts += [f"<p>{escape(note, 'html')}</p>" for note in metric_notes(run)]
+    parts.append(_table(["Tie statistic", "Value"], [list(r) for r in tie_rows(run)]))
     if run.warnings:
         parts.append("<ul>" + "".join(f"<li>{escape(w, 'html')}</li>" for w in run.warnings)
                      + "</ul>")
-    return "<div>" + "".join(parts) + "</div>"
+    return "".join(parts)
+
+
+def _footer(runs: list[RunResult]) -> str:
+    """The rule behind the Original figures of ``runs`` and the versions, in small type."""
+    return f"<p><small>{escape(footer(runs), 'html')}</small></p>"
 
 
 @register_html("group")
@@ -41,7 +59,8 @@ def group_html(group) -> str:
             for row in group.metrics]
     head = _table(["Metric", "Original", "First", "Last", "Tie-aware"], rows,
                   f"{name or 'group'}: mean over {counted(group.seeds, 'seed')}")
-    return "<div>" + head + "".join(run_html(r) for r in group.runs) + "</div>"
+    return ("<div>" + head + "".join(_run_parts(r) for r in group.runs)
+            + _footer(list(group.runs)) + "</div>")
 
 
 @register_html("diff")
