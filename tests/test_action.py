@@ -34,7 +34,8 @@ def test_action_is_a_composite_action_with_its_inputs():
     action = load_action()
     assert action["name"] and action["description"]
     inputs = action["inputs"]
-    assert set(inputs) == {"dumps", "args", "python-version", "format"}
+    assert set(inputs) == {"dumps", "args", "python-version", "format", "output"}
+    assert inputs["output"]["default"] == "" and inputs["output"]["required"] is False
     assert inputs["dumps"]["required"] is True
     assert inputs["format"]["default"] == "github"
     assert all(spec["description"] for spec in inputs.values())
@@ -78,7 +79,8 @@ def runner_env(tmp_path):
     return env, summary
 
 
-def run_check_step(env: dict, dumps: str, args: str = "", fmt: str = "github", cwd=ROOT):
+def run_check_step(env: dict, dumps: str, args: str = "", fmt: str = "github", cwd=ROOT,
+                   output: str = ""):
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("no bash here")
@@ -87,7 +89,7 @@ def run_check_step(env: dict, dumps: str, args: str = "", fmt: str = "github", c
     for name, value in step["env"].items():
         expression = EXPRESSION.fullmatch(value).group(1)
         step_env[name] = {"inputs.dumps": dumps, "inputs.args": args,
-                          "inputs.format": fmt}[expression]
+                          "inputs.format": fmt, "inputs.output": output}[expression]
     # as GitHub runs a `shell: bash` step: bash --noprofile --norc -eo pipefail {0}
     return subprocess.run([bash, "--noprofile", "--norc", "-eo", "pipefail", "-c",
                            step["run"]], cwd=cwd, env=step_env, capture_output=True,
@@ -157,4 +159,36 @@ def test_action_passes_the_dumps_after_the_options_and_a_double_dash():
     """The step's command line: options, then ``--``, then the dumps."""
     run = check_step(load_action())["run"]
     command = [line.strip() for line in run.splitlines() if line.strip().startswith("tieeval")]
-    assert command == ['tieeval check "${args[@]}" --format "$TIEEVAL_FORMAT" -- "${dumps[@]}"']
+    assert command == ['tieeval check "${args[@]}" --format "$TIEEVAL_FORMAT" "${output[@]}" '
+                       '-- "${dumps[@]}"']
+
+
+def test_action_writes_a_junit_report_to_the_output_file(runner_env, tmp_path):
+    """``format: junit`` with ``output:``: the report goes to the file (the step log gets
+    none of it), one test suite per dump, the tied dump's checks failed and the tie-free
+    dump's passed, and the step still fails with exit code 1."""
+    from xml.etree import ElementTree
+    env, summary = runner_env
+    for name in ("sigmoid_saturated.parquet", "tie_free.parquet"):
+        shutil.copy(os.path.join(ROOT, "sample_scores", name), tmp_path / name)
+    result = run_check_step(env, "sigmoid_saturated.parquet tie_free.parquet",
+                            "--max-tie-decided 5%", "junit", cwd=tmp_path,
+                            output="reports/tieeval check.xml")
+    assert result.returncode == 2 and "reports" in result.stderr  # no such folder
+    (tmp_path / "reports").mkdir()
+    result = run_check_step(env, "sigmoid_saturated.parquet tie_free.parquet",
+                            "--max-tie-decided 5%", "junit", cwd=tmp_path,
+                            output="reports/tieeval check.xml")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    root = ElementTree.parse(tmp_path / "reports" / "tieeval check.xml").getroot()
+    suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
+    assert set(suites) == {"sigmoid_saturated.parquet", "tie_free.parquet"}
+    tied, free = suites["sigmoid_saturated.parquet"], suites["tie_free.parquet"]
+    # a tie-free dump has no tie to decide anything; the saturated one's HR@1 is decided
+    # by the tie-break in most rows (its positive ties with the top score)
+    assert free.findall(".//failure") == [] and int(free.get("failures")) == 0
+    assert tied.findall(".//failure") and int(tied.get("failures")) == len(
+        tied.findall(".//failure"))
+    assert len(tied.findall("testcase")) == len(free.findall("testcase")) > 0
+    assert not summary.exists()  # only format github appends to the job summary
