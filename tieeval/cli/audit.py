@@ -68,9 +68,11 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
     \b
     Examples:
       tieeval audit sample_scores/*.parquet --claims sample_scores/claims.csv
-      tieeval audit runs/*/*.npz --claims table2.csv --template '{method}/{dataset}_{task}_seed{seed}.npz'
-      tieeval audit ConsRec.npz --meta method=ConsRec --meta dataset=Mafengwo --claims c.csv
-    """  # noqa: E501 - the --help epilog's example lines are shown unwrapped (\b)
+      tieeval audit runs/*/*.npz --claims table2.csv \\
+        --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval audit ConsRec.npz --meta method=ConsRec --meta dataset=Mafengwo \\
+        --claims c.csv
+    """
     claims = read_claims(claims_path)
     if not claims:
         raise InputError(f"{claims_path}: no claims (only a header)")

@@ -165,7 +165,8 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
       tieeval check scores.npz --max-change NDCG@10=5% --min NDCG@10=0.30
       tieeval check scores.npz --max-gap HR@1=0.01 --max-tie-frequency 10%
       tieeval check runs/*.parquet --max-positive-tie-frequency 5% --format github
-      tieeval check signed.npz -m SNDCG@10 --gamma 0 0.5 1 --min 'SNDCG@10[gamma=0.5]=0.2'
+      tieeval check signed.npz -m SNDCG@10 --gamma 0 0.5 1 \\
+        --min 'SNDCG@10[gamma=0.5]=0.2'
 
     Exit codes: 0 every check passed; 1 a check failed; 2 usage or input error;
     3 internal error.

@@ -28,12 +28,11 @@ from tieeval.metrics.metric import (
     family,
     parse_metric_list,
 )
-from tieeval.metrics.registry import aliases, check_k, metric_names
+from tieeval.metrics.registry import check_k
 from tieeval.metrics.spellings import (
     RELSTRING,
     asks_relstring,
     asks_runid,
-    spellings_text,
     trec_printed_name,
 )
 from tieeval.records.results import ORIGINAL_RULES
@@ -247,13 +246,11 @@ class LazyHelpOption(click.Option):
 
 
 def _metric_help() -> str:
-    return ("Metric to report, repeatable, case-insensitive (e.g. -m NDCG@10 "
-            f"-m MRR -m V-AUC); names: {', '.join(metric_names())}; aliases: "
-            f"{', '.join(aliases())}; also {spellings_text()}; see "
-            "docs/metric-names.md. Overrides "
-            "--k. Default: HR@K, NDCG@K per --k and MRR; for dumps with "
-            "relevance labels or TREC runs HR@K, Recall@K, NDCG@K per --k, MRR "
-            "and MAP.")
+    return ("Metric to report, repeatable, case-insensitive, e.g. -m NDCG@10 -m MRR "
+            "-m V-AUC, or in trec_eval's (ndcg_cut_10) or ir_measures' (nDCG@10) "
+            "names; every name is in docs/metric-names.md. Overrides --k. Default: "
+            "HR@K, NDCG@K per --k and MRR (labelled dumps and TREC runs: also "
+            "Recall@K and MAP).")
 
 
 def metric_options(f):

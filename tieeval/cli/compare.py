@@ -92,13 +92,15 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
     \b
     Examples:
       tieeval compare scores.parquet --k 1 5 10
-      tieeval compare runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
-      tieeval compare runs/*/*.npz --table 1 -m HR@1 -m HR@5 -m NDCG@5 --format latex
+      tieeval compare runs/*/*.npz \\
+        --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval compare runs/*/*.npz --table 1 -m HR@1 -m NDCG@5 --format latex
       tieeval compare run1.npz run2.npz --format json | jq '.groups[].metrics[0]'
       tieeval compare runs/*/*.npz --plot figure1.png
-      tieeval compare scores.npz --cast bfloat16     (what-if: ties at lower precision)
+      tieeval compare scores.npz --cast bfloat16   (what-if: lower precision)
       tieeval compare scores.npz --original stable --per-instance rows.parquet
-      tieeval compare --qrels qrels.txt run.txt -m P.5,10 -m ndcg_cut_10 --format trec_eval
+      tieeval compare --qrels qrels.txt run.txt -m P.5,10 -m ndcg_cut_10 \\
+        --format trec_eval
     """
     inputs = [*files, read_kwargs.get("qrels")]  # never overwritten by an output
     if plot == STDOUT:

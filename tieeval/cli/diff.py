@@ -84,9 +84,11 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     \b
     Examples:
       tieeval diff baseline.parquet new.parquet --k 1 5 10
-      tieeval diff A.npz B.npz -m NDCG@10 --permutations 100000 --seed 7 --format json
+      tieeval diff A.npz B.npz -m NDCG@10 --permutations 100000 --seed 7 \\
+        --format json
       tieeval diff A.npz B.npz --cast float32
-      tieeval diff baseline.parquet new.parquet --fail-if-worse NDCG@10 --fail-if-worse HR@1
+      tieeval diff baseline.parquet new.parquet \\
+        --fail-if-worse NDCG@10 --fail-if-worse HR@1
 
     Exit codes: 0 compared (and no --fail-if-worse metric significantly worse); 1 B is
     significantly worse on a --fail-if-worse metric; 2 usage or input error; 3 internal
@@ -136,7 +138,8 @@ def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
 
     \b
     Examples:
-      tieeval rank runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval rank runs/*/*.npz \\
+        --template '{method}/{dataset}_{task}_seed{seed}.npz'
       tieeval rank sample_scores/*.parquet -m HR@1 -m NDCG@10 --format markdown
     """
     what_if = what_if_of(None, cast, tolerance)

@@ -37,7 +37,8 @@ def ties(files, fmt, meta, template, seed_std, k_values, metrics, quiet, **read_
 
     \b
     Examples:
-      tieeval ties runs/*/*.npz --template '{method}/{dataset}_{task}_seed{seed}.npz'
+      tieeval ties runs/*/*.npz \\
+        --template '{method}/{dataset}_{task}_seed{seed}.npz'
       tieeval ties sample_scores/*.parquet --format markdown
     """
     runs = evaluate_labelled(files, chosen_metrics(k_values, metrics), meta=meta,
