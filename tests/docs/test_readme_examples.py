@@ -273,6 +273,9 @@ def user_files(tmp_path, monkeypatch):
                 if d % 3 == 0:
                     qrels.write(f"q{q} 0 d{d} {rng.integers(0, 3)}\n")
             qrels.write(f"q{q} 0 d99 1\n")  # a relevant document the run did not retrieve
+    # a score matrix and its labels in two .npy files (--labels)
+    np.save("scores.npy", tied(50, 20))
+    np.save("labels.npy", graded)
     return tmp_path
 
 

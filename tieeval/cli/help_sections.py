@@ -16,7 +16,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Ranking rule and convention", ("--original", "--convention")),
     ("Relevance", (
         "--qrels", "--missing-queries", "--judged-only", "--relevance-level", "--depth",
-        "--no-relevant", "--both", "--labels-column", "--positives-column",
+        "--no-relevant", "--both", "--labels", "--labels-column", "--positives-column",
         "--negatives-column", "--items-column")),
     ("Checks (a failed check exits 1)", (
         "--max-change", "--max-inflation", "--max-change-sigma", "--max-spread",

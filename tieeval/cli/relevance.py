@@ -112,6 +112,12 @@ def relevance_options(f):
                      help="TREC qrels: every FILE is then a TREC run (qid Q0 docno rank "
                           "score tag), one row per query; 'original' is trec_eval's order "
                           "(score, then docno, descending).")(f)
+    f = click.option("--labels", "labels_file", type=click.Path(dir_okay=False),
+                     default=None, metavar="FILE.npy", callback=file_only,
+                     help="Relevance labels from a separate .npy (np.save), one per "
+                          "score: an (instances, candidates) array aligned with each "
+                          "FILE's rows and columns; >0 relevant with that gain, 0 "
+                          "unobserved, <0 explicit negative.")(f)
     for kind, what in (("items", "candidate ids, for the duplicate check"),
                        ("negatives", "per-row column indices of explicit negatives"),
                        ("positives", "per-row column indices of relevant candidates"),
@@ -130,7 +136,8 @@ def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
               "items": kwargs.pop("items_column", "items"),
               "qrels": kwargs.pop("qrels", None),
               "missing_queries": kwargs.pop("missing_queries", None),
-              "judged_only": kwargs.pop("judged_only", False)}
+              "judged_only": kwargs.pop("judged_only", False),
+              "labels_file": kwargs.pop("labels_file", None)}
     if fields["qrels"] is None:
         given = [name for name, on in (("--missing-queries", fields["missing_queries"]),
                                        ("--judged-only", fields["judged_only"])) if on]

@@ -126,6 +126,10 @@ class EvalOptions:
         check_nan_policy(self.nan_policy)
         check_engine(self.engine)
         self._check_spark_conf()
+        if self.engine == "spark" and getattr(self.read, "labels_file", None) is not None:
+            raise EngineRefusal(f"{self._spell('labels_file') if not self.cli else '--labels'}"
+                                " is read by the local engine only: drop "
+                                f"{self._spell('engine', 'spark')}")
         if self.original is not None:
             check_rule(self.original)
         if self.what_if is not None and not self.what_if.active:

@@ -384,7 +384,9 @@ class RelevanceReadOptions(ReadOptions):
     ``judged_only``, the top N lines of each query in trec_eval's order are kept before
     the unjudged ones leave; ``trec_grades`` (set by the request under a trec_eval
     convention, its name): the qrels grades are read as trec_eval reads them, with C's
-    ``atol`` (``2.9`` -> 2), instead of as written.
+    ``atol`` (``2.9`` -> 2), instead of as written. ``labels_file``: an ``.npy`` file of
+    relevance labels aligned with a wide dump's scores (``--labels``,
+    :mod:`tieeval.io.labels_file`).
     """
 
     labels: str = "labels"
@@ -396,6 +398,7 @@ class RelevanceReadOptions(ReadOptions):
     judged_only: bool = False
     judged_depth: int | None = None
     trec_grades: str | None = None
+    labels_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ def open_dump(path: str, options: ReadOptions | None = None) -> Dump:
     options = options or ReadOptions()
     chosen = readers.chosen_by(options)
     if chosen is not None:
+        if getattr(options, "labels_file", None) is not None:
+            raise ParameterError("--labels does not apply to TREC runs (the qrels give "
+                                 "their relevance)")
         return chosen.open(os.fspath(path), options)
     from tieeval.io.relevance import with_relevance
     return with_relevance(_open_scores(path, options), options)

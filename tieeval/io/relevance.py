@@ -71,7 +71,17 @@ def _check_renamed(path: str, names: dict, available) -> None:
 
 
 def with_relevance(dump: Dump, options: ReadOptions) -> Dump:
-    """``dump`` (as its reader opened it) with any relevance fields it carries attached."""
+    """``dump`` (as its reader opened it) with any relevance fields it carries attached,
+    and the labels of ``options.labels_file`` when it is set."""
+    labels_file = getattr(options, "labels_file", None)
+    dump = _with_own_fields(dump, options)
+    if labels_file is None:
+        return dump
+    from tieeval.io.labels_file import with_labels_file
+    return with_labels_file(dump, labels_file, options)
+
+
+def _with_own_fields(dump: Dump, options: ReadOptions) -> Dump:
     from tieeval.io.readers import reader
     if dump.layout != "wide":
         return dump

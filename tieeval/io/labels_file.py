@@ -1,0 +1,210 @@
+"""Relevance labels from a separate ``.npy`` file (``--labels FILE.npy``,
+``RelevanceReadOptions(labels_file=...)``).
+
+A score matrix saved on its own (``np.save("scores.npy", scores)``) has nowhere to keep
+its labels; the labels saved beside it (``np.save("labels.npy", labels)``) are then given
+by path. The file holds one label per candidate, an ``(instances, candidates)`` array
+aligned with the scores' rows and columns, as a dump's own ``labels`` field
+(:mod:`tieeval.io.relevance`): ``label > 0`` relevant with that gain, ``0`` unobserved,
+``< 0`` an explicit negative; integers, floats or booleans, finite. Its rows are read by
+positioned reads beside each batch of scores (any range on its own, in any thread or
+worker process), never loaded whole.
+
+Checked when the dump is opened: the file is a plain ``.npy`` array (never unpickled) of
+that dtype, 2-D, with as many rows as the dump; the dump is in the wide layout and gives
+no relevance of its own (a ``labels`` / ``positives`` / ``negatives`` field, a single
+``positive`` field or ``--positive-index``). Each batch checks its rows' candidate count
+and that its labels are finite.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Iterator
+
+import numpy as np
+
+from tieeval.errors import InputError
+from tieeval.io.base import Dump, LabelledDump, RelevanceInfo, not_found, require_regular_file
+from tieeval.records.batch import Batch
+
+OPTION = "--labels"
+
+
+def open_labels(path: str):
+    """The :class:`~tieeval.io.npy.ArraySpec` of the labels file at ``path``, checked: a
+    plain 2-D ``.npy`` array of numbers or booleans that fills the file."""
+    from tieeval.io.npy import (
+        ArraySpec,
+        _check_extent,
+        _check_no_trailing,
+        _load_error,
+        _npy_header,
+    )
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise not_found(path)
+    require_regular_file(path)
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(6) != b"\x93NUMPY":
+                fh.seek(0)
+                try:
+                    np.load(fh, allow_pickle=False)
+                except (ValueError, OSError, EOFError) as exc:
+                    raise _load_error(path, exc) from None
+                raise InputError(f"{path}: {OPTION} takes a single .npy array (np.save), "
+                                 "not an .npz archive")
+            fh.seek(0)
+            dtype, shape, fortran = _npy_header(fh, path, "the labels")
+            offset = fh.tell()
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if dtype.kind not in "biuf":
+        raise InputError(f"{path}: {OPTION} needs labels that are numbers or booleans, got "
+                         f"{dtype}")
+    if len(shape) != 2:
+        raise InputError(f"{path}: {OPTION} needs a 2-D (instances, candidates) array, "
+                         f"one label per score, got shape {shape}")
+    spec = ArraySpec(path, offset, dtype, shape, fortran)
+    _check_extent(path, spec, size)
+    _check_no_trailing(path, spec, size, "the file")
+    return spec
+
+
+def with_labels_file(dump: Dump, labels: str, options) -> Dump:
+    """``dump`` whose batches carry the labels of the ``.npy`` file ``labels``."""
+    spec = open_labels(labels)
+    if dump.layout != "wide":
+        raise InputError(f"{dump.path}: {OPTION} applies to wide dumps (a row of scores per "
+                         "instance); a long-layout dump has its labels in its label column")
+    own = getattr(dump, "relevance", None)
+    if own is not None and own.source is not None:
+        name = next((f for f in own.fields if f != "items"), own.source)
+        raise InputError(f"{dump.path}: has its own relevance field '{name}'; give "
+                         f"relevance one way (drop {OPTION} or the field)")
+    if options.positive_index is not None:
+        raise InputError(f"{dump.path}: --positive-index does not apply with {OPTION} (the "
+                         "labels say which candidates are relevant)")
+    if options.positive in _stored_fields(dump):
+        raise InputError(f"{dump.path}: has a single-positive field '{options.positive}'; "
+                         f"give relevance one way (drop {OPTION} or the field)")
+    rows = int(spec.shape[0])
+    if dump.rows is not None and dump.rows != rows:
+        raise InputError(f"{labels}: {rows} rows of labels, but {dump.path} has "
+                         f"{dump.rows} instances (the labels align with the scores' rows)")
+    source = LabelsFile(labels, spec, dump.path)
+    info = RelevanceInfo("labels", items=bool(own is not None and own.items),
+                         original=own.original if own is not None else "argsort",
+                         fields=(*(own.fields if own is not None else ()), labels))
+    values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
+    values.pop("relevance", None)  # a LabelledDump's (items only), replaced by ``info``
+    values["nbytes"] = dump.nbytes + os.path.getsize(labels)
+    if dump.parts is not None:
+        part = RowsLabelsPart if all(getattr(type(p), "reads_rows", False)
+                                     for p in dump.parts) else LabelsPart
+        values["parts"] = [part(p, source) for p in dump.parts]
+    else:
+        base = dump._batches
+
+        def batches(batch_rows: int) -> Iterator[Batch]:
+            for batch in base(batch_rows):  # type: ignore[misc]
+                yield source.fill(batch)
+        values["_batches"] = batches
+    return LabelledDump(**values, relevance=info)
+
+
+def _stored_fields(dump: Dump) -> set[str]:
+    """The fields an NPZ or Parquet dump stores beside its scores (none for NPY)."""
+    if dump.format == "npz":
+        import zipfile
+        try:
+            with zipfile.ZipFile(dump.path) as archive:
+                return {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
+        except (zipfile.BadZipFile, OSError, ValueError):
+            return set()
+    if dump.format == "parquet":
+        from tieeval.io.arrow import parquet_file
+        files = [getattr(p, "path", dump.path) for p in dump.parts or []] or [dump.path]
+        try:
+            return set(parquet_file(files[0]).schema_arrow.names)
+        except (OSError, ValueError, ImportError):  # the reader opened it already
+            return set()
+    return set()
+
+
+@dataclass(frozen=True)
+class LabelsFile:
+    """The labels file of a dump: its rows read beside each batch of scores."""
+
+    path: str
+    spec: Any  # tieeval.io.npy.ArraySpec
+    dump: str  # the dump's path, for messages
+
+    def fill(self, batch: Batch) -> Batch:
+        """``batch`` with ``labels`` set from the same rows of the file, checked."""
+        lo, hi = batch.start, batch.start + batch.rows
+        rows, cols = (int(n) for n in self.spec.shape)
+        if hi > rows:
+            raise InputError(f"{self.path}: {rows} rows of labels, but {self.dump} has more "
+                             "instances (the labels align with the scores' rows)")
+        lengths = batch.lengths()
+        bad = np.flatnonzero(lengths != cols)
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{self.path}: {cols} labels per row, but {self.dump} row "
+                             f"{lo + i} has {int(lengths[i])} candidates (the labels align "
+                             "with the scores' columns)")
+        with self.spec.reader() as reader:
+            values = reader.rows(lo, hi)
+        if values.dtype.kind == "f":
+            finite = np.isfinite(values)
+            if not finite.all():
+                flat = int(np.flatnonzero(~finite.reshape(-1))[0])
+                raise InputError(f"{self.path}: row {lo + flat // max(1, cols)}: label "
+                                 f"{values.reshape(-1)[flat]} (labels must be finite)")
+        batch.labels = values if batch.offsets is None else values.reshape(-1)
+        return batch
+
+
+@dataclass(frozen=True)
+class LabelsPart:
+    """A part of the scores (``base``) whose batches gain the labels file's rows; its
+    rows, size, path and anything else a part offers are ``base``'s."""
+
+    base: Any
+    source: LabelsFile
+
+    @property
+    def rows(self) -> int:
+        return self.base.rows
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes
+
+    @property
+    def path(self) -> str:
+        return self.base.path
+
+    def __getattr__(self, name):
+        if name in ("base", "source"):  # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        for batch in self.base.batches(batch_rows):
+            yield self.source.fill(batch)
+
+
+@dataclass(frozen=True)
+class RowsLabelsPart(LabelsPart):
+    """:class:`LabelsPart` of a part that reads any range of rows on its own (as the
+    labels file does): the pass may run as independent tasks (Dump.batch_tasks)."""
+
+    reads_rows = True
+
+    def read_rows(self, lo: int, hi: int) -> Batch:
+        return self.source.fill(self.base.read_rows(lo, hi))
