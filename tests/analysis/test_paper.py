@@ -318,6 +318,40 @@ def test_plot_text_stays_inside_the_figure_and_tick_labels_apart(sizes, n_panels
             (p.top_tie_size, 100.0 * p.inflation) for p in points]
 
 
+@pytest.mark.parametrize("points", [
+    # tie-free methods all at tie size 1 without inflation, and one tied method
+    [("AGREE", 1.0, 0.0), ("HyperGroup", 1.0, 0.0), ("ConsRec", 1.93, 0.0),
+     ("GroupIM", 2.97, 0.32)],
+    # near but not on one spot, and three on one
+    [("A-tie-free", 1.0, 0.0), ("B-tie-free", 1.0, 0.0), ("C-tie-free", 1.0, 0.0),
+     ("near-one", 1.05, 0.004), ("tied", 4.0, 0.2), ("tied-too", 4.2, 0.21)],
+])
+def test_plot_labels_never_overprint(points):
+    """Every method is named once, and no two labels of a panel overlap, measured by
+    matplotlib's own renderer on the drawn figure."""
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from tieeval.records.paper import FigurePanel, FigurePoint
+    from tieeval.report.plot import figure1_figure
+
+    panel = FigurePanel("group", "Mafengwo", [FigurePoint(m, size, inflation, 2)
+                                              for m, size, inflation in points], 0.8)
+    fig = figure1_figure([panel, panel])
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    _figure_texts_fit(fig)
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if t.get_visible() and t.get_text()]
+        named = [name.strip() for t in labels for name in t.get_text().replace("\n", " ")
+                 .split(",")]
+        assert sorted(named) == sorted(m for m, _, _ in points)
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0, (a, b)
+
+
 def test_plot_without_matplotlib_is_a_clear_error(tmp_path, study, monkeypatch):
     files = _write_study(tmp_path, study)
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:

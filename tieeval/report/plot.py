@@ -91,13 +91,8 @@ def figure1_figure(panels: list[FigurePanel]):
         ax.margins(x=0.12, y=0.15)
         if xs:
             _tie_size_ticks(ax, min(xs), max(xs))
-        mid = math.sqrt(math.prod(ax.get_xlim()))  # the middle of the log axis
-        for p, x, y in zip(panel.points, xs, ys):
-            # labels of points right of the middle go to their left, so none crosses the frame
-            right = x > mid
-            ax.annotate(_short(escape(p.method, "plot")), (x, y), textcoords="offset points",
-                        xytext=(-4 if right else 4, 4), ha="right" if right else "left",
-                        fontsize=8)
+        _label_points(ax, fig, [_short(escape(p.method, "plot")) for p in panel.points],
+                      xs, ys)
         ax.set_xlabel("Avg. top-score tie size (log scale)")
         ax.set_ylabel("Inflation: mean relative drop (%)")
         title = _short(escape(setting_title(panel.task, panel.dataset), "plot"), TITLE_CHARS)
@@ -107,6 +102,71 @@ def figure1_figure(panels: list[FigurePanel]):
     fig.suptitle(_wrap_to_width(SUPTITLE, fig.get_figwidth(), SUPTITLE_SIZE),
                  fontsize=SUPTITLE_SIZE)
     return fig
+
+
+LABEL_SIZE = 8.0  # points
+# points closer than this (a fraction of the axes, about a marker's width) share one label
+_SAME_SPOT = 0.03
+
+
+def _label_points(ax, fig, names: list[str], xs: list[float], ys: list[float]) -> None:
+    """Name each point beside it without two labels overprinting: points on one spot
+    (several tie-free methods at tie size 1 and no inflation) share one label listing
+    them; a label that would cover another goes below its point, or further up, in the
+    first free place. Places are estimated in axes fractions from the label's length,
+    before matplotlib lays the figure out (the axes keep about their size)."""
+    if not xs:
+        return
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    span = math.log(x1 / x0) or 1.0
+    us = [math.log(x / x0) / span for x in xs]
+    vs = [(y - y0) / ((y1 - y0) or 1.0) for y in ys]
+    groups: list[list[int]] = []
+    for i in sorted(range(len(xs)), key=lambda i: (us[i], vs[i])):
+        for group in groups:
+            j = group[0]
+            if abs(us[i] - us[j]) < _SAME_SPOT and abs(vs[i] - vs[j]) < _SAME_SPOT:
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    box = ax.get_position()
+    width_pt = box.width * fig.get_figwidth() * 72.0
+    height_pt = box.height * fig.get_figheight() * 72.0
+    placed: list[tuple[float, float, float, float]] = []
+    mid = math.sqrt(x0 * x1)  # the middle of the log axis
+    for group in sorted(groups, key=lambda g: -vs[g[0]]):
+        i = group[0]
+        text = "\n".join(textwrap.wrap(", ".join(names[j] for j in sorted(group)), LABEL_CHARS,
+                                        break_long_words=False)) or names[i]
+        lines = text.split("\n")
+        w = len(max(lines, key=len)) * _CHAR_EM * LABEL_SIZE / width_pt
+        h = len(lines) * 1.25 * LABEL_SIZE / height_pt
+        # labels of points right of the middle go to their left, so none crosses the frame
+        right = xs[i] > mid
+        left_edge = us[i] - w - 4 / width_pt if right else us[i] + 4 / width_pt
+        choice = None
+        for up, steps in [(True, 0), (False, 0), *((True, k) for k in range(1, 6))]:
+            lift = 4 / height_pt + steps * 1.25 * LABEL_SIZE / height_pt
+            bottom = vs[i] + lift if up else vs[i] - lift - h
+            spot = (left_edge, bottom, left_edge + w, bottom + h)
+            if not any(_overlap(spot, other) for other in placed):
+                choice = (up, steps, spot)
+                break
+        if choice is None:
+            choice = (True, 0, (left_edge, vs[i], left_edge + w, vs[i] + h))
+        up, steps, spot = choice
+        placed.append(spot)
+        dy = 4 + steps * 1.25 * LABEL_SIZE
+        ax.annotate(text, (xs[i], ys[i]), textcoords="offset points",
+                    xytext=(-4 if right else 4, dy if up else -dy),
+                    ha="right" if right else "left", va="bottom" if up else "top",
+                    fontsize=LABEL_SIZE, linespacing=1.1)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
+             ) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _short(text: str, limit: int | None = None) -> str:
