@@ -6,6 +6,7 @@ labelled runs and Figure 1 inline (or a note without matplotlib); and a real bro
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -15,6 +16,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from tiers import SLOW
 
 from tieeval.cli import cli
 
@@ -213,3 +215,90 @@ def test_html_renders_in_headless_chromium(tmp_path):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1200, 2400)
     assert len(data) > 50_000  # tables and a figure, not a blank page (~10 kB)
+
+
+# Measured in the page by the browser: its width and how wide it lays out, the right edge
+# of each run table's Tie-aware heading, each paper table's box (its id, the width of its
+# content, the width shown) and the figure's right edge; written into the host page.
+PROBE = """<script>
+(function () {
+  var rect = function (e) { return e.getBoundingClientRect(); };
+  var out = {inner: window.innerWidth, page: document.documentElement.scrollWidth,
+    tie_aware: [].map.call(document.querySelectorAll("table.metrics"),
+                           function (t) { return rect(t.rows[0].cells[4]).right; }),
+    boxes: [].map.call(document.querySelectorAll(".paper-table"), function (s) {
+      var box = s.querySelector(".scroll");
+      return [s.id, box.scrollWidth, box.clientWidth, rect(box).right]; }),
+    figure: [].map.call(document.querySelectorAll("figure svg"),
+                        function (f) { return rect(f).right; })};
+  var pre = parent.document.createElement("pre");
+  pre.className = "layout";
+  pre.textContent = JSON.stringify(out);
+  parent.document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _four_methods_two_datasets(tmp_path):
+    """4 methods x 2 datasets x 2 seeds: two tie-free methods (Figure 1 draws them on one
+    spot) and two tied ones, long enough names to fill Tables 1 and 3."""
+    rng = np.random.default_rng(39)
+    paths = []
+    for method, bump, grid in (("ConsRec", 0.3, 4), ("GroupIM", 0.0, 4),
+                               ("AGREE", 0.1, 10**6), ("HyperGroup", 0.2, 10**6)):
+        for dataset in ("Mafengwo", "CAMRa2011"):
+            for seed in (1, 2):
+                scores = np.round(rng.random((60, 20)) * grid) / grid
+                scores[:, 0] += bump
+                path = tmp_path / f"{method}_{dataset}_seed{seed}.npz"
+                np.savez(path, scores=scores, method=np.array(method),
+                         dataset=np.array(dataset), task=np.array("group"),
+                         seed=np.array(str(seed)))
+                paths.append(str(path))
+    return paths
+
+
+@SLOW  # two browser runs: about 5 CPU-seconds
+def test_html_fits_a_phone_and_a_laptop_in_headless_chromium(tmp_path):
+    """At 390 px (a phone) and 1280 px (a laptop), with 4 methods x 2 datasets: the page
+    never scrolls sideways; every run table shows its Tie-aware column without scrolling;
+    at 1280 px Tables 1 and 3 fit whole, at 390 px they scroll inside their own box; the
+    figure fits. The page is laid out in an iframe of each width (a browser window is
+    never narrower than 500 px); the screenshot of both is kept for a person to look at."""
+    import html
+
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium here (.ci/run installs it)")
+    page = _compare(*_four_methods_two_datasets(tmp_path), "--format", "html")
+    probed = html.escape(page.replace("</body>", PROBE + "</body>"), quote=True)
+    widths = (390, 1280)
+    host = tmp_path / "host.html"
+    host.write_text("<!DOCTYPE html><html><body style='margin:0;display:flex'>" + "".join(
+        f'<iframe width="{w}" height="2400" style="border:0;flex:none" srcdoc="{probed}">'
+        "</iframe>" for w in widths) + "</body></html>", encoding="utf-8")
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--no-first-run", "--disable-extensions", "--user-data-dir=" + str(tmp_path / "p"),
+             "--window-size=1700,2400"]
+    dom = subprocess.run([*flags, "--dump-dom", host.as_uri()], capture_output=True,
+                         text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = [json.loads(html.unescape(m))
+             for m in re.findall(r'<pre class="layout">(.*?)</pre>', dom.stdout)]
+    layouts = {m["inner"]: m for m in found}
+    assert sorted(layouts) == list(widths), found
+    for width, m in layouts.items():
+        assert m["page"] <= width, (width, m["page"])  # no sideways scroll
+        assert len(m["tie_aware"]) == 16 and max(m["tie_aware"]) <= width, (width, m)
+        assert [b[0] for b in m["boxes"]] == ["table1", "table3", "table4"]
+        assert all(right <= width for _, _, _, right in m["boxes"]), (width, m["boxes"])
+        assert m["figure"] and max(m["figure"]) <= width
+    for name, content, shown, _ in layouts[1280]["boxes"]:
+        assert content <= shown, (name, content, shown)  # whole, no scrolling
+    narrow = {name: (content, shown) for name, content, shown, _ in layouts[390]["boxes"]}
+    assert narrow["table3"][0] > narrow["table3"][1]  # wider: it scrolls in its box
+    png = tmp_path / "layout.png"
+    shot = subprocess.run([*flags, f"--screenshot={png}", host.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

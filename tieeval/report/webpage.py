@@ -36,26 +36,45 @@ from tieeval.util.escaping import escape
 
 PAPER_TABLES = (1, 3, 4)
 
+# The page never scrolls sideways: a table wider than the screen scrolls inside its own
+# box (.scroll), its first column staying in view; a value's "± sd" goes under the value
+# when the column is short of room, and long names (paths) break anywhere. On a phone
+# (40em and less) the margins and cells are tighter, so that a run's table shows its
+# Tie-aware column without scrolling at 390 px.
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
        max-width: 96em; padding: 0 1.5em; color: #1b1f24; line-height: 1.4; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
 h3 { font-size: 1.05em; margin-top: 1.5em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e4e8ec; white-space: nowrap; }
+h1, h2, h3, p, figcaption, footer { overflow-wrap: anywhere; }
+table { border-collapse: separate; border-spacing: 0; margin: 0.6em 0;
+        font-variant-numeric: tabular-nums; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e4e8ec; }
+.paper-table table { font-size: 0.92em; }
+.paper-table th, .paper-table td { padding: 0.25em 0.35em; }
+.w { white-space: nowrap; }
+td { white-space: nowrap; }
+td.num { white-space: normal; }
+.sd { white-space: nowrap; }
 th { background: #f4f6f8; font-weight: 600; text-align: center; }
 td { text-align: right; }
 td.label, th.label { text-align: left; }
 tr.task td { font-weight: 600; text-align: left; background: #fafbfc; }
-caption { caption-side: top; text-align: left; font-weight: 600; padding: 0.3em 0;
-          white-space: nowrap; }
+caption { caption-side: top; text-align: left; font-weight: 600; padding: 0.3em 0; }
 p.note, p.caption { color: #57606a; font-size: 0.9em; margin: 0.3em 0; }
 p.what-if { border: 2px solid #bf8700; background: #fff8c5; padding: 0.6em; font-weight: 600; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table.metrics .label:first-child { position: sticky; left: 0; z-index: 1; }
+table.metrics td.label:first-child { background: #fff; }
 figure { margin: 1em 0; }
 figure svg { max-width: 100%; height: auto; }
 footer { margin-top: 3em; color: #57606a; font-size: 0.85em; }
+@media (max-width: 40em) {
+  body { margin: 1em auto; padding: 0 0.6em; }
+  table { font-size: 0.85em; }
+  th, td, .paper-table th, .paper-table td { padding: 0.2em 0.3em; }
+}
 """
 
 
@@ -63,12 +82,25 @@ def _e(text) -> str:
     return escape(text, "html")
 
 
+def _head(text) -> str:
+    """A column heading, free to wrap between its words but not inside one (Tie-aware)."""
+    return " ".join(f'<span class="w">{_e(word)}</span>' for word in str(text).split(" "))
+
+
+def _cell_text(text: str) -> str:
+    """A figure's text, its ``± sd`` (if any) kept whole and free to go under the value."""
+    value, sep, sd = str(text).partition(" ± ")
+    if not sep:
+        return _e(text)
+    return f'{_e(value)} <span class="sd">± {_e(sd)}</span>'
+
+
 def _value_attr(value: float | None) -> str:
     return "" if value is None else f' data-value="{value!r}"'
 
 
 def _metric_table(run: RunResult) -> str:
-    head = "".join((f'<th class="label">{_e(h)}</th>' if i == 0 else f"<th>{_e(h)}</th>")
+    head = "".join((f'<th class="label">{_e(h)}</th>' if i == 0 else f"<th>{_head(h)}</th>")
                    for i, h in enumerate(METRIC_HEADERS))
     rows = []
     for row, (name, *texts) in zip(run.metrics, metric_cells(run)):
@@ -76,7 +108,8 @@ def _metric_table(run: RunResult) -> str:
         values = (row.original, row.first, row.last, row.tie_aware,
                   row.change_original_to_tie_aware, row.change_first_to_last)
         cells = [f'<td class="label" data-metric="{_e(row.label)}">{_e(name)}</td>']
-        cells += [f"<td{_value_attr(value)}{sd if i == 3 else ''}>{text}</td>"
+        cells += [f'<td class="num"{_value_attr(value)}{sd if i == 3 else ""}>'
+                  f"{_cell_text(text)}</td>"
                   for i, (value, text) in enumerate(zip(values, texts))]
         rows.append(f'<tr data-gamma="{_e(getattr(row, "gamma", None))}">'
                     + "".join(cells) + "</tr>")
@@ -87,8 +120,8 @@ def _metric_table(run: RunResult) -> str:
 def _tie_table(run: RunResult) -> str:
     rows = "".join(f'<tr><td class="label">{_e(label)}</td><td>{_e(value)}</td></tr>'
                    for label, value in tie_rows(run))
-    return (f'<table class="ties"><caption>Tie statistics</caption><tbody>{rows}</tbody>'
-            "</table>")
+    return (f'<div class="scroll"><table class="ties"><caption>Tie statistics</caption>'
+            f"<tbody>{rows}</tbody></table></div>")
 
 
 def _run_section(run: RunResult) -> str:
@@ -106,10 +139,10 @@ def paper_table_html(table: PaperTable, show_std: bool = True) -> str:
     width = len(lead) + per * len(table.methods)
     top = "".join(f'<th class="label" rowspan="{2 if per > 1 else 1}">{_e(h)}</th>'
                   for h in lead)
-    top += "".join(f'<th colspan="{per}">{_e(m)}</th>' for m in table.methods)
+    top += "".join(f'<th colspan="{per}">{_head(m)}</th>' for m in table.methods)
     heads = f"<tr>{top}</tr>"
     if per > 1:
-        heads += "<tr>" + "".join(f"<th>{_e(c.title)}</th>" for c in table.columns) \
+        heads += "<tr>" + "".join(f"<th>{_head(c.title)}</th>" for c in table.columns) \
             * len(table.methods) + "</tr>"
     body = []
     for kind, item in _body(table, show_std, "±", MISSING):
@@ -117,7 +150,7 @@ def paper_table_html(table: PaperTable, show_std: bool = True) -> str:
             body.append(f'<tr class="task"><td colspan="{width}">{_e(item)}</td></tr>')
         elif kind == "row":
             cells = [f'<td class="label">{_e(c)}</td>' for c in item[:len(lead)]]
-            cells += [f"<td>{_e(c)}</td>" for c in item[len(lead):]]
+            cells += [f'<td class="num">{_cell_text(c)}</td>' for c in item[len(lead):]]
             body.append("<tr>" + "".join(cells) + "</tr>")
     notes_html = "".join(f'<p class="note">{_e(n)}</p>' for n in notes(table, show_std))
     return (f'<section class="paper-table" id="table{table.number}">'
