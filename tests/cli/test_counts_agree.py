@@ -74,3 +74,21 @@ def test_a_ranking_of_one_is_singular():
     two = invoke("rank", SATURATED, TIE_FREE, "-m", "HR@1", "-m", "HR@5", "--format",
                  "markdown")
     assert re.search(r"in \d of 2 rankings\.", two.stdout), two.stdout
+
+
+def test_one_instance_and_one_claim_are_singular(tmp_path):
+    import numpy as np
+    one = tmp_path / "one.npy"
+    np.save(one, np.array([[0.9, 0.5, 0.5]]))
+    out = invoke("compare", one, "-m", "HR@1")
+    assert out.exit_code == 0, out.output
+    assert "1 instance × 3 candidates" in out.stdout
+    diff = invoke("diff", one, one, "-m", "HR@1")
+    assert diff.exit_code == 0, diff.output
+    assert "1 instance, matched by row order" in diff.stdout
+    _no_bad_plural(diff.stdout.replace("0 of 1 ", ""))
+    claims = tmp_path / "claims.csv"
+    claims.write_text("method,dataset,task,metric,k,value\none,toy,user,HR,1,1.0\n")
+    audit = invoke("audit", one, "--meta", "dataset=toy", "--meta", "task=user",
+                   "--claims", claims)
+    assert " of 1 claim flagged" in audit.stdout, audit.output

@@ -237,7 +237,8 @@ class RunResult(RunLabelled):
                   "trec": "TREC run and qrels", "positive": "one positive per row"}.get(
                       rel["source"], rel["source"])]
         if rel["subset"] == "both":
-            parts.append(f"Both P&N subset: {rel['instances_in_subset']} instances")
+            n = rel["instances_in_subset"]
+            parts.append(f"Both P&N subset: {n} instance{'' if n == 1 else 's'}")
         if rel["source"] == "trec":
             parts.append("Original = trec_eval's order (score, then docno, descending)")
             queries = rel.get("queries")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tieeval.records.audit import FLAGGED, UNMATCHED, VERDICTS, AuditItem, AuditResult
 from tieeval.records.results import environment
 from tieeval.report.format import (
+    counted,
     csv_text,
     fmt_value,
     json_text,
@@ -63,7 +64,7 @@ def summary(items: list[AuditItem]) -> str:
     n = counts(items)
     judged = len(items) - n[UNMATCHED]
     flagged = sum(n[v] for v in FLAGGED)
-    text = (f"{flagged} of {judged} claims flagged ({n['impossible']} impossible, "
+    text = (f"{flagged} of {counted(judged, 'claim')} flagged ({n['impossible']} impossible, "
             f"{n['tie-break only']} tie-break only); {n['consistent']} consistent")
     if n[UNMATCHED]:
         text += f"; {n[UNMATCHED]} unmatched (ignored)"

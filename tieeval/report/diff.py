@@ -103,7 +103,7 @@ def describe_sides(result: DiffResult) -> list[str]:
         lines.append(f"{key} = {side.path}{name}")
     how = ("matched by instance id" if result.alignment == "instance"
            else "matched by row order")
-    lines.append(f"{result.instances} instances, {how}")
+    lines.append(f"{counted(result.instances, 'instance')}, {how}")
     return lines
 
 

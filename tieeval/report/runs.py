@@ -10,6 +10,7 @@ from typing import Iterable
 
 from tieeval.records.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 from tieeval.report.format import (
+    counted,
     csv_text,
     fmt_change,
     fmt_count,
@@ -81,7 +82,8 @@ def describe_run(run: RunResult) -> str:
              else f"{run.candidates_min}–{run.candidates_max}")
     # labelled dumps and TREC runs (tieeval.kernels.general)
     note = getattr(run, "caption_note", "")
-    return f"{run.instances} instances × {cands} candidates, {run.dtype}{note}"
+    noun = "candidate" if run.candidates_max == 1 else "candidates"
+    return f"{counted(run.instances, 'instance')} × {cands} {noun}, {run.dtype}{note}"
 
 
 def original_title(rules: Iterable[str]) -> str:
