@@ -137,7 +137,7 @@ def test_average_refuses_a_labelled_and_a_single_positive_run():
     m = tied_scores(rng)
     one_hot = np.zeros(m.shape, dtype=np.int64)
     one_hot[:, 0] = 1
-    graded = tieeval.evaluate(m, k=[1], labels=one_hot, metrics=["HR@1", "NDCG@1", "MRR"])
+    graded = tieeval.evaluate(m, k=[1], labels=one_hot, metrics=["HR@1", "NDCG@1", "MRR@all"])
     graded.labels = {"method": "A"}
     single = labelled(m, 1, method="A")
     for runs in ([graded, single], [single, graded]):

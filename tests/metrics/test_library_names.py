@@ -3,6 +3,8 @@ unknown name gets the closest names in one short line."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -72,9 +74,40 @@ def test_a_family_name_without_cutoffs_is_still_refused(tmp_path):
     assert out.exit_code == 2 and "HR needs a cutoff" in out.output
     with pytest.raises(ParameterError, match="HR needs a cutoff"):
         tieeval.evaluate(np.zeros((2, 3)), metrics="HR")
-    # a name whose cutoff is optional keeps meaning the whole list
-    run = tieeval.evaluate(np.array([[0.9, 0.1, 0.5]]), metrics="MRR", k=[1, 2])
-    assert [(m.metric, m.k) for m in run.metrics] == [("MRR", None)]
+    # a name whose cutoff is optional means the whole list without k
+    run = tieeval.evaluate(np.array([[0.1, 0.9, 0.5]]), metrics="MRR")
+    assert [(m.metric, m.k, m.original) for m in run.metrics] == [("MRR", None, 1 / 3)]
+
+
+def test_k_cuts_every_measure_that_takes_a_cutoff(tmp_path):
+    # the positive (column 0) ranks 3rd of 4: RR@1 = RR@2 = 0, RR@3 = RR = 1/3; NDCG@K
+    # is 1/log2(4) from K = 3 on; AP of one positive is its RR
+    scores = np.array([[0.2, 0.9, 0.5, 0.1]])
+    run = tieeval.evaluate(scores, metrics=["MRR", "NDCG", "MAP", "MRR@all", "ndcg@ALL"],
+                           k=[2, 3])
+    got = [(m.metric, m.k, m.original) for m in run.metrics]
+    assert got == [("MRR", 2, 0.0), ("MRR", 3, 1 / 3), ("NDCG", 2, 0.0),
+                   ("NDCG", 3, pytest.approx(0.5)), ("MAP", 2, 0.0), ("MAP", 3, 1 / 3),
+                   ("MRR", None, 1 / 3), ("NDCG", None, pytest.approx(0.5))]
+    path = str(tmp_path / "s.npz")
+    tieeval.save_scores(path, scores.astype(np.float32))
+    out = CliRunner().invoke(cli, ["compare", path, "-m", "HR", "-m", "NDCG", "-m", "MAP",
+                                   "-m", "MRR@all", "--k", "1", "3", "--format", "csv"])
+    assert out.exit_code == 0, out.output
+    rows = [tuple(line.split(",")[1:3]) for line in out.stdout.splitlines()[1:]]
+    assert rows == [("HR", "1"), ("HR", "3"), ("NDCG", "1"), ("NDCG", "3"), ("MAP", "1"),
+                    ("MAP", "3"), ("MRR", "")]
+    # without --k a bare name is the whole list, as before
+    out = CliRunner().invoke(cli, ["compare", path, "-m", "NDCG", "--format", "csv"])
+    assert [line.split(",")[1:3] for line in out.stdout.splitlines()[1:]] == [["NDCG", ""]]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("HR@all", "HR has no untruncated form ('HR@all'); give a cutoff, e.g. HR@10"),
+    ("V-AUC@all", "V-AUC has no untruncated form ('V-AUC@all'); write V-AUC")])
+def test_all_names_the_whole_list_only_where_the_cutoff_is_optional(text, message):
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        Metric.parse(text)
 
 
 def test_an_unknown_name_on_the_command_line_is_one_short_line(tmp_path):

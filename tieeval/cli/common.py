@@ -130,7 +130,7 @@ class Named(tuple):
 
 
 class MetricFamily(str):
-    """``-m HR``: a name that needs a cutoff, one metric per ``--k`` (:func:`chosen_metrics`
+    """``-m HR``: a name that takes a cutoff, one metric per ``--k`` (:func:`chosen_metrics`
     expands it). Without ``--k`` it is trec_eval's expansion where trec_eval has the name
     (``-m P``: its nine cutoffs, in ``expanded``), else the error it always was, kept in
     ``error``."""
@@ -248,7 +248,8 @@ class LazyHelpOption(click.Option):
 def _metric_help() -> str:
     return ("Metric to report, repeatable, case-insensitive, e.g. -m NDCG@10 -m MRR "
             "-m V-AUC, or in trec_eval's (ndcg_cut_10) or ir_measures' (nDCG@10) "
-            "names; every name is in docs/metric-names.md. Overrides --k. Default: "
+            "names; every name is in docs/metric-names.md. A name without @K is one "
+            "metric per --k (NDCG@all: untruncated). Default: "
             "HR@K, NDCG@K per --k and MRR (labelled dumps and TREC runs: also "
             "Recall@K and MAP).")
 

@@ -344,7 +344,8 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   spark_conf=None) -> RunResult:
     """Open and evaluate one dump file: the Python form of ``tieeval compare PATH``.
 
-    ``metrics``: a name (``"NDCG@10"``, ``"MRR"``), a :class:`Metric`, or a list of them;
+    ``metrics``: a name (``"NDCG@10"``, ``"MRR"``), a :class:`Metric`, or a list of them (a
+    name without a cutoff is one metric per given ``k``; ``"MRR@all"`` the whole list);
     None gives the defaults for ``k`` (one cutoff or several) of the dump's kind.
     ``jobs``: worker processes (1: this process; 0 or None: one per core); ``engine``:
     ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark);
@@ -585,8 +586,9 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
       2-D array, or a list of lists), read as labels +1 / -1 exactly as from a file.
 
     ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
-    several; ``metrics`` (a name such as ``"NDCG@10"``, a :class:`Metric`, or a list)
-    overrides it. ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
+    several; ``metrics``: a name such as ``"NDCG@10"``, a :class:`Metric`, or a list (a
+    name without a cutoff, ``"NDCG"``, is one metric per given ``k``; ``"NDCG@all"`` the
+    whole list). ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
     ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``both``, ``no_relevant``:
     the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets

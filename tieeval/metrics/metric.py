@@ -133,15 +133,15 @@ class Metric:
 
 
 def family(text: object) -> MetricSpec | None:
-    """The metric a bare name stands for when it needs a cutoff (``HR``, ``HitRatio``,
-    ``Recall``), else None: with cutoffs given (``--k 1 5 10``) such a name is one metric
-    per K. A name whose cutoff is optional (``NDCG``, ``MRR``) already means the whole
-    list, and stays so."""
+    """The metric a bare name stands for when it takes a cutoff (``HR``, ``HitRatio``,
+    ``Recall``, ``NDCG``, ``MRR``), else None: with cutoffs given (``--k 1 5 10``) such a
+    name is one metric per K. Without them a name whose cutoff is optional (``NDCG``,
+    ``MRR``) means the whole list; ``NDCG@all`` means it with cutoffs given too."""
     m = _METRIC_RE.match(text) if isinstance(text, str) else None
     if m is None or m.group(2) is not None or not REGISTRY.names_measure(m.group(1)):
         return None
     spec = REGISTRY.get(m.group(1))
-    return spec if spec is not None and spec.takes_k else None
+    return spec if spec is not None and spec.cutoff in ("required", "optional") else None
 
 
 def parse_metric_list(items: Iterable[Metric | str],

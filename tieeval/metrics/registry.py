@@ -289,10 +289,22 @@ def parameter_text(k: int | float | None) -> str:
     return str(k)
 
 
-def parse_parameter(spec: MetricSpec, text: str, whole: str) -> int | float:
-    """The text after ``@`` of ``whole``: a cutoff, or a recall level for level metrics."""
+#: The text after ``@`` that names the whole list (``NDCG@all``: NDCG, untruncated).
+WHOLE_LIST = "all"
+
+
+def parse_parameter(spec: MetricSpec, text: str, whole: str) -> int | float | None:
+    """The text after ``@`` of ``whole``: a cutoff, or a recall level for level metrics;
+    ``all`` (:data:`WHOLE_LIST`) is no cutoff, for a metric whose cutoff is optional
+    (``NDCG@all`` is ``NDCG``, which ``-m NDCG --k 10`` would cut at 10)."""
     if spec.takes_level:
         return check_level(text, spec.level_max)
+    if text.lower() == WHOLE_LIST:
+        if spec.cutoff != "optional":
+            raise ParameterError(f"{spec.name} has no untruncated form ({whole!r}); "
+                                 + (f"give a cutoff, e.g. {spec.name}@10"
+                                    if spec.cutoff == "required" else f"write {spec.name}"))
+        return None
     try:
         return int(text)
     except ValueError:
