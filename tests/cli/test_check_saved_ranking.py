@@ -170,3 +170,38 @@ def test_looking_for_a_saved_ranking_never_opens_a_fifo(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines()[-1].startswith(f"Error: {fifo}: not a regular file")
+
+
+def _decided_and_free(tmp_path):
+    """Two top-20 dumps of 60 rows x 40 candidates, judged by ``--original given``: in the
+    first, the positive sits in a block of 4 tied at the top and the saved ranking lists
+    it first (HR@1 is 1 by the ranking, 1/4 tie-aware: the tie-break decides it); in the
+    second every score differs (nothing to decide)."""
+    rng = np.random.default_rng(5)
+    rows, n = 60, 40
+    tied = np.tile(np.r_[np.ones(4), np.zeros(n - 4)].astype(np.float32), (rows, 1))
+    tied[:, 4:] = -np.arange(1, n - 3, dtype=np.float32)  # below the block, untied
+    ranking = np.array([[0, 1, 2, 3, *range(4, 20)]] * rows)
+    decided = tmp_path / "decided.npz"
+    save_scores(decided, tied, ranking=ranking)  # the positive: column 0, listed first
+    free = rng.permuted(np.tile(np.arange(n, dtype=np.float32), (rows, 1)), axis=1)
+    tie_free = tmp_path / "free.npz"
+    save_scores(tie_free, free, ranking=np.argsort(-free, axis=1)[:, :20])
+    return decided, tie_free
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_the_default_gate_judges_what_a_short_ranking_answers(tmp_path, explicit):
+    decided, free = _decided_and_free(tmp_path)
+    rule = ["--original", "given"] if explicit else []
+    res = invoke(decided, *rule, "-f", "json")
+    assert res.exit_code == 1, res.output  # judged, and failed: not the input error
+    assert "cannot answer MRR: left out of the checks" in res.stderr
+    doc = json.loads(res.stdout)
+    assert ("MRR", None) not in [(m["metric"], m["k"]) for m in doc["runs"][0]["metrics"]]
+    hr1 = next(c for c in doc["checks"] if c["metric"] == "HR@1"
+               and c["check"] == "max_change_sigma")
+    assert not hr1["passed"] and hr1["change"] == pytest.approx(1 / TIED - 1)
+    res = invoke(free, *rule)
+    assert res.exit_code == 0, res.output
+    assert "cannot answer MRR: left out of the checks" in res.stderr

@@ -25,7 +25,7 @@ from helpers import fake_torch, rel_batch
 
 from tieeval import save_scores
 from tieeval.engine.local import evaluate_path
-from tieeval.errors import ParameterError, TieevalError
+from tieeval.errors import ParameterError
 from tieeval.kernels import sparse_blocks
 from tieeval.kernels.base import EvalSpec
 from tieeval.kernels.general import GeneralKernel
@@ -331,8 +331,11 @@ def test_a_listed_ranking_must_reach_the_declared_depth(deep_measures, tmp_path)
     lab = np.zeros_like(s, dtype=np.int64)
     lab[:, 5] = 1
     save_scores(tmp_path / "g.npz", s, labels=lab, ranking=np.tile(np.arange(5), (3, 1)))
-    with pytest.raises(TieevalError, match="HR2@3 needs the top 6"):
-        evaluate_path(str(tmp_path / "g.npz"), ["HR2@3"], k=[3], original="given")
+    # the ranking lists 5, HR2@3 reads 6: its Original alone is left empty, with a note
+    with pytest.warns(UserWarning, match="HR2@3 needs the top 6"):
+        short = evaluate_path(str(tmp_path / "g.npz"), ["HR2@3"], k=[3], original="given")
+    assert short.metric("HR2@3").original is None
+    assert short.metric("HR2@3").first == 1.0  # the relevant item at place 6 <= 2K
     run = evaluate_path(str(tmp_path / "g.npz"), ["HR@3"], k=[3], original="given")
     assert run.metric("HR@3").original == 0.0
 

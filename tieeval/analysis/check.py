@@ -212,17 +212,21 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
             raise ParameterError(f"{kind} needs a metric")
         row = metric_rows(run, metric)[0]
     original, tie_aware = row.original, row.tie_aware
-    if original is None or tie_aware is None:  # no instance evaluated: nothing to bound
+    if tie_aware is None:  # no instance evaluated: nothing to bound
         return None
-    if kind in CHANGE_KINDS:
-        return relative_gap(original, tie_aware)
-    if kind == "max_spread":
+    if kind == "max_spread":  # no Original read (a saved ranking too short leaves it null)
         if row.first is None or row.last is None:
             return None
         spread, value = abs(row.first - row.last), abs(tie_aware)
         if value == 0:
             return 0.0 if spread == 0 else None
         return spread / value
+    if kind == "min":
+        return tie_aware
+    if original is None:
+        return None
+    if kind in CHANGE_KINDS:
+        return relative_gap(original, tie_aware)
     if kind == "max_change_sigma":
         diff = abs(original - tie_aware)
         if diff <= TOLERANCE:

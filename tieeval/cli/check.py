@@ -38,7 +38,7 @@ from tieeval.io.open import open_dump
 from tieeval.io.saved_ranking import SavedRanking, saved_ranking
 from tieeval.kernels.choose import resolve_metrics
 from tieeval.metrics.metric import Metric
-from tieeval.records.check import CheckResult, DumpError
+from tieeval.records.check import ORIGINAL_KINDS, CheckResult, DumpError
 
 # the options of an evaluation that are not about reading the dump's fields
 _NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "spark_conf", "original", "qrels",
@@ -47,27 +47,32 @@ _NOT_READING = ("nan_policy", "batch_rows", "jobs", "engine", "spark_conf", "ori
 
 def _saved_rankings(files, read_kwargs) -> dict:
     """Per file, the codebase's ranking it carries (:class:`SavedRanking`), or None. Only
-    when no --original was given: an explicit rule wins, and TREC runs have their own.
-    A URI only Spark can open is not looked at here (it is judged by np.argsort)."""
-    if read_kwargs.get("original") is not None or read_kwargs.get("qrels") is not None:
+    when no --original was given, or --original given: another explicit rule wins, and
+    TREC runs have their own. A URI only Spark can open is not looked at here (it is
+    judged by np.argsort)."""
+    if (read_kwargs.get("original") not in (None, "given")
+            or read_kwargs.get("qrels") is not None):
         return dict.fromkeys(files)
     scores = read_kwargs.get("scores_column") or "scores"
     return {path: saved_ranking(path, scores) for path in files}
 
 
-def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet):
+def _answerable(path, saved: SavedRanking, default, metrics, thresholds, read_kwargs, quiet):
     """The default metrics of ``path`` that its saved ranking answers, with a note on
     stderr saying the dump is judged by that ranking and which defaults are left out.
 
     A default metric the ranking cannot answer (MRR when only the top 20 are listed) is
     left out rather than cut to the ranking's depth: MRR@20 is another measure than MRR,
     and the gate must not report it under MRR's name. Metrics asked for by name (-m, or a
-    threshold's METRIC=) are kept, and one the ranking cannot answer is an input error."""
-    if not quiet:
+    threshold's METRIC=) are kept, with their Original empty (null) where the ranking
+    cannot answer it; a threshold that reads the Original of one (--max-change,
+    --max-change-sigma, --max-gap) is an input error."""
+    if not quiet and read_kwargs.get("original") is None:
         say(f"Note: {path} carries its codebase's ranking (its 'ranking' field): "
             "its Original column is that ranking (--original given); pass --original "
             "argsort to judge np.argsort(scores * -1) instead")
     if metrics:  # chosen by name: kept as asked
+        _original_read(path, saved, default, thresholds)
         return default
     kw = {k: v for k, v in read_kwargs.items() if k not in _NOT_READING}
     options, relevance = reading(quiet=True, metrics=default, **kw)
@@ -85,7 +90,23 @@ def _answerable(path, saved: SavedRanking, default, metrics, read_kwargs, quiet)
         raise InputError(f"{path}: its saved ranking lists only the top {saved.depth} "
                          "candidates of some rows, which answers none of the metrics; ask "
                          "for metrics with a cutoff up to that depth (-m)")
+    _original_read(path, saved, kept, thresholds)
     return kept
+
+
+def _original_read(path, saved: SavedRanking, default, thresholds) -> None:
+    """Refuse a threshold that reads the Original of a metric ``saved`` cannot answer
+    (its Original is null: there is nothing to bound)."""
+    for t in thresholds:
+        if t.kind not in ORIGINAL_KINDS:
+            continue
+        for m in [t.metric] if t.metric is not None else default:
+            if not saved.answers(m):
+                raise InputError(
+                    f"{path}: its saved ranking lists only the top {saved.depth} candidates "
+                    f"of some rows, too few for {m}'s Original, which {OPTION_NAMES[t.kind]} "
+                    f"reads: ask for {m.name}@K with K <= {saved.depth}, or pass --original "
+                    "argsort")
 
 
 def _threshold(kind: str) -> Parsed:
@@ -192,8 +213,8 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
             if saved[path] is not None:
                 options = {**read_kwargs, "original": "given"}
                 try:
-                    own = _answerable(path, saved[path], default, metrics, read_kwargs,
-                                      quiet)
+                    own = _answerable(path, saved[path], default, metrics, thresholds,
+                                      read_kwargs, quiet)
                 except (TieevalError, OSError, RuntimeWarning) as exc:
                     text = dump_error(exc, path)
                     if text is None:

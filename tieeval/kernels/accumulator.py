@@ -43,6 +43,9 @@ class EntrySums:
     # column then sums the logarithms of the other rows only)
     spread: list[Any] = field(default_factory=list)
     spread_size: int = 0
+    # why the Original column is null: a saved ranking (--original given) lists fewer
+    # candidates of some row than the metric reads (the first such row's note)
+    unanswered: str | None = None
 
     def merge(self, other: "EntrySums") -> None:
         for c in COLUMNS:
@@ -52,6 +55,8 @@ class EntrySums:
         self.has_variance = self.has_variance and other.has_variance
         self.has_tie_aware = self.has_tie_aware and other.has_tie_aware
         self.add_spread(other.spread)
+        if self.unanswered is None:
+            self.unanswered = other.unanswered
 
     def add_spread(self, spread: list[Any]) -> None:
         """Keep rows' distributions, within the run's limit (beyond it the tie-aware
@@ -71,7 +76,7 @@ class EntrySums:
                 "variance": self.variance.state(), "count": str(self.count),
                 "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware,
                 "spread": [[list(map(float, v)), list(map(float, p))] for v, p in self.spread],
-                "spread_size": self.spread_size}
+                "spread_size": self.spread_size, "unanswered": self.unanswered}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "EntrySums":
@@ -80,7 +85,7 @@ class EntrySums:
                    bool(state["has_variance"]), bool(state.get("has_tie_aware", True)),
                    [(np.asarray(v, dtype=np.float64), np.asarray(p, dtype=np.float64))
                     for v, p in state.get("spread", [])],
-                   int(state.get("spread_size", 0)))
+                   int(state.get("spread_size", 0)), state.get("unanswered"))
 
 
 class Accumulator:

@@ -20,7 +20,13 @@ import numpy as np
 
 from tieeval.errors import InputError
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.original import LISTED_RULES, Listed, default_rule, listed_ranking
+from tieeval.kernels.original import (
+    LISTED_RULES,
+    Listed,
+    Short,
+    default_rule,
+    listed_ranking,
+)
 from tieeval.metrics.metric import Metric, parse_metric_list
 from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.records.batch import Batch
@@ -36,6 +42,31 @@ def nan_score_error(path: str, batch: Batch, row: int) -> InputError:
     where = f"{path}: " if path else ""
     return InputError(f"{where}{batch.where(row)}: NaN score "
                       "(pass --nan-policy worst to rank NaN below every score)")
+
+
+def record_short(acc: Accumulator, short: list[Short | None] | None) -> None:
+    """Mark in ``acc`` the output rows (one per entry of ``short``) whose Original a saved
+    ranking does not answer in some row of a batch."""
+    for sums, item in zip(acc.sums, short or ()):
+        if item is not None and sums.unanswered is None:
+            sums.unanswered = item.text
+
+
+def blank_short(values: InstanceValues, item: Short | None) -> InstanceValues:
+    """``values`` with the Original of the rows a saved ranking does not answer NaN."""
+    if item is not None:
+        values.original = np.where(item.rows, np.nan, values.original)
+    return values
+
+
+def unanswered_note(metrics: list[Any], texts: list[str]) -> list[str]:
+    """The note on the metrics whose Original column is left empty (``texts``: why, for
+    each), none when there are none."""
+    if not metrics:
+        return []
+    names = ", ".join(dict.fromkeys(map(str, metrics)))
+    return [f"{texts[0]}: the Original of {names} is left empty (null); First, Last and "
+            "Tie-aware need no ranking"]
 
 
 @dataclass(frozen=True)

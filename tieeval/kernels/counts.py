@@ -40,6 +40,9 @@ class RowCounts:
     n: np.ndarray
     top: np.ndarray
     original: np.ndarray
+    # per metric, the rows a saved ranking (--original given) does not answer, or None
+    # (tieeval.kernels.original.Short); None: every metric answered
+    short: list[Any] | None = None
 
 
 class NanScoreError(InputError):

@@ -69,7 +69,14 @@ import numpy as np
 
 from tieeval.errors import InputError, warn
 from tieeval.kernels.accumulator import Accumulator, EntrySums
-from tieeval.kernels.base import Entry, EvalSpec, Kernel
+from tieeval.kernels.base import (
+    Entry,
+    EvalSpec,
+    Kernel,
+    blank_short,
+    record_short,
+    unanswered_note,
+)
 from tieeval.kernels.counts import NanScoreError
 from tieeval.kernels.original import LISTED_RULES
 from tieeval.kernels.single import one_hot
@@ -238,6 +245,7 @@ class GeneralKernel(Kernel):
         if rows == 0:
             return None
         acc.instances += rows
+        record_short(acc, rb.short)
         n = rb.n
         acc.add_lengths(int(n.min()), int(n.max()))
         has_pos, has_neg = rb.n_pos >= 1, rb.n_neg >= 1
@@ -347,9 +355,11 @@ class GeneralKernel(Kernel):
             keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
         out = []
         has_pos = rb.n_pos >= 1
-        for entry, v in zip(self.entries, values):
+        short = rb.short or [None] * len(self.entries)
+        for entry, v, item in zip(self.entries, values, short):
             if not counted:
                 v = self._counted(v, entry, has_pos)
+            v = blank_short(v, item)
             if keep is not None:  # RelBatch.values always fills defined
                 v.defined = cast(np.ndarray, v.defined) & keep
             if not entry.metric.spec.has_variance:
@@ -371,6 +381,8 @@ class GeneralKernel(Kernel):
                              "an explicit negative (label < 0); --both leaves nothing to "
                              "evaluate")
         rows, own = [], []
+        unanswered: list[Metric] = []
+        why: list[str] = []
         for entry, s in zip(self.entries, acc.sums):
             if s.count == 0:
                 raise InputError(f"{path}: {entry.metric} is undefined for every instance "
@@ -388,6 +400,10 @@ class GeneralKernel(Kernel):
                 if s.has_tie_aware:
                     means["tie_aware"] = expected_geometric_mean(s)
             reason = None
+            if s.unanswered is not None:
+                means["original"] = None
+                unanswered.append(entry.metric)
+                why.append(s.unanswered)
             if not s.has_tie_aware:
                 means["tie_aware"], std = None, None
                 reason = tie_aware_reason(entry.form, options)
@@ -419,7 +435,7 @@ class GeneralKernel(Kernel):
         if negatives and not self.both and acc.no_negative:
             own.append(f"{path}: {' and '.join(negatives)} skips the {acc.no_negative} "
                        "instance(s) without an explicit negative (label < 0)")
-        over = k_over_n_warnings(path, acc.k_over_n)
+        over = k_over_n_warnings(path, acc.k_over_n) + unanswered_note(unanswered, why)
         for line in over:  # Python callers see it too, not only in result.warnings
             warn(line)
         own += over

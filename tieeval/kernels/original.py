@@ -21,7 +21,9 @@ column is the metric under one particular ordering, the codebase's own. The rule
 ``min(depth, candidates)`` listed indices per row, its depth the one its measure declares
 (:meth:`~tieeval.metrics.measures.base.Measure.read_depth`: K for a metric with cutoff K,
 2K for a measure reading the top 2K), and a metric reading every position (MRR, MAP) the
-whole ranking; ``topk`` asks torch for the deepest of them. A listed ranking must rank the
+whole ranking; ``topk`` asks torch for the deepest of them. Under ``given`` a metric whose
+depth some row's list does not cover has no Original value (it is left empty, with a note;
+its First, Last and Tie-aware need no ranking). A listed ranking must rank the
 scores: non-increasing along the list, every unlisted candidate scored no higher than the
 last listed one; then the Original value lies between Last and First, as for every
 rule.
@@ -30,6 +32,7 @@ rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -110,6 +113,17 @@ def _greater(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Short:
+    """A metric a saved ranking does not answer in some rows of a batch: ``rows`` marks
+    them, ``text`` says so of the first, ``listed`` is the fewest candidates listed in
+    any of them."""
+
+    rows: np.ndarray
+    text: str
+    listed: int
+
+
 class Listed:
     """A batch's listed ranking, checked against its scores (see the module doc).
 
@@ -179,23 +193,31 @@ class Listed:
     def check_cutoffs(self, metrics: Iterable[Metric | RelMetric], where: Callable[[int], str],
                       rule: str) -> None:
         """The depth each metric reads is covered by every row's list (see the module
-        doc)."""
+        doc); under ``given``, a metric some row's list does not cover is recorded in
+        :attr:`short` (its Original is left empty), under ``topk`` it is an error."""
+        self.short: list[Short | None] = []
         for m in metrics:
             depth = read_depth(m, self.n)
             need = self.n if depth is None else np.minimum(self.n, depth)
             bad = np.flatnonzero(self.length < need)
-            if bad.size:
-                i = int(bad[0])
-                what = ("'ranking' lists" if rule == "given"
-                        else "torch.topk(scores, K) ranks")
-                hint = (f"; a metric without a cutoff needs the whole ranking (ask for "
-                        f"{m.name}@K with K <= {int(self.length[i])}, or save every "
-                        "candidate)" if m.k is None
-                        else "; it reads every position: save every candidate"
-                        if depth is None else "; save a longer ranking")
-                raise InputError(f"{where(i)}: {what} {int(self.length[i])} of "
-                                 f"{int(self.n[i])} candidates, but {m} needs the top "
-                                 f"{int(need[i])}{hint}")
+            if not bad.size:
+                self.short.append(None)
+                continue
+            i = int(bad[0])
+            what = ("'ranking' lists" if rule == "given"
+                    else "torch.topk(scores, K) ranks")
+            text = (f"{where(i)}: {what} {int(self.length[i])} of {int(self.n[i])} "
+                    f"candidates, but {m} needs the top {int(need[i])}")
+            if rule == "given":
+                self.short.append(Short(self.length < need, text,
+                                        int(self.length[bad].min())))
+                continue
+            hint = (f"; a metric without a cutoff needs the whole ranking (ask for "
+                    f"{m.name}@K with K <= {int(self.length[i])}, or save every "
+                    "candidate)" if m.k is None
+                    else "; it reads every position: save every candidate"
+                    if depth is None else "; save a longer ranking")
+            raise InputError(text + hint)
 
     def positive_ranks(self, positive: np.ndarray, a: np.ndarray) -> np.ndarray:
         """The positive's 1-based place in each row's list; a positive left out of a

@@ -19,7 +19,15 @@ import numpy as np
 
 from tieeval.errors import InputError, warn
 from tieeval.kernels.accumulator import Accumulator
-from tieeval.kernels.base import Entry, EvalSpec, Kernel, nan_score_error
+from tieeval.kernels.base import (
+    Entry,
+    EvalSpec,
+    Kernel,
+    blank_short,
+    nan_score_error,
+    record_short,
+    unanswered_note,
+)
 from tieeval.kernels.closed_forms import (
     histogram_cap,
     rank_value,
@@ -94,11 +102,14 @@ class SinglePositiveKernel(Kernel):
         listed = self.listed(batch)
         if listed is not None:
             exact.original = listed.positive_ranks(batch.positive, exact.a)
+            exact.short = listed.short
         what_if = self.spec.what_if
         if what_if is None or what_if.tolerance is None:
             return exact
         from tieeval.kernels.whatif import tolerance_counts
-        return tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
+        near = tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
+        near.short = exact.short
+        return near
 
     def scores_wanted(self, acc: Accumulator, batch: Batch) -> bool:
         """Whether anything but the counts looks at the batch's scores once they are
@@ -117,6 +128,7 @@ class SinglePositiveKernel(Kernel):
         """Add one batch's rows to ``acc``."""
         batch = self.prepare(batch)
         counts = self.counts(batch, keep=self.scores_wanted(acc, batch))
+        record_short(acc, counts.short)
         self.add_hint(acc, batch, counts)
         self.add_counts(acc, counts)
         if acc.duplicates is not None and batch.items is not None:
@@ -238,18 +250,24 @@ class SinglePositiveKernel(Kernel):
         batch = self.prepare(batch)
         counts = self.counts(batch)
         if acc is not None:
+            record_short(acc, counts.short)
             self.add_hint(acc, batch, counts)
             self.add_counts(acc, counts)
             if acc.duplicates is not None and batch.items is not None:
                 self._duplicates(acc, batch, one_hot(batch))
-        return counts, [single_positive(m, counts.a, counts.b, counts.original)
-                        for m in self.metrics]
+        return counts, self._values(counts)
+
+    def _values(self, counts: RowCounts) -> list[InstanceValues]:
+        """Each metric's per-instance values (no Original where a saved ranking does not
+        answer it)."""
+        short = counts.short or [None] * len(self.metrics)
+        return [blank_short(single_positive(m, counts.a, counts.b, counts.original), item)
+                for m, item in zip(self.metrics, short)]
 
     def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
         """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""
         counts = self.counts(self.prepare(batch))
-        return counts, [single_positive(m, counts.a, counts.b, counts.original)
-                        for m in self.metrics]
+        return counts, self._values(counts)
 
     def result(self, acc: Accumulator, path: str, dtype: Any,
                labels: dict[str, Any] | None = None,
@@ -258,17 +276,23 @@ class SinglePositiveKernel(Kernel):
         if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         self.settle(acc)
-        rows = []
+        rows, unanswered, why = [], [], []
         for m, s in zip(self.metrics, acc.sums):
             means = {c: s.columns[c].mean(n) for c in COLUMNS}
             std = math.sqrt(float(s.variance.fraction())) / n
-            rows.append(MetricRow(m.name, m.k, means["original"], means["first"],
+            original: float | None = means["original"]
+            if s.unanswered is not None:
+                original = None
+                unanswered.append(m)
+                why.append(s.unanswered)
+            rows.append(MetricRow(m.name, m.k, original, means["first"],
                                   means["last"], means["tie_aware"], std, n))
         ties = TieStats(acc.top_size / n, acc.top_ratio.mean(n), acc.top_tied / n,
                         acc.pos_size / n, acc.pos_tied / n,
                         {k: acc.decided[k] / n for k in acc.ks})
         own = [f"{path}: K={k} exceeds the candidate count in {c} instance(s); "
                "HR and NDCG saturate there" for k, c in acc.k_over_n.items() if c]
+        own += unanswered_note(unanswered, why)
         if acc.hint is not None:
             from tieeval.kernels.hints import evidence_hints
             own += evidence_hints(path, acc.hint)

@@ -94,7 +94,7 @@ from tieeval.records.values import InstanceValues
 from tieeval.util.stopping import checkpoint
 
 if TYPE_CHECKING:
-    from tieeval.kernels.original import Listed
+    from tieeval.kernels.original import Listed, Short
 
 # ---------------------------------------------------------------------------------------
 # Results
@@ -281,6 +281,8 @@ class RelBatch:
                  options: TableOptions = DEFAULT_TABLE) -> None:
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
+        # per metric, the rows a saved ranking does not answer (use_order), or None
+        self.short: list[Short | None] | None = None
         lab = np.asarray(labels)
         nan_policy, original, tolerance = options.nan_policy, options.original, options.tolerance
         self.level = None if options.relevance_level is None else float(options.relevance_level)
@@ -610,6 +612,7 @@ class RelBatch:
         rest in score order (they never decide a metric the list covers)."""
         self._original_index = listed.order(self._order, self.offsets)
         self._lab_original = self.lab_input[self._original_index]
+        self.short = listed.short
 
     def lab_original(self) -> np.ndarray:
         """Labels in the order of ``np.argsort(row * -1)`` per row, or in the given order
