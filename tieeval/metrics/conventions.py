@@ -130,6 +130,15 @@ CONVENTIONS = {c.name: c for c in (
         "tied positives take the block's last rank and count each other). Its AUC counts "
         "a tied pair 0: the Last column of AUC. Cornac binarises ratings at "
         "rating_threshold: save 0/1 labels. NCRR and F1 are not computed."),
+    Convention(
+        "recommenders", "recommenders 1.2.1", "recommenders/evaluation/python_evaluation.py",
+        ("Precision@K", "Recall@K", "NDCG@K", "MAP@K"),
+        _options(ap_norm="min"),
+        "Its tie rule is pandas' stable sort_values: tied items keep the order of the "
+        "prediction DataFrame's rows, `--original stable` when they come in item-index "
+        "order as in a score matrix. ndcg_at_k binarises (score_type='binary'; its natural "
+        "log discount cancels in the ratio): save 0/1 labels. Its `map` (not map_at_k) "
+        "divides by R: `--ap-norm R`. A user without a test item is left out."),
 )}
 CONVENTION_NAMES = tuple(CONVENTIONS)
 

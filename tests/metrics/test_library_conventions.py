@@ -1,0 +1,155 @@
+"""Microsoft recommenders, implicit and torchmetrics against the libraries themselves, on
+tied and tie-free score matrices: each figure they report equals the tieeval column
+docs/reproducing.md names for it, under the library's tie rule or from the ranking it
+scored (``--original given``).
+
+The libraries are optional test dependencies (recommenders 1.2.1 installed with
+``--no-deps`` beside pandas and scikit-learn; implicit 0.7.3; torch and torchmetrics 1.9.0);
+without one its test skips.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tieeval
+
+KS = (1, 3, 5, 8)
+
+
+def _matrix(seed, tied, rows=30, n=12):
+    rng = np.random.default_rng(seed)
+    if tied:
+        scores = rng.integers(0, 4, (rows, n)).astype(np.float64) / 4  # ties everywhere
+    else:
+        scores = rng.permutation(rows * n).reshape(rows, n).astype(np.float64) / (rows * n)
+    labels = (rng.random((rows, n)) < 0.3).astype(np.int64)
+    labels[:, 0] |= rng.random(rows) < 0.5
+    labels[3] = 0  # a user without a test item: left out by both
+    return scores, labels
+
+
+def _frames(scores, labels):
+    pd = pytest.importorskip("pandas")
+    rows, n = scores.shape
+    users, items = np.repeat(np.arange(rows), n), np.tile(np.arange(n), rows)
+    # predictions listed user by user, items in index order (a score matrix's order)
+    pred = pd.DataFrame({"userID": users, "itemID": items, "prediction": scores.ravel()})
+    hit = labels.ravel() > 0
+    true = pd.DataFrame({"userID": users[hit], "itemID": items[hit],
+                         "rating": np.ones(int(hit.sum()))})
+    return true, pred
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_recommenders_python_evaluation(tied):
+    pytest.importorskip("recommenders")
+    ev = pytest.importorskip("recommenders.evaluation.python_evaluation")
+    scores, labels = _matrix(5, tied)
+    true, pred = _frames(scores, labels)
+    run = tieeval.evaluate(scores, labels=labels, k=KS, convention="recommenders",
+                           original="stable")
+    assert [str(m.metric) + f"@{m.k}" for m in run.metrics] == [
+        f"{name}@{k}" for name in ("Precision", "Recall", "NDCG", "MAP") for k in KS]
+    theirs = {"Precision": ev.precision_at_k, "Recall": ev.recall_at_k,
+              "NDCG": ev.ndcg_at_k, "MAP": ev.map_at_k}
+    for name, function in theirs.items():
+        for k in KS:
+            got = function(true, pred, k=k)
+            row = run.metric(f"{name}@{k}")
+            assert row.original == pytest.approx(got, abs=1e-12), (name, k)
+            if not tied:
+                assert row.first == pytest.approx(row.last, abs=1e-12)
+                assert row.tie_aware == pytest.approx(got, abs=1e-12)
+    # its map (not map_at_k) divides AP@K by R: --ap-norm R
+    plain = tieeval.evaluate(scores, labels=labels, metrics="MAP", k=KS,
+                             convention="recommenders", ap_norm="R", original="stable")
+    for k in KS:
+        assert plain.metric(f"MAP@{k}").original == pytest.approx(ev.map(true, pred, k=k),
+                                                                   abs=1e-12)
+
+
+def _implicit_model(scores):
+    """An implicit model whose scores are ``scores`` exactly: user factors the scores,
+    item factors the identity (float32 dot products with one non-zero term)."""
+    pytest.importorskip("implicit")
+    from implicit.cpu.als import AlternatingLeastSquares
+    model = AlternatingLeastSquares(factors=scores.shape[1])
+    model.user_factors = scores.astype(np.float32)
+    model.item_factors = np.eye(scores.shape[1], dtype=np.float32)
+    return model
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_implicit_ranking_metrics_at_k(tied):
+    sparse = pytest.importorskip("scipy.sparse")
+    scores, labels = _matrix(9, tied)
+    scores = scores.astype(np.float32)
+    model = _implicit_model(scores)
+    from implicit.evaluation import ranking_metrics_at_k
+    rows, n = scores.shape
+    train = sparse.csr_matrix((rows, n), dtype=np.float32)
+    test = sparse.csr_matrix(labels.astype(np.float32))
+    # its whole ranking is reverse-stable (ties by descending position); a shorter one
+    # is a heap's top K, whose choice inside a tie block cut by K follows no rule: its
+    # figures at K come from the list it scores at K (the ranking given below)
+    whole, _ = model.recommend(np.arange(rows), train, N=n)
+    reverse = np.array([np.lexsort((-np.arange(n), -row)) for row in scores])
+    assert np.array_equal(whole, reverse)
+    for k in KS:
+        theirs = ranking_metrics_at_k(model, train, test, K=k, show_progress=False)
+        ids, _ = model.recommend(np.arange(rows), train, N=k)  # the list it scores at K
+        run = tieeval.evaluate(scores, labels=labels, metrics=[f"NDCG@{k}", f"MAP@{k}",
+                                                               f"Precision@{k}"],
+                               ranking=ids, original="given", ap_norm="min")
+        assert run.metric(f"NDCG@{k}").original == pytest.approx(theirs["ndcg"], abs=1e-12)
+        assert run.metric(f"MAP@{k}").original == pytest.approx(theirs["map"], abs=1e-12)
+        # its precision is micro-averaged: sum of hits over sum of min(K, R)
+        r = labels.sum(axis=1)
+        users = r > 0
+        hits = run.metric(f"Precision@{k}").original * k * users.sum()
+        assert theirs["precision"] == pytest.approx(hits / np.minimum(k, r[users]).sum(),
+                                                    abs=1e-12)
+        if not tied:
+            assert run.metric(f"NDCG@{k}").tie_aware == pytest.approx(theirs["ndcg"],
+                                                                      abs=1e-12)
+
+
+# slow tier: importing torch and torchmetrics costs several CPU-seconds
+@pytest.mark.slow
+def test_torchmetrics_functional_retrieval():
+    torch = pytest.importorskip("torch")
+    fn = pytest.importorskip("torchmetrics.functional.retrieval")
+    scores, labels = _matrix(13, tied=True)
+    scores = (scores + 0.25).astype(np.float32)  # > 0: it zeroes targets of preds <= 0
+    labels[7] = 0  # no relevant item: it counts 0 (empty_target_action="neg")
+    rows = len(scores)
+    preds = [torch.from_numpy(s) for s in scores]
+    target = [torch.from_numpy(lab > 0) for lab in labels]
+
+    def theirs(function, k, **kw):
+        return float(np.mean([float(function(preds[i], target[i], top_k=k, **kw))
+                              for i in range(rows)]))
+
+    argsorted = np.stack([torch.argsort(p, descending=True).numpy() for p in preds])
+    for k in KS:
+        # HitRate and Recall rank with torch.argsort: its ranking, given
+        given = tieeval.evaluate(scores, labels=labels, metrics=[f"HR@{k}", f"Recall@{k}"],
+                                 ranking=argsorted, original="given", no_relevant="zero")
+        assert given.metric(f"HR@{k}").original == pytest.approx(
+            theirs(fn.retrieval_hit_rate, k), abs=1e-6)
+        assert given.metric(f"Recall@{k}").original == pytest.approx(
+            theirs(fn.retrieval_recall, k), abs=1e-6)
+        # Precision and MRR rank with torch.topk(K) at each K: --original topk, one K
+        topk = tieeval.evaluate(scores, labels=labels, metrics=[f"Precision@{k}",
+                                                                f"MRR@{k}", f"NDCG@{k}"],
+                                k=[k], original="topk", no_relevant="zero")
+        assert topk.metric(f"Precision@{k}").original == pytest.approx(
+            theirs(fn.retrieval_precision, k), abs=1e-6)
+        assert topk.metric(f"MRR@{k}").original == pytest.approx(
+            theirs(fn.retrieval_reciprocal_rank, k), abs=1e-6)
+        # its NDCG averages the gains of tied items: the Tie-aware column
+        ndcg = float(np.mean([float(fn.retrieval_normalized_dcg(
+            preds[i], torch.from_numpy(labels[i]), top_k=k)) for i in range(rows)]))
+        assert topk.metric(f"NDCG@{k}").tie_aware == pytest.approx(ndcg, abs=1e-6)
