@@ -110,3 +110,19 @@ def test_compare_prints_every_other_figure_and_the_note(tmp_path):
     assert table.exit_code == 0, table.output
     auc = next(line for line in table.stdout.splitlines() if line.strip().startswith("AUC"))
     assert auc.split()[1] == "n/a"
+
+
+@pytest.mark.parametrize("command", [["diff"], ["rank"]])
+def test_diff_and_rank_name_the_original_they_cannot_compare(tmp_path, command):
+    # diff pairs each instance's Original, rank orders by Original: an empty one is an
+    # input error naming the metric, not a crash on NaN or None
+    path, _, _ = _dump(tmp_path)
+    res = CliRunner().invoke(cli, [*command, path, path, "--original", "given", "-m", "MRR",
+                                   "-q"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith("Error: ") and res.stderr.count("\n") == 1
+    assert "MRR" in res.stderr and "saved ranking lists too few candidates" in res.stderr
+    # what the ranking answers is compared as before
+    res = CliRunner().invoke(cli, [*command, path, path, "--original", "given", "-m", "HR@8",
+                                   "-q"])
+    assert res.exit_code == 0, res.output

@@ -343,6 +343,12 @@ def compare_values(a: RunValues, b: RunValues, *,
         tie = paired_comparison(pick(va.tie_aware), pick(vb.tie_aware),
                                 a_variance=None if variances is None else variances[0],
                                 b_variance=None if variances is None else variances[1], **test)
+        for side, v in ((a, va), (b, vb)):
+            if np.isnan(pick(v.original)).any():  # a saved ranking too short for it
+                raise InputError(f"{side.path}: its saved ranking lists too few candidates "
+                                 f"of some rows for {entry.label}'s Original, which diff "
+                                 f"compares: ask for {entry.metric.name}@K with K within "
+                                 "the ranking, or pass another --original")
         orig = paired_comparison(pick(va.original), pick(vb.original), a_variance=zeros,
                                  b_variance=zeros, **test)
         m = entry.metric
@@ -484,6 +490,13 @@ def rank_groups(groups) -> list[Ranking]:
         by_name = dict(zip(names, members))
         for i, row in enumerate(members[0].metrics):
             rows = {name: g.metrics[i] for name, g in by_name.items()}
+            for name, r in rows.items():
+                if r.original is None:  # a saved ranking too short for it
+                    label = r.metric if r.k is None else f"{r.metric}@{r.k}"
+                    raise InputError(f"{by_name[name].runs[0].path}: {label} has no "
+                                     "Original (its saved ranking lists too few candidates), "
+                                     f"which rank orders: ask for {r.metric}@K with K within "
+                                     "the ranking, or pass another --original")
             changes = ranking_changes({n: r.original for n, r in rows.items()},
                                       {n: r.tie_aware for n, r in rows.items()})
             entries = tuple(RankEntry(c.method, c.tie_aware, rows[c.method].tie_aware_std,
