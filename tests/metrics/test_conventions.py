@@ -44,7 +44,7 @@ def _value(result, name):
 
 def test_names_and_unknown():
     assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "trec_eval9", "ranx",
-                                "sklearn", "lenskit", "cornac", "recommenders"}
+                                "sklearn", "lenskit", "cornac", "recommenders", "implicit"}
     with pytest.raises(ParameterError, match="unknown convention"):
         tieeval.evaluate(np.eye(3), labels=np.eye(3), convention="lightfm")
 

@@ -100,17 +100,14 @@ def test_implicit_ranking_metrics_at_k(tied):
     for k in KS:
         theirs = ranking_metrics_at_k(model, train, test, K=k, show_progress=False)
         ids, _ = model.recommend(np.arange(rows), train, N=k)  # the list it scores at K
-        run = tieeval.evaluate(scores, labels=labels, metrics=[f"NDCG@{k}", f"MAP@{k}",
-                                                               f"Precision@{k}"],
-                               ranking=ids, original="given", ap_norm="min")
+        run = tieeval.evaluate(scores, labels=labels, k=[k], convention="implicit",
+                               ranking=ids, original="given")
+        assert [str(m.metric) for m in run.metrics] == ["Precision", "MAP", "NDCG"]
+        # its precision is micro-averaged: the sum of hits over the sum of min(K, R)
+        assert run.metric(f"Precision@{k}").original == pytest.approx(theirs["precision"],
+                                                                      abs=1e-12)
         assert run.metric(f"NDCG@{k}").original == pytest.approx(theirs["ndcg"], abs=1e-12)
         assert run.metric(f"MAP@{k}").original == pytest.approx(theirs["map"], abs=1e-12)
-        # its precision is micro-averaged: sum of hits over sum of min(K, R)
-        r = labels.sum(axis=1)
-        users = r > 0
-        hits = run.metric(f"Precision@{k}").original * k * users.sum()
-        assert theirs["precision"] == pytest.approx(hits / np.minimum(k, r[users]).sum(),
-                                                    abs=1e-12)
         if not tied:
             assert run.metric(f"NDCG@{k}").tie_aware == pytest.approx(theirs["ndcg"],
                                                                       abs=1e-12)
@@ -153,3 +150,38 @@ def test_torchmetrics_functional_retrieval():
         ndcg = float(np.mean([float(fn.retrieval_normalized_dcg(
             preds[i], torch.from_numpy(labels[i]), top_k=k)) for i in range(rows)]))
         assert topk.metric(f"NDCG@{k}").tie_aware == pytest.approx(ndcg, abs=1e-6)
+
+
+def _orders(row):
+    """Every ordering of ``row``'s candidates by non-increasing score (each tie order)."""
+    from itertools import permutations
+    return [p for p in permutations(range(len(row)))
+            if all(row[p[i]] >= row[p[i + 1]] for i in range(len(p) - 1))]
+
+
+def test_micro_precision_against_enumeration():
+    # sum of hits over the sum of min(K, R), in every column: Original (stable), First and
+    # Last (the most and fewest hits over the tie orders), Tie-aware (their mean) and its
+    # standard deviation (the rows' variances of hits, summed, over the squared weights)
+    rng = np.random.default_rng(4)
+    scores = rng.integers(0, 3, (8, 6)).astype(np.float64)
+    labels = (rng.random((8, 6)) < 0.4).astype(np.int64)
+    labels[:, 1] = 1
+    labels[5] = 0  # left out
+    for k in (1, 2, 4):
+        rows = [i for i in range(len(scores)) if labels[i].sum()]
+        hits = [[labels[i][list(p[:k])].sum() for p in _orders(scores[i])] for i in rows]
+        weight = sum(min(k, labels[i].sum()) for i in rows)
+        stable = np.argsort(-scores, axis=1, kind="stable")
+        run = tieeval.evaluate(scores, labels=labels, metrics=f"P@{k}",
+                               precision_norm="micro", original="stable")
+        row = run.metric(f"Precision@{k}")
+        assert row.original == pytest.approx(
+            sum(labels[i][stable[i, :k]].sum() for i in rows) / weight, abs=1e-12)
+        assert row.first == pytest.approx(sum(max(h) for h in hits) / weight, abs=1e-12)
+        assert row.last == pytest.approx(sum(min(h) for h in hits) / weight, abs=1e-12)
+        assert row.tie_aware == pytest.approx(sum(np.mean(h) for h in hits) / weight,
+                                              abs=1e-12)
+        assert row.tie_aware_std == pytest.approx(
+            np.sqrt(sum(np.var(h) for h in hits)) / weight, abs=1e-12)
+        assert row.instances == len(rows)

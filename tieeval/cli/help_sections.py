@@ -12,7 +12,7 @@ from __future__ import annotations
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Metrics", (
         "--k", "--metric", "--gain", "--discount", "--alpha", "--log-base", "--gamma",
-        "--short-list", "--ap-norm", "--recall-norm")),
+        "--short-list", "--ap-norm", "--recall-norm", "--precision-norm")),
     ("Ranking rule and convention", ("--original", "--convention")),
     ("Relevance", (
         "--qrels", "--missing-queries", "--judged-only", "--relevance-level", "--depth",

@@ -20,6 +20,7 @@ from tieeval.metrics.options import (
     AP_NORMS,
     DISCOUNTS,
     NO_RELEVANT_POLICIES,
+    PRECISION_NORMS,
     RECALL_NORMS,
     SHORT_LIST_POLICIES,
     RelOptions,
@@ -61,6 +62,10 @@ def relevance_options(f):
     f = click.option("--recall-norm", type=click.Choice(RECALL_NORMS), default=None,
                      help="Recall@K divides by R, the relevant items (trec_eval recall_K; "
                           "default 'relevant') or by min(K, R) ('min', LensKit).")(f)
+    f = click.option("--precision-norm", type=click.Choice(PRECISION_NORMS), default=None,
+                     help="Precision@K: each row's hits over K, averaged (default 'K'), or "
+                          "'micro': the sum of the hits over the sum of min(K, R) "
+                          "(implicit).")(f)
     f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default=None,
                      help="MAP@K divides by R (trec_eval map_cut; default) or by "
                           "min(K, R).")(f)

@@ -334,7 +334,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   alpha: float = 1.0, log_base: float = 2.0, short_list: str | None = None,
                   ap_norm: str | None = None, both: bool = False,
                   no_relevant: str | None = None, convention: str | None = None, qrels=None,
-                  recall_norm: str | None = None,
+                  recall_norm: str | None = None, precision_norm: str | None = None,
                   missing_queries: str | None = None, judged_only: bool = False,
                   relevance_level: int | None = None, depth: int | None = None,
                   what_if=None, cast: str | None = None,
@@ -361,11 +361,12 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     (trec_eval ``-l``: relevant means label >= N) and ``depth`` (trec_eval ``-M``: the top
     N documents of each ranking) apply to every labelled dump. ``gamma``, ``gain``,
     ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``,
+    ``precision_norm``,
     ``both``, ``no_relevant``: the labelled options, as on the command line (or
     ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
     (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"lenskit"``,
-    ``"cornac"``: that library's metrics at each ``k`` and its definitions; options given
-    override it).
+    ``"cornac"``, ``"recommenders"``, ``"implicit"``: that library's metrics at each ``k``
+    and its definitions; options given override it).
     ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
     ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
     file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
@@ -563,7 +564,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              log_base: float = 2.0, short_list: str | None = None,
              ap_norm: str | None = None, both: bool = False,
              no_relevant: str | None = None, convention: str | None = None,
-             recall_norm: str | None = None,
+             recall_norm: str | None = None, precision_norm: str | None = None,
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None,
@@ -589,7 +590,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     several; ``metrics``: a name such as ``"NDCG@10"``, a :class:`Metric`, or a list (a
     name without a cutoff, ``"NDCG"``, is one metric per given ``k``; ``"NDCG@all"`` the
     whole list). ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``both``, ``no_relevant``:
+    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``precision_norm``, ``both``,
+    ``no_relevant``:
     the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``

@@ -8,6 +8,7 @@ executors, and merged: the result does not depend on the split, bit for bit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,10 @@ class EntrySums:
     # why the Original column is null: a saved ranking (--original given) lists fewer
     # candidates of some row than the metric reads (the first such row's note)
     unanswered: str | None = None
+    # a weighted mean (micro-averaged Precision@K): the columns and the variance hold
+    # weighted sums, ``weights`` the sum of the weights
+    weighted: bool = False
+    weights: ExactSum = field(default_factory=ExactSum)
 
     def merge(self, other: "EntrySums") -> None:
         for c in COLUMNS:
@@ -57,6 +62,21 @@ class EntrySums:
         self.add_spread(other.spread)
         if self.unanswered is None:
             self.unanswered = other.unanswered
+        self.weighted = self.weighted or other.weighted
+        self.weights.merge(other.weights)
+
+    def weighted_means(self) -> tuple[dict[str, float | None], float | None]:
+        """A weighted mean's columns (each weighted sum over the sum of the weights) and
+        its tie-break standard deviation (None without an exact variance); None columns
+        when every weight is 0."""
+        total = self.weights.fraction()
+        if total == 0:
+            return dict.fromkeys(COLUMNS), None
+        means: dict[str, float | None] = {c: float(self.columns[c].fraction() / total)
+                                          for c in COLUMNS}
+        std = (math.sqrt(float(self.variance.fraction() / total ** 2)) if self.has_variance
+               else None)
+        return means, std
 
     def add_spread(self, spread: list[Any]) -> None:
         """Keep rows' distributions, within the run's limit (beyond it the tie-aware
@@ -76,7 +96,8 @@ class EntrySums:
                 "variance": self.variance.state(), "count": str(self.count),
                 "has_variance": self.has_variance, "has_tie_aware": self.has_tie_aware,
                 "spread": [[list(map(float, v)), list(map(float, p))] for v, p in self.spread],
-                "spread_size": self.spread_size, "unanswered": self.unanswered}
+                "spread_size": self.spread_size, "unanswered": self.unanswered,
+                "weighted": self.weighted, "weights": self.weights.state()}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "EntrySums":
@@ -85,7 +106,9 @@ class EntrySums:
                    bool(state["has_variance"]), bool(state.get("has_tie_aware", True)),
                    [(np.asarray(v, dtype=np.float64), np.asarray(p, dtype=np.float64))
                     for v, p in state.get("spread", [])],
-                   int(state.get("spread_size", 0)), state.get("unanswered"))
+                   int(state.get("spread_size", 0)), state.get("unanswered"),
+                   bool(state.get("weighted", False)),
+                   ExactSum.from_state(state["weights"]) if "weights" in state else ExactSum())
 
 
 class Accumulator:

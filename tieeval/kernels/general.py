@@ -284,8 +284,14 @@ class GeneralKernel(Kernel):
             random = None
             if geometric:
                 random = self._spread(sums, v, mask)
+            w = None if v.weight is None else v.weight[mask]
+            if w is not None:  # a weighted mean: weighted sums, and the weights' sum
+                sums.weighted = True
+                sums.weights.add(w)
             for c in COLUMNS:
                 x = getattr(v, c)[mask]
+                if w is not None:
+                    x = x * w
                 if c == "tie_aware" and random is not None:
                     x = x[~random]  # the rows whose value ties decide are kept apart
                 if c == "tie_aware" and np.isnan(x).any():
@@ -295,6 +301,8 @@ class GeneralKernel(Kernel):
                     x = np.log(np.maximum(x, MIN_GEO_MEAN))
                 sums.columns[c].add(x)
             var = cast(np.ndarray, v.variance)[mask]
+            if w is not None:
+                var = var * w ** 2
             if not entry.metric.spec.has_variance or np.isnan(var).any():
                 sums.has_variance = False
             else:
@@ -337,9 +345,10 @@ class GeneralKernel(Kernel):
             return np.where(fill, value, a)
 
         variance = None if v.variance is None else zero(v.variance)
+        weight = None if v.weight is None else zero(v.weight)  # weighs nothing
         return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
                               zero(v.tie_aware), variance,
-                              zero(v.tie_decided, False), defined | fill, v.spread)
+                              zero(v.tie_decided, False), defined | fill, v.spread, weight)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
@@ -391,6 +400,8 @@ class GeneralKernel(Kernel):
             if kind == "sum":
                 means = {c: s.columns[c].value() for c in COLUMNS}
                 std = math.sqrt(float(s.variance.fraction())) if s.has_variance else None
+            elif s.weighted:  # micro-averaged Precision@K
+                means, std = s.weighted_means()
             else:
                 means = {c: s.columns[c].mean(s.count) for c in COLUMNS}
                 std = (math.sqrt(float(s.variance.fraction())) / s.count if s.has_variance

@@ -780,7 +780,7 @@ class Evaluation:
                   else None)
         return InstanceValues(original=original, first=first, last=last, tie_aware=e, variance=var,
                          tie_decided=decided & self.defined, defined=self.defined.copy(),
-                         spread=spread)
+                         spread=spread, weight=self.measure.weight(self))
 
     @property
     def in_k(self) -> np.ndarray:

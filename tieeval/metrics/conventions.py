@@ -26,7 +26,7 @@ from tieeval.metrics.registry import check_k
 
 #: The RelOptions fields a convention sets, in the order the docs' table shows them.
 OPTIONS = ("recall_norm", "ap_norm", "short_list", "gain", "discount", "no_relevant",
-           "iprec_rounding")
+           "iprec_rounding", "precision_norm")
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,16 @@ CONVENTIONS = {c.name: c for c in (
         "order as in a score matrix. ndcg_at_k binarises (score_type='binary'; its natural "
         "log discount cancels in the ratio): save 0/1 labels. Its `map` (not map_at_k) "
         "divides by R: `--ap-norm R`. A user without a test item is left out."),
+    Convention(
+        "implicit", "implicit 0.7.3", "implicit/evaluation.pyx (ranking_metrics_at_k)",
+        ("Precision@K", "MAP@K", "NDCG@K"),
+        _options(ap_norm="min", precision_norm="micro"),
+        "It scores the list model.recommend(..., N=K) returns: a heap's top K, whose "
+        "choice among items tied at the cut follows no sort rule (its whole ranking, N = "
+        "every item, is `--original reverse-stable`): save that list at each K as the "
+        "ranking, `--original given`, one run per K. Its auc is a partial AUC (pairs below "
+        "K count 1/2, training items count as negatives): not computed. A user without a "
+        "test item is left out; binary relevance: save 0/1 labels."),
 )}
 CONVENTION_NAMES = tuple(CONVENTIONS)
 
@@ -193,6 +203,8 @@ _SHOWN = {
     ("short_list", "pad"): "K", ("short_list", "truncate"): "min(K, n)",
     ("short_list", "skip"): "row left out",
     ("no_relevant", "skip"): "left out", ("no_relevant", "zero"): "0, averaged in",
+    ("precision_norm", "K"): "hits / K, averaged",
+    ("precision_norm", "micro"): "Σ hits / Σ min(K, R)",
 }
 
 
@@ -208,15 +220,16 @@ def _discount_text(options: dict[str, Any]) -> str:
 def markdown_table() -> str:
     """The conventions side by side, as docs/reproducing.md shows them."""
     lines = ["| Convention | Checked against | Default metrics (per K) | Recall@K divides by "
-             "| MAP@K divides by | P@K with fewer than K candidates divides by | Gain, "
-             "discount | Instance without a relevant item |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| MAP@K divides by | Precision@K | P@K with fewer than K candidates divides by "
+             "| Gain, discount | Instance without a relevant item |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for conv in CONVENTIONS.values():
         o = conv.options
         metrics = ", ".join(conv.metrics) if conv.metrics else (
             "HR@K, NDCG@K, MRR (labelled: + Recall@K, MAP)")
         cells = [f"`{conv.name}`", f"{conv.library} (`{conv.source}`)", metrics,
                  _SHOWN[("recall_norm", o["recall_norm"])], _SHOWN[("ap_norm", o["ap_norm"])],
+                 _SHOWN[("precision_norm", o["precision_norm"])],
                  _SHOWN[("short_list", o["short_list"])], _discount_text(o),
                  _SHOWN[("no_relevant", o["no_relevant"])]]
         lines.append("| " + " | ".join(cells) + " |")

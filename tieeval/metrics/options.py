@@ -32,15 +32,18 @@ DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min")
 RECALL_NORMS = ("relevant", "min")
+#: Precision@K's average: each row's hits over K (``"K"``), or ``"micro"``, every row's hits
+#: over the sum of their min(K, R) (implicit's precision@K)
+PRECISION_NORMS = ("K", "micro")
 NAN_POLICIES = ("raise", "worst")
 NO_RELEVANT_POLICIES = ("skip", "zero")
 ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R", "max_grade": None,
-             "recall_norm": "relevant", "iprec_rounding": "trec_eval"}
+             "recall_norm": "relevant", "iprec_rounding": "trec_eval", "precision_norm": "K"}
 _OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
-                 "max_grade", "recall_norm", "iprec_rounding")
+                 "max_grade", "recall_norm", "iprec_rounding", "precision_norm")
 #: IPrec@x's cutoff in relevant items: trec_eval 10's lround(x R) (``"trec_eval"``) or
 #: trec_eval 9.0.8's (long)(x R + 0.9) (``"trec_eval9"``, the one pytrec_eval bundles)
 IPREC_ROUNDINGS = ("trec_eval", "trec_eval9")
@@ -85,6 +88,7 @@ _CHOICE_ALIASES = {
     "short_list": {p: p for p in SHORT_LIST_POLICIES},
     "ap_norm": {"r": "R", "min": "min", "minkr": "min"},
     "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
+    "precision_norm": {"k": "K", "micro": "micro"},
     "iprec_rounding": {"treceval": "trec_eval", "treceval10": "trec_eval",
                        "treceval9": "trec_eval9"},
 }
@@ -140,6 +144,11 @@ class RelMetric:
       (``"trec_eval9"``: pytrec_eval's and so ir_measures' figures; ``--convention
       trec_eval9``).
 
+    * ``precision_norm`` (Precision@K): each row's hits over K (``"K"``, default, then
+      averaged over rows) or ``"micro"``: the hits of every row over the sum of their
+      min(K, R), as implicit's precision@K (a mean of hits / min(K, R) weighted by
+      min(K, R); per instance, hits / min(K, R)).
+
     ``k`` of a level metric (``IPrec``) is a float recall level in [0, 1].
     """
 
@@ -155,6 +164,7 @@ class RelMetric:
     max_grade: float | None = None
     recall_norm: str = "relevant"
     iprec_rounding: str = "trec_eval"
+    precision_norm: str = "K"
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -167,7 +177,7 @@ class RelMetric:
         if self.max_grade is not None:
             set_(self, "max_grade", _number("max_grade", self.max_grade))
         for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                    "iprec_rounding"):
+                    "iprec_rounding", "precision_norm"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base, above_one=True))
@@ -306,6 +316,7 @@ class RelOptions:
     err_max_grade: float | None = None
     recall_norm: str = "relevant"
     iprec_rounding: str = "trec_eval"
+    precision_norm: str = "K"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -322,7 +333,7 @@ class RelOptions:
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
         for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                     "iprec_rounding"):
+                     "iprec_rounding", "precision_norm"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
             raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
@@ -371,6 +382,8 @@ class RelOptions:
             out["recall_norm"] = self.recall_norm
         if "iprec_rounding" in spec.options:
             out["iprec_rounding"] = self.iprec_rounding
+        if "precision_norm" in spec.options:
+            out["precision_norm"] = self.precision_norm
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -386,6 +399,8 @@ class RelOptions:
             out["recall_norm"] = self.recall_norm
         if self.iprec_rounding != "trec_eval":
             out["iprec_rounding"] = self.iprec_rounding
+        if self.precision_norm != "K":
+            out["precision_norm"] = self.precision_norm
         if self.convention is not None:
             out["convention"] = self.convention
         for name in ("relevance_level", "depth", "err_max_grade"):

@@ -27,3 +27,6 @@ class InstanceValues:
     # a geometric mean's rows whose value ties decide, with their exact distributions
     # (tieeval.metrics.measures.geometric.Spread), for the dataset's tie-aware figure
     spread: object | None = None
+    # a weighted mean's weight per instance (micro-averaged Precision@K: min(K, R)); None:
+    # the plain mean
+    weight: np.ndarray | None = None

@@ -237,6 +237,11 @@ class Measure:
             raise ParameterError(f"{self.name} reads the judged mask of each ordering")
         return judged
 
+    def weight(self, ev: TableEvaluation) -> Floats | None:
+        """Each row's weight in the dataset's mean (a micro average: a ratio's
+        denominator), the same in every column; None (the default): the plain mean."""
+        return None
+
     def spread(self, ev: TableEvaluation, first: Floats) -> Spread | None:
         """The exact distribution of each row whose value ties decide
         (:class:`tieeval.metrics.measures.geometric.Spread`), for a geometric mean's

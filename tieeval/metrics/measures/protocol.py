@@ -109,6 +109,10 @@ class MetricOptions(Protocol):
         """IPrec's cutoff rounding: ``'trec_eval'`` or ``'trec_eval9'``."""
 
     @property
+    def precision_norm(self) -> str:
+        """Precision@K's average: ``'K'`` or ``'micro'`` (sum of hits / sum of min(K, R))."""
+
+    @property
     def spec(self) -> object:
         """The metric's measure (:class:`~tieeval.metrics.measures.base.Measure`)."""
 

@@ -49,16 +49,26 @@ class RecallMeasure(Measure):
 
 @dataclass(frozen=True)
 class PrecisionMeasure(Measure):
-    """Relevant items in the top K divided by K."""
+    """Relevant items in the top K divided by K; with ``precision_norm="micro"`` by
+    min(K, R), each row weighing min(K, R) in the dataset's mean: the sum of the hits
+    over the sum of min(K, R) (implicit's precision@K)."""
+
+    def norm(self, ev: TableEvaluation) -> Floats:
+        if ev.m.precision_norm == "micro" and ev.m.k is not None:
+            return np.minimum(float(ev.m.k), ev.R)
+        return ev.k_safe()
 
     def closed(self, ev: TableEvaluation) -> Closed:
         e, v, d = ev.hits_moments(ev.b.p_t)
-        k = ev.k_safe()
-        return e / k, v / k ** 2, d
+        z = self.norm(ev)
+        return e / z, v / z ** 2, d
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
-        return ev.hits(lab, +1) / ev.k_safe()
+        return ev.hits(lab, +1) / self.norm(ev)
+
+    def weight(self, ev: TableEvaluation) -> Floats | None:
+        return self.norm(ev) if ev.m.precision_norm == "micro" else None
 
 
 RECALL = RecallMeasure(
@@ -72,7 +82,9 @@ RECALL = RecallMeasure(
 
 PRECISION = PrecisionMeasure(
     "Precision", "required",
-    "relevant items in the top K divided by K (TREC P@K, also when K > n)", ("P",),
+    "relevant items in the top K divided by K (TREC P@K, also when K > n; with "
+    "precision_norm=micro, the sum of the hits over the sum of min(K, R))", ("P",),
+    frozenset({"precision_norm"}),
     names={"tieeval": ("Precision", "P"), "trec_eval": ("P",), "ir_measures": ("P",),
            "RecBole": ("Precision",), "LensKit": ("Precision",), "Cornac": ("Precision",),
            "ranx": ("precision",)},
