@@ -44,7 +44,8 @@ def _value(result, name):
 
 def test_names_and_unknown():
     assert set(CONVENTIONS) == {"paper", "recbole", "trec_eval", "trec_eval9", "ranx",
-                                "sklearn", "lenskit", "cornac", "recommenders", "implicit"}
+                                "sklearn", "lenskit", "cornac", "recommenders", "implicit",
+                                "torchmetrics"}
     with pytest.raises(ParameterError, match="unknown convention"):
         tieeval.evaluate(np.eye(3), labels=np.eye(3), convention="lightfm")
 

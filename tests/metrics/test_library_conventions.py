@@ -133,15 +133,19 @@ def test_torchmetrics_functional_retrieval():
     for k in KS:
         # HitRate and Recall rank with torch.argsort: its ranking, given
         given = tieeval.evaluate(scores, labels=labels, metrics=[f"HR@{k}", f"Recall@{k}"],
-                                 ranking=argsorted, original="given", no_relevant="zero")
+                                 ranking=argsorted, original="given",
+                                 convention="torchmetrics")
         assert given.metric(f"HR@{k}").original == pytest.approx(
             theirs(fn.retrieval_hit_rate, k), abs=1e-6)
         assert given.metric(f"Recall@{k}").original == pytest.approx(
             theirs(fn.retrieval_recall, k), abs=1e-6)
-        # Precision and MRR rank with torch.topk(K) at each K: --original topk, one K
-        topk = tieeval.evaluate(scores, labels=labels, metrics=[f"Precision@{k}",
-                                                                f"MRR@{k}", f"NDCG@{k}"],
-                                k=[k], original="topk", no_relevant="zero")
+        # Precision, MRR and MAP rank with torch.topk(K) at each K: --original topk, one K
+        topk = tieeval.evaluate(scores, labels=labels, k=[k], convention="torchmetrics",
+                                original="topk")
+        assert [str(m.metric) for m in topk.metrics] == ["HR", "Recall", "Precision", "MRR",
+                                                         "MAP", "NDCG"]
+        assert topk.metric(f"MAP@{k}").original == pytest.approx(
+            theirs(fn.retrieval_average_precision, k), abs=1e-6)
         assert topk.metric(f"Precision@{k}").original == pytest.approx(
             theirs(fn.retrieval_precision, k), abs=1e-6)
         assert topk.metric(f"MRR@{k}").original == pytest.approx(
@@ -185,3 +189,33 @@ def test_micro_precision_against_enumeration():
         assert row.tie_aware_std == pytest.approx(
             np.sqrt(sum(np.var(h) for h in hits)) / weight, abs=1e-12)
         assert row.instances == len(rows)
+
+
+def test_ap_over_the_hits_in_the_top_k_against_enumeration():
+    # AP@K divided by the relevant items in the top K (0 without any): Original (stable),
+    # First, Last, Tie-aware (the mean over every tie order), and no exact variance
+    rng = np.random.default_rng(6)
+    scores = rng.integers(0, 3, (10, 7)).astype(np.float64)
+    labels = (rng.random((10, 7)) < 0.4).astype(np.int64)
+    labels[:, 2] = 1
+
+    def ap(lab, k):
+        top = lab[:k] > 0
+        if not top.any():
+            return 0.0
+        return float(np.mean((np.cumsum(top) / np.arange(1, k + 1))[top]))
+
+    stable = np.argsort(-scores, axis=1, kind="stable")
+    for k in (1, 3, 5):
+        values = [[ap(labels[i][list(p)], k) for p in _orders(scores[i])]
+                  for i in range(len(scores))]
+        run = tieeval.evaluate(scores, labels=labels, metrics=f"MAP@{k}", ap_norm="hits",
+                               original="stable")
+        row = run.metric(f"MAP@{k}")
+        assert row.original == pytest.approx(
+            np.mean([ap(labels[i][stable[i]], k) for i in range(len(scores))]), abs=1e-12)
+        assert row.first == pytest.approx(np.mean([max(v) for v in values]), abs=1e-12)
+        assert row.last == pytest.approx(np.mean([min(v) for v in values]), abs=1e-12)
+        assert row.tie_aware == pytest.approx(np.mean([np.mean(v) for v in values]),
+                                              abs=1e-12)
+        assert row.tie_aware_std is None

@@ -149,6 +149,17 @@ CONVENTIONS = {c.name: c for c in (
         "ranking, `--original given`, one run per K. Its auc is a partial AUC (pairs below "
         "K count 1/2, training items count as negatives): not computed. A user without a "
         "test item is left out; binary relevance: save 0/1 labels."),
+    Convention(
+        "torchmetrics", "torchmetrics 1.9.0", "torchmetrics/functional/retrieval/*.py",
+        ("HR@K", "Recall@K", "Precision@K", "MRR@K", "MAP@K", "NDCG@K"),
+        _options(ap_norm="hits", no_relevant="zero"),
+        "Each metric ranks its own way: RetrievalNormalizedDCG averages the gains of tied "
+        "items (the Tie-aware column); Precision, MRR and MAP rank with torch.topk(preds, "
+        "K) at each K (`--original topk` with that one K per run); HitRate and Recall with "
+        "torch.argsort(preds, descending=True) (save that ranking, `--original given`). "
+        "Precision, Recall, MRR and MAP count an item with preds <= 0 as not relevant: give "
+        "scores > 0. The Retrieval* classes group rows with torch.sort(indexes), not "
+        "stable: these rules are the functional API's, one query per call."),
 )}
 CONVENTION_NAMES = tuple(CONVENTIONS)
 
@@ -200,6 +211,7 @@ def convention_metrics(options: RelOptions | None, ks: Iterable[int]) -> list[Me
 _SHOWN = {
     ("recall_norm", "relevant"): "R", ("recall_norm", "min"): "min(K, R)",
     ("ap_norm", "R"): "R", ("ap_norm", "min"): "min(K, R)",
+    ("ap_norm", "hits"): "hits in the top K",
     ("short_list", "pad"): "K", ("short_list", "truncate"): "min(K, n)",
     ("short_list", "skip"): "row left out",
     ("no_relevant", "skip"): "left out", ("no_relevant", "zero"): "0, averaged in",

@@ -30,7 +30,7 @@ from tieeval.metrics.spellings import choices_text, translate, unknown_hint
 GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
-AP_NORMS = ("R", "min")
+AP_NORMS = ("R", "min", "hits")
 RECALL_NORMS = ("relevant", "min")
 #: Precision@K's average: each row's hits over K (``"K"``), or ``"micro"``, every row's hits
 #: over the sum of their min(K, R) (implicit's precision@K)
@@ -86,7 +86,7 @@ _CHOICE_ALIASES = {
              "exp": "exponential"},
     "discount": {d: d for d in DISCOUNTS},
     "short_list": {p: p for p in SHORT_LIST_POLICIES},
-    "ap_norm": {"r": "R", "min": "min", "minkr": "min"},
+    "ap_norm": {"r": "R", "min": "min", "minkr": "min", "hits": "hits"},
     "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
     "precision_norm": {"k": "K", "micro": "micro"},
     "iprec_rounding": {"treceval": "trec_eval", "treceval10": "trec_eval",
@@ -130,7 +130,8 @@ class RelMetric:
       are the same under pad and truncate (the padding adds nothing, and IDCG / ISDCG
       already stop at min(K, n) / min(K, R)).
     * ``ap_norm`` (MAP@K): divide by ``"R"`` (trec_eval ``map_cut``, default) or by
-      ``"min"`` = min(K, R) (common in recommender toolkits). Full AP always divides by R.
+      ``"min"`` = min(K, R) (common in recommender toolkits) or by ``"hits"``, the relevant
+      items in the top K (torchmetrics). Full AP always divides by R.
     * ``recall_norm`` (Recall@K): divide by ``"relevant"`` = R (trec_eval ``recall_K``,
       default) or by ``"min"`` = min(K, R) (LensKit's ``Recall``), so that a row with more
       relevant items than K can reach 1. Either is a constant per row, so the tie-aware

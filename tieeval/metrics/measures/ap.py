@@ -2,7 +2,16 @@
 
     AP@K = (1/Z) sum_{r <= K, item r relevant} precision@r,   precision@r = hits@r / r
 
-with ``Z = R`` (trec_eval's map and map_cut) or, with ``ap_norm="min"``, ``Z = min(K, R)``.
+with ``Z = R`` (trec_eval's map and map_cut) or, with ``ap_norm="min"``, ``Z = min(K, R)``;
+with ``ap_norm="hits"``, ``Z = hits@K``, the relevant items in the top K (torchmetrics'
+``RetrievalMAP(top_k=K)``; 0 when there are none).
+
+With ``Z = hits@K`` the expectation is of a ratio: hits@K depends only on how many of
+the relevant items of the block cut by K (if any) fall inside it, j, hypergeometric; given
+j they fill its m places inside K uniformly, so its term is ``(j/m) [(1 + B) S1 +
+(j-1)/(m-1) S2]``, and ``E[AP@K] = sum_j P(j) (E_in + term(j)) / (H_in + j)``, ``E_in`` and
+``H_in`` the expected sum and the relevant items of the blocks wholly inside K. It has no
+exact variance here (``tie_aware_std`` is null).
 
 Expectation (docs/METRICS.md 8; McSherry & Najork's tie-averaged AP): with ``p_t`` relevant
 items among the ``n_t`` of tie block t, ``a_t`` candidates above it, ``m_t`` of its places
@@ -35,6 +44,7 @@ Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_map.c, m_map_cut.c, m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,10 +132,103 @@ class AveragePrecision(Measure):
     """``(1/Z) sum_{r <= K, relevant} precision@r``; exact E and Var."""
 
     def norm(self, ev: TableEvaluation) -> Floats:
-        """Z: R, or min(K, R) with ``ap_norm="min"`` and a cutoff."""
+        """Z: R, or min(K, R) with ``ap_norm="min"`` and a cutoff (``"hits"``: see
+        :meth:`realise`, :meth:`_closed_hits`)."""
         if ev.m.k is not None and ev.m.ap_norm == "min":
             return np.minimum(ev.k_safe(), ev.R)
         return ev.R
+
+    def _closed_hits(self, ev: TableEvaluation) -> Closed:
+        """E[AP@K] divided by the hits in the top K (the module docstring); no variance."""
+        b = ev.b
+        n = b.bsz.astype(np.float64)
+        p = b.p_t
+        m = ev.m_t
+        inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
+        s1 = b.block_sum(inv)
+        s2 = b.block_sum(inv * (b.pos - b.ba[b.bid]))
+        before = b.within_row_exclusive(p)
+        inside = (m >= 1) & (m >= b.bsz)
+        c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
+        term = np.where((p > 0) & inside, p / n * ((1.0 + before) * s1 + c * s2), 0.0)
+        e_in = ev.row_sum_blocks(term)
+        h_in = ev.row_sum_blocks(np.where(inside, p, 0).astype(np.float64))
+        e = np.where(h_in > 0, e_in / np.maximum(h_in, 1.0), 0.0)
+        cut = np.flatnonzero((m >= 1) & (m < b.bsz) & (p > 0))  # at most one per row
+        if cut.size:
+            rows = b.brow[cut]
+            nc, pc, mc = (x[cut].astype(np.int64) for x in (b.bsz, p, m))
+            table = np.array([math.lgamma(x + 1.0) for x in range(int(nc.max()) + 1)])
+
+            def log_choose(top: np.ndarray, k: np.ndarray) -> np.ndarray:
+                ok = (k >= 0) & (k <= top)
+                kk = np.clip(k, 0, top)
+                out: np.ndarray = np.where(ok, table[top] - table[kk] - table[top - kk],
+                                           -np.inf)
+                return out
+
+            total = np.zeros(cut.size)
+            b1 = before[cut] + 1.0
+            pair = np.where(mc > 1, 1.0 / np.maximum(mc - 1.0, 1.0), 0.0)
+            for j in range(int(np.minimum(pc, mc).max()) + 1):
+                checkpoint()
+                prob = np.exp(log_choose(pc, np.full(cut.size, j))
+                              + log_choose(nc - pc, mc - j) - log_choose(nc, mc))
+                mine = j / mc * (b1 * s1[cut] + (j - 1) * pair * s2[cut])
+                hits = h_in[rows] + j
+                total += np.where(hits > 0, prob * (e_in[rows] + mine)
+                                  / np.maximum(hits, 1.0), 0.0)
+            e[rows] = total
+        decided = b.row_any((m >= 1) & (p > 0) & (p < b.bsz))
+        return e, None, decided
+
+    def extremes(self, ev: TableEvaluation) -> tuple[Floats, Floats] | None:
+        """AP@K over the hits in the top K is not monotone in moving a relevant item up
+        (one more hit in the top K can lower the mean precision), so the label orderings
+        are not its extremes: the maximum puts the relevant items of every block wholly
+        inside K first and j of the cut block's at the top of its places, the minimum
+        last and at the bottom, each at its best (worst) j; None for the other AP."""
+        if ev.m.k is None or ev.m.ap_norm != "hits":
+            return None
+        b = ev.b
+        p, n, m = (x.astype(np.int64) for x in (b.p_t, b.bsz, ev.m_t))
+        a = b.ba.astype(np.float64)
+        before = b.within_row_exclusive(p).astype(np.float64)
+
+        def places(offset: np.ndarray, count: np.ndarray, sel: np.ndarray) -> np.ndarray:
+            """sum_{i <= count} (B + i) / (a + offset + i) for the blocks ``sel``."""
+            out = np.zeros(sel.size)
+            for i in range(1, int(count.max(initial=0)) + 1):
+                out += np.where(i <= count, (before[sel] + i) / (a[sel] + offset + i), 0.0)
+            return out
+
+        inside = np.flatnonzero((m >= 1) & (m >= n) & (p > 0))
+        s_max = np.bincount(b.brow[inside], weights=places(np.zeros(inside.size), p[inside],
+                                                           inside), minlength=b.rows)
+        s_min = np.bincount(b.brow[inside], weights=places(
+            (n[inside] - p[inside]).astype(np.float64), p[inside], inside), minlength=b.rows)
+        h_in = np.bincount(b.brow[inside], weights=p[inside], minlength=b.rows)
+        safe = np.maximum(h_in, 1.0)
+        first = np.where(h_in > 0, s_max / safe, 0.0)
+        last = np.where(h_in > 0, s_min / safe, 0.0)
+        cut = np.flatnonzero((m >= 1) & (m < n) & (p > 0))
+        if cut.size:
+            rows = b.brow[cut]
+            lo = np.maximum(0, m[cut] - (n[cut] - p[cut]))
+            hi = np.minimum(p[cut], m[cut])
+            best, worst = first[rows].copy(), last[rows].copy()
+            best[lo > 0], worst[lo > 0] = -np.inf, np.inf  # j = 0 is not possible there
+            for j in range(1, int(hi.max()) + 1):
+                checkpoint()
+                ok = (lo <= j) & (j <= hi)
+                count = np.full(cut.size, j)
+                top = places(np.zeros(cut.size), count, cut)
+                bottom = places((m[cut] - j).astype(np.float64), count, cut)
+                hits = h_in[rows] + j
+                best = np.where(ok, np.maximum(best, (s_max[rows] + top) / hits), best)
+                worst = np.where(ok, np.minimum(worst, (s_min[rows] + bottom) / hits), worst)
+            first[rows], last[rows] = best, worst
+        return first, last
 
     def _key(self, ev: TableEvaluation) -> tuple[object, ...]:
         """What AP's values on a batch depend on besides the batch: MAP and GMAP of the
@@ -133,6 +236,8 @@ class AveragePrecision(Measure):
         return ("AP", ev.m.k, ev.m.ap_norm, ev.m.short_list)
 
     def closed(self, ev: TableEvaluation) -> Closed:
+        if ev.m.k is not None and ev.m.ap_norm == "hits":
+            return self._closed_hits(ev)
         b = ev.b
         kept = b.shared.get(self._key(ev))
         if kept is None:
@@ -166,8 +271,14 @@ class AveragePrecision(Measure):
             # row's relevant items over its place
             _, row, nth, place, _, _ = b.relevant_places(lab)
             inside = place < ev.kc[row]
-            value = (np.bincount(row[inside], weights=nth[inside] / (place[inside] + 1.0),
-                                 minlength=b.rows) / self.norm(ev))
+            value: np.ndarray = np.bincount(
+                row[inside], weights=nth[inside] / (place[inside] + 1.0),
+                minlength=b.rows).astype(np.float64)
+            if ev.m.k is not None and ev.m.ap_norm == "hits":
+                hits = np.bincount(row[inside], minlength=b.rows).astype(np.float64)
+                value = np.where(hits > 0, value / np.maximum(hits, 1.0), 0.0)
+            else:
+                value = value / self.norm(ev)
             kept = b.shared[key] = (lab, value)
         return kept[1]
 
@@ -202,7 +313,8 @@ class GeometricAP(AveragePrecision):
 MAP = AveragePrecision(
     "MAP", "optional",
     "average precision over the top K (full list without K), divided by R or, with "
-    "ap_norm=min, by min(K, R); MAP is the mean", ("AP",), frozenset({"ap_norm"}),
+    "ap_norm=min, by min(K, R) (ap_norm=hits: by the hits in the top K); MAP is the mean",
+    ("AP",), frozenset({"ap_norm"}),
     names={"tieeval": ("MAP", "AP"), "trec_eval": ("map", "map_cut"), "ir_measures": ("AP",),
            "RecBole": ("MAP",), "LensKit": ("AveragePrecision",), "Cornac": ("MAP",),
            "ranx": ("map",)},
