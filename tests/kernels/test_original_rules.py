@@ -305,3 +305,40 @@ def test_topk_plumbing_with_a_stand_in(tmp_path, monkeypatch):
     assert "GPU kernels may order ties differently" in md.output
     res = invoke("compare", tmp_path / "d.npz", "--original", "topk")
     assert res.exit_code == 2 and "MRR@K" in res.output
+
+
+class _TopkByParity:
+    """A torch stand-in whose topk(x, K) breaks ties by ascending position for odd K and
+    by descending position for even K: a metric at K ranks like 'stable' or like
+    'reverse-stable', by K's parity, under topk-each."""
+
+    __version__ = "fake"
+    from_numpy = staticmethod(_FakeTopk.from_numpy)
+
+    @staticmethod
+    def topk(t, k, dim=-1):
+        order = stable_desc if k % 2 else reverse_stable_desc
+        return fake_torch(order).topk(t, k, dim)
+
+
+def test_topk_each_ranks_every_metric_by_its_own_k(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", _TopkByParity)
+    rng = np.random.default_rng(8)
+    s = rng.integers(0, 3, (120, 16)).astype(np.float32)
+    lab = (rng.random((120, 16)) < 0.3).astype(np.int64)
+    lab[:, 3] = 1
+    save_scores(tmp_path / "one.npz", s, rng.integers(0, 16, 120))
+    save_scores(tmp_path / "lab.npz", s, labels=lab)
+    for name, metrics in (("one.npz", ["HR@1", "HR@2", "NDCG@3", "NDCG@4"]),
+                          ("lab.npz", ["Precision@3", "MAP@4", "MRR@5", "NDCG@2"])):
+        each = evaluate_path(str(tmp_path / name), metrics, original="topk-each")
+        assert each.to_dict()["original_rule"] == "topk-each"
+        for rule in ("stable", "reverse-stable"):
+            other = evaluate_path(str(tmp_path / name), metrics, original=rule)
+            for m in metrics:
+                if (int(m.split("@")[1]) % 2 == 1) == (rule == "stable"):
+                    assert each.metric(m).original == pytest.approx(other.metric(m).original,
+                                                                    abs=1e-15), (name, m)
+    res = invoke("compare", tmp_path / "lab.npz", "--original", "topk-each", "-m", "MAP")
+    assert res.exit_code == 2 and "each metric's own cutoff" in res.output

@@ -42,6 +42,8 @@ def _frames(scores, labels):
     return true, pred
 
 
+# slow tier: importing pandas, scikit-learn and recommenders costs several CPU-seconds
+@pytest.mark.slow
 @pytest.mark.parametrize("tied", [False, True])
 def test_recommenders_python_evaluation(tied):
     pytest.importorskip("recommenders")
@@ -154,6 +156,15 @@ def test_torchmetrics_functional_retrieval():
         ndcg = float(np.mean([float(fn.retrieval_normalized_dcg(
             preds[i], torch.from_numpy(labels[i]), top_k=k)) for i in range(rows)]))
         assert topk.metric(f"NDCG@{k}").tie_aware == pytest.approx(ndcg, abs=1e-6)
+    # --original topk-each: every K's own torch.topk list, in one run
+    each = tieeval.evaluate(scores, labels=labels, k=KS, convention="torchmetrics",
+                            original="topk-each")
+    for k in KS:
+        for name, function in (("Precision", fn.retrieval_precision),
+                               ("MRR", fn.retrieval_reciprocal_rank),
+                               ("MAP", fn.retrieval_average_precision)):
+            assert each.metric(f"{name}@{k}").original == pytest.approx(theirs(function, k),
+                                                                        abs=1e-6), (name, k)
 
 
 def _orders(row):

@@ -78,7 +78,7 @@ from tieeval.kernels.base import (
     unanswered_note,
 )
 from tieeval.kernels.counts import NanScoreError
-from tieeval.kernels.original import LISTED_RULES
+from tieeval.kernels.original import LISTED_RULES, listed_each
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
 from tieeval.kernels.tie_blocks import RelBatch, TableOptions
@@ -190,6 +190,8 @@ class GeneralKernel(Kernel):
             raise InputError(f"{path}: {exc}") from None
         if listed is not None:
             rb.use_order(listed)
+        if self.spec.original == "topk-each":
+            rb.orders = listed_each(batch, [e.metric for e in self.entries], path)
         rb.plan(e.form for e in self.entries)
         mix = getattr(batch, "mixture", None)
         if mix is not None:  # -J -M: the virtual rows of queries straddling the cut
@@ -203,17 +205,21 @@ class GeneralKernel(Kernel):
         return rb
 
     @staticmethod
-    def _values(rb: RelBatch, form: Any) -> InstanceValues:
-        """A metric's values on ``rb``; under -J -M, a query whose tie block straddles the
-        cut takes its First, Last and tie-aware values from its virtual rows
+    def entry_values(rb: RelBatch, i: int, entry: Entry) -> InstanceValues:
+        """Entry ``i``'s values on ``rb``: its Original ranked by its own list under
+        ``--original topk-each``; under -J -M, a query whose tie block straddles the cut
+        takes its First, Last and tie-aware values from its virtual rows
         (:mod:`tieeval.kernels.straddle`)."""
-        v = rb.values(form)
+        if rb.orders is not None:
+            rb.use_order(rb.orders[i])
+            rb.short = None  # topk lists reach every depth asked
+        v = rb.values(entry.form)
         mixture = getattr(rb, "mixture", None)
         if mixture is None:
             return v
         from tieeval.kernels.straddle import merge
         mix, table = mixture
-        return merge(v, table.values(form), mix)
+        return merge(v, table.values(entry.form), mix)
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
         batch = self.prepare(batch)
@@ -232,7 +238,8 @@ class GeneralKernel(Kernel):
         lab = self.labels(batch)
         rb = self.block_table(batch, lab)
         if rb.rows == 0:
-            return None, self._instances(rb, [self._values(rb, e.form) for e in self.entries])
+            return None, self._instances(rb, [self.entry_values(rb, i, e)
+                                              for i, e in enumerate(self.entries)])
         values = self.add_rows(acc, rb)
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, np.asarray(lab) > 0)
@@ -272,9 +279,9 @@ class GeneralKernel(Kernel):
             # the query-set note reports it, not this warning
             acc.k_over_n[k] += int(np.count_nonzero(keep & (n < k) & (n > 0)))
         added = []
-        for entry, sums in zip(self.entries, acc.sums):
+        for i, (entry, sums) in enumerate(zip(self.entries, acc.sums)):
             checkpoint()
-            v = self._values(rb, entry.form)
+            v = self.entry_values(rb, i, entry)
             v = self._counted(v, entry, has_pos)
             added.append(v)
             # RelBatch.values always fills defined and variance (NaN where no closed form)
@@ -353,7 +360,8 @@ class GeneralKernel(Kernel):
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
         rb = self.block_table(batch, self.labels(batch))
-        return self._instances(rb, [self._values(rb, e.form) for e in self.entries])
+        return self._instances(rb, [self.entry_values(rb, i, e)
+                                    for i, e in enumerate(self.entries)])
 
     def _instances(self, rb: RelBatch, values: list[InstanceValues], counted: bool = False
                    ) -> list[InstanceValues]:

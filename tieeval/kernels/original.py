@@ -14,6 +14,8 @@ column is the metric under one particular ordering, the codebase's own. The rule
   TREC runs (:mod:`tieeval.io.trec` lists their rows in that order);
 * ``topk``: ``torch.topk(scores, K)`` on the CPU, K the largest cutoff asked (torch is an
   optional extra, ``pip install 'tieeval[torch]'``); GPU kernels may order ties differently;
+  ``topk-each``: ``torch.topk(scores, K)`` for each metric at its own K (torchmetrics ranks
+  so: a tie block cut by K may keep other items at another K);
 * ``given``: the ranking the dump carries in its ``ranking`` field (per row, candidate
   indices top first, at least K of them), exact whatever the codebase used.
 
@@ -44,7 +46,8 @@ from tieeval.metrics.options import RelMetric
 from tieeval.records.batch import Batch, RankLists
 from tieeval.records.results import ORIGINAL_RULES
 
-LISTED_RULES = ("topk", "given")  # rules read from a (possibly partial) list per row
+# rules read from a (possibly partial) list per row; ``topk-each``: one list per metric
+LISTED_RULES = ("topk", "topk-each", "given")
 TORCH_HINT = "pip install 'tieeval[torch]'"
 
 
@@ -71,12 +74,13 @@ def check_rule_for(rule: str, *, trec: bool, metrics: Iterable[Metric | RelMetri
     if not trec and rule == "trec":
         raise ParameterError(f"{where}--original trec is trec_eval's docno rule and applies "
                              "to TREC runs (--qrels) only")
-    if rule == "topk":
+    if rule in ("topk", "topk-each"):
         uncut = [m for m in metrics if read_depth(m) is None]
         if uncut:
             m = uncut[0]
-            head = ("--original topk ranks the top K of each row (torch.topk(scores, K), K "
-                    "the largest cutoff asked); ")
+            head = (f"--original {rule} ranks the top K of each row (torch.topk(scores, K), K "
+                    + ("the largest cutoff asked); " if rule == "topk"
+                       else "each metric's own cutoff); "))
             if m.k is None:
                 raise ParameterError(
                     f"{head}{m} has no cutoff: ask for {m.name}@K instead (e.g. -m "
@@ -271,6 +275,21 @@ def topk_ranking(scores: np.ndarray, offsets: np.ndarray, k: int) -> RankLists:
     lengths = np.array([p.size for p in parts], dtype=np.int64)
     return RankLists(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64),
                      np.concatenate(([0], np.cumsum(lengths))))
+
+
+def listed_each(batch: Batch, metrics: Iterable[Metric | RelMetric],
+                path: str = "") -> list[Listed]:
+    """``--original topk-each``: per metric, the checked list ``torch.topk(scores, K)``
+    gives at the depth it reads (one topk per distinct depth)."""
+    metrics = list(metrics)
+    by_depth: dict[int, Listed] = {}
+    out = []
+    for m in metrics:
+        depth = int(cast(int, read_depth(m)))  # every one has a depth: check_rule_for
+        if depth not in by_depth:
+            by_depth[depth] = listed_ranking(batch, "topk", [m], path)
+        out.append(by_depth[depth])
+    return out
 
 
 def listed_ranking(batch: Batch, rule: str, metrics: Iterable[Metric | RelMetric],

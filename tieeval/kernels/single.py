@@ -87,7 +87,8 @@ class SinglePositiveKernel(Kernel):
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:
         return (spec.source is None and all(m.single_positive for m in spec.metrics)
-                and not spec.options.changes_single_positive)
+                and not spec.options.changes_single_positive
+                and spec.original != "topk-each")  # one ranking per metric: general
 
     def __init__(self, spec: EvalSpec):
         super().__init__(spec)

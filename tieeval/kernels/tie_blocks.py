@@ -283,6 +283,8 @@ class RelBatch:
         offsets_given, judged_given = offsets, judged
         # per metric, the rows a saved ranking does not answer (use_order), or None
         self.short: list[Short | None] | None = None
+        # --original topk-each: per metric of the run, the list its Original ranks by
+        self.orders: list[Listed] | None = None
         lab = np.asarray(labels)
         nan_policy, original, tolerance = options.nan_policy, options.original, options.tolerance
         self.level = None if options.relevance_level is None else float(options.relevance_level)

@@ -155,7 +155,7 @@ CONVENTIONS = {c.name: c for c in (
         _options(ap_norm="hits", no_relevant="zero"),
         "Each metric ranks its own way: RetrievalNormalizedDCG averages the gains of tied "
         "items (the Tie-aware column); Precision, MRR and MAP rank with torch.topk(preds, "
-        "K) at each K (`--original topk` with that one K per run); HitRate and Recall with "
+        "K) at each K (`--original topk-each`); HitRate and Recall with "
         "torch.argsort(preds, descending=True) (save that ranking, `--original given`). "
         "Precision, Recall, MRR and MAP count an item with preds <= 0 as not relevant: give "
         "scores > 0. The Retrieval* classes group rows with torch.sort(indexes), not "

@@ -20,7 +20,7 @@ from tieeval.records.run_labels import LABEL_KEYS, RunLabelled
 # The rules the Original column can rank by (``--original``; see tieeval.kernels.original).
 # A run records its rule in ``original_rule`` only when it is not its dump's default:
 # ``argsort`` (``trec`` for TREC runs), so the absence of the key means the default.
-ORIGINAL_RULES = ("argsort", "stable", "reverse-stable", "trec", "topk", "given")
+ORIGINAL_RULES = ("argsort", "stable", "reverse-stable", "trec", "topk", "topk-each", "given")
 ORIGINAL_RULE_TEXT = {
     "argsort": "np.argsort(scores * -1)",
     "stable": "a stable descending sort, ties by ascending position "
@@ -29,6 +29,8 @@ ORIGINAL_RULE_TEXT = {
     "trec": "trec_eval's order (score, then docno, descending)",
     "topk": "torch.topk(scores, K) on the CPU (K: the largest cutoff); GPU kernels may "
             "order ties differently",
+    "topk-each": "torch.topk(scores, K) on the CPU for each metric's own K (torchmetrics' "
+                 "rule); GPU kernels may order ties differently",
     "given": "the ranking the dump carries (its 'ranking' field)",
 }
 

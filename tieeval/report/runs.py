@@ -129,7 +129,7 @@ def _argsort_text() -> str:
 def _given_text(rule: str) -> str:
     """A rule given with ``--original``, in words (torch's version for ``topk``)."""
     text = ORIGINAL_RULE_TEXT[rule]
-    if rule == "topk":
+    if rule in ("topk", "topk-each"):
         text += f" (torch {_torch_version()})"
     return f"Original (--original {rule}) = {text}."
 
