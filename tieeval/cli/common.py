@@ -192,7 +192,8 @@ def read_options(f):
                           "ascending position), reverse-stable (ties by descending "
                           "position), trec (trec_eval's docno rule; the default for TREC "
                           "runs), topk (torch.topk(scores, K) on the CPU; "
-                          "pip install 'tieeval[torch]'), given (the dump's 'ranking' "
+                          "pip install 'tieeval[torch]'), topk-each (torch.topk at each metric's "
+                          "own K, as torchmetrics ranks), given (the dump's 'ranking' "
                           "field: per row, candidate indices top first).")(f)
     f = click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Worker processes; 0 = automatic: this process, on every core, "

@@ -90,7 +90,9 @@ def relevance_options(f):
                      help="DCG/NDCG gain of a label: linear (the label; default) or "
                           "exponential (2^label - 1).")(f)
     f = click.option("--convention", type=click.Choice(CONVENTION_NAMES), default=None,
-                     help="Metric definitions of a library: its default metrics at each "
+                     metavar="NAME",
+                     help="Metric definitions of a library (" + ", ".join(CONVENTION_NAMES)
+                          + "): its default metrics at each "
                           "--k, AP normalisation, short-list policy, gain, discount and "
                           "how instances without a relevant item count (see "
                           "docs/reproducing.md#metric-conventions). 'paper' is tieeval's "
