@@ -19,6 +19,7 @@ _PUBLIC = {
     "evaluate": "tieeval.engine.local",
     "evaluate_path": "tieeval.engine.local",
     "evaluate_labels": "tieeval.engine.local",
+    "TieAware": "tieeval.engine.stream",
     "open_dump": "tieeval.io.open",
     "ReadOptions": "tieeval.io.base",
     "RelevanceReadOptions": "tieeval.io.base",

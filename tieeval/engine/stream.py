@@ -1,0 +1,289 @@
+"""Tie-aware figures inside a training loop: :class:`TieAware`, a streaming, mergeable metric.
+
+A :class:`TieAware` takes the options :func:`tieeval.evaluate` takes (checked once, by the
+same declaration: :meth:`~tieeval.engine.request.EvalOptions.from_keywords`), is fed
+batches of rows with :meth:`TieAware.update` and gives, with :meth:`TieAware.compute`,
+the :class:`~tieeval.records.results.RunResult` ``evaluate`` gives on all those rows at
+once: the same kernel adds each batch to the same
+:class:`~tieeval.kernels.accumulator.Accumulator` (exact integer counts and exact sums,
+nothing per row), so the figures do not depend on how the rows were cut into batches, and
+two objects fed different shards :meth:`~TieAware.merge` into the figures of the whole.
+Its memory does not grow with the rows seen (per-instance values are kept only when asked
+for, ``keep_values=True``).
+
+Torch tensors are read where they are: for one positive per row (the single-positive
+kernel), the per-row counts (candidates above the positive, tied with it, the row's top
+tie) are computed with torch on the tensor's device (:mod:`tieeval.kernels.device`) and
+only those small arrays reach the host, with the rows whose positive is tied when the
+Original rule is numpy's ``argsort``. Other batches (labels, several positives) are read
+on the host, as ``evaluate`` reads a CPU tensor.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any
+
+import numpy as np
+
+from tieeval.engine.arrays import array_batch
+from tieeval.engine.local import ARRAY_KEYWORDS, evaluate, kernel_for
+from tieeval.engine.request import EvalOptions
+from tieeval.errors import InputError, ParameterError
+from tieeval.io.validate import check_score_dtype
+from tieeval.kernels.accumulator import Accumulator
+from tieeval.kernels.base import Kernel
+from tieeval.kernels.single import SinglePositiveKernel
+from tieeval.metrics.metric import DEFAULT_KS
+from tieeval.records.batch import Batch
+from tieeval.records.results import RunResult
+from tieeval.records.values import InstanceValues
+
+__all__ = ["TieAware", "OPTION_NAMES"]
+
+#: The options a :class:`TieAware` takes: :func:`~tieeval.evaluate`'s, read off its
+#: signature (every keyword but the arrays and ``path``), so that the two never differ.
+OPTION_NAMES = tuple(name for name in inspect.signature(evaluate).parameters
+                     if name not in (*ARRAY_KEYWORDS, "path"))
+
+
+class _Stream:
+    """What :func:`~tieeval.engine.local.kernel_for` reads of a dump: its path and the
+    relevance its rows carry."""
+
+    def __init__(self, path: str, relevance: Any):
+        self.path, self.relevance = path, relevance
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "device")
+
+
+def _host(value: Any) -> Any:
+    """A torch tensor (any device) as a numpy array, never cast; lists of tensors (ragged
+    rows) row by row; anything else as given."""
+    if _is_tensor(value):
+        from tieeval.kernels.device import to_numpy
+        return to_numpy(value)
+    if isinstance(value, (list, tuple)) and value and any(_is_tensor(v) for v in value):
+        return [_host(v) for v in value]
+    return value
+
+
+class TieAware:
+    """A streaming, mergeable tie-aware evaluation: the figures of :func:`tieeval.evaluate`
+    over every row given to :meth:`update`, in any batches.
+
+    ``k`` and the keyword options are :func:`~tieeval.evaluate`'s (``metrics``,
+    ``convention``, ``original``, ``gamma``, ``nan_policy``, ``cast`` ...), checked with its
+    messages; ``path`` names the rows in messages and in the result; ``keep_values``:
+    keep every row's per-instance values too (:meth:`instance_values`; memory then grows
+    with the rows).
+
+    >>> import numpy as np
+    >>> m = TieAware(metrics=["HR@1"])
+    >>> m.update(np.array([[1.0, 1.0, 0.5]], dtype=np.float32), positive=[0])
+    >>> m.update(np.array([[0.9, 0.1, 0.2]], dtype=np.float32), positive=[0])
+    >>> r = m.compute()
+    >>> r.metric("HR@1").first, r.metric("HR@1").last, r.metric("HR@1").tie_aware
+    (1.0, 0.5, 0.75)
+    """
+
+    def __init__(self, k: Any = DEFAULT_KS, *, path: str = "<stream>",
+                 keep_values: bool = False, **options: Any):
+        unknown = [name for name in options if name not in OPTION_NAMES]
+        if unknown:
+            raise TypeError(f"TieAware() got an unexpected keyword argument {unknown[0]!r}")
+        if not isinstance(path, str):
+            raise ParameterError(f"path must be a string, got {path!r}")
+        self.request = EvalOptions.from_keywords(k=k, **options)
+        self.path = path
+        self.keep_values = bool(keep_values)
+        self.reset()
+
+    # -- state ---------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every row seen (the options stay)."""
+        self._kernel: Kernel | None = None
+        self._kind: tuple[Any, ...] | None = None
+        self._dtype: np.dtype[Any] | None = None
+        self._acc: Accumulator | None = None
+        self._values: list[list[InstanceValues]] = []
+        self.rows = 0
+
+    def _start(self, relevance: Any, dtype: np.dtype[Any], where: str) -> Kernel:
+        """The kernel of the first batch; later batches must carry the same kind of
+        relevance (one positive per row, labels, positives ...) in the same dtype."""
+        kind = (None if relevance is None else
+                (relevance.source, relevance.items, tuple(sorted(relevance.fields))))
+        if self._kernel is None:
+            request = self.request
+            self._kernel = kernel_for(_Stream(self.path, relevance),  # type: ignore[arg-type]
+                                      request.metrics, relevance=request.relevance,
+                                      nan_policy=request.nan_policy,
+                                      what_if=request.what_if, original=request.original)
+            self._kind, self._dtype = kind, np.dtype(dtype)
+            self._acc = self._kernel.new()
+            return self._kernel
+        if kind != self._kind:
+            raise ParameterError(f"{self.path}: {where} carries {_describe(kind)}, earlier "
+                                 f"batches {_describe(self._kind)}: every batch of one "
+                                 "evaluation gives its relevance the same way")
+        if np.dtype(dtype) != self._dtype:
+            raise InputError(f"{self.path}: {where} has {np.dtype(dtype)} scores, earlier "
+                             f"batches {self._dtype}: ties are judged in the scores' own "
+                             "dtype, so every batch must have the same one")
+        return self._kernel
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def update(self, scores: Any, positives: Any = None, labels: Any = None, *,
+               positive: Any = None, negatives: Any = None, items: Any = None,
+               offsets: Any = None, ranking: Any = None) -> None:
+        """Add a batch of rows: ``scores`` ``(rows, candidates)`` (numpy, a torch tensor
+        on any device, ragged rows or flat values with ``offsets``, as
+        :func:`~tieeval.evaluate` takes them) and their relevance, given as ``evaluate``
+        takes it: ``positive`` (each row's one positive column; default column 0),
+        ``positives`` / ``negatives`` (column indices per row: one per row, ``-1``-padded,
+        or a list of lists), ``labels`` in the scores' layout; ``items`` and ``ranking``
+        as there. A ``-inf`` score is a masked candidate, as in ``evaluate``: it ranks
+        below every finite score and never ties with a finite positive."""
+        where = f"the batch from row {self.rows}"
+        if (_is_tensor(scores) and positives is None and labels is None
+                and negatives is None and items is None and offsets is None
+                and ranking is None and scores.dim() == 2 and scores.shape[0] > 0
+                and scores.shape[1] > 0):
+            done = self._update_device(scores, positive, where)
+            if done:
+                return
+        arrays = {"scores": scores, "positive": positive, "labels": labels,
+                  "positives": positives, "negatives": negatives, "items": items,
+                  "offsets": offsets, "ranking": ranking}
+        arrays = {name: _host(value) for name, value in arrays.items()}
+        if _empty(arrays["scores"]):
+            return
+        batch, info = array_batch(**arrays, path=self.path)
+        batch.start = self.rows
+        kernel = self._start(info, batch.scores.dtype, where)
+        self._add(kernel, batch)
+
+    def _add(self, kernel: Kernel, batch: Batch) -> None:
+        assert self._acc is not None
+        part = kernel.new()  # a failing batch leaves the sums as they were
+        if self.keep_values:
+            _, values = kernel.add_values(part, batch)
+            self._values.append(values)
+        else:
+            kernel.add(part, batch)
+        self._acc.merge(part)
+        self.rows += batch.rows
+
+    def _update_device(self, scores: Any, positive: Any, where: str) -> bool:
+        """A dense torch batch with one positive per row, counted on its device; False
+        where the kernel needs the rows on the host (a what-if, NaN ranked worst, a
+        kernel other than the single-positive one)."""
+        from tieeval.kernels import device
+        dtype = device.numpy_dtype(scores, self.path)
+        check_score_dtype(self.path, dtype, "scores")
+        kernel = self._kernel
+        if kernel is None:
+            kernel = kernel_for(_Stream(self.path, None),  # type: ignore[arg-type]
+                                self.request.metrics, relevance=self.request.relevance,
+                                nan_policy=self.request.nan_policy,
+                                what_if=self.request.what_if, original=self.request.original)
+        if not (isinstance(kernel, SinglePositiveKernel) and device.counts_on_device(kernel)):
+            return False
+        rows, cols = int(scores.shape[0]), int(scores.shape[1])
+        from tieeval.engine.arrays import _positive_column
+        pos = _positive_column(0 if positive is None else _host(positive),
+                               np.full(rows, cols, dtype=np.int64), self.path)
+        kernel = self._start(None, dtype, where)
+        assert isinstance(kernel, SinglePositiveKernel) and self._acc is not None
+        counts = device.row_counts(scores, pos, kernel, self.rows, self.path)
+        part = kernel.new()
+        kernel.add_counts(part, counts)
+        if self.keep_values:
+            from tieeval.kernels.closed_forms import single_positive
+            self._values.append([single_positive(m, counts.a, counts.b, counts.original)
+                                 for m in kernel.metrics])
+        self._acc.merge(part)
+        self.rows += rows
+        return True
+
+    def merge(self, other: "TieAware") -> None:
+        """Add the rows ``other`` has seen (another shard, another process's batches):
+        the figures are those of both objects' rows together. Both must have the same
+        options and relevance kind."""
+        if not isinstance(other, TieAware):
+            raise ParameterError(f"merge takes another TieAware, got {type(other).__name__}")
+        if other.request != self.request:
+            raise ParameterError("merge: the two TieAware objects were made with different "
+                                 "options")
+        if other._kernel is None or other._acc is None:
+            return
+        assert other._dtype is not None
+        self._start_like(other)
+        assert self._acc is not None
+        self._acc.merge(other._acc)
+        if self.keep_values:
+            self._values.extend(other._values)
+        self.rows += other.rows
+
+    def _start_like(self, other: "TieAware") -> None:
+        if self._kernel is None:
+            self._kernel, self._kind, self._dtype = other._kernel, other._kind, other._dtype
+            assert self._kernel is not None
+            self._acc = self._kernel.new()
+            return
+        if other._kind != self._kind:
+            raise ParameterError(f"merge: {_describe(other._kind)} and "
+                                 f"{_describe(self._kind)} do not merge")
+        if other._dtype != self._dtype:
+            raise InputError(f"merge: {other._dtype} and {self._dtype} scores do not merge "
+                             "(ties are judged in the scores' own dtype)")
+
+    # -- results -------------------------------------------------------------------------
+
+    def compute(self) -> RunResult:
+        """The :class:`~tieeval.records.results.RunResult` of every row seen: what
+        :func:`tieeval.evaluate` gives on those rows at once. The state is left as it was
+        (more batches may follow)."""
+        if self._kernel is None or self._acc is None or self.rows == 0:
+            raise InputError(f"{self.path}: no instances (nothing was given to update)")
+        acc = copy.deepcopy(self._acc)  # the kernel settles its tables into the sums
+        return self._kernel.result(acc, self.path, self._dtype, dict(self.request.run_labels))
+
+    def instance_values(self) -> dict[Any, InstanceValues]:
+        """Every row's values per output row of the result, in the order the rows came
+        (``keep_values=True``): the key is the metric, or ``(metric, gamma)`` for a signed
+        metric."""
+        if not self.keep_values:
+            raise ParameterError("instance_values needs TieAware(..., keep_values=True)")
+        if self._kernel is None:
+            return {}
+        from tieeval.engine.consumers import _concat as concat_values
+        out = {}
+        for i, entry in enumerate(self._kernel.entries):
+            key = entry.metric if entry.gamma is None else (entry.metric, entry.gamma)
+            out[key] = concat_values([values[i] for values in self._values])
+        return out
+
+    def __repr__(self) -> str:
+        return f"TieAware({self.path!r}, rows={self.rows})"
+
+
+def _empty(scores: Any) -> bool:
+    """A batch without rows (a 2-D array of 0 rows, or an empty list): nothing to add."""
+    if isinstance(scores, (list, tuple)):
+        return len(scores) == 0
+    shape = getattr(scores, "shape", None)
+    return shape is not None and len(shape) == 2 and shape[0] == 0
+
+
+def _describe(kind: tuple[Any, ...] | None) -> str:
+    if kind is None:
+        return "one positive per row"
+    source, _, fields = kind
+    return f"relevance from {', '.join(fields) or source}"
