@@ -20,6 +20,7 @@ _PUBLIC = {
     "evaluate_path": "tieeval.engine.local",
     "evaluate_labels": "tieeval.engine.local",
     "TieAware": "tieeval.engine.stream",
+    "TieAwareMetric": "tieeval.engine.torch_metric",
     "open_dump": "tieeval.io.open",
     "ReadOptions": "tieeval.io.base",
     "RelevanceReadOptions": "tieeval.io.base",

@@ -31,6 +31,7 @@ from tieeval.engine.arrays import array_batch
 from tieeval.engine.local import ARRAY_KEYWORDS, evaluate, kernel_for
 from tieeval.engine.request import EvalOptions
 from tieeval.errors import InputError, ParameterError
+from tieeval.io.base import RelevanceInfo
 from tieeval.io.validate import check_score_dtype
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
@@ -113,17 +114,31 @@ class TieAware:
         self._values: list[list[InstanceValues]] = []
         self.rows = 0
 
+    def _like(self) -> "TieAware":
+        """A TieAware of the same options that has seen no rows."""
+        other = TieAware.__new__(TieAware)
+        other.request, other.path, other.keep_values = self.request, self.path, self.keep_values
+        other.reset()
+        return other
+
+    def _kernel_of(self, kind: tuple[Any, ...] | None) -> Kernel:
+        """The kernel of these options for rows whose relevance is of ``kind`` (None: one
+        positive per row; else the source, the items flag and the fields given)."""
+        relevance = None if kind is None else RelevanceInfo(kind[0], items=kind[1],
+                                                            fields=tuple(kind[2]))
+        request = self.request
+        return kernel_for(_Stream(self.path, relevance),  # type: ignore[arg-type]
+                          request.metrics, relevance=request.relevance,
+                          nan_policy=request.nan_policy, what_if=request.what_if,
+                          original=request.original)
+
     def _start(self, relevance: Any, dtype: np.dtype[Any], where: str) -> Kernel:
         """The kernel of the first batch; later batches must carry the same kind of
         relevance (one positive per row, labels, positives ...) in the same dtype."""
         kind = (None if relevance is None else
-                (relevance.source, relevance.items, tuple(sorted(relevance.fields))))
+                (relevance.source, relevance.items, tuple(relevance.fields)))
         if self._kernel is None:
-            request = self.request
-            self._kernel = kernel_for(_Stream(self.path, relevance),  # type: ignore[arg-type]
-                                      request.metrics, relevance=request.relevance,
-                                      nan_policy=request.nan_policy,
-                                      what_if=request.what_if, original=request.original)
+            self._kernel = self._kernel_of(kind)
             self._kind, self._dtype = kind, np.dtype(dtype)
             self._acc = self._kernel.new()
             return self._kernel
@@ -187,12 +202,7 @@ class TieAware:
         from tieeval.kernels import device
         dtype = device.numpy_dtype(scores, self.path)
         check_score_dtype(self.path, dtype, "scores")
-        kernel = self._kernel
-        if kernel is None:
-            kernel = kernel_for(_Stream(self.path, None),  # type: ignore[arg-type]
-                                self.request.metrics, relevance=self.request.relevance,
-                                nan_policy=self.request.nan_policy,
-                                what_if=self.request.what_if, original=self.request.original)
+        kernel = self._kernel if self._kernel is not None else self._kernel_of(None)
         if not (isinstance(kernel, SinglePositiveKernel) and device.counts_on_device(kernel)):
             return False
         rows, cols = int(scores.shape[0]), int(scores.shape[1])
