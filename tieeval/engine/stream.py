@@ -35,6 +35,7 @@ from tieeval.io.base import RelevanceInfo
 from tieeval.io.validate import check_score_dtype
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
+from tieeval.kernels.counts import RowCounts
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.records.batch import Batch
@@ -42,6 +43,9 @@ from tieeval.records.results import RunResult
 from tieeval.records.values import InstanceValues
 
 __all__ = ["TieAware", "OPTION_NAMES"]
+
+PENDING_ROWS = 8192
+"""Rows of device counts (five int64 per row) kept before they are added to the sums."""
 
 #: The options a :class:`TieAware` takes: :func:`~tieeval.evaluate`'s, read off its
 #: signature (every keyword but the arrays and ``path``), so that the two never differ.
@@ -112,6 +116,8 @@ class TieAware:
         self._dtype: np.dtype[Any] | None = None
         self._acc: Accumulator | None = None
         self._values: list[list[InstanceValues]] = []
+        self._pending: list[RowCounts] = []  # device counts not yet in the sums
+        self._pending_rows = 0
         self.rows = 0
 
     def _like(self) -> "TieAware":
@@ -212,15 +218,27 @@ class TieAware:
         kernel = self._start(None, dtype, where)
         assert isinstance(kernel, SinglePositiveKernel) and self._acc is not None
         counts = device.row_counts(scores, pos, kernel, self.rows, self.path)
-        part = kernel.new()
-        kernel.add_counts(part, counts)
         if self.keep_values:
             from tieeval.kernels.closed_forms import single_positive
             self._values.append([single_positive(m, counts.a, counts.b, counts.original)
                                  for m in kernel.metrics])
-        self._acc.merge(part)
+        self._pending.append(counts)
+        self._pending_rows += rows
         self.rows += rows
+        if self._pending_rows >= PENDING_ROWS:
+            self._flush()
         return True
+
+    def _flush(self) -> None:
+        """Add the counts of the batches counted on their device to the sums (a few
+        thousand rows at a time: the sums' own work is per call, not per row)."""
+        if not self._pending:
+            return
+        assert isinstance(self._kernel, SinglePositiveKernel) and self._acc is not None
+        pending, self._pending, self._pending_rows = self._pending, [], 0
+        self._kernel.add_counts(self._acc, RowCounts(*(
+            np.concatenate([getattr(c, name) for c in pending])
+            for name in ("a", "b", "n", "top", "original"))))
 
     def merge(self, other: "TieAware") -> None:
         """Add the rows ``other`` has seen (another shard, another process's batches):
@@ -233,6 +251,8 @@ class TieAware:
                                  "options")
         if other._kernel is None or other._acc is None:
             return
+        other._flush()
+        self._flush()
         assert other._dtype is not None
         self._start_like(other)
         assert self._acc is not None
@@ -262,6 +282,7 @@ class TieAware:
         (more batches may follow)."""
         if self._kernel is None or self._acc is None or self.rows == 0:
             raise InputError(f"{self.path}: no instances (nothing was given to update)")
+        self._flush()
         acc = copy.deepcopy(self._acc)  # the kernel settles its tables into the sums
         return self._kernel.result(acc, self.path, self._dtype, dict(self.request.run_labels))
 

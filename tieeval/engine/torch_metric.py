@@ -42,6 +42,7 @@ _METRIC_KEYWORDS = ("compute_on_cpu", "dist_sync_on_step", "process_group", "dis
 def pack(stream: TieAware) -> torch.Tensor:
     """A :class:`TieAware`'s sums as one ``uint8`` tensor: an 8-byte length, then JSON
     (frames concatenated by a synchronisation stay readable)."""
+    stream._flush()
     state = {"rows": stream.rows, "kind": stream._kind,
              "dtype": None if stream._dtype is None else str(stream._dtype),
              "acc": None if stream._acc is None else stream._acc.to_state()}

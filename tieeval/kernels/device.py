@@ -71,14 +71,15 @@ def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel, start: int = 0
     pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
     p = s.gather(1, pos)
     row_max = s.amax(dim=1, keepdim=True)
-    stats = [(s > p).sum(dim=1), (s == p).sum(dim=1), (s == row_max).sum(dim=1)]
+    eq = s == p
+    stats = [(s > p).sum(dim=1), eq.sum(dim=1), (s == row_max).sum(dim=1)]
     rule = kernel.spec.original
     if s.is_floating_point():
         stats.append(torch.isnan(row_max.view(rows)).to(torch.int64))
     if rule in ("stable", "reverse-stable"):
         col = torch.arange(cols, device=s.device).view(1, cols)
         side = col < pos if rule == "stable" else col > pos
-        stats.append(((s == p) & side).sum(dim=1))
+        stats.append((eq & side).sum(dim=1))
     if rule == "topk":
         metrics = [e.metric for e in kernel.entries]
         k = max([int(cast(int, d)) for d in map(read_depth, metrics) if d is not None] or [1])
