@@ -79,6 +79,16 @@ def tie_epoch(scores, positive, metrics, **options) -> tieeval.RunResult:
     return m.compute()
 
 
+def contestants(scores, positive) -> dict:
+    return {"topk evaluator": lambda: topk_epoch(scores, positive),
+            "TieAware HR/NDCG/MRR (device counts)":
+                lambda: tie_epoch(scores, positive, SINGLE),
+            "TieAware HR/NDCG/MRR, original='stable' (no sort)":
+                lambda: tie_epoch(scores, positive, SINGLE, original="stable"),
+            "TieAware + Recall@20 (labelled kernel)":
+                lambda: tie_epoch(scores, positive, ALL)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
@@ -91,15 +101,8 @@ def main() -> None:
         sizes = [sizes[int(i)] for i in args.only.split(",")]
     for rows, cols in sizes:
         scores, positive = matrix(rows, cols)
-        runs = {"topk evaluator": lambda: topk_epoch(scores, positive),
-                "TieAware HR/NDCG/MRR (device counts)":
-                    lambda: tie_epoch(scores, positive, SINGLE),
-                "TieAware HR/NDCG/MRR, original='stable' (no sort)":
-                    lambda: tie_epoch(scores, positive, SINGLE, original="stable"),
-                "TieAware + Recall@20 (labelled kernel)":
-                    lambda: tie_epoch(scores, positive, ALL)}
-        # the figures agree where they must: tie-free parts of the columns are checked in
-        # the tests; here the Original HR@10 against topk's (ties broken differently)
+        runs = contestants(scores, positive)
+        # HR@10 of the plain evaluator beside the tie-aware value and its [Last, First]
         plain = topk_epoch(scores, positive)
         got = tie_epoch(scores, positive, SINGLE)
         print(f"\n{rows:,} x {cols:,}, batches of {BATCH}: HR@10 topk {plain['HR@10']:.4f}, "
