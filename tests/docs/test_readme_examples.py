@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from guide import PAGES, ROOT, read
+from tiers import SLOW
 
 import tieeval
 from tieeval.cli import cli
@@ -318,6 +319,9 @@ def test_example_command_runs(page, command, user_files):
 
 # ---------------------------------------------------------------------------- Python blocks
 
+OPTIONAL_LIBRARIES = ("torch", "torchmetrics", "lightning")
+
+
 def python_blocks() -> list[tuple[str, int, str]]:
     """(page, number on the page, code) of every Python block. The Spark driver script needs
     a cluster; tests/engine/test_spark.py covers tieeval.spark."""
@@ -337,9 +341,16 @@ def trailing_comments(block: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("page,number,block", python_blocks(),
-                         ids=[f"{page} block {number}" for page, number, _ in python_blocks()])
+@pytest.mark.parametrize("page,number,block", [
+    # torchmetrics takes seconds of CPU to import: its page's blocks run in the slow tier
+    pytest.param(*b, marks=SLOW) if "TieAwareMetric" in b[2] else b for b in python_blocks()],
+    ids=[f"{page} block {number}" for page, number, _ in python_blocks()])
 def test_python_block_runs_and_prints_what_it_says(page, number, block, user_files):
+    for extra in OPTIONAL_LIBRARIES:  # a block that needs an optional extra runs with it
+        if re.search(rf"^\s*(import|from) {extra}\b", block, re.M):
+            pytest.importorskip(extra)
+    if "TieAwareMetric" in block:
+        pytest.importorskip("torchmetrics")
     buffer = io.StringIO()
     with redirect_stdout(buffer):
         exec(compile(block, f"{page} python block {number}", "exec"), {})

@@ -1,14 +1,17 @@
 """tieeval.TieAwareMetric, the torchmetrics adapter, against the real torchmetrics: its
 figures are evaluate's on the same rows, its synchronised state (as data-parallel training
-gathers it) gives the figures of every process's rows, and forward gives the batch's."""
+gathers it) gives the figures of every process's rows, and forward gives the batch's.
+torchmetrics takes seconds of CPU to import: the file runs in the slow tier."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiers import SLOW
 
 import tieeval
 
+pytestmark = SLOW
 torch = pytest.importorskip("torch")
 torchmetrics = pytest.importorskip("torchmetrics")
 
