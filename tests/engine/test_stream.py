@@ -233,3 +233,21 @@ def test_cuda_tensors(original):  # pragma: no cover - needs a GPU
     for row, mine in zip(want.metrics, got.metrics):
         assert (mine.first, mine.last, mine.tie_aware) == pytest.approx(
             (row.first, row.last, row.tie_aware), abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float16, np.float64])
+@pytest.mark.parametrize("original", [None, "topk"])
+def test_torch_dtypes_and_masked_candidates(dtype, original):
+    """Ties judged in the tensor's own dtype; -inf (a masked candidate) as evaluate takes it."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(20)
+    s = rng.integers(0, 5, (70, 12)).astype(dtype)
+    if s.dtype.kind == "f":
+        s[s == 0] = -np.inf
+    pos = rng.integers(0, 12, 70)
+    metrics = ["HR@1", "NDCG@5", "MRR@12"]
+    want = tieeval.evaluate(s, positive=pos, metrics=metrics, original=original)
+    m = tieeval.TieAware(metrics=metrics, original=original)
+    for lo in range(0, 70, 16):
+        m.update(torch.from_numpy(s[lo:lo + 16]), positive=torch.from_numpy(pos[lo:lo + 16]))
+    same(m.compute(), want)
