@@ -21,6 +21,7 @@ _PUBLIC = {
     "evaluate_labels": "tieeval.engine.local",
     "TieAware": "tieeval.engine.stream",
     "TieAwareMetric": "tieeval.engine.torch_metric",
+    "register_recbole": "tieeval.engine.recbole_metrics",
     "open_dump": "tieeval.io.open",
     "ReadOptions": "tieeval.io.base",
     "RelevanceReadOptions": "tieeval.io.base",
