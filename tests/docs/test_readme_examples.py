@@ -319,7 +319,9 @@ def test_example_command_runs(page, command, user_files):
 
 # ---------------------------------------------------------------------------- Python blocks
 
-OPTIONAL_LIBRARIES = ("torch", "torchmetrics", "lightning")
+OPTIONAL_LIBRARIES = ("torch", "torchmetrics", "lightning", "recbole")
+# blocks that start a library taking seconds of CPU to import run in the slow tier
+SLOW_BLOCKS = ("TieAwareMetric", "register_recbole")
 
 
 def python_blocks() -> list[tuple[str, int, str]]:
@@ -342,8 +344,8 @@ def trailing_comments(block: str) -> list[str]:
 
 
 @pytest.mark.parametrize("page,number,block", [
-    # torchmetrics takes seconds of CPU to import: its page's blocks run in the slow tier
-    pytest.param(*b, marks=SLOW) if "TieAwareMetric" in b[2] else b for b in python_blocks()],
+    pytest.param(*b, marks=SLOW) if any(name in b[2] for name in SLOW_BLOCKS) else b
+    for b in python_blocks()],
     ids=[f"{page} block {number}" for page, number, _ in python_blocks()])
 def test_python_block_runs_and_prints_what_it_says(page, number, block, user_files):
     for extra in OPTIONAL_LIBRARIES:  # a block that needs an optional extra runs with it
