@@ -85,7 +85,7 @@ def test_ragged_positives_equal_the_whole():
     positives = [sorted(rng.choice(25, size=int(rng.integers(1, 4)), replace=False).tolist())
                  for _ in range(40)]
     want = tieeval.evaluate(s, positives=positives, metrics=LABELLED, k=[5])
-    m = tieeval.TieAware(metrics=LABELLED)
+    m = tieeval.TieAware(metrics=LABELLED, k=[5])
     for lo in range(0, 40, 16):
         m.update(s[lo:lo + 16], positives[lo:lo + 16])
     same(m.compute(), want)
