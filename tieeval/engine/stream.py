@@ -236,9 +236,11 @@ class TieAware:
             return
         assert isinstance(self._kernel, SinglePositiveKernel) and self._acc is not None
         pending, self._pending, self._pending_rows = self._pending, [], 0
-        self._kernel.add_counts(self._acc, RowCounts(**{
-            name: np.concatenate([getattr(c, name) for c in pending])
-            for name in ("a", "b", "n", "top", "original")}))
+        def joined(name: str) -> np.ndarray:
+            return np.concatenate([getattr(c, name) for c in pending])
+        self._kernel.add_counts(self._acc, RowCounts(
+            a=joined("a"), b=joined("b"), n=joined("n"), top=joined("top"),
+            original=joined("original")))
 
     def merge(self, other: "TieAware") -> None:
         """Add the rows ``other`` has seen (another shard, another process's batches):
