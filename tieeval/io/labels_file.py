@@ -26,7 +26,14 @@ from typing import Any, Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import Dump, LabelledDump, RelevanceInfo, not_found, require_regular_file
+from tieeval.io.base import (
+    Dump,
+    LabelledDump,
+    RelevanceInfo,
+    WithRelevance,
+    not_found,
+    require_regular_file,
+)
 from tieeval.records.batch import Batch
 
 OPTION = "--labels"
@@ -170,29 +177,12 @@ class LabelsFile:
 
 
 @dataclass(frozen=True)
-class LabelsPart:
+class LabelsPart(WithRelevance):
     """A part of the scores (``base``) whose batches gain the labels file's rows; its
     rows, size, path and anything else a part offers are ``base``'s."""
 
     base: Any
     source: LabelsFile
-
-    @property
-    def rows(self) -> int:
-        return self.base.rows
-
-    @property
-    def nbytes(self) -> int:
-        return self.base.nbytes
-
-    @property
-    def path(self) -> str:
-        return self.base.path
-
-    def __getattr__(self, name):
-        if name in ("base", "source"):  # not set yet (unpickling)
-            raise AttributeError(name)
-        return getattr(self.base, name)
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
         for batch in self.base.batches(batch_rows):

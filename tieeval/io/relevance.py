@@ -51,7 +51,14 @@ from typing import Any, Iterator
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import RELEVANCE_FIELDS, Dump, LabelledDump, ReadOptions, RelevanceInfo
+from tieeval.io.base import (
+    RELEVANCE_FIELDS,
+    Dump,
+    LabelledDump,
+    ReadOptions,
+    RelevanceInfo,
+    WithRelevance,
+)
 from tieeval.records.batch import Batch, RankLists
 
 RANKING_FIELD = "ranking"
@@ -305,30 +312,8 @@ class _Feeder:
         return out
 
 
-class _WithRelevance:
-    """A part of the scores (``base``) whose batches gain relevance fields; its rows, size,
-    path and anything else a part offers (start, group, ...) are ``base``'s."""
-
-    @property
-    def rows(self) -> int:
-        return self.base.rows
-
-    @property
-    def nbytes(self) -> int:
-        return self.base.nbytes
-
-    @property
-    def path(self) -> str:
-        return self.base.path
-
-    def __getattr__(self, name):
-        if name == "base":  # not set yet (unpickling): no recursion through __getattr__
-            raise AttributeError(name)
-        return getattr(self.base, name)
-
-
 @dataclass(frozen=True)
-class ParquetRelevancePart(_WithRelevance):
+class ParquetRelevancePart(WithRelevance):
     """A Parquet part (one row group) plus its relevance columns, read alongside."""
 
     base: Any  # the reader's own part
@@ -536,7 +521,7 @@ def _fill_npz(path, batch, names, sources):
 
 
 @dataclass(frozen=True)
-class NpzRelevancePart(_WithRelevance):
+class NpzRelevancePart(WithRelevance):
     """A matrix part of an NPZ dump plus the same rows of its relevance members."""
 
     base: Any  # the reader's own part
