@@ -28,6 +28,7 @@ from recbole.evaluator.base_metric import AbstractMetric
 from recbole.utils import EvaluatorType
 
 from tieeval.engine.stream import TieAware
+from tieeval.metrics.metric import Metric
 
 __all__ = ["register_recbole", "TieHit", "TieNDCG", "TieMRR", "NEED"]
 
@@ -52,7 +53,6 @@ class _TieAwareMetric(AbstractMetric):
     metric_need = [NEED]
     metric_type = EvaluatorType.RANKING
     smaller = False
-    measure = ""
 
     def __init__(self, config: Any):
         super().__init__(config)
@@ -62,29 +62,29 @@ class _TieAwareMetric(AbstractMetric):
     def calculate_metric(self, dataobject: Any) -> dict[str, float]:
         result = dataobject.get(NEED).stream.compute()
         name = type(self).__name__.lower()
-        return {f"{name}@{k}": round(float(result.metric(f"{self.measure}@{k}").tie_aware),
-                                     self.decimal_place) for k in self.topk}
+        return {f"{name}@{k}": round(float(result.metric(str(tieeval_metric(
+            type(self), k))).tie_aware), self.decimal_place) for k in self.topk}
 
 
 class TieHit(_TieAwareMetric):
     """HR@K (RecBole's ``Hit``), its Tie-aware column."""
 
-    measure = "HR"
-
 
 class TieNDCG(_TieAwareMetric):
     """NDCG@K (RecBole's ``NDCG``, binary gains), its Tie-aware column."""
-
-    measure = "NDCG"
 
 
 class TieMRR(_TieAwareMetric):
     """MRR@K (RecBole's ``MRR``), its Tie-aware column."""
 
-    measure = "MRR"
-
 
 METRICS = (TieHit, TieNDCG, TieMRR)
+
+
+def tieeval_metric(kind: type, k: int) -> Metric:
+    """tieeval's metric behind ``kind`` at ``k``: the class is ``Tie`` + RecBole's own
+    name (``TieHit`` is RecBole's ``Hit@K``, tieeval's HR@K), read as RecBole spells it."""
+    return Metric.parse(f"{kind.__name__.removeprefix('Tie')}@{k}")
 
 
 def _stream_for(collector: Any) -> TieAware:
@@ -93,10 +93,10 @@ def _stream_for(collector: Any) -> TieAware:
     if held is not None:
         stream: TieAware = held.stream
         return stream
-    names = {cls.__name__.lower(): cls.measure for cls in METRICS}
+    kinds = {cls.__name__.lower(): cls for cls in METRICS}
     topk = collector.topk if isinstance(collector.topk, (list, tuple)) else [collector.topk]
-    metrics = [f"{names[m]}@{k}" for m in collector.register.metrics if m in names
-               for k in topk]
+    metrics = [str(tieeval_metric(kinds[m], k)) for m in collector.register.metrics
+               if m in kinds for k in topk]
     stream = TieAware(metrics=metrics, convention="recbole", path="<recbole>")
     collector.data_struct[NEED] = _Held(stream)
     return stream
