@@ -300,6 +300,14 @@ def test_example_command_runs(page, command, user_files):
         import shutil
         if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
             pytest.skip("the Spark engine needs Java")
+    rule = argv[argv.index("--original") + 1] if "--original" in argv else None
+    if rule in ("topk", "topk-each") and importlib.util.find_spec("torch") is None:
+        # What the guide promises when torch is missing.
+        result, _ = invoke(command)
+        assert result.exit_code == 2
+        assert f"Error: --original {rule} needs torch (pip install 'tieeval[torch]')" \
+            in result.stderr, result.stderr
+        return
     result, _ = invoke(command)
     allowed = (0, 1) if argv[1] in ("check", "audit") else (0,)
     assert result.exit_code in allowed, (result.stdout, result.stderr)

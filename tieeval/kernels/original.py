@@ -86,7 +86,7 @@ def check_rule_for(rule: str, *, trec: bool, metrics: Iterable[Metric | RelMetri
                     f"{head}{m} has no cutoff: ask for {m.name}@K instead (e.g. -m "
                     f"{m.name}@{max([x.k for x in metrics if x.k] or [10])})")
             raise ParameterError(f"{head}{m} reads every position of a row, below any K")
-        require_torch()
+        require_torch(rule)
     return rule
 
 
@@ -97,11 +97,11 @@ def read_depth(metric: Metric | RelMetric, n: np.ndarray | None = None) -> Depth
     return metric.spec.read_depth(metric.k, None, n)
 
 
-def require_torch() -> Any:
+def require_torch(rule: str = "topk") -> Any:
     try:
         import torch
     except ImportError:
-        raise ParameterError(f"--original topk needs torch ({TORCH_HINT})") from None
+        raise ParameterError(f"--original {rule} needs torch ({TORCH_HINT})") from None
     return torch
 
 
