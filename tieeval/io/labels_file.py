@@ -42,42 +42,23 @@ OPTION = "--labels"
 def open_labels(path: str):
     """The :class:`~tieeval.io.npy.ArraySpec` of the labels file at ``path``, checked: a
     plain 2-D ``.npy`` array of numbers or booleans that fills the file."""
-    from tieeval.io.npy import (
-        ArraySpec,
-        _check_extent,
-        _check_no_trailing,
-        _load_error,
-        _npy_header,
-    )
+    from tieeval.io.npy import check_fills_file, read_npy_header
     path = os.fspath(path)
     if not os.path.exists(path):
         raise not_found(path)
     require_regular_file(path)
     try:
-        with open(path, "rb") as fh:
-            if fh.read(6) != b"\x93NUMPY":
-                fh.seek(0)
-                try:
-                    np.load(fh, allow_pickle=False)
-                except (ValueError, OSError, EOFError) as exc:
-                    raise _load_error(path, exc) from None
-                raise InputError(f"{path}: {OPTION} takes a single .npy array (np.save), "
-                                 "not an .npz archive")
-            fh.seek(0)
-            dtype, shape, fortran = _npy_header(fh, path, "the labels")
-            offset = fh.tell()
-        size = os.path.getsize(path)
+        spec = read_npy_header(path, "the labels", f"{OPTION} takes a single .npy array "
+                               "(np.save), not an .npz archive")
+        if spec.dtype.kind not in "biuf":
+            raise InputError(f"{path}: {OPTION} needs labels that are numbers or booleans, "
+                             f"got {spec.dtype}")
+        if len(spec.shape) != 2:
+            raise InputError(f"{path}: {OPTION} needs a 2-D (instances, candidates) array, "
+                             f"one label per score, got shape {spec.shape}")
+        check_fills_file(path, spec)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if dtype.kind not in "biuf":
-        raise InputError(f"{path}: {OPTION} needs labels that are numbers or booleans, got "
-                         f"{dtype}")
-    if len(shape) != 2:
-        raise InputError(f"{path}: {OPTION} needs a 2-D (instances, candidates) array, "
-                         f"one label per score, got shape {shape}")
-    spec = ArraySpec(path, offset, dtype, shape, fortran)
-    _check_extent(path, spec, size)
-    _check_no_trailing(path, spec, size, "the file")
     return spec
 
 

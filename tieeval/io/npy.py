@@ -458,7 +458,10 @@ def _open_npy(path: str, options: ReadOptions) -> Dump:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _open_npy_file(path: str, options: ReadOptions) -> Dump:
+def read_npy_header(path: str, what: str, not_npy: str) -> ArraySpec:
+    """The :class:`ArraySpec` of the ``.npy`` file at ``path`` from its header (``what``
+    names the array in messages); a file that is not an ``.npy`` is refused with
+    np.load's own reason (a pickle, a damaged file) or ``not_npy``."""
     with open(path, "rb") as fh:
         if fh.read(6) != b"\x93NUMPY":
             fh.seek(0)
@@ -467,14 +470,24 @@ def _open_npy_file(path: str, options: ReadOptions) -> Dump:
                 np.load(fh, allow_pickle=False)
             except (ValueError, OSError, EOFError) as exc:
                 raise _load_error(path, exc) from None
-            raise InputError(f"{path}: not a single .npy array")
+            raise InputError(f"{path}: {not_npy}")
         fh.seek(0)
-        dtype, shape, fortran = _npy_header(fh, path, "scores")
-        offset = fh.tell()
-    spec = ArraySpec(path, offset, dtype, shape, fortran)
+        dtype, shape, fortran = _npy_header(fh, path, what)
+        return ArraySpec(path, fh.tell(), dtype, shape, fortran)
+
+
+def check_fills_file(path: str, spec: ArraySpec) -> None:
+    """The array of ``spec`` is the whole file: neither cut short nor followed by bytes."""
+    size = os.path.getsize(path)
+    _check_extent(path, spec, size)
+    _check_no_trailing(path, spec, size, "the file")
+
+
+def _open_npy_file(path: str, options: ReadOptions) -> Dump:
+    spec = read_npy_header(path, "scores", "not a single .npy array")
+    shape, dtype = spec.shape, spec.dtype
     _check_matrix(path, spec, "scores")
-    _check_extent(path, spec, os.path.getsize(path))
-    _check_no_trailing(path, spec, os.path.getsize(path), "the file")
+    check_fills_file(path, spec)
     check_row_length(path, shape[1])
     return Dump(path, "npy", dtype, {}, None, rows=shape[0], nbytes=os.path.getsize(path),
                 row_bytes=spec.row_bytes, parts=_matrix_parts(path, spec, None, options))
