@@ -658,7 +658,8 @@ def test_registry_lists_every_name():
                                   "SHR", "SRecall", "SDCG", "SNDCG", "V-AUC", "Success",
                                   "Rprec", "Bpref", "Judged", "NumRet", "NumRel",
                                   "NumRelRet", "NumQ", "GMAP", "ERR", "IPrec", "AUC",
-                                  "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
+                                  "AUC-cut", "InfAP", "GBpref", "RprecMult", "Utility",
+                                  "IPrec11pt", "BinG",
                                   "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
                                   "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",
                                   "TrecRBP-resid", "Unjudged"]

@@ -267,7 +267,7 @@ def test_registry_is_the_one_list():
     assert metric_names() == ["HR", "Recall", "Precision", "DCG", "NDCG", "MRR", "MAP", "SHR",
                               "SRecall", "SDCG", "SNDCG", "V-AUC", "Success", "Rprec",
                               "Bpref", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ",
-                              "GMAP", "ERR", "IPrec", "AUC",
+                              "GMAP", "ERR", "IPrec", "AUC", "AUC-cut",
                               "InfAP", "GBpref", "RprecMult", "Utility", "IPrec11pt", "BinG",
                               "NormGain", "NDCG-rel", "Rndcg", "RelativeP", "SetP", "SetRelP",
                               "SetR", "SetAP", "SetF", "NumNonRelJudgedRet", "TrecRBP",

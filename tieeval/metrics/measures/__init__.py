@@ -29,7 +29,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("dcg", "SDCG"), ("dcg", "SNDCG"), ("auc", "V_AUC"), ("hr", "SUCCESS"),
     ("rprec", "RPREC"), ("bpref", "BPREF"), ("judged", "JUDGED"), ("counts", "NUM_RET"),
     ("counts", "NUM_REL"), ("counts", "NUM_REL_RET"), ("counts", "NUM_Q"), ("ap", "GMAP"),
-    ("err", "ERR"), ("iprec", "IPREC"), ("auc", "AUC"),
+    ("err", "ERR"), ("iprec", "IPREC"), ("auc", "AUC"), ("auc", "AUC_CUT"),
     # trec_eval's measures, in its measure-table order
     ("infap", "INFAP"), ("bpref", "GM_BPREF"), ("rprec", "RPREC_MULT"), ("sets", "UTILITY"),
     ("iprec", "IPREC_11PT"), ("gain", "BING"), ("gain", "G"), ("rdcg", "NDCG_REL"),
@@ -49,7 +49,7 @@ KEYS: dict[str, str] = {
     "rr": "MRR RR RECIPRANK",
     "ap": "MAP AP AVERAGEPRECISION GMAP GMMAP",
     "signed": "SHR SRECALL",
-    "auc": "VAUC AUC",
+    "auc": "VAUC AUC AUCCUT",
     "rprec": "RPREC RPRECISION RPRECMULT",
     "bpref": "BPREF GBPREF GMBPREF",
     "judged": "JUDGED",
