@@ -327,7 +327,7 @@ def test_example_command_runs(page, command, user_files):
 
 # ---------------------------------------------------------------------------- Python blocks
 
-OPTIONAL_LIBRARIES = ("torch", "torchmetrics", "lightning", "recbole")
+OPTIONAL_LIBRARIES = ("torch", "torchmetrics", "lightning", "recbole", "implicit")
 # blocks that start a library taking seconds of CPU to import run in the slow tier
 SLOW_BLOCKS = ("TieAwareMetric", "register_recbole")
 

@@ -104,15 +104,57 @@ def test_implicit_ranking_metrics_at_k(tied):
         ids, _ = model.recommend(np.arange(rows), train, N=k)  # the list it scores at K
         run = tieeval.evaluate(scores, labels=labels, k=[k], convention="implicit",
                                ranking=ids, original="given")
-        assert [str(m.metric) for m in run.metrics] == ["Precision", "MAP", "NDCG"]
+        assert [str(m.metric) for m in run.metrics] == ["Precision", "MAP", "NDCG",
+                                                        "AUC-cut"]
         # its precision is micro-averaged: the sum of hits over the sum of min(K, R)
         assert run.metric(f"Precision@{k}").original == pytest.approx(theirs["precision"],
                                                                       abs=1e-12)
         assert run.metric(f"NDCG@{k}").original == pytest.approx(theirs["ndcg"], abs=1e-12)
         assert run.metric(f"MAP@{k}").original == pytest.approx(theirs["map"], abs=1e-12)
+        # its auc is the AUC of the list: a pair below K counts 1/2
+        assert run.metric(f"AUC-cut@{k}").original == pytest.approx(theirs["auc"],
+                                                                    abs=1e-12)
         if not tied:
-            assert run.metric(f"NDCG@{k}").tie_aware == pytest.approx(theirs["ndcg"],
-                                                                      abs=1e-12)
+            for name in ("NDCG", "AUC-cut"):
+                row = run.metric(f"{name}@{k}")
+                assert row.tie_aware == pytest.approx(theirs[name.split("-")[0].lower()],
+                                                      abs=1e-12)
+                assert row.first == row.last
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_implicit_auc_counts_training_items_as_other_items(tied):
+    # recommend() leaves a user's training items out of its list, and its auc counts
+    # them among the N = items - P other items: saved with the score -inf and kept as
+    # candidates (docs/reproducing.md), every figure is the library's; a user left with
+    # fewer items than K gets a list padded by the filtered ones
+    sparse = pytest.importorskip("scipy.sparse")
+    scores, labels = _matrix(10, tied)
+    scores = scores.astype(np.float32)
+    rng = np.random.default_rng(11)
+    training = (rng.random(scores.shape) < 0.3) & (labels == 0)
+    training[5] = True
+    training[5, :3] = False  # three items left to recommend
+    labels[5] = 0
+    labels[5, 0] = 1
+    model = _implicit_model(scores)
+    from implicit.evaluation import ranking_metrics_at_k
+    rows, _ = scores.shape
+    train = sparse.csr_matrix(training.astype(np.float32))
+    test = sparse.csr_matrix(labels.astype(np.float32))
+    saved = np.where(training, -np.inf, scores).astype(np.float32)
+    for k in KS:
+        theirs = ranking_metrics_at_k(model, train, test, K=k, show_progress=False)
+        ids, _ = model.recommend(np.arange(rows), train, N=k)
+        assert not np.isin(ids[5, :3], np.flatnonzero(training[5])).any()
+        run = tieeval.evaluate(saved, labels=labels, k=[k], convention="implicit",
+                               ranking=ids, original="given")
+        for name, key in (("Precision", "precision"), ("MAP", "map"), ("NDCG", "ndcg"),
+                          ("AUC-cut", "auc")):
+            row = run.metric(f"{name}@{k}")
+            assert row.original == pytest.approx(theirs[key], abs=1e-12), (name, k)
+            if not tied:
+                assert row.tie_aware == pytest.approx(theirs[key], abs=1e-12), (name, k)
 
 
 # slow tier: importing torch and torchmetrics costs several CPU-seconds

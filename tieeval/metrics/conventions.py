@@ -141,14 +141,16 @@ CONVENTIONS = {c.name: c for c in (
         "divides by R: `--ap-norm R`. A user without a test item is left out."),
     Convention(
         "implicit", "implicit 0.7.3", "implicit/evaluation.pyx (ranking_metrics_at_k)",
-        ("Precision@K", "MAP@K", "NDCG@K"),
+        ("Precision@K", "MAP@K", "NDCG@K", "AUC-cut@K"),
         _options(ap_norm="min", precision_norm="micro"),
         "It scores the list model.recommend(..., N=K) returns: a heap's top K, whose "
         "choice among items tied at the cut follows no sort rule (its whole ranking, N = "
         "every item, is `--original reverse-stable`): save that list at each K as the "
-        "ranking, `--original given`, one run per K. Its auc is a partial AUC (pairs below "
-        "K count 1/2, training items count as negatives): not computed. A user without a "
-        "test item is left out; binary relevance: save 0/1 labels."),
+        "ranking, `--original given`, one run per K. Its auc is AUC-cut@K (a pair below K "
+        "counts 1/2), whose other items are every column but the user's test items, "
+        "training items included: save a score for every item, -inf for the training "
+        "items recommend() leaves out, not a mask that drops them. A user without a test "
+        "item is left out; binary relevance: save 0/1 labels."),
     Convention(
         "torchmetrics", "torchmetrics 1.9.0", "torchmetrics/functional/retrieval/*.py",
         ("HR@K", "Recall@K", "Precision@K", "MRR@K", "MAP@K", "NDCG@K"),
