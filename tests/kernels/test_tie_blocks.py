@@ -169,16 +169,20 @@ def close(x, y, tol=1e-9):
     return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
 
 
-# every run checks the first 12 rows of each dtype; the slow tier all 36 (the same 12 first)
+# every run checks the first 12 rows of each dtype with at most 100 tie orders (a row of
+# 1,260 orders costs seconds); the slow tier all 36, however many orders they have
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
 @pytest.mark.parametrize("count", [12, pytest.param(36, marks=SLOW)])
 def test_exhaustive_against_enumeration(dtype, count):
     rng = make_rng(f"exhaustive-{np.dtype(dtype).name}")
-    rows = random_instances(rng, dtype, 36)[:count]
+    rows = random_instances(rng, dtype, 36)
+    orderings = [tie_orderings(s, list(lab)) for s, lab in rows]
+    if count < len(rows):
+        quick = [i for i, o in enumerate(orderings) if len(o) <= 100][:count]
+        rows, orderings = [rows[i] for i in quick], [orderings[i] for i in quick]
     offsets = np.cumsum([0] + [len(s) for s, _ in rows])
     batch = RelBatch(np.concatenate([s for s, _ in rows]),
                      np.concatenate([lab for _, lab in rows]), offsets)
-    orderings = [tie_orderings(s, list(lab)) for s, lab in rows]
     # 'original' is whatever np.argsort(row * -1) gives on this machine; evaluate it with
     # the oracle too (integer rows holding the minimum use ~row, as the kernel documents).
     originals = []
