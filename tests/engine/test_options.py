@@ -35,7 +35,8 @@ PUBLIC = {("engine/local.py", "evaluate"), ("engine/local.py", "evaluate_path"),
 FILE_ONLY = {"jobs", "engine", "options", "batch_rows", "qrels", "missing_queries",
              "judged_only", "labels", "spark_conf"}
 # evaluate_labels() is the older, narrower spelling of evaluate(scores, labels=...)
-NOT_IN_EVALUATE_LABELS = {"recall_norm", "precision_norm", "relevance_level", "depth",
+NOT_IN_EVALUATE_LABELS = {"recall_norm", "precision_norm", "relevant_scores",
+                          "relevance_level", "depth",
                           "original",
                           "run_labels", "relevance"}
 # the labelled keywords whose RelOptions field is spelled otherwise
@@ -149,7 +150,7 @@ SAMPLES = {
     "alpha": (2.0, {}), "log_base": (3.0, {}), "short_list": ("truncate", {}),
     "ap_norm": ("min", {}), "both": (True, {}), "no_relevant": ("zero", {}),
     "convention": ("trec_eval", {}), "recall_norm": ("min", {}),
-    "precision_norm": ("micro", {}),
+    "precision_norm": ("micro", {}), "relevant_scores": ("positive", {}),
     "relevance_level": (2, {}), "depth": (5, {}),
     "what_if": (tieeval.WhatIf("float16"), {}), "cast": ("float16", {}),
     "tolerance": (1e-6, {}), "run_labels": ({"method": "x"}, {}),

@@ -272,3 +272,81 @@ def test_ap_over_the_hits_in_the_top_k_against_enumeration():
         assert row.tie_aware == pytest.approx(np.mean([np.mean(v) for v in values]),
                                               abs=1e-12)
         assert row.tie_aware_std is None
+
+
+# -- relevant items scored <= 0 (torchmetrics' preds > 0 filter) ---------------------------
+
+
+def _gated_reference(scores, labels, k, name, ap_norm="R"):
+    """Per row, over every tie order: the metric with relevant items scored <= 0 not
+    relevant (Recall still divides by every relevant item); None for a row without one."""
+    out = []
+    for row, lab in zip(scores, labels):
+        big_r = int((lab > 0).sum())
+        if big_r == 0:
+            out.append(None)
+            continue
+        seen = (lab > 0) & (row > 0)
+        cut = len(row) if k is None else k
+        values = []
+        for p in _orders(row):
+            rel = seen[list(p)][:cut]
+            hits = int(rel.sum())
+            if name == "Precision":
+                values.append(hits / cut)
+            elif name == "Recall":
+                values.append(hits / big_r)
+            elif name == "MRR":
+                values.append(1.0 / (int(np.argmax(rel)) + 1) if hits else 0.0)
+            else:
+                prec = (np.cumsum(rel) / np.arange(1, rel.size + 1))[rel].sum()
+                z = {"R": seen.sum(), "min": min(cut, seen.sum()), "hits": hits}[ap_norm]
+                values.append(prec / z if z else 0.0)
+        out.append(values)
+    return out
+
+
+@pytest.mark.parametrize("no_relevant", ["skip", "zero"])
+def test_relevant_scores_positive_against_enumeration(no_relevant):
+    # every column of Precision, Recall, MRR and MAP with relevant items scored <= 0 (0,
+    # -0.0 and below) not relevant, against every tie order of small rows: Original (the
+    # stable order), First / Last (the best / worst order), Tie-aware (the mean) and its
+    # sd (the rows' variances summed); a row is skipped (or 0) only without any relevant
+    rng = np.random.default_rng(8)
+    scores = rng.choice(np.array([-1.0, -0.0, 0.0, 0.5, 1.0]), (12, 6))
+    labels = (rng.random((12, 6)) < 0.45).astype(np.int64)
+    labels[2] = 0
+    labels[3] = scores[3] <= 0
+    labels[4] = 1
+    assert labels[3].any()
+    stable = np.argsort(scores * -1, axis=1, kind="stable")
+    cases = [("Precision", 1, "R"), ("Precision", 3, "R"), ("Recall", 2, "R"),
+             ("Recall", 4, "R"), ("MRR", 2, "R"), ("MRR", None, "R"), ("MAP", 3, "R"),
+             ("MAP", 3, "min"), ("MAP", 4, "hits"), ("MAP", None, "R")]
+    for name, k, ap_norm in cases:
+        label = f"{name}@{'all' if k is None else k}"
+        run = tieeval.evaluate(scores, labels=labels, metrics=label, ap_norm=ap_norm,
+                               relevant_scores="positive", no_relevant=no_relevant,
+                               original="stable")
+        row = run.metric(f"{name}@{k}" if k is not None else name)
+        per = _gated_reference(scores, labels, k, name, ap_norm)
+        orig = _gated_reference(scores[np.arange(12)[:, None], stable],
+                                labels[np.arange(12)[:, None], stable], k, name, ap_norm)
+        kept = [i for i, v in enumerate(per) if v is not None or no_relevant == "zero"]
+        count = len(kept)
+        # a row without a relevant item (kept under "zero") is 0 in every order
+        values = [per[i] or [0.0] for i in kept]
+        # the stable order's value: the first of its rows' orders (the identity comes first)
+        original = [orig[i][0] if per[i] is not None else 0.0 for i in kept]
+        where = (label, ap_norm)
+        assert row.instances == count, where
+        assert row.original == pytest.approx(np.mean(original), abs=1e-12), where
+        assert row.first == pytest.approx(np.mean([max(v) for v in values]), abs=1e-12), where
+        assert row.last == pytest.approx(np.mean([min(v) for v in values]), abs=1e-12), where
+        assert row.tie_aware == pytest.approx(np.mean([np.mean(v) for v in values]),
+                                              abs=1e-12), where
+        if name == "MAP" and ap_norm == "hits":
+            assert row.tie_aware_std is None
+        else:
+            var = sum(np.var(v) for v in values)
+            assert row.tie_aware_std == pytest.approx(np.sqrt(var) / count, abs=1e-12), where

@@ -56,7 +56,8 @@ def trec_names_apply(run: RunResult) -> bool:
     return (rel.get("gain", "linear") == "linear" and rel.get("discount", "log2") == "log2"
             and rel.get("ap_norm", "R") == "R" and rel.get("short_list", "pad") == "pad"
             and rel.get("recall_norm", "relevant") == "relevant"
-            and rel.get("precision_norm", "K") == "K")
+            and rel.get("precision_norm", "K") == "K"
+            and rel.get("relevant_scores", "any") == "any")
 
 
 def measure_name(metric: str, k, gamma: float | None, trec_names: bool = True) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Metrics", (
         "--k", "--metric", "--gain", "--discount", "--alpha", "--log-base", "--gamma",
-        "--short-list", "--ap-norm", "--recall-norm", "--precision-norm")),
+        "--short-list", "--ap-norm", "--recall-norm", "--precision-norm",
+        "--relevant-scores")),
     ("Ranking rule and convention", ("--original", "--convention")),
     ("Relevance", (
         "--qrels", "--missing-queries", "--judged-only", "--relevance-level", "--depth",

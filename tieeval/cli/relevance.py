@@ -22,6 +22,7 @@ from tieeval.metrics.options import (
     NO_RELEVANT_POLICIES,
     PRECISION_NORMS,
     RECALL_NORMS,
+    RELEVANT_SCORES,
     SHORT_LIST_POLICIES,
     RelOptions,
 )
@@ -66,6 +67,11 @@ def relevance_options(f):
                      help="Precision@K: each row's hits over K, averaged (default 'K'), or "
                           "'micro': the sum of the hits over the sum of min(K, R) "
                           "(implicit).")(f)
+    f = click.option("--relevant-scores", type=click.Choice(RELEVANT_SCORES), default=None,
+                     help="'positive': Precision, Recall's hits, MRR and MAP count a "
+                          "relevant item only when its score is > 0, in its place in the "
+                          "ranking (torchmetrics); Recall still divides by every relevant "
+                          "item. Default 'any'.")(f)
     f = click.option("--ap-norm", type=click.Choice(AP_NORMS), default=None,
                      help="MAP@K divides by R (trec_eval map_cut; default) or by "
                           "min(K, R).")(f)

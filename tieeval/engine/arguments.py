@@ -102,10 +102,10 @@ REL_KEYWORDS: dict[str, Any] = {
     "gamma": 1.0, "gain": None, "discount": None, "alpha": 1.0, "log_base": 2.0,
     "short_list": None, "ap_norm": None, "both": False, "no_relevant": None,
     "convention": None, "recall_norm": None, "relevance_level": None, "depth": None,
-    "precision_norm": None,
+    "precision_norm": None, "relevant_scores": None,
 }
 _PRESET = ("gain", "discount", "short_list", "ap_norm", "recall_norm", "precision_norm",
-           "no_relevant",
+           "relevant_scores", "no_relevant",
            "relevance_level", "depth")
 
 

@@ -335,6 +335,7 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   ap_norm: str | None = None, both: bool = False,
                   no_relevant: str | None = None, convention: str | None = None, qrels=None,
                   recall_norm: str | None = None, precision_norm: str | None = None,
+                  relevant_scores: str | None = None,
                   missing_queries: str | None = None, judged_only: bool = False,
                   relevance_level: int | None = None, depth: int | None = None,
                   what_if=None, cast: str | None = None,
@@ -361,12 +362,13 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
     (trec_eval ``-l``: relevant means label >= N) and ``depth`` (trec_eval ``-M``: the top
     N documents of each ranking) apply to every labelled dump. ``gamma``, ``gain``,
     ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``,
-    ``precision_norm``,
+    ``precision_norm``, ``relevant_scores`` (``"positive"``: Precision, Recall's hits, MRR
+    and MAP count a relevant item only when its score is > 0, as torchmetrics does),
     ``both``, ``no_relevant``: the labelled options, as on the command line (or
     ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
     (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"lenskit"``,
-    ``"cornac"``, ``"recommenders"``, ``"implicit"``: that library's metrics at each ``k``
-    and its definitions; options given override it).
+    ``"cornac"``, ``"recommenders"``, ``"implicit"``, ``"torchmetrics"``: that library's
+    metrics at each ``k`` and its definitions; options given override it).
     ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
     ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
     file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
@@ -565,6 +567,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
              ap_norm: str | None = None, both: bool = False,
              no_relevant: str | None = None, convention: str | None = None,
              recall_norm: str | None = None, precision_norm: str | None = None,
+             relevant_scores: str | None = None,
              nan_policy: str = "raise", what_if=None,
              cast: str | None = None, tolerance: float | None = None, path: str = "<array>",
              relevance: RelOptions | None = None, run_labels: dict | None = None,
@@ -590,8 +593,8 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     several; ``metrics``: a name such as ``"NDCG@10"``, a :class:`Metric`, or a list (a
     name without a cutoff, ``"NDCG"``, is one metric per given ``k``; ``"NDCG@all"`` the
     whole list). ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``precision_norm``, ``both``,
-    ``no_relevant``:
+    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``precision_norm``,
+    ``relevant_scores``, ``both``, ``no_relevant``:
     the labelled
     options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
     the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``

@@ -27,7 +27,10 @@ Definitions and defaults (the choices docs/computed.md documents):
   (K - r + 1)/K, ``logb`` 1/max(1, log_b(r)) with ``base``) for the DCG family; short-list
   policy ``pad`` (or ``truncate``, ``skip``) for rows with fewer than K candidates; MAP@K
   normalised by ``R`` (or ``min``); ``gamma`` 1 for the signed metrics, several values
-  giving one row per gamma (the gamma-sensitivity table).
+  giving one row per gamma (the gamma-sensitivity table); ``relevant_scores`` ``any`` (or
+  ``positive``: Precision, Recall, MRR and MAP are read off a second table of the batch,
+  whose relevant items scored <= 0 are not relevant, in their places; R and the rows a
+  metric is defined on still count them, and so do the tie statistics).
 * Skipping: a row where a metric is undefined (no relevant item; V-AUC also needs an
   explicit negative; NDCG needs a positive ideal DCG; ``skip`` drops short rows) is left
   out of that metric's mean and counted (``instances`` evaluated, ``skipped`` left out);
@@ -129,6 +132,9 @@ class GeneralKernel(Kernel):
         super().__init__(spec)
         self.entries = expand(spec.metrics, spec.options)
         self.both = spec.options.both
+        # relevant_scores="positive": those metrics read a second table, whose relevant
+        # items scored <= 0 read as not relevant (RelBatch gate)
+        self.gated = any(e.form.positive_scores_only for e in self.entries)
         # the deepest place of the 'original' ordering any metric reads, as its measure
         # declares it (Measure.read_depth; None: any place)
         self.rank_depth = deepest(e.form for e in self.entries)
@@ -151,6 +157,8 @@ class GeneralKernel(Kernel):
             # memory (-m all_trec on 2,000 x 1,000 TREC lines: 9.2 s of CPU at 214 MB
             # peak against 8.6 s at 259 MB; benchmarks/bench_trec.py --measures all_trec)
             self.memory_factor = PRUNED_MEMORY_FACTOR
+        if self.gated:  # two block tables per batch
+            self.memory_factor *= 2
 
     def labels(self, batch: Batch) -> np.ndarray:
         if self.spec.source is None:
@@ -175,32 +183,43 @@ class GeneralKernel(Kernel):
 
     def block_table(self, batch: Batch, labels: np.ndarray) -> RelBatch:
         """The :class:`RelBatch` of one prepared batch; a NaN becomes an error naming the
-        dump row."""
-        path = self.spec.path
+        dump row. With a metric of ``relevant_scores="positive"``, the same batch's table
+        whose relevant items scored <= 0 read as not relevant is ``rb.gated``."""
         listed = self.listed(batch)
+        rb = self._table(batch, labels, listed, False)
+        if self.spec.original == "topk-each":
+            rb.orders = listed_each(batch, [e.metric for e in self.entries], self.spec.path)
+        if self.gated:
+            rb.gated = self._table(batch, labels, listed, True)
+        return rb
+
+    def _table(self, batch: Batch, labels: np.ndarray, listed: Any, gate: bool) -> RelBatch:
+        """One block table of ``batch`` (``gate``: relevant items scored <= 0 read as not
+        relevant, for the metrics of ``relevant_scores="positive"``), with the listed
+        ranking, the planned metrics and the -J -M virtual rows."""
+        path = self.spec.path
         try:
             rb = RelBatch(batch.scores, labels, batch.offsets,
                           unranked=getattr(batch, "unranked", None), judged=batch.judged,
                           unranked_judged=getattr(batch, "unranked_judged", None),
                           max_grade=getattr(batch, "max_label", None),
-                          options=self.table_options(listed is not None))
+                          options=self.table_options(listed is not None), gate=gate)
         except NanScoreError as exc:
             raise self.nan_error(batch, exc.row) from None
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         if listed is not None:
             rb.use_order(listed)
-        if self.spec.original == "topk-each":
-            rb.orders = listed_each(batch, [e.metric for e in self.entries], path)
-        rb.plan(e.form for e in self.entries)
+        planned = [e.form for e in self.entries if e.form.positive_scores_only == gate]
+        rb.plan(planned)
         mix = getattr(batch, "mixture", None)
         if mix is not None:  # -J -M: the virtual rows of queries straddling the cut
             table = RelBatch(mix.scores, mix.labels, mix.offsets, unranked=mix.unranked,
                              judged=np.ones(mix.labels.size, dtype=bool),
                              unranked_judged=mix.unranked_judged,
                              max_grade=getattr(batch, "max_label", None),
-                             options=self.table_options(False))
-            table.plan(e.form for e in self.entries)
+                             options=self.table_options(False), gate=gate)
+            table.plan(planned)
             rb.mixture = (mix, table)
         return rb
 
@@ -210,8 +229,11 @@ class GeneralKernel(Kernel):
         ``--original topk-each``; under -J -M, a query whose tie block straddles the cut
         takes its First, Last and tie-aware values from its virtual rows
         (:mod:`tieeval.kernels.straddle`)."""
-        if rb.orders is not None:
-            rb.use_order(rb.orders[i])
+        orders = rb.orders
+        if entry.form.positive_scores_only:  # its relevant items scored > 0 only
+            rb = cast(RelBatch, rb.gated)
+        if orders is not None:
+            rb.use_order(orders[i])
             rb.short = None  # topk lists reach every depth asked
         v = rb.values(entry.form)
         mixture = getattr(rb, "mixture", None)

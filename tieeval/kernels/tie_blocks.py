@@ -35,6 +35,9 @@ Definitions (the choices docs/METRICS.md leaves open are recorded here and on :c
 * MAP / AP@K: ``(1/Z) sum_{r <= K, relevant} precision@r`` with ``Z = R`` by default
   (trec_eval), ``Z = min(K, R)`` with ``ap_norm="min"``; its variance is exact too
   (:mod:`tieeval.metrics.measures.ap`).
+* ``relevant_scores="positive"`` (torchmetrics): on a table built with ``gate`` a relevant
+  candidate scored <= 0 reads as label 0 in every ordering, in its place; R still counts
+  it (Recall's denominator, and which rows are defined), AP's Z does not.
 * NDCG@K: IDCG from the row's own labels sorted, over ``min(K, n)`` positions.
 * SHR, SRecall, SDCG, SNDCG: gain +1 on P, -gamma on N, 0 otherwise (the sign-aware paper's
   definitions). SNDCG divides by ``ISDCG = D[min(K, R)]`` (all positives first, no
@@ -245,6 +248,13 @@ class RelBatch:
         How the table is built, the same for every batch of a run (the NaN policy, the
         Original rule, a what-if tolerance, trec_eval's ``-l`` and ``-M``, the sparse
         table and its depths); the defaults when not given.
+    gate : bool
+        Count a relevant candidate whose score is not > 0 (<= 0, -0.0 included, or NaN)
+        as not relevant: its label reads 0 in every ordering, as torchmetrics zeroes the
+        target where preds <= 0 (the metrics of ``relevant_scores="positive"``). It keeps
+        its place in the ranking, and R (``n_pos``) still counts it, so a row is defined
+        by every relevant item and Recall divides by all of them; ``n_gated`` says how
+        many per row.
 
     Attributes
     ----------
@@ -260,7 +270,10 @@ class RelBatch:
     n_pos, n_neg : ndarray of int64
         Per row R = |P| (unranked relevant items included) and |N| (ranked only).
     n_pos_ranked : ndarray of int64
-        Per row the relevant items among the candidates (``n_pos`` without unranked ones).
+        Per row the relevant items among the candidates (``n_pos`` without unranked ones;
+        with ``gate``, without those scored <= 0 either).
+    n_gated : ndarray of int64
+        Per row the relevant candidates ``gate`` counts as not relevant (zeros without it).
     read_depth : int or None
         The deepest place any metric evaluated on this table reads, in any ordering (the
         sparse table's ``prune_depth``; :meth:`values` refuses a metric that would read
@@ -272,13 +285,14 @@ class RelBatch:
     _judged_original: np.ndarray
     marked: tuple[np.ndarray, np.ndarray]
     _full_args: tuple[Any, Any, Any, dict[str, Any]] | None
+    n_pos: np.ndarray  # set by either path of __init__ (the sparse one: sparse_blocks.build)
 
     def __init__(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                  offsets: npt.ArrayLike | None = None, *,
                  unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
                  judged: np.ndarray | None = None,
                  unranked_judged: npt.ArrayLike | None = None, max_grade: float | None = None,
-                 options: TableOptions = DEFAULT_TABLE) -> None:
+                 options: TableOptions = DEFAULT_TABLE, gate: bool = False) -> None:
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
         # per metric, the rows a saved ranking does not answer (use_order), or None
@@ -323,12 +337,18 @@ class RelBatch:
         if nan is not None and nan_policy == "raise":
             bad = np.unique(np.searchsorted(offsets, np.flatnonzero(nan), side="right") - 1)
             raise NanScoreError(int(bad[0]), int(bad.size))
+        self.n_gated = np.zeros(rows, dtype=np.int64)
+        if gate:
+            lab = self._gate(s, lab, offsets)
         self.rows = rows
         self.n, self.offsets = n, offsets
         self.original = original
         # -J -M: (Mixture, RelBatch) of the virtual rows of the queries whose tie block
         # straddles the cut (tieeval.kernels.general.GeneralKernel.block_table)
         self.mixture: tuple[Any, RelBatch] | None = None
+        # the same batch's table with gate (relevant items scored <= 0 read as not
+        # relevant), for the metrics of relevant_scores="positive"
+        self.gated: RelBatch | None = None
         self._lab_ideal: dict[int | None, np.ndarray] = {}
         self._cutoffs: dict[tuple[int | float | None, bool], list[Any]] = {}
         self._relevant_places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -353,7 +373,8 @@ class RelBatch:
             self._full_args = (scores, labels, None if offsets_given is None else offsets,
                                dict(unranked=unranked, judged=judged_given,
                                     unranked_judged=unranked_judged, max_grade=max_grade,
-                                    options=options.whole()))
+                                    options=options.whole(), gate=gate))
+            self.n_pos = self.n_pos + self.n_gated
             self._add_unranked(unranked, unranked_judged)
             self.rank_depth = None if original == "given" else options.rank_depth
             return
@@ -418,6 +439,7 @@ class RelBatch:
         self.n_judged_nonrel = np.bincount(rw[judged & ~self.relevant(labf)], minlength=rows)
         self._row_max_label = np.full(rows, -np.inf)
         np.maximum.at(self._row_max_label, rw, labf)
+        self.n_pos = self.n_pos + self.n_gated
         self._add_unranked(unranked, unranked_judged)
         self.p_t = self.block_sum(self.relevant(self.lab_first).astype(np.int64))
         # judged non-relevant items per block (bpref) and judged items per block (Judged@K)
@@ -428,6 +450,17 @@ class RelBatch:
         newrow = np.ones(bst.size, dtype=bool)
         newrow[1:] = self.brow[1:] != self.brow[:-1]
         self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
+
+    def _gate(self, s: np.ndarray, lab: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """``lab`` with 0 at every relevant candidate whose score is not > 0 (``gate``);
+        their count per row goes to ``n_gated``."""
+        gone = self.relevant(lab) & ~(s > 0)
+        if not gone.any():
+            return lab
+        at = np.flatnonzero(gone)
+        rows = np.searchsorted(offsets, at, side="right") - 1
+        self.n_gated = np.bincount(rows, minlength=offsets.size - 1).astype(np.int64)
+        return np.where(gone, np.zeros((), dtype=lab.dtype), lab)
 
     def _add_unranked(self, unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None,
                       unranked_judged: npt.ArrayLike | None) -> None:

@@ -35,15 +35,21 @@ RECALL_NORMS = ("relevant", "min")
 #: Precision@K's average: each row's hits over K (``"K"``), or ``"micro"``, every row's hits
 #: over the sum of their min(K, R) (implicit's precision@K)
 PRECISION_NORMS = ("K", "micro")
+#: Which relevant items Precision, Recall's hits, MRR and MAP count: those of ``"any"`` score
+#: (default), or only those scored > 0 (``"positive"``: torchmetrics zeroes the target where
+#: preds <= 0); Recall still divides by every relevant item
+RELEVANT_SCORES = ("any", "positive")
 NAN_POLICIES = ("raise", "worst")
 NO_RELEVANT_POLICIES = ("skip", "zero")
 ORIGINAL_ORDERS = ("argsort", "stable", "reverse-stable", "given")
 
 _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "gamma": 1.0,
              "short_list": "pad", "ap_norm": "R", "max_grade": None,
-             "recall_norm": "relevant", "iprec_rounding": "trec_eval", "precision_norm": "K"}
+             "recall_norm": "relevant", "iprec_rounding": "trec_eval", "precision_norm": "K",
+             "relevant_scores": "any"}
 _OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
-                 "max_grade", "recall_norm", "iprec_rounding", "precision_norm")
+                 "max_grade", "recall_norm", "iprec_rounding", "precision_norm",
+                 "relevant_scores")
 #: IPrec@x's cutoff in relevant items: trec_eval 10's lround(x R) (``"trec_eval"``) or
 #: trec_eval 9.0.8's (long)(x R + 0.9) (``"trec_eval9"``, the one pytrec_eval bundles)
 IPREC_ROUNDINGS = ("trec_eval", "trec_eval9")
@@ -89,6 +95,7 @@ _CHOICE_ALIASES = {
     "ap_norm": {"r": "R", "min": "min", "minkr": "min", "hits": "hits"},
     "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
     "precision_norm": {"k": "K", "micro": "micro"},
+    "relevant_scores": {"any": "any", "positive": "positive"},
     "iprec_rounding": {"treceval": "trec_eval", "treceval10": "trec_eval",
                        "treceval9": "trec_eval9"},
 }
@@ -150,6 +157,15 @@ class RelMetric:
       min(K, R), as implicit's precision@K (a mean of hits / min(K, R) weighted by
       min(K, R); per instance, hits / min(K, R)).
 
+    * ``relevant_scores`` (Precision, Recall, MRR/RR, MAP/AP): ``"any"`` (default) counts
+      every relevant item; ``"positive"`` counts a relevant item whose score is <= 0 (or
+      NaN) as not relevant, as torchmetrics does (it zeroes the target where preds <= 0
+      before ranking). The item keeps its place in the ranking. Recall still divides by
+      every relevant item of the row, and a row is defined by them (a row whose relevant
+      items are all scored <= 0 scores 0); AP divides by the relevant items scored > 0
+      (``ap_norm="R"``, ``"min"`` and the full list) or by the hits in the top K
+      (``"hits"``).
+
     ``k`` of a level metric (``IPrec``) is a float recall level in [0, 1].
     """
 
@@ -166,6 +182,7 @@ class RelMetric:
     recall_norm: str = "relevant"
     iprec_rounding: str = "trec_eval"
     precision_norm: str = "K"
+    relevant_scores: str = "any"
 
     def __post_init__(self) -> None:
         spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
@@ -178,7 +195,7 @@ class RelMetric:
         if self.max_grade is not None:
             set_(self, "max_grade", _number("max_grade", self.max_grade))
         for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                    "iprec_rounding", "precision_norm"):
+                    "iprec_rounding", "precision_norm", "relevant_scores"):
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base, above_one=True))
@@ -206,6 +223,12 @@ class RelMetric:
     def signed(self) -> bool:
         """True for the sign-aware metrics, whose value depends on gamma."""
         return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
+
+    @property
+    def positive_scores_only(self) -> bool:
+        """True when a relevant item counts only with a score > 0 (``relevant_scores``):
+        the kernels evaluate the metric on the batch's table of such labels."""
+        return self.relevant_scores == "positive"
 
     @property
     def spec(self) -> MetricSpec:
@@ -318,6 +341,7 @@ class RelOptions:
     recall_norm: str = "relevant"
     iprec_rounding: str = "trec_eval"
     precision_norm: str = "K"
+    relevant_scores: str = "any"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -334,7 +358,7 @@ class RelOptions:
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
         for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                     "iprec_rounding", "precision_norm"):
+                     "iprec_rounding", "precision_norm", "relevant_scores"):
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
             raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
@@ -360,7 +384,8 @@ class RelOptions:
     def changes_single_positive(self) -> bool:
         """True when an option changes HR@K, NDCG@K or MRR of a single-positive dump."""
         return (self.discount != "log2" or self.short_list != "pad" or self.both
-                or self.depth is not None or self.relevance_level is not None)
+                or self.depth is not None or self.relevance_level is not None
+                or self.relevant_scores != "any")
 
     def metric_options(self, spec: MetricSpec, k: int | float | None) -> dict[str, Any]:
         """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
@@ -385,6 +410,8 @@ class RelOptions:
             out["iprec_rounding"] = self.iprec_rounding
         if "precision_norm" in spec.options:
             out["precision_norm"] = self.precision_norm
+        if "relevant_scores" in spec.options:
+            out["relevant_scores"] = self.relevant_scores
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -402,6 +429,8 @@ class RelOptions:
             out["iprec_rounding"] = self.iprec_rounding
         if self.precision_norm != "K":
             out["precision_norm"] = self.precision_norm
+        if self.relevant_scores != "any":
+            out["relevant_scores"] = self.relevant_scores
         if self.convention is not None:
             out["convention"] = self.convention
         for name in ("relevance_level", "depth", "err_max_grade"):

@@ -4,7 +4,9 @@
 
 with ``Z = R`` (trec_eval's map and map_cut) or, with ``ap_norm="min"``, ``Z = min(K, R)``;
 with ``ap_norm="hits"``, ``Z = hits@K``, the relevant items in the top K (torchmetrics'
-``RetrievalMAP(top_k=K)``; 0 when there are none).
+``RetrievalMAP(top_k=K)``; 0 when there are none). With ``relevant_scores="positive"`` a
+relevant item scored <= 0 counts as not relevant, in the sum and in R (torchmetrics'
+``retrieval_average_precision`` zeroes its target before ranking).
 
 With ``Z = hits@K`` the expectation is of a ratio: hits@K depends only on how many of
 the relevant items of the block cut by K (if any) fall inside it, j, hypergeometric; given
@@ -133,10 +135,16 @@ class AveragePrecision(Measure):
 
     def norm(self, ev: TableEvaluation) -> Floats:
         """Z: R, or min(K, R) with ``ap_norm="min"`` and a cutoff (``"hits"``: see
-        :meth:`realise`, :meth:`_closed_hits`)."""
+        :meth:`realise`, :meth:`_closed_hits`). R counts the relevant items the table
+        counts relevant: under ``relevant_scores="positive"`` not those scored <= 0
+        (``n_gated``; torchmetrics' full AP divides by the relevant items scored > 0), and
+        1 where none is left (the sum is 0 there)."""
+        r = ev.R
+        if ev.b.n_gated.any():
+            r = np.maximum(r - ev.b.n_gated, 1.0)
         if ev.m.k is not None and ev.m.ap_norm == "min":
-            return np.minimum(ev.k_safe(), ev.R)
-        return ev.R
+            return np.minimum(ev.k_safe(), r)
+        return r
 
     def _closed_hits(self, ev: TableEvaluation) -> Closed:
         """E[AP@K] divided by the hits in the top K (the module docstring); no variance."""
@@ -314,7 +322,7 @@ MAP = AveragePrecision(
     "MAP", "optional",
     "average precision over the top K (full list without K), divided by R or, with "
     "ap_norm=min, by min(K, R) (ap_norm=hits: by the hits in the top K); MAP is the mean",
-    ("AP",), frozenset({"ap_norm"}),
+    ("AP",), frozenset({"ap_norm", "relevant_scores"}),
     names={"tieeval": ("MAP", "AP"), "trec_eval": ("map", "map_cut"), "ir_measures": ("AP",),
            "RecBole": ("MAP",), "LensKit": ("AveragePrecision",), "Cornac": ("MAP",),
            "ranx": ("map",)},

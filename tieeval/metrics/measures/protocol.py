@@ -113,6 +113,10 @@ class MetricOptions(Protocol):
         """Precision@K's average: ``'K'`` or ``'micro'`` (sum of hits / sum of min(K, R))."""
 
     @property
+    def relevant_scores(self) -> str:
+        """Which relevant items count: ``'any'``, or ``'positive'`` (scored > 0 only)."""
+
+    @property
     def spec(self) -> object:
         """The metric's measure (:class:`~tieeval.metrics.measures.base.Measure`)."""
 
@@ -150,6 +154,10 @@ class BlockTable(Protocol):
         negatives among the candidates.
     n_pos_ranked : ndarray of int64, shape (rows,)
         Per row its relevant items among the candidates.
+    n_gated : ndarray of int64, shape (rows,)
+        Per row the relevant items scored <= 0 that the table counts as not relevant (its
+        labels read 0 there; ``relevant_scores="positive"``): ``n_pos`` still counts
+        them. Zeros on a table of every relevant item.
     n_judged_nonrel : ndarray of int64, shape (rows,)
         Per row its judged non-relevant items, ranked or not (bpref's denominator).
     compact : bool
@@ -199,6 +207,7 @@ class BlockTable(Protocol):
     n_pos: Ints
     n_neg: Ints
     n_pos_ranked: Ints
+    n_gated: Ints
     n_judged_nonrel: Ints
     compact: bool
     depth: int | None

@@ -11,7 +11,10 @@ relevant items among the block's ``n_t``
 items (ranked or not), or with ``recall_norm="min"`` by ``min(K, R)`` (LensKit's Recall@K,
 with the metric's own K, not ``min(K, n)``); Precision by K, also when the row has fewer
 than K candidates (TREC P@K; ``short_list="truncate"`` makes it ``min(K, n)``). Both are
-constants, so E scales by 1/denominator and Var by its square.
+constants, so E scales by 1/denominator and Var by its square. With
+``relevant_scores="positive"`` a relevant item scored <= 0 is no hit (the table reads its
+label as 0, :class:`~tieeval.kernels.tie_blocks.RelBatch` ``gate``), while R still counts
+it: torchmetrics' ``retrieval_recall`` and ``retrieval_precision``.
 
 Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_P.c, m_recall.c.
 """
@@ -74,7 +77,7 @@ class PrecisionMeasure(Measure):
 RECALL = RecallMeasure(
     "Recall", "required",
     "relevant items in the top K divided by R, the row's number of relevant items (with "
-    "recall_norm=min, by min(K, R))", ("R",), frozenset({"recall_norm"}),
+    "recall_norm=min, by min(K, R))", ("R",), frozenset({"recall_norm", "relevant_scores"}),
     names={"tieeval": ("Recall", "R"), "trec_eval": ("recall",), "ir_measures": ("R",),
            "RecBole": ("Recall",), "LensKit": ("Recall",), "Cornac": ("Recall",),
            "ranx": ("recall",)},
@@ -84,7 +87,7 @@ PRECISION = PrecisionMeasure(
     "Precision", "required",
     "relevant items in the top K divided by K (TREC P@K, also when K > n; with "
     "precision_norm=micro, the sum of the hits over the sum of min(K, R))", ("P",),
-    frozenset({"precision_norm"}),
+    frozenset({"precision_norm", "relevant_scores"}),
     names={"tieeval": ("Precision", "P"), "trec_eval": ("P",), "ir_measures": ("P",),
            "RecBole": ("Precision",), "LensKit": ("Precision",), "Cornac": ("Precision",),
            "ranx": ("precision",)},

@@ -71,7 +71,7 @@ class ReciprocalRank(Measure):
 MRR = ReciprocalRank(
     "MRR", "optional",
     "reciprocal rank of the first relevant item (0 beyond K); MRR is the mean", ("RR",),
-    single_positive=True,
+    frozenset({"relevant_scores"}), single_positive=True,
     names={"tieeval": ("MRR", "RR"), "trec_eval": ("recip_rank",), "ir_measures": ("RR",),
            "RecBole": ("MRR",), "LensKit": ("RecipRank",), "Cornac": ("MRR",),
            "ranx": ("mrr",)},
