@@ -277,6 +277,103 @@ def test_ap_over_the_hits_in_the_top_k_against_enumeration():
 # -- relevant items scored <= 0 (torchmetrics' preds > 0 filter) ---------------------------
 
 
+def _signed(seed, tied, rows=40, n=10):
+    """Scores of every sign, zeros (and -0.0) included, with labels: a row without a
+    relevant item (3), one whose relevant items are all scored <= 0 (5), one all relevant
+    (6)."""
+    rng = np.random.default_rng(seed)
+    if tied:
+        values = np.array([-0.5, -0.25, -0.0, 0.0, 0.25, 0.5], dtype=np.float32)
+        scores = rng.choice(values, (rows, n))
+    else:  # each row a permutation of -5/n .. 4/n: one zero, -0.0 in the odd rows
+        scores = np.stack([rng.permutation(n) - n // 2 for _ in range(rows)]).astype(
+            np.float32) / n
+        scores[1::2] = np.where(scores[1::2] == 0, np.float32(-0.0), scores[1::2])
+    labels = (rng.random((rows, n)) < 0.35).astype(np.int64)
+    labels[3] = 0
+    labels[5] = scores[5] <= 0
+    labels[6] = 1
+    return scores, labels
+
+
+# slow tier: importing torchmetrics costs seconds of CPU (torch alone is paid elsewhere)
+@pytest.mark.slow
+@pytest.mark.parametrize("tied", [False, True])
+def test_torchmetrics_with_scores_of_every_sign(tied):
+    torch = pytest.importorskip("torch")
+    fn = pytest.importorskip("torchmetrics.functional.retrieval")
+    scores, labels = _signed(21, tied)
+    rows, n = scores.shape
+    assert (scores < 0).any() and (scores == 0).any() and np.signbit(scores[scores == 0]).any()
+    preds = [torch.from_numpy(s) for s in scores]
+    target = [torch.from_numpy(lab > 0) for lab in labels]
+
+    def theirs(function, k, **kw):
+        return float(np.mean([float(function(preds[i], target[i], top_k=k, **kw))
+                              for i in range(rows)]))
+
+    def check(row, want, name):
+        assert row.original == pytest.approx(want, abs=1e-6), name
+        if not tied:  # every column is the one ranking's
+            for column in (row.first, row.last, row.tie_aware):
+                assert column == pytest.approx(want, abs=1e-6), name
+
+    argsorted = np.stack([torch.argsort(p, descending=True).numpy() for p in preds])
+    full = np.stack([torch.topk(p, n, sorted=True).indices.numpy() for p in preds])
+    for k in (*KS, n):
+        # HitRate and Recall rank with torch.argsort: its ranking, given
+        given = tieeval.evaluate(scores, labels=labels, metrics=[f"HR@{k}", f"Recall@{k}"],
+                                 ranking=argsorted, original="given",
+                                 convention="torchmetrics")
+        check(given.metric(f"HR@{k}"), theirs(fn.retrieval_hit_rate, k), f"HR@{k}")
+        check(given.metric(f"Recall@{k}"), theirs(fn.retrieval_recall, k), f"Recall@{k}")
+    # Precision, MRR and MAP rank with torch.topk(K) at each K; NDCG is the Tie-aware column
+    each = tieeval.evaluate(scores, labels=labels, k=(*KS, n), convention="torchmetrics",
+                            original="topk-each")
+    for k in (*KS, n):
+        for name, function in (("Precision", fn.retrieval_precision),
+                               ("MRR", fn.retrieval_reciprocal_rank),
+                               ("MAP", fn.retrieval_average_precision)):
+            check(each.metric(f"{name}@{k}"), theirs(function, k), f"{name}@{k}")
+        ndcg = float(np.mean([float(fn.retrieval_normalized_dcg(
+            preds[i], torch.from_numpy(labels[i]), top_k=k)) for i in range(rows)]))
+        assert each.metric(f"NDCG@{k}").tie_aware == pytest.approx(ndcg, abs=1e-6)
+    # without top_k: the whole list, ranked by torch.topk(preds, n)
+    whole = tieeval.evaluate(scores, labels=labels, metrics=["MRR@all", "MAP@all"],
+                             ranking=full, original="given", convention="torchmetrics")
+    check(whole.metric("MRR"), theirs(fn.retrieval_reciprocal_rank, None), "MRR")
+    check(whole.metric("MAP"), theirs(fn.retrieval_average_precision, None), "MAP")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", ["neg", "skip"])
+def test_torchmetrics_classes_count_a_query_by_its_unfiltered_target(action):
+    # RetrievalMetric tests the unfiltered target for empty_target_action: a query whose
+    # relevant items are all scored <= 0 counts (0), one without any is "neg" 0 or left
+    # out; tie-free rows, so the classes' unstable grouping sort orders nothing
+    torch = pytest.importorskip("torch")
+    tm = pytest.importorskip("torchmetrics.retrieval")
+    scores, labels = _signed(22, tied=False)
+    rows, n = scores.shape
+    indexes = torch.from_numpy(np.repeat(np.arange(rows), n))
+    preds, target = torch.from_numpy(scores.ravel()), torch.from_numpy(labels.ravel() > 0)
+    no_relevant = "zero" if action == "neg" else "skip"
+    assert labels[5].any() and not (labels[5] & (scores[5] > 0)).any()
+    with_relevant = int(np.count_nonzero(labels.sum(axis=1)))
+    assert with_relevant < rows
+    counted = rows if action == "neg" else with_relevant
+    for k in (2, 5):
+        run = tieeval.evaluate(scores, labels=labels, k=[k], convention="torchmetrics",
+                               no_relevant=no_relevant)
+        for name, cls in (("Recall", tm.RetrievalRecall), ("Precision", tm.RetrievalPrecision),
+                          ("MRR", tm.RetrievalMRR), ("MAP", tm.RetrievalMAP)):
+            metric = cls(top_k=k, empty_target_action=action)
+            want = float(metric(preds, target, indexes=indexes))
+            row = run.metric(f"{name}@{k}")
+            assert row.original == pytest.approx(want, abs=1e-6), (name, k)
+            assert row.instances == counted, (name, k)
+
+
 def _gated_reference(scores, labels, k, name, ap_norm="R"):
     """Per row, over every tie order: the metric with relevant items scored <= 0 not
     relevant (Recall still divides by every relevant item); None for a row without one."""

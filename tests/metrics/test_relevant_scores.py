@@ -125,6 +125,14 @@ def test_the_option_names_its_metrics_and_values():
         parse_rel_metric("HR(relevant_scores=positive)@10")
     with pytest.raises(ParameterError, match="relevant_scores must be one of any, positive"):
         tieeval.evaluate(np.eye(3), labels=np.eye(3), relevant_scores="nonzero")
+    # the torchmetrics convention sets it; given explicitly, the value given wins
+    scores, labels = _data()
+    tm = tieeval.evaluate(scores, labels=labels, k=[3], convention="torchmetrics")
+    assert tm.to_dict()["relevance"]["relevant_scores"] == "positive"
+    back = tieeval.evaluate(scores, labels=labels, k=[3], convention="torchmetrics",
+                            relevant_scores="any")
+    assert "relevant_scores" not in back.to_dict()["relevance"]
+    assert back.metric("Recall@3").tie_aware > tm.metric("Recall@3").tie_aware
 
 
 def test_command_line(tmp_path):

@@ -26,7 +26,7 @@ from tieeval.metrics.registry import check_k
 
 #: The RelOptions fields a convention sets, in the order the docs' table shows them.
 OPTIONS = ("recall_norm", "ap_norm", "short_list", "gain", "discount", "no_relevant",
-           "iprec_rounding", "precision_norm")
+           "iprec_rounding", "precision_norm", "relevant_scores")
 
 
 @dataclass(frozen=True)
@@ -154,13 +154,14 @@ CONVENTIONS = {c.name: c for c in (
     Convention(
         "torchmetrics", "torchmetrics 1.9.0", "torchmetrics/functional/retrieval/*.py",
         ("HR@K", "Recall@K", "Precision@K", "MRR@K", "MAP@K", "NDCG@K"),
-        _options(ap_norm="hits", no_relevant="zero"),
+        _options(ap_norm="hits", no_relevant="zero", relevant_scores="positive"),
         "Each metric ranks its own way: RetrievalNormalizedDCG averages the gains of tied "
         "items (the Tie-aware column); Precision, MRR and MAP rank with torch.topk(preds, "
         "K) at each K (`--original topk-each`); HitRate and Recall with "
         "torch.argsort(preds, descending=True) (save that ranking, `--original given`). "
-        "Precision, Recall, MRR and MAP count an item with preds <= 0 as not relevant: give "
-        "scores > 0. The Retrieval* classes group rows with torch.sort(indexes), not "
+        "Precision, Recall, MRR and MAP count a relevant item with preds <= 0 as not "
+        "relevant (`--relevant-scores positive`; Recall still divides by every relevant "
+        "item). The Retrieval* classes group rows with torch.sort(indexes), not "
         "stable: these rules are the functional API's, one query per call."),
 )}
 CONVENTION_NAMES = tuple(CONVENTIONS)
@@ -219,6 +220,8 @@ _SHOWN = {
     ("no_relevant", "skip"): "left out", ("no_relevant", "zero"): "0, averaged in",
     ("precision_norm", "K"): "hits / K, averaged",
     ("precision_norm", "micro"): "Σ hits / Σ min(K, R)",
+    ("relevant_scores", "any"): "relevant",
+    ("relevant_scores", "positive"): "not relevant (P, R's hits, MRR, MAP)",
 }
 
 
@@ -235,8 +238,9 @@ def markdown_table() -> str:
     """The conventions side by side, as docs/reproducing.md shows them."""
     lines = ["| Convention | Checked against | Default metrics (per K) | Recall@K divides by "
              "| MAP@K divides by | Precision@K | P@K with fewer than K candidates divides by "
-             "| Gain, discount | Instance without a relevant item |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| Gain, discount | Instance without a relevant item "
+             "| Relevant item scored <= 0 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for conv in CONVENTIONS.values():
         o = conv.options
         metrics = ", ".join(conv.metrics) if conv.metrics else (
@@ -245,7 +249,8 @@ def markdown_table() -> str:
                  _SHOWN[("recall_norm", o["recall_norm"])], _SHOWN[("ap_norm", o["ap_norm"])],
                  _SHOWN[("precision_norm", o["precision_norm"])],
                  _SHOWN[("short_list", o["short_list"])], _discount_text(o),
-                 _SHOWN[("no_relevant", o["no_relevant"])]]
+                 _SHOWN[("no_relevant", o["no_relevant"])],
+                 _SHOWN[("relevant_scores", o["relevant_scores"])]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
