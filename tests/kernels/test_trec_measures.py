@@ -237,7 +237,8 @@ def ndcg_oracle(k, seq, unranked, depth):
     return None if ideal == 0 else dcg / ideal
 
 
-@pytest.mark.parametrize("setting", [(2.0, None), (3.0, None), (2.0, 2), (4.0, 3)])
+@pytest.mark.parametrize("setting", [(2.0, 2), (3.0, None), pytest.param((2.0, None), marks=SLOW),
+                                     pytest.param((4.0, 3), marks=SLOW)])
 def test_ndcg_keeps_raw_gains_under_a_relevance_level(setting):
     # -l N decides relevant / non-relevant only: ndcg still scores a row whose graded labels
     # are all below N (trec_eval 10 and pytrec_eval do), in every column
