@@ -11,12 +11,16 @@ two objects fed different shards :meth:`~TieAware.merge` into the figures of the
 Its memory does not grow with the rows seen (per-instance values are kept only when asked
 for, ``keep_values=True``).
 
-Torch tensors are read where they are: for one positive per row (the single-positive
-kernel), the per-row counts (candidates above the positive, tied with it, the row's top
-tie) are computed with torch on the tensor's device (:mod:`tieeval.kernels.device`) and
-only those small arrays reach the host, with the rows whose positive is tied when the
-Original rule is numpy's ``argsort``. Other batches (labels, several positives) are read
-on the host, as ``evaluate`` reads a CPU tensor.
+Torch tensors are read where they are: for one positive per row (``positive``, or
+``positives`` one column per row), the per-row counts (candidates above the positive,
+tied with it, the row's top tie, its Original rank) are made where the tensor is
+(:mod:`tieeval.kernels.device`) and only those small arrays reach the sums, a few thousand
+rows at a time. The single-positive kernel adds them as it adds its own counts; the
+general kernel (a metric such as Recall@K or MRR@K, or ``positives``) builds from them
+the sparse table the scores would give (one relevant item per row,
+:meth:`~tieeval.kernels.tie_blocks.RelBatch.one_relevant`), so its result, JSON keys and
+all, is the one ``evaluate`` gives. Other batches (labels, several positives, a what-if,
+a NaN score) are read on the host, as ``evaluate`` reads a CPU tensor.
 """
 
 from __future__ import annotations
@@ -119,6 +123,9 @@ class TieAware:
         self._pending: list[RowCounts] = []  # device counts not yet in the sums
         self._pending_rows = 0
         self.rows = 0
+        # decided once: each relevance kind's kernel and route, each torch dtype's numpy one
+        self._routes: dict[Any, tuple[Kernel, str] | None] = {}
+        self._dtypes: dict[Any, np.dtype[Any]] = {}
 
     def _like(self) -> "TieAware":
         """A TieAware of the same options that has seen no rows."""
@@ -130,6 +137,9 @@ class TieAware:
     def _kernel_of(self, kind: tuple[Any, ...] | None) -> Kernel:
         """The kernel of these options for rows whose relevance is of ``kind`` (None: one
         positive per row; else the source, the items flag and the fields given)."""
+        route = getattr(self, "_routes", {}).get(kind)
+        if route is not None:
+            return route[0]
         relevance = None if kind is None else RelevanceInfo(kind[0], items=kind[1],
                                                             fields=tuple(kind[2]))
         request = self.request
@@ -172,11 +182,11 @@ class TieAware:
         as there. A ``-inf`` score is a masked candidate, as in ``evaluate``: it ranks
         below every finite score and never ties with a finite positive."""
         where = f"the batch from row {self.rows}"
-        if (_is_tensor(scores) and positives is None and labels is None
-                and negatives is None and items is None and offsets is None
-                and ranking is None and scores.dim() == 2 and scores.shape[0] > 0
-                and scores.shape[1] > 0):
-            done = self._update_device(scores, positive, where)
+        if (_is_tensor(scores) and labels is None and negatives is None and items is None
+                and offsets is None and ranking is None and scores.dim() == 2
+                and scores.shape[0] > 0 and scores.shape[1] > 0
+                and (positive is None or positives is None)):
+            done = self._update_device(scores, positive, positives, where)
             if done:
                 return
         arrays = {"scores": scores, "positive": positive, "labels": labels,
@@ -192,6 +202,7 @@ class TieAware:
 
     def _add(self, kernel: Kernel, batch: Batch) -> None:
         assert self._acc is not None
+        self._flush()  # the rows counted on their device come first
         part = kernel.new()  # a failing batch leaves the sums as they were
         if self.keep_values:
             _, values = kernel.add_values(part, batch)
@@ -201,46 +212,95 @@ class TieAware:
         self._acc.merge(part)
         self.rows += batch.rows
 
-    def _update_device(self, scores: Any, positive: Any, where: str) -> bool:
-        """A dense torch batch with one positive per row, counted on its device; False
-        where the kernel needs the rows on the host (a what-if, NaN ranked worst, a
-        kernel other than the single-positive one)."""
-        from tieeval.kernels import device
-        dtype = device.numpy_dtype(scores, self.path)
-        check_score_dtype(self.path, dtype, "scores")
-        kernel = self._kernel if self._kernel is not None else self._kernel_of(None)
-        if not (isinstance(kernel, SinglePositiveKernel) and device.counts_on_device(kernel)):
+    def _update_device(self, scores: Any, positive: Any, positives: Any, where: str) -> bool:
+        """A dense torch batch with one positive per row (``positive``, or ``positives``
+        one column per row), counted on its device; False where the batch is read on the
+        host instead, as ``evaluate`` reads it: a what-if, NaN ranked worst, relevance
+        given otherwise, a metric the counts do not give (:meth:`_route`), a NaN score
+        (the host's message names it)."""
+        kind = None if positives is None else _POSITIVES
+        if self._kernel is not None and kind != self._kind:
+            return False  # the host path says what differs
+        route = self._route(kind)
+        if route is None:
             return False
+        kernel, mode = route
+        dtype = self._dtypes.get(scores.dtype)
+        if dtype is None:
+            from tieeval.kernels.device import numpy_dtype
+            dtype = numpy_dtype(scores, self.path)
+            check_score_dtype(self.path, dtype, "scores")
+            self._dtypes[scores.dtype] = dtype
         rows, cols = int(scores.shape[0]), int(scores.shape[1])
-        from tieeval.engine.arrays import _positive_column
-        pos = _positive_column(0 if positive is None else _host(positive),
-                               np.full(rows, cols, dtype=np.int64), self.path)
-        kernel = self._start(None, dtype, where)
-        assert isinstance(kernel, SinglePositiveKernel) and self._acc is not None
-        counts = device.row_counts(scores, pos, kernel, self.rows, self.path)
-        if self.keep_values:
+        if kind is None:
+            from tieeval.engine.arrays import _positive_column
+            pos = _positive_column(0 if positive is None else _host(positive),
+                                   np.full(rows, cols, dtype=np.int64), self.path)
+        else:
+            given = _one_per_row(_host(positives), rows, cols)
+            if given is None:
+                return False  # -1 padding, several per row ...: the host reads them
+            pos = given
+        self._start(None if kind is None else _POSITIVES_INFO, dtype, where)
+        from tieeval.kernels import device
+        depth = getattr(kernel, "rank_depth", None) if mode == "general" else None
+        counts = device.row_counts(scores, pos, kernel, depth)
+        if counts is None:
+            return False  # a NaN score: the host's message names its row
+        if self._pending and int(self._pending[0].n[0]) != cols:
+            self._flush()  # one table per width
+        if self.keep_values and mode == "single":
             from tieeval.kernels.closed_forms import single_positive
             self._values.append([single_positive(m, counts.a, counts.b, counts.original)
-                                 for m in kernel.metrics])
+                                 for m in kernel.metrics])  # type: ignore[attr-defined]
         self._pending.append(counts)
         self._pending_rows += rows
         self.rows += rows
-        if self._pending_rows >= PENDING_ROWS:
+        if self._pending_rows >= PENDING_ROWS or (self.keep_values and mode == "general"):
             self._flush()
         return True
+
+    def _route(self, kind: tuple[Any, ...] | None) -> tuple[Kernel, str] | None:
+        """The kernel of a batch whose relevance is of ``kind``, and how its device
+        counts reach the sums: ``"single"`` (the single-positive kernel's
+        :meth:`~tieeval.kernels.single.SinglePositiveKernel.add_counts`) or ``"general"``
+        (the general kernel's sparse table of one relevant item per row,
+        :meth:`~tieeval.kernels.tie_blocks.RelBatch.one_relevant`); None where the
+        batch is read on the host. Decided once per kind."""
+        if kind in self._routes:
+            return self._routes[kind]
+        from tieeval.kernels import device
+        from tieeval.kernels.general import GeneralKernel
+        kernel = self._kernel if self._kernel is not None else self._kernel_of(kind)
+        route: tuple[Kernel, str] | None = None
+        if not device.counts_on_device(kernel):
+            route = None
+        elif isinstance(kernel, SinglePositiveKernel):
+            route = (kernel, "single")
+        elif isinstance(kernel, GeneralKernel) and kernel.one_relevant_table():
+            route = (kernel, "general")
+        self._routes[kind] = route
+        return route
 
     def _flush(self) -> None:
         """Add the counts of the batches counted on their device to the sums (a few
         thousand rows at a time: the sums' own work is per call, not per row)."""
         if not self._pending:
             return
-        assert isinstance(self._kernel, SinglePositiveKernel) and self._acc is not None
+        assert self._kernel is not None and self._acc is not None
         pending, self._pending, self._pending_rows = self._pending, [], 0
         def joined(name: str) -> np.ndarray:
             return np.concatenate([getattr(c, name) for c in pending])
-        self._kernel.add_counts(self._acc, RowCounts(
-            a=joined("a"), b=joined("b"), n=joined("n"), top=joined("top"),
-            original=joined("original")))
+        counts = RowCounts(a=joined("a"), b=joined("b"), n=joined("n"), top=joined("top"),
+                           original=joined("original"))
+        if isinstance(self._kernel, SinglePositiveKernel):
+            self._kernel.add_counts(self._acc, counts)
+            return
+        from tieeval.kernels.general import GeneralKernel
+        assert isinstance(self._kernel, GeneralKernel)
+        values = self._kernel.add_counts(self._acc, counts, self.keep_values)
+        if values is not None:
+            self._values.append(values)
 
     def merge(self, other: "TieAware") -> None:
         """Add the rows ``other`` has seen (another shard, another process's batches):
@@ -296,6 +356,7 @@ class TieAware:
             raise ParameterError("instance_values needs TieAware(..., keep_values=True)")
         if self._kernel is None:
             return {}
+        self._flush()
         from tieeval.engine.consumers import _concat as concat_values
         out = {}
         for i, entry in enumerate(self._kernel.entries):
@@ -305,6 +366,25 @@ class TieAware:
 
     def __repr__(self) -> str:
         return f"TieAware({self.path!r}, rows={self.rows})"
+
+
+_POSITIVES = ("positives", False, ("positives",))
+"""The relevance kind of a batch given ``positives`` (and nothing else)."""
+_POSITIVES_INFO = RelevanceInfo("positives", items=False, fields=("positives",))
+
+
+def _one_per_row(positives: Any, rows: int, cols: int) -> np.ndarray | None:
+    """``positives`` as one column per row (``(rows,)`` or ``(rows, 1)`` integers, each a
+    column of the row), else None (the host reads and checks them)."""
+    if isinstance(positives, (list, tuple)):
+        return None
+    pos = np.asarray(positives)
+    if pos.dtype.kind not in "iu" or pos.shape not in ((rows,), (rows, 1)):
+        return None
+    pos = pos.reshape(rows).astype(np.int64, copy=False)
+    if rows and (int(pos.min()) < 0 or int(pos.max()) >= cols):
+        return None
+    return pos
 
 
 def _empty(scores: Any) -> bool:

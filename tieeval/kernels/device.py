@@ -3,13 +3,16 @@
 For one positive per row, every figure follows from a few counts per row
 (:class:`~tieeval.kernels.counts.RowCounts`): candidates strictly above the positive
 (``a``), tied with it (``b``), sharing the row's maximum (``top``), and the positive's
-Original rank. :func:`row_counts` computes them with torch where the scores are (a GPU
-during training), comparing in the scores' own dtype, and brings only those per-row
-arrays to the host; the Original rank of numpy's ``argsort`` (the default rule) needs the
-rows whose positive is tied, which alone are copied and sorted as
-:func:`~tieeval.kernels.counts.original_ranks` sorts them. ``stable`` / ``reverse-stable``
-are counted on the device, and ``topk`` calls ``torch.topk`` there, as the training code
-does. torch is an optional extra, imported only here and only for tensors.
+Original rank. :func:`row_counts` computes them where the scores are, comparing in the
+scores' own dtype: a CPU tensor in place, by the host's own counts
+(:func:`~tieeval.kernels.counts.dense_counts` on the tensor's memory: no copy, and the
+same counts a dump's rows get); on another device (a GPU during training) with torch
+there, bringing only those per-row arrays to the host. The Original rank of numpy's
+``argsort`` (the default rule) needs the rows whose positive is tied, which alone are
+sorted as :func:`~tieeval.kernels.counts.original_ranks` sorts them (on the host);
+``stable`` / ``reverse-stable`` are counted, and ``topk`` calls ``torch.topk`` on the
+tensor's device, as the training code does. torch is an optional extra, imported only
+here and only for tensors.
 """
 
 from __future__ import annotations
@@ -19,12 +22,11 @@ from typing import Any, cast
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.kernels.base import Kernel, nan_score_error
-from tieeval.kernels.counts import RowCounts, original_ranks
+from tieeval.kernels.base import Kernel
+from tieeval.kernels.counts import NanScoreError, RowCounts, dense_counts, original_ranks
 from tieeval.kernels.original import read_depth
-from tieeval.records.batch import Batch
 
-__all__ = ["to_numpy", "numpy_dtype", "counts_on_device", "row_counts"]
+__all__ = ["to_numpy", "numpy_dtype", "counts_on_device", "row_counts", "list_depth"]
 
 DEVICE_RULES = ("argsort", "stable", "reverse-stable", "topk")
 """The Original rules counted from a torch batch without reading it on the host."""
@@ -60,53 +62,85 @@ def counts_on_device(kernel: Kernel) -> bool:
             and spec.original in DEVICE_RULES)
 
 
-def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel, start: int = 0,
-               path: str = "") -> RowCounts:
+def list_depth(kernel: Kernel) -> int:
+    """The depth ``torch.topk`` lists under ``original='topk'``: the deepest place a
+    metric of ``kernel`` reads (as :func:`tieeval.kernels.original.listed_ranking`)."""
+    metrics = [e.metric for e in kernel.entries]
+    return max([int(cast(int, d)) for d in map(read_depth, metrics) if d is not None] or [1])
+
+
+def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
+               rank_depth: int | None = None) -> RowCounts | None:
     """The :class:`RowCounts` of a dense ``(rows, candidates)`` tensor whose positive is
-    at column ``positive[i]`` (checked), computed on the tensor's device; ``start``: the
-    stream row of the first row (messages)."""
+    at column ``positive[i]`` (checked), computed where the tensor is; None where a score
+    is NaN (the caller reads the batch on the host, whose message names the row).
+
+    A CPU tensor is counted in place by the host's own counts
+    (:func:`~tieeval.kernels.counts.dense_counts` on the tensor's memory, no copy);
+    another device's with torch there, only the per-row counts (and the rows sorted for
+    the Original) reaching the host. ``rank_depth``: no metric reads the Original below
+    this place, so a tied positive whose block starts there is not sorted (its rank is
+    left at ``a + 1``, as the sparse table leaves it)."""
     import torch
     s = scores.detach()
     rows, cols = int(s.shape[0]), int(s.shape[1])
+    rule = kernel.spec.original
+    if s.device.type == "cpu":
+        values = s.numpy()
+        try:
+            counts = dense_counts(values, positive, "raise", "none")
+        except NanScoreError:
+            return None
+        a, b = counts.a, counts.b
+        if rule in ("argsort", "stable", "reverse-stable"):
+            sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
+            counts.original = original_ranks(values, positive, a, sort, rule)
+        elif rule == "topk":
+            counts.original = _topk_ranks(torch, s, positive, a, list_depth(kernel))
+        return counts
     pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
     p = s.gather(1, pos)
     row_max = s.amax(dim=1, keepdim=True)
     eq = s == p
     stats = [(s > p).sum(dim=1), eq.sum(dim=1), (s == row_max).sum(dim=1)]
-    rule = kernel.spec.original
     if s.is_floating_point():
         stats.append(torch.isnan(row_max.view(rows)).to(torch.int64))
     if rule in ("stable", "reverse-stable"):
         col = torch.arange(cols, device=s.device).view(1, cols)
         side = col < pos if rule == "stable" else col > pos
         stats.append((eq & side).sum(dim=1))
-    if rule == "topk":
-        metrics = [e.metric for e in kernel.entries]
-        k = max([int(cast(int, d)) for d in map(read_depth, metrics) if d is not None] or [1])
-        kk = min(k, cols)
-        hit = torch.topk(s, kk, dim=1).indices == pos
-        place = torch.argmax(hit.to(torch.int8), dim=1) + 1
-        stats.append(torch.where(hit.any(dim=1), place, torch.zeros_like(place)))
     host = torch.stack([x.to(torch.int64) for x in stats]).cpu().numpy()
     a, b, top = host[0], host[1], host[2]
     extra = 3
     if s.is_floating_point():
-        bad = np.flatnonzero(host[3])
-        if bad.size:
-            batch = Batch(np.empty((rows, 0)), positive, start)
-            raise nan_score_error(path, batch, int(bad[0]))
+        if host[3].any():
+            return None
         extra = 4
     original = a + 1
     if rule == "argsort":
-        tied = np.flatnonzero(b > 1)
+        tied = np.flatnonzero((b > 1) if rank_depth is None else (b > 1) & (a < rank_depth))
         if tied.size:
             index = torch.as_tensor(tied, device=s.device)
             sub = s.index_select(0, index).cpu().numpy()
             original[tied] = original_ranks(sub, positive[tied], a[tied], b[tied], rule)
     elif rule in ("stable", "reverse-stable"):
         original = original + host[extra]
-    else:  # topk: the place in torch's list, or below the list (within the tie block)
-        place = host[extra]
-        original = np.where(place > 0, place, np.maximum(a + 1, min(k, cols) + 1))
+    else:
+        original = _topk_ranks(torch, s, positive, a, list_depth(kernel))
     n = np.full(rows, cols, dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
+
+
+def _topk_ranks(torch: Any, s: Any, positive: np.ndarray, a: np.ndarray,
+                k: int) -> np.ndarray:
+    """The positive's place in ``torch.topk(s, min(k, candidates)).indices`` of each row
+    (on the tensor's device, as the training code calls it), or, left out of the list,
+    below it within its tie block (:meth:`tieeval.kernels.original.Listed.positive_ranks`)."""
+    rows, cols = int(s.shape[0]), int(s.shape[1])
+    kk = min(k, cols)
+    pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
+    hit = torch.topk(s, kk, dim=1).indices == pos
+    place = torch.argmax(hit.to(torch.int8), dim=1) + 1
+    got = torch.where(hit.any(dim=1), place, torch.zeros_like(place)).cpu().numpy()
+    ranks: np.ndarray = np.where(got > 0, got, np.maximum(a + 1, kk + 1)).astype(np.int64)
+    return ranks

@@ -80,7 +80,7 @@ from tieeval.kernels.base import (
     record_short,
     unanswered_note,
 )
-from tieeval.kernels.counts import NanScoreError
+from tieeval.kernels.counts import NanScoreError, RowCounts
 from tieeval.kernels.original import LISTED_RULES, listed_each
 from tieeval.kernels.single import one_hot
 from tieeval.kernels.summation import distinct_pairs
@@ -337,6 +337,36 @@ class GeneralKernel(Kernel):
             else:
                 sums.variance.add(var)
         return added
+
+    def one_relevant_table(self) -> bool:
+        """Whether rows holding one relevant item each can be added from that item's
+        counts (:meth:`add_counts`): every metric is read off the sparse table (none
+        needs every position), which no option changes (a relevance level, ``--both``,
+        a depth; a what-if's tolerance, NaN ranked worst, candidate ids, one list per
+        metric, a positive scored <= 0 read as not relevant, rules
+        :func:`tieeval.kernels.device.counts_on_device` checks)."""
+        options = self.spec.options
+        return (options.relevance_level is None and not options.both
+                and options.depth is None and self.spec.original != "topk-each"
+                and not self.gated
+                and not any(e.form.spec.every_position for e in self.entries))
+
+    def add_counts(self, acc: Accumulator, counts: RowCounts, keep: bool = False
+                   ) -> list[InstanceValues] | None:
+        """Add rows holding one relevant item each, given by that item's counts
+        (:class:`~tieeval.kernels.counts.RowCounts`: above, tied, the row's top tie, its
+        1-based Original rank) instead of their scores: the sparse table those rows'
+        scores give (:meth:`RelBatch.one_relevant`), and so the same sums, bit for bit
+        (:meth:`one_relevant_table` says when). ``keep``: also return each entry's
+        per-instance values."""
+        listed = self.spec.original in LISTED_RULES
+        rb = RelBatch.one_relevant(counts.n, counts.a, counts.b, counts.top,
+                                   counts.original - 1, self.table_options(False), listed)
+        rb.plan(e.form for e in self.entries)
+        values = self.add_rows(acc, rb)
+        if not keep or values is None:
+            return None
+        return self._instances(rb, cast("list[Any]", values), counted=True)
 
     @staticmethod
     def _spread(sums: EntrySums, v: InstanceValues, mask: np.ndarray) -> np.ndarray | None:

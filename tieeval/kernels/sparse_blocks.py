@@ -390,6 +390,44 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
         if tied.size:
             opos[tied] = _original_positions(s, n, offsets, mi[tied], mrow[tied], a[tied],
                                              t[tied], row_orders, rank_depth)
+    _fill(b, mrow, ml, mjd, rel, a, t, opos, unsorted, whole)
+
+
+def from_counts(b: Any, a: np.ndarray, t: np.ndarray, top: np.ndarray, opos: np.ndarray,
+                rank_depth: int | None = None) -> None:
+    """Fill the compact block table of ``b`` (as :func:`build`) for rows holding one
+    relevant item each (label 1, every other candidate label 0 and unjudged) from that
+    item's counts per row, found without the scores (:mod:`tieeval.kernels.device`):
+    ``a`` scores above it, ``t`` tied with it (itself included), ``top`` the row's top
+    tie and ``opos`` its 0-based place in the 'original' ordering. These are the counts
+    :func:`build` finds by its searches and sorts; the rest of the table is made by the
+    same code, so every metric's values are the same, bit for bit. ``rank_depth``: as in
+    :func:`build`, a tied item whose block starts at or below it takes its 'first' place
+    (no metric reads it). A table cut at a prune depth keeps every row's item: it is the
+    row's first relevant block."""
+    rows, n = b.rows, b.n
+    mrow = np.arange(rows, dtype=np.int64)
+    ml = np.ones(rows)
+    rel = np.ones(rows, dtype=bool)
+    b.n_pos = np.ones(rows, dtype=np.int64)
+    b.n_neg = np.zeros(rows, dtype=np.int64)
+    b.n_pos_ranked = b.n_pos
+    b.n_judged_nonrel = np.zeros(rows, dtype=np.int64)
+    b.marked = (mrow, ml)
+    full_rows = np.flatnonzero(n > 0)
+    b._top_ties = (full_rows, top[full_rows])
+    unsorted = None if rank_depth is None else (t > 1) & (a >= rank_depth)
+    _fill(b, mrow, ml, rel, rel, a, t, opos.copy(), unsorted, True)
+
+
+def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.ndarray,
+          a: np.ndarray, t: np.ndarray, opos: np.ndarray, unsorted: np.ndarray | None,
+          whole: bool) -> None:
+    """The block table of :func:`build` from its marked items (in flat order): row,
+    label, judged, relevant, scores above and tied, place in the 'original' ordering, and
+    which tied items were left unsorted below the rank depth (``whole``: whole-number
+    labels)."""
+    rows, n, offsets = b.rows, b.n, b.offsets
     # marked items by block (row, then a), inside a block 'first': label descending,
     # judged first among equal labels
     gkey = offsets[mrow] + a
@@ -399,7 +437,7 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
         if unsorted is not None:
             unsorted = unsorted[o]
-    new = np.ones(mi.size, dtype=bool)
+    new = np.ones(mrow.size, dtype=bool)
     new[1:] = gkey[1:] != gkey[:-1]
     first_item = np.flatnonzero(new)
     ib = np.cumsum(new.astype(np.int64)) - 1  # block of each marked item (numpy's
@@ -411,8 +449,8 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
     bst = np.cumsum(bsz) - bsz  # block starts in the compact layout
     csize = int(bsz.sum())
     # rank among the block's marked items; negatives go after the unmarked items
-    rank = np.arange(mi.size) - first_item[ib]
-    marked_in_block = np.diff(np.append(first_item, mi.size))
+    rank = np.arange(mrow.size) - first_item[ib]
+    marked_in_block = np.diff(np.append(first_item, mrow.size))
     off_first = np.where(ml < 0, rank + (bsz - marked_in_block)[ib], rank)
     if unsorted is not None and unsorted.any():
         # whole blocks (a >= rank_depth holds for every item of a block): the 'first' places

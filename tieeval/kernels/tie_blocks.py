@@ -286,6 +286,8 @@ class RelBatch:
     marked: tuple[np.ndarray, np.ndarray]
     _full_args: tuple[Any, Any, Any, dict[str, Any]] | None
     n_pos: np.ndarray  # set by either path of __init__ (the sparse one: sparse_blocks.build)
+    rank_depth: int | None
+    read_depth: int | None
 
     def __init__(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                  offsets: npt.ArrayLike | None = None, *,
@@ -295,15 +297,8 @@ class RelBatch:
                  options: TableOptions = DEFAULT_TABLE, gate: bool = False) -> None:
         s = np.asarray(scores)
         offsets_given, judged_given = offsets, judged
-        # per metric, the rows a saved ranking does not answer (use_order), or None
-        self.short: list[Short | None] | None = None
-        # --original topk-each: per metric of the run, the list its Original ranks by
-        self.orders: list[Listed] | None = None
         lab = np.asarray(labels)
         nan_policy, original, tolerance = options.nan_policy, options.original, options.tolerance
-        self.level = None if options.relevance_level is None else float(options.relevance_level)
-        self.depth = None if options.depth is None else int(options.depth)
-        self.max_grade = None if max_grade is None else float(max_grade)
         if judged is not None:
             judged = np.asarray(judged)
             if judged.shape != lab.shape or judged.dtype.kind != "b":
@@ -337,31 +332,10 @@ class RelBatch:
         if nan is not None and nan_policy == "raise":
             bad = np.unique(np.searchsorted(offsets, np.flatnonzero(nan), side="right") - 1)
             raise NanScoreError(int(bad[0]), int(bad.size))
+        self._setup(n, offsets, options, max_grade)
         self.n_gated = np.zeros(rows, dtype=np.int64)
         if gate:
             lab = self._gate(s, lab, offsets)
-        self.rows = rows
-        self.n, self.offsets = n, offsets
-        self.original = original
-        # -J -M: (Mixture, RelBatch) of the virtual rows of the queries whose tie block
-        # straddles the cut (tieeval.kernels.general.GeneralKernel.block_table)
-        self.mixture: tuple[Any, RelBatch] | None = None
-        # the same batch's table with gate (relevant items scored <= 0 read as not
-        # relevant), for the metrics of relevant_scores="positive"
-        self.gated: RelBatch | None = None
-        self._lab_ideal: dict[int | None, np.ndarray] = {}
-        self._cutoffs: dict[tuple[int | float | None, bool], list[Any]] = {}
-        self._relevant_places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                               np.ndarray, np.ndarray, np.ndarray]] = {}
-        # what the metrics evaluated on this batch are (plan) and what a measure computes
-        # once for all of them (shared): the 11 levels of trec_eval's iprec_at_recall
-        self.planned: tuple[RelMetric, ...] = ()
-        self.shared: dict[Hashable, Any] = {}
-        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
-        self.compact = False
-        self._full_args = None
-        self.rank_depth = None
-        self.read_depth: int | None = None
         if options.sparse and nan is None and tolerance is None:
             from tieeval.kernels import sparse_blocks
 
@@ -461,6 +435,65 @@ class RelBatch:
         rows = np.searchsorted(offsets, at, side="right") - 1
         self.n_gated = np.bincount(rows, minlength=offsets.size - 1).astype(np.int64)
         return np.where(gone, np.zeros((), dtype=lab.dtype), lab)
+    def _setup(self, n: np.ndarray, offsets: np.ndarray, options: TableOptions,
+               max_grade: float | None) -> None:
+        """The attributes every table starts with: its rows, their lengths and offsets,
+        the run's options, and empty caches."""
+        # per metric, the rows a saved ranking does not answer (use_order), or None
+        self.short: list[Short | None] | None = None
+        # --original topk-each: per metric of the run, the list its Original ranks by
+        self.orders: list[Listed] | None = None
+        self.level = None if options.relevance_level is None else float(options.relevance_level)
+        self.depth = None if options.depth is None else int(options.depth)
+        self.max_grade = None if max_grade is None else float(max_grade)
+        self.rows = n.size
+        self.n, self.offsets = n, offsets
+        self.original = options.original
+        # -J -M: (Mixture, RelBatch) of the virtual rows of the queries whose tie block
+        # straddles the cut (tieeval.kernels.general.GeneralKernel.block_table)
+        self.mixture: tuple[Any, RelBatch] | None = None
+        # the same batch's table with gate (relevant items scored <= 0 read as not
+        # relevant), for the metrics of relevant_scores="positive"
+        self.gated: RelBatch | None = None
+        self._lab_ideal: dict[int | None, np.ndarray] = {}
+        self._cutoffs: dict[tuple[int | float | None, bool], list[Any]] = {}
+        self._relevant_places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                               np.ndarray, np.ndarray, np.ndarray]] = {}
+        # what the metrics evaluated on this batch are (plan) and what a measure computes
+        # once for all of them (shared): the 11 levels of trec_eval's iprec_at_recall
+        self.planned: tuple[RelMetric, ...] = ()
+        self.shared: dict[Hashable, Any] = {}
+        self.unranked: tuple[np.ndarray, np.ndarray] | None = None
+        self.compact = False
+        self._full_args = None
+        self.rank_depth = None
+        self.read_depth = None
+
+    @classmethod
+    def one_relevant(cls, n: np.ndarray, above: np.ndarray, tied: np.ndarray,
+                     top: np.ndarray, place: np.ndarray, options: TableOptions,
+                     listed: bool = False) -> "RelBatch":
+        """The sparse table of rows of lengths ``n`` each holding one relevant item (label
+        1; every other candidate label 0, nothing else judged), from that item's counts
+        per row instead of the scores: ``above`` (scores above it), ``tied`` (tied with
+        it, itself included), ``top`` (the row's top tie) and ``place`` (its 0-based place
+        in the 'original' ordering; ``listed``: in a listed ranking's, as
+        :meth:`use_order` gives it). The table, and so every metric's values, are those of
+        the scores' own sparse table (:func:`tieeval.kernels.sparse_blocks.from_counts`):
+        the counts come from a torch tensor on its device (:mod:`tieeval.kernels.device`).
+        A metric that needs the full table (:meth:`full`) cannot be evaluated on it."""
+        from tieeval.kernels import sparse_blocks
+
+        self = cls.__new__(cls)
+        n = np.asarray(n, dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        self._setup(n, offsets, options, None)
+        self.n_gated = np.zeros(n.size, dtype=np.int64)
+        depth = None if listed else options.rank_depth
+        sparse_blocks.from_counts(self, above, tied, top, place, depth)
+        self.read_depth = options.prune_depth
+        self.rank_depth = depth
+        return self
 
     def _add_unranked(self, unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None,
                       unranked_judged: npt.ArrayLike | None) -> None:
