@@ -57,6 +57,11 @@ OPTION_NAMES = tuple(name for name in inspect.signature(evaluate).parameters
                      if name not in (*ARRAY_KEYWORDS, "path"))
 
 
+_Route = tuple[Kernel, str, int | None, int | None]
+"""A batch kind's kernel, how its counts reach the sums, its rank depth and list depth
+(:meth:`TieAware._route`)."""
+
+
 class _Stream:
     """What :func:`~tieeval.engine.local.kernel_for` reads of a dump: its path and the
     relevance its rows carry."""
@@ -124,7 +129,7 @@ class TieAware:
         self._pending_rows = 0
         self.rows = 0
         # decided once: each relevance kind's kernel and route, each torch dtype's numpy one
-        self._routes: dict[Any, tuple[Kernel, str] | None] = {}
+        self._routes: dict[Any, _Route | None] = {}
         self._dtypes: dict[Any, np.dtype[Any]] = {}
 
     def _like(self) -> "TieAware":
@@ -224,7 +229,7 @@ class TieAware:
         route = self._route(kind)
         if route is None:
             return False
-        kernel, mode = route
+        kernel, mode, depth, k = route
         dtype = self._dtypes.get(scores.dtype)
         if dtype is None:
             from tieeval.kernels.device import numpy_dtype
@@ -243,8 +248,7 @@ class TieAware:
             pos = given
         self._start(None if kind is None else _POSITIVES_INFO, dtype, where)
         from tieeval.kernels import device
-        depth = getattr(kernel, "rank_depth", None) if mode == "general" else None
-        counts = device.row_counts(scores, pos, kernel, depth)
+        counts = device.row_counts(scores, pos, kernel, depth, k)
         if counts is None:
             return False  # a NaN score: the host's message names its row
         if self._pending and int(self._pending[0].n[0]) != cols:
@@ -260,25 +264,28 @@ class TieAware:
             self._flush()
         return True
 
-    def _route(self, kind: tuple[Any, ...] | None) -> tuple[Kernel, str] | None:
-        """The kernel of a batch whose relevance is of ``kind``, and how its device
-        counts reach the sums: ``"single"`` (the single-positive kernel's
+    def _route(self, kind: tuple[Any, ...] | None) -> _Route | None:
+        """The kernel of a batch whose relevance is of ``kind``, how its device counts
+        reach the sums: ``"single"`` (the single-positive kernel's
         :meth:`~tieeval.kernels.single.SinglePositiveKernel.add_counts`) or ``"general"``
         (the general kernel's sparse table of one relevant item per row,
-        :meth:`~tieeval.kernels.tie_blocks.RelBatch.one_relevant`); None where the
-        batch is read on the host. Decided once per kind."""
+        :meth:`~tieeval.kernels.general.GeneralKernel.add_counts`), the rank depth
+        below which no Original rank is read and the depth ``torch.topk`` lists
+        (:func:`~tieeval.kernels.device.row_counts`); None where the batch is read on
+        the host. Decided once per kind."""
         if kind in self._routes:
             return self._routes[kind]
         from tieeval.kernels import device
         from tieeval.kernels.general import GeneralKernel
         kernel = self._kernel if self._kernel is not None else self._kernel_of(kind)
-        route: tuple[Kernel, str] | None = None
+        route: _Route | None = None
+        k = device.list_depth(kernel) if kernel.spec.original == "topk" else None
         if not device.counts_on_device(kernel):
             route = None
         elif isinstance(kernel, SinglePositiveKernel):
-            route = (kernel, "single")
+            route = (kernel, "single", None, k)
         elif isinstance(kernel, GeneralKernel) and kernel.one_relevant_table():
-            route = (kernel, "general")
+            route = (kernel, "general", kernel.rank_depth, k)
         self._routes[kind] = route
         return route
 
@@ -345,7 +352,9 @@ class TieAware:
         if self._kernel is None or self._acc is None or self.rows == 0:
             raise InputError(f"{self.path}: no instances (nothing was given to update)")
         self._flush()
-        acc = copy.deepcopy(self._acc)  # the kernel settles its tables into the sums
+        # a kernel that settles its tables into the sums works on a copy (more rows may
+        # follow); the others only read them
+        acc = copy.deepcopy(self._acc) if self._kernel.settles else self._acc
         return self._kernel.result(acc, self.path, self._dtype, dict(self.request.run_labels))
 
     def instance_values(self) -> dict[Any, InstanceValues]:

@@ -170,6 +170,9 @@ class Kernel(ABC):
     # run in its thread): worth it where most of a batch's work is numpy calls of moderate
     # size that one thread would run one after another
     batch_threads = False
+    # result() moves what the accumulator holds aside (tables of counts) into its sums: a
+    # caller that adds more rows after a result gives it a copy
+    settles = True
 
     def __init__(self, spec: EvalSpec):
         self.spec = spec

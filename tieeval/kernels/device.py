@@ -70,7 +70,7 @@ def list_depth(kernel: Kernel) -> int:
 
 
 def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
-               rank_depth: int | None = None) -> RowCounts | None:
+               rank_depth: int | None = None, k: int | None = None) -> RowCounts | None:
     """The :class:`RowCounts` of a dense ``(rows, candidates)`` tensor whose positive is
     at column ``positive[i]`` (checked), computed where the tensor is; None where a score
     is NaN (the caller reads the batch on the host, whose message names the row).
@@ -80,24 +80,40 @@ def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
     another device's with torch there, only the per-row counts (and the rows sorted for
     the Original) reaching the host. ``rank_depth``: no metric reads the Original below
     this place, so a tied positive whose block starts there is not sorted (its rank is
-    left at ``a + 1``, as the sparse table leaves it)."""
+    left at ``a + 1``, as the sparse table leaves it). ``k``: :func:`list_depth` of the
+    kernel, if known."""
     import torch
     s = scores.detach()
+    if s.device.type == "cpu":
+        return _host_counts(torch, s, positive, kernel, rank_depth, k)
+    return _torch_counts(torch, s, positive, kernel, rank_depth, k)
+
+
+def _host_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
+                 rank_depth: int | None, k: int | None = None) -> RowCounts | None:
+    """:func:`row_counts` of a CPU tensor: the host's counts on its memory."""
+    values = s.resolve_neg().resolve_conj().numpy()
+    try:
+        counts = dense_counts(values, positive, "raise", "none")
+    except NanScoreError:
+        return None
+    a, b = counts.a, counts.b
+    rule = kernel.spec.original
+    if rule in ("argsort", "stable", "reverse-stable"):
+        sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
+        counts.original = original_ranks(values, positive, a, sort, rule)
+    elif rule == "topk":
+        counts.original = _topk_ranks(torch, s, positive, a,
+                                      list_depth(kernel) if k is None else k)
+    return counts
+
+
+def _torch_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
+                  rank_depth: int | None, k: int | None = None) -> RowCounts | None:
+    """:func:`row_counts` with torch on the tensor's device (any device: a GPU's, where
+    the host's counts cannot read the tensor)."""
     rows, cols = int(s.shape[0]), int(s.shape[1])
     rule = kernel.spec.original
-    if s.device.type == "cpu":
-        values = s.numpy()
-        try:
-            counts = dense_counts(values, positive, "raise", "none")
-        except NanScoreError:
-            return None
-        a, b = counts.a, counts.b
-        if rule in ("argsort", "stable", "reverse-stable"):
-            sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
-            counts.original = original_ranks(values, positive, a, sort, rule)
-        elif rule == "topk":
-            counts.original = _topk_ranks(torch, s, positive, a, list_depth(kernel))
-        return counts
     pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
     p = s.gather(1, pos)
     row_max = s.amax(dim=1, keepdim=True)
@@ -124,9 +140,11 @@ def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
             sub = s.index_select(0, index).cpu().numpy()
             original[tied] = original_ranks(sub, positive[tied], a[tied], b[tied], rule)
     elif rule in ("stable", "reverse-stable"):
-        original = original + host[extra]
-    else:
-        original = _topk_ranks(torch, s, positive, a, list_depth(kernel))
+        before = host[extra] if rank_depth is None else np.where(a < rank_depth, host[extra], 0)
+        original = original + before
+    elif rule == "topk":
+        original = _topk_ranks(torch, s, positive, a,
+                                      list_depth(kernel) if k is None else k)
     n = np.full(rows, cols, dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 
@@ -138,7 +156,10 @@ def _topk_ranks(torch: Any, s: Any, positive: np.ndarray, a: np.ndarray,
     below it within its tie block (:meth:`tieeval.kernels.original.Listed.positive_ranks`)."""
     rows, cols = int(s.shape[0]), int(s.shape[1])
     kk = min(k, cols)
-    pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
+    if not s.is_floating_point() and not s.is_signed() and s.element_size() > 1:
+        s = s.to(torch.int64)  # torch.topk has no wide unsigned kernels; the same order
+    pos = (torch.from_numpy(positive) if s.device.type == "cpu"
+           else torch.as_tensor(positive, device=s.device)).to(torch.int64).view(rows, 1)
     hit = torch.topk(s, kk, dim=1).indices == pos
     place = torch.argmax(hit.to(torch.int8), dim=1) + 1
     got = torch.where(hit.any(dim=1), place, torch.zeros_like(place)).cpu().numpy()

@@ -123,6 +123,7 @@ class GeneralKernel(Kernel):
     # the block table keeps about a dozen int64 or float64 arrays per score
     memory_factor = 8
     batch_threads = True
+    settles = False  # result() only reads the sums
 
     @classmethod
     def supports(cls, spec: EvalSpec) -> bool:

@@ -113,6 +113,12 @@ def recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
         # j ** -power for every j the rows reach, computed once (the same values as
         # elementwise): the rows then gather them
         table = np.arange(1, int(lo[direct].max()) + _DIRECT + 1, dtype=np.float64) ** -power
+        # a range of one term (an untied item) is that term: the same value as the row's
+        # sum of it and zeros below, without the row
+        one = (hi[direct] - lo[direct]) == 1
+        if one.any():
+            out[direct[one]] = table[lo[direct[one]]]
+            direct = direct[~one]
     for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
         checkpoint()
         if chunk.size:
