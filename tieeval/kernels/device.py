@@ -154,14 +154,14 @@ def _topk_ranks(torch: Any, s: Any, positive: np.ndarray, a: np.ndarray,
     """The positive's place in ``torch.topk(s, min(k, candidates)).indices`` of each row
     (on the tensor's device, as the training code calls it), or, left out of the list,
     below it within its tie block (:meth:`tieeval.kernels.original.Listed.positive_ranks`)."""
-    rows, cols = int(s.shape[0]), int(s.shape[1])
+    cols = int(s.shape[1])
     kk = min(k, cols)
     if not s.is_floating_point() and not s.is_signed() and s.element_size() > 1:
         s = s.to(torch.int64)  # torch.topk has no wide unsigned kernels; the same order
-    pos = (torch.from_numpy(positive) if s.device.type == "cpu"
-           else torch.as_tensor(positive, device=s.device)).to(torch.int64).view(rows, 1)
-    hit = torch.topk(s, kk, dim=1).indices == pos
-    place = torch.argmax(hit.to(torch.int8), dim=1) + 1
-    got = torch.where(hit.any(dim=1), place, torch.zeros_like(place)).cpu().numpy()
-    ranks: np.ndarray = np.where(got > 0, got, np.maximum(a + 1, kk + 1)).astype(np.int64)
+    # the list on the tensor's device; its (rows, K) indices, small, read on the host
+    listed = torch.topk(s, kk, dim=1).indices.cpu().numpy()
+    hit = listed == positive[:, None]
+    place = np.argmax(hit, axis=1) + 1
+    ranks: np.ndarray = np.where(hit.any(axis=1), place, np.maximum(a + 1, kk + 1))
+    ranks = ranks.astype(np.int64, copy=False)
     return ranks
