@@ -219,3 +219,26 @@ def test_distinct_pairs_counts_every_pair(rng, span):
     assert list(zip(gx, gy)) == sorted(set(zip(gx, gy)))  # each pair once, in order
     ex, ey, et = distinct_pairs(x[:0], y[:0])
     assert ex.size == ey.size == et.size == 0
+
+
+def test_flush_all_gives_each_sum_its_exact_total(rng):
+    """Many sums' waiting values added in one pass: each sum is the exact Fraction sum of
+    its own values (wide exponents, zeros, whole numbers, an empty and a lone sum)."""
+    from tieeval.kernels.summation import flush_all
+    values = [rng.normal(size=300) * 10.0 ** rng.integers(-300, 300, 300),
+              rng.integers(0, 2, 943).astype(np.float64), 1 / np.arange(1.0, 500.0),
+              np.zeros(40), np.array([]), np.array([-0.0, 5e-324, -1e308, 1e308])]
+    sums = []
+    for x in values:
+        s = ExactSum()
+        s.add(x[: x.size // 2])
+        s.add(x[x.size // 2:])
+        sums.append(s)
+    flush_all(sums)
+    for s, x in zip(sums, values):
+        assert not s._pending
+        assert s.fraction() == sum((Fraction(v) for v in x.tolist()), Fraction(0))
+    lone = ExactSum()
+    lone.add(values[2])
+    flush_all([lone])
+    assert lone.fraction() == sum((Fraction(v) for v in values[2].tolist()), Fraction(0))

@@ -83,7 +83,7 @@ from tieeval.kernels.base import (
 from tieeval.kernels.counts import NanScoreError, RowCounts
 from tieeval.kernels.original import LISTED_RULES, listed_each
 from tieeval.kernels.single import one_hot
-from tieeval.kernels.summation import distinct_pairs
+from tieeval.kernels.summation import distinct_pairs, flush_all
 from tieeval.kernels.tie_blocks import RelBatch, TableOptions
 from tieeval.metrics.measures.base import deepest
 from tieeval.metrics.measures.hr import TIE_DECIDED
@@ -450,6 +450,9 @@ class GeneralKernel(Kernel):
             raise InputError(f"{path}: no instance has both a relevant item (label > 0) and "
                              "an explicit negative (label < 0); --both leaves nothing to "
                              "evaluate")
+        # every sum's waiting values added at once
+        flush_all([acc.top_ratio, *(x for s in acc.sums for x in (
+            *s.columns.values(), s.variance, s.weights))])
         rows, own = [], []
         unanswered: list[Metric] = []
         why: list[str] = []

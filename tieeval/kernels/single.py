@@ -43,7 +43,7 @@ from tieeval.kernels.counts import (
 )
 from tieeval.kernels.fused import active as fused_active
 from tieeval.kernels.original import LISTED_RULES
-from tieeval.kernels.summation import distinct_pairs
+from tieeval.kernels.summation import distinct_pairs, flush_all
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
 from tieeval.records.results import MetricRow, RunResult, TieStats
@@ -277,6 +277,8 @@ class SinglePositiveKernel(Kernel):
         if n == 0 or acc.cand_min is None or acc.cand_max is None:  # set by the first row
             raise InputError(f"{path}: no instances (empty dump)")
         self.settle(acc)
+        flush_all([acc.top_ratio, *(x for s in acc.sums
+                                    for x in (*s.columns.values(), s.variance))])
         rows, unanswered, why = [], [], []
         for m, s in zip(self.metrics, acc.sums):
             means = {c: s.columns[c].mean(n) for c in COLUMNS}

@@ -10,6 +10,7 @@ merge by integer addition, so any split gives the bit-identical result.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -167,6 +168,41 @@ class ExactSum:
     def mean(self, count: int) -> float:
         """The exact sum divided by ``count``, rounded once."""
         return float(self.fraction() / count)
+
+
+def flush_all(sums: Iterable[ExactSum]) -> None:
+    """Add the values every sum of ``sums`` keeps waiting, in one pass for all of them:
+    the numpy calls of :meth:`ExactSum._add_chunk` once on their values together, split
+    per sum and exponent (a result rounds some thirty small sums; each would pay those
+    calls). Each sum's total is the one its own flush gives (exact sums)."""
+    waiting = [s for s in sums if s._pending]
+    if len(waiting) < 2:
+        for one in waiting:
+            one._flush()
+        return
+    parts = [np.concatenate(s._pending) for s in waiting]
+    x = np.concatenate(parts)
+    if x.size > _MAX_ROWS:  # beyond one chunk's exact per-exponent sums: one by one
+        for one in waiting:
+            one._flush()
+        return
+    owner = np.repeat(np.arange(len(waiting), dtype=np.int64), [p.size for p in parts])
+    mant, exp = np.frexp(x)  # as in ExactSum._add_chunk
+    hi = np.floor(np.ldexp(mant, 53 - _HALF))
+    lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+    e0 = int(exp.min())
+    idx = exp - e0
+    span = int(idx.max()) + 1
+    key = owner * span + idx
+    hi_sums = np.bincount(key, weights=hi, minlength=len(waiting) * span)
+    lo_sums = np.bincount(key, weights=lo, minlength=len(waiting) * span)
+    totals = [0] * len(waiting)
+    for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
+        at, e = divmod(k, span)
+        totals[at] += (int(hi_sums[k]) << (_HALF + e)) + (int(lo_sums[k]) << e)
+    for one, total in zip(waiting, totals):
+        one._pending, one._waiting = [], 0
+        one._merge(total, 53 - e0)
 
 
 def distinct_pairs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
