@@ -218,3 +218,16 @@ def test_the_table_from_counts_is_the_scores_own(seed):
                 x, y = getattr(v, column), getattr(w, column)
                 assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), (form, column)
         assert [x.tolist() for x in got.top_ties()] == [x.tolist() for x in want.top_ties()]
+
+
+@pytest.mark.parametrize("options", [{"relevant_scores": "positive"},
+                                     {"relevance_level": 1}, {"metrics": ISSUE + ["ERR@10"]}])
+def test_options_the_counts_do_not_cover_read_on_the_host(options):
+    """A positive scored <= 0 read as not relevant, a relevance level, a metric reading
+    every position: the batches take the host's path, and the result is still evaluate's."""
+    s = saturated(50, 30, 15) - np.float32(0.5)  # some positives score <= 0
+    pos = np.random.default_rng(16).integers(0, 30, 50)
+    options = {"metrics": ISSUE, **options}
+    want = tieeval.evaluate(s, positive=pos, **options)
+    m = feed(tieeval.TieAware(path="<array>", **options), s, pos, [20], "positive")
+    assert text(m.compute()) == text(want)
