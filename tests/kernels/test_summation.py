@@ -242,3 +242,9 @@ def test_flush_all_gives_each_sum_its_exact_total(rng):
     lone.add(values[2])
     flush_all([lone])
     assert lone.fraction() == sum((Fraction(v) for v in values[2].tolist()), Fraction(0))
+    # several sums waiting on empty arrays only (a measure undefined on every row): zero
+    empty = [ExactSum() for _ in range(3)]
+    for s in empty:
+        s.add(np.array([]))
+    flush_all(empty)
+    assert [s.fraction() for s in empty] == [0, 0, 0] and not any(s._pending for s in empty)

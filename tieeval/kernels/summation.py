@@ -182,7 +182,7 @@ def flush_all(sums: Iterable[ExactSum]) -> None:
         return
     parts = [np.concatenate(s._pending) for s in waiting]
     x = np.concatenate(parts)
-    if x.size > _MAX_ROWS:  # beyond one chunk's exact per-exponent sums: one by one
+    if x.size == 0 or x.size > _MAX_ROWS:  # nothing waits, or beyond one chunk: one by one
         for one in waiting:
             one._flush()
         return
