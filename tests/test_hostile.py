@@ -288,7 +288,7 @@ def test_huge_relevance_and_labels(tmp_path):
               r"q3: line 1: relevance must be finite")
 
 
-@pytest.mark.parametrize("fmt", tiered(["table", "json", "csv", "markdown"]))
+@pytest.mark.parametrize("fmt", tiered(["json", "table", "csv", "markdown"], quick=1))
 def test_stdout_errors_are_input_errors(tmp_path, scores, fmt):
     np.save(tmp_path / "a.npy", scores)
     if os.path.exists("/dev/full"):
@@ -313,7 +313,7 @@ def _file_size_limit(limit: int):
     return preexec
 
 
-@pytest.mark.parametrize("fmt", tiered(["table", "json", "csv", "markdown", "latex"]))
+@pytest.mark.parametrize("fmt", tiered(["table", "json", "csv", "markdown", "latex"], quick=1))
 def test_short_write_on_stdout_is_exit_2(tmp_path, scores, fmt):
     # stdout is a file that can take half of the output: the first write is cut short
     # part-way (not refused at byte 0, as /dev/full does), the next one fails

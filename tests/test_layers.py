@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from helpers import python_output
+from tiers import tiered
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,7 +51,8 @@ RENDERERS = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "tieeval"
                    if name.endswith(".py") and name != "__init__.py")
 
 
-@pytest.mark.parametrize("renderer", RENDERERS)
+# every run: three renderers; the slow tier every other one
+@pytest.mark.parametrize("renderer", tiered(RENDERERS, quick=3))
 def test_rendering_a_result_loads_no_engine_reader_or_kernel(renderer):
     """Importing a renderer (and the records it renders) in a fresh interpreter loads no
     module of the engine, the readers, the kernels or the analysis: a result is rendered

@@ -75,7 +75,7 @@ def test_no_escape_code_precedes_the_first_annotation(env):
                for line in lines if line.lstrip().startswith(b"::"))
 
 
-@pytest.mark.parametrize("fmt", tiered(["json", "html", "csv", "trec_eval"]))
+@pytest.mark.parametrize("fmt", tiered(["json", "csv", "html", "trec_eval"]))
 def test_no_bar_under_a_machine_read_format(fmt):
     code, out = run_on_a_pty(["compare", TIED, "-f", fmt])
     assert code == 0, out[-2000:]

@@ -144,7 +144,7 @@ def test_stdin_spool_is_sniffed_copied_whole_and_refused_as_an_output(head, suff
             os.unlink(spooled)
 
 
-@pytest.mark.parametrize("args", [["compare", "-"], ["check", "-"], ["ties", "-"]])
+@pytest.mark.parametrize("args", tiered([["compare", "-"], ["check", "-"], ["ties", "-"]], quick=1))
 def test_closed_stdin_is_a_one_line_error(args):
     # descriptor 0 closed before the interpreter starts (the shell's '<&-'): Python has no
     # sys.stdin at all
