@@ -14,7 +14,7 @@ over), on one thread (``torch.set_num_threads(1)``, tieeval's sort threads 1):
 * ``TieAware``: ``tieeval.TieAware(metrics=...)``, ``update(batch, positive=...)`` per
   batch, ``compute`` once: the four columns, the sd and the tie statistics of every
   metric, the result ``evaluate`` gives on the whole matrix (JSON keys and all). The
-  metrics are the issue's, HR@1, HR@10, NDCG@10, MRR and Recall@20, under the default
+  metrics are a validation step's, HR@1, HR@10, NDCG@10, MRR and Recall@20, under the default
   Original rule (numpy's ``argsort``), under ``original='topk'`` (the evaluator's own
   rule, which ranks the top K only: MRR@10 there) and ``original='stable'``; and HR@1,
   HR@10, NDCG@10 and MRR alone (the single-positive kernel, without Recall@K).
@@ -53,7 +53,7 @@ import torch  # noqa: E402
 import tieeval  # noqa: E402
 
 BATCH = 128
-#: the issue's metric set: what a validation step computes every epoch
+#: what a validation step computes every epoch
 METRICS = ["HR@1", "HR@10", "NDCG@10", "MRR", "Recall@20"]
 #: the same under original='topk', which ranks the top K only (MRR needs a cutoff there)
 TOPK = ["HR@1", "HR@10", "NDCG@10", "MRR@10", "Recall@20"]

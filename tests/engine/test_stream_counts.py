@@ -23,7 +23,7 @@ from tieeval.kernels.tie_blocks import RelBatch
 
 torch = pytest.importorskip("torch")
 
-ISSUE = ["HR@1", "HR@10", "NDCG@10", "MRR", "Recall@20"]  # a validation step's metrics
+STEP = ["HR@1", "HR@10", "NDCG@10", "MRR", "Recall@20"]  # a validation step's metrics
 CUT = ["HR@1", "NDCG@10", "MRR@10", "Recall@20"]  # every one cut: original='topk' takes it
 
 
@@ -55,7 +55,7 @@ def feed(metric: tieeval.TieAware, s: np.ndarray, pos: np.ndarray, cuts, how: st
     return metric
 
 
-CASES = [(ISSUE, None), (ISSUE, "stable"), (ISSUE, "reverse-stable"), (CUT, "topk"),
+CASES = [(STEP, None), (STEP, "stable"), (STEP, "reverse-stable"), (CUT, "topk"),
          (["HR@5", "Recall@20", "MAP@10", "P@5"], None), (["MRR", "MRR@10"], None)]
 
 
@@ -91,7 +91,7 @@ def test_wide_rows_and_small_integer_ties(on_device):
     rng = np.random.default_rng(5)
     for s in (saturated(60, 1600, 6), rng.integers(0, 4, (60, 30)).astype(np.int16)):
         pos = rng.integers(0, s.shape[1], 60)
-        for metrics, original in [(ISSUE, None), (CUT, "topk"),
+        for metrics, original in [(STEP, None), (CUT, "topk"),
                                   (["HR@10", "NDCG@10", "Recall@20"], None)]:
             options = {} if original is None else {"original": original}
             want = tieeval.evaluate(s, metrics=metrics, positive=pos, **options)
@@ -103,14 +103,14 @@ def test_wide_rows_and_small_integer_ties(on_device):
 def test_compute_then_more_rows():
     s = saturated(60, 30, 7)
     pos = np.random.default_rng(8).integers(0, 30, 60)
-    m = tieeval.TieAware(metrics=ISSUE, path="<array>")
+    m = tieeval.TieAware(metrics=STEP, path="<array>")
     feed(m, s[:20], pos[:20], [], "positive")
     first = text(m.compute())
     assert text(m.compute()) == first  # compute twice: the same
-    assert first == text(tieeval.evaluate(s[:20], metrics=ISSUE, positive=pos[:20]))
+    assert first == text(tieeval.evaluate(s[:20], metrics=STEP, positive=pos[:20]))
     feed(m, s[20:], pos[20:], [10], "positive")
     m.update(s[50:55][:0])  # an empty batch adds nothing
-    assert text(m.compute()) == text(tieeval.evaluate(s, metrics=ISSUE, positive=pos))
+    assert text(m.compute()) == text(tieeval.evaluate(s, metrics=STEP, positive=pos))
 
 
 def test_device_and_host_batches_mixed_keep_their_values_in_order():
@@ -118,12 +118,12 @@ def test_device_and_host_batches_mixed_keep_their_values_in_order():
     those of the rows in the order they came."""
     s = saturated(45, 20, 9)
     pos = np.random.default_rng(10).integers(0, 20, 45)
-    m = tieeval.TieAware(metrics=ISSUE, path="<array>", keep_values=True)
+    m = tieeval.TieAware(metrics=STEP, path="<array>", keep_values=True)
     m.update(torch.from_numpy(s[:15]), positive=torch.from_numpy(pos[:15]))
     m.update(s[15:30], positive=pos[15:30])  # numpy: read on the host
     m.update(torch.from_numpy(s[30:]), positive=torch.from_numpy(pos[30:]))
-    assert text(m.compute()) == text(tieeval.evaluate(s, metrics=ISSUE, positive=pos))
-    host = tieeval.TieAware(metrics=ISSUE, keep_values=True)
+    assert text(m.compute()) == text(tieeval.evaluate(s, metrics=STEP, positive=pos))
+    host = tieeval.TieAware(metrics=STEP, keep_values=True)
     host.update(s, positive=pos)
     got, want = m.instance_values(), host.instance_values()
     assert list(got) == list(want)
@@ -142,8 +142,8 @@ def test_positives_the_counts_do_not_take_are_read_on_the_host():
     padded = np.where(np.arange(40) % 7 == 0, -1, one)
     two = np.stack([one, (one + 3) % 25], axis=1)
     for positives in (padded, two):
-        want = tieeval.evaluate(s, metrics=ISSUE, positives=positives)
-        m = tieeval.TieAware(metrics=ISSUE, path="<array>")
+        want = tieeval.evaluate(s, metrics=STEP, positives=positives)
+        m = tieeval.TieAware(metrics=STEP, path="<array>")
         for lo in range(0, 40, 16):
             m.update(torch.from_numpy(s[lo:lo + 16]),
                      torch.from_numpy(positives[lo:lo + 16]))
@@ -153,7 +153,7 @@ def test_positives_the_counts_do_not_take_are_read_on_the_host():
 def test_nan_is_the_host_s_message():
     s = torch.from_numpy(saturated(8, 30, 13))
     s[5, 2] = float("nan")
-    for metrics, original in [(ISSUE, None), (CUT, "topk")]:
+    for metrics, original in [(STEP, None), (CUT, "topk")]:
         m = tieeval.TieAware(metrics=metrics, original=original)
         with pytest.raises(tieeval.InputError) as got:
             m.update(s, positive=torch.zeros(8, dtype=torch.int64))
@@ -173,7 +173,7 @@ def test_torch_counts_are_the_host_s(rule, dtype):
     rng = np.random.default_rng(14)
     s = rng.integers(0, 6, (50, 40)).astype(dtype)
     pos = rng.integers(0, 40, 50)
-    metrics = CUT if rule == "topk" else ISSUE
+    metrics = CUT if rule == "topk" else STEP
     kernel = choose_kernel(spec_for(None, metrics, original=rule))
     tensor = torch.from_numpy(s)
     for depth in (None, 3):
@@ -221,13 +221,13 @@ def test_the_table_from_counts_is_the_scores_own(seed):
 
 
 @pytest.mark.parametrize("options", [{"relevant_scores": "positive"},
-                                     {"relevance_level": 1}, {"metrics": ISSUE + ["ERR@10"]}])
+                                     {"relevance_level": 1}, {"metrics": STEP + ["ERR@10"]}])
 def test_options_the_counts_do_not_cover_read_on_the_host(options):
     """A positive scored <= 0 read as not relevant, a relevance level, a metric reading
     every position: the batches take the host's path, and the result is still evaluate's."""
     s = saturated(50, 30, 15) - np.float32(0.5)  # some positives score <= 0
     pos = np.random.default_rng(16).integers(0, 30, 50)
-    options = {"metrics": ISSUE, **options}
+    options = {"metrics": STEP, **options}
     want = tieeval.evaluate(s, positive=pos, **options)
     m = feed(tieeval.TieAware(path="<array>", **options), s, pos, [20], "positive")
     assert text(m.compute()) == text(want)
