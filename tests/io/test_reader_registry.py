@@ -125,3 +125,25 @@ def test_a_module_without_reader_fails_loudly(plugin_dir):
     (plugin_dir / "demo_empty.py").write_text("X = 1\n")
     with pytest.raises(RuntimeError, match="demo_empty declares no READER"):
         readers.readers()
+
+
+def test_check_of_a_parquet_dump_without_a_ranking_loads_no_dataset_module(tmp_path, rng):
+    """`check` looks for a saved ranking in the footer's schema: a dump without one never
+    imports pyarrow.dataset, which imports pandas (half a second of every such check)."""
+    path = tmp_path / "s.parquet"
+    tieeval.save_scores(str(path), np.round(rng.random((20, 6)), 1))
+    code = textwrap.dedent(f"""
+        import sys
+        from tieeval.cli import main
+        sys.argv = ["tieeval", "check", {str(path)!r}, "-q", "--max-tie-frequency", "1"]
+        try:
+            main()
+        except SystemExit as stop:
+            assert stop.code == 0, stop.code
+        print("\\n".join(sys.modules), file=sys.stderr)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    loaded = set(done.stderr.split())
+    assert "tieeval.io.saved_ranking" in loaded  # the ranking was looked for
+    assert sorted(m for m in ("pyarrow.dataset", "pandas") if m in loaded) == []

@@ -32,6 +32,11 @@ def parquet_ids(path: str, files: list[str], name: str = INSTANCE_FIELD
                 ) -> np.ndarray | None:
     """The ids column ``name`` of a Parquet file or dataset (``files`` in dump order),
     or None if absent."""
+    import pyarrow.parquet as pq
+    # the dataset's schema is its first file's: without the column, pyarrow.dataset (and
+    # pandas with it) is not imported
+    if not files or name not in pq.read_schema(files[0]).names:
+        return None
     import pyarrow.dataset as ds
     dataset = ds.dataset(files, format="parquet")
     if name not in dataset.schema.names:
