@@ -192,6 +192,7 @@ def _chromium() -> str | None:
     return None
 
 
+@SLOW  # a browser start: seconds of CPU
 def test_html_renders_in_headless_chromium(tmp_path):
     """A real browser parses the page (its DOM holds the tables and the figure) and paints
     it; the screenshot is kept in the test's folder for a person to look at."""

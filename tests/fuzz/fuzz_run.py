@@ -35,7 +35,7 @@ SECONDS = float(os.environ["TIEEVAL_FUZZ_SECONDS"]) if os.environ.get(
     "TIEEVAL_FUZZ_SECONDS") else None
 CASES = int(os.environ["TIEEVAL_FUZZ_CASES"]) if os.environ.get("TIEEVAL_FUZZ_CASES") else (
     None if SECONDS else 250)
-QUICK_CASES = 30  # mutants per format in every run (the first 30 of the slow tier's)
+QUICK_CASES = 15  # mutants per format in every run (the first 15 of the slow tier's)
 JOBS = int(os.environ.get("TIEEVAL_FUZZ_JOBS", "2"))
 MEMORY_LIMIT = 3 << 30  # bytes of address space per driver process
 STALL_SECONDS = 30  # a driver that finishes no case for this long is hung in C code

@@ -17,8 +17,8 @@ independent reader (tests/fuzz/fuzz_oracle.py: ``numpy.load(allow_pickle=False)`
   with one ``Error:`` line on the command line), a case that takes more than 5 s, or a
   driver that dies or exceeds its memory limit (3 GB of address space).
 
-Size and time, in two driver processes: every run of the suite fuzzes 30 mutants per
-format (240 in all, ids ``[quick-...]``, about 5 CPU-seconds); the slow tier (``-m slow``,
+Size and time, in two driver processes: every run of the suite fuzzes 15 mutants per
+format (120 in all, ids ``[quick-...]``, about 3 CPU-seconds); the slow tier (``-m slow``,
 run by CI as its own step; ids ``[full-...]``) 250 per format, 2,000 in all (about 35
 CPU-seconds). ``TIEEVAL_FUZZ_CASES`` (mutants per format), ``TIEEVAL_FUZZ_SECONDS`` (a time
 budget, for long runs) and ``TIEEVAL_FUZZ_SEED`` change the slow tier's run
