@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiers import tiered
 
 import tieeval
 from tieeval.errors import InputError
@@ -40,8 +41,10 @@ def test_tasks_give_the_one_thread_result(tmp_path, suffix, batch_rows, rows):
     assert _on(3, run) == one
 
 
-# batches of one row: 150 rows are already 150 tasks (and two of batch_tasks(100, 2))
-@pytest.mark.parametrize("batch_rows,rows", [(None, 1200), (1, 150), (37, 1200), (5000, 1200)])
+# batches of one row: 150 rows are already 150 tasks (and two of batch_tasks(100, 2)); that
+# case, a second of CPU, in the slow tier
+@pytest.mark.parametrize("batch_rows,rows", tiered([(None, 1200), (37, 1200), (5000, 1200),
+                                                   (1, 150)], quick=3))
 def test_stored_labelled_npz_tasks_give_the_one_thread_result(tmp_path, batch_rows, rows):
     # graded labels and heavy ties: every thread reads its own rows of both members
     rng = np.random.default_rng(5)

@@ -53,7 +53,7 @@ import fuzz_mutants  # noqa: E402
 import fuzz_oracle  # noqa: E402
 import fuzz_run  # noqa: E402
 from fuzz_known import KNOWN, known_defect  # noqa: E402
-from tiers import SLOW  # noqa: E402
+from tiers import SLOW, tiered  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -170,8 +170,8 @@ def _clean(result):
         assert result.output.rstrip().splitlines()[-1].startswith("Error: ")
 
 
-@pytest.mark.parametrize("option", ["--k", "-m", "--template", "--meta", "--gamma",
-                                    "--tolerance"])
+@pytest.mark.parametrize("option", tiered(["--k", "-m", "--gamma", "--template", "--meta",
+                                           "--tolerance"], quick=3))
 @settings(max_examples=60, deadline=None)
 @given(value=_OPTION_TEXT)
 def test_option_parsers_never_crash(small_dump, option, value):

@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+from tiers import tiered
 
 from tieeval import evaluate_path
 from tieeval.engine.local import evaluate_dump
@@ -123,7 +124,7 @@ def test_crc32_combine_and_fast_crc_agree_with_zlib():
         assert crc32(b, crc32(a)) == zlib.crc32(b, zlib.crc32(a))
 
 
-@pytest.mark.parametrize("batch_rows", [None, 5, 64])
+@pytest.mark.parametrize("batch_rows", tiered([None, 64, 5]))
 def test_stored_npz_read_by_threads_gives_the_in_order_result(tmp_path, batch_rows):
     # batches read and counted by several threads (Dump.batch_tasks): the same figures
     # as the dump read in order by one thread, and the CRC chain complete (no re-read)
