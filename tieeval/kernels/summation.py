@@ -64,12 +64,7 @@ class ExactSum:
         """Add ``x`` (times ``weights``, whole numbers whose sum is at most _MAX_ROWS)."""
         if x.size == 0:
             return
-        mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (0 -> 0, 0)
-        # Split the 53-bit significand into a high part (< 2**27) and a low part (< 2**26),
-        # both exact integers in float64, so per-exponent sums of up to 2**25 of them are exact
-        # (and of weighted ones, when the weights sum to at most 2**25).
-        hi = np.floor(np.ldexp(mant, 53 - _HALF))
-        lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+        hi, lo, exp = _split(x)
         if weights is not None:
             hi *= weights
             lo *= weights
@@ -170,6 +165,17 @@ class ExactSum:
         return float(self.fraction() / count)
 
 
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``x = (hi * 2**_HALF + lo) * 2**(exp - 53)``: the 53-bit significand split into a
+    high part (< 2**27) and a low part (< 2**26), both exact integers in float64, so that
+    per-exponent sums of up to 2**25 of them are exact (and of weighted ones, when the
+    weights sum to at most 2**25)."""
+    mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (0 -> 0, 0)
+    hi = np.floor(np.ldexp(mant, 53 - _HALF))
+    lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+    return hi, lo, exp
+
+
 def flush_all(sums: Iterable[ExactSum]) -> None:
     """Add the values every sum of ``sums`` keeps waiting, in one pass for all of them:
     the numpy calls of :meth:`ExactSum._add_chunk` once on their values together, split
@@ -187,9 +193,7 @@ def flush_all(sums: Iterable[ExactSum]) -> None:
             one._flush()
         return
     owner = np.repeat(np.arange(len(waiting), dtype=np.int64), [p.size for p in parts])
-    mant, exp = np.frexp(x)  # as in ExactSum._add_chunk
-    hi = np.floor(np.ldexp(mant, 53 - _HALF))
-    lo = np.ldexp(mant, 53) - np.ldexp(hi, _HALF)
+    hi, lo, exp = _split(x)
     e0 = int(exp.min())
     idx = exp - e0
     span = int(idx.max()) + 1

@@ -435,6 +435,7 @@ class RelBatch:
         rows = np.searchsorted(offsets, at, side="right") - 1
         self.n_gated = np.bincount(rows, minlength=offsets.size - 1).astype(np.int64)
         return np.where(gone, np.zeros((), dtype=lab.dtype), lab)
+
     def _setup(self, n: np.ndarray, offsets: np.ndarray, options: TableOptions,
                max_grade: float | None) -> None:
         """The attributes every table starts with: its rows, their lengths and offsets,
