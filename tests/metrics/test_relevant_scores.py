@@ -150,5 +150,7 @@ def test_command_line(tmp_path):
                             original="stable", relevant_scores="positive")
     assert run["metrics"] == [m.to_dict() for m in want.metrics]
     bad = CliRunner().invoke(cli, [*args, "--relevant-scores", "nonzero"])
-    assert bad.exit_code == 2
-    assert "Invalid value for '--relevant-scores'" in bad.output
+    assert bad.exit_code == 2 and bad.stdout == ""
+    assert bad.stderr.rstrip().splitlines()[-1] == (
+        "Error: Invalid value for '--relevant-scores': 'nonzero' is not one of 'any', "
+        "'positive'.")
