@@ -44,7 +44,7 @@ from tieeval.util.stopping import checkpoint
 
 # what _check_batch requires of the table (BlockTable, the measures' view of a batch)
 _BATCH_ATTRIBUTES = ("rows", "size", "n", "offsets", "row", "bst", "bsz", "ba", "brow",
-                     "lab_first", "unranked")
+                     "lab_first", "unranked", "within_row_exclusive")
 
 #: Work limit of one row of :func:`err_expectation`: the sum over the row's tie blocks that
 #: reach into the top K of ``p_t * (m_t + min(p_t, m_t))`` (p_t items of non-zero gain in
@@ -89,8 +89,8 @@ def _check_batch(rb: BlockTable) -> None:
         raise ParameterError(f"rb must be a RelBatch, got {type(rb).__name__}")
 
 
-def _check_int(name: str, value: object, allow_none: bool = True) -> int | None:
-    if value is None and allow_none:
+def _check_int(name: str, value: object) -> int | None:
+    if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ParameterError(f"{name} must be a positive integer or None, got {value!r}")
@@ -105,20 +105,6 @@ def _check_real(name: str, value: object) -> float:
 
 def _check_level(value: object) -> float | None:
     return None if value is None else _check_real("relevant_level", value)
-
-
-def _row_first_blocks(rb: BlockTable) -> np.ndarray:
-    """Index of the first block of each block's row (per block)."""
-    new = np.ones(rb.bst.size, dtype=bool)
-    new[1:] = rb.brow[1:] != rb.brow[:-1]
-    return np.maximum.accumulate(np.where(new, np.arange(rb.bst.size), 0))
-
-
-def _exclusive_within_row(rb: BlockTable, x_t: np.ndarray) -> np.ndarray:
-    """Per block, the sum of the integer ``x_t`` over the earlier blocks of its row (exact)."""
-    c = np.cumsum(x_t) - x_t
-    value: np.ndarray = c - c[_row_first_blocks(rb)]
-    return value
 
 
 def _buckets(*sizes: np.ndarray) -> Iterator[tuple[tuple[int, ...], Ints]]:
@@ -420,8 +406,6 @@ def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
     >>> float(iprec_expectation(rb, 0.0)[0])  # precision 1 or 1/2, each half the time
     0.75
     """
-    _check_batch(rb)
-    recall = _check_real("recall", recall)
     value: np.ndarray = iprec_expectations(rb, [recall], depth=depth, relevant_level=relevant_level,
                                            rounding=rounding)[0]
     return value
@@ -484,13 +468,13 @@ def iprec_expectations(rb: BlockTable, recalls: Iterable[float], depth: int | No
         big_r = big_r + np.bincount(urow[urel], minlength=rb.rows)
     kept = rb.n.copy() if depth is None else np.minimum(rb.n, depth)
     m_t = np.clip(kept[rb.brow] - rb.ba, 0, rb.bsz)
-    b_t = _exclusive_within_row(rb, p_t)
+    b_t = rb.within_row_exclusive(p_t)
     shape = _iprec_shape(rb, p_t, b_t, m_t)  # the same at every level
     # every level in one pass: level j's virtual rows follow level j - 1's (one set of
     # array operations for all levels, not one per level; each virtual row is computed
     # on its own, so the values are those of one level at a time, bit for bit)
     c1 = np.stack([np.maximum(iprec_cut(recall, big_r, rounding), 1) for recall in levels])
-    request, finish = _iprec_rows(rb, p_t, b_t, m_t, c1, shape)
+    request, finish = _iprec_rows(rb, c1, shape)
     value: np.ndarray = finish(_path_cdf(*request))
     return value
 
@@ -502,8 +486,7 @@ _Shape = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, 
 _Request = tuple[np.ndarray, ...]
 
 
-def _iprec_rows(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints, c1: np.ndarray,
-                shape: _Shape | None = None
+def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape
                 ) -> tuple[_Request, Callable[[np.ndarray], np.ndarray]]:
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
@@ -511,8 +494,6 @@ def _iprec_rows(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints, c1: np.ndarray,
     giving the rows' expectations. ``c1`` is each row's first counted relevant item,
     or one such row per level (2-D; the expectations are then one row per level).
     ``shape`` (:func:`_iprec_shape`) does not depend on the level."""
-    if shape is None:
-        shape = _iprec_shape(rb, p_t, b_t, m_t)
     nv, vrow, weight, vret, ib, ba, nb, pb, bb = shape
     stacked = np.ndim(c1) == 2  # one row of cutoffs per level: (levels, rows) values
     c1 = np.atleast_2d(c1)
