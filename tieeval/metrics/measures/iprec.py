@@ -81,15 +81,15 @@ def interpolated_expectations(ev: TableEvaluation, levels: Iterable[float]) -> l
     return [store[x] for x in levels]
 
 
-def interpolated_expectation(ev: TableEvaluation, level: float) -> np.ndarray:
-    """The exact E[IPrec(level)] of each row (NaN beyond the work limit)."""
-    return interpolated_expectations(ev, [level])[0]
-
-
 def interpolated_levels(ev: TableEvaluation, lab: Floats,
                         levels: Iterable[float]) -> list[np.ndarray]:
-    """:func:`interpolated` at each of ``levels``; the ordering's precision curve is made
-    once per batch for every level planned on it."""
+    """Interpolated precision at each recall level of ``levels`` (trec_eval
+    m_iprec_at_recall.c) of the ordering whose labels by position are ``lab``: with
+    c = lround(x R), the largest precision at any retrieved rank at or below the c-th
+    relevant item (any rank when c = 0); 0 when fewer than c relevant items are retrieved
+    or nothing is. (trec_eval 9 rounds c as (long)(x R + 0.9): ``--convention
+    trec_eval9``.) The ordering's precision curve is made once per batch for every level
+    planned on it."""
     key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
     kept = ev.b.shared.get(key)
     if (kept is None or kept[0] is not lab or kept[1] is not ev.in_k
@@ -100,18 +100,9 @@ def interpolated_levels(ev: TableEvaluation, lab: Floats,
     return [kept[2][x] for x in levels]
 
 
-def interpolated(ev: TableEvaluation, lab: Floats, level: float) -> np.ndarray:
-    """Interpolated precision at recall ``level`` (trec_eval m_iprec_at_recall.c) of the
-    ordering whose labels by position are ``lab``: with c = lround(x R), the largest
-    precision at any retrieved rank at or below the c-th relevant item (any rank when
-    c = 0); 0 when fewer than c relevant items are retrieved or nothing is. (trec_eval 9
-    rounds c as (long)(x R + 0.9): ``--convention trec_eval9``.)"""
-    return interpolated_levels(ev, lab, [level])[0]
-
-
 def _interpolated(ev: TableEvaluation, lab: Floats, levels: Iterable[float]
                   ) -> dict[float, np.ndarray]:
-    """``{level: interpolated(ev, lab, level)}`` from one precision curve.
+    """:func:`interpolated_levels` as ``{level: values}``, from one precision curve.
 
     The best precision at or below a rank is reached at a relevant item (between two of
     them precision only falls), so the curve is read at the relevant items retrieved
@@ -171,11 +162,11 @@ class InterpolatedPrecision(Measure):
         return b.depth is not None
 
     def closed(self, ev: TableEvaluation) -> Closed:
-        return interpolated_expectation(ev, self._level(ev)), None, None
+        return interpolated_expectations(ev, [self._level(ev)])[0], None, None
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
-        return interpolated(ev, lab, self._level(ev))
+        return interpolated_levels(ev, lab, [self._level(ev)])[0]
 
     def nan_without_ranked(self, k: int | float | None, big_r: int,
                            options: dict[str, Any]) -> bool:
@@ -186,7 +177,7 @@ class InterpolatedPrecision(Measure):
         return int(iprec_cut(float(cast(float, k)), np.array([big_r]), rounding)[0]) == 0
 
     def tie_aware_reason(self) -> str:
-        return f"not computed for some rows: {not_computed_reason(self.name)}"
+        return f"not computed for some rows: {not_computed_reason('IPrec')}"
 
 
 @dataclass(frozen=True)
@@ -218,9 +209,6 @@ class ElevenPointAverage(InterpolatedPrecision):
         recall 0.0's cutoff is always 0 relevant documents: an empty ranking's 0/0 is in
         the sum, so the average is -nan whatever R is."""
         return True
-
-    def tie_aware_reason(self) -> str:
-        return f"not computed for some rows: {not_computed_reason('IPrec')}"
 
 
 #: trec_eval's 11pt_avg levels (m_11pt_avg.c): 0.0, 0.1, ..., 1.0 as C writes them.
