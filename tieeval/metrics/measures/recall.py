@@ -31,11 +31,11 @@ from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, Ta
 
 @dataclass(frozen=True)
 class RecallMeasure(Measure):
-    """Relevant items in the top K divided by R, or by min(K, R)."""
+    """Relevant items in the top K divided by R, or by min(K, R): by :meth:`norm`, a
+    constant per row, so E and Var scale by it (Precision and RelativeP divide by theirs)."""
 
     def norm(self, ev: TableEvaluation) -> Floats:
-        """R, or min(K, R) with ``recall_norm="min"``: a constant per row, so E and Var
-        scale by it."""
+        """R, or min(K, R) with ``recall_norm="min"``."""
         if ev.m.recall_norm == "min" and ev.m.k is not None:
             return np.minimum(float(ev.m.k), ev.R)
         return ev.R
@@ -51,7 +51,7 @@ class RecallMeasure(Measure):
 
 
 @dataclass(frozen=True)
-class PrecisionMeasure(Measure):
+class PrecisionMeasure(RecallMeasure):
     """Relevant items in the top K divided by K; with ``precision_norm="micro"`` by
     min(K, R), each row weighing min(K, R) in the dataset's mean: the sum of the hits
     over the sum of min(K, R) (implicit's precision@K)."""
@@ -60,15 +60,6 @@ class PrecisionMeasure(Measure):
         if ev.m.precision_norm == "micro" and ev.m.k is not None:
             return np.minimum(float(ev.m.k), ev.R)
         return ev.k_safe()
-
-    def closed(self, ev: TableEvaluation) -> Closed:
-        e, v, d = ev.hits_moments(ev.b.p_t)
-        z = self.norm(ev)
-        return e / z, v / z ** 2, d
-
-    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
-                ) -> Numbers:
-        return ev.hits(lab, +1) / self.norm(ev)
 
     def weight(self, ev: TableEvaluation) -> Floats | None:
         return self.norm(ev) if ev.m.precision_norm == "micro" else None

@@ -17,25 +17,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
+from tieeval.metrics.measures.protocol import Floats, TableEvaluation
+from tieeval.metrics.measures.recall import RecallMeasure
 
 
 @dataclass(frozen=True)
-class RelativePrecision(Measure):
+class RelativePrecision(RecallMeasure):
     """Relevant items in the top K over min(K, R)."""
 
-    def _denominator(self, ev: TableEvaluation) -> Floats:
+    def norm(self, ev: TableEvaluation) -> Floats:
         return np.maximum(np.minimum(ev.k_safe(), ev.R), 1.0)
-
-    def closed(self, ev: TableEvaluation) -> Closed:
-        e, var, decided = ev.hits_moments(ev.b.p_t)
-        d = self._denominator(ev)
-        return e / d, var / d ** 2, decided
-
-    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
-                ) -> Numbers:
-        return ev.hits(lab, +1) / self._denominator(ev)
 
 
 RELATIVE_P = RelativePrecision(
