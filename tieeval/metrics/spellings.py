@@ -91,6 +91,13 @@ class TrecMeasure:
         return self.name + {CUTOFF: "_K", LEVEL: "_x", MULTIPLE: "_x", "": ""}[self.param]
 
 
+# trec_eval's measures of preference judgements and of several judgement groups per query
+_PREFS = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
+          "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
+          "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
+          "prefs_pair_imp", "prefs_avgjg_imp")
+_JUDGEMENT_GROUPS = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+
 # In trec_eval's measure table order (measures.c, te_trec_measures): the order it prints
 # measures in, whatever order -m gave them. runid is not a measure here: the trec_eval
 # format always prints it.
@@ -130,12 +137,7 @@ TREC_MEASURES = (
     TrecMeasure("set_map", "SetAP"),
     TrecMeasure("set_F", "SetF", fixed=(VALUES, (1.0,))),
     TrecMeasure("num_nonrel_judged_ret", "NumNonRelJudgedRet", integer=True),
-    *(TrecMeasure(name, None) for name in (
-        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
-        "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
-        "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
-        "prefs_pair_imp", "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
-        "yaap")),
+    *(TrecMeasure(name, None) for name in (*_PREFS, *_JUDGEMENT_GROUPS, "yaap")),
     TrecMeasure("rbp", "TrecRBP", fixed=(PAIRS, (("p", 0.9),))),
     TrecMeasure("rbp_resid", "TrecRBP-resid", fixed=(PAIRS, (("p", 0.9),))),
     TrecMeasure("unj", "Unjudged", CUTOFF, TREC_UNJ),
@@ -161,8 +163,6 @@ TREC_NOTES = {
                "in the qrels, whatever `-l` says; `--format trec_eval` prints that count, "
                "JSON the queries' sum",
     "dcg": "trec_eval's dcg: gain the raw judgement, discount 1/log2(r + 1), no cutoff",
-    "ndcg": "trec_eval's default gains (the relevance levels); `level=gain` parameters are "
-            "taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused",
     "set_F": "trec_eval's default beta = 1; `-m set_F.1.0` is taken, another beta is refused",
     "utility": "trec_eval's default weights 1, -1, 0, 0; `-m utility.1,-1,0,0` is taken, "
                "other weights are refused",
@@ -171,17 +171,13 @@ TREC_NOTES = {
     "gm_bpref": "printed on the `all` line only, as trec_eval prints it",
     **{name: "trec_eval's default gains (the relevance levels); `level=gain` parameters "
              "are taken where each gain is its level (`-m ndcg.1=1,2=2`), others are refused"
-       for name in ("G", "ndcg_rel", "Rndcg")},
+       for name in ("ndcg", "G", "ndcg_rel", "Rndcg")},
     **{name: "trec_eval's default persistence p = 0.9; `-m rbp.p=0.9` is taken, another p "
              "is refused" for name in ("rbp", "rbp_resid")},
     **{name: "preference judgements (trec_eval's prefs and qrels_prefs formats), which "
-             "tieeval does not read" for name in (
-        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
-        "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
-        "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp",
-        "prefs_pair_imp", "prefs_avgjg_imp")},
+             "tieeval does not read" for name in _PREFS},
     **{name: "several judgement groups per query (trec_eval's qrels_jg format), which "
-             "tieeval does not read" for name in ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")},
+             "tieeval does not read" for name in _JUDGEMENT_GROUPS},
     "yaap": "yet another AP (m_yaap.c): in no trec_eval nickname, not computed",
 }
 
