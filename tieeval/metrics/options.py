@@ -70,10 +70,6 @@ def rel_metric_names() -> list[str]:
     return metric_names()
 
 
-def _names_text() -> str:
-    return choices_text()
-
-
 def _number(name: str, value: object, above_one: bool = False) -> float:
     """``value`` as a finite float >= 0 (> 1 with ``above_one``: a log base); the message
     states the bound that applies, so a negative base is not told it must be >= 0."""
@@ -94,10 +90,10 @@ _CHOICE_ALIASES = {
     "short_list": {p: p for p in SHORT_LIST_POLICIES},
     "ap_norm": {"r": "R", "min": "min", "minkr": "min", "hits": "hits"},
     "recall_norm": {"relevant": "relevant", "r": "relevant", "min": "min", "minkr": "min"},
-    "precision_norm": {"k": "K", "micro": "micro"},
-    "relevant_scores": {"any": "any", "positive": "positive"},
     "iprec_rounding": {"treceval": "trec_eval", "treceval10": "trec_eval",
                        "treceval9": "trec_eval9"},
+    "precision_norm": {"k": "K", "micro": "micro"},
+    "relevant_scores": {"any": "any", "positive": "positive"},
 }
 
 
@@ -194,8 +190,7 @@ class RelMetric:
         set_(self, "k", check_cutoff(spec, self.k))
         if self.max_grade is not None:
             set_(self, "max_grade", _number("max_grade", self.max_grade))
-        for opt in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                    "iprec_rounding", "precision_norm", "relevant_scores"):
+        for opt in _CHOICE_ALIASES:
             set_(self, opt, _choice(opt, getattr(self, opt)))
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base, above_one=True))
@@ -282,7 +277,7 @@ def parse_rel_metric(text: str, **options: Any) -> RelMetric:
             m = _REL_RE.match(text)
     if not m:
         raise ParameterError(f"cannot parse metric {text!r}; expected NAME, NAME@K or "
-                             f"NAME(option=value, ...)@K with NAME one of {_names_text()}")
+                             f"NAME(option=value, ...)@K with NAME one of {choices_text()}")
     name, opt_text, k_text = m.groups()
     if _key(name) not in REL_REGISTRY:
         where = f" in {text!r}" if text != name else ""
@@ -357,8 +352,7 @@ class RelOptions:
             set_(self, "depth", check_k(self.depth, "depth"))
         if self.err_max_grade is not None:
             set_(self, "err_max_grade", _number("err_max_grade", self.err_max_grade))
-        for name in ("gain", "discount", "short_list", "ap_norm", "recall_norm",
-                     "iprec_rounding", "precision_norm", "relevant_scores"):
+        for name in _CHOICE_ALIASES:
             set_(self, name, _choice(name, getattr(self, name)))
         if self.no_relevant not in NO_RELEVANT_POLICIES:
             raise ParameterError(f"no_relevant must be one of {', '.join(NO_RELEVANT_POLICIES)}"
@@ -406,12 +400,9 @@ class RelOptions:
             out["max_grade"] = self.err_max_grade
         if "recall_norm" in spec.options and k is not None:
             out["recall_norm"] = self.recall_norm
-        if "iprec_rounding" in spec.options:
-            out["iprec_rounding"] = self.iprec_rounding
-        if "precision_norm" in spec.options:
-            out["precision_norm"] = self.precision_norm
-        if "relevant_scores" in spec.options:
-            out["relevant_scores"] = self.relevant_scores
+        for name in ("iprec_rounding", "precision_norm", "relevant_scores"):
+            if name in spec.options:
+                out[name] = getattr(self, name)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -421,20 +412,12 @@ class RelOptions:
                "short_list": self.short_list, "ap_norm": self.ap_norm,
                "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
         # keys added only when they differ from the defaults (older JSON stays identical)
-        if self.no_relevant != "skip":
-            out["no_relevant"] = self.no_relevant
-        if self.recall_norm != "relevant":
-            out["recall_norm"] = self.recall_norm
-        if self.iprec_rounding != "trec_eval":
-            out["iprec_rounding"] = self.iprec_rounding
-        if self.precision_norm != "K":
-            out["precision_norm"] = self.precision_norm
-        if self.relevant_scores != "any":
-            out["relevant_scores"] = self.relevant_scores
-        if self.convention is not None:
-            out["convention"] = self.convention
-        for name in ("relevance_level", "depth", "err_max_grade"):
-            if getattr(self, name) is not None:
+        for name, default in (("no_relevant", "skip"), ("recall_norm", "relevant"),
+                              ("iprec_rounding", "trec_eval"), ("precision_norm", "K"),
+                              ("relevant_scores", "any"), ("convention", None),
+                              ("relevance_level", None), ("depth", None),
+                              ("err_max_grade", None)):
+            if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out
 
