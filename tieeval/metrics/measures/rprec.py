@@ -41,17 +41,21 @@ class RPrecision(Measure):
         """Per row the top min(R, n, depth) positions: trec_eval's ``num_to_look_at``."""
         return np.minimum(ev.b.n_pos, ev.kc)
 
+    def _denominator(self, ev: TableEvaluation) -> Floats:
+        return ev.R
+
     def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         m_t = np.clip(self._cut(ev)[b.brow] - b.ba, 0, b.bsz)
         e, var, decided = hypergeometric_hits(b, m_t, b.p_t)
-        return e / ev.R, var / ev.R ** 2, decided
+        c = self._denominator(ev)
+        return e / c, var / c ** 2, decided
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
         b = ev.b
         inside = b.relevant(lab) & (b.pos < self._cut(ev)[b.row])
-        return np.bincount(b.row[inside], minlength=b.rows) / ev.R
+        return np.bincount(b.row[inside], minlength=b.rows) / self._denominator(ev)
 
 
 RPREC = RPrecision(
@@ -69,7 +73,7 @@ def _cutoff(x: float, r: int | np.ndarray) -> Ints:
 
 
 @dataclass(frozen=True)
-class RPrecisionMultiple(Measure):
+class RPrecisionMultiple(RPrecision):
     """Precision at a multiple x of R (trec_eval Rprec_mult_x).
 
         c = (long)(x R + 0.9),   Rprec_mult_x = |relevant in the top min(c, n, depth)| / c
@@ -94,19 +98,6 @@ class RPrecisionMultiple(Measure):
 
     def _denominator(self, ev: TableEvaluation) -> Floats:
         return np.maximum(self._c(ev), 1).astype(np.float64)  # c = 0: the count is 0 too
-
-    def closed(self, ev: TableEvaluation) -> Closed:
-        b = ev.b
-        m_t = np.clip(self._cut(ev)[b.brow] - b.ba, 0, b.bsz)
-        e, var, decided = hypergeometric_hits(b, m_t, b.p_t)
-        c = self._denominator(ev)
-        return e / c, var / c ** 2, decided
-
-    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
-                ) -> Numbers:
-        b = ev.b
-        inside = b.relevant(lab) & (b.pos < self._cut(ev)[b.row])
-        return np.bincount(b.row[inside], minlength=b.rows) / self._denominator(ev)
 
 
 RPREC_MULT = RPrecisionMultiple(
