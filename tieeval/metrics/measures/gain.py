@@ -70,25 +70,21 @@ def _cost_prefix(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarra
     for j = 0..T, T the number of positive ideal gains and I their sum (once per batch)."""
     kept: tuple[np.ndarray, Ints, Ints, np.ndarray] | None = ev.b.shared.get(_COST_KEY)
     if kept is None:
-        kept = ev.b.shared[_COST_KEY] = _cost_prefix_of(ev)
+        gains, off = ideal_gains(ev.b)
+        rows = ev.b.rows
+        count = np.diff(off)
+        grow = np.repeat(np.arange(rows, dtype=np.int64), count)
+        extra = np.maximum(gains, 1.0) - 1.0
+        starts = off[:-1] + np.arange(rows, dtype=np.int64)
+        x = np.zeros(gains.size + rows)
+        gpos = np.arange(gains.size, dtype=np.int64) - off[:-1][grow]
+        x[starts[grow] + gpos + 1] = segment_cumsum(extra, off)
+        total = np.bincount(grow, weights=gains, minlength=rows)
+        kept = ev.b.shared[_COST_KEY] = (x, starts, count, total)
     return kept
 
 
 _COST_KEY = "gain.cost_prefix"  # the key of _cost_prefix() in BlockTable.shared
-
-
-def _cost_prefix_of(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarray]:
-    gains, off = ideal_gains(ev.b)
-    rows = ev.b.rows
-    count = np.diff(off)
-    grow = np.repeat(np.arange(rows, dtype=np.int64), count)
-    extra = np.maximum(gains, 1.0) - 1.0
-    starts = off[:-1] + np.arange(rows, dtype=np.int64)
-    x = np.zeros(gains.size + rows)
-    gpos = np.arange(gains.size, dtype=np.int64) - off[:-1][grow]
-    x[starts[grow] + gpos + 1] = segment_cumsum(extra, off)
-    total = np.bincount(grow, weights=gains, minlength=rows)
-    return x, starts, count, total
 
 
 @dataclass(frozen=True)

@@ -86,26 +86,22 @@ def ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
     """
     kept: tuple[Floats, Ints] | None = b.shared.get(_IDEAL_GAINS)
     if kept is None:
-        kept = b.shared[_IDEAL_GAINS] = _ideal_gains(b)
+        keep = b.lab_first > 0
+        gains, grow = b.lab_first[keep], b.row[keep]
+        if b.unranked is not None:
+            ulab, uoff = b.unranked
+            urow = np.repeat(np.arange(b.rows, dtype=np.int64), np.diff(uoff))
+            sel = ulab > 0
+            gains = np.concatenate((gains, ulab[sel]))
+            grow = np.concatenate((grow, urow[sel]))
+        order = np.lexsort((-gains, grow))
+        count = np.bincount(grow, minlength=b.rows)
+        kept = b.shared[_IDEAL_GAINS] = (
+            gains[order], np.concatenate(([0], np.cumsum(count))).astype(np.int64))
     return kept
 
 
 _IDEAL_GAINS = "placement.ideal_gains"  # the key of ideal_gains() in BlockTable.shared
-
-
-def _ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
-    lab, rows = b.lab_first, b.row
-    keep = lab > 0
-    gains, grow = lab[keep], rows[keep]
-    if b.unranked is not None:
-        ulab, uoff = b.unranked
-        urow = np.repeat(np.arange(b.rows, dtype=np.int64), np.diff(uoff))
-        sel = ulab > 0
-        gains = np.concatenate((gains, ulab[sel]))
-        grow = np.concatenate((grow, urow[sel]))
-    order = np.lexsort((-gains, grow))
-    count = np.bincount(grow, minlength=b.rows)
-    return gains[order], np.concatenate(([0], np.cumsum(count))).astype(np.int64)
 
 
 def ideal_dcg_prefix(gains: Floats, offsets: Ints) -> tuple[Floats, Ints]:
