@@ -299,10 +299,6 @@ _BARE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*)\s*$")
 _IR_FORM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 
-def _level_text(level: float) -> str:
-    return repr(float(level))
-
-
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
     """One trec_eval parameter: a cutoff >= 1, a recall level in [0, 1] or a multiple > 0."""
     floating = measure.param in (LEVEL, MULTIPLE)
@@ -384,7 +380,7 @@ def _texts(measure: TrecMeasure, params: Sequence[int | float], whole: str) -> l
         return [str(measure.target)]
     values = sorted(set(params))
     if measure.param in (LEVEL, MULTIPLE):
-        return [f"{measure.target}@{_level_text(v)}" for v in values]
+        return [f"{measure.target}@{float(v)!r}" for v in values]
     return [f"{measure.target}@{v}" for v in values]
 
 
@@ -650,12 +646,6 @@ def trec_order(spec: MetricSpec, k: int | float | None) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------------------
 # what help text, error messages and the docs show
 
-def _targets(spec: MetricSpec) -> tuple[list[str], list[str]]:
-    trec = [m.spelling() for m in TREC_MEASURES if m.spec is spec]
-    ir = [m.spelling() for m in IR_MEASURES if REGISTRY.get(m.target) is spec]
-    return trec, list(dict.fromkeys(ir))
-
-
 def trec_text() -> str:
     """trec_eval's spellings the registry answers to: ``map, map_cut_K, P_K, ...``."""
     names = [m.spelling() for m in TREC_MEASURES if available(m.target)]
@@ -667,15 +657,10 @@ def ir_text() -> str:
     return ", ".join(dict.fromkeys(m.spelling() for m in IR_MEASURES if available(m.target)))
 
 
-def spellings_text() -> str:
-    """What the unknown-metric error adds to the registry's names."""
-    return f"trec_eval's {trec_text()}; ir_measures' {ir_text()}"
-
-
 def choices_text() -> str:
     """Every name an unknown-metric error offers: the registry's names and aliases, then
     trec_eval's and ir_measures' spellings."""
-    return f"{names_text()}; or {spellings_text()}"
+    return f"{names_text()}; or trec_eval's {trec_text()}; ir_measures' {ir_text()}"
 
 
 _PARAMETER = re.compile(r"^\s*(.*?)\s*(?:@\s*(\S*)|_(\d+(?:\.\d*)?))?\s*$")
@@ -684,9 +669,9 @@ _PARAMETER = re.compile(r"^\s*(.*?)\s*(?:@\s*(\S*)|_(\d+(?:\.\d*)?))?\s*$")
 def _suggestions() -> dict[str, tuple[str, bool, str]]:
     """Every name a metric answers to, lower-cased: (how it is written, trec_eval style,
     the registry metric it names)."""
-    from tieeval.metrics.registry import library_names, metric_names
+    from tieeval.metrics.registry import aliases, library_names, metric_names
     out: dict[str, tuple[str, bool, str]] = {}
-    for name in (*metric_names(), *aliases_of_registry(), *library_names()):
+    for name in (*metric_names(), *aliases(), *library_names()):
         out.setdefault(name.lower(), (name, False, REGISTRY[name].name))
     for m in TREC_MEASURES:
         if available(m.target):
@@ -695,11 +680,6 @@ def _suggestions() -> dict[str, tuple[str, bool, str]]:
         if available(ir.target):
             out.setdefault(ir.name.lower(), (ir.name, False, ir.target))
     return out
-
-
-def aliases_of_registry() -> list[str]:
-    from tieeval.metrics.registry import aliases
-    return aliases()
 
 
 def closest(text: str, n: int = 3) -> list[str]:
@@ -766,7 +746,9 @@ def markdown_table() -> str:
         spec = REGISTRY[name]
         shown = {"required": f"{name}@K", "optional": f"{name}, {name}@K", "none": name,
                  "level": f"{name}@x"}
-        trec, ir = _targets(spec)
+        trec = [m.spelling() for m in TREC_MEASURES if m.spec is spec]
+        ir = list(dict.fromkeys(m.spelling() for m in IR_MEASURES
+                                if REGISTRY.get(m.target) is spec))
         cells = [shown[spec.cutoff], ", ".join(spec.aliases), ", ".join(trec), ", ".join(ir)]
         cells += [", ".join(spec.names_in(v)) for v in LIBRARY_VOCABULARIES]
         lines.append("| " + " | ".join(f"`{c}`".replace(", ", "`, `") if c else "–"
