@@ -491,19 +491,16 @@ def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
     a block cut by the depth) and their block instances. Returns the CDF evaluations
     they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
-    giving the rows' expectations. ``c1`` is each row's first counted relevant item,
-    or one such row per level (2-D; the expectations are then one row per level).
-    ``shape`` (:func:`_iprec_shape`) does not depend on the level."""
+    giving the rows' expectations, one row per level. ``c1`` holds each row's first
+    counted relevant item, one row per level. ``shape`` (:func:`_iprec_shape`) does not
+    depend on the level."""
     nv, vrow, weight, vret, ib, ba, nb, pb, bb = shape
-    stacked = np.ndim(c1) == 2  # one row of cutoffs per level: (levels, rows) values
-    c1 = np.atleast_2d(c1)
     levels, rows = c1.shape[0], rb.rows
     vc1 = c1[:, vrow].ravel()  # level j's virtual rows are j * nv + v
     valid = np.tile(vret, levels) >= vc1  # else 0 in every order (R_ret = 0 included)
     vrows = (vrow + rows * np.arange(levels)[:, None]).ravel()
-    if levels > 1:
-        ib = (ib + nv * np.arange(levels)[:, None]).ravel()
-        ba, nb, pb, bb = (np.tile(x, levels) for x in (ba, nb, pb, bb))
+    ib = (ib + nv * np.arange(levels)[:, None]).ravel()
+    ba, nb, pb, bb = (np.tile(x, levels) for x in (ba, nb, pb, bb))
     request, finish_virtual = _iprec_virtual(levels * nv, vc1, valid, ib, ba, nb, pb, bb,
                                              vrows, levels * rows)
 
@@ -512,7 +509,7 @@ def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape
         out = np.bincount(vrows, weights=np.tile(weight, levels) * np.where(valid, ev, 0.0),
                           minlength=levels * rows)
         out[over] = np.nan
-        return out.reshape(levels, rows) if stacked else out
+        return out.reshape(levels, rows)
 
     return request, finish
 
