@@ -53,7 +53,7 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.geometric import Spread, geometric_reason, spread
-from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
+from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 from tieeval.util.stopping import checkpoint
 
 _CHUNK = 1 << 22  # elements per 2-D work array
@@ -146,20 +146,30 @@ class AveragePrecision(Measure):
             return np.minimum(ev.k_safe(), r)
         return r
 
-    def _closed_hits(self, ev: TableEvaluation) -> Closed:
-        """E[AP@K] divided by the hits in the top K (the module docstring); no variance."""
+    def _terms(self, ev: TableEvaluation) -> tuple[Floats, Floats, Ints, Floats]:
+        """Per block ``(s1, s2, before, term)``: the sums over its places inside the cutoff
+        of ``1/r`` and of ``(places above in the block)/r``, the relevant items of the
+        blocks above it, and its expected sum of precisions at its relevant items."""
         b = ev.b
         n = b.bsz.astype(np.float64)
         p = b.p_t
-        m = ev.m_t
         inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
+        # Segment sums over each block's own positions (no prefix differences at depth).
         s1 = b.block_sum(inv)
         s2 = b.block_sum(inv * (b.pos - b.ba[b.bid]))
         before = b.within_row_exclusive(p)
-        inside = (m >= 1) & (m >= b.bsz)
         c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
-        term = np.where((p > 0) & inside, p / n * ((1.0 + before) * s1 + c * s2), 0.0)
-        e_in = ev.row_sum_blocks(term)
+        term = np.where(p > 0, p / n * ((1.0 + before) * s1 + c * s2), 0.0)
+        return s1, s2, before, term
+
+    def _closed_hits(self, ev: TableEvaluation) -> Closed:
+        """E[AP@K] divided by the hits in the top K (the module docstring); no variance."""
+        b = ev.b
+        p = b.p_t
+        m = ev.m_t
+        s1, s2, before, term = self._terms(ev)
+        inside = (m >= 1) & (m >= b.bsz)
+        e_in = ev.row_sum_blocks(np.where(inside, term, 0.0))
         h_in = ev.row_sum_blocks(np.where(inside, p, 0).astype(np.float64))
         e = np.where(h_in > 0, e_in / np.maximum(h_in, 1.0), 0.0)
         cut = np.flatnonzero((m >= 1) & (m < b.bsz) & (p > 0))  # at most one per row
@@ -249,18 +259,10 @@ class AveragePrecision(Measure):
         b = ev.b
         kept = b.shared.get(self._key(ev))
         if kept is None:
-            n = b.bsz.astype(np.float64)
-            p = b.p_t
-            inv = np.where(ev.in_k, 1.0 / (b.pos + 1.0), 0.0)
-            # Segment sums over each block's own positions (no prefix differences at depth).
-            s1 = b.block_sum(inv)
-            s2 = b.block_sum(inv * (b.pos - b.ba[b.bid]))
-            r_before = b.within_row_exclusive(p)
-            c = np.where(b.bsz > 1, (p - 1) / np.maximum(n - 1.0, 1.0), 0.0)
-            term = np.where(p > 0, p / n * ((1.0 + r_before) * s1 + c * s2), 0.0)
+            _, _, r_before, term = self._terms(ev)
             z = self.norm(ev)
             e = ev.row_sum_blocks(term) / z
-            decided = b.row_any((ev.m_t >= 1) & (p > 0) & (p < b.bsz))
+            decided = b.row_any((ev.m_t >= 1) & (b.p_t > 0) & (b.p_t < b.bsz))
             kept = b.shared[self._key(ev)] = (e, decided, r_before, z)
         e, decided, r_before, z = kept
         var = None
