@@ -8,17 +8,9 @@ row in uniformly random order, blocks independent) from a :class:`RelBatch`. Not
 sampled; where the exact computation of a row would exceed a documented work limit the row
 is NaN, and :func:`not_computed_reason` gives the text to report for it.
 
-ERR (Chapelle, Metzler, Zhang & Grinspan 2009; the gdeval / ir_measures definition)::
-
-    ERR@K = sum_{r=1..K} (1/r) R_r prod_{i<r} (1 - R_i),   R_i = (2**g_i - 1) / 2**max_grade
-
-with ``g_i = max(label_i, 0)``. Interpolated precision at recall level x is trec_eval's
-``iprec_at_recall`` (``m_iprec_at_recall.c``): with R relevant items of which ``R_ret`` are
-ranked, at ranks ``r_1 < ... < r_{R_ret}``, and ``c = lround(x R)``::
-
-    IPrec(x) = max_{j = max(c, 1)..R_ret} j / r_j     if c <= R_ret and R_ret >= 1,
-               0                                    otherwise.
-
+ERR@K (its stop probabilities ``R_i``) and trec_eval's interpolated precision IPrec(x)
+(the ranks ``r_j`` of the relevant items, the cutoff ``c`` in relevant items) are as
+:mod:`tieeval.metrics.measures.err` and :mod:`tieeval.metrics.measures.iprec` define them.
 (The maximum of ``precision@i`` over the ranks ``i >= r_c`` is reached at a relevant rank,
 because precision only rises at relevant ranks; ``c <= 0`` reads as ``c = 1`` in the C code,
 whose loop stops after the first relevant item, and an unreached cutoff leaves the value at

@@ -74,14 +74,9 @@ def _cutoff(x: float, r: int | np.ndarray) -> Ints:
 
 @dataclass(frozen=True)
 class RPrecisionMultiple(RPrecision):
-    """Precision at a multiple x of R (trec_eval Rprec_mult_x).
-
-        c = (long)(x R + 0.9),   Rprec_mult_x = |relevant in the top min(c, n, depth)| / c
-
-    (0 when c = 0); places past the retrieved list count as non-relevant, as in
-    m_Rprec_mult.c. The count is hypergeometric in the block the cut at c straddles (as
-    Rprec's), so E and Var are exact.
-    """
+    """Precision at a multiple x of R (trec_eval Rprec_mult_x; the module docstring), 0
+    when c = 0; places past the retrieved list count as non-relevant, as in
+    m_Rprec_mult.c."""
 
     def read_depth(self, k: int | float | None, r: int | Ints | None = None,
                    n: int | Ints | None = None) -> Depth:
