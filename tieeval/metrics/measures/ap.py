@@ -54,9 +54,8 @@ import numpy as np
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.geometric import Spread, geometric_reason, spread
 from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
+from tieeval.metrics.measures.series import buckets, chunks
 from tieeval.util.stopping import checkpoint
-
-_CHUNK = 1 << 22  # elements per 2-D work array
 
 
 def _falling_ratio(p: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
@@ -80,11 +79,8 @@ def _block_place_sums(a: np.ndarray, m: np.ndarray) -> Floats:
     out = np.zeros((6, a.size))
     if a.size == 0:
         return out
-    bucket = np.ceil(np.log2(np.maximum(m, 1))).astype(np.int64)
-    for bk in np.unique(bucket):
-        width = 1 << int(bk)
-        sel = np.flatnonzero(bucket == bk)
-        for part in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
+    for (width,), sel in buckets(m):
+        for part in chunks(sel, width):
             checkpoint()
             if part.size == 0:
                 continue

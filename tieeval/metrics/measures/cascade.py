@@ -31,6 +31,7 @@ import numpy as np
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.measures.protocol import BlockTable, Ints
+from tieeval.metrics.measures.series import buckets, chunks
 from tieeval.util.ranges import expand, positions
 from tieeval.util.stopping import checkpoint
 
@@ -49,8 +50,6 @@ ERR_WORK_LIMIT = 20_000_000
 #: cutoff on, ``thresholds <= (p_t - i0 + 1)(n_t - p_t + 1)`` (see the function). A row
 #: above it is NaN.
 IPREC_WORK_LIMIT = 5_000_000
-
-_CHUNK = 1 << 22  # elements per 2-D work array
 
 
 def not_computed_reason(metric: str) -> str:
@@ -97,21 +96,6 @@ def _check_real(name: str, value: object) -> float:
 
 def _check_level(value: object) -> float | None:
     return None if value is None else _check_real("relevant_level", value)
-
-
-def _buckets(*sizes: np.ndarray) -> Iterator[tuple[tuple[int, ...], Ints]]:
-    """Group indices by the power-of-two ceiling of each size (all sizes >= 1)."""
-    keys = np.stack([np.ceil(np.log2(np.maximum(s, 1))).astype(np.int64) for s in sizes])
-    if keys.shape[1] == 0:
-        return
-    uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
-    inverse = inverse.ravel()
-    for u in range(uniq.shape[1]):
-        yield tuple(1 << int(b) for b in uniq[:, u]), np.flatnonzero(inverse == u)
-
-
-def _chunks(idx: np.ndarray, width: int) -> list[np.ndarray]:
-    return np.array_split(idx, max(1, idx.size * width // _CHUNK + 1))
 
 
 # ---------------------------------------------------------------------------------------
@@ -233,7 +217,7 @@ def _survival_before(rb: BlockTable, x_item: np.ndarray, kk: np.ndarray) -> np.n
         if w <= 1:
             continue
         rows = np.flatnonzero(width == w)
-        for part in _chunks(rows, int(w)):
+        for part in chunks(rows, int(w)):
             checkpoint()
             idx = rb.offsets[part][:, None] + np.arange(int(w))
             ex[idx[:, 1:]] = np.cumprod(x_item[idx[:, :-1]], axis=1)
@@ -244,8 +228,8 @@ def _err_blocks(rb: BlockTable, r_item: np.ndarray, x_item: np.ndarray, blocks: 
                 p: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``E[C_t]`` for the given blocks (see :func:`err_expectation`)."""
     out = np.zeros(blocks.size)
-    for (pw, mw), sel in _buckets(p, m):
-        for part in _chunks(sel, pw * max(pw, mw)):
+    for (pw, mw), sel in buckets(p, m):
+        for part in chunks(sel, pw * max(pw, mw)):
             checkpoint()
             t = blocks[part]
             idx = rb.bst[t][:, None] + np.arange(pw)
@@ -710,7 +694,7 @@ def _path_cdf_distinct(p: np.ndarray, n: np.ndarray, i1: np.ndarray, bb: np.ndar
     w = n - p + 1
     steps = p - i1 + 1  # the constrained indices i1..p
     for ww, sel in _width_classes(w):
-        for part in _chunks(sel, ww):
+        for part in chunks(sel, ww):
             checkpoint()
             part = part[np.argsort(-steps[part], kind="stable")]  # rows still going: a prefix
             stp, wp, bp, ap, dp, np_, ip = (x[part] for x in (steps, w, bb, ba, den, num, i1))
@@ -777,8 +761,8 @@ def _sweep(vr: np.ndarray, v: np.ndarray, dlog: np.ndarray, dzero: np.ndarray, y
     slog = np.empty(vr.size)
     szero = np.empty(vr.size, dtype=np.int64)
     present = np.flatnonzero(counts)
-    for (cw,), sel in _buckets(counts[present]):
-        for part in _chunks(present[sel], cw):
+    for (cw,), sel in buckets(counts[present]):
+        for part in chunks(present[sel], cw):
             checkpoint()
             idx = start[part][:, None] + np.arange(cw)
             inside = np.arange(cw) < counts[part][:, None]

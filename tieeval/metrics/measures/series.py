@@ -10,16 +10,32 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from tieeval.metrics.measures.protocol import BlockTable
+from tieeval.metrics.measures.protocol import BlockTable, Ints
 from tieeval.util.stopping import checkpoint
 
 _DIRECT = 64  # power sums over at most this many terms are added directly
 _CHUNK = 1 << 22  # elements per 2-D work array
+
+
+def buckets(*sizes: np.ndarray) -> Iterator[tuple[tuple[int, ...], Ints]]:
+    """Group indices by the power-of-two ceiling of each size (all sizes >= 1)."""
+    keys = np.stack([np.ceil(np.log2(np.maximum(s, 1))).astype(np.int64) for s in sizes])
+    if keys.shape[1] == 0:
+        return
+    uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
+    inverse = inverse.ravel()
+    for u in range(uniq.shape[1]):
+        yield tuple(1 << int(b) for b in uniq[:, u]), np.flatnonzero(inverse == u)
+
+
+def chunks(idx: np.ndarray, width: int) -> list[np.ndarray]:
+    """``idx`` in parts of about :data:`_CHUNK` elements of 2-D work ``width`` wide."""
+    return np.array_split(idx, max(1, idx.size * width // _CHUNK + 1))
 
 
 def _prefix_sums(terms: np.ndarray) -> np.ndarray:
@@ -119,7 +135,7 @@ def recip_sum(lo: np.ndarray, hi: np.ndarray, power: int) -> np.ndarray:
         if one.any():
             out[direct[one]] = table[lo[direct[one]]]
             direct = direct[~one]
-    for chunk in np.array_split(direct, max(1, direct.size * _DIRECT // _CHUNK + 1)):
+    for chunk in chunks(direct, _DIRECT):
         checkpoint()
         if chunk.size:
             j = lo[chunk, None] + np.arange(1, _DIRECT + 1)
@@ -191,11 +207,8 @@ def rr_moments(a: np.ndarray, nb: np.ndarray, p: np.ndarray, k: np.ndarray,
     idx = np.flatnonzero(general)
     if idx.size == 0:
         return e1, e2
-    bucket = np.ceil(np.log2(length[idx])).astype(np.int64)
-    for b in np.unique(bucket):
-        width = 1 << int(b)
-        sel = idx[bucket == b]
-        for rows in np.array_split(sel, max(1, sel.size * width // _CHUNK + 1)):
+    for (width,), sel in buckets(length[idx]):
+        for rows in chunks(idx[sel], width):
             checkpoint()
             if rows.size == 0:
                 continue
