@@ -264,13 +264,20 @@ def _block_terms(b: BlockTable, blocks: Ints, key_of: Callable[[int], tuple[
         part = slice(lo, lo + step)
         y[part] = block_value(blocks[pair_block[part]], stacked[seq_row[part]])
     y -= own[pair_block]
-    order = np.lexsort((y, pair_block))
-    y, pr, pair_block = y[order], probs[seq_row[order]], pair_block[order]
-    new = np.ones(y.size, dtype=bool)
-    new[1:] = (y[1:] != y[:-1]) | (pair_block[1:] != pair_block[:-1])
+    y, pr, pair_block = _merged(y, probs[seq_row], pair_block)
+    return y, pr, np.bincount(pair_block, minlength=blocks.size)
+
+
+def _merged(v: np.ndarray, p: np.ndarray, owner: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values ``v`` with probabilities ``p`` sorted by ``owner``, then value, each owner's
+    equal values merged into one with their probabilities summed."""
+    order = np.lexsort((v, owner))
+    v, p, owner = v[order], p[order], owner[order]
+    new = np.ones(v.size, dtype=bool)
+    new[1:] = (v[1:] != v[:-1]) | (owner[1:] != owner[:-1])
     heads = np.flatnonzero(new)
-    count = np.bincount(pair_block[heads], minlength=blocks.size)
-    return y[heads], np.add.reduceat(pr, heads), count
+    return v[heads], np.add.reduceat(p, heads), owner[heads]
 
 
 def _convolved(b: BlockTable, blocks: Ints, starts: Ints, ends: Ints,
@@ -300,14 +307,7 @@ def _convolved(b: BlockTable, blocks: Ints, starts: Ints, ends: Ints,
         idx, owner = expand(np.zeros(active.size, dtype=np.int64), count * u)
         i_cur = cur_off[owner] + idx // u[owner]
         j = start_u[owner] + idx % u[owner]
-        v = values[i_cur] + bv[j]
-        p = probs[i_cur] * bp[j]
-        order = np.lexsort((v, owner))
-        v, p, owner = v[order], p[order], owner[order]
-        new = np.ones(v.size, dtype=bool)
-        new[1:] = (v[1:] != v[:-1]) | (owner[1:] != owner[:-1])
-        heads = np.flatnonzero(new)
-        values, probs, owner = v[heads], np.add.reduceat(p, heads), owner[heads]
+        values, probs, owner = _merged(values[i_cur] + bv[j], probs[i_cur] * bp[j], owner)
         count = np.bincount(owner, minlength=active.size)
         finished = nblocks[active] == k + 1
         if finished.any():  # rows whose last block this was leave the active ones
