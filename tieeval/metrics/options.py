@@ -27,7 +27,6 @@ from tieeval.metrics.registry import (
 from tieeval.metrics.registry import key as registry_key
 from tieeval.metrics.spellings import choices_text, translate, unknown_hint
 
-GAINS = ("linear", "exponential")
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
 AP_NORMS = ("R", "min", "hits")
@@ -47,12 +46,7 @@ _DEFAULTS = {"gain": "linear", "discount": "log2", "alpha": 1.0, "base": 2.0, "g
              "short_list": "pad", "ap_norm": "R", "max_grade": None,
              "recall_norm": "relevant", "iprec_rounding": "trec_eval", "precision_norm": "K",
              "relevant_scores": "any"}
-_OPTION_ORDER = ("gain", "discount", "alpha", "base", "gamma", "short_list", "ap_norm",
-                 "max_grade", "recall_norm", "iprec_rounding", "precision_norm",
-                 "relevant_scores")
-#: IPrec@x's cutoff in relevant items: trec_eval 10's lround(x R) (``"trec_eval"``) or
-#: trec_eval 9.0.8's (long)(x R + 0.9) (``"trec_eval9"``, the one pytrec_eval bundles)
-IPREC_ROUNDINGS = ("trec_eval", "trec_eval9")
+_OPTION_ORDER = tuple(_DEFAULTS)  # the order str() prints the options in
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,9 +301,6 @@ def _foreign_options(opt_text: str | None) -> bool:
     """True when the parentheses hold an option tieeval does not have (ir_measures')."""
     return any(item.partition("=")[0].strip() not in _DEFAULTS
                for item in filter(None, (s.strip() for s in (opt_text or "").split(","))))
-
-
-SUBSETS = ("all", "both")
 
 
 # ---------------------------------------------------------------------------------------
