@@ -574,9 +574,6 @@ def _iprec_virtual(nv: int, vc1: np.ndarray, valid: np.ndarray, ib: np.ndarray, 
         keep_i = ok[blk]
         blk = np.cumsum(ok)[blk[keep_i]] - 1
         i, count_i = i[keep_i], count_i[keep_i]
-    empty = (np.zeros(0, dtype=np.int64),) * 7
-    if ib.size == 0:
-        return empty, lambda cdf_values: (y0.copy(), over)
     # the steps: for each (block, i) the s = i .. i + count_i - 1
     s, pair = expand(i, count_i)
     blk = blk[pair]
