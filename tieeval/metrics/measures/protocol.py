@@ -113,10 +113,6 @@ class MetricOptions(Protocol):
         """Precision@K's average: ``'K'`` or ``'micro'`` (sum of hits / sum of min(K, R))."""
 
     @property
-    def relevant_scores(self) -> str:
-        """Which relevant items count: ``'any'``, or ``'positive'`` (scored > 0 only)."""
-
-    @property
     def spec(self) -> object:
         """The metric's measure (:class:`~tieeval.metrics.measures.base.Measure`)."""
 
