@@ -34,8 +34,7 @@ class GroupMetricRow(MetricRow):
 
     def _columns(self) -> dict[str, Any]:
         out = super()._columns()
-        for c in COLUMNS:
-            out[f"{c}_seed_std"] = self.seed_std(c)
+        out.update((f"{c}_seed_std", self.seed_std(c)) for c in COLUMNS)
         return out
 
 
@@ -49,11 +48,8 @@ class GroupTies:
     tie_decided_seed_std: dict[int, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in TIE_FIELDS:
-            out[name] = self.means[name]
-        for name in TIE_FIELDS:
-            out[f"{name}_seed_std"] = self.seed_stds[name]
+        out: dict[str, Any] = {name: self.means[name] for name in TIE_FIELDS}
+        out.update((f"{name}_seed_std", self.seed_stds[name]) for name in TIE_FIELDS)
         out["tie_decided"] = {str(k): v for k, v in self.tie_decided.items()}
         out["tie_decided_seed_std"] = {str(k): v for k, v in self.tie_decided_seed_std.items()}
         return out

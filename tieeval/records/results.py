@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import platform
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -186,11 +186,9 @@ class TieStats:
     tie_decided: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"top_tie_size": self.top_tie_size, "top_tie_ratio": self.top_tie_ratio,
-                "top_tie_frequency": self.top_tie_frequency,
-                "positive_tie_size": self.positive_tie_size,
-                "positive_tie_frequency": self.positive_tie_frequency,
-                "tie_decided": {str(k): v for k, v in self.tie_decided.items()}}
+        out = asdict(self)
+        out["tie_decided"] = {str(k): v for k, v in self.tie_decided.items()}
+        return out
 
 
 @dataclass
@@ -358,9 +356,7 @@ def report_dict(runs: list[RunResult], groups: list[_Record] | None = None,
     seed-averaged figures follows ``runs``; with an active ``what_if`` a ``what_if`` key
     precedes them (every run carries one too).
     """
-    env = environment()
-    out = {"tieeval_version": env["tieeval_version"], "numpy_version": env["numpy_version"],
-           "numpy_simd": env["numpy_simd"], "machine": env["machine"]}
+    out = environment()
     if what_if is not None and what_if.active:
         out["what_if"] = what_if.to_dict()
     out["runs"] = [r.to_dict() for r in runs]
