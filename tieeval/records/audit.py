@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tieeval.records.results import MetricName
+
 VERDICTS = ("impossible", "tie-break only", "consistent")
 DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
            "matches tie-aware")
@@ -44,7 +46,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Claim:
+class Claim(MetricName):
     """One published number: which method, where, which metric, and the value as printed.
 
     ``metric`` is the canonical registry name (``"NDCG"``), ``k`` the cutoff (None for
@@ -65,11 +67,6 @@ class Claim:
     tolerance: float
     line: int
     gamma: float | None = None
-
-    @property
-    def label(self) -> str:
-        """``"NDCG@10"``-style, as :attr:`tieeval.records.results.MetricRow.label` prints it."""
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

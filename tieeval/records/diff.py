@@ -272,7 +272,7 @@ class RankEntry:
 
 
 @dataclass(frozen=True)
-class Ranking:
+class Ranking(MetricName):
     """Methods of one dataset and task ranked by one metric (best first, tie-aware).
 
     ``gamma`` is the penalty of a signed metric's row (one ranking per ``--gamma``), None
@@ -287,10 +287,6 @@ class Ranking:
     entries: tuple[RankEntry, ...]
     gamma: float | None = None
     labelled: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
 
     @property
     def changed(self) -> bool:
