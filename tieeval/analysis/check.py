@@ -89,16 +89,20 @@ def parse_metric_key(text: str, option: str = "metric") -> tuple[Metric, float |
         raise ParameterError(f"{option}: {exc} in {text!r}") from None
 
 
+def _match_bound(text: str, option: str, expected: str, percent: bool) -> re.Match[str]:
+    m = _NUMBER.match(str(text))
+    if not m or (m.group(2) and not percent):
+        raise ParameterError(f"{option}: expected {expected}, got {text!r}")
+    if float(m.group(1)) < 0:
+        raise ParameterError(f"{option}: the bound must be >= 0, got {text!r}")
+    return m
+
+
 def parse_bound(text: str, option: str = "bound") -> float:
     """``"5%"`` -> 0.05, ``"0.05"`` -> 0.05. A bare number above 1 is refused (ambiguous:
     write ``10%`` or ``0.10``); negative bounds are refused."""
-    m = _NUMBER.match(str(text))
-    if not m:
-        raise ParameterError(f"{option}: expected a number or a percentage (0.05 or 5%), "
-                             f"got {text!r}")
+    m = _match_bound(text, option, "a number or a percentage (0.05 or 5%)", True)
     value = float(m.group(1))
-    if value < 0:
-        raise ParameterError(f"{option}: the bound must be >= 0, got {text!r}")
     if m.group(2):
         return value / 100.0
     if value > 1:
@@ -109,14 +113,8 @@ def parse_bound(text: str, option: str = "bound") -> float:
 
 def parse_sigma(text: str, option: str = "bound") -> float:
     """``"3"`` -> 3.0: a number of standard deviations (>= 0, no percentage)."""
-    m = _NUMBER.match(str(text))
-    if not m or m.group(2):
-        raise ParameterError(f"{option}: expected a number of standard deviations (e.g. 3), "
-                             f"got {text!r}")
-    value = float(m.group(1))
-    if value < 0:
-        raise ParameterError(f"{option}: the bound must be >= 0, got {text!r}")
-    return value
+    return float(_match_bound(text, option, "a number of standard deviations (e.g. 3)",
+                              False).group(1))
 
 
 def default_thresholds() -> list[Threshold]:
