@@ -184,12 +184,10 @@ def judge_claim(value, *, first, last, tie_aware, tie_aware_std, original,
         raise ParameterError(f"tie_aware_std must be >= 0, got {tie_aware_std}")
     original = None if original is None else _number(original, "original")
     slack = _ORDER_SLACK * max(1.0, abs(first), abs(last))
-    if not last - slack <= tie_aware <= first + slack:
-        raise ParameterError(f"expected last <= tie_aware <= first, got last={last}, "
-                             f"tie_aware={tie_aware}, first={first}")
-    if original is not None and not last - slack <= original <= first + slack:
-        raise ParameterError(f"expected last <= original <= first, got last={last}, "
-                             f"original={original}, first={first}")
+    for name, inside in (("tie_aware", tie_aware), ("original", original)):
+        if inside is not None and not last - slack <= inside <= first + slack:
+            raise ParameterError(f"expected last <= {name} <= first, got last={last}, "
+                                 f"{name}={inside}, first={first}")
 
     edge = tol * (1.0 + _BOUNDARY_SLACK)
     spread = max(2.0 * tie_aware_std, tol)
@@ -315,12 +313,10 @@ def read_claims(path) -> list[Claim]:
     header_line, header = rows[0]
     names = [cell.strip().lower() for cell in header]
     where = f"{path}: line {header_line}"
-    seen = set()
-    for name in names:
-        if name and name in seen:
+    for i, name in enumerate(names):
+        if name and name in names[:i]:
             raise InputError(f"{where}: column {name!r} appears twice")
-        seen.add(name)
-    missing = [c for c in REQUIRED_COLUMNS if c not in seen]
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise InputError(f"{where}: missing column(s) {', '.join(missing)}; the first line "
                          f"must be a header such as {','.join(CLAIM_COLUMNS)}")
@@ -353,11 +349,8 @@ def _numbered_rows(fh):
     start = 1
     for cells in reader:
         line, start = start, reader.line_num + 1  # the record's first physical line
-        if not any(c.strip() for c in cells):
-            continue
-        if cells[0].lstrip().startswith("#"):
-            continue
-        yield line, cells
+        if any(c.strip() for c in cells) and not cells[0].lstrip().startswith("#"):
+            yield line, cells
 
 
 # ---------------------------------------------------------------------------------------
