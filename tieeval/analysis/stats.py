@@ -1,23 +1,16 @@
 """Paired comparison of two methods evaluated on the same instances, and rankings of methods.
 
 A user-level paired test (as in sign-aware evaluation papers that compare a method with a
-baseline user by user) takes one value per instance for method A and one for method B --
-for example the tie-aware NDCG@10 of every user -- and asks whether the mean of the
-differences ``d = b - a`` is distinguishable from zero. Two tests are reported:
-
-* the paired Student t-test on ``d`` (``t = mean(d) / (sd(d) / sqrt(n))``, ``n - 1``
-  degrees of freedom), with its t-based confidence interval for the mean difference;
-* the paired sign-flip randomization test: under the null hypothesis A and B are
-  exchangeable within each pair, so every ``d_i`` is equally likely to have either sign.
-
-When per-instance tie-break variances are given, the result also carries the standard
-deviation of the mean difference under random tie-breaking, the spread a re-run with a
-different tie-breaker would show (the two runs' tie-breaks being independent).
+baseline user by user) asks whether the mean of the per-instance differences ``d = b - a``
+is distinguishable from zero, by the paired Student t-test and by the paired sign-flip
+randomization test (under the null hypothesis A and B are exchangeable within each pair, so
+every ``d_i`` is equally likely to have either sign); :func:`paired_comparison` gives the
+formulas. With per-instance tie-break variances the result also carries the spread of the
+mean difference that a re-run with another tie-breaker would show.
 
 The Student t distribution comes from ``scipy.special`` (``stdtr`` / ``stdtrit``, as in
 ``scipy.stats.t``), imported only when a t-test is computed. The sign-flip test is tieeval's
-own: an exact count over all sign vectors for small ``n`` and seeded Monte Carlo draws
-otherwise, whose p-values are part of the documented output.
+own, and its p-values are part of the documented output.
 """
 
 
@@ -138,8 +131,7 @@ def _randomization_monte_carlo(d: np.ndarray, permutations: int, seed) -> float:
     rows = max(1, min(permutations, (1 << 22) // n))  # about 32 MB of float64 signs
     buffer = np.empty((rows, n), dtype=np.float64)  # reused: no page faults per block
     count = 0
-    done = 0
-    while done < permutations:
+    for done in range(0, permutations, rows):
         m = min(rows, permutations - done)
         # One random byte gives eight independent fair signs.
         packed = rng.integers(0, 256, size=(m, (n + 7) // 8), dtype=np.uint8)
@@ -148,7 +140,6 @@ def _randomization_monte_carlo(d: np.ndarray, permutations: int, seed) -> float:
         signs *= 2.0
         signs -= 1.0
         count += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-        done += m
     return (count + 1) / (permutations + 1)
 
 
@@ -165,15 +156,11 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
 def sign_flip_p_value(d, permutations: int = 10000, seed=0) -> float:
-    """Monte Carlo p-value of the paired sign-flip test on differences ``d``, grouped by value.
-
-    The statistic is ``|sum_i s_i d_i|`` over independent fair signs ``s_i``, as in
-    :func:`paired_comparison`, and ``p = (count + 1) / (permutations + 1)`` with ``count``
-    the sign vectors whose statistic reaches the observed one (sums equal up to float
-    rounding count as reaching it). Instances with the same ``|d_i| = v`` enter only through
-    how many of their signs are +1, so each draw needs one popcount of ``c_v`` random bits
-    per distinct value rather than one sign per instance: the same distribution, at a cost
-    that follows the number of distinct values (a handful for HR, a few thousand for MRR)
+    """Monte Carlo p-value of :func:`paired_comparison`'s sign-flip test on differences
+    ``d``, grouped by value. Instances with the same ``|d_i| = v`` enter only through how
+    many of their signs are +1, so each draw needs one popcount of ``c_v`` random bits per
+    distinct value rather than one sign per instance: the same distribution, at a cost that
+    follows the number of distinct values (a handful for HR, a few thousand for MRR)
     instead of the number of instances.
 
     >>> sign_flip_p_value(np.zeros(50))
@@ -201,15 +188,13 @@ def sign_flip_p_value(d, permutations: int = 10000, seed=0) -> float:
     rng = np.random.default_rng(seed)
     rows = max(1, min(permutations, _BLOCK_BYTES // width))
     hits = 0
-    done = 0
-    while done < permutations:
+    for done in range(0, permutations, rows):
         m = min(rows, permutations - done)
         bits = rng.integers(0, 256, size=(m, width), dtype=np.uint8)
         bits &= mask
         ones = np.add.reduceat(_popcount_bytes(bits), starts, axis=1, dtype=np.int64)
         sums = 2.0 * (ones @ values) - offset
         hits += int(np.count_nonzero(np.abs(sums) >= observed - tol))
-        done += m
     return (hits + 1) / (permutations + 1)
 
 
@@ -447,13 +432,10 @@ def ranking_changes(original: dict, tie_aware: dict, *,
     [('B', 2, 1, 1), ('A', 1, 2, -1)]
     """
     if set(original) != set(tie_aware):
-        only_o = sorted(set(original) - set(tie_aware))
-        only_t = sorted(set(tie_aware) - set(original))
-        parts = []
-        if only_o:
-            parts.append("only in original: " + ", ".join(map(str, only_o)))
-        if only_t:
-            parts.append("only in tie_aware: " + ", ".join(map(str, only_t)))
+        parts = [f"only in {name}: " + ", ".join(map(str, only))
+                 for name, only in (("original", sorted(set(original) - set(tie_aware))),
+                                    ("tie_aware", sorted(set(tie_aware) - set(original))))
+                 if only]
         raise ParameterError("original and tie_aware must name the same methods ("
                              + "; ".join(parts) + ")")
     before = {r.method: r for r in rank_methods(original, tolerance=tolerance)}
