@@ -325,24 +325,21 @@ def compare_values(a: RunValues, b: RunValues, *,
     rows = []
     for entry, va, vb in zip(a.entries, a.values, b.values):
         keep = None
-        if va.defined is not None or vb.defined is not None:
-            keep = np.ones(a.instances, dtype=bool)
-            for v in (va, vb):
-                if v.defined is not None:
-                    keep &= v.defined
+        defined = [v.defined for v in (va, vb) if v.defined is not None]
+        if defined:
+            keep = np.logical_and.reduce(defined)
             if not keep.any():
                 raise InputError(f"{entry.label} is undefined for every instance of "
                                  f"{a.path} and {b.path} (no relevant item)")
 
         def pick(x, *, keep=keep):
             return x if keep is None or x is None else x[keep]
-        variances = (None if va.variance is None or vb.variance is None
-                     else (pick(va.variance), pick(vb.variance)))
+        both = va.variance is not None and vb.variance is not None
         paired = int(keep.sum()) if keep is not None else a.instances
         zeros = np.zeros(paired)
         tie = paired_comparison(pick(va.tie_aware), pick(vb.tie_aware),
-                                a_variance=None if variances is None else variances[0],
-                                b_variance=None if variances is None else variances[1], **test)
+                                a_variance=pick(va.variance) if both else None,
+                                b_variance=pick(vb.variance) if both else None, **test)
         for side, v in ((a, va), (b, vb)):
             if np.isnan(pick(v.original)).any():  # a saved ranking too short for it
                 raise InputError(f"{side.path}: its saved ranking lists too few candidates "
@@ -449,10 +446,7 @@ def diff_paths(a_path: str, b_path: str, metrics: list[Metric] | None = None, *,
 
 
 def _method_name(group) -> str:
-    method = group.run_labels.get("method")
-    if method:
-        return str(method)
-    return os.path.basename(group.runs[0].path)
+    return str(group.run_labels.get("method") or os.path.basename(group.runs[0].path))
 
 
 def rank_groups(groups) -> list[Ranking]:
@@ -475,12 +469,9 @@ def rank_groups(groups) -> list[Ranking]:
     for g in groups:
         settings.setdefault((g.run_labels.get("dataset"), g.run_labels.get("task")), []).append(g)
     out = []
-    layout = None
-    for g in groups:
-        mine = [(m.metric, m.k, m.gamma) for m in g.metrics]
-        if layout is None:
-            layout = mine
-        elif mine != layout:
+    for g in groups[1:]:
+        if [(m.metric, m.k, m.gamma) for m in g.metrics] != [
+                (m.metric, m.k, m.gamma) for m in groups[0].metrics]:
             raise ParameterError(f"{g.runs[0].path}: evaluated other metrics than the other "
                                  "runs; a ranking needs the same metrics for every run")
     for (dataset, task), members in settings.items():

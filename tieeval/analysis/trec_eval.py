@@ -41,12 +41,6 @@ from tieeval.records.trec_eval import TrecLine
 ALL = "all"
 
 
-def check_column(column: str) -> str:
-    if column not in COLUMNS:
-        raise ParameterError(f"column must be one of {', '.join(COLUMNS)}, got {column!r}")
-    return column
-
-
 def trec_names_apply(run: RunResult) -> bool:
     """True when the run's options are trec_eval's definitions (linear gain, log2
     discount, AP over R), so that trec_eval's names describe its values."""
@@ -252,7 +246,8 @@ def trec_eval_lines(run: RunResult, column: str = "original",
     ``relstring``: ``(its printed name, {qid: string})`` (:func:`relstrings`), a line of
     each query's block, at relstring's place in trec_eval's measure order. Undefined
     values (a query the metric skips, a mean over no query) are left out."""
-    check_column(column)
+    if column not in COLUMNS:
+        raise ParameterError(f"column must be one of {', '.join(COLUMNS)}, got {column!r}")
     trec_names = trec_names_apply(run)
     given = names or {}
 

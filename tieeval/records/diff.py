@@ -49,7 +49,6 @@ class PairedResult:
         return asdict(self)
 
 
-WINNERS = ("A", "B", "tie")
 # The keys of one column's comparison, in JSON order.
 COMPARISON_KEYS = ("a", "b", "difference", "difference_std", "p_value_t",
                    "p_value_randomization", "ci_low", "ci_high")

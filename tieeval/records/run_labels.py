@@ -24,7 +24,6 @@ from typing import Any, cast
 from tieeval.errors import InputError, ParameterError
 
 LABEL_KEYS = ("method", "dataset", "task", "seed")
-RUN_LABEL_KEYS = LABEL_KEYS
 GROUP_KEYS = ("method", "dataset", "task")
 
 
