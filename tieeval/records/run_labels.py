@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from tieeval.errors import InputError, ParameterError
 
@@ -80,7 +80,10 @@ def parse_meta(items: Iterable[object]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------
 # path templates
 
-_FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A template's tokens: a literal brace, a field, a lone brace (an error), a wildcard, a
+# path separator, other text.
+_SPECIAL = re.escape("{}*/" + os.sep)
+_TOKEN = re.compile(rf"\{{\{{|\}}\}}|\{{[^{{}}]*\}}|[{_SPECIAL}]|[^{_SPECIAL}]+")
 
 
 # One path component of a template: the literal text before the first wildcard, then
@@ -88,6 +91,22 @@ _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # fields (their names) and the literal is the text up to the next run (empty only at the
 # end of the component).
 _Segment = tuple[str, tuple[tuple[tuple[str | None, ...], str], ...]]
+
+
+def _segment(parts: list[str | tuple[str | None]]) -> _Segment:
+    """One component's text and wildcards (1-tuples), in order, as a :data:`_Segment`."""
+    head = ""
+    runs: list[tuple[tuple[str | None, ...], str]] = []
+    for part in parts:
+        if isinstance(part, str) and not runs:
+            head += part
+        elif isinstance(part, str):
+            runs[-1] = (runs[-1][0], runs[-1][1] + part)
+        elif runs and not runs[-1][1]:  # adjacent wildcards share a run
+            runs[-1] = (runs[-1][0] + part, "")
+        else:
+            runs.append((part, ""))
+    return head, tuple(runs)
 
 
 def _match_segment(segment: _Segment, text: str, found: dict[str, str]) -> bool:
@@ -155,53 +174,26 @@ class Template:
         if not text:
             raise TemplateError("template is empty")
         segments: list[_Segment] = []
-        head: str | None = None  # literal before the first wildcard of the current segment
-        runs: list[tuple[tuple[str | None, ...], str]] = []
-        wildcards: list[str | None] = []  # the current run of adjacent wildcards
         fields: list[str] = []
-        literal: list[str] = []
-        previous_field = False  # the last thing emitted was a field (two in a row: ambiguous)
-        i = 0
-
-        def flush() -> None:
-            # close the literal pending after the current wildcard run (or the head)
-            nonlocal head
-            if head is None:
-                head = "".join(literal)
-            elif wildcards:
-                runs.append((tuple(wildcards), "".join(literal)))
-                wildcards.clear()
-            literal.clear()
-
-        def end_segment() -> None:
-            nonlocal head
-            flush()  # sets head
-            segments.append((cast(str, head), tuple(runs)))
-            head = None
-            runs.clear()
-
-        while i < len(text):
-            ch = text[i]
-            if text.startswith("{{", i) or text.startswith("}}", i):
-                literal.append(ch)
-                previous_field = False
-                i += 2
-                continue
-            if ch == "}":
+        parts: list[str | tuple[str | None]] = []  # the current component: text, wildcards
+        previous_field = False  # two fields in a row would be ambiguous
+        for m in _TOKEN.finditer(text):
+            token, i = m.group(), m.start()
+            name = token[1:-1] if token[0] == "{" and token[-1] == "}" and token != "{{" \
+                else None
+            if token in ("{{", "}}"):
+                parts.append(token[0])
+            elif token == "}":
                 raise TemplateError(f"unmatched '}}' at position {i} in template {text!r} "
                                     "(write '}}}}' for a literal brace)")
-            if ch == "{":
-                end = text.find("}", i + 1)
-                if end < 0:
-                    raise TemplateError(f"unclosed '{{' at position {i} in template {text!r}")
-                name = text[i + 1:end]
-                if "{" in name:
-                    raise TemplateError(f"unclosed '{{' at position {i} in template {text!r}")
+            elif token == "{":
+                raise TemplateError(f"unclosed '{{' at position {i} in template {text!r}")
+            elif name is not None:
                 if not name:
                     raise TemplateError(f"empty field '{{}}' at position {i} in template "
                                         f"{text!r}; name a label: "
                                         + ", ".join("{%s}" % k for k in LABEL_KEYS))
-                if not _FIELD_RE.fullmatch(name) or name not in LABEL_KEYS:
+                if name not in LABEL_KEYS:
                     raise TemplateError(f"unknown field {{{name}}} in template {text!r}; "
                                         "fields are " + ", ".join("{%s}" % k for k in LABEL_KEYS))
                 if name in fields:
@@ -209,27 +201,17 @@ class Template:
                 if previous_field:
                     raise TemplateError(f"fields {{{fields[-1]}}}{{{name}}} touch in template "
                                         f"{text!r}; put a separator between them")
-                if literal or head is None:
-                    flush()
-                wildcards.append(name)
+                parts.append((name,))
                 fields.append(name)
-                previous_field = True
-                i = end + 1
-                continue
-            if ch == "*":
-                if literal or head is None:
-                    flush()
-                wildcards.append(None)
-                previous_field = False
-                i += 1
-                continue
-            if ch in ("/", os.sep):
-                end_segment()
+            elif token == "*":
+                parts.append((None,))
+            elif token in ("/", os.sep):
+                segments.append(_segment(parts))
+                parts = []
             else:
-                literal.append(ch)
-            previous_field = False
-            i += 1
-        end_segment()
+                parts.append(token)
+            previous_field = name is not None
+        segments.append(_segment(parts))
         if not fields:
             raise TemplateError(f"template {text!r} has no fields; use "
                                 + ", ".join("{%s}" % k for k in LABEL_KEYS))
