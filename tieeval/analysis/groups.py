@@ -75,15 +75,11 @@ def average(runs: list[RunResult]) -> GroupResult:
         known = [s for s in stds if s is not None]
         std = (None if len(known) < len(stds) else
                math.sqrt(math.fsum(s ** 2 for s in known)) / len(per_seed))
-        means = {c: mean(values[c]) for c in COLUMNS}
-        spread = {c: seed_std(values[c]) for c in COLUMNS}
         row = GroupMetricRow(
-            name, k, means["original"], means["first"], means["last"], means["tie_aware"], std,
-            instances=sum(r.instances for r in per_seed),
-            original_seed_std=spread["original"], first_seed_std=spread["first"],
-            last_seed_std=spread["last"], tie_aware_seed_std=spread["tie_aware"])
-        row.aggregate = per_seed[0].aggregate
-        row.tie_aware_reason = per_seed[0].tie_aware_reason
+            name, k, **{c: mean(values[c]) for c in COLUMNS}, tie_aware_std=std,
+            instances=sum(r.instances for r in per_seed), aggregate=per_seed[0].aggregate,
+            tie_aware_reason=per_seed[0].tie_aware_reason,
+            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
         if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
             row.gamma = per_seed[0].gamma
             row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set

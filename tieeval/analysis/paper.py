@@ -54,16 +54,6 @@ def _settings(groups: list[GroupResult]):
                             if g.run_labels.get("task") == task)) for task in tasks]
 
 
-def _index(groups):
-    return {(g.run_labels.get("task"), g.run_labels.get("dataset"), _method_name(g)): g
-            for g in groups}
-
-
-def _check_groups(groups: list[GroupResult]) -> None:
-    if not groups:
-        raise ParameterError("no runs to tabulate")
-
-
 TABLE1_COLUMNS = [Column("first", "First", "value"), Column("last", "Last", "value"),
                   Column("change_first_to_last", "% Change", "change")]
 TABLE3_COLUMNS = [Column("original", "Original", "value"),
@@ -80,8 +70,10 @@ def _sections(groups, rows) -> tuple[list[str], list[Section]]:
     """The groups' methods, and per task a block per dataset of the rows that
     ``rows(groups_there)`` makes, ``groups_there`` mapping each method to its group in
     that setting (None when it has none)."""
-    _check_groups(groups)
-    index = _index(groups)
+    if not groups:
+        raise ParameterError("no runs to tabulate")
+    index = {(g.run_labels.get("task"), g.run_labels.get("dataset"), _method_name(g)): g
+             for g in groups}
     methods = _ordered(_method_name(g) for g in groups)
     sections = [Section(task, [Block(dataset, rows({m: index.get((task, dataset, m))
                                                     for m in methods}))
@@ -192,7 +184,8 @@ def figure1(groups: list[GroupResult]) -> list[FigurePanel]:
     Groups without a defined inflation, or with a top-score tie size below 1 (never
     happens for a real dump), are left out of the panel.
     """
-    _check_groups(groups)
+    if not groups:
+        raise ParameterError("no runs to tabulate")
     panels = []
     for task, datasets in _settings(groups):
         for dataset in datasets:

@@ -74,14 +74,11 @@ def _sort_key(item) -> tuple:
     return trec_order(REGISTRY[metric], k)
 
 
-def _integer(metric: str, k) -> bool:
+def _flag(metric: str, k, name: str) -> bool:
+    """The trec_eval measure's flag ``name`` (``integer``, ``summary_only``); False for
+    metrics trec_eval does not name."""
     measure = trec_measure(REGISTRY[metric], k)
-    return measure is not None and measure.integer
-
-
-def _summary_only(metric: str, k) -> bool:
-    measure = trec_measure(REGISTRY[metric], k)
-    return measure is not None and measure.summary_only
+    return measure is not None and bool(getattr(measure, name))
 
 
 @dataclass
@@ -260,7 +257,7 @@ def trec_eval_lines(run: RunResult, column: str = "original",
     lines: list[TrecLine] = []
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
-                  if not _summary_only(r.metric, r.k)]
+                  if not _flag(r.metric, r.k, "summary_only")]
         # relstring's line goes before the first measure trec_eval prints after it
         before = sum(1 for metric, k, _ in wanted if _sort_key((metric, k)) < _RELSTRING_ORDER)
 
@@ -281,7 +278,7 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                 elif np.isnan(value):
                     continue
                 lines.append(TrecLine(name_of(metric, k, gamma), qid, value,
-                                      _integer(metric, k)))
+                                      _flag(metric, k, "integer")))
             if before == len(wanted):  # after every measure of the block
                 relstring_line(qid)
     if not summary:
@@ -302,7 +299,7 @@ def trec_eval_lines(run: RunResult, column: str = "original",
             if num_rel is not None and row.metric == "NumRel":
                 value = num_rel
         lines.append(TrecLine(name_of(row.metric, row.k, row.gamma), ALL, float(value),
-                              _integer(row.metric, row.k)))
+                              _flag(row.metric, row.k, "integer")))
     return lines
 
 
