@@ -3,18 +3,9 @@
 A paper prints, say, ``NDCG@10 = 0.4123`` for its method. Re-evaluating the method's saved
 scores gives four numbers for that metric: ``last <= tie_aware <= first`` and ``original``
 (the codebase's own ``np.argsort``), plus ``tie_aware_std``, the spread of the mean under
-random tie-breaking. :func:`judge_claim` compares the printed value with them:
-
-* ``'impossible'``: above ``first`` (or below ``last``) by more than the printed value's
-  rounding tolerance; no tie-breaking of these scores gives that number.
-* ``'tie-break only'``: not impossible, but above ``tie_aware`` by more than the spread
-  ``max(2 * tie_aware_std, tolerance)``; only a tie-breaker that favours the positive
-  (such as putting it first among equal scores) reaches it.
-* ``'consistent'``: everything else, including claims below ``tie_aware`` (flagged by the
-  ``detail`` field as ``'below tie-aware'``).
-
-The rounding tolerance is half a unit of the last printed digit: ``"0.4123"`` may stand for
-anything in [0.41225, 0.41235], so the tolerance is 5e-5, and ``"41.2%"`` gives 5e-4.
+random tie-breaking. :func:`judge_claim` compares the printed value with them, within its
+rounding tolerance (half a unit of the last printed digit: ``"0.4123"`` may stand for
+anything in [0.41225, 0.41235]); its Notes say what each verdict means.
 
 :func:`read_claims` reads the published numbers from a CSV file.
 """
@@ -146,9 +137,12 @@ def judge_claim(value, *, first, last, tie_aware, tie_aware_std, original,
     -----
     In order, with ``tol`` the tolerance and ``spread = max(2 * tie_aware_std, tol)``:
 
-    1. ``value > first + tol``: 'impossible', 'above first'.
+    1. ``value > first + tol``: 'impossible', 'above first' (no tie-breaking of these
+       scores gives that number).
     2. ``value < last - tol``: 'impossible', 'below last'.
-    3. ``value > tie_aware + spread``: 'tie-break only', 'above tie-aware'.
+    3. ``value > tie_aware + spread``: 'tie-break only', 'above tie-aware' (only a
+       tie-breaker that favours the positive, such as putting it first among equal
+       scores, reaches it).
     4. ``value < tie_aware - spread``: 'consistent', 'below tie-aware' (a lower number is
        what a pessimistic tie-breaker or an honest rounding down gives).
     5. otherwise 'consistent', 'matches tie-aware'.

@@ -12,20 +12,16 @@
 2. **Per-instance values** under the tie-aware column (expectation and tie-break variance)
    and the original column (the codebases' ``np.argsort``), from the exact counts
    ``(a, b)`` -- optionally under a what-if (:mod:`tieeval.kernels.whatif`).
-3. **Paired tests** (:func:`tieeval.analysis.stats.paired_comparison`): the mean difference
-   ``B - A``, its standard deviation under random tie-breaking (``difference_std``; 0 for
-   the deterministic original column), the paired t-test, the paired sign-flip
-   randomization test (exact for up to 20 instances, else ``permutations`` Monte Carlo
-   sign vectors from ``seed``, drawn per distinct difference by
-   :func:`tieeval.analysis.stats.sign_flip_p_value`) and the t-based confidence interval of the
-   mean difference.
-4. **Winner** under each column from the sign of the mean difference (``'B'``, ``'A'`` or
-   ``'tie'``), and a verdict sentence such as ``B wins under original, loses under
-   tie-aware`` when they disagree. The sign alone says nothing about chance: a column's
-   difference is **significant** when both paired tests reject "no difference" at level
-   ``1 - confidence`` (two-sided, ``p < 1 - confidence``); only then do the rendered
-   tables name a winner (``ColumnComparison.significant_winner``), and
-   :func:`significantly_worse` is the ``--fail-if-worse`` gate.
+3. **Paired tests** of each column (:func:`tieeval.analysis.stats.paired_comparison`, the
+   Monte Carlo sign flips drawn per distinct difference by
+   :func:`tieeval.analysis.stats.sign_flip_p_value`); ``difference_std`` is 0 for the
+   deterministic original column.
+4. **Winner** under each column from the sign of the mean difference, and a verdict
+   sentence such as ``B wins under original, loses under tie-aware`` when they disagree.
+   The sign alone says nothing about chance: only a **significant** difference
+   (``ColumnComparison.significant``: both paired tests reject "no difference") names a
+   winner in the rendered tables, and :func:`significantly_worse` is the
+   ``--fail-if-worse`` gate.
 
 :func:`rank_groups` ranks methods (seed-averaged run groups) by tie-aware value within each
 dataset and task, with the original ranking beside it and each method's move: the reading of
