@@ -186,29 +186,19 @@ def within_floor(row: MetricRow | None) -> bool:
                                  and diff / abs(row.original) <= SIGMA_FLOOR + TOLERANCE)
 
 
-def relative_gap(original: float, tie_aware: float) -> float | None:
-    if original == 0:
-        return 0.0 if tie_aware == 0 else None
-    return abs(tie_aware - original) / original
-
-
 def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
             row: MetricRow | None = None) -> float | None:
-    """The figure ``threshold`` bounds; ``row`` is the metric row to read (default: the
-    run's first row of ``metric``)."""
+    """The figure ``threshold`` bounds: a tie statistic of ``run`` (``metric`` is HR@K for
+    ``max_tie_decided``), else a figure of ``row``, the metric row checked."""
     kind = threshold.kind
     if kind == "max_tie_frequency":
         return run.ties.top_tie_frequency
     if kind == "max_positive_tie_frequency":
         return run.ties.positive_tie_frequency
     if kind == "max_tie_decided":
-        if metric is None or metric.k is None:
-            raise ParameterError("max_tie_decided needs a cutoff")
+        assert metric is not None and metric.k is not None
         return run.ties.tie_decided[int(metric.k)]
-    if row is None:
-        if metric is None:
-            raise ParameterError(f"{kind} needs a metric")
-        row = metric_rows(run, metric)[0]
+    assert row is not None
     original, tie_aware = row.original, row.tie_aware
     if tie_aware is None:  # no instance evaluated: nothing to bound
         return None
@@ -224,15 +214,15 @@ def measure(run: RunResult, threshold: Threshold, metric: Metric | None,
     if original is None:
         return None
     if kind in CHANGE_KINDS:
-        return relative_gap(original, tie_aware)
+        if original == 0:
+            return 0.0 if tie_aware == 0 else None
+        return abs(tie_aware - original) / original
     if kind == "max_change_sigma":
         diff = abs(original - tie_aware)
         if diff <= TOLERANCE:
             return 0.0
         return diff / row.tie_aware_std if row.tie_aware_std else None
-    if kind == "max_gap":
-        return abs(original - tie_aware)
-    return tie_aware  # "min"
+    return abs(original - tie_aware)  # max_gap
 
 
 def run_checks(runs: list[RunResult], thresholds: list[Threshold],

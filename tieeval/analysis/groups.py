@@ -14,6 +14,7 @@ mean of S seeds it is ``sqrt(sum of the seeds' tie_aware_std**2) / S``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import COLUMNS
@@ -75,11 +76,13 @@ def average(runs: list[RunResult]) -> GroupResult:
         known = [s for s in stds if s is not None]
         std = (None if len(known) < len(stds) else
                math.sqrt(math.fsum(s ** 2 for s in known)) / len(per_seed))
-        row = GroupMetricRow(
-            name, k, **{c: mean(values[c]) for c in COLUMNS}, tie_aware_std=std,
-            instances=sum(r.instances for r in per_seed), aggregate=per_seed[0].aggregate,
-            tie_aware_reason=per_seed[0].tie_aware_reason,
-            **{f"{c}_seed_std": seed_std(values[c]) for c in COLUMNS})
+        # each column's seed mean and its seed std
+        columns: dict[str, Any] = {c: mean(values[c]) for c in COLUMNS}
+        columns.update((f"{c}_seed_std", seed_std(values[c])) for c in COLUMNS)
+        row = GroupMetricRow(name, k, tie_aware_std=std,
+                             instances=sum(r.instances for r in per_seed),
+                             aggregate=per_seed[0].aggregate,
+                             tie_aware_reason=per_seed[0].tie_aware_reason, **columns)
         if per_seed[0].labelled:  # gamma, and the skipped instances summed over seeds
             row.gamma = per_seed[0].gamma
             row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set

@@ -2,7 +2,8 @@
 and the :class:`AuditItem` pairing a claim with the run group it was judged against.
 
 Reading claims and judging them is :mod:`tieeval.analysis.audit` (whose
-:func:`~tieeval.analysis.audit.judge_claim` says what each verdict means); rendering the items is :mod:`tieeval.report.audit`.
+:func:`~tieeval.analysis.audit.judge_claim` says what each verdict means); rendering the
+items is :mod:`tieeval.report.audit`.
 """
 
 from __future__ import annotations
