@@ -88,9 +88,8 @@ def average(runs: list[RunResult]) -> GroupResult:
             row.skipped = sum(r.skipped for r in per_seed if r.skipped is not None)  # all set
         rows.append(row)
     stats = {f: [getattr(run.ties, f) for run in runs] for f in TIE_FIELDS}
-    ks = list(runs[0].ties.tie_decided)
     # the cutoffs every run has a tie-decided share for
-    decided = {k: [run.ties.tie_decided[k] for run in runs] for k in ks
+    decided = {k: [run.ties.tie_decided[k] for run in runs] for k in runs[0].ties.tie_decided
                if all(k in run.ties.tie_decided for run in runs)}
     ties = GroupTies({f: math.fsum(v) / len(v) for f, v in stats.items()},
                      {f: seed_std(v) for f, v in stats.items()},

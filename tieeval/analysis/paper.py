@@ -36,8 +36,6 @@ from tieeval.records.paper import (  # noqa: F401 - the table records, where the
 )
 from tieeval.records.results import relative_change
 
-TABLES = (1, 3, 4)
-
 
 def _ordered(values) -> list:
     return list(dict.fromkeys(values))
@@ -138,7 +136,7 @@ def paper_table(number: int, groups: list[GroupResult]) -> PaperTable:
     """Table ``number`` (1, 3 or 4) of the paper from run groups."""
     builders = {1: table1, 3: table3, 4: table4}
     if number not in builders:
-        raise ParameterError(f"table must be one of {', '.join(map(str, TABLES))}, "
+        raise ParameterError(f"table must be one of {', '.join(map(str, builders))}, "
                              f"got {number!r}")
     return builders[number](groups)
 

@@ -251,9 +251,8 @@ def paired_comparison(a_values, b_values, *, a_variance=None, b_variance=None,
 
     Edge cases, chosen so that every field stays JSON-friendly (None, never NaN):
 
-    * ``n == 0`` raises :class:`~tieeval.errors.ParameterError`.
-    * ``n == 1``: nothing can be tested; ``statistic``, both p-values and the interval are
-      None.
+    * ``n == 0`` raises :class:`~tieeval.errors.ParameterError`; at ``n == 1`` nothing
+      can be tested (:class:`PairedResult`).
     * All differences zero: ``statistic = 0.0``, both p-values 1.0 and the interval
       (0.0, 0.0). (``scipy.stats.ttest_rel`` returns NaN here.)
     * All differences equal and non-zero: ``s = 0``, so ``statistic`` is +-inf,
