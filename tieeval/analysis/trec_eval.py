@@ -258,17 +258,16 @@ def trec_eval_lines(run: RunResult, column: str = "original",
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
                   if not _flag(r.metric, r.k, "summary_only")]
-        # relstring's line goes before the first measure trec_eval prints after it
+        # relstring's line (None) goes before the first measure trec_eval prints after it
         before = sum(1 for metric, k, _ in wanted if _sort_key((metric, k)) < _RELSTRING_ORDER)
-
-        def relstring_line(qid: str) -> None:
-            if relstring is not None and qid in relstring[1]:
-                lines.append(TrecLine(relstring[0], qid, f"'{relstring[1][qid]}'"))
-
+        block: list[tuple | None] = [*wanted[:before], None, *wanted[before:]]
         for i, qid in enumerate(per_query.qids):
-            for at, (metric, k, gamma) in enumerate(wanted):
-                if at == before:
-                    relstring_line(qid)
+            for item in block:
+                if item is None:
+                    if relstring is not None and qid in relstring[1]:
+                        lines.append(TrecLine(relstring[0], qid, f"'{relstring[1][qid]}'"))
+                    continue
+                metric, k, gamma = item
                 found = per_query.values.get((metric, k, gamma))
                 if found is None:
                     continue
@@ -279,8 +278,6 @@ def trec_eval_lines(run: RunResult, column: str = "original",
                     continue
                 lines.append(TrecLine(name_of(metric, k, gamma), qid, value,
                                       _flag(metric, k, "integer")))
-            if before == len(wanted):  # after every measure of the block
-                relstring_line(qid)
     if not summary:
         return lines
     if runid:
