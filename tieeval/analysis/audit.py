@@ -264,9 +264,8 @@ def read_claims(path) -> list[Claim]:
     -----
     * ``metric`` is a registry name (HR, NDCG, MRR; case-insensitive), either with its
       cutoff (``NDCG@10``) or with the cutoff in ``k``.
-    * ``value`` is the number as published, kept as text too, since its printed digits set
-      the rounding tolerance. A trailing ``%`` divides by 100 (``41.23%`` is 0.4123). A
-      bare number above 1 is refused rather than guessed to be a percentage.
+    * ``value`` is the number as published (:func:`parse_value`), kept as text too, since
+      its printed digits set the rounding tolerance.
     * ``gamma``, when given, is a number >= 0 and only on a signed metric (SHR, SRecall,
       SDCG, SNDCG); an empty cell leaves the claim's gamma to :func:`audit_groups`.
 

@@ -130,8 +130,4 @@ class RankLists:
 
 def instance_name(value: object) -> str:
     """An instance id as messages show it: integers plain, strings quoted."""
-    if isinstance(value, (str, bytes)):
-        return repr(value)
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return str(value)
+    return repr(value) if isinstance(value, (str, bytes)) else str(value)
