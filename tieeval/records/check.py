@@ -97,11 +97,9 @@ class Outcome:
 def signed_change(row: MetricRow) -> float | None:
     """``(tie_aware - original) / original``: negative when Original overstates the
     tie-aware value (None when the original is 0 and the tie-aware value is not)."""
-    if row.original is None or row.tie_aware is None:
-        return None
-    if row.original == 0:
-        return 0.0 if row.tie_aware == 0 else None
-    return (row.tie_aware - row.original) / row.original
+    if row.original == 0 and row.tie_aware == 0:
+        return 0.0
+    return row.change_original_to_tie_aware
 
 
 @dataclass(frozen=True)
