@@ -44,10 +44,6 @@ def seed_std(values: list[float]) -> float | None:
     return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
 
 
-def group_key(run: RunResult) -> tuple:
-    return tuple(run.run_labels.get(k) for k in GROUP_KEYS)
-
-
 def average(runs: list[RunResult]) -> GroupResult:
     """Average runs of one group (same metrics in the same order) over their seeds."""
     if not runs:
@@ -108,7 +104,7 @@ def group_runs(runs: list[RunResult]) -> tuple[list[GroupResult], list[str]]:
     """
     order: dict[tuple, list[RunResult]] = {}
     for run in runs:
-        order.setdefault(group_key(run), []).append(run)
+        order.setdefault(tuple(run.run_labels.get(k) for k in GROUP_KEYS), []).append(run)
     groups, warnings = [], []
     for key, members in order.items():
         groups.append(average(members))
