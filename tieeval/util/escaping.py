@@ -36,7 +36,7 @@ import re
 TARGETS = ("line", "markdown", "html", "latex", "xml", "csv", "rich", "plot", "github-data",
            "github-property")
 
-_MARKDOWN = "|*_`[]<>"
+_MARKDOWN = re.compile(r"([\\|*_`\[\]<>])")  # a backslash and the characters it escapes
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
@@ -87,10 +87,7 @@ def escape(text, to: str = "line") -> str:
     if to in ("line", "xml", "csv"):
         return line
     if to == "markdown":
-        out = line.replace("\\", "\\\\")
-        for ch in _MARKDOWN:
-            out = out.replace(ch, "\\" + ch)
-        return out
+        return _MARKDOWN.sub(r"\\\1", line)
     if to == "html":
         from html import escape as html_escape
         return html_escape(line, quote=True)
