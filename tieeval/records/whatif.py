@@ -67,9 +67,7 @@ class WhatIf:
         elif self.tolerance is not None:
             parts.append(f"scores within {self.tolerance:g} of the positive (and of the row "
                          "maximum) counted as tied")
-        if not parts:
-            return "none"
-        return "; then ".join(parts)
+        return "; then ".join(parts) or "none"
 
     def to_dict(self) -> dict[str, Any]:
         return {"cast": self.cast, "tolerance": self.tolerance,
