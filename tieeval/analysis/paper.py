@@ -34,7 +34,6 @@ from tieeval.records.paper import (  # noqa: F401 - the table records, where the
     Row,
     Section,
 )
-from tieeval.records.results import relative_change
 
 
 def _ordered(values) -> list:
@@ -147,16 +146,11 @@ def paper_table(number: int, groups: list[GroupResult]) -> PaperTable:
 def inflation(group: GroupResult) -> float | None:
     """Mean relative drop ``(original - tie_aware) / original`` over the group's metrics.
 
-    Computed from the seed means; metrics whose original mean is 0 have no relative drop
-    and are left out (None when every metric is).
+    Computed from the seed means; metrics without both means, or whose original mean is 0,
+    have no relative drop and are left out (None when every metric is).
     """
-    drops = []
-    for row in group.metrics:
-        if row.original is None or row.tie_aware is None:  # no mean: no relative drop
-            continue
-        change = relative_change(row.original, row.tie_aware)
-        if change is not None:
-            drops.append(-change)
+    changes = [row.change_original_to_tie_aware for row in group.metrics]
+    drops = [-change for change in changes if change is not None]
     return math.fsum(drops) / len(drops) if drops else None
 
 
