@@ -41,17 +41,16 @@ from tieeval.records.trec_eval import TrecLine
 ALL = "all"
 
 
+#: the relevance options under which tieeval's values are trec_eval's definitions
+_TREC_OPTIONS = {"gain": "linear", "discount": "log2", "ap_norm": "R", "short_list": "pad",
+                 "recall_norm": "relevant", "precision_norm": "K", "relevant_scores": "any"}
+
+
 def trec_names_apply(run: RunResult) -> bool:
     """True when the run's options are trec_eval's definitions (linear gain, log2
     discount, AP over R), so that trec_eval's names describe its values."""
-    rel = run.relevance
-    if rel is None:
-        return True
-    return (rel.get("gain", "linear") == "linear" and rel.get("discount", "log2") == "log2"
-            and rel.get("ap_norm", "R") == "R" and rel.get("short_list", "pad") == "pad"
-            and rel.get("recall_norm", "relevant") == "relevant"
-            and rel.get("precision_norm", "K") == "K"
-            and rel.get("relevant_scores", "any") == "any")
+    rel = run.relevance or {}
+    return all(rel.get(key, value) == value for key, value in _TREC_OPTIONS.items())
 
 
 def measure_name(metric: str, k, gamma: float | None, trec_names: bool = True) -> str:
