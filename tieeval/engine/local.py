@@ -41,9 +41,8 @@ from tieeval.engine.request import (
 )
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
-    DEFAULT_BATCH_ROWS,
-    TARGET_BATCH_BYTES,
     Dump,
+    LabelledDump,
     ReadAgain,
     ReadOptions,
     RelevanceInfo,
@@ -137,21 +136,15 @@ def evaluate_dump(dump: Dump, metrics: list[Metric] | None = None, *, nan_policy
                   progress=None, jobs: int = 1, relevance: RelOptions | None = None,
                   what_if=None, run_labels: dict | None = None,
                   original: str | None = None) -> RunResult:
-    """Evaluate an opened dump.
+    """Evaluate an opened dump: :func:`evaluate_path`'s run once the dump is open.
 
-    ``metrics``: Metric values or names (None: the defaults of the dump's kind).
-    ``batch_rows``: rows per batch (None: about 16 MB of scores); the result does not depend
-    on it. ``jobs``: worker processes (1: this process; 0: one per core); the result does
-    not depend on it either. ``progress(rows, nbytes)`` (or ``progress(rows)``) is called
-    after each batch or part; negative values take back a run that had to start over.
-    ``relevance``: options of labelled metrics (:class:`tieeval.metrics.options.RelOptions`).
-    ``what_if``: a :class:`tieeval.records.whatif.WhatIf` (cast and/or tolerance); the
-    result then carries it. ``run_labels`` (``labels``, its older name): method / dataset /
-    task / seed over the dump's own metadata, as ``--meta`` sets them; not relevance labels,
-    which a dump carries in its ``labels`` field. ``original``: the Original column's rule,
-    one of :data:`tieeval.records.results.ORIGINAL_RULES` (None: ``argsort``, or ``trec`` for TREC
-    runs; ``given`` reads the dump's ``ranking`` field); the result records a rule other
-    than that default as ``original_rule``.
+    ``metrics``: Metric values or names (None: the defaults of the dump's kind);
+    ``relevance``: the labelled options as one :class:`~tieeval.metrics.options.RelOptions`;
+    ``what_if``: a :class:`tieeval.records.whatif.WhatIf`, which the result then carries;
+    ``batch_rows``, ``jobs``, ``progress``, ``run_labels`` (``labels``) and ``original``
+    as for :func:`evaluate_path` (``progress`` may receive negative values that take back
+    a run that had to start over); the result records an ``original`` rule other than
+    the dump's default as ``original_rule``.
     """
     request = EvalOptions(metrics, nan_policy=nan_policy, jobs=check_jobs(jobs),
                       batch_rows=check_batch_rows(batch_rows), relevance=relevance,
@@ -345,35 +338,25 @@ def evaluate_path(path, metrics=None, *, k=DEFAULT_KS, jobs: int | None = 1,
                   spark_conf=None) -> RunResult:
     """Open and evaluate one dump file: the Python form of ``tieeval compare PATH``.
 
-    ``metrics``: a name (``"NDCG@10"``, ``"MRR"``), a :class:`Metric`, or a list of them (a
-    name without a cutoff is one metric per given ``k``; ``"MRR@all"`` the whole list);
-    None gives the defaults for ``k`` (one cutoff or several) of the dump's kind.
-    ``jobs``: worker processes (1: this process; 0 or None: one per core); ``engine``:
-    ``"local"`` or ``"spark"`` (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark);
-    ``spark_conf``: Spark settings for the session the Spark engine starts, as
-    ``--spark-conf`` (a dict, ``(key, value)`` pairs or ``"KEY=VALUE"`` strings; over
-    ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS`` and ``TIEEVAL_SPARK_MASTER``).
+    The metrics and their options are :func:`evaluate`'s (``metrics``, ``k``, ``gamma``,
+    ``convention``, ``relevance_level``, ``cast``, ``original`` ...), with the same
+    meanings and errors; what differs:
+
     ``options``: field names and layout (:class:`~tieeval.io.base.ReadOptions`, or
     :class:`~tieeval.io.base.RelevanceReadOptions` for renamed relevance fields); ``qrels``
     reads ``path`` as a TREC run judged by that qrels file; then ``missing_queries``
     (``"skip"``, the default, or ``"zero"``: trec_eval ``-c``, judged queries the run does
     not answer count 0) and ``judged_only`` (trec_eval ``-J``: unjudged documents leave the
-    ranking; not with ``depth``) choose its query set and documents. ``relevance_level``
-    (trec_eval ``-l``: relevant means label >= N) and ``depth`` (trec_eval ``-M``: the top
-    N documents of each ranking) apply to every labelled dump. ``gamma``, ``gain``,
-    ``discount``, ``alpha``, ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``,
-    ``precision_norm``, ``relevant_scores`` (``"positive"``: Precision, Recall's hits, MRR
-    and MAP count a relevant item only when its score is > 0, as torchmetrics does),
-    ``both``, ``no_relevant``: the labelled options, as on the command line (or
-    ``relevance=RelOptions(...)``); None is the default, or the ``convention``'s
-    (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"lenskit"``,
-    ``"cornac"``, ``"recommenders"``, ``"implicit"``, ``"torchmetrics"``: that library's
-    metrics at each ``k`` and its definitions; options given override it).
-    ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``): a precision what-if.
-    ``run_labels``: method / dataset / task / seed for this run, as ``--meta`` (over the
-    file's own metadata); ``labels`` is their older keyword. ``batch_rows`` and ``jobs``
-    never change the result. Bad arguments raise :class:`~tieeval.errors.ParameterError`,
-    bad data :class:`~tieeval.errors.InputError`, with the command line's messages.
+    ranking; not with ``depth``) choose its query set and documents. The Original rule
+    defaults to ``trec`` for TREC runs. ``jobs``: worker processes (1: this process; 0 or
+    None: one per core); ``engine``: ``"local"`` or ``"spark"``
+    (:func:`tieeval.engine.spark.evaluate_path`; needs pyspark); ``spark_conf``: Spark
+    settings for the session the Spark engine starts, as ``--spark-conf`` (a dict,
+    ``(key, value)`` pairs or ``"KEY=VALUE"`` strings; over ``spark-defaults.conf``,
+    ``PYSPARK_SUBMIT_ARGS`` and ``TIEEVAL_SPARK_MASTER``). ``run_labels`` go over the
+    file's own metadata; ``labels`` is their older keyword. ``progress(rows, nbytes)`` (or
+    ``progress(rows)``) is called as the dump is read. ``batch_rows`` and ``jobs`` never
+    change the result.
     """
     # every keyword but the path and the callback is an option (KEYWORDS, checked by
     # tests/engine/test_options.py): a new option reaches the run without a line here
@@ -513,46 +496,23 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 # In-memory arrays
 
 
-class _ArrayDump:
+def _array_dump(batch: Batch, path: str, relevance: RelevanceInfo | None) -> LabelledDump:
     """In-memory arrays dressed as a dump, so arrays take the one pipeline too: cut into
     batches of the size a file of the same rows would be read in (views of the arrays,
     :meth:`Batch.take`), so that the kernel's working memory is bounded by the batch and
     batches run on the sort threads, as a file's do."""
+    rows, nbytes = batch.rows, int(batch.scores.nbytes)
 
-    def __init__(self, batch: Batch, path: str, dtype, relevance: RelevanceInfo | None):
-        self.batch, self.path, self.dtype, self.relevance = batch, path, dtype, relevance
-        self.metadata: dict = {}
-        self.warnings: list = []
-        self.nbytes = int(batch.scores.nbytes)
-        self.parts = None
-        self.rows = batch.rows
-        # a dump's automatic batch size follows the bytes of a row of scores
-        self.row_bytes = -(-self.nbytes // max(1, batch.rows))
-
-    def batch_size(self, batch_rows=None) -> int:
-        if batch_rows is not None:
-            return batch_rows
-        if self.row_bytes <= 0:
-            return DEFAULT_BATCH_ROWS
-        return int(max(1, min(DEFAULT_BATCH_ROWS, TARGET_BATCH_BYTES // self.row_bytes)))
-
-    def batches(self, batch_rows=None):
-        size = self.batch_size(batch_rows)
-        rows = self.batch.rows
+    def batches(size: int) -> Iterator[Batch]:
         if rows <= size:
-            yield self.batch
+            yield batch
             return
         for lo in range(0, rows, size):
-            yield self.batch.take(lo, min(lo + size, rows))
-
-    def verify(self) -> None:
-        pass
-
-    def settle(self) -> None:
-        pass
-
-    def start_over(self, reason) -> None:  # pragma: no cover - arrays never restart
-        raise InputError(f"{self.path}: {reason}")
+            yield batch.take(lo, min(lo + size, rows))
+    # a dump's automatic batch size follows the bytes of a row of scores
+    return LabelledDump(path, "array", batch.scores.dtype, _batches=batches, rows=rows,
+                        nbytes=nbytes, row_bytes=-(-nbytes // max(1, rows)),
+                        relevance=relevance)
 
 
 #: evaluate()'s keywords that carry the data, not options (see :func:`array_batch`)
@@ -592,23 +552,29 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     ``items`` (the scores' layout) enables the duplicate check. ``k``: one cutoff or
     several; ``metrics``: a name such as ``"NDCG@10"``, a :class:`Metric`, or a list (a
     name without a cutoff, ``"NDCG"``, is one metric per given ``k``; ``"NDCG@all"`` the
-    whole list). ``gamma`` (one value or several), ``gain``, ``discount``, ``alpha``,
-    ``log_base``, ``short_list``, ``ap_norm``, ``recall_norm``, ``precision_norm``,
-    ``relevant_scores``, ``both``, ``no_relevant``:
-    the labelled
-    options of the command line (or ``relevance=RelOptions(...)``); ``convention`` presets
-    the metrics and their definitions as :func:`evaluate_path` does; ``relevance_level``
-    (trec_eval ``-l``) and ``depth`` (trec_eval ``-M``) as there. ``original``: the
-    Original column's rule, as ``--original`` (None: ``argsort``); ``ranking``: what the
-    codebase ranked, per row its candidate indices top first (a 2-D int array or a list of
-    lists, as ``save_scores(..., ranking=...)`` takes it), read by ``original="given"``.
+    whole list); None gives the defaults for ``k`` of the data's kind. ``gamma`` (one
+    value or several), ``gain``, ``discount``, ``alpha``, ``log_base``, ``short_list``,
+    ``ap_norm``, ``recall_norm``, ``precision_norm``, ``relevant_scores`` (``"positive"``:
+    Precision, Recall's hits, MRR and MAP count a relevant item only when its score is
+    > 0, as torchmetrics does), ``both``, ``no_relevant``: the labelled options, as on the
+    command line (or ``relevance=RelOptions(...)``); None is the default, or the
+    ``convention``'s (``"paper"``, ``"recbole"``, ``"trec_eval"``, ``"ranx"``,
+    ``"sklearn"``, ``"lenskit"``, ``"cornac"``, ``"recommenders"``, ``"implicit"``,
+    ``"torchmetrics"``: that library's metrics at each ``k`` and its definitions; options
+    given override it). ``relevance_level`` (trec_eval ``-l``: relevant means label >= N)
+    and ``depth`` (trec_eval ``-M``: the top N documents of each ranking) apply to every
+    labelled row. ``original``: the Original column's rule, as ``--original`` (None:
+    ``argsort``); ``ranking``: what the codebase ranked, per row its candidate indices top
+    first (a 2-D int array or a list of lists, as ``save_scores(..., ranking=...)`` takes
+    it), read by ``original="given"``. ``cast`` / ``tolerance`` (or ``what_if=WhatIf(...)``):
+    a precision what-if. ``run_labels``: method / dataset / task / seed for this run, as
+    ``--meta``. ``path`` names the data in messages and in the result.
+
     The figures are those of :func:`evaluate_path` on the same arrays saved with
-    :func:`~tieeval.io.writers.save_scores`. ``cast`` /
-    ``tolerance`` (or ``what_if``): a precision what-if. ``run_labels``: method / dataset /
-    task / seed. ``path`` names the data in messages and in the result. Returns a
-    :class:`~tieeval.records.results.RunResult` whose ``to_dict()`` is what ``tieeval compare
-    --format json`` gives for the same data in a file. Bad arguments raise
-    :class:`~tieeval.errors.ParameterError`, bad data :class:`~tieeval.errors.InputError`.
+    :func:`~tieeval.io.writers.save_scores`: a :class:`~tieeval.records.results.RunResult`
+    whose ``to_dict()`` is what ``tieeval compare --format json`` gives for the same data
+    in a file. Bad arguments raise :class:`~tieeval.errors.ParameterError`, bad data
+    :class:`~tieeval.errors.InputError`, with the command line's messages.
 
     >>> import numpy as np
     >>> r = evaluate(np.array([[1.0, 1.0, 0.5], [0.9, 0.1, 0.2]], dtype=np.float32), k=[1])
@@ -625,9 +591,7 @@ def evaluate(scores, k=DEFAULT_KS, positive=None, *, labels=None, positives=None
     request = EvalOptions.from_keywords(**given)
     from tieeval.engine.arrays import array_batch  # arrays only: not for dumps
     batch, info = array_batch(**arrays, path=path)
-    dump = _ArrayDump(batch, path, batch.scores.dtype, info)
-    # _ArrayDump has the part of the Dump interface the driver uses
-    result = drive(dump, request)  # type: ignore[arg-type]
+    result = drive(_array_dump(batch, path, info), request)
     assert result is not None
     return result
 
@@ -640,13 +604,9 @@ def evaluate_labels(scores, labels, offsets=None, *, k=DEFAULT_KS, metrics=None,
                     convention: str | None = None, nan_policy: str = "raise",
                     path: str = "<array>", what_if=None, cast: str | None = None,
                     tolerance: float | None = None) -> RunResult:
-    """Evaluate in-memory labelled rows: ``evaluate(scores, labels=labels, ...)``.
-
-    ``scores`` and ``labels`` are ``(instances, candidates)`` arrays, or flat arrays with
-    ``offsets`` (``instances + 1`` row boundaries). Labels: ``> 0`` relevant with that gain,
-    ``0`` unobserved, ``< 0`` an explicit negative. ``items`` (same layout) enables the
-    duplicate check. ``gamma`` is one value or several (one row per gamma for signed
-    metrics). Without ``metrics``: HR@K, Recall@K, NDCG@K for every ``k``, MRR and MAP.
+    """Evaluate in-memory labelled rows: ``evaluate(scores, labels=labels, ...)``, whose
+    arguments these are; ``labels`` is required. Without ``metrics``: HR@K, Recall@K,
+    NDCG@K for every ``k``, MRR and MAP.
 
     >>> import numpy as np
     >>> r = evaluate_labels(np.array([[0.9, 0.9, 0.1]]), np.array([[1, 0, 2]]),
