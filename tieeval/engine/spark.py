@@ -131,10 +131,9 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
     ``positives``/``negatives``, ``items``, names from ``options`` when it is a
     :class:`~tieeval.io.base.RelevanceReadOptions`) or the long layout (``instance``,
     ``position``, ``score`` and optional ``label`` columns, names from ``options``);
-    ``layout='auto'`` picks by the columns, as the local reader does. ``metrics`` (Metric
-    objects or names) overrides ``k``; without it a labelled dump gets HR@K, Recall@K,
-    NDCG@K, MRR and MAP. ``relevance``: options of labelled metrics
-    (:class:`~tieeval.metrics.options.RelOptions`: gain, discount, gammas, ``both`` ...).
+    ``layout='auto'`` picks by the columns, as the local reader does. ``metrics``, ``k``,
+    ``nan_policy`` and ``relevance`` (one :class:`~tieeval.metrics.options.RelOptions`) as
+    for :func:`tieeval.evaluate`.
     ``warnings``: the reader's, put first in the result's, as the local engine does.
     """
     check_nan_policy(nan_policy)
@@ -407,8 +406,7 @@ def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence 
 def _answer_row(record):
     """An answer record batch (one row) as the row :func:`gather` reads."""
     from pyspark.sql import Row
-    got = record.to_pylist()[0]
-    return Row(**got)
+    return Row(**record.to_pylist()[0])
 
 
 def _spark_label_type(arrow_type):

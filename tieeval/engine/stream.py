@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from tieeval.engine.arrays import array_batch
-from tieeval.engine.local import ARRAY_KEYWORDS, evaluate, kernel_for
+from tieeval.engine.local import ARRAY_KEYWORDS, evaluate, request_kernel
 from tieeval.engine.request import EvalOptions
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import RelevanceInfo
@@ -142,16 +142,13 @@ class TieAware:
     def _kernel_of(self, kind: tuple[Any, ...] | None) -> Kernel:
         """The kernel of these options for rows whose relevance is of ``kind`` (None: one
         positive per row; else the source, the items flag and the fields given)."""
-        route = getattr(self, "_routes", {}).get(kind)
+        route = self._routes.get(kind)
         if route is not None:
             return route[0]
         relevance = None if kind is None else RelevanceInfo(kind[0], items=kind[1],
                                                             fields=tuple(kind[2]))
-        request = self.request
-        return kernel_for(_Stream(self.path, relevance),  # type: ignore[arg-type]
-                          request.metrics, relevance=request.relevance,
-                          nan_policy=request.nan_policy, what_if=request.what_if,
-                          original=request.original)
+        return request_kernel(_Stream(self.path, relevance),  # type: ignore[arg-type]
+                              self.request)
 
     def _start(self, relevance: Any, dtype: np.dtype[Any], where: str) -> Kernel:
         """The kernel of the first batch; later batches must carry the same kind of
@@ -180,12 +177,11 @@ class TieAware:
                offsets: Any = None, ranking: Any = None) -> None:
         """Add a batch of rows: ``scores`` ``(rows, candidates)`` (numpy, a torch tensor
         on any device, ragged rows or flat values with ``offsets``, as
-        :func:`~tieeval.evaluate` takes them) and their relevance, given as ``evaluate``
-        takes it: ``positive`` (each row's one positive column; default column 0),
-        ``positives`` / ``negatives`` (column indices per row: one per row, ``-1``-padded,
-        or a list of lists), ``labels`` in the scores' layout; ``items`` and ``ranking``
-        as there. A ``-inf`` score is a masked candidate, as in ``evaluate``: it ranks
-        below every finite score and never ties with a finite positive."""
+        :func:`~tieeval.evaluate` takes them); their relevance (``positive``, default
+        column 0, ``positives`` / ``negatives`` or ``labels``), ``items`` and ``ranking``
+        as ``evaluate`` takes them. A ``-inf`` score is a masked candidate, as in
+        ``evaluate``: it ranks below every finite score and never ties with a finite
+        positive."""
         where = f"the batch from row {self.rows}"
         if (_is_tensor(scores) and labels is None and negatives is None and items is None
                 and offsets is None and ranking is None and scores.dim() == 2
