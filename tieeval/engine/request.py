@@ -26,6 +26,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tieeval.engine.arguments import (
     REL_KEYWORDS,
     check_engine,
@@ -50,7 +52,7 @@ from tieeval.metrics.conventions import atol_grades
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 
-__all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "from_keywords", "check_jobs",
+__all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "check_jobs",
            "read_options_of"]
 
 
@@ -77,15 +79,9 @@ def check_jobs(jobs) -> int:
     process on every core, or one worker per core for big dumps: ``--jobs 0``)."""
     if jobs is None:
         return 0
-    if isinstance(jobs, bool) or not isinstance(jobs, int) and not _is_numpy_int(jobs) \
-            or jobs < 0:
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
         raise ParameterError(f"jobs must be a whole number >= 0 (0: every core), got {jobs!r}")
     return int(jobs)
-
-
-def _is_numpy_int(value) -> bool:
-    import numpy as np
-    return isinstance(value, np.integer)
 
 
 @dataclass(frozen=True)
@@ -183,9 +179,28 @@ class EvalOptions:
 
     @classmethod
     def from_keywords(cls, **given: Any) -> "EvalOptions":
-        """The options of the Python API's keywords (``k=``, ``gamma=``, ``cast=`` ...),
-        checked with its messages: see :func:`from_keywords`."""
-        return from_keywords(**given)
+        """The options of the Python API's keywords (:data:`KEYWORDS`: ``k=``, ``gamma=``,
+        ``cast=`` ...; those not given take their defaults), each checked with the command
+        line's message, in the order the API has always checked them. An unknown keyword
+        is a TypeError, as a function's own."""
+        unknown = [name for name in given if name not in KEYWORDS]
+        if unknown:
+            raise TypeError(f"EvalOptions.from_keywords() got an unexpected keyword argument "
+                            f"{unknown[0]!r}")
+        kw = {name: given.get(name, keyword.default) for name, keyword in KEYWORDS.items()}
+        chosen = metric_list(kw["metrics"], kw["k"])
+        check_nan_policy(kw["nan_policy"])
+        jobs = check_jobs(kw["jobs"])
+        batch_rows = check_batch_rows(kw["batch_rows"])
+        rel = rel_options(kw["relevance"], {name: kw[name] for name in REL_KEYWORDS})
+        what_if = what_if_of(kw["what_if"], kw["cast"], kw["tolerance"])
+        names = run_labels_of(kw["run_labels"], kw["labels"])
+        engine = check_engine(kw["engine"])
+        read = read_options_of(kw["options"], kw["qrels"], kw["missing_queries"],
+                               kw["judged_only"])
+        return cls(chosen, read, rel, kw["nan_policy"], kw["original"], what_if, engine,
+                   jobs, batch_rows, names,
+                   spark_conf=() if kw["spark_conf"] is None else kw["spark_conf"])
 
 
 def read_options_of(options, qrels=None, missing_queries=None, judged_only=False
@@ -225,10 +240,9 @@ class Keyword:
     field: str
 
 
-#: The Python API's option keywords, in the order they are checked: the one declaration
-#: that :meth:`EvalOptions.from_keywords` reads and that the public signatures and the
-#: command line's options are checked against. The labelled ones (``gamma=``, ``gain=``
-#: ...) are :data:`tieeval.engine.arguments.REL_KEYWORDS`; ``labels`` is the older name of
+#: The Python API's option keywords, in the order they are checked (see the module doc).
+#: The labelled ones (``gamma=``, ``gain=`` ...) are
+#: :data:`tieeval.engine.arguments.REL_KEYWORDS`; ``labels`` is the older name of
 #: ``run_labels``, ``options`` the reading options (``qrels`` and the TREC options join them).
 KEYWORDS: dict[str, Keyword] = {
     "metrics": Keyword(None, "metrics"),
@@ -251,28 +265,3 @@ KEYWORDS: dict[str, Keyword] = {
     "original": Keyword(None, "original"),
     "spark_conf": Keyword(None, "spark_conf"),
 }
-
-
-def from_keywords(**given: Any) -> EvalOptions:
-    """The :class:`EvalOptions` of the Python API's keywords (:data:`KEYWORDS`; those not
-    given take their defaults), each checked with the command line's message, in the
-    order the API has always checked them. An unknown keyword is a TypeError, as a
-    function's own."""
-    unknown = [name for name in given if name not in KEYWORDS]
-    if unknown:
-        raise TypeError(f"EvalOptions.from_keywords() got an unexpected keyword argument "
-                        f"{unknown[0]!r}")
-    kw = {name: given.get(name, keyword.default) for name, keyword in KEYWORDS.items()}
-    chosen = metric_list(kw["metrics"], kw["k"])
-    check_nan_policy(kw["nan_policy"])
-    jobs = check_jobs(kw["jobs"])
-    batch_rows = check_batch_rows(kw["batch_rows"])
-    rel = rel_options(kw["relevance"], {name: kw[name] for name in REL_KEYWORDS})
-    what_if = what_if_of(kw["what_if"], kw["cast"], kw["tolerance"])
-    names = run_labels_of(kw["run_labels"], kw["labels"])
-    engine = check_engine(kw["engine"])
-    read = read_options_of(kw["options"], kw["qrels"], kw["missing_queries"],
-                           kw["judged_only"])
-    return EvalOptions(chosen, read, rel, kw["nan_policy"], kw["original"], what_if, engine,
-                       jobs, batch_rows, names,
-                       spark_conf=() if kw["spark_conf"] is None else kw["spark_conf"])
