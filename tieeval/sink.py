@@ -420,9 +420,6 @@ class SinkFile(io.RawIOBase):
         self.written = 0  # bytes handed to write(), for callers that report a size
 
     # -- io interface ------------------------------------------------------------------
-    def readable(self) -> bool:
-        return False
-
     def writable(self) -> bool:
         return True
 

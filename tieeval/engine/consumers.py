@@ -256,20 +256,20 @@ def _instance_order(dump) -> np.ndarray | None:
     return None if order is None else order()
 
 
+# the fields of InstanceValues that the consumers keep and reorder
+_KEPT = ("original", "first", "last", "tie_aware", "variance", "tie_decided", "defined")
+
+
 def take_instances(values: InstanceValues, order: np.ndarray) -> InstanceValues:
     """``values`` with its instances in ``order`` (the fields :func:`_concat` keeps)."""
-    def at(x):
+    def at(name):
+        x = getattr(values, name)
         return None if x is None else np.asarray(x)[order]
-    return InstanceValues(at(values.original), at(values.first), at(values.last),
-                          at(values.tie_aware), at(values.variance), at(values.tie_decided),
-                          at(values.defined))
+    return InstanceValues(*(at(name) for name in _KEPT))
 
 
 def _concat(values: list[InstanceValues]) -> InstanceValues:
     def cat(name):
         got = [getattr(v, name) for v in values]
-        if any(g is None for g in got):
-            return None
-        return np.concatenate(got)
-    return InstanceValues(*(cat(name) for name in ("original", "first", "last", "tie_aware",
-                                                   "variance", "tie_decided", "defined")))
+        return None if any(g is None for g in got) else np.concatenate(got)
+    return InstanceValues(*(cat(name) for name in _KEPT))

@@ -218,7 +218,7 @@ def stop_workers() -> None:
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     # the pool's own thread may stumble on futures cancelled meanwhile (Python 3.11 marks
     # them failed): nothing to report while the process ends
-    hook, threading.excepthook = threading.excepthook, _quiet_excepthook
+    hook, threading.excepthook = threading.excepthook, lambda args: None
     try:
         _stop_pools()
     finally:
@@ -244,10 +244,6 @@ def _stop_pools() -> None:
             executor.shutdown(wait=True, cancel_futures=True)
         except Exception:  # pragma: no cover - a broken pool is what we want here
             pass
-
-
-def _quiet_excepthook(args) -> None:
-    pass
 
 
 @atexit.register
