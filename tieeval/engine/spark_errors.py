@@ -42,15 +42,13 @@ class SparkFailure(TieevalError):
 
 _CONNECTORS = {  # scheme: (connector, the package that provides it)
     "s3a": ("S3 (hadoop-aws)", "org.apache.hadoop:hadoop-aws:{hadoop}"),
-    "s3": ("S3 (hadoop-aws, as s3a://)", "org.apache.hadoop:hadoop-aws:{hadoop}"),
-    "s3n": ("S3 (hadoop-aws, as s3a://)", "org.apache.hadoop:hadoop-aws:{hadoop}"),
+    **dict.fromkeys(("s3", "s3n"), ("S3 (hadoop-aws, as s3a://)",
+                                    "org.apache.hadoop:hadoop-aws:{hadoop}")),
     "gs": ("Google Cloud Storage (gcs-connector)",
            "com.google.cloud.bigdataoss:gcs-connector:VERSION (and spark.hadoop.fs.gs.impl="
            "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem)"),
-    "abfs": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
-    "abfss": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
-    "wasb": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
-    "wasbs": ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}"),
+    **dict.fromkeys(("abfs", "abfss", "wasb", "wasbs"),
+                    ("Azure (hadoop-azure)", "org.apache.hadoop:hadoop-azure:{hadoop}")),
 }
 _CONNECTOR_CLASSES = {"org.apache.hadoop.fs.s3a": "s3a", "org.apache.hadoop.fs.gs": "gs",
                       "com.google.cloud.hadoop.fs.gcs": "gs",

@@ -258,18 +258,14 @@ def settings(conf=(), environ=None) -> SparkSettings:
     defaults = read_defaults(path) if path else {}
     submit_master, submit_conf = _submit_args(environ.get("PYSPARK_SUBMIT_ARGS", ""))
     given = set(defaults) | set(submit_conf) | set(cli)
-    if "spark.master" in cli:
-        master, source = cli["spark.master"], "--spark-conf spark.master"
-    elif environ.get("TIEEVAL_SPARK_MASTER"):
-        master, source = environ["TIEEVAL_SPARK_MASTER"], "TIEEVAL_SPARK_MASTER"
-    elif submit_master:
-        master, source = submit_master, "PYSPARK_SUBMIT_ARGS"
-    elif "spark.master" in submit_conf:
-        master, source = submit_conf["spark.master"], "PYSPARK_SUBMIT_ARGS"
-    elif "spark.master" in defaults:
-        master, source = defaults["spark.master"], str(path)
-    else:
-        master, source = "local[*]", "tieeval's default"
+    # the master of the highest source that sets it
+    master, source = next((m, s) for m, s in (
+        (cli.get("spark.master"), "--spark-conf spark.master"),
+        (environ.get("TIEEVAL_SPARK_MASTER") or None, "TIEEVAL_SPARK_MASTER"),
+        (submit_master or None, "PYSPARK_SUBMIT_ARGS"),
+        (submit_conf.get("spark.master"), "PYSPARK_SUBMIT_ARGS"),
+        (defaults.get("spark.master"), str(path)),
+        ("local[*]", "tieeval's default")) if m is not None)
     chosen = {key: value for key, value in _DEFAULTS.items() if key not in given}
     if is_loopback_master(master):
         chosen.update({k: v for k, v in _LOOPBACK_DEFAULTS.items() if k not in given})
