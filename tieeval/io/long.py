@@ -125,29 +125,26 @@ def _is_int_ids(ids) -> bool:
     return pa.types.is_integer(ids.type)
 
 
+def _with_previous(ids, op: str) -> np.ndarray:
+    """``op`` (``not_equal``, ``less``: numpy's and pyarrow's names) of each id after the
+    first with its predecessor."""
+    if _is_int_ids(ids):
+        v = to_numpy(ids)
+        return getattr(np, op)(v[1:], v[:-1])
+    import pyarrow.compute as pc
+    return to_numpy(getattr(pc, op)(ids.slice(1), ids.slice(0, len(ids) - 1)))
+
+
 def _run_starts(ids) -> np.ndarray:
-    """Indices where a new instance id starts (ids compared with their predecessor)."""
-    n = len(ids)
-    new = np.ones(n, dtype=bool)
-    if n > 1:
-        if _is_int_ids(ids):
-            v = to_numpy(ids)
-            new[1:] = v[1:] != v[:-1]
-        else:
-            import pyarrow.compute as pc
-            new[1:] = to_numpy(pc.not_equal(ids.slice(1), ids.slice(0, n - 1)))
+    """Where a new instance id starts (True at the first row)."""
+    new = np.ones(len(ids), dtype=bool)
+    if len(ids) > 1:
+        new[1:] = _with_previous(ids, "not_equal")
     return new
 
 
 def _is_sorted(ids) -> bool:
-    n = len(ids)
-    if n < 2:
-        return True
-    if _is_int_ids(ids):
-        v = to_numpy(ids)
-        return not bool(np.any(v[1:] < v[:-1]))
-    import pyarrow.compute as pc
-    return not pc.any(pc.less(ids.slice(1), ids.slice(0, n - 1))).as_py()
+    return len(ids) < 2 or not _with_previous(ids, "less").any()
 
 
 def _id_values(ids, index: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ from tieeval.io.validate import _check_matrix, _positive_for
 from tieeval.records.batch import Batch
 
 # ---------------------------------------------------------------------------------------
-# NPY and NPZ: arrays located in a file (memory-mapped) or in a compressed zip member
+# NPY and NPZ: arrays located in a file or in a compressed zip member
 
 @dataclass(frozen=True)
 class ArraySpec:
@@ -361,7 +361,7 @@ def _starts_like_pickle(path: str) -> bool:
 
 @dataclass(frozen=True)
 class MatrixPart:
-    """Rows ``lo..hi`` of a memory-mapped score matrix (and of its positive vector)."""
+    """Rows ``lo..hi`` of a score matrix (and of its positive vector)."""
 
     path: str
     scores: ArraySpec

@@ -50,15 +50,10 @@ Rows follow trec_eval (usnistgov/trec_eval, ``form_res_rels.c``):
 
 A run is read query by query (:mod:`tieeval.io.trec_stream`, which opens runs:
 ``open_trec_run``) when each query's lines come together; this module holds the rules,
-the parsers and :func:`load`, the whole-run reader it falls back to. That reader is
-vectorised and chunked: the file is read about 8 MB at a time, cut after a line end;
-each chunk's bytes are normalised only where they need it (tabs and runs of blanks to
-one space, comment lines dropped) and split by pyarrow's CSV parser, and its records kept
-as compact arrays (query ids and docnos as int32 codes into dictionaries of the distinct
-ids, scores as float64), so memory follows the number of lines, not their bytes. Any line
-the parser cannot take (a missing or extra field, a bad number) sends the file to the
-line-by-line reader, which reads extra fields as trec_eval does and names the line of any
-error.
+the parsers and :func:`load`, the whole-run reader it falls back to: vectorised and
+chunked (:func:`_chunked_columns`), with the line-by-line reader (:func:`_lines`) for any
+line pyarrow's CSV parser cannot take, which reads extra fields as trec_eval does and
+names the line of any error.
 """
 
 
@@ -121,12 +116,7 @@ def bom_warning(path: str, what: str) -> str | None:
 
 
 def _read_bytes(path: str, what: str) -> bytes:
-    with open_input(path, what) as fh:
-        try:
-            data = fh.read()
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    return data[3:] if data[:3] == BOM else data
+    return b"".join(_read_chunks(path, what))
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,12 +185,10 @@ _DECIMAL = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 
 
 def _number(path, number, text: bytes, what: str) -> float:
-    """A score or relevance field as float64, read as trec_eval reads it (``atof``, C's
-    ``strtod``) when that reads the whole field as a decimal number (``12``, ``-0.5``,
-    ``.5``, ``5.``, ``1e-3``, ``inf``, ``nan``). A field trec_eval would read only in part
-    -- ``1_000`` (1.0), ``0.5abc`` (0.5), ``abc`` (0.0) -- or as a hexadecimal float is an
-    error naming the line and what trec_eval would read: a silently different number is
-    worse than a refusal. Beyond float64's range a number is +-inf, as in C."""
+    """A score or relevance field as float64 when trec_eval's ``atof`` reads the whole
+    field as a decimal number; else (``1_000``, ``abc``, a hexadecimal float) an error
+    naming the line and what trec_eval would read: a silently different number is worse
+    than a refusal."""
     if _DECIMAL.match(text):
         return float(text)
     value, length = strtod_prefix(text)

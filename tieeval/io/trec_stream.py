@@ -192,24 +192,12 @@ class TrecSource:
             return self.q.grade_warning
         return None if self.whole is None else self.whole[5].grade_warning
 
-    # -- what the engine and the consumers ask of the dump
-
-    def start_over(self, reason) -> None:
-        self.read_whole()
-
-    def settle(self) -> None:
-        self.read_whole()
-
-    def keep_order(self) -> None:
-        """Batches in the dump's order from now on (the whole-run reader's)."""
-        self.read_whole()
-
     def instance_order(self) -> np.ndarray | None:
-        """After a complete pass, the positions of the instances (in the order their
-        batches came) that give the dump's order; None when they came in it."""
         return self.order
 
-    def read_whole(self) -> None:
+    def read_whole(self, reason: object = None) -> None:
+        """Batches of the whole-run reader, in the dump's order, from now on: what starting
+        over (after ``reason``), settling and keeping the order ask of the dump."""
         if self.whole is not None:
             return
         self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
@@ -351,8 +339,8 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
                                               bom_warning(qrels, "qrels"),
                                               source.grade_warning()) if w],
                         relevance=info, query_set=placeholder,
-                        _settle=source.settle, _start_over=source.start_over,
-                        _order=source.instance_order, _keep_order=source.keep_order)
+                        _settle=source.read_whole, _start_over=source.read_whole,
+                        _order=source.instance_order, _keep_order=source.read_whole)
     source.dump = dump
     if source.whole is not None:
         whole = source.whole
@@ -538,7 +526,7 @@ class _Pass:
                 order = _trec_rows_order(query[first:last] - lo, scores[first:last],
                                          ranks[first:last], nd)
             order += first
-            yield self._make(TrecBatch, names[lo:hi], qrow[lo:hi], scores[order],
+            yield self._make(names[lo:hi], qrow[lo:hi], scores[order],
                              labels[order], judged[order], counts[lo:hi])
             del order
             lo = hi
@@ -552,7 +540,7 @@ class _Pass:
         un_counts = np.bincount(row[missed], minlength=qrow.size)
         return q.rel[idx[missed]], un_counts
 
-    def _make(self, batch_type, names, qrow, scores, labels, judged, counts):
+    def _make(self, names, qrow, scores, labels, judged, counts):
         un_labels, un_counts = self._unranked(qrow)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         un_offsets = np.concatenate(([0], np.cumsum(un_counts))).astype(np.int64)
@@ -563,7 +551,7 @@ class _Pass:
         lo = self.row
         self.row += rows
         self.names += names
-        return batch_type(scores, np.zeros(rows, dtype=np.int64), lo, offsets, labels=labels,
+        return TrecBatch(scores, np.zeros(rows, dtype=np.int64), lo, offsets, labels=labels,
                           ids=np.array(names, dtype=object), nbytes=int(scores.size * 8),
                           items=None, judged=judged, unranked=(un_labels, un_offsets),
                           unranked_judged=un_labels >= 0, max_label=self.q.max_label)
@@ -583,9 +571,8 @@ class _Pass:
             for lo in range(0, len(by_name), self.batch_rows):
                 qrow = np.array(by_name[lo:lo + self.batch_rows], dtype=np.int64)
                 empty = np.zeros(0)
-                yield self._make(TrecBatch, [q.names[i] for i in qrow.tolist()], qrow, empty,
-                                 empty, np.zeros(0, dtype=bool),
-                                 np.zeros(qrow.size, dtype=np.int64))
+                yield self._make([q.names[i] for i in qrow.tolist()], qrow, empty, empty,
+                                 np.zeros(0, dtype=bool), np.zeros(qrow.size, dtype=np.int64))
         # the rows in the dump's order: their query ids sorted as the whole-run reader
         # sorts them (Python's str order, trec_eval's strcmp on UTF-8)
         order = sorted(range(len(self.names)), key=self.names.__getitem__)

@@ -1,4 +1,4 @@
-"""NPY: a bare ``(instances, candidates)`` score matrix, memory-mapped (:mod:`tieeval.io.npy`)."""
+"""NPY: a bare ``(instances, candidates)`` score matrix (:mod:`tieeval.io.npy`)."""
 
 from __future__ import annotations
 
