@@ -434,18 +434,17 @@ def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart
             for lo in range(0, rows, step)]
 
 
-def _check_extent(path: str, spec: ArraySpec, limit: int) -> None:
+def _check_fills(path: str, spec: ArraySpec, end: int, what: str,
+                 limit: int | None = None) -> None:
+    """The array must fill ``what`` (the bytes up to ``end``; ``limit``: those of them
+    there are, by default all) exactly: bytes past the end of the array mean its header
+    declares fewer rows (or a narrower shape) than were written -- a damaged header that
+    would otherwise silently evaluate a part of the dump."""
     need = spec.offset + math.prod(int(n) for n in spec.shape) * spec.dtype.itemsize
+    limit = end if limit is None else limit
     if need > limit:
         raise InputError(f"{path}: corrupted or truncated file (the array needs {need} bytes, "
                          f"{limit} are there)")
-
-
-def _check_no_trailing(path: str, spec: ArraySpec, end: int, what: str) -> None:
-    """The array must fill ``what`` exactly: bytes past the end of the array mean its
-    header declares fewer rows (or a narrower shape) than were written -- a damaged header
-    that would otherwise silently evaluate a part of the dump."""
-    need = spec.offset + math.prod(int(n) for n in spec.shape) * spec.dtype.itemsize
     if end > need:
         raise InputError(f"{path}: corrupted file ({what} holds {end - need} bytes more than "
                          f"its header's shape {tuple(spec.shape)} declares)")
@@ -478,9 +477,7 @@ def read_npy_header(path: str, what: str, not_npy: str) -> ArraySpec:
 
 def check_fills_file(path: str, spec: ArraySpec) -> None:
     """The array of ``spec`` is the whole file: neither cut short nor followed by bytes."""
-    size = os.path.getsize(path)
-    _check_extent(path, spec, size)
-    _check_no_trailing(path, spec, size, "the file")
+    _check_fills(path, spec, os.path.getsize(path), "the file")
 
 
 def _open_npy_file(path: str, options: ReadOptions) -> Dump:

@@ -28,8 +28,7 @@ from tieeval.io.ids import npz_ids
 from tieeval.io.npy import (
     ArraySpec,
     StreamCrc,
-    _check_extent,
-    _check_no_trailing,
+    _check_fills,
     _load_error,
     _matrix_parts,
     _npy_header,
@@ -78,10 +77,9 @@ class _NpzMember:
         data = self.info.header_offset + 30 + name_len + extra_len
         spec = ArraySpec(self.path, data + self.header_bytes, self.dtype, self.shape,
                          self.fortran)
-        _check_extent(self.path, spec, min(os.path.getsize(self.path),
-                                           data + self.info.file_size))
-        _check_no_trailing(self.path, spec, data + self.info.file_size,
-                           f"member {self.name}")
+        end = data + self.info.file_size
+        _check_fills(self.path, spec, end, f"member {self.name}",
+                     min(os.path.getsize(self.path), end))
         # zipfile checks the CRC only of members read through it; a stored member is read
         # in place: its CRC runs on the rows as the pass reads them (the header now)
         crc = StreamCrc(self.path, self.name, data, self.info.file_size, self.info.CRC)
@@ -155,12 +153,9 @@ class _RowStream:
                              f"{error_text(exc)})") from None
         finally:
             self.fh.close()
-        if got < want:
+        if got != want:
             raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
-                             "shorter than its header says)")
-        if got > want:
-            raise InputError(f"{m.path}: corrupted or truncated file (member {m.name} is "
-                             "longer than its header says)")
+                             f"{'shorter' if got < want else 'longer'} than its header says)")
 
 
 

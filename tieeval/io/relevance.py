@@ -262,25 +262,23 @@ def schema_relevance(path: str, where: str, options: ReadOptions, names, type_of
     return present, _info(source, present)
 
 
+_INDEX_LISTS = (("integer",), "a list of integer column indices per row")
+# each field's Arrow list value types (pyarrow.types.is_...), and what the refusal wants
+_PARQUET_LISTS = {
+    "labels": (("integer", "floating", "boolean"), "a list of numbers per row"),
+    "positives": _INDEX_LISTS,
+    "negatives": _INDEX_LISTS,
+    RANKING_FIELD: (("integer",), "a list of integer candidate indices per row, top first"),
+    "items": (("integer", "string", "large_string"),
+              "a list of integer or string item ids per row"),
+}
+
+
 def _check_parquet_type(pa, path, typ, kind, name):
-    is_list = (pa.types.is_list(typ) or pa.types.is_large_list(typ)
-               or pa.types.is_fixed_size_list(typ))
-    value = typ.value_type if is_list else None
-    if kind == "labels":
-        ok = is_list and (pa.types.is_integer(value) or pa.types.is_floating(value)
-                          or pa.types.is_boolean(value))
-        want = "a list of numbers per row"
-    elif kind in ("positives", "negatives"):
-        ok = is_list and pa.types.is_integer(value)
-        want = "a list of integer column indices per row"
-    elif kind == RANKING_FIELD:
-        ok = is_list and pa.types.is_integer(value)
-        want = "a list of integer candidate indices per row, top first"
-    else:
-        ok = is_list and (pa.types.is_integer(value) or pa.types.is_string(value)
-                          or pa.types.is_large_string(value))
-        want = "a list of integer or string item ids per row"
-    if not ok:
+    values, want = _PARQUET_LISTS[kind]
+    if not ((pa.types.is_list(typ) or pa.types.is_large_list(typ)
+             or pa.types.is_fixed_size_list(typ))
+            and any(getattr(pa.types, f"is_{v}")(typ.value_type) for v in values)):
         raise InputError(f"{path}: column '{name}' must be {want}, got {typ}")
 
 

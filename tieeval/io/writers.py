@@ -260,11 +260,10 @@ def _indices(value, what: str, scores: _Rows, padding: bool) -> _Rows | None:
     return _Rows(idx, offsets)
 
 
-def _duplicate(rows: _Rows):
-    """The first (row, index) listed twice within its row, else None."""
-    row = rows.row_ids
-    order = np.lexsort((rows.values, row))
-    v, r = rows.values[order], row[order]
+def _repeated(row: np.ndarray, values: np.ndarray):
+    """The first (row, index) pair, by row then index, listed twice, else None."""
+    order = np.lexsort((values, row))
+    v, r = values[order], row[order]
     same = np.flatnonzero((v[1:] == v[:-1]) & (r[1:] == r[:-1]))
     return None if not same.size else (int(r[same[0]]), int(v[same[0]]))
 
@@ -273,9 +272,7 @@ def _both(pos: _Rows, neg: _Rows):
     """The first (row, index) in both ``positives`` and ``negatives``, else None."""
     pairs = np.concatenate([np.unique(np.stack([part.row_ids, part.values]), axis=1)
                             for part in (pos, neg)], axis=1)
-    pairs = pairs[:, np.lexsort((pairs[1], pairs[0]))]
-    same = np.flatnonzero((pairs[0, 1:] == pairs[0, :-1]) & (pairs[1, 1:] == pairs[1, :-1]))
-    return None if not same.size else (int(pairs[0, same[0]]), int(pairs[1, same[0]]))
+    return _repeated(pairs[0], pairs[1])
 
 
 def _ranking(ranking, scores: _Rows) -> _Rows | None:
@@ -283,7 +280,7 @@ def _ranking(ranking, scores: _Rows) -> _Rows | None:
         return None
     given = _rows(ranking, "ranking", index=True)
     rows = cast(_Rows, _indices(given, "ranking", scores, padding=False))  # given is set
-    dup = _duplicate(rows)
+    dup = _repeated(rows.row_ids, rows.values)
     if dup is not None:
         raise ParameterError(f"ranking[{dup[0]}] lists candidate {dup[1]} twice (a ranking "
                              "holds each candidate at most once)")

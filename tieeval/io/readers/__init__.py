@@ -76,6 +76,13 @@ class Reader:
         return long_only + "/".join(self.suffixes)
 
 
+def opened_by(module: str, name: str) -> Callable[[str, ReadOptions], Dump]:
+    """A reader's ``open``: ``module.name(path, options)``, imported at the first call."""
+    def open_(path: str, options: ReadOptions) -> Dump:
+        return getattr(importlib.import_module(module), name)(path, options)
+    return open_
+
+
 @functools.cache
 def readers() -> tuple[Reader, ...]:
     """Every registered reader, in :attr:`Reader.order` (then name)."""

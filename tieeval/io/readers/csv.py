@@ -3,12 +3,7 @@ gzip-compressed (:mod:`tieeval.io.long`)."""
 
 from __future__ import annotations
 
-from tieeval.io.readers import Reader
-
-
-def open_csv(path, options):
-    from tieeval.io.long import open_long_csv
-    return open_long_csv(path, options)
+from tieeval.io.readers import Reader, opened_by
 
 
 def looks_like(first_line: bytes) -> bool:
@@ -21,5 +16,6 @@ def looks_like(first_line: bytes) -> bool:
     return "," in text and text.isprintable()
 
 
-READER = Reader("csv", "CSV", open_csv, suffixes=(".csv", ".csv.gz"), layouts=("long",),
-                looks_like=looks_like, carries=frozenset({"labels", "ids"}), order=3)
+READER = Reader("csv", "CSV", opened_by("tieeval.io.long", "open_long_csv"),
+                suffixes=(".csv", ".csv.gz"), layouts=("long",), looks_like=looks_like,
+                carries=frozenset({"labels", "ids"}), order=3)

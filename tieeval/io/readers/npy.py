@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from tieeval.io.readers import Reader
+from tieeval.io.readers import Reader, opened_by
 
-
-def open_npy(path, options):
-    from tieeval.io.npy import _open_npy
-    return _open_npy(path, options)
-
-
-READER = Reader("npy", "NPY", open_npy, suffixes=(".npy",), magic=(b"\x93NUMPY",), order=0)
+READER = Reader("npy", "NPY", opened_by("tieeval.io.npy", "_open_npy"), suffixes=(".npy",),
+                magic=(b"\x93NUMPY",), order=0)

@@ -3,14 +3,9 @@ metadata, stored or compressed members (:mod:`tieeval.io.npz`)."""
 
 from __future__ import annotations
 
-from tieeval.io.readers import Reader
+from tieeval.io.readers import Reader, opened_by
 
-
-def open_npz(path, options):
-    from tieeval.io.npz import _open_npz
-    return _open_npz(path, options)
-
-
-READER = Reader("npz", "NPZ", open_npz, suffixes=(".npz",), magic=(b"PK\x03\x04",),
+READER = Reader("npz", "NPZ", opened_by("tieeval.io.npz", "_open_npz"), suffixes=(".npz",),
+                magic=(b"PK\x03\x04",),
                 carries=frozenset({"positive", "labels", "items", "ranking", "ids", "metadata"}),
                 order=1)
