@@ -20,7 +20,7 @@ and that its labels are finite.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -28,7 +28,6 @@ import numpy as np
 from tieeval.errors import InputError
 from tieeval.io.base import (
     Dump,
-    LabelledDump,
     RelevanceInfo,
     WithRelevance,
     not_found,
@@ -87,21 +86,18 @@ def with_labels_file(dump: Dump, labels: str, options) -> Dump:
     info = RelevanceInfo("labels", items=bool(own is not None and own.items),
                          original=own.original if own is not None else "argsort",
                          fields=(*(own.fields if own is not None else ()), labels))
-    values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
-    values.pop("relevance", None)  # a LabelledDump's (items only), replaced by ``info``
-    values["nbytes"] = dump.nbytes + os.path.getsize(labels)
+    from tieeval.io.relevance import _relabel
+    nbytes = dump.nbytes + os.path.getsize(labels)
     if dump.parts is not None:
         part = RowsLabelsPart if all(getattr(type(p), "reads_rows", False)
                                      for p in dump.parts) else LabelsPart
-        values["parts"] = [part(p, source) for p in dump.parts]
-    else:
-        base = dump._batches
+        return _relabel(dump, info, parts=[part(p, source) for p in dump.parts], nbytes=nbytes)
+    base = dump._batches
 
-        def batches(batch_rows: int) -> Iterator[Batch]:
-            for batch in base(batch_rows):  # type: ignore[misc]
-                yield source.fill(batch)
-        values["_batches"] = batches
-    return LabelledDump(**values, relevance=info)
+    def batches(batch_rows: int) -> Iterator[Batch]:
+        for batch in base(batch_rows):  # type: ignore[misc]
+            yield source.fill(batch)
+    return _relabel(dump, info, batches=batches, nbytes=nbytes)
 
 
 def _stored_fields(dump: Dump) -> set[str]:

@@ -102,10 +102,14 @@ def _with_own_fields(dump: Dump, options: ReadOptions) -> Dump:
     return _attach_npz(dump, options)
 
 
-def _relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None) -> Dump:
-    """The dump with new parts or batches; a :class:`LabelledDump` when ``info`` is set
-    (a dump whose only extra field is ``ranking`` stays a plain dump)."""
+def _relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None,
+             **changes) -> Dump:
+    """The dump with new parts or batches (and ``changes``); a :class:`LabelledDump`
+    with ``info`` when it is set (a dump whose only extra field is ``ranking`` stays a
+    plain dump)."""
     values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
+    values.pop("relevance", None)  # a LabelledDump's, replaced by ``info``
+    values.update(changes)
     if parts is not None:
         values["parts"] = parts
     if batches is not None:

@@ -14,8 +14,6 @@ import os
 import zipfile
 from dataclasses import dataclass
 
-import numpy as np
-
 from tieeval.errors import InputError
 from tieeval.io.base import require_regular_file
 from tieeval.io.readers import detect_format
@@ -64,17 +62,11 @@ def saved_ranking(path: str, scores_field: str = "scores") -> SavedRanking | Non
     return None
 
 
-def _npy_shape(archive: zipfile.ZipFile, member: str) -> tuple | None:
+def _npy_shape(archive: zipfile.ZipFile, member: str) -> tuple:
     """The shape in an NPY member's header, without reading its data."""
+    from tieeval.io.npy import _npy_header
     with archive.open(member) as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, _ = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, _, _ = np.lib.format.read_array_header_2_0(f)
-        else:
-            return None
-    return tuple(shape)
+        return _npy_header(f, archive.filename or "", member)[1]
 
 
 def _npz(path: str, scores_field: str) -> SavedRanking | None:
@@ -85,7 +77,7 @@ def _npz(path: str, scores_field: str) -> SavedRanking | None:
         if member not in names:
             return None
         shape = _npy_shape(archive, member)
-        if shape is None or len(shape) != 2:
+        if len(shape) != 2:
             return None  # not a ranking the reader accepts: it says why
         depth = int(shape[1])
         scores = f"{scores_field}.npy"
