@@ -467,17 +467,11 @@ class _CsvSource(_Source):
             pa.string())
 
     def _no_rows(self) -> bool:
-        pa, _ = _pyarrow()
         reader, _ = self._reader([], block=1 << 16)
         try:
-            while True:
-                try:
-                    if reader.read_next_batch().num_rows:
-                        return False
-                except StopIteration:
-                    return True
-                except (pa.ArrowException, OSError, ValueError):
-                    return False  # the real reading reports it
+            return all(record.num_rows == 0 for record in self._records(reader))
+        except InputError:
+            return False  # the real reading reports it
         finally:
             reader.close()
 
@@ -519,13 +513,6 @@ class _CsvSource(_Source):
     def _unreadable(self, exc: Exception) -> InputError:
         return InputError(f"{self.path}: unreadable CSV ({error_text(exc)})")
 
-    def _open(self):
-        pa, _ = _pyarrow()
-        raw = pa.OSFile(self.path)
-        stream = pa.CompressedInputStream(raw, "gzip") if self.path.lower().endswith(".gz") \
-            else raw
-        return raw, stream
-
     def _header(self) -> list[str]:
         import csv
         import gzip
@@ -554,7 +541,9 @@ class _CsvSource(_Source):
     def _reader(self, include, block=CSV_BLOCK_BYTES):
         pa, _ = _pyarrow()
         import pyarrow.csv as pcsv
-        raw, stream = self._open()
+        raw = pa.OSFile(self.path)
+        stream = pa.CompressedInputStream(raw, "gzip") if self.path.lower().endswith(".gz") \
+            else raw
         try:
             reader = pcsv.open_csv(
                 stream, read_options=pcsv.ReadOptions(block_size=block, use_threads=False),

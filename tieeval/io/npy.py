@@ -450,13 +450,6 @@ def _check_fills(path: str, spec: ArraySpec, end: int, what: str,
                          f"its header's shape {tuple(spec.shape)} declares)")
 
 
-def _open_npy(path: str, options: ReadOptions) -> Dump:
-    try:
-        return _open_npy_file(path, options)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
 def read_npy_header(path: str, what: str, not_npy: str) -> ArraySpec:
     """The :class:`ArraySpec` of the ``.npy`` file at ``path`` from its header (``what``
     names the array in messages); a file that is not an ``.npy`` is refused with
@@ -480,11 +473,14 @@ def check_fills_file(path: str, spec: ArraySpec) -> None:
     _check_fills(path, spec, os.path.getsize(path), "the file")
 
 
-def _open_npy_file(path: str, options: ReadOptions) -> Dump:
-    spec = read_npy_header(path, "scores", "not a single .npy array")
-    shape, dtype = spec.shape, spec.dtype
-    _check_matrix(path, spec, "scores")
-    check_fills_file(path, spec)
-    check_row_length(path, shape[1])
-    return Dump(path, "npy", dtype, {}, None, rows=shape[0], nbytes=os.path.getsize(path),
+def _open_npy(path: str, options: ReadOptions) -> Dump:
+    try:
+        spec = read_npy_header(path, "scores", "not a single .npy array")
+        _check_matrix(path, spec, "scores")
+        check_fills_file(path, spec)
+        check_row_length(path, spec.shape[1])
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return Dump(path, "npy", spec.dtype, {}, None, rows=spec.shape[0], nbytes=size,
                 row_bytes=spec.row_bytes, parts=_matrix_parts(path, spec, None, options))

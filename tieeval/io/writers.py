@@ -383,13 +383,11 @@ def _npz_arrays(fields: dict) -> dict:
             continue
         if name in ("positives", "negatives"):
             out[name] = _padded(value)
-        elif name == "ranking":
-            if value.shape is None:
+        elif isinstance(value, _Rows):
+            if name == "ranking" and value.shape is None:
                 raise ParameterError("ranking rows differ in length; NPZ holds an "
                                      "(instances, K) array only: give every row the same "
                                      "number of indices, or save to .parquet")
-            out[name] = value.dense()
-        elif isinstance(value, _Rows):
             out[name] = value.dense()
         else:
             out[name] = value
