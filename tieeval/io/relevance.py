@@ -33,11 +33,8 @@ field or ``--positive-index`` (those describe the single-positive layout). NPY d
 scores only. The long layout has one ``label`` column for both protocols; its reader
 (:mod:`tieeval.io.long`) gives the dump ``relevance`` (source ``labels``) once the column
 proves to hold relevance labels, and its batches then carry them as here. Field names are
-options (``--labels-column`` ...), see :class:`RelevanceReadOptions`.
-
-NPZ members stored uncompressed (``np.savez``) are read by rows per batch (positioned
-reads, after a check of their CRC-32); compressed members (``np.savez_compressed``) are
-decompressed in row chunks as the batches go, never whole, and checked at their end.
+options (``--labels-column`` ...), see :class:`RelevanceReadOptions`. NPZ members are
+read by rows as the scores are (:mod:`tieeval.io.npz`).
 """
 
 

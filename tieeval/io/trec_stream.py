@@ -50,6 +50,7 @@ from tieeval.io.trec import (
     QuerySet,
     TrecBatch,
     _array,
+    _judgements,
     _parse,
     _qrels_columns,
     _read_chunks,
@@ -478,13 +479,10 @@ class _Pass:
         if found.size > 1 and (found[1:] == found[:-1]).any():
             raise WholeRun("a document retrieved twice")  # named by the whole-run reader
         del found
+        # every row is a query of the qrels: jkey holds a judgement at least
         jorder = np.argsort(jkey)
-        jkey = jkey[jorder]
-        at = np.searchsorted(jkey, key)
-        np.minimum(at, max(0, jkey.size - 1), out=at)
-        matched = jkey[at] == key if jkey.size else np.zeros(lines, dtype=bool)
-        pos = jpos[jorder[at]] if jkey.size else np.zeros(lines, dtype=np.int64)
-        labels = np.where(matched, q.rel[pos], 0.0)
+        at, matched, labels = _judgements(key, jkey[jorder], q.rel[jpos[jorder]])
+        pos = jpos[jorder[at]]
         del key, jkey, jorder, at
         codes = codes[:lines]
         if self.source.judged_only:  # trec_eval -J: unjudged documents leave the ranking

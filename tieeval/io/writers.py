@@ -1,19 +1,5 @@
-"""Writing score dumps: the one line a codebase adds at its evaluation point.
-
-``save_scores(path, scores, positive=None, *, labels=None, positives=None, negatives=None,
-items=None, instances=None, ranking=None, meta=None, **run_labels)`` writes a dump that
-every tieeval command reads:
-
-* ``scores``: an ``(instances, candidates)`` array, or (Parquet only) a list of 1-D rows of
-  different lengths;
-* relevance, one way: ``positive`` (one column per row, the single-positive layout), or
-  ``labels`` (one relevance label per candidate), or ``positives`` / ``negatives`` (column
-  index lists per row);
-* ``items`` (candidate ids, the scores' layout), ``instances`` (one id per row, the field
-  ``instance`` that ``tieeval diff`` aligns runs by) and ``ranking`` (each row's candidate
-  indices in rank order, top first, as the codebase ranked them);
-* run labels (``method=``, ``dataset=``, ``task=``, ``seed=`` ... or ``meta={...}``) stored
-  as metadata (Parquet key-value metadata, NPZ 0-d string entries).
+"""Writing score dumps: the one line a codebase adds at its evaluation point,
+:func:`save_scores`, which writes a dump that every tieeval command reads.
 
 Everything is checked before a byte is written, against the rules the readers apply
 (:mod:`tieeval.io.relevance`), so a saved dump always reads back. The scores keep their
@@ -478,8 +464,9 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
     meta : dict, optional
         Run labels, as the keywords below.
     **run_labels
-        Run labels stored as metadata, e.g. ``method="ConsRec", dataset="Mafengwo",
-        task="group", seed=1`` (values are stored as strings; None is skipped). Field names
+        Run labels stored as metadata (Parquet key-value metadata, NPZ 0-d string
+        entries), e.g. ``method="ConsRec", dataset="Mafengwo", task="group", seed=1``
+        (values are stored as strings; None is skipped). Field names
         (``scores``, ``positive``, ``labels``, ``positives``, ``negatives``, ``items``,
         ``instance``, ``ranking``) cannot be run labels.
 
