@@ -128,10 +128,7 @@ _BLANK = b" \t\r\x0b\x0c"  # bytes.split() splits on these and \n, as C's isspac
 def _lines(data: bytes, comment_col0: bool):
     """``(line number, fields)`` of every line that is neither blank nor a comment."""
     for number, line in enumerate(data.split(b"\n"), 1):
-        if comment_col0:
-            if line[:1] == b"#":
-                continue
-        elif line.lstrip(_BLANK)[:1] == b"#":
+        if (line if comment_col0 else line.lstrip(_BLANK))[:1] == b"#":
             continue
         fields = line.split()
         if fields:
@@ -169,12 +166,10 @@ def strtod_prefix(text: bytes) -> tuple[float, int]:
     if m is None:
         return 0.0, 0
     token = m.group().decode("ascii")
-    body = token.lstrip("+-")
-    if body[:2].lower() == "0x":
-        value = float.fromhex(token)
-    else:  # Python's float() reads inf, infinity and nan in any case; nan(...) it does not
-        value = float(token.split("(")[0])
-    return value, m.end()
+    if token.lstrip("+-")[:2].lower() == "0x":
+        return float.fromhex(token), m.end()
+    # Python's float() reads inf, infinity and nan in any case; nan(...) it does not
+    return float(token.split("(")[0]), m.end()
 
 
 # The numbers a run or qrels field may hold: a decimal with an optional sign and exponent,
@@ -220,9 +215,7 @@ def atol(text: bytes) -> int:
     assert m is not None  # every group may be empty
     if not m.group(2):
         return 0
-    value = int(m.group(2))
-    value = -value if m.group(1) == b"-" else value
-    return max(-_LONG_MAX - 1, min(_LONG_MAX, value))
+    return max(-_LONG_MAX - 1, min(_LONG_MAX, int(m.group(1) + m.group(2))))
 
 
 @dataclass
@@ -392,10 +385,7 @@ def _normalise(data: bytes, comment_col0: bool) -> bytes:
         data = data.translate(_TO_SPACE)
     if b"  " in data:
         data = _BLANK_RUN.sub(b" ", data)
-    if b"\n " in data:
-        data = data.replace(b"\n ", b"\n")
-    if b" \n" in data:
-        data = data.replace(b" \n", b"\n")
+    data = data.replace(b"\n ", b"\n").replace(b" \n", b"\n")
     if data[:1] == b" " or data[-1:] == b" ":
         data = data.strip(b" ")
     if not comment_col0 and _comment_lines(data):  # runs: '#' first after any blanks
@@ -489,10 +479,9 @@ def _read_chunks(path: str, what: str, size: int | None = None):
             except OSError as exc:
                 raise InputError(f"{path}: cannot read {what}: "
                                  f"{exc.strerror or exc}") from None
-            if first:
-                first = False
-                if block[:3] == BOM:
-                    block = block[3:]
+            if first and block[:3] == BOM:
+                block = block[3:]
+            first = False
             if not block:
                 if rest:
                     yield rest
@@ -503,12 +492,8 @@ def _read_chunks(path: str, what: str, size: int | None = None):
             if cut == 0:  # a line longer than a chunk: read on
                 rest = block
                 continue
-            if cut == len(block):
-                rest = b""
-                yield block
-            else:
-                rest = block[cut:]
-                yield block[:cut]
+            rest = block[cut:]  # b"" when the block ends at a line end
+            yield block[:cut]
             del block
 
 
@@ -933,10 +918,8 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
         raise InputError(f"{qrels_path}: a document is judged twice")
     del jkey, jo
 
-    in_run = np.zeros(nq, dtype=bool)
-    in_run[rq] = True
-    in_qrels = np.zeros(nq, dtype=bool)
-    in_qrels[jq] = True
+    in_run = np.bincount(rq, minlength=nq) > 0
+    in_qrels = np.bincount(jq, minlength=nq) > 0
     del jq, jd, qrels  # the judgements live on sorted (js, jrel, jqs)
     both = in_run & in_qrels
     if not both.any():
