@@ -273,6 +273,14 @@ def _id_type(typ):
     return typ.value_type if pa.types.is_dictionary(typ) else typ
 
 
+# each column's Arrow types (pyarrow.types.is_...), and what the refusal wants
+_COLUMN_TYPES = (("instance", ("integer", "string", "large_string"), "integer or string ids"),
+                 ("position", ("integer",), "integers"),
+                 ("score", ("floating", "integer"), "numbers"),
+                 ("label", ("integer", "floating", "boolean"),
+                  "numbers (1 for the positive, or relevance labels)"))
+
+
 def _check_columns(path, names, options, types):
     pa, _ = _pyarrow()
     cols = options.long_columns
@@ -290,24 +298,12 @@ def _check_columns(path, names, options, types):
                          f"found: {', '.join(names)})")
     if has_label and options.positive_index is not None:
         raise positive_index_conflict(path, cols["label"], "column")
-    itype = _id_type(types(cols["instance"]))
-    if not (pa.types.is_integer(itype) or pa.types.is_string(itype)
-            or pa.types.is_large_string(itype)):
-        raise InputError(f"{path}: column '{cols['instance']}' must hold integer or string "
-                         f"ids, got {itype}")
-    ptype = types(cols["position"])
-    if not pa.types.is_integer(ptype):
-        raise InputError(f"{path}: column '{cols['position']}' must hold integers, got {ptype}")
-    stype = types(cols["score"])
-    if not (pa.types.is_floating(stype) or pa.types.is_integer(stype)):
-        raise InputError(f"{path}: column '{cols['score']}' must hold numbers, got {stype}")
-    if has_label:
-        ltype = types(cols["label"])
-        if not (pa.types.is_integer(ltype) or pa.types.is_floating(ltype)
-                or pa.types.is_boolean(ltype)):
-            raise InputError(f"{path}: column '{cols['label']}' must hold numbers (1 for the "
-                             f"positive, or relevance labels), got {ltype}")
-    dtype = check_score_dtype(path, numpy_dtype(stype), f"'{cols['score']}'")
+    for key, kinds, want in _COLUMN_TYPES[:4 if has_label else 3]:
+        typ = types(cols[key])
+        typ = _id_type(typ) if key == "instance" else typ
+        if not any(getattr(pa.types, f"is_{kind}")(typ) for kind in kinds):
+            raise InputError(f"{path}: column '{cols[key]}' must hold {want}, got {typ}")
+    dtype = check_score_dtype(path, numpy_dtype(types(cols["score"])), f"'{cols['score']}'")
     return has_label, dtype
 
 
@@ -815,12 +811,11 @@ class SpillPart:
             codes = to_numpy(rows.ids).astype(np.int64, copy=False)  # ids order instances
         elif _is_int_ids(rows.ids):  # uint64 ids may not fit int64
             _, codes = np.unique(to_numpy(rows.ids), return_inverse=True)
-        else:
+        else:  # each distinct id's rank among them
             words = rows.ids.dictionary_encode()
-            rank = np.argsort(np.array(words.dictionary.to_pylist(), dtype=object))
-            inverse = np.empty_like(rank)
-            inverse[rank] = np.arange(len(rank))
-            codes = inverse[to_numpy(words.indices)]
+            _, rank = np.unique(np.array(words.dictionary.to_pylist(), dtype=object),
+                                return_inverse=True)
+            codes = rank.reshape(-1)[to_numpy(words.indices)]
         yield from group_rows(self.path, rows, codes.ravel().astype(np.int64), self.options,
                               batch_rows, relevance=self.relevance)
 
