@@ -108,16 +108,6 @@ def arrow_metadata(schema) -> dict[str, str]:
             for k, v in raw.items() if not k.startswith(b"ARROW:") and k != b"pandas"}
 
 
-def check_unique_names(where: str, names) -> None:
-    """A table whose columns share a name cannot say which one is meant."""
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise InputError(f"{where}: two columns are named '{name}' (column names must be "
-                             "unique)")
-        seen.add(name)
-
-
 def check_same_fields(opened, fields) -> None:
     """Every file of a dataset has the same optional ``fields`` as its first file: a field
     present in some files only would be used or ignored depending on file order."""
@@ -231,7 +221,6 @@ def list_to_numpy(path: str, column, start: int, what: str):
     return values, offsets
 
 
-
 def open_parquet_files(files: list[str]) -> list:
     """``[(file, ParquetFile, schema)]`` for each file, a damaged one named in one line."""
     pa, _ = _pyarrow()
@@ -242,7 +231,11 @@ def open_parquet_files(files: list[str]) -> list:
             schema = pf.schema_arrow
         except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
             raise _parquet_error(file, exc) from None
-        check_unique_names(file, schema.names)
+        # a table whose columns share a name cannot say which one is meant
+        twice = next((n for i, n in enumerate(schema.names) if n in schema.names[:i]), None)
+        if twice is not None:
+            raise InputError(f"{file}: two columns are named '{twice}' (column names must be "
+                             "unique)")
         opened.append((file, pf, schema))
     return opened
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterator
 
 import numpy as np
@@ -426,6 +426,23 @@ class LabelledDump(Dump):
 
     relevance: RelevanceInfo | None = None
     query_set: object | None = None  # a TREC run's tieeval.io.trec.QuerySet
+
+
+def relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None,
+            **changes) -> Dump:
+    """The dump with new parts or batches (and ``changes``); a :class:`LabelledDump`
+    with ``info`` when it is set (a dump whose only extra field is ``ranking`` stays a
+    plain dump)."""
+    values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
+    values.pop("relevance", None)  # a LabelledDump's, replaced by ``info``
+    values.update(changes)
+    if parts is not None:
+        values["parts"] = parts
+    if batches is not None:
+        values["_batches"] = batches
+    if info is None:
+        return Dump(**values)
+    return LabelledDump(**values, relevance=info)
 
 
 class WithRelevance:

@@ -31,6 +31,7 @@ from tieeval.io.base import (
     RelevanceInfo,
     WithRelevance,
     not_found,
+    relabel,
     require_regular_file,
 )
 from tieeval.records.batch import Batch
@@ -86,18 +87,17 @@ def with_labels_file(dump: Dump, labels: str, options) -> Dump:
     info = RelevanceInfo("labels", items=bool(own is not None and own.items),
                          original=own.original if own is not None else "argsort",
                          fields=(*(own.fields if own is not None else ()), labels))
-    from tieeval.io.relevance import _relabel
     nbytes = dump.nbytes + os.path.getsize(labels)
     if dump.parts is not None:
         part = RowsLabelsPart if all(getattr(type(p), "reads_rows", False)
                                      for p in dump.parts) else LabelsPart
-        return _relabel(dump, info, parts=[part(p, source) for p in dump.parts], nbytes=nbytes)
+        return relabel(dump, info, parts=[part(p, source) for p in dump.parts], nbytes=nbytes)
     base = dump._batches
 
     def batches(batch_rows: int) -> Iterator[Batch]:
         for batch in base(batch_rows):  # type: ignore[misc]
             yield source.fill(batch)
-    return _relabel(dump, info, batches=batches, nbytes=nbytes)
+    return relabel(dump, info, batches=batches, nbytes=nbytes)
 
 
 def _stored_fields(dump: Dump) -> set[str]:

@@ -158,7 +158,6 @@ class _RowStream:
                              f"{'shorter' if got < want else 'longer'} than its header says)")
 
 
-
 def check_crcs(crcs) -> None:
     """Each stored member's CRC-32 (:class:`tieeval.io.npy.StreamCrc`), in member order."""
     for crc in crcs:

@@ -57,12 +57,7 @@ def _open_scores(path: str, options: ReadOptions) -> Dump:
     reader = readers.detect(path)
     if os.path.getsize(path) == 0:
         raise InputError(f"{path}: empty file")
-    _check_layout_options(path, reader, options)
-    return reader.open(path, options)
-
-
-def _check_layout_options(path: str, reader: readers.Reader, options: ReadOptions) -> None:
-    """Refuse a layout, or a long-layout option, that ``reader`` cannot read."""
+    # a layout, or a long-layout option, that the reader cannot read
     if options.layout != "auto" and options.layout not in reader.layouts:
         if reader.layouts == ("long",):
             raise InputError(f"{path}: {reader.title} dumps are read in the long layout only "
@@ -73,3 +68,4 @@ def _check_layout_options(path: str, reader: readers.Reader, options: ReadOption
     if given and "long" not in reader.layouts:
         raise ParameterError(f"{', '.join(given)} only apply to long-layout "
                              f"{readers.titles(readers.with_layout('long'))} dumps")
+    return reader.open(path, options)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import zipfile
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
@@ -51,10 +51,10 @@ from tieeval.errors import InputError
 from tieeval.io.base import (
     RELEVANCE_FIELDS,
     Dump,
-    LabelledDump,
     ReadOptions,
     RelevanceInfo,
     WithRelevance,
+    relabel,
 )
 from tieeval.records.batch import Batch, RankLists
 
@@ -97,23 +97,6 @@ def _with_own_fields(dump: Dump, options: ReadOptions) -> Dump:
         with damaged_metadata(dump.path):
             return _attach_parquet(dump, options)
     return _attach_npz(dump, options)
-
-
-def _relabel(dump: Dump, info: RelevanceInfo | None, parts=None, batches=None,
-             **changes) -> Dump:
-    """The dump with new parts or batches (and ``changes``); a :class:`LabelledDump`
-    with ``info`` when it is set (a dump whose only extra field is ``ranking`` stays a
-    plain dump)."""
-    values = {f.name: getattr(dump, f.name) for f in fields(dump) if f.init}
-    values.pop("relevance", None)  # a LabelledDump's, replaced by ``info``
-    values.update(changes)
-    if parts is not None:
-        values["parts"] = parts
-    if batches is not None:
-        values["_batches"] = batches
-    if info is None:
-        return Dump(**values)
-    return LabelledDump(**values, relevance=info)
 
 
 def _info(source, present: dict) -> RelevanceInfo | None:
@@ -237,7 +220,7 @@ def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in given]
-    return _relabel(dump, info, parts=parts)
+    return relabel(dump, info, parts=parts)
 
 
 def schema_relevance(path: str, where: str, options: ReadOptions, names, type_of,
@@ -459,13 +442,13 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
             StoredNpzRelevancePart if all(src.spec is not None for src in sources.values())
             else NpzRelevancePart)
         parts = [part(p, names, sources) for p in dump.parts]
-        return _with_crcs(_relabel(dump, info, parts=parts), sources)
+        return _with_crcs(relabel(dump, info, parts=parts), sources)
     base = dump._batches
 
     def batches(batch_rows):
         for batch in base(batch_rows):
             yield _fill_npz(dump.path, batch, names, sources)
-    return _with_crcs(_relabel(dump, info, batches=batches), sources)
+    return _with_crcs(relabel(dump, info, batches=batches), sources)
 
 
 def _with_crcs(dump: Dump, sources: dict) -> Dump:

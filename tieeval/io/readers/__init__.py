@@ -147,10 +147,6 @@ def expected() -> str:
     return f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
-def unknown_format(path: str) -> InputError:
-    return InputError(f"{path}: unknown format (expected {expected()}); {HOW_TO_DUMP}")
-
-
 def by_suffix(path: str) -> Reader | None:
     """The reader whose longest suffix ends ``path`` (case-insensitively), if any."""
     lower = path.lower()
@@ -206,7 +202,7 @@ def detect(path: str) -> Reader:
                          "when its name ends in .csv.gz")
     if head.startswith(b"\x80"):  # pickle protocol 2 and later (torch, joblib, pickle)
         raise not_a_dump(path, "a pickle")
-    raise unknown_format(path)
+    raise InputError(f"{path}: unknown format (expected {expected()}); {HOW_TO_DUMP}")
 
 
 def detect_format(path: str) -> str:
