@@ -290,15 +290,14 @@ def _stream_crc(path: str, name: str, pos: int, left: int, crc: int = 0) -> int:
     """The CRC-32 of ``left`` bytes of ``path`` from ``pos``, streamed."""
     try:
         with open(path, "rb", buffering=0) as fh:
+            fh.seek(pos)
             while left:
-                fh.seek(pos)
                 chunk = fh.read(min(left, 4 << 20))
                 if not chunk:
                     raise InputError(f"{path}: corrupted or truncated file (member {name} "
                                      "ends early)")
                 crc = crc32(chunk, crc)
                 left -= len(chunk)
-                pos += len(chunk)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return crc

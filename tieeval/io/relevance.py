@@ -350,10 +350,9 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
             values, offsets = columns[kind]
             if offsets is None:  # 2-D padded (NPZ) or 1-D one index per row
                 values = values.reshape(values.shape[0], -1)
-                row = np.repeat(np.arange(values.shape[0], dtype=np.int64), values.shape[1])
+                offsets = np.arange(values.shape[0] + 1, dtype=np.int64) * values.shape[1]
                 values = values.reshape(-1)
-            else:
-                row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+            row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
             lists[kind] = (values, row)
     if lists:
         batch.labels = _indices_to_labels(path, batch, names, lists)

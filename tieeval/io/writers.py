@@ -204,11 +204,7 @@ def _labels(labels, scores: _Rows) -> _Rows | None:
                              "relevance labels now: one label per candidate in the scores' "
                              "layout (> 0 relevant with that gain, 0 unobserved, < 0 an "
                              f"explicit negative); {_RUN_LABEL_HINT}")
-    rows = _rows(labels, "labels")
-    if rows.values.dtype.kind not in "biuf":
-        raise ParameterError(f"labels must hold numbers or booleans, got "
-                             f"{rows.values.dtype}")
-    _same_layout(rows, scores, "labels")
+    rows = _aligned(labels, "labels", scores, "biuf", "numbers or booleans")
     if rows.values.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(rows.values))
         if bad.size:
@@ -285,14 +281,12 @@ def ranking_lists(ranking, lengths: np.ndarray) -> RankLists:
     return RankLists(rows.values, rows.offsets)
 
 
-def _items(items, scores: _Rows) -> _Rows | None:
-    if items is None:
-        return None
-    rows = _rows(items, "items")
-    if rows.values.dtype.kind not in "iuU":
-        raise ParameterError(f"items must hold integer or string item ids, got "
-                             f"{rows.values.dtype}")
-    _same_layout(rows, scores, "items")
+def _aligned(value, what: str, scores: _Rows, kinds: str, want: str) -> _Rows:
+    """``value`` as rows of ``kinds`` values in the layout of ``scores``."""
+    rows = _rows(value, what)
+    if rows.values.dtype.kind not in kinds:
+        raise ParameterError(f"{what} must hold {want}, got {rows.values.dtype}")
+    _same_layout(rows, scores, what)
     return rows
 
 
@@ -510,8 +504,9 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
                                  "positives and negatives")
     fields = {"scores": rows, "positive": _positive(positive, rows), "labels": lab,
               "positives": pos_lists, "negatives": neg_lists,
-              "items": _items(items, rows), INSTANCE_FIELD: _instances(instances, rows.rows),
-              "ranking": _ranking(ranking, rows)}
+              "items": None if items is None else _aligned(
+                  items, "items", rows, "iuU", "integer or string item ids"),
+              INSTANCE_FIELD: _instances(instances, rows.rows), "ranking": _ranking(ranking, rows)}
     meta = _run_labels(meta, run_labels)
     arrays = _npz_arrays(fields) if fmt == "npz" else fields
     with atomic_output(path, what="the dump") as fh:
