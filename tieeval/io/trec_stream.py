@@ -105,9 +105,8 @@ class _Qrels:
         nq = len(raw)
         # each query's judgements are keys[start[q]:start[q + 1]]
         self.start = np.searchsorted(query, np.arange(nq + 1)).astype(np.int64)
-        self.best = np.full(nq, -np.inf)
-        has = self.start[1:] > self.start[:-1]
-        self.best[has] = np.maximum.reduceat(self.rel, self.start[:-1][has])
+        # the dictionary holds the query ids of the judgements: each has one at least
+        self.best = np.maximum.reduceat(self.rel, self.start[:-1])
         self.max_label = float(self.rel.max())
 
     def __len__(self) -> int:
@@ -199,15 +198,13 @@ class TrecSource:
     def read_whole(self, reason: object = None) -> None:
         """Batches of the whole-run reader, in the dump's order, from now on: what starting
         over (after ``reason``), settling and keeping the order ask of the dump."""
-        if self.whole is not None:
-            return
-        self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
-                          self.judged_depth, self.grades)
-        self.order = None
-        qids, scores = self.whole[0], self.whole[1]
-        tags = self.whole[6]
-        if self.dump is not None:
-            self._settle_dump(self.whole[5], tags, qids.size, scores.size)
+        if self.whole is None:
+            self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
+                              self.judged_depth, self.grades)
+            self.order = None
+        if self.dump is not None:  # the same figures each time: the whole run's
+            qids, scores, query_set, tags = (self.whole[i] for i in (0, 1, 5, 6))
+            self._settle_dump(query_set, tags, qids.size, scores.size)
 
     def _settle_dump(self, query_set, tags: list, rows: int, lines: int) -> None:
         dump = self.dump
@@ -344,8 +341,7 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
                         _order=source.instance_order, _keep_order=source.read_whole)
     source.dump = dump
     if source.whole is not None:
-        whole = source.whole
-        source._settle_dump(whole[5], whole[6], whole[0].size, whole[1].size)
+        source.read_whole()
     return dump
 
 
