@@ -11,6 +11,7 @@ import os
 import threading
 import zipfile
 import zlib
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generator
 
@@ -393,12 +394,11 @@ class MatrixPart:
         (:class:`LazyBatch`); a Fortran-order matrix is read at once."""
         if self.scores.fortran:
             return self.read_rows(lo, hi)
-        positive = self.positive.reader() if self.positive is not None else None
-        try:
+        with self._positive_reader() as positive:
             return self._batch(lo, hi, None, positive, together)
-        finally:
-            if positive is not None:
-                positive.close()
+
+    def _positive_reader(self) -> Any:
+        return nullcontext() if self.positive is None else self.positive.reader()
 
     def _batch(self, start: int, stop: int, block: np.ndarray | None, positive,
                together: bool = False) -> Batch:
@@ -415,15 +415,10 @@ class MatrixPart:
         return Batch(block, rows, start, nbytes=nbytes, positive_defaulted=defaulted)
 
     def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
-        with self.scores.reader() as scores:
-            positive = self.positive.reader() if self.positive is not None else None
-            try:
-                for start in range(self.lo, self.hi, batch_rows):
-                    stop = min(start + batch_rows, self.hi)
-                    yield self._batch(start, stop, scores.rows(start, stop), positive)
-            finally:
-                if positive is not None:
-                    positive.close()
+        with self.scores.reader() as scores, self._positive_reader() as positive:
+            for start in range(self.lo, self.hi, batch_rows):
+                stop = min(start + batch_rows, self.hi)
+                yield self._batch(start, stop, scores.rows(start, stop), positive)
 
 
 def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart]:

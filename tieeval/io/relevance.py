@@ -434,19 +434,18 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
             spec = member.spec() if member.stored else None
             sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
     info = _info(source, present)
-    names = {kind: present[kind] for kind in present}
     if dump.parts is not None:
         # every member stored: any rows can be read on their own, in any thread
         part: type[NpzRelevancePart] = (
             StoredNpzRelevancePart if all(src.spec is not None for src in sources.values())
             else NpzRelevancePart)
-        parts = [part(p, names, sources) for p in dump.parts]
+        parts = [part(p, present, sources) for p in dump.parts]
         return _with_crcs(relabel(dump, info, parts=parts), sources)
     base = dump._batches
 
     def batches(batch_rows):
         for batch in base(batch_rows):
-            yield _fill_npz(dump.path, batch, names, sources)
+            yield _fill_npz(dump.path, batch, present, sources)
     return _with_crcs(relabel(dump, info, batches=batches), sources)
 
 

@@ -906,9 +906,6 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     del denc, dmap, drank
     run.qid_codes = run.docno_codes = np.zeros(0, dtype=np.int32)  # not needed again
 
-    def docno(r: int) -> str:
-        return _text(ddict[int(dorder[r])].as_py())
-
     # judgements sorted by (query, docno); a pair judged twice is refused with its line
     jkey = jq.astype(np.int64) * nd + jd
     jo = np.argsort(jkey, kind="stable")
@@ -937,9 +934,9 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     dup = np.flatnonzero(kept_keys[1:] == kept_keys[:-1])
     if dup.size:
         key = int(kept_keys[dup[0]])
-        raise InputError(f"{run_path}: query {qnames[key // nd]}: document "
-                         f"{docno(key % nd)} is retrieved twice (trec_eval refuses "
-                         "duplicate documents too)")
+        docno = _text(ddict[int(dorder[key % nd])].as_py())
+        raise InputError(f"{run_path}: query {qnames[key // nd]}: document {docno} is "
+                         "retrieved twice (trec_eval refuses duplicate documents too)")
     del kept_keys, dup
     straddled: list[Any] = []  # -J -M: the tie blocks across the cut (tieeval.io.straddle)
     cut_blocks: list = []

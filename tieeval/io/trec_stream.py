@@ -435,11 +435,8 @@ class _Pass:
         # the queries with judgements are the rows; the others are ignored, as trec_eval
         # ignores them
         qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
-        for x, i in zip(qids, qrow.tolist()):
-            if i < 0:
-                self.run_only.append(_name(x))
-            else:
-                self.in_run[i] = True
+        self.run_only += [_name(x) for x, i in zip(qids, qrow.tolist()) if i < 0]
+        self.in_run[qrow[qrow >= 0]] = True
         line_query = np.repeat(np.arange(len(qids)), lengths)
         keep = (qrow >= 0)[line_query]
         if not keep.all():
