@@ -278,11 +278,9 @@ class TrecSource:
                 if qid in state.seen:
                     raise WholeRun("a query's lines are not together")
                 state.seen[qid] = None
-            if first == 0 and carry_id is not None:  # it ended with the last chunk
-                state.add_query(carry_id, carry)
+            if carry_id is not None and (first == 0 or len(heads) > 1):
+                state.add_query(carry_id, carry)  # it ended with the last chunk or in this one
             if len(heads) > first:
-                if first == 1:
-                    state.add_query(carry_id, carry)
                 # the chunk's whole queries, then its last one carried over
                 lo, hi = bounds[first], bounds[-2]
                 if hi > lo:
