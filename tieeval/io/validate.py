@@ -72,11 +72,10 @@ def resolve_positive(path: str, positive, lengths: np.ndarray, start: int, *,
     if positive.dtype.kind == "u":
         # Unsigned indices never count back: 2**64 - 1 must not wrap to -1 (the last column).
         pos = np.minimum(positive, np.uint64(np.iinfo(np.int64).max)).astype(np.int64)
-    elif not count_back:
-        pos = positive.astype(np.int64)
     else:
         pos = positive.astype(np.int64)
-        pos = np.where(pos < 0, pos + lengths, pos)
+        if count_back:
+            pos = np.where(pos < 0, pos + lengths, pos)
     bad = np.flatnonzero((pos < 0) | (pos >= lengths))
     if bad.size:
         i = int(bad[0])
@@ -103,10 +102,10 @@ def _check_matrix(path: str, arr, what: str) -> None:
         raise InputError(f"{path}: rows have no candidates (shape {tuple(arr.shape)})")
 
 
-def _check_positive_field(path, options, positive, rows):
+def _check_positive_field(path, options, positive, rows) -> None:
     """Check a stored positive array (or its header: anything with dtype and shape)."""
     if positive is None:
-        return None
+        return
     if options.positive_index is not None:
         raise positive_index_conflict(path, options.positive, "field")
     if len(positive.shape) != 1 or positive.shape[0] != rows:
@@ -115,4 +114,3 @@ def _check_positive_field(path, options, positive, rows):
     if np.dtype(positive.dtype).kind not in "iu":
         raise InputError(f"{path}: '{options.positive}' must hold integer column indices, got "
                          f"{positive.dtype}")
-    return positive
