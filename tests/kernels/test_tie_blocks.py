@@ -23,12 +23,8 @@ from tiers import SLOW
 from tieeval.errors import InputError, ParameterError
 from tieeval.kernels.closed_forms import single_positive
 from tieeval.kernels.counts import dense_counts
-from tieeval.kernels.tie_blocks import (
-    InstanceValues,
-    RelBatch,
-    _rr_moments,
-    relevance_values,
-)
+from tieeval.kernels.tie_blocks import InstanceValues, RelBatch, relevance_values
+from tieeval.metrics.measures.series import rr_moments
 from tieeval.metrics.metric import Metric
 from tieeval.metrics.options import (
     REL_REGISTRY,
@@ -445,8 +441,8 @@ def test_rr_shortcut_equals_general_path():
     nb = rng.integers(1, 3000, size=size)
     k = np.where(rng.random(size) < 0.5, a + rng.integers(0, 4000, size=size), 10 ** 9)
     p = np.ones(size, dtype=np.int64)
-    fast = _rr_moments(a, nb, p, k, shortcut=True)
-    slow = _rr_moments(a, nb, p, k, shortcut=False)
+    fast = rr_moments(a, nb, p, k, shortcut=True)
+    slow = rr_moments(a, nb, p, k, shortcut=False)
     np.testing.assert_allclose(fast[0], slow[0], rtol=2e-13, atol=0)
     np.testing.assert_allclose(fast[1], slow[1], rtol=2e-13, atol=0)
 
@@ -456,7 +452,7 @@ def test_rr_moments_exact_at_depth():
     cases = [(0, 5, 1, 10 ** 9), (99_950, 40, 1, 10 ** 9), (250_000, 300, 1, 250_100),
              (99_950, 40, 3, 10 ** 9), (70_000, 60, 2, 70_030), (5, 200, 7, 10 ** 9)]
     a, nb, p, k = (np.array(c) for c in zip(*cases))
-    e1, e2 = _rr_moments(a, nb, p, k)
+    e1, e2 = rr_moments(a, nb, p, k)
     for i, (ai, ni, pi, ki) in enumerate(cases):
         top = min(ni - pi + 1, ki - ai)
         pmf = [Fraction(math.comb(ni - j, pi - 1), math.comb(ni, pi)) for j in range(1, top + 1)]

@@ -64,22 +64,20 @@ def _check_nan(row_max: np.ndarray, nan_policy: str) -> None:
             raise NanScoreError(int(bad[0]), int(bad.size))
 
 
-def _negates(scores: np.ndarray) -> bool:
-    """Whether ``scores * -1``, the codebases' sort key, reverses the order of ``scores``
-    (else ``~scores`` is the key, see :func:`_negated`)."""
-    kind = scores.dtype.kind
-    return kind == "f" or (kind == "i" and not (scores == np.iinfo(scores.dtype).min).any())
-
-
-def _negated(scores: np.ndarray) -> np.ndarray:
+def sort_key(scores: np.ndarray, scratch: bool = False) -> np.ndarray:
     """``scores * -1``, the codebases' sort key, wherever that reverses the order.
 
     For integer dumps ``* -1`` is not order-reversing everywhere: it overflows the signed
     minimum (which stays the minimum, so the original rank could leave the tie block) and
     raises OverflowError for unsigned dtypes under numpy >= 2. There ``~scores`` (``-x - 1``
     for signed, ``MAX - x`` for unsigned) gives the same descending order without overflow.
+    ``scratch``: ``scores`` is the caller's own copy, turned into the key in place (the
+    same values, one pass less).
     """
-    return scores * -1 if _negates(scores) else ~scores
+    kind = scores.dtype.kind
+    if kind == "f" or (kind == "i" and not (scores == np.iinfo(scores.dtype).min).any()):
+        return np.multiply(scores, -1, out=scores) if scratch else scores * -1
+    return np.invert(scores, out=scores) if scratch else ~scores
 
 
 # Rows are processed in blocks of about this many scores (2 MB of float32), so the few
@@ -294,12 +292,7 @@ def _sorted_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np
 
     def ranks(rows: np.ndarray) -> np.ndarray:
         # one copy of the rows, negated in place: the same values as ``scores[rows] * -1``
-        keys = scores[rows]
-        if _negates(keys):
-            np.multiply(keys, -1, out=keys)
-        else:
-            np.invert(keys, out=keys)
-        order = np.argsort(keys, axis=1)
+        order = np.argsort(sort_key(scores[rows], scratch=True), axis=1)
         # the positive sits among its tie block, at places a .. a + b - 1 of its row: only
         # that window of the order is searched
         lo = int(a[rows].min())
@@ -342,7 +335,7 @@ def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
     elif rule == "argsort":
         for i in np.flatnonzero(b > 1):
             row = values[offsets[i]:offsets[i + 1]]
-            order = np.argsort(_negated(row))
+            order = np.argsort(sort_key(row))
             original[i] = int(np.flatnonzero(order == positive[i])[0]) + 1
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 

@@ -80,19 +80,10 @@ import numpy as np
 import numpy.typing as npt
 
 from tieeval.errors import InputError, ParameterError
-from tieeval.kernels.counts import NanScoreError
+from tieeval.kernels.counts import NanScoreError, check_nan_policy, sort_key
 from tieeval.kernels.threads import map_blocks
 from tieeval.metrics.measures.base import BY_JUDGED, BY_LABELS_AND_JUDGED
-from tieeval.metrics.measures.err import GDEVAL_MAX_JUDGMENT as _GDEVAL_MAX_JUDGMENT
-from tieeval.metrics.measures.series import pmiss as _pmiss  # noqa: F401 - importable here
-from tieeval.metrics.measures.series import recip_sum as _recip_sum  # noqa: F401
-from tieeval.metrics.measures.series import rr_moments as _rr_moments  # noqa: F401
-from tieeval.metrics.options import (
-    NAN_POLICIES,
-    ORIGINAL_ORDERS,
-    RelMetric,
-    parse_rel_metric,
-)
+from tieeval.metrics.options import ORIGINAL_ORDERS, RelMetric, parse_rel_metric
 from tieeval.records.values import InstanceValues
 from tieeval.util.stopping import checkpoint
 
@@ -100,27 +91,9 @@ if TYPE_CHECKING:
     from tieeval.kernels.original import Listed, Short
 
 # ---------------------------------------------------------------------------------------
-# Results
-
-
-# ---------------------------------------------------------------------------------------
 # Numerical helpers (private: they trust their input)
 
 _SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
-
-
-def _sort_key_desc(x: np.ndarray, scratch: bool = False) -> np.ndarray:
-    """``x * -1``, the codebases' key, where it reverses the order; else ``~x``.
-
-    The rule the single-positive kernel in :mod:`tieeval.kernels.counts` uses for its 'original'
-    rank: ``* -1`` overflows the signed integer minimum and raises for unsigned dtypes,
-    where ``~x`` gives the same descending order. ``scratch``: ``x`` is a copy of the
-    caller's own, turned into the key in place (the same values, one pass less).
-    """
-    kind = x.dtype.kind
-    if kind == "f" or (kind == "i" and not (x == np.iinfo(x.dtype).min).any()):
-        return np.multiply(x, -1, out=x) if scratch else x * -1
-    return np.invert(x, out=x) if scratch else ~x
 
 
 def _check_unranked(unranked: Any, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -653,12 +626,12 @@ class RelBatch:
         """
         if self.original == "reverse-stable":
             # a stable sort of the reversed row: ties by descending position
-            back = np.argsort(_sort_key_desc(vals[:, ::-1]), axis=1, kind="stable")
+            back = np.argsort(sort_key(vals[:, ::-1]), axis=1, kind="stable")
             forward: np.ndarray = vals.shape[1] - 1 - back
             return forward
         if self.original == "argsort":
-            return np.argsort(_sort_key_desc(vals, scratch), axis=1)
-        return np.argsort(_sort_key_desc(vals, scratch), axis=1, kind="stable")
+            return np.argsort(sort_key(vals, scratch), axis=1)
+        return np.argsort(sort_key(vals, scratch), axis=1, kind="stable")
 
     def _argsort_rows(self, s: np.ndarray, rows: np.ndarray
                       ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -861,7 +834,6 @@ class Evaluation:
             inside = self._cut[2] = self.b.pos < self.kc[self.b.row]
         return inside
 
-    # -- shared pieces --------------------------------------------------------------------
     # -- services the measures use -----------------------------------------------------------
     def hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
         """Per row the relevant items (``sign`` +1) or explicit negatives (-1) inside the
@@ -920,10 +892,6 @@ class Evaluation:
         return label_span(lab)
 
 
-# moved to the measures; importable from here as before
-GDEVAL_MAX_JUDGMENT = _GDEVAL_MAX_JUDGMENT
-
-
 def relevance_values(scores: npt.ArrayLike, labels: npt.ArrayLike,
                      offsets: npt.ArrayLike | None, metric: RelMetric | str, *,
                      original_order: bool = True, nan_policy: str = "raise",
@@ -957,9 +925,7 @@ def relevance_values(scores: npt.ArrayLike, labels: npt.ArrayLike,
     if isinstance(metric, str):
         metric = parse_rel_metric(metric)
     # a standalone entry point: its options are checked here, once, not by RelBatch
-    if nan_policy not in NAN_POLICIES:
-        raise ParameterError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, "
-                             f"got {nan_policy!r}")
+    check_nan_policy(nan_policy)
     if original not in ORIGINAL_ORDERS:
         raise ParameterError(f"original must be one of {', '.join(ORIGINAL_ORDERS)}, "
                              f"got {original!r}")
