@@ -481,7 +481,7 @@ class GeneralKernel(Kernel):
                 why.append(s.unanswered)
             if not s.has_tie_aware:
                 means["tie_aware"], std = None, None
-                reason = tie_aware_reason(entry.form, options)
+                reason = entry.form.spec.tie_aware_reason()
             rows.append(MetricRow(entry.metric.name, entry.metric.k, means["original"],
                                   means["first"], means["last"], means["tie_aware"], std,
                                   s.count, gamma=entry.gamma, skipped=n - s.count,
@@ -556,14 +556,8 @@ def expected_geometric_mean(s: EntrySums) -> float:
     return math.exp(fixed + rest)
 
 
-def tie_aware_reason(metric: RelMetric, options: RelOptions) -> str:
-    """Why a metric's tie-aware dataset figure is null (the renderers show it)."""
-    return metric.spec.tie_aware_reason()
-
-
 def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
-    if (some_relevant and metric.k is not None
-            and getattr(metric, "short_list", None) == "skip"):
+    if some_relevant and metric.k is not None and metric.short_list == "skip":
         return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
                 "candidates")
     return metric.spec.undefined_reason()

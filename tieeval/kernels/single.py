@@ -128,7 +128,10 @@ class SinglePositiveKernel(Kernel):
     def add(self, acc: Accumulator, batch: Batch) -> None:
         """Add one batch's rows to ``acc``."""
         batch = self.prepare(batch)
-        counts = self.counts(batch, keep=self.scores_wanted(acc, batch))
+        self._add(acc, batch, self.counts(batch, keep=self.scores_wanted(acc, batch)))
+
+    def _add(self, acc: Accumulator, batch: Batch, counts: RowCounts) -> None:
+        """Add the rows of a prepared batch, counted, to ``acc``."""
         record_short(acc, counts.short)
         self.add_hint(acc, batch, counts)
         self.add_counts(acc, counts)
@@ -243,7 +246,7 @@ class SinglePositiveKernel(Kernel):
         add_evidence(acc.hint, batch.scores, batch.offsets, batch.start)
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
-        return self.instance_counts(batch)[1]
+        return self._values(self.counts(self.prepare(batch)))
 
     def add_values(self, acc: Accumulator | None, batch: Batch
                    ) -> tuple[RowCounts, list[InstanceValues]]:
@@ -251,11 +254,7 @@ class SinglePositiveKernel(Kernel):
         batch = self.prepare(batch)
         counts = self.counts(batch)
         if acc is not None:
-            record_short(acc, counts.short)
-            self.add_hint(acc, batch, counts)
-            self.add_counts(acc, counts)
-            if acc.duplicates is not None and batch.items is not None:
-                self._duplicates(acc, batch, one_hot(batch))
+            self._add(acc, batch, counts)
         return counts, self._values(counts)
 
     def _values(self, counts: RowCounts) -> list[InstanceValues]:
@@ -264,11 +263,6 @@ class SinglePositiveKernel(Kernel):
         short = counts.short or [None] * len(self.metrics)
         return [blank_short(single_positive(m, counts.a, counts.b, counts.original), item)
                 for m, item in zip(self.metrics, short)]
-
-    def instance_counts(self, batch: Batch) -> tuple[RowCounts, list[InstanceValues]]:
-        """A batch's row counts (``a``, ``b``, the original rank) and per-instance values."""
-        counts = self.counts(self.prepare(batch))
-        return counts, self._values(counts)
 
     def result(self, acc: Accumulator, path: str, dtype: Any,
                labels: dict[str, Any] | None = None,

@@ -66,15 +66,8 @@ from tieeval.records.whatif import WhatIf as WhatIf
 from tieeval.records.whatif import check_cast as check_cast
 from tieeval.records.whatif import check_tolerance as check_tolerance
 
-_DEFAULT_KS = (1, 5, 10)
-
-
 # ---------------------------------------------------------------------------------------
 # casts
-
-def _to_float64(scores: np.ndarray) -> np.ndarray:
-    return scores.astype(np.float64)
-
 
 def _float32_round_to_odd(x: np.ndarray) -> np.ndarray:
     """float64 -> float32, rounding toward zero and setting the last bit when inexact.
@@ -121,7 +114,7 @@ def round_to_bfloat16(scores: np.ndarray) -> np.ndarray:
     elif arr.dtype.kind == "f" and arr.dtype.itemsize <= 2:
         f32 = arr.astype(np.float32)  # exact widening
     elif arr.dtype.kind in "fiu":
-        f32 = _float32_round_to_odd(_to_float64(arr))
+        f32 = _float32_round_to_odd(arr.astype(np.float64))
     else:
         raise ParameterError(f"cannot round {arr.dtype} scores to bfloat16")
     bits = np.ascontiguousarray(f32).view(np.uint32)
@@ -162,7 +155,7 @@ def cast_scores(scores: np.ndarray, target: str) -> np.ndarray:
 def _tolerance_tied(values: np.ndarray, ref: np.ndarray, atol: float) -> np.ndarray:
     """``values == ref or |values - ref| <= atol`` (differences in float64; NaN never tied)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(_to_float64(values) - _to_float64(ref))
+        diff = np.abs(values.astype(np.float64) - ref.astype(np.float64))
     value: np.ndarray = (values == ref) | (diff <= atol)
     return value
 
@@ -180,8 +173,8 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
     s = batch.scores
     worst = nan_policy == "worst" and s.dtype.kind == "f"
     if batch.offsets is None:
-        rows = s.shape[0]
-        p = s[np.arange(rows), batch.positive][:, None]
+        pos = s[np.arange(s.shape[0]), batch.positive]
+        p = pos[:, None]
         tied = _tolerance_tied(s, p, atol)
         a = np.count_nonzero((s > p) & ~tied, axis=1).astype(np.int64)
         b = np.count_nonzero(tied, axis=1).astype(np.int64)
@@ -190,7 +183,8 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
     else:
         starts = batch.offsets[:-1]
         n = np.diff(batch.offsets)
-        p = np.repeat(s[starts + batch.positive], n)
+        pos = s[starts + batch.positive]
+        p = np.repeat(pos, n)
         tied = _tolerance_tied(s, p, atol)
         a = np.add.reduceat((s > p) & ~tied, starts, dtype=np.int64)
         b = np.add.reduceat(tied, starts, dtype=np.int64)
@@ -199,8 +193,6 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
                               dtype=np.int64)
         row_max = row_max[:, None]
     if worst:
-        pos = (s[np.arange(s.shape[0]), batch.positive] if batch.offsets is None
-               else s[batch.offsets[:-1] + batch.positive])
         nan_pos = np.isnan(pos)
         a[nan_pos] = exact.a[nan_pos]
         b[nan_pos] = exact.b[nan_pos]
