@@ -73,15 +73,11 @@ def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
                rank_depth: int | None = None, k: int | None = None) -> RowCounts | None:
     """The :class:`RowCounts` of a dense ``(rows, candidates)`` tensor whose positive is
     at column ``positive[i]`` (checked), computed where the tensor is; None where a score
-    is NaN (the caller reads the batch on the host, whose message names the row).
-
-    A CPU tensor is counted in place by the host's own counts
-    (:func:`~tieeval.kernels.counts.dense_counts` on the tensor's memory, no copy);
-    another device's with torch there, only the per-row counts (and the rows sorted for
-    the Original) reaching the host. ``rank_depth``: no metric reads the Original below
-    this place, so a tied positive whose block starts there is not sorted (its rank is
-    left at ``a + 1``, as the sparse table leaves it). ``k``: :func:`list_depth` of the
-    kernel, if known."""
+    is NaN (the caller reads the batch on the host, whose message names the row; see the
+    module doc for where the counts are made). ``rank_depth``: no metric reads the
+    Original below this place, so a tied positive whose block starts there is not sorted
+    (its rank is left at ``a + 1``, as the sparse table leaves it). ``k``:
+    :func:`list_depth` of the kernel, if known."""
     import torch
     s = scores.detach()
     if s.device.type == "cpu":
@@ -143,8 +139,7 @@ def _torch_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
         before = host[extra] if rank_depth is None else np.where(a < rank_depth, host[extra], 0)
         original = original + before
     elif rule == "topk":
-        original = _topk_ranks(torch, s, positive, a,
-                                      list_depth(kernel) if k is None else k)
+        original = _topk_ranks(torch, s, positive, a, list_depth(kernel) if k is None else k)
     n = np.full(rows, cols, dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 

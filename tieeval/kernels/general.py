@@ -245,11 +245,17 @@ class GeneralKernel(Kernel):
         return merge(v, table.values(entry.form), mix)
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
-        batch = self.prepare(batch)
+        self._add(acc, self.prepare(batch))
+
+    def _add(self, acc: Accumulator, batch: Batch
+             ) -> tuple[RelBatch, list[InstanceValues] | None]:
+        """Add a prepared batch's rows to ``acc``: its table and :meth:`add_rows`' values."""
         lab = self.labels(batch)
-        self.add_rows(acc, self.block_table(batch, lab))
+        rb = self.block_table(batch, lab)
+        values = self.add_rows(acc, rb)
         if acc.duplicates is not None and batch.items is not None:
             self._duplicates(acc, batch, np.asarray(lab) > 0)
+        return rb, values
 
     def add_values(self, acc: Accumulator | None, batch: Batch
                    ) -> tuple[None, list[InstanceValues]]:
@@ -257,16 +263,8 @@ class GeneralKernel(Kernel):
         of each metric (the values the totals add are the ones handed out)."""
         if acc is None:
             return None, self.instance_values(batch)
-        batch = self.prepare(batch)
-        lab = self.labels(batch)
-        rb = self.block_table(batch, lab)
-        if rb.rows == 0:
-            return None, self._instances(rb, [self.entry_values(rb, i, e)
-                                              for i, e in enumerate(self.entries)])
-        values = self.add_rows(acc, rb)
-        if acc.duplicates is not None and batch.items is not None:
-            self._duplicates(acc, batch, np.asarray(lab) > 0)
-        return None, self._instances(rb, cast("list[Any]", values), counted=True)
+        rb, values = self._add(acc, self.prepare(batch))
+        return None, self._instances(rb, values, counted=values is not None)
 
     def add_rows(self, acc: Accumulator, rb: RelBatch) -> list[InstanceValues] | None:
         """Add a block table's rows to ``acc``; returns each entry's values as added
@@ -367,7 +365,7 @@ class GeneralKernel(Kernel):
         values = self.add_rows(acc, rb)
         if not keep or values is None:
             return None
-        return self._instances(rb, cast("list[Any]", values), counted=True)
+        return self._instances(rb, values, counted=True)
 
     @staticmethod
     def _spread(sums: EntrySums, v: InstanceValues, mask: np.ndarray) -> np.ndarray | None:
@@ -412,14 +410,14 @@ class GeneralKernel(Kernel):
 
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         batch = self.prepare(batch)
-        rb = self.block_table(batch, self.labels(batch))
-        return self._instances(rb, [self.entry_values(rb, i, e)
-                                    for i, e in enumerate(self.entries)])
+        return self._instances(self.block_table(batch, self.labels(batch)))
 
-    def _instances(self, rb: RelBatch, values: list[InstanceValues], counted: bool = False
-                   ) -> list[InstanceValues]:
-        """Each entry's per-instance values from its values on ``rb`` (``counted``:
-        ``no_relevant`` already applied)."""
+    def _instances(self, rb: RelBatch, values: list[InstanceValues] | None = None,
+                   counted: bool = False) -> list[InstanceValues]:
+        """Each entry's per-instance values from its values on ``rb`` (None: evaluated
+        here; ``counted``: ``no_relevant`` already applied)."""
+        if values is None:
+            values = [self.entry_values(rb, i, e) for i, e in enumerate(self.entries)]
         keep = None
         if self.both:
             keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)

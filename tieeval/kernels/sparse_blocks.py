@@ -40,7 +40,7 @@ from tieeval.kernels.threads import MIN_BLOCK_SCORES, map_blocks, threads
 from tieeval.util.ranges import expand
 from tieeval.util.stopping import checkpoint
 
-_SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
+SORT_CHUNK = 1 << 19  # at most this many elements per block of rows sorted together
 _QUERIES = 1 << 15  # binary searches run together (their rows stay in cache)
 # rows at least this long, in a table cut at a depth, are partitioned at their depth-th
 # largest score and sorted above it only (np.partition and a sort of the depth), not
@@ -51,13 +51,13 @@ _PARTIAL_WIDTH = 1500
 
 def _chunk(total: int) -> int:
     """Elements per block of rows sorted on one thread: every thread gets work once a batch
-    is large enough, and no block exceeds _SORT_CHUNK."""
-    return min(_SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
+    is large enough, and no block exceeds SORT_CHUNK."""
+    return min(SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
 
 
 def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
     """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
-    for part in _row_groups(n, rows):
+    for part in row_groups(n, rows):
         checkpoint()
         if part.size:
             yield offsets[part][:, None] + np.arange(int(n[part[0]]))
@@ -155,13 +155,24 @@ def _reversed_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndar
     return value
 
 
+def run_starts(key: np.ndarray) -> np.ndarray:
+    """Where a run of equal neighbours of ``key`` starts (the first entry always does)."""
+    new = np.ones(key.size, dtype=bool)
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    return new
+
+
+def run_first(new: np.ndarray) -> np.ndarray:
+    """Per entry, the index of its run's first entry (``new``: :func:`run_starts`)."""
+    first: np.ndarray = np.maximum.accumulate(np.where(new, np.arange(new.size), 0))
+    return first
+
+
 def _listed_blocks(s: np.ndarray, n: np.ndarray, offsets: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tie blocks of rows listed best first (non-increasing, no NaN): each block's
     first position and size (int64), and the block of every position."""
-    new = np.ones(s.size, dtype=bool)
-    if s.size > 1:
-        np.not_equal(s[1:], s[:-1], out=new[1:])
+    new = run_starts(s)
     new[offsets[:-1][n > 0]] = True  # a row starts a block
     start = np.flatnonzero(new)
     size = np.diff(np.append(start, s.size))
@@ -396,15 +407,11 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
 def from_counts(b: Any, a: np.ndarray, t: np.ndarray, top: np.ndarray, opos: np.ndarray,
                 rank_depth: int | None = None) -> None:
     """Fill the compact block table of ``b`` (as :func:`build`) for rows holding one
-    relevant item each (label 1, every other candidate label 0 and unjudged) from that
-    item's counts per row, found without the scores (:mod:`tieeval.kernels.device`):
-    ``a`` scores above it, ``t`` tied with it (itself included), ``top`` the row's top
-    tie and ``opos`` its 0-based place in the 'original' ordering. These are the counts
-    :func:`build` finds by its searches and sorts; the rest of the table is made by the
-    same code, so every metric's values are the same, bit for bit. ``rank_depth``: as in
-    :func:`build`, a tied item whose block starts at or below it takes its 'first' place
-    (no metric reads it). A table cut at a prune depth keeps every row's item: it is the
-    row's first relevant block."""
+    relevant item each, from that item's counts (``RelBatch.one_relevant``'s, ``opos``
+    its place). These are the counts :func:`build` finds by its searches and sorts; the
+    rest of the table is made by the same code, so every metric's values are the same,
+    bit for bit. ``rank_depth``: as in :func:`build`. A table cut at a prune depth keeps
+    every row's item: it is the row's first relevant block."""
     rows, n = b.rows, b.n
     mrow = np.arange(rows, dtype=np.int64)
     ml = np.ones(rows)
@@ -437,8 +444,7 @@ def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.nda
         a, t, opos, gkey = a[o], t[o], opos[o], gkey[o]
         if unsorted is not None:
             unsorted = unsorted[o]
-    new = np.ones(mrow.size, dtype=bool)
-    new[1:] = gkey[1:] != gkey[:-1]
+    new = run_starts(gkey)
     first_item = np.flatnonzero(new)
     ib = np.cumsum(new.astype(np.int64)) - 1  # block of each marked item (numpy's
     # cumulative sum of a bool array is several times slower than of its int64 copy)
@@ -480,9 +486,7 @@ def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.nda
     b.j_t = np.bincount(ib[mjd & ~rel], minlength=nblocks)
     b.jd_t = np.bincount(ib[mjd], minlength=nblocks)
     b.q_t = np.bincount(ib[ml < 0], minlength=nblocks)
-    newrow = np.ones(nblocks, dtype=bool)
-    newrow[1:] = brow[1:] != brow[:-1]
-    b._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(nblocks), 0))
+    b._row_first_block = run_first(run_starts(brow))
     b._row_length = n
     b.compact = True
 
@@ -562,15 +566,13 @@ def _original_positions(s: np.ndarray, n: np.ndarray, offsets: np.ndarray, mi: n
     place at or below it, so only the first ``depth`` places of each sorted row are
     looked at, and an item not among them takes a free place of its block at or below
     the depth (:func:`_places_below`)."""
-    first = np.ones(mrow.size, dtype=bool)
-    first[1:] = mrow[1:] != mrow[:-1]
-    need = mrow[first]
+    need = mrow[run_starts(mrow)]
     length0 = int(n[need[0]])
     if (n[need] == length0).all():  # one length: rows taken whole, in blocks
         step = max(1, _chunk(need.size * length0) // max(length0, 1))
         chunks = [need[i:i + step] for i in range(0, need.size, step)]
     else:
-        chunks = list(_row_groups(n, need))
+        chunks = list(row_groups(n, need))
     dense = s.reshape(n.size, length0) if (n == length0).all() else None
     col = mi - offsets[mrow]
     # the items of each block of rows
@@ -638,18 +640,19 @@ def _places_below(block: np.ndarray, start: np.ndarray) -> np.ndarray:
     the block; none of them is read by a metric."""
     o = np.argsort(block, kind="stable")
     key = block[o]
-    new = np.ones(key.size, dtype=bool)
-    new[1:] = key[1:] != key[:-1]
-    first = np.maximum.accumulate(np.where(new, np.arange(key.size), 0))
+    first = run_first(run_starts(key))
     out = np.empty(key.size, dtype=np.int64)
     out[o] = start[o] + np.arange(key.size) - first
     return out
 
 
-def _row_groups(n: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
-    """``rows`` split into runs of one length (in blocks of :func:`_chunk` scores)."""
+def row_groups(n: np.ndarray, rows: np.ndarray, chunk: int | None = None
+               ) -> Iterator[np.ndarray]:
+    """``rows`` split into runs of one length, in blocks of ``chunk`` scores (by default
+    :func:`_chunk`'s)."""
     lens = n[rows]
-    chunk = _chunk(int(lens.sum()))
+    if chunk is None:
+        chunk = _chunk(int(lens.sum()))
     for length in np.unique(lens):
         if length == 0:
             continue

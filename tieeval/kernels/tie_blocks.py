@@ -80,7 +80,9 @@ import numpy as np
 import numpy.typing as npt
 
 from tieeval.errors import InputError, ParameterError
+from tieeval.kernels import sparse_blocks
 from tieeval.kernels.counts import NanScoreError, check_nan_policy, sort_key
+from tieeval.kernels.sparse_blocks import label_span, run_first, run_starts
 from tieeval.kernels.threads import map_blocks
 from tieeval.metrics.measures.base import BY_JUDGED, BY_LABELS_AND_JUDGED
 from tieeval.metrics.options import ORIGINAL_ORDERS, RelMetric, parse_rel_metric
@@ -92,9 +94,6 @@ if TYPE_CHECKING:
 
 # ---------------------------------------------------------------------------------------
 # Numerical helpers (private: they trust their input)
-
-_SORT_CHUNK = 1 << 19  # elements per block of rows sorted together (one thread each)
-
 
 def _check_unranked(unranked: Any, rows: int) -> tuple[np.ndarray, np.ndarray]:
     try:
@@ -222,12 +221,9 @@ class RelBatch:
         Original rule, a what-if tolerance, trec_eval's ``-l`` and ``-M``, the sparse
         table and its depths); the defaults when not given.
     gate : bool
-        Count a relevant candidate whose score is not > 0 (<= 0, -0.0 included, or NaN)
-        as not relevant: its label reads 0 in every ordering, as torchmetrics zeroes the
-        target where preds <= 0 (the metrics of ``relevant_scores="positive"``). It keeps
-        its place in the ranking, and R (``n_pos``) still counts it, so a row is defined
-        by every relevant item and Recall divides by all of them; ``n_gated`` says how
-        many per row.
+        Read a relevant candidate whose score is not > 0 (<= 0, -0.0 included, or NaN) as
+        label 0 in every ordering, in its place (``relevant_scores="positive"``, module
+        doc); R (``n_pos``) still counts it; ``n_gated`` says how many per row.
 
     Attributes
     ----------
@@ -310,8 +306,6 @@ class RelBatch:
         if gate:
             lab = self._gate(s, lab, offsets)
         if options.sparse and nan is None and tolerance is None:
-            from tieeval.kernels import sparse_blocks
-
             if original == "given":
                 self._check_given_order(s, None, None)
             sparse_blocks.build(self, s, lab, judged, self._row_orders, options.rank_depth,
@@ -334,8 +328,13 @@ class RelBatch:
             self._check_given_order(s, nan, rw)
             order = np.arange(size, dtype=np.int64)
         else:
+            # rows of one length in groups, sorted on several threads (argsort releases the
+            # GIL); each row's order is the same as from one call
             order = np.empty(size, dtype=np.int64)
-            for idx, got in self._argsort_rows(s, np.arange(rows)):
+            groups = list(self.by_length(np.arange(rows)))
+            for (_, idx), got in zip(groups, map_blocks(
+                    lambda g: g[0] + self._row_orders(s[g[1]]), groups,
+                    [g[1].size for g in groups])):
                 order[idx] = got
         self._order = order
         ss = s[order]
@@ -394,9 +393,7 @@ class RelBatch:
                                     & ~self.relevant(self.lab_first)).astype(np.int64))
         self.jd_t = self.block_sum(self.judged_first.astype(np.int64))
         self.q_t = self.block_sum((self.lab_first < 0).astype(np.int64))
-        newrow = np.ones(bst.size, dtype=bool)
-        newrow[1:] = self.brow[1:] != self.brow[:-1]
-        self._row_first_block = np.maximum.accumulate(np.where(newrow, np.arange(bst.size), 0))
+        self._row_first_block = run_first(run_starts(self.brow))
 
     def _gate(self, s: np.ndarray, lab: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """``lab`` with 0 at every relevant candidate whose score is not > 0 (``gate``);
@@ -456,8 +453,6 @@ class RelBatch:
         the scores' own sparse table (:func:`tieeval.kernels.sparse_blocks.from_counts`):
         the counts come from a torch tensor on its device (:mod:`tieeval.kernels.device`).
         A metric that needs the full table (:meth:`full`) cannot be evaluated on it."""
-        from tieeval.kernels import sparse_blocks
-
         self = cls.__new__(cls)
         n = np.asarray(n, dtype=np.int64)
         offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
@@ -499,16 +494,11 @@ class RelBatch:
 
         The loop runs over distinct row lengths, at most sqrt(2 * size) of them.
         """
-        lens = self.n[rows]
-        for length in np.unique(lens):
-            if length == 0:
-                continue
-            group = rows[lens == length]
-            for part in np.array_split(group, group.size * int(length) // _SORT_CHUNK + 1):
-                checkpoint()
-                if part.size:
-                    base = self.offsets[part][:, None]
-                    yield base, base + np.arange(length)
+        for part in sparse_blocks.row_groups(self.n, rows, sparse_blocks.SORT_CHUNK):
+            checkpoint()
+            if part.size:
+                base = self.offsets[part][:, None]
+                yield base, base + np.arange(self.n[part[0]])
 
     def relevant(self, lab: np.ndarray) -> np.ndarray:
         """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
@@ -539,8 +529,6 @@ class RelBatch:
     def row_max_label(self) -> np.ndarray:
         """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
         if not hasattr(self, "_row_max_label"):  # the sparse table: from the marked items
-            from tieeval.kernels import sparse_blocks
-
             self._row_max_label = sparse_blocks.row_max_label(self)
             if self.unranked is not None:
                 np.maximum.at(self._row_max_label, *self._unranked_max)
@@ -592,12 +580,8 @@ class RelBatch:
     def _first_block(self, mask_t: np.ndarray) -> np.ndarray:
         """Index of each row's first block with ``mask_t`` (rows without one are absent)."""
         idx = np.flatnonzero(mask_t)
-        if idx.size:
-            r = self.brow[idx]
-            keep = np.ones(idx.size, dtype=bool)
-            keep[1:] = r[1:] != r[:-1]
-            idx = idx[keep]
-        return idx
+        first: np.ndarray = idx[run_starts(self.brow[idx])]
+        return first
 
     # -- orderings ------------------------------------------------------------------------
     def _check_given_order(self, s: np.ndarray, nan: np.ndarray | None,
@@ -617,13 +601,9 @@ class RelBatch:
 
     def _row_orders(self, vals: np.ndarray, scratch: bool = False) -> np.ndarray:
         """Per row of the 2-D ``vals`` (rows of one length), its column indices in the
-        'original' ordering.
-
-        The one sort of a row: np.argsort(row * -1), numpy's default kind on the stored
-        dtype, exactly the codebases' call (so it is also the 'original' ordering): score
-        descending, NaN last. Rows of one length are sorted together as a 2-D array (each
-        row on its own, as the 1-D call would), several times faster than a flat sort.
-        """
+        'original' ordering (the codebases' call by default, module doc; NaN last). Rows of
+        one length are sorted together as a 2-D array (each row on its own, as the 1-D call
+        would), several times faster than a flat sort."""
         if self.original == "reverse-stable":
             # a stable sort of the reversed row: ties by descending position
             back = np.argsort(sort_key(vals[:, ::-1]), axis=1, kind="stable")
@@ -632,21 +612,6 @@ class RelBatch:
         if self.original == "argsort":
             return np.argsort(sort_key(vals, scratch), axis=1)
         return np.argsort(sort_key(vals, scratch), axis=1, kind="stable")
-
-    def _argsort_rows(self, s: np.ndarray, rows: np.ndarray
-                      ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(idx, order)`` per group of ``rows`` of one length: ``order`` holds, for each
-        row of ``idx`` (2-D flat indices), its flat indices in the 'original' ordering
-        (:meth:`_row_orders`). Groups are sorted on several threads (argsort releases the
-        GIL); each row's order is the same as from one call.
-        """
-        def sort(group: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-            base, idx = group
-            order: np.ndarray = base + self._row_orders(s[idx])
-            return order
-        groups = list(self.by_length(rows))
-        for (_, idx), got in zip(groups, map_blocks(sort, groups, [g[1].size for g in groups])):
-            yield idx, got
 
     def use_order(self, listed: Listed) -> None:
         """Take the 'original' ordering from a checked listed ranking
@@ -677,17 +642,12 @@ class RelBatch:
         extremes: tuple[np.ndarray, np.ndarray] = getattr(self, cache)
         return extremes
 
-    def judged_original(self) -> np.ndarray:
-        """The judged mask in the order of :meth:`lab_original`."""
-        if self.compact:
-            return self._judged_original
-        judged: np.ndarray = self._judged[self._original_index]
-        return judged
-
-    def judged_or_negative_original(self) -> np.ndarray:
-        """:meth:`judged_original` with the negative labels counted as judged (the mask
-        :meth:`judged_extremes` orders)."""
-        return self.judged_original() | (self.lab_original() < 0)
+    def judged_original(self, negatives: bool = False) -> np.ndarray:
+        """The judged mask in the order of :meth:`lab_original` (``negatives``: as in
+        :meth:`judged_extremes`)."""
+        judged: np.ndarray = (self._judged_original if self.compact
+                              else self._judged[self._original_index])
+        return judged | (self.lab_original() < 0) if negatives else judged
 
     def ideal_labels(self, k: int | None = None) -> np.ndarray:
         """Each row's labels sorted descending, by position (cached per ``k``).
@@ -782,8 +742,7 @@ class Evaluation:
             jfirst, jlast = b.judged_extremes(negatives)
             by_judged = self.measure.realise_judged
             first, last = by_judged(self, jfirst), by_judged(self, jlast)
-            jorig = b.judged_or_negative_original if negatives else b.judged_original
-            original = (by_judged(self, jorig()) if self.original_order
+            original = (by_judged(self, b.judged_original(negatives)) if self.original_order
                         else np.full(b.rows, np.nan))
         elif orders == BY_LABELS_AND_JUDGED:  # reads the judged mask of each ordering
             first = realise(b.lab_first, b.judged_first)
@@ -888,7 +847,6 @@ class Evaluation:
     @staticmethod
     def label_span(lab: np.ndarray) -> int | None:
         """:func:`tieeval.kernels.sparse_blocks.label_span`."""
-        from tieeval.kernels.sparse_blocks import label_span
         return label_span(lab)
 
 

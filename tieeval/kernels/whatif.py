@@ -61,10 +61,8 @@ from tieeval.records.batch import Batch
 
 # the what-if's names, where they were (re-exported)
 from tieeval.records.whatif import CASTS as CASTS
-from tieeval.records.whatif import NO_WHAT_IF as NO_WHAT_IF
 from tieeval.records.whatif import WhatIf as WhatIf
-from tieeval.records.whatif import check_cast as check_cast
-from tieeval.records.whatif import check_tolerance as check_tolerance
+from tieeval.records.whatif import check_cast, check_tolerance
 
 # ---------------------------------------------------------------------------------------
 # casts
