@@ -126,22 +126,12 @@ class Accumulator:
     (fewer than K candidates).
     """
 
-    # the counts of _COUNTS, set to 0 by __init__
-    instances: int
-    subset: int
-    no_relevant: int
-    no_negative: int
-    top_size: int
-    top_tied: int
-    pos_rows: int
-    pos_size: int
-    pos_tied: int
-
     def __init__(self, entries: int, ks: Iterable[int] = (), duplicates: bool = False):
         self.sums = [EntrySums() for _ in range(entries)]
         self.ks = sorted(set(ks))
-        for name in _COUNTS:
-            setattr(self, name, 0)
+        # the counts of _COUNTS
+        self.instances = self.subset = self.no_relevant = self.no_negative = 0
+        self.top_size = self.top_tied = self.pos_rows = self.pos_size = self.pos_tied = 0
         self.cand_min: int | None = None
         self.cand_max: int | None = None
         self.top_ratio = ExactSum()

@@ -67,19 +67,13 @@ def spec_for(relevance: Any, metrics: Iterable[Metric | str] | None = None, *,
                     rule, what_if, path)
 
 
-def kernels() -> tuple[type[Kernel], ...]:
-    """Every kernel, fastest first. The general kernel is imported only when asked for, so
-    that a single-positive run does not load it (see :func:`choose_kernel`)."""
-    from tieeval.kernels.general import GeneralKernel
-    return (SinglePositiveKernel, GeneralKernel)
-
-
 def choose_kernel(spec: EvalSpec) -> Kernel:
-    """The first kernel of :func:`kernels` that supports ``spec``: the sort-free
-    single-positive kernel when it can, else the general kernel."""
-    if SinglePositiveKernel.supports(spec):  # without loading the general kernel
+    """The first kernel, fastest first, that supports ``spec``: the sort-free
+    single-positive kernel when it can, else the general kernel (imported only then, so
+    that a single-positive run does not load it)."""
+    if SinglePositiveKernel.supports(spec):
         return SinglePositiveKernel(spec)
-    for kind in kernels()[1:]:
-        if kind.supports(spec):
-            return kind(spec)
+    from tieeval.kernels.general import GeneralKernel
+    if GeneralKernel.supports(spec):
+        return GeneralKernel(spec)
     raise AssertionError("the general kernel supports every spec")  # pragma: no cover

@@ -32,19 +32,10 @@ def rank_value(metric: Metric, rank: np.ndarray) -> np.ndarray:
     The one definition behind the original, first and last columns, so that every path
     (per instance or through rank histograms) produces the same floats.
     """
-    _check_single_positive(metric)
-    return metric.spec.rank_value(metric.k, np.asarray(rank, dtype=np.int64))
-
-
-def _check_single_positive(metric: Metric) -> None:
     if not metric.single_positive:
         raise ParameterError(f"{metric} is not defined for the single-positive protocol "
                              "(use tieeval.kernels.general for it)")
-
-
-def _variance(e: np.ndarray, e2: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # E[X^2] - E[X]^2 can round to -1e-18; an untied positive has no tie-break variance at all.
-    return np.where(b > 1, np.maximum(e2 - e * e, 0.0), 0.0)
+    return metric.spec.rank_value(metric.k, np.asarray(rank, dtype=np.int64))
 
 
 def histogram_cap(metric: Metric) -> int | None:
@@ -69,7 +60,9 @@ def single_positive(metric: Metric, a: np.ndarray, b: np.ndarray,
     # An untied positive's expectation is its one value; the prefix difference D[a+1] - D[a]
     # can be an ulp off it and break last <= tie_aware <= first.
     e = np.where(b == 1, first, e)
-    return InstanceValues(orig, first, last, e, _variance(e, e2, b), decided)
+    # E[X^2] - E[X]^2 can round to -1e-18; an untied positive has no tie-break variance at all.
+    variance = np.where(b > 1, np.maximum(e2 - e * e, 0.0), 0.0)
+    return InstanceValues(orig, first, last, e, variance, decided)
 
 
 def tie_moments(metric: Metric, a: np.ndarray, b: np.ndarray

@@ -120,8 +120,7 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
     from tieeval.kernels.fused import dense_abt
     fused = dense_abt(scores, positive)
     if fused is not None:
-        a, b, top = fused
-        return _row_counts(scores, positive, a, b, top, rule)
+        return _row_counts(scores, positive, fused, rule)
     # a, b and the top tie in cache-sized blocks; the tied rows' sorts over the whole batch
     # at once, so that they can be spread over threads
     step = max(1, BLOCK_SCORES // max(1, cols))
@@ -133,8 +132,7 @@ def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "ra
         hi = min(lo + step, rows)
         _dense_block(scores[lo:hi], positive[lo:hi], nan_policy, lo, out[:, lo:hi], column)
     map_blocks(count, starts, [min(step, rows - lo) * cols for lo in starts])
-    a, b, top = out
-    return _row_counts(scores, positive, a, b, top, rule)
+    return _row_counts(scores, positive, out, rule)
 
 
 def block_counts(batch: Batch, nan_policy: str = "raise", rule: str = "argsort",
@@ -154,8 +152,7 @@ def block_counts(batch: Batch, nan_policy: str = "raise", rule: str = "argsort",
         for lo, block in blocks:
             hi = lo + len(block)
             _dense_block(block, positive[lo:hi], nan_policy, lo, out[:, lo:hi], column)
-    a, b, top = out
-    return _row_counts(batch.scores, positive, a, b, top, rule)
+    return _row_counts(batch.scores, positive, out, rule)
 
 
 def _one_column(positive: np.ndarray) -> int | None:
@@ -164,8 +161,9 @@ def _one_column(positive: np.ndarray) -> int | None:
     return int(positive[0]) if positive.size and (positive == positive[0]).all() else None
 
 
-def _row_counts(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
-                top: np.ndarray, rule: str) -> RowCounts:
+def _row_counts(scores: np.ndarray, positive: np.ndarray,
+                abt: tuple[np.ndarray, ...] | np.ndarray, rule: str) -> RowCounts:
+    a, b, top = abt
     n = np.full(len(a), scores.shape[1], dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original_ranks(scores, positive, a, b,
                                                                       rule))

@@ -147,11 +147,8 @@ def _reversed_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndar
     """Every row of the flat ``s`` reversed in place of the row: rows listed best first
     (non-increasing, no NaN) sorted ascending, equal for every comparison to
     :func:`_sorted_rows` (which may order -0.0 and 0.0 otherwise), without a sort."""
-    if s.size == 0:
-        value: np.ndarray = s.copy()
-        return value
     row = np.repeat(np.arange(n.size), n)
-    value = s[(offsets[:-1] + offsets[1:] - 1)[row] - np.arange(s.size)]
+    value: np.ndarray = s[(offsets[:-1] + offsets[1:] - 1)[row] - np.arange(s.size)]
     return value
 
 
@@ -434,7 +431,7 @@ def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.nda
     label, judged, relevant, scores above and tied, place in the 'original' ordering, and
     which tied items were left unsorted below the rank depth (``whole``: whole-number
     labels)."""
-    rows, n, offsets = b.rows, b.n, b.offsets
+    rows, offsets = b.rows, b.offsets
     # marked items by block (row, then a), inside a block 'first': label descending,
     # judged first among equal labels
     gkey = offsets[mrow] + a
@@ -487,7 +484,6 @@ def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.nda
     b.jd_t = np.bincount(ib[mjd], minlength=nblocks)
     b.q_t = np.bincount(ib[ml < 0], minlength=nblocks)
     b._row_first_block = run_first(run_starts(brow))
-    b._row_length = n
     b.compact = True
 
 
@@ -665,6 +661,6 @@ def row_max_label(b: Any) -> np.ndarray:
     item (label 0), -inf for an empty row."""
     mrow, ml = b.marked
     counts = np.bincount(mrow, minlength=b.rows)
-    out = np.where(b._row_length > counts, 0.0, -np.inf)
+    out = np.where(b.n > counts, 0.0, -np.inf)
     np.maximum.at(out, mrow, ml)
     return out

@@ -359,7 +359,7 @@ class RelBatch:
         self.bid = np.cumsum(new) - 1
         self.brow = rw[bst]
         self.ba = self.pos[bst]
-        self._scores, self.lab_input = s, labf
+        self.lab_input = labf
         lab = labf[order]
         # 'first': labels descending inside every tie block (judged before unjudged among
         # equal labels). Only positions in blocks of two or more are reordered, by one small
