@@ -53,14 +53,6 @@ class Interrupted(click.ClickException):
     exit_code = EXIT_INTERRUPTED
 
 
-class _TerminatedExit(Interrupted):
-    exit_code = EXIT_TERMINATED
-
-
-class _HangupExit(Interrupted):
-    exit_code = EXIT_HANGUP
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised in the main thread where the signal found it, so that it
     unwinds as Ctrl-C does: every ``finally`` and ``except BaseException`` runs (the output
@@ -74,11 +66,12 @@ class Terminated(KeyboardInterrupt):
 
 def _ended(exc: KeyboardInterrupt) -> Interrupted:
     """The one line and exit code for Ctrl-C, SIGTERM or SIGHUP."""
-    if isinstance(exc, Terminated):
-        name = signal.Signals(exc.signum).name
-        kind = _HangupExit if name == "SIGHUP" else _TerminatedExit
-        return kind(f"terminated by {name}")
-    return Interrupted("interrupted")
+    if not isinstance(exc, Terminated):
+        return Interrupted("interrupted")
+    name = signal.Signals(exc.signum).name
+    ended = Interrupted(f"terminated by {name}")
+    ended.exit_code = EXIT_HANGUP if name == "SIGHUP" else EXIT_TERMINATED
+    return ended
 
 
 # SIGTERM (kill, timeout, a job scheduler) and SIGHUP (a closed terminal): ended like Ctrl-C
@@ -117,22 +110,17 @@ _REDELIVER_SECONDS = 0.02
 
 
 def _raise_terminated(signum, frame):
-    if _importing(frame):  # raised once the import is done (see _importing)
+    """SIGTERM and SIGHUP as :class:`Terminated`, Ctrl-C as Python's own handler does it
+    (KeyboardInterrupt); remembered, and outside Python's import machinery (see
+    :func:`_importing`)."""
+    if _importing(frame):  # raised once the import is done
         _deliver_later(signum)
         return
     _RECEIVED.append(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     _ignore_stop_signals()  # a second signal must not cut the clean-up short
     raise Terminated(signum)
-
-
-def _raise_interrupt(signum, frame):
-    """Ctrl-C as Python's own handler does it (KeyboardInterrupt), remembered; outside
-    Python's import machinery (see :func:`_importing`)."""
-    if _importing(frame):
-        _deliver_later(signum)
-        return
-    _RECEIVED.append(signum)
-    raise KeyboardInterrupt
 
 
 def _received_exit() -> Interrupted:
@@ -155,18 +143,15 @@ def _stop_signals_raise():
     always; each is remembered (:data:`_RECEIVED`). The old handlers come back after."""
     old = {}
     del _RECEIVED[:]
-    for sig in _STOP_SIGNALS:
+    for sig in (*_STOP_SIGNALS, signal.SIGINT):
         try:
-            if signal.getsignal(sig) is signal.SIG_IGN:
+            handler = signal.getsignal(sig)
+            if handler is signal.SIG_IGN or (sig == signal.SIGINT
+                                             and handler is not signal.default_int_handler):
                 continue
             old[sig] = signal.signal(sig, _raise_terminated)
         except (ValueError, OSError):  # not the main thread: leave the signals alone
             pass
-    try:
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            old[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
-    except (ValueError, OSError):  # pragma: no cover - not the main thread
-        pass
     try:
         yield
     finally:
@@ -223,14 +208,10 @@ def environment_error(exc: OSError) -> CliError | None:
     reason = exc.strerror or (errno.errorcode.get(code) if code else None)
     if code is None or reason is None:
         return None
-    name = exc.filename
-    if name is not None and code in _ENVIRONMENT_ERRNOS:
-        name = os.fsdecode(name) if isinstance(name, bytes) else str(name)
-        other = exc.filename2
-        if other is not None:
-            other = os.fsdecode(other) if isinstance(other, bytes) else str(other)
-            return CliError(f"{name} -> {other}: {reason}")
-        return CliError(f"{name}: {reason}")
+    if exc.filename is not None and code in _ENVIRONMENT_ERRNOS:
+        names = [os.fsdecode(n) if isinstance(n, bytes) else str(n)
+                 for n in (exc.filename, exc.filename2) if n is not None]
+        return CliError(f"{' -> '.join(names)}: {reason}")
     if code in _MACHINE_ERRNOS:
         return CliError(reason)
     return None
@@ -528,24 +509,19 @@ class Group(click.Group):
             raise _ended(exc) from None
         except RuntimeWarning as exc:
             raise _numeric_error(exc) from None
-        except MemoryError:
-            if os.environ.get("TIEEVAL_DEBUG"):
-                raise
-            raise CliError(memory_message()) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit,
                 BrokenPipeError):
             raise
-        except OSError as exc:  # an unreadable input, a full disk: the environment's
-            mapped = environment_error(exc)
+        except Exception as exc:  # a bug (say so, never let it pass as exit 1), unless
+            # an unreadable input or a full disk (the environment's) or out of memory
+            mapped = environment_error(exc) if isinstance(exc, OSError) else None
             if mapped is not None:
                 raise mapped from None
             if os.environ.get("TIEEVAL_DEBUG"):
                 raise
-            raise InternalError(_internal_text(exc)) from None
-        except Exception as exc:  # a bug: say so, never let it pass as exit 1
-            if os.environ.get("TIEEVAL_DEBUG"):
-                raise
-            spark = _spark_message(exc)
+            if isinstance(exc, MemoryError):
+                raise CliError(memory_message()) from None
+            spark = None if isinstance(exc, OSError) else _spark_message(exc)
             if spark is not None:  # Spark's, from a call no engine function wrapped
                 raise CliError(spark) from None
             raise InternalError(_internal_text(exc)) from None
@@ -615,8 +591,6 @@ def _adopt_stray_threads() -> None:
     read-ahead) starts a worker thread and then records it for the pool's stop at exit; an
     interrupt between the two leaves a thread the exit never tells to stop, and the
     interpreter waits for it forever. Recorded now, it stops with the others."""
-    import sys
-    import threading
     module = sys.modules.get("concurrent.futures.thread")
     if module is None:
         return
