@@ -147,12 +147,7 @@ class MetricFamily(str):
 
 
 def _flatten_ks(k_values) -> list[int]:
-    ks: list[int] = []
-    for group in k_values:
-        for k in group:
-            if k not in ks:
-                ks.append(k)
-    return ks or list(DEFAULT_KS)
+    return list(dict.fromkeys(k for group in k_values for k in group)) or list(DEFAULT_KS)
 
 
 def read_options(f):

@@ -121,8 +121,7 @@ def summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()) -> st
     else:
         text = "no check made"
     if errors:
-        n = len(errors)
-        text += f"; {counted(n, 'dump')} could not be checked"
+        text += f"; {counted(len(errors), 'dump')} could not be checked"
     return text
 
 
@@ -184,15 +183,13 @@ def advice(outcomes: list[Outcome]) -> list[str]:
             seen.setdefault(o.threshold, []).append(o)
     for t, failed in seen.items():
         option = OPTION_NAMES[t.kind]
-        bound = _fmt(t.bound, t.unit, 2 if t.unit != "value" else 2)
         target = f"{t.metric}=" if t.metric is not None else ""
         measured = [o.measured for o in failed if o.measured is not None]
-        if t.comparison == "max" and measured:
-            relax = f"e.g. {option} {target}{_bound_text(t.kind, max(measured))}"
-        elif t.comparison == "min" and measured:
-            relax = f"e.g. {option} {target}{_bound_text(t.kind, min(measured))}"
-        else:
-            relax = f"a looser {option}"
+        relax = f"a looser {option}"
+        if measured:
+            worst = (max if t.comparison == "max" else min)(measured)
+            relax = f"e.g. {option} {target}{_bound_text(t.kind, worst)}"
+        bound = _fmt(t.bound, t.unit, 2)
         lines.append(f"Failed: {option} {target}{bound} ({counted(len(failed), 'check')}); "
                      f"to relax it pass {relax} (thresholds given replace the default gate)")
     return lines

@@ -129,13 +129,9 @@ def significance_verdict(row) -> str:
     """What the two columns conclude at the chosen confidence: ``B loses under original,
     wins under tie-aware`` when both are significant."""
     original, tie_aware = row.original, row.tie_aware
-    if original.significant and tie_aware.significant:
-        return f"B {_outcome(original, 'original')}, {_outcome(tie_aware, 'tie-aware')}"
-    if original.significant:
-        return f"B {_outcome(original, 'original')}; {_outcome(tie_aware, 'tie-aware')}"
-    if tie_aware.significant:
-        return f"{_outcome(original, 'original')}; B {_outcome(tie_aware, 'tie-aware')}"
-    return (f"{_outcome(original, 'original')}; {_outcome(tie_aware, 'tie-aware')}")
+    parts = [("B " if c.significant else "") + _outcome(c, name)
+             for c, name in ((original, "original"), (tie_aware, "tie-aware"))]
+    return (", " if original.significant and tie_aware.significant else "; ").join(parts)
 
 
 def verdict_lines(result: DiffResult) -> list[str]:

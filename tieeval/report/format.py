@@ -71,9 +71,10 @@ def md_escape(text: str) -> str:
     return escape(text, "markdown")
 
 
-def md_table(headers: list[str], rows: list[list[str]]) -> str:
+def md_table(headers: list[str], rows: list[list[str]], lead: int = 1) -> str:
+    """A Markdown table: the ``lead`` first columns left-aligned, the others right."""
     lines = ["| " + " | ".join(md_escape(h) for h in headers) + " |",
-             "|" + "|".join([" --- "] + [" ---: "] * (len(headers) - 1)) + "|"]
+             "|" + "|".join([" --- "] * lead + [" ---: "] * (len(headers) - lead)) + "|"]
     lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 

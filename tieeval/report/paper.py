@@ -22,6 +22,7 @@ from tieeval.report.format import (
     fmt_value,
     latex_escape,
     md_escape,
+    md_table,
     metric_title,
 )
 from tieeval.report.runs import footer
@@ -41,10 +42,6 @@ def fmt_r(r: float | None) -> str:
 def setting_title(task: str | None, dataset: str | None) -> str:
     parts = [p for p in (dataset, None if task is None else f"{task} task") if p]
     return ", ".join(parts) or "all runs"
-
-
-def task_title(task: str) -> str:
-    return f"Task: {task}"
 
 
 def group_name(group) -> str:
@@ -99,10 +96,6 @@ def table_footer(table: PaperTable) -> str:
     return footer([run for g in table.groups for run in g.runs])
 
 
-def _row_kinds(table: PaperTable, row) -> list[str]:
-    return [row.kind if c.kind == "row" else c.kind for c in table.columns]
-
-
 def _has_datasets(table: PaperTable) -> bool:
     return any(b.dataset is not None for s in table.sections for b in s.blocks)
 
@@ -116,7 +109,7 @@ def _body(table: PaperTable, show_std: bool, pm: str, missing: str):
     with_dataset = _has_datasets(table)
     for section in table.sections:
         if _has_tasks(table):
-            yield "task", task_title(section.task if section.task is not None else "(none)")
+            yield "task", f"Task: {section.task if section.task is not None else '(none)'}"
         for b, block in enumerate(section.blocks):
             if b:
                 yield "block", None
@@ -125,7 +118,7 @@ def _body(table: PaperTable, show_std: bool, pm: str, missing: str):
                 if with_dataset:
                     cells.append((block.dataset or MISSING) if j == 0 else "")
                 cells.append(metric_title(row.title, row.gamma))
-                kinds = _row_kinds(table, row)
+                kinds = [row.kind if c.kind == "row" else c.kind for c in table.columns]
                 for method in table.methods:
                     for cell, kind in zip(row.cells[method], kinds):
                         text = cell_text(cell, kind, show_std, pm)
@@ -138,11 +131,8 @@ def _leading_headers(table: PaperTable) -> list[str]:
 
 
 def _flat_headers(table: PaperTable) -> list[str]:
-    heads = _leading_headers(table)
-    for method in table.methods:
-        for c in table.columns:
-            heads.append(f"{method} {c.title}".strip())
-    return heads
+    return _leading_headers(table) + [f"{method} {c.title}".strip() for method in table.methods
+                                      for c in table.columns]
 
 
 def caption(table: PaperTable) -> str:
@@ -209,28 +199,19 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
 # ---------------------------------------------------------------------------------------
 # Markdown
 
-def _md_row(cells) -> str:
-    return "| " + " | ".join(md_escape(c) for c in cells) + " |"
-
-
 def to_markdown(table: PaperTable, show_std: bool = True) -> str:
-    heads = _flat_headers(table)
-    lead = len(_leading_headers(table))
-    rule = "|" + "|".join([" --- "] * lead + [" ---: "] * (len(heads) - lead)) + "|"
-    lines = [f"**{md_escape(caption(table))}**", ""]
-    open_table = False
-    for kind, item in _body(table, show_std, "±", MISSING):
-        if kind == "task":
-            if open_table:
-                lines.append("")
-            lines += [f"**{md_escape(item)}**", ""]
-            open_table = False
+    """One Markdown table per task, under its title."""
+    heads, lead = _flat_headers(table), len(_leading_headers(table))
+    lines, rows = [f"**{md_escape(caption(table))}**", ""], []
+    for kind, item in [*_body(table, show_std, "±", MISSING), ("task", None)]:
+        if kind == "task":  # the rows so far are a table (None: the end)
+            if rows:
+                lines += [md_table(heads, rows, lead), ""]
+                rows = []
+            if item is not None:
+                lines += [f"**{md_escape(item)}**", ""]
         elif kind == "row":
-            if not open_table:
-                lines += [_md_row(heads), rule]
-                open_table = True
-            lines.append(_md_row(item))
-    lines.append("")
+            rows.append(item)
     lines += [f"_{md_escape(n)}_" for n in notes(table, show_std)]
     return "\n".join(lines) + "\n"
 
