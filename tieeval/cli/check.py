@@ -109,52 +109,44 @@ def _original_read(path, saved: SavedRanking, default, thresholds) -> None:
                     "argsort")
 
 
-def _threshold(kind: str) -> Parsed:
-    return Parsed("THRESHOLD", lambda text: parse_threshold(kind, text),
-                  OPTION_NAMES[kind] + ": ")
-
-
-def _metric_threshold(kind, help_text):
-    return click.option(OPTION_NAMES[kind], kind, type=_threshold(kind), multiple=True,
-                        metavar="[METRIC=]BOUND", help=help_text)
-
-
-def _frequency_threshold(kind, help_text):
-    return click.option(OPTION_NAMES[kind], kind, type=_threshold(kind), default=None,
-                        metavar="BOUND", help=help_text)
+def _threshold(kind, help_text, per_metric=True):
+    """A threshold's option: repeatable, one per metric, or given once for the run."""
+    return click.option(OPTION_NAMES[kind], kind, multiple=per_metric,
+                        type=Parsed("THRESHOLD", lambda text: parse_threshold(kind, text),
+                                    OPTION_NAMES[kind] + ": "),
+                        metavar="[METRIC=]BOUND" if per_metric else "BOUND", help=help_text)
 
 
 @click.command(cls=Command, epilog=guide("check"))
 @click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
-@_metric_threshold("max_change",
-                   "Fail when the change original -> tie-aware, |tie-aware - original| / "
-                   "original, exceeds BOUND, e.g. NDCG@10=5% (printed signed). Without "
-                   "METRIC= it applies to every --k/--metric metric; a signed metric "
-                   "evaluated at several --gamma is checked per gamma row, or at one with "
-                   "METRIC[gamma=G]= (e.g. 'SNDCG@10[gamma=0.5]=5%'). Repeatable.")
-@_metric_threshold("max_inflation", "The older name of --max-change (same check).")
-@_metric_threshold("max_change_sigma",
-                   "Fail when |original - tie-aware| exceeds BOUND tie-break standard "
-                   "deviations (tie_aware_std) and 1% of the original, e.g. 3 or "
-                   "NDCG@10=3; a metric without an exact spread (ERR, IPrec, GMAP) is "
-                   "not checked. Repeatable.")
-@_metric_threshold("max_spread",
-                   "Fail when (first - last) / tie-aware exceeds BOUND, e.g. 10% or "
-                   "HR@10=10%. Repeatable.")
-@_frequency_threshold("max_tie_decided",
-                      "Fail when more than BOUND of the instances have their HR@K decided "
-                      "by the tie-break (first and last differ), for each K, e.g. 5%.")
-@_metric_threshold("max_gap",
-                   "Fail when |original - tie-aware| exceeds BOUND, e.g. HR@1=0.01 "
+@_threshold("max_change",
+            "Fail when the change original -> tie-aware, |tie-aware - original| / original, "
+            "exceeds BOUND, e.g. NDCG@10=5% (printed signed). Without METRIC= it applies to "
+            "every --k/--metric metric; a signed metric evaluated at several --gamma is "
+            "checked per gamma row, or at one with METRIC[gamma=G]= (e.g. "
+            "'SNDCG@10[gamma=0.5]=5%'). Repeatable.")
+@_threshold("max_inflation", "The older name of --max-change (same check).")
+@_threshold("max_change_sigma",
+            "Fail when |original - tie-aware| exceeds BOUND tie-break standard deviations "
+            "(tie_aware_std) and 1% of the original, e.g. 3 or NDCG@10=3; a metric without "
+            "an exact spread (ERR, IPrec, GMAP) is not checked. Repeatable.")
+@_threshold("max_spread",
+            "Fail when (first - last) / tie-aware exceeds BOUND, e.g. 10% or HR@10=10%. "
+            "Repeatable.")
+@_threshold("max_tie_decided",
+            "Fail when more than BOUND of the instances have their HR@K decided "
+            "by the tie-break (first and last differ), for each K, e.g. 5%.", per_metric=False)
+@_threshold("max_gap",
+            "Fail when |original - tie-aware| exceeds BOUND, e.g. HR@1=0.01 "
+            "(METRIC[gamma=G]= as for --max-inflation). Repeatable.")
+@_threshold("min", "Fail when the tie-aware value is below BOUND, e.g. NDCG@10=0.30 "
                    "(METRIC[gamma=G]= as for --max-inflation). Repeatable.")
-@_metric_threshold("min", "Fail when the tie-aware value is below BOUND, e.g. NDCG@10=0.30 "
-                          "(METRIC[gamma=G]= as for --max-inflation). Repeatable.")
-@_frequency_threshold("max_tie_frequency",
-                      "Fail when more than BOUND of the instances have a tied top score, "
-                      "e.g. 10%.")
-@_frequency_threshold("max_positive_tie_frequency",
-                      "Fail when more than BOUND of the instances have their positive tied, "
-                      "e.g. 5%.")
+@_threshold("max_tie_frequency",
+            "Fail when more than BOUND of the instances have a tied top score, "
+            "e.g. 10%.", per_metric=False)
+@_threshold("max_positive_tie_frequency",
+            "Fail when more than BOUND of the instances have their positive tied, "
+            "e.g. 5%.", per_metric=False)
 @metric_options
 @format_option("check")
 @label_options

@@ -211,26 +211,24 @@ def _as_result(result: CheckResult | list[Outcome]) -> CheckResult:
 def to_text(result: CheckResult | list[Outcome]) -> str:
     """One line per check, a dump that could not be checked one ``ERROR`` line in its
     place, then the summary and how to relax each failed threshold."""
-    result = _as_result(result)
-    outcomes = result.outcomes
-    lines = [line for _, done, error in result.by_dump()
-             for line in ([error_line(error)] if error is not None else [])
-             + [outcome_line(o) for o in done]]
-    return "\n".join(lines + [summary(outcomes, result.errors)]
-                     + advice(outcomes) + check_footer(outcomes)) + "\n"
+    return _report(result, github=False)
 
 
-def to_github(result: CheckResult | list[Outcome]) -> str:
-    """An ``::error`` annotation per failed check and per dump that could not be checked,
-    one ``::notice`` summary, then how to relax each failed threshold (plain log lines): a
-    passed check is not annotated, as a dozen notices per dump would bury the failures."""
+def _report(result: CheckResult | list[Outcome], github: bool) -> str:
+    """:func:`to_text`, or with ``github`` an ``::error`` annotation per failed check and
+    per dump that could not be checked and one ``::notice`` summary (the advice stays plain
+    log lines): a passed check is not annotated, as a dozen notices per dump would bury
+    the failures."""
     result = _as_result(result)
     outcomes = result.outcomes
-    lines = [line for _, done, error in result.by_dump()
-             for line in ([github_error(error)] if error is not None else [])
-             + [github_line(o) for o in done if not o.passed]]
-    return "\n".join(lines + [github_summary(outcomes, result.errors)] + advice(outcomes)
-                     + check_footer(outcomes)) + "\n"
+    lines = []
+    for _, done, error in result.by_dump():
+        if error is not None:
+            lines.append(github_error(error) if github else error_line(error))
+        lines += [github_line(o) for o in done if not o.passed] if github else [
+            outcome_line(o) for o in done]
+    lines.append((github_summary if github else summary)(outcomes, result.errors))
+    return "\n".join(lines + advice(outcomes) + check_footer(outcomes)) + "\n"
 
 
 def step_summary(result: CheckResult | list[Outcome]) -> str:
@@ -328,7 +326,7 @@ def _check_step_summary_target() -> None:
                             "GITHUB_STEP_SUMMARY is set", before=_check_step_summary_target,
          progress_bar=False)
 def _check_github(result: CheckResult, out: Output) -> None:
-    out.write(to_github(result))
+    out.write(_report(result, github=True))
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         append_step_summary(target, step_summary(result))

@@ -8,7 +8,6 @@ CSV is tidy (one line per setting, row and method) with unrounded floats.
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from tieeval._version import __version__
@@ -25,7 +24,7 @@ from tieeval.report.format import (
     md_table,
     metric_title,
 )
-from tieeval.report.runs import footer
+from tieeval.report.runs import footer, natural_width
 from tieeval.util.escaping import escape
 
 MISSING = "–"
@@ -173,13 +172,6 @@ def rich_table(table: PaperTable, show_std: bool = True):
     return t
 
 
-def table_width(renderable) -> int:
-    """The width a renderable needs to print without wrapping."""
-    from rich.console import Console
-    probe = Console(width=100_000, file=io.StringIO(), color_system=None)
-    return probe.measure(renderable).maximum
-
-
 def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
     """Print the table and its notes to ``file`` (a terminal, or wide enough when piped
     that rich never wraps a row, which it would at 80 columns)."""
@@ -189,8 +181,8 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
     if file.isatty():
         console = Console(file=file)
     else:
-        console = Console(file=file, width=max(120, table_width(renderable)),
-                          color_system=None)
+        console = Console(file=file, width=120, color_system=None)
+        console.width = max(120, natural_width(console, renderable))
     console.print(renderable)
     for note in notes(table, show_std):
         console.print(escape(note, "rich"), style="dim", highlight=False)

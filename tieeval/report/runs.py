@@ -136,27 +136,18 @@ def _given_text(rule: str) -> str:
 
 def footer(runs: Iterable[RunResult] = ()) -> str:
     """What the Original column ranks by (each rule the runs used), and the versions."""
-    runs = list(runs)
-    env = environment()
-    argsort = _argsort_text()
-    chosen = list(dict.fromkeys(rule for r in runs
-                                if (rule := getattr(r, "original_rule", None)) is not None))
-    trec = any(_is_trec(r) and getattr(r, "original_rule", None) is None for r in runs)
-    if runs and all(_is_trec(r) and getattr(r, "original_rule", None) is None for r in runs):
+    rules = [(getattr(r, "original_rule", None), _is_trec(r)) for r in runs]
+    chosen = list(dict.fromkeys(rule for rule, _ in rules if rule is not None))
+    trec = any(rule is None and is_trec for rule, is_trec in rules)
+    argsort = any(rule is None and not is_trec for rule, is_trec in rules)
+    if trec and not argsort and not chosen:
         return rules_footer(["trec"])  # no run was ranked by np.argsort: do not name it
-    if not chosen:
-        text = argsort
-        if trec:
-            text += " TREC runs: trec_eval's order (score, then docno, descending) instead."
-        return f"{text} tieeval {env['tieeval_version']}."
-    parts = []
-    if len(chosen) < len(runs) and any(getattr(r, "original_rule", None) is None
-                                       and not _is_trec(r) for r in runs):
-        parts.append(argsort)
+    parts = [_argsort_text()] if argsort or not chosen else []
     if trec:
-        parts.append("TREC runs: trec_eval's order (score, then docno, descending).")
+        parts.append("TREC runs: trec_eval's order (score, then docno, descending)"
+                     + (" instead." if not chosen else "."))
     parts += [_given_text(rule) for rule in chosen]
-    return f"{' '.join(parts)} tieeval {env['tieeval_version']}."
+    return f"{' '.join(parts)} tieeval {environment()['tieeval_version']}."
 
 
 def _is_trec(run: RunResult) -> bool:
@@ -184,10 +175,10 @@ def narrow_note(headers: list[str], width: int) -> str:
     return "; ".join(parts)
 
 
-def natural_width(console, table) -> int:
-    """The width ``table`` takes unwrapped (``console.measure`` caps it at the console's)."""
-    from rich.measure import Measurement
-    return Measurement.get(console, console.options.update_width(1 << 16), table).maximum
+def natural_width(console, renderable) -> int:
+    """The width ``renderable`` takes unwrapped (``console.measure`` caps it at the
+    console's)."""
+    return console.measure(renderable, options=console.options.update_width(100_000)).maximum
 
 
 def render_tables(runs: Iterable[RunResult], console) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tieeval.records.whatif import WhatIf
+from tieeval.report.runs import natural_width
 
 WHAT_IF_COLUMN = "what_if"
 
@@ -32,6 +33,5 @@ def print_unwrapped(console, renderable) -> None:
     """Print a table at its natural width when stdout is not a terminal (a file or a pipe
     has no width to wrap at); on a terminal rich fits it to the window."""
     if not console.is_terminal:
-        natural = console.measure(renderable, options=console.options.update_width(100_000))
-        console.width = max(console.width, natural.maximum)
+        console.width = max(console.width, natural_width(console, renderable))
     console.print(renderable)
