@@ -93,8 +93,6 @@ def cli():
     """
 
 
-
-
 def main(args=None, prog_name: str = "tieeval") -> None:
     """Console entry point."""
     if hasattr(signal, "SIGPIPE"):

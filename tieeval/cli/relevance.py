@@ -143,14 +143,12 @@ def relevance_options(f):
 
 def split_relevance(kwargs: dict) -> tuple[dict, RelOptions | None, bool]:
     """``(reader field names, RelOptions or None for all defaults, gamma given)``."""
-    fields = {"labels": kwargs.pop("labels_column", "labels"),
-              "positives": kwargs.pop("positives_column", "positives"),
-              "negatives": kwargs.pop("negatives_column", "negatives"),
-              "items": kwargs.pop("items_column", "items"),
-              "qrels": kwargs.pop("qrels", None),
-              "missing_queries": kwargs.pop("missing_queries", None),
-              "judged_only": kwargs.pop("judged_only", False),
-              "labels_file": kwargs.pop("labels_file", None)}
+    fields = {name: kwargs.pop(f"{name}_column", name)
+              for name in ("labels", "positives", "negatives", "items")}
+    fields.update({"qrels": kwargs.pop("qrels", None),
+                   "missing_queries": kwargs.pop("missing_queries", None),
+                   "judged_only": kwargs.pop("judged_only", False),
+                   "labels_file": kwargs.pop("labels_file", None)})
     if fields["qrels"] is None:
         given = [name for name, on in (("--missing-queries", fields["missing_queries"]),
                                        ("--judged-only", fields["judged_only"])) if on]

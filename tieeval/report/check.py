@@ -99,10 +99,7 @@ def message(o: Outcome) -> str:
         bound = fmt_percent(t.bound) if t.unit == "fraction" else fmt_value(t.bound)
         return f"{what} undefined as the original is 0 ({side} {bound}){context}"
     measured, bound = _fmt_pair(o.measured, t.bound, t.unit, o.passed)
-    if side == "max":
-        op = "<=" if o.passed else ">"
-    else:
-        op = ">=" if o.passed else "<"
+    op = ("<=" if o.passed else ">") if side == "max" else (">=" if o.passed else "<")
     return f"{what} {measured} {op} {side} {bound}{context}"
 
 
@@ -131,26 +128,18 @@ def error_line(e: DumpError) -> str:
     return escape(f"ERROR {e.message}")
 
 
-def _gh_data(text: str) -> str:
-    return escape(text, "github-data")
-
-
-def _gh_property(text: str) -> str:
-    return escape(text, "github-property")
-
-
 def github_line(o: Outcome) -> str:
     """A workflow command: ``::error`` for a failed check (``::notice`` for a passed one,
     which ``--format github`` no longer prints: one summary line says how many passed)."""
     level = "notice" if o.passed else "error"
-    return (f"::{level} file={_gh_property(o.run.path)},title=tieeval check::"
-            f"{_gh_data(('PASS ' if o.passed else 'FAIL ') + message(o))}")
+    return (f"::{level} file={escape(o.run.path, 'github-property')},title=tieeval check::"
+            f"{escape(('PASS ' if o.passed else 'FAIL ') + message(o), 'github-data')}")
 
 
 def github_error(e: DumpError) -> str:
     """The ``::error`` annotation of a dump that could not be checked."""
-    return (f"::error file={_gh_property(e.path)},title=tieeval check::"
-            f"{_gh_data(error_line(e))}")
+    return (f"::error file={escape(e.path, 'github-property')},title=tieeval check::"
+            f"{escape(error_line(e), 'github-data')}")
 
 
 def github_summary(outcomes: list[Outcome], errors: list[DumpError] | tuple = ()) -> str:

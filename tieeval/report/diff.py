@@ -57,11 +57,7 @@ def fmt_ci(low: float | None, high: float | None) -> str:
 
 def fmt_move(change: int) -> str:
     """A rank move: ``↑2`` (up two places), ``↓1``, ``=`` (unchanged)."""
-    if change > 0:
-        return f"↑{change}"
-    if change < 0:
-        return f"↓{-change}"
-    return "="
+    return f"↑{change}" if change > 0 else f"↓{-change}" if change < 0 else "="
 
 
 def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
@@ -73,13 +69,9 @@ def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
             diff = f"{diff} ± {fmt_value(c.difference_std)}"
         rows.append([row.display, fmt_value(c.a), fmt_value(c.b), diff,
                      fmt_ci(c.ci_low, c.ci_high), fmt_p(c.p_value_t),
-                     fmt_p(c.p_value_randomization), winner_cell(c)])
+                     fmt_p(c.p_value_randomization),
+                     c.winner if c.significant else "n.s."])  # a winner only if significant
     return rows
-
-
-def winner_cell(c) -> str:
-    """The winner only when the difference is significant; ``n.s.`` otherwise."""
-    return c.winner if c.significant else "n.s."
 
 
 def _headers(result: DiffResult, column: str) -> list[str]:

@@ -96,8 +96,7 @@ def figure1_figure(panels: list[FigurePanel]):
         ax.set_xlabel("Avg. top-score tie size (log scale)")
         ax.set_ylabel("Inflation: mean relative drop (%)")
         title = _short(escape(setting_title(panel.task, panel.dataset), "plot"), TITLE_CHARS)
-        ax.set_title(f"{title}\n{fmt_r(panel.r)}",
-                     fontsize=10)
+        ax.set_title(f"{title}\n{fmt_r(panel.r)}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(_wrap_to_width(SUPTITLE, fig.get_figwidth(), SUPTITLE_SIZE),
                  fontsize=SUPTITLE_SIZE)
@@ -145,17 +144,14 @@ def _label_points(ax, fig, names: list[str], xs: list[float], ys: list[float]) -
         # labels of points right of the middle go to their left, so none crosses the frame
         right = xs[i] > mid
         left_edge = us[i] - w - 4 / width_pt if right else us[i] + 4 / width_pt
-        choice = None
         for up, steps in [(True, 0), (False, 0), *((True, k) for k in range(1, 6))]:
             lift = 4 / height_pt + steps * 1.25 * LABEL_SIZE / height_pt
             bottom = vs[i] + lift if up else vs[i] - lift - h
             spot = (left_edge, bottom, left_edge + w, bottom + h)
             if not any(_overlap(spot, other) for other in placed):
-                choice = (up, steps, spot)
                 break
-        if choice is None:
-            choice = (True, 0, (left_edge, vs[i], left_edge + w, vs[i] + h))
-        up, steps, spot = choice
+        else:
+            up, steps, spot = True, 0, (left_edge, vs[i], left_edge + w, vs[i] + h)
         placed.append(spot)
         dy = 4 + steps * 1.25 * LABEL_SIZE
         ax.annotate(text, (xs[i], ys[i]), textcoords="offset points",

@@ -1,27 +1,11 @@
 """Renderers registered per (result kind, output format).
 
 A renderer turns one result record into one output format and writes it to an
-:class:`Output`. Each module of :mod:`tieeval.report` registers its own renderers on import::
-
-    @register("diff", "html", "a standalone HTML page")
-    def diff_html(result: DiffResult, out: Output) -> None:
-        out.write(...)
-
-The command line asks this module for the formats of a kind (its ``--format`` choices,
-default and help text) and for the renderer of the format chosen; it never compares format
-names itself. A new output format is one new module here with its registrations: the
-package's modules are found by ``pkgutil``, and :data:`MODULE_KINDS`, which lets a command
-import only the modules of its own kind, names each module's kinds
-(tests/cli/test_formats.py fails on a module it lacks or a kind it gets wrong).
-
-The kinds and the records they render:
-
-* ``runs``: a :class:`~tieeval.records.runs.RunTables` (``compare``);
-* ``ties``: a :class:`~tieeval.records.runs.RunTables` showing Table 4 (``ties``);
-* ``check``: a :class:`~tieeval.records.check.CheckResult` (``check``);
-* ``diff``: a :class:`~tieeval.records.diff.DiffResult` (``diff``);
-* ``rank``: a :class:`~tieeval.records.diff.RankResult` (``rank``);
-* ``audit``: an :class:`~tieeval.records.audit.AuditResult` (``audit``).
+:class:`Output`; each module of :mod:`tieeval.report` registers its own on import
+(:func:`register`). The command line takes a kind's ``--format`` choices, default and help,
+and the renderer of the format chosen, from here; it never compares format names itself.
+docs/architecture.md ("Renderers") lists the kinds, their records and formats, and what
+adding a format takes.
 """
 
 from __future__ import annotations
@@ -36,16 +20,15 @@ from tieeval.errors import ParameterError
 
 
 class Output(Protocol):
-    """Where a renderer writes: the command line's stdout, or a buffer in tests."""
+    """Where a renderer writes (stdout, an ``--output`` file, a buffer in tests): text as it
+    is, a rich console for the terminal tables, or the text stream itself for renderers
+    that size their own console."""
 
-    def write(self, text: str) -> None:
-        """Write ``text`` as it is."""
+    def write(self, text: str) -> None: ...
 
-    def console(self) -> Any:
-        """A rich console writing to the same place (for the terminal tables)."""
+    def console(self) -> Any: ...
 
-    def stream(self) -> Any:
-        """The text stream itself (for renderers that size their own console)."""
+    def stream(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -124,7 +107,6 @@ def _load(kind: str | None = None) -> None:
 
 
 def kinds() -> tuple[str, ...]:
-    """Every result kind with a renderer."""
     _load()
     return tuple(sorted(_RENDERERS))
 
@@ -140,7 +122,6 @@ def renderers(kind: str) -> list[Renderer]:
 
 
 def formats(kind: str) -> tuple[str, ...]:
-    """The output formats of ``kind``; the first is the default."""
     return tuple(r.format for r in renderers(kind))
 
 
@@ -164,5 +145,4 @@ def describe(kind: str) -> str:
 
 
 def render(kind: str, fmt: str, result: Any, out: Output) -> None:
-    """Write ``result`` (of ``kind``) in ``fmt`` to ``out``."""
     renderer(kind, fmt).render(result, out)
