@@ -53,6 +53,14 @@ class Interrupted(click.ClickException):
     exit_code = EXIT_INTERRUPTED
 
 
+class _TerminatedExit(Interrupted):
+    exit_code = EXIT_TERMINATED
+
+
+class _HangupExit(Interrupted):
+    exit_code = EXIT_HANGUP
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised in the main thread where the signal found it, so that it
     unwinds as Ctrl-C does: every ``finally`` and ``except BaseException`` runs (the output
@@ -66,12 +74,11 @@ class Terminated(KeyboardInterrupt):
 
 def _ended(exc: KeyboardInterrupt) -> Interrupted:
     """The one line and exit code for Ctrl-C, SIGTERM or SIGHUP."""
-    if not isinstance(exc, Terminated):
-        return Interrupted("interrupted")
-    name = signal.Signals(exc.signum).name
-    ended = Interrupted(f"terminated by {name}")
-    ended.exit_code = EXIT_HANGUP if name == "SIGHUP" else EXIT_TERMINATED
-    return ended
+    if isinstance(exc, Terminated):
+        name = signal.Signals(exc.signum).name
+        kind = _HangupExit if name == "SIGHUP" else _TerminatedExit
+        return kind(f"terminated by {name}")
+    return Interrupted("interrupted")
 
 
 # SIGTERM (kill, timeout, a job scheduler) and SIGHUP (a closed terminal): ended like Ctrl-C

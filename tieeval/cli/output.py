@@ -32,8 +32,10 @@ class StdoutOutput:
         return data_stdout()  # every write checked, as write() does
 
 
-class _TextSink:
-    """A text stream over the sink's binary file: UTF-8, every write checked."""
+class FileOutput:
+    """The report layer's :class:`~tieeval.report.registry.Output` on an ``--output``
+    file (a sink's temporary file until the renderer is done); its own text stream, UTF-8,
+    every write checked."""
 
     encoding = "utf-8"
     errors = "strict"
@@ -41,9 +43,8 @@ class _TextSink:
     def __init__(self, binary):
         self._binary = binary
 
-    def write(self, text: str) -> int:
+    def write(self, text: str) -> None:
         self._binary.write(text.encode("utf-8"))
-        return len(text)
 
     def flush(self) -> None:
         pass
@@ -51,24 +52,13 @@ class _TextSink:
     def isatty(self) -> bool:
         return False
 
-
-class FileOutput:
-    """The report layer's :class:`~tieeval.report.registry.Output` on an ``--output``
-    file (a sink's temporary file until the renderer is done)."""
-
-    def __init__(self, binary):
-        self._text = _TextSink(binary)
-
-    def write(self, text: str) -> None:
-        self._text.write(text)
-
     def console(self):
         from rich.console import Console
         # as on a pipe: no colour, wide enough that rich never wraps a row
-        return Console(file=self._text, width=120, color_system=None)
+        return Console(file=self, width=120, color_system=None)
 
     def stream(self):
-        return self._text
+        return self
 
 
 def _remember(ctx, param, value):

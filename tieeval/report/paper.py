@@ -95,6 +95,10 @@ def table_footer(table: PaperTable) -> str:
     return footer([run for g in table.groups for run in g.runs])
 
 
+def _row_kinds(table: PaperTable, row) -> list[str]:
+    return [row.kind if c.kind == "row" else c.kind for c in table.columns]
+
+
 def _has_datasets(table: PaperTable) -> bool:
     return any(b.dataset is not None for s in table.sections for b in s.blocks)
 
@@ -117,7 +121,7 @@ def _body(table: PaperTable, show_std: bool, pm: str, missing: str):
                 if with_dataset:
                     cells.append((block.dataset or MISSING) if j == 0 else "")
                 cells.append(metric_title(row.title, row.gamma))
-                kinds = [row.kind if c.kind == "row" else c.kind for c in table.columns]
+                kinds = _row_kinds(table, row)
                 for method in table.methods:
                     for cell, kind in zip(row.cells[method], kinds):
                         text = cell_text(cell, kind, show_std, pm)
@@ -194,7 +198,8 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
 def to_markdown(table: PaperTable, show_std: bool = True) -> str:
     """One Markdown table per task, under its title."""
     heads, lead = _flat_headers(table), len(_leading_headers(table))
-    lines, rows = [f"**{md_escape(caption(table))}**", ""], []
+    lines = [f"**{md_escape(caption(table))}**", ""]
+    rows: list[list[str]] = []
     for kind, item in [*_body(table, show_std, "±", MISSING), ("task", None)]:
         if kind == "task":  # the rows so far are a table (None: the end)
             if rows:
