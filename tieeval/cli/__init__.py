@@ -1,10 +1,6 @@
-"""The ``tieeval`` command line: parse options, call the library, map errors to exit codes.
-
-Exit codes: 0 success; 1 only when a ``check`` threshold fails, ``diff --fail-if-worse``
-finds B worse or an ``audit`` flags a claim; 2 usage or input error (one ``Error: ...``
-line on stderr); 3 an internal error (a bug: please report it); 129 / 130 / 143 ended by
-SIGHUP / Ctrl-C / SIGTERM; 141 (SIGPIPE) stdout's reader went away. Each command lives in
-its own module and is registered here.
+"""The ``tieeval`` command line: parse options, call the library, map errors to exit codes
+(listed in :func:`cli`'s help). Each command lives in its own module and is registered
+here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """``tieeval audit DUMPS... --claims claims.csv``: do published numbers fit what the score
-dumps allow?
-
-Exit 0 when every claim is consistent, 1 when any is flagged ('impossible' or 'tie-break
-only'), 2 for usage or input errors -- including claims that match no run, unless
-``--ignore-unmatched`` -- and 3 for an internal error.
-"""
+dumps allow? (Its exit codes: the command's help.)"""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``tieeval check``: a CI gate on how much ties decide a dump's metrics.
-
-Exit 0 when every check passes, 1 when any fails, 2 for usage or input errors, 3 for an
-internal error: a crash never looks like a failed check.
-"""
+"""``tieeval check``: a CI gate on how much ties decide a dump's metrics. Exit 3 is kept
+for an internal error: a crash never looks like a failed check (exit 1)."""
 
 from __future__ import annotations
 

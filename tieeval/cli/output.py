@@ -1,13 +1,7 @@
-"""``--format`` and ``--output``, and writing a result: the choices, default and help come
-from the report layer's registry (:mod:`tieeval.report.registry`), and so does the renderer;
-no command compares format names.
-
-``--output FILE`` sends the data to FILE instead of stdout, through the output sink
-(:func:`tieeval.sink.atomic_output`): written whole or not at all, never a device, a FIFO
-or one of the run's inputs. It is checked before the evaluation starts
-(:func:`check_output_option`, called by every command), so a bad name costs no time. With
-it, stdout carries nothing, which keeps the data apart from messages where stderr is merged
-into stdout (under ``spark-submit``)."""
+"""``--format`` and ``--output``, and writing a result: the choices, default, help and
+renderer come from the report layer's registry (:mod:`tieeval.report.registry`); no
+command compares format names. With ``--output FILE`` stdout carries nothing, which keeps
+the data apart from messages where stderr is merged into stdout (under ``spark-submit``)."""
 
 from __future__ import annotations
 

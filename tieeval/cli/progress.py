@@ -1,16 +1,12 @@
 """A progress bar on stderr for long runs: rows, MB/s and ETA (rich; CLI only).
 
 The engine never imports this module: it calls a plain ``progress(rows, nbytes)`` callback,
-and this module turns those calls into a rich bar. The bar is drawn only when stderr is a
-terminal and ``--quiet`` is off, and it is transient, so stdout stays data only and a log
-of stderr holds no bar frames. It is not drawn either, unless ``--progress`` asks for it,
-under a format read by a program, the runner or a browser (json, csv, github, junit,
-trec_eval, html: their registry entry says so) or in CI (``CI`` or ``GITHUB_ACTIONS`` set):
-where stdout and stderr are one terminal (``script``, a runner's pty) the bar's frames and
-clearing codes would land among the output's lines, in front of a workflow command.
-``--no-progress`` never draws it.
+turned here into a rich bar, transient, so that stdout stays data only and a log of stderr
+holds no bar frames. Where it is drawn: :func:`wanted`. Not under a format read by a
+program, the runner or a browser, nor in CI, unless ``--progress`` asks: where stdout and
+stderr are one terminal (``script``, a runner's pty) the bar's frames and clearing codes
+would land among the output's lines, in front of a workflow command.
 """
-
 
 from __future__ import annotations
 

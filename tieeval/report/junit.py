@@ -1,19 +1,10 @@
 """``tieeval check`` outcomes as JUnit XML, the test report that GitLab, Jenkins and
-GitHub's test reporters read.
-
-One ``<testsuite>`` per dump (named by its path), one ``<testcase>`` per check, named by
-the check and its metric (``max_change NDCG@10``) so that a reporter tracks the same
-check from one pipeline to the next; a failed check holds a ``<failure>`` whose
-``message`` is the reason ``--format text`` prints and whose text adds how to relax the
-threshold. A dump that could not be read (damaged, cut short, holding a NaN or no
-instance) is a testsuite of one testcase, ``read``, holding an ``<error>`` with its error;
-the other dumps are reported as ever. The attributes are those of the schema Jenkins
-reads (``junit-10.xsd``):
-``testsuites``/``testsuite`` count ``tests``, ``failures``, ``errors`` and ``skipped``;
-``time`` is 0, as a check takes no time of its own (the evaluation is shared).
-xml.etree escapes every attribute and text node; user text (a path) is written in its
-one-line form first (:func:`tieeval.util.escaping.escape`), which holds none of the characters
-XML 1.0 cannot (a parser would refuse the whole report) and no line break.
+GitHub's test reporters read (docs/output.md, "JUnit XML", describes the document and the
+schema it follows). A testcase is named by the check and its metric so that a reporter
+tracks the same check from one pipeline to the next. xml.etree escapes every attribute and
+text node; user text (a path) is written in its one-line form first
+(:func:`tieeval.util.escaping.escape`), which holds none of the characters XML 1.0 cannot (a
+parser would refuse the whole report) and no line break.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ figure is drawn; without it :func:`require_matplotlib` raises :class:`MissingExt
 with the install command. Drawing never touches pyplot's global state (no display needed).
 """
 
-
 from __future__ import annotations
 
 import io

@@ -1,10 +1,8 @@
 """trec_eval's text output: ``measure<TAB>qid<TAB>value`` lines, byte for byte as trec_eval
 prints them (meas_print_single.c, meas_print_final.c): the name left-justified to 22
-characters, a tab, the query id, a tab, and the value as ``%6.4f``, or as a whole number for
-the counts (``num_ret``, ``num_rel``...) when it is one (an expected count keeps its
-decimals); ``runid`` prints its text. The texts (a query id,
-a runid) are written in their one-line form (:func:`tieeval.util.escaping.escape`): a line break
-in them would start a line of its own."""
+characters, a tab, the query id, a tab, and the value (:func:`trec_value`). The texts (a
+query id, a runid) are written in their one-line form (:func:`tieeval.util.escaping.escape`):
+a line break in them would start a line of its own."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """``tieeval compare --format html``: one self-contained HTML page to attach to a review
-(this module is named for what it writes; ``--format`` lists formats by module name,
-and the default, listed first, stays ``table``).
-
-The page holds each run's metric table and tie statistics, the paper's Tables 1, 3 and 4
-when the runs are labelled (several runs, or run labels beyond the file name), and
-Figure 1 drawn inline as SVG. It fetches nothing: the style is inline, the figure's text is
-drawn as paths (matplotlib's SVG default), and the SVG's metadata block, whose RDF names
-URLs, is left out. matplotlib is an optional extra; without it the page says so where the
-figure would be. Each metric cell carries its unrounded value in ``data-value`` (the
-tie-aware cell its sd in ``data-sd``), as the JSON holds it, so that a reader can take the
-exact figures from the page.
+(docs/output.md, "HTML report", describes it). The module is named for what it writes, as
+``--format`` lists formats by module name and the default, listed first, stays ``table``.
+The page fetches nothing: the style is inline, the figure's text is drawn as paths
+(matplotlib's SVG default), and the SVG's metadata block, whose RDF names URLs, is left
+out.
 """
 
 from __future__ import annotations
