@@ -455,36 +455,31 @@ class Group(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         _quiet_py4j_logging()
+        failure: click.ClickException
         try:
-            try:
-                with _stop_signals_raise():
-                    rv = super().main(args, prog_name, complete_var, False, **extra)
-                    _flush_stdout()
-            except click.Abort as exc:
-                cause = exc.__cause__ or exc.__context__
-                if isinstance(cause, KeyboardInterrupt):
-                    raise cause from None
-                raise
-        except KeyboardInterrupt as exc:
+            with _stop_signals_raise():
+                rv = super().main(args, prog_name, complete_var, False, **extra)
+                _flush_stdout()
+        except (KeyboardInterrupt, click.Abort) as exc:
+            cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__ or exc.__context__
+            if not isinstance(cause, KeyboardInterrupt):
+                click.echo("Aborted!", err=True)
+                sys.exit(1)
             _stop_workers()
-            ended = _ended(exc)
-            _show(ended)
-            sys.exit(ended.exit_code)
+            failure = _ended(cause)
         except click.ClickException as exc:
-            _show(exc)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("Aborted!", err=True)
-            sys.exit(1)
+            failure = exc
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 sys.exit(1)
             mapped = environment_error(exc)
             if mapped is None:
                 raise
-            _show(mapped)
-            sys.exit(mapped.exit_code)
-        sys.exit(rv if isinstance(rv, int) else 0)
+            failure = mapped
+        else:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        _show(failure)
+        sys.exit(failure.exit_code)
 
     def invoke(self, ctx):
         try:

@@ -480,9 +480,3 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None, errors=None):
                 say(f"Warning: {warning}")
     return outcomes
 
-
-def evaluate_files(paths, metrics, *, quiet=False, ids_for=None, errors=None, **options):
-    """Evaluate every path (one run each) with the shared options (see
-    :func:`make_request`): :func:`evaluate_request`'s outcomes (``errors``: as there)."""
-    request = make_request(metrics, quiet=quiet, **options)
-    return evaluate_request(request, paths, quiet=quiet, ids_for=ids_for, errors=errors)

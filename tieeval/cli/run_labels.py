@@ -8,7 +8,7 @@ import os
 
 import click
 
-from tieeval.cli.common import Parsed, evaluate_files
+from tieeval.cli.common import Parsed, evaluate_request, make_request
 from tieeval.records.run_labels import LABEL_KEYS, Template, parse_meta, resolve_labels
 
 
@@ -47,7 +47,7 @@ def evaluate_labelled(files, metrics, **options):
 
 
 def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
-                      group_by_tag=False, errors=None, **read_kwargs):
+                      group_by_tag=False, errors=None, ids_for=None, **read_kwargs):
     """Evaluate every FILE (with the outputs the options ask for, in the same pass) and
     give each run its labels (see :mod:`tieeval.records.run_labels`). ``errors``: a list that
     receives ``(path, message)`` of each dump that cannot be evaluated, the others still
@@ -63,7 +63,8 @@ def evaluate_outcomes(files, metrics, *, meta=(), template=None, quiet=False,
         for path in files:
             if os.path.exists(path):  # a missing file gets the reader's "no such file"
                 resolve_labels(path, {}, meta=overrides, template=template)
-    outcomes = evaluate_files(files, metrics, quiet=quiet, errors=errors, **read_kwargs)
+    request = make_request(metrics, quiet=quiet, **read_kwargs)  # checked once, for all
+    outcomes = evaluate_request(request, files, quiet=quiet, ids_for=ids_for, errors=errors)
     for outcome in outcomes:
         run = outcome.result
         # the driver put the file's own metadata in run.run_labels
