@@ -105,14 +105,6 @@ def _importing(frame) -> bool:
     return False
 
 
-def _deliver_later(signum: int) -> None:
-    """Send ``signum`` to this process again in a moment, when the import under way is
-    over (and again if it is not)."""
-    timer = threading.Timer(_REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
-    timer.daemon = True
-    timer.start()
-
-
 _REDELIVER_SECONDS = 0.02
 
 
@@ -120,19 +112,16 @@ def _raise_terminated(signum, frame):
     """SIGTERM and SIGHUP as :class:`Terminated`, Ctrl-C as Python's own handler does it
     (KeyboardInterrupt); remembered, and outside Python's import machinery (see
     :func:`_importing`)."""
-    if _importing(frame):  # raised once the import is done
-        _deliver_later(signum)
+    if _importing(frame):  # sent again in a moment, when the import is over (or again)
+        timer = threading.Timer(_REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
         return
     _RECEIVED.append(signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     _ignore_stop_signals()  # a second signal must not cut the clean-up short
     raise Terminated(signum)
-
-
-def _received_exit() -> Interrupted:
-    signum = _RECEIVED[0]
-    return _ended(KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum))
 
 
 def _ignore_stop_signals() -> None:
@@ -489,7 +478,9 @@ class Group(click.Group):
         except BaseException:
             if _RECEIVED:  # whatever the interrupt left behind, it was the interrupt
                 _stop_workers()
-                raise _received_exit() from None
+                signum = _RECEIVED[0]
+                raise _ended(KeyboardInterrupt() if signum == signal.SIGINT
+                             else Terminated(signum)) from None
             raise
 
     def _invoke(self, ctx):

@@ -238,9 +238,6 @@ def ranking_title(r: Ranking) -> str:
     return f"{where} · {title}" if where else title
 
 
-_RANK_HEADERS = ["Rank", "Method", "Tie-aware ± sd", "Original", "Orig. rank", "Move"]
-
-
 def _rank_cells(r: Ranking, seeds: bool) -> list[list[str]]:
     rows = []
     for e in r.entries:
@@ -254,7 +251,8 @@ def _rank_cells(r: Ranking, seeds: bool) -> list[list[str]]:
 
 
 def _rank_headers(seeds: bool) -> list[str]:
-    return _RANK_HEADERS + (["Seeds"] if seeds else [])
+    return ["Rank", "Method", "Tie-aware ± sd", "Original", "Orig. rank", "Move",
+            *(["Seeds"] if seeds else [])]
 
 
 def _any_seeds(rankings: list[Ranking]) -> bool:
