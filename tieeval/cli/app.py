@@ -268,11 +268,9 @@ def _trec_option(arg: str) -> list[str] | None:
 
 def trec_eval_options(args: list[str], takes_value: set[str],
                       options: set[str] | None = None) -> list[str]:
-    """trec_eval's ``-c``, ``-J``, ``-M N``, ``-l N`` and ``-n`` (``--nosummary``) under
-    ``--convention trec_eval`` (or ``trec_eval9``) as tieeval's ``--missing-queries zero``,
-    ``--judged-only``, ``--depth N``, ``--relevance-level N`` and ``--no-summary``; without
-    the convention, one is a usage error naming tieeval's option. ``-q`` stays tieeval's
-    ``--quiet`` (trec_eval's ``-q`` is ``--per-query``). ``takes_value``: the command's
+    """trec_eval's short options (:data:`_TREC_FLAGS`, :data:`_TREC_VALUED`) as tieeval's
+    under ``--convention trec_eval`` (or ``trec_eval9``); without the convention, one is a
+    usage error naming tieeval's option. ``takes_value``: the command's
     options that take a value, whose values are never read as options; ``options``: every
     option of the command (None: any), so that one maps only to an option it has (``-n``
     to ``compare``'s ``--no-summary``; elsewhere click calls ``-n`` unknown)."""

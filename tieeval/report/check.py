@@ -192,9 +192,7 @@ def check_footer(outcomes: list[Outcome]) -> list[str]:
 
 
 def _as_result(result: CheckResult | list[Outcome]) -> CheckResult:
-    if isinstance(result, CheckResult):
-        return result
-    return CheckResult(list(result), [])
+    return result if isinstance(result, CheckResult) else CheckResult(list(result), [])
 
 
 def to_text(result: CheckResult | list[Outcome]) -> str:
@@ -220,10 +218,9 @@ def _report(result: CheckResult | list[Outcome], github: bool) -> str:
     return "\n".join(lines + advice(outcomes) + check_footer(outcomes)) + "\n"
 
 
-def step_summary(result: CheckResult | list[Outcome]) -> str:
+def step_summary(result: CheckResult) -> str:
     """The job summary (Markdown): passed and failed checks per dump, then each failed
     check with its reason, and each dump that could not be checked with its error."""
-    result = _as_result(result)
     outcomes = result.outcomes
     lines = ["### tieeval check", "", summary(outcomes, result.errors), "",
              md_table(["Dump", "Passed", "Failed"],
