@@ -214,10 +214,8 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
                                     template=template, quiet=quiet, errors=found, **options)
             runs += run
             outcomes += run_checks(run, thresholds, own)
-    first: dict[str, str] = {}  # a dump named twice is one error (its runs, one suite)
-    for path, text in found:
-        first.setdefault(path, text)
-    errors = [DumpError(path, text) for path, text in first.items()]
+    first = dict(reversed(found))  # a dump named twice is one error (its runs, one suite)
+    errors = [DumpError(path, first[path]) for path in dict.fromkeys(p for p, _ in found)]
     if errors and not runs:  # nothing checked, nothing to report: the error alone
         raise CliError(error_line(errors, reported=False))
     result = CheckResult(outcomes, runs, errors, [shown(path) for path in files])

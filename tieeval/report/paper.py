@@ -158,10 +158,7 @@ def rich_table(table: PaperTable, show_std: bool = True):
         t.add_column(escape(head, "rich"), justify="left", no_wrap=True)
     for method in (escape(m, "rich") for m in table.methods):
         for i, c in enumerate(table.columns):
-            if not c.title:
-                head = method
-            else:
-                head = f"{method}\n{c.title}" if i == 0 else f"\n{c.title}"
+            head = method if not c.title else f"{method}\n{c.title}" if i == 0 else f"\n{c.title}"
             t.add_column(head, justify="right", no_wrap=True)
     width = len(lead) + len(table.methods) * len(table.columns)
     for kind, item in _body(table, show_std, "±", MISSING):
