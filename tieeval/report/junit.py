@@ -20,10 +20,6 @@ def _text(value: str) -> str:
     return escape(value, "xml")
 
 
-# the testcase of a dump that could not be read (damaged, cut short, holding a NaN)
-ERROR_CASE = "read"
-
-
 def case_name(o: Outcome) -> str:
     """The check and what it measured: ``max_change NDCG@10``, ``max_tie_frequency``."""
     if o.metric is None:
@@ -51,7 +47,7 @@ def check_junit(result: CheckResult, out: Output) -> None:
             ET.SubElement(properties, "property", name="original_rule",
                           value=run.effective_original_rule)
         if error is not None:  # the dump could not be read: one case, in error
-            case = ET.SubElement(suite, "testcase", name=ERROR_CASE, classname=_text(path),
+            case = ET.SubElement(suite, "testcase", name="read", classname=_text(path),
                                  time="0")
             ET.SubElement(case, "error", message=_text(error.message),
                           type="input").text = _text(error.message)

@@ -190,16 +190,12 @@ def _figure_section(result: RunTables) -> str:
             "the log sizes.</p></figcaption></figure>")
 
 
-def shows_paper_tables(result: RunTables) -> bool:
-    """Whether the paper's tables say more than the runs: several runs, or run labels
-    (dataset, task, seed) beyond the method the file name gives."""
-    return len(result.runs) > 1 or any(
-        run.run_labels.get(key) is not None for run in result.runs
-        for key in ("dataset", "task", "seed"))
-
-
 def _paper_section(result: RunTables) -> str:
-    if result.tables is None or not shows_paper_tables(result):
+    # the paper's tables say more than the runs only for several runs, or run labels
+    # (dataset, task, seed) beyond the method the file name gives
+    if result.tables is None or (len(result.runs) <= 1 and not any(
+            run.run_labels.get(key) is not None for run in result.runs
+            for key in ("dataset", "task", "seed"))):
         return ""
     parts = ["<h2>The paper's tables</h2>"]
     for number in PAPER_TABLES:
