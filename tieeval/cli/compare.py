@@ -106,8 +106,15 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
     if plot == STDOUT:
         raise OutputError("--plot -: a plot is written to a file, whose suffix (.png, .pdf, "
                           ".svg) chooses its format, not to stdout: name the file")
-    if per_instance == STDOUT:
-        _per_instance_to_stdout(click.get_current_context())
+    if per_instance == STDOUT:  # only where -o FILE takes the report off stdout, and
+        # never to a terminal (the rows are a binary Parquet file)
+        if report_on_stdout(click.get_current_context()):
+            raise OutputError("--per-instance -: stdout already carries the report; send the "
+                              "report to a file with -o FILE, or name a file for the "
+                              "per-instance rows")
+        if os.isatty(1):
+            raise OutputError("--per-instance -: stdout is a terminal, and the rows are a "
+                              "binary Parquet file; redirect stdout or name a file")
     if plot is not None:
         from tieeval.report.plot import check_plot_path, require_matplotlib
         check_plot_path(plot, inputs)
@@ -183,15 +190,3 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
         draw_figure1(figure1(groups), plot, inputs)
         if not quiet:
             say(f"Wrote Figure 1 to {plot}")
-
-
-def _per_instance_to_stdout(ctx) -> None:
-    """``--per-instance -`` writes the Parquet file to stdout: only where ``--output FILE``
-    takes the report off it, and never to a terminal."""
-    if report_on_stdout(ctx):
-        raise OutputError("--per-instance -: stdout already carries the report; send the "
-                          "report to a file with -o FILE, or name a file for the "
-                          "per-instance rows")
-    if os.isatty(1):
-        raise OutputError("--per-instance -: stdout is a terminal, and the rows are a "
-                          "binary Parquet file; redirect stdout or name a file")

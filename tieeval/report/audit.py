@@ -37,14 +37,10 @@ def where_cell(item: AuditItem) -> str:
     return v.detail + ("; matches original" if v.matches_original else "")
 
 
-def run_cell(item: AuditItem) -> str:
-    c = item.claim
-    return " / ".join(x for x in (c.method, c.dataset, c.task) if x)
-
-
 def cells(item: AuditItem) -> list[str]:
     c, v = item.claim, item.verdict
-    head = [str(c.line), run_cell(item), metric_title(c.label, item.gamma), c.text]
+    head = [str(c.line), " / ".join(x for x in (c.method, c.dataset, c.task) if x),
+            metric_title(c.label, item.gamma), c.text]
     if v is None:
         return head + ["", "", "", "", item.status, where_cell(item)]
     original = "n/a" if v.original is None else fmt_value(v.original)

@@ -103,15 +103,12 @@ def _has_datasets(table: PaperTable) -> bool:
     return any(b.dataset is not None for s in table.sections for b in s.blocks)
 
 
-def _has_tasks(table: PaperTable) -> bool:
-    return any(s.task is not None for s in table.sections)
-
-
 def _body(table: PaperTable, show_std: bool, pm: str, missing: str):
     """Yield ``("task", title)``, ``("block", None)`` and ``("row", [cells])`` items."""
     with_dataset = _has_datasets(table)
+    with_tasks = any(s.task is not None for s in table.sections)
     for section in table.sections:
-        if _has_tasks(table):
+        if with_tasks:
             yield "task", f"Task: {section.task if section.task is not None else '(none)'}"
         for b, block in enumerate(section.blocks):
             if b:
