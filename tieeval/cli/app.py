@@ -512,19 +512,14 @@ class Group(click.Group):
                 raise
             if isinstance(exc, MemoryError):
                 raise CliError(memory_message()) from None
-            spark = None if isinstance(exc, OSError) else _spark_message(exc)
-            if spark is not None:  # Spark's, from a call no engine function wrapped
+            spark = None  # Py4J's or pyspark's, from a call no engine function wrapped
+            if not isinstance(exc, OSError) and (type(exc).__module__ or "").startswith(
+                    ("py4j", "pyspark")):
+                from tieeval.engine.spark_errors import describe, jvm_output
+                spark = describe(exc, log=jvm_output())
+            if spark is not None:
                 raise CliError(spark) from None
             raise InternalError(_internal_text(exc)) from None
-
-
-def _spark_message(exc: BaseException) -> str | None:
-    """One line for an exception from Py4J or pyspark (see tieeval.engine.spark_errors)."""
-    module = type(exc).__module__ or ""
-    if not module.startswith(("py4j", "pyspark")):
-        return None
-    from tieeval.engine.spark_errors import describe, jvm_output
-    return describe(exc, log=jvm_output())
 
 
 def _bytes(n: int) -> str:
