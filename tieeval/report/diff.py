@@ -120,10 +120,10 @@ def _outcome(c, column: str) -> str:
 def significance_verdict(row) -> str:
     """What the two columns conclude at the chosen confidence: ``B loses under original,
     wins under tie-aware`` when both are significant."""
-    original, tie_aware = row.original, row.tie_aware
-    parts = [("B " if c.significant else "") + _outcome(c, name)
-             for c, name in ((original, "original"), (tie_aware, "tie-aware"))]
-    return (", " if original.significant and tie_aware.significant else "; ").join(parts)
+    o, t = _outcome(row.original, "original"), _outcome(row.tie_aware, "tie-aware")
+    if row.original.significant:  # B named once, first
+        return f"B {o}{', ' if row.tie_aware.significant else '; '}{t}"
+    return f"{o}; {'B ' if row.tie_aware.significant else ''}{t}"
 
 
 def verdict_lines(result: DiffResult) -> list[str]:
