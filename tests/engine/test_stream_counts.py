@@ -231,3 +231,32 @@ def test_options_the_counts_do_not_cover_read_on_the_host(options):
     want = tieeval.evaluate(s, positive=pos, **options)
     m = feed(tieeval.TieAware(path="<array>", **options), s, pos, [20], "positive")
     assert text(m.compute()) == text(want)
+
+
+def test_epochs_after_reset_equal_a_fresh_object(on_device):
+    """A training loop resets one object every epoch: each epoch's result is that of
+    ``evaluate`` on its rows, whatever an earlier epoch saw (another dtype included)."""
+    m = tieeval.TieAware(metrics=STEP, path="<array>")
+    for seed, dtype in ((11, np.float32), (12, np.float64), (13, np.float32)):
+        s = saturated(40, 25, seed).astype(dtype)
+        pos = np.random.default_rng(seed).integers(0, 25, 40)
+        m.reset()
+        feed(m, s, pos, [16], "positive")
+        assert text(m.compute()) == text(tieeval.evaluate(s, metrics=STEP, positive=pos))
+
+
+def test_positive_columns_counted_from_the_end_or_out_of_range_as_evaluate():
+    """``positive`` indices that count from the end of the row, or fall outside it, are
+    read as ``evaluate`` reads them: the same figures, the same error."""
+    s = saturated(30, 20, 14)
+    pos = np.random.default_rng(14).integers(-20, 20, 30)
+    m = tieeval.TieAware(metrics=STEP, path="<array>")
+    m.update(torch.from_numpy(s), positive=torch.from_numpy(pos))
+    assert text(m.compute()) == text(tieeval.evaluate(s, metrics=STEP, positive=pos))
+    bad = np.where(np.arange(30) == 7, 20, pos % 20)
+    with pytest.raises(tieeval.InputError) as want:
+        tieeval.evaluate(s, metrics=STEP, positive=bad)
+    with pytest.raises(tieeval.InputError) as got:
+        tieeval.TieAware(metrics=STEP, path="<array>").update(torch.from_numpy(s),
+                                                            positive=torch.from_numpy(bad))
+    assert str(got.value) == str(want.value)

@@ -279,7 +279,7 @@ def sort_blocks(tied: np.ndarray, step: int) -> list[np.ndarray]:
     if tied.size == 0:
         return []
     count = max(-(-tied.size // step), min(threads(), tied.size))
-    return np.array_split(tied, count)
+    return [tied] if count == 1 else np.array_split(tied, count)
 
 
 def _sorted_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
