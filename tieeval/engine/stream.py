@@ -114,6 +114,10 @@ class TieAware:
         self.request = EvalOptions.from_keywords(k=k, **options)
         self.path = path
         self.keep_values = bool(keep_values)
+        # decided once per object, as the options stay: each relevance kind's kernel and
+        # route, each torch dtype's numpy one (reset() keeps them)
+        self._routes: dict[Any, _Route | None] = {}
+        self._dtypes: dict[Any, np.dtype[Any]] = {}
         self.reset()
 
     # -- state ---------------------------------------------------------------------------
@@ -128,16 +132,12 @@ class TieAware:
         self._pending: list[RowCounts] = []  # device counts not yet in the sums
         self._pending_rows = 0
         self.rows = 0
-        # decided once per object, as the options stay: each relevance kind's kernel and
-        # route, each torch dtype's numpy one (an epoch's reset() does not rebuild them)
-        if not hasattr(self, "_routes"):
-            self._routes: dict[Any, _Route | None] = {}
-            self._dtypes: dict[Any, np.dtype[Any]] = {}
 
     def _like(self) -> "TieAware":
         """A TieAware of the same options that has seen no rows."""
         other = TieAware.__new__(TieAware)
         other.request, other.path, other.keep_values = self.request, self.path, self.keep_values
+        other._routes, other._dtypes = self._routes, self._dtypes  # the same options' choices
         other.reset()
         return other
 
@@ -236,13 +236,9 @@ class TieAware:
             self._dtypes[scores.dtype] = dtype
         rows, cols = int(scores.shape[0]), int(scores.shape[1])
         if kind is None:
-            host = 0 if positive is None else _host(positive)
-            # one in-range column per row as is; anything else checked as evaluate checks it
-            pos = (_one_per_row(host, rows, cols)
-                   if type(host) is np.ndarray and host.shape == (rows,) else None)
-            if pos is None:
-                from tieeval.engine.arrays import _positive_column
-                pos = _positive_column(host, np.full(rows, cols, dtype=np.int64), self.path)
+            from tieeval.engine.arrays import _positive_column
+            pos = _positive_column(0 if positive is None else _host(positive),
+                                   np.full(rows, cols, dtype=np.int64), self.path)
         else:
             given = _one_per_row(_host(positives), rows, cols)
             if given is None:
