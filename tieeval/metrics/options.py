@@ -20,6 +20,7 @@ from tieeval.metrics.registry import (
     MetricSpec,
     check_cutoff,
     check_k,
+    lookup,
     metric_names,
     parameter_text,
     parse_parameter,
@@ -100,6 +101,23 @@ def _choice(name: str, value: object) -> str:
     return canon
 
 
+def _applicable(spec: MetricSpec, k: int | float | None, discount: str) -> set[str]:
+    """The options that change ``spec``'s value at parameter ``k`` with ``discount``
+    (:class:`RelMetric` refuses another one set away from its default)."""
+    allowed = set(spec.options)
+    if spec.name == "ERR":
+        allowed.add("max_grade")
+    if k is not None and not spec.takes_level:
+        allowed.add("short_list")
+    else:
+        allowed.discard("ap_norm")
+    if discount != "power":
+        allowed.discard("alpha")
+    if discount != "logb":
+        allowed.discard("base")
+    return allowed
+
+
 @dataclass(frozen=True)
 class RelMetric:
     """A general metric as a value: ``RelMetric("NDCG", 10)`` is ``NDCG@10``.
@@ -175,10 +193,7 @@ class RelMetric:
     relevant_scores: str = "any"
 
     def __post_init__(self) -> None:
-        spec = REL_REGISTRY.get(_key(self.name)) if isinstance(self.name, str) else None
-        if spec is None:
-            raise ParameterError(f"unknown metric {self.name!r}; "
-                                 f"{unknown_hint(self.name)}")
+        spec = lookup(self.name, hint=unknown_hint)
         set_ = object.__setattr__
         set_(self, "name", spec.name)
         set_(self, "k", check_cutoff(spec, self.k))
@@ -189,17 +204,7 @@ class RelMetric:
         set_(self, "alpha", _number("alpha", self.alpha))
         set_(self, "base", _number("base", self.base, above_one=True))
         set_(self, "gamma", _number("gamma", self.gamma))
-        allowed = set(spec.options)
-        if spec.name == "ERR":
-            allowed.add("max_grade")
-        if self.k is not None and not spec.takes_level:
-            allowed.add("short_list")
-        if self.discount != "power":
-            allowed.discard("alpha")
-        if self.discount != "logb":
-            allowed.discard("base")
-        if self.k is None or spec.takes_level:
-            allowed.discard("ap_norm")
+        allowed = _applicable(spec, self.k, self.discount)
         for opt in _OPTION_ORDER:
             if opt not in allowed and getattr(self, opt) != _DEFAULTS[opt]:
                 where = ("without a cutoff" if opt in ("short_list", "ap_norm")
@@ -273,10 +278,8 @@ def parse_rel_metric(text: str, **options: Any) -> RelMetric:
         raise ParameterError(f"cannot parse metric {text!r}; expected NAME, NAME@K or "
                              f"NAME(option=value, ...)@K with NAME one of {choices_text()}")
     name, opt_text, k_text = m.groups()
-    if _key(name) not in REL_REGISTRY:
-        where = f" in {text!r}" if text != name else ""
-        raise ParameterError(f"unknown metric {name!r}{where}; {unknown_hint(name, text)}")
-    k = None if k_text is None else parse_parameter(REL_REGISTRY[name], k_text, text)
+    spec = lookup(name, text, hint=unknown_hint)
+    k = None if k_text is None else parse_parameter(spec, k_text, text)
     merged = dict(options)
     for item in filter(None, (s.strip() for s in (opt_text or "").split(","))):
         key, sep, value = (s.strip() for s in item.partition("="))
@@ -373,28 +376,11 @@ class RelOptions:
                 or self.relevant_scores != "any")
 
     def metric_options(self, spec: MetricSpec, k: int | float | None) -> dict[str, Any]:
-        """The options of ``self`` that apply to a metric (RelMetric refuses the rest)."""
-        out: dict[str, Any] = {}
-        if "gain" in spec.options:
-            out["gain"] = self.gain
-        if "discount" in spec.options:
-            out["discount"] = self.discount
-            if self.discount == "power":
-                out["alpha"] = self.alpha
-            if self.discount == "logb":
-                out["base"] = self.base
-        if k is not None and not spec.takes_level:
-            out["short_list"] = self.short_list
-            if "ap_norm" in spec.options:
-                out["ap_norm"] = self.ap_norm
-        if spec.name == "ERR" and self.err_max_grade is not None:
-            out["max_grade"] = self.err_max_grade
-        if "recall_norm" in spec.options and k is not None:
-            out["recall_norm"] = self.recall_norm
-        for name in ("iprec_rounding", "precision_norm", "relevant_scores"):
-            if name in spec.options:
-                out[name] = getattr(self, name)
-        return out
+        """The options of ``self`` that apply to a metric (RelMetric refuses the rest; the
+        gammas make one metric each)."""
+        allowed = _applicable(spec, k, self.discount) - {"gamma"}
+        return {opt: getattr(self, "err_max_grade" if opt == "max_grade" else opt)
+                for opt in _OPTION_ORDER if opt in allowed}
 
     def to_dict(self) -> dict[str, Any]:
         out = {"gain": self.gain, "discount": self.discount,
