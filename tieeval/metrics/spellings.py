@@ -36,6 +36,8 @@ MULTIPLE = "multiple"  # a multiple of R (Rprec_mult_0.20 ... Rprec_mult_2.00), 
 # how trec_eval reads the parameters of a measure that takes no cutoff (meas_init.c)
 PAIRS = "pairs"  # name=value pairs (get_param_pairs): level=gain (gain_init.c), rbp's p=
 VALUES = "values"  # a list of numbers (get_double_params): set_F's beta, utility's weights
+#: how a parametrised name is shown (``NDCG@K``, ``IPrec@x``; trec_eval's with ``_``)
+_SUFFIX = {CUTOFF: "@K", LEVEL: "@x", MULTIPLE: "@x", "": ""}
 
 # trec_eval's default parameters (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c,
 # m_success.c, m_iprec_at_recall.c)
@@ -88,7 +90,7 @@ class TrecMeasure:
 
     def spelling(self) -> str:
         """``P_K``, ``iprec_at_recall_x``, ``map``: how the docs show the name."""
-        return self.name + {CUTOFF: "_K", LEVEL: "_x", MULTIPLE: "_x", "": ""}[self.param]
+        return self.name + _SUFFIX[self.param].replace("@", "_")
 
 
 # trec_eval's measures of preference judgements and of several judgement groups per query
@@ -204,7 +206,7 @@ class IrMeasure:
     param: str = ""  # "cutoff" (P@10; optional where the metric allows it) or "level"
 
     def spelling(self) -> str:
-        return self.name + {CUTOFF: "@K", LEVEL: "@x", "": ""}[self.param]
+        return self.name + _SUFFIX[self.param]
 
 
 IR_MEASURES = (
@@ -519,28 +521,32 @@ def _ir_measures(text: str) -> list[str] | None:
     return [out if k_text is None else f"{out}@{k_text}"]
 
 
+def _bare(text: object) -> str | None:
+    """The key of ``text`` when it is a name alone (``P``, ``official``), else None."""
+    m = _BARE.match(text) if isinstance(text, str) else None
+    return None if m is None else key(m.group(1))
+
+
 def trec_family(name: object) -> bool:
     """True when ``name`` alone is a trec_eval measure with parameters (``P``, ``recall``,
     ``success``, ``iprec_at_recall``, ``ndcg_cut``): trec_eval expands it to its default
     parameters, and so does :func:`translate`, even where the registry has the name (``P``
     is Precision's alias, which needs a cutoff)."""
-    if not isinstance(name, str):
-        return False
-    m = _BARE.match(name)
-    measure = _TREC.get(key(m.group(1))) if m else None
+    measure = _TREC.get(_bare(name) or "")
     return measure is not None and bool(measure.param) and bool(measure.defaults)
+
+
+def _asks(text: object, line: str) -> bool:
+    """True when ``text`` asks for trec_eval's ``line`` (``runid``, ``relstring``): its
+    name alone, or a nickname whose list holds it, as trec_eval prints it."""
+    name = _bare(text)
+    return name is not None and (name == key(line) or line in _NICKNAMES.get(name, ()))
 
 
 def asks_runid(text: object) -> bool:
     """True when ``text`` asks for trec_eval's ``runid`` line: ``runid`` itself, or a
-    nickname whose list holds it (``official``, ``all_trec``), as trec_eval prints it."""
-    if not isinstance(text, str):
-        return False
-    m = _BARE.match(text)
-    if m is None:
-        return False
-    name = key(m.group(1))
-    return name == key(RUNID) or RUNID in _NICKNAMES.get(name, ())
+    nickname whose list holds it (``official``, ``all_trec``)."""
+    return _asks(text, RUNID)
 
 
 def asks_relstring(text: object) -> tuple[str, int] | None:
@@ -548,15 +554,9 @@ def asks_relstring(text: object) -> tuple[str, int] | None:
     lines: ``relstring`` or a nickname holding it (``all_trec``) for N = 10, printed
     ``relstring``; ``relstring.N``, printed ``relstring_N`` (the parameter as written, as
     meas_init.c appends it; N is trec_eval's ``(long)`` of the number, 0 below 0)."""
-    if not isinstance(text, str):
-        return None
-    m = _BARE.match(text)
-    if m is not None:
-        name = key(m.group(1))
-        if name == key(RELSTRING) or RELSTRING in _NICKNAMES.get(name, ()):
-            return RELSTRING, RELSTRING_LENGTH
-        return None
-    m = _PARAMETERS.match(text)
+    if _asks(text, RELSTRING):
+        return RELSTRING, RELSTRING_LENGTH
+    m = _PARAMETERS.match(text) if isinstance(text, str) else None
     if m is None or key(m.group(1)) != key(RELSTRING):
         return None
     try:
@@ -673,12 +673,9 @@ def _suggestions() -> dict[str, tuple[str, bool, str]]:
     out: dict[str, tuple[str, bool, str]] = {}
     for name in (*metric_names(), *aliases(), *library_names()):
         out.setdefault(name.lower(), (name, False, REGISTRY[name].name))
-    for m in TREC_MEASURES:
+    for m in (*TREC_MEASURES, *IR_MEASURES):
         if available(m.target):
-            out.setdefault(m.name.lower(), (m.name, True, str(m.target)))
-    for ir in IR_MEASURES:
-        if available(ir.target):
-            out.setdefault(ir.name.lower(), (ir.name, False, ir.target))
+            out.setdefault(m.name.lower(), (m.name, isinstance(m, TrecMeasure), str(m.target)))
     return out
 
 
@@ -775,10 +772,6 @@ def markdown_missing() -> str:
 SUPPORTED, NOTED, REFUSED = "supported", "supported, with a note", "refused"
 
 
-def _shown(target: str, param: str) -> str:
-    return target + {CUTOFF: "@K", LEVEL: "@x", MULTIPLE: "@x", "": ""}[param]
-
-
 def trec_status() -> list[tuple[str, str, str, str]]:
     """Every trec_eval 10 measure (its measure table, runid first): ``(name, tieeval's
     metric, status, note or reason)``, status one of :data:`SUPPORTED`, :data:`NOTED`,
@@ -789,7 +782,7 @@ def trec_status() -> list[tuple[str, str, str, str]]:
         if m.name == RELSTRING:  # a line of the format, as runid
             rows.append((m.name, "", NOTED, note))
         elif available(m.target):
-            rows.append((m.spelling(), _shown(str(m.target), m.param),
+            rows.append((m.spelling(), str(m.target) + _SUFFIX[m.param],
                          NOTED if note else SUPPORTED, note))
         else:
             rows.append((m.spelling(), "", REFUSED, note or "not computed yet"))
@@ -808,7 +801,7 @@ def ir_status() -> list[tuple[str, str, str, str]]:
         if name != canonical:
             note = f"ir_measures' alias of {canonical}" + (f"; {note}" if note else "")
         if mine:
-            shown = ", ".join(dict.fromkeys(_shown(m.target, m.param) for m in mine))
+            shown = ", ".join(dict.fromkeys(m.target + _SUFFIX[m.param] for m in mine))
             spelled = ", ".join(dict.fromkeys(
                 name + m.spelling()[len(m.name):] for m in mine))
             rows.append((spelled, shown, status, note))
