@@ -24,7 +24,7 @@ in the presence of tied scores, ECIR 2008 (the tie model).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from numbers import Integral, Real
 
 import numpy as np
@@ -198,21 +198,21 @@ def err_expectation(rb: BlockTable, k: int | None, max_grade: float | np.ndarray
     over = row_work > ERR_WORK_LIMIT
     live = live[~over[rb.brow[live]]]
     if live.size:
-        surv = _survival_before(rb, x_item, kk)[live]
+        surv = survival(rb, x_item, np.minimum(rb.n, kk))[rb.bst[live]]
         ec = _err_blocks(rb, r_item, x_item, live, p_t[live], m_t[live])
         out += np.bincount(rb.brow[live], weights=surv * ec, minlength=rb.rows)
     out[over] = np.nan
     return out
 
 
-def _survival_before(rb: BlockTable, x_item: np.ndarray, kk: np.ndarray) -> np.ndarray:
-    """Per block, the product of ``x`` over the items of its row above it (only blocks
-    starting inside the cutoff ``kk`` are filled; the rest hold 1).
+def survival(rb: BlockTable, x_item: np.ndarray, width: Ints) -> np.ndarray:
+    """Per position, the product of ``x_item`` over the items of its row above it, for the
+    first ``width`` places of each row (a full table; the places past them hold 1).
 
-    Products are taken left to right along each row, over rows of one length at a time as
-    a 2-D array (no logarithms, no differences of running products)."""
+    Products are taken left to right along each row, over rows of one width at a time as
+    a 2-D array (no logarithms, no differences of running products), so a row's products
+    never depend on the rows batched with it."""
     ex = np.ones(rb.size)
-    width = np.minimum(rb.n, kk)
     for w in np.unique(width):
         if w <= 1:
             continue
@@ -221,7 +221,7 @@ def _survival_before(rb: BlockTable, x_item: np.ndarray, kk: np.ndarray) -> np.n
             checkpoint()
             idx = rb.offsets[part][:, None] + np.arange(int(w))
             ex[idx[:, 1:]] = np.cumprod(x_item[idx[:, :-1]], axis=1)
-    return ex[rb.bst]
+    return ex
 
 
 def _err_blocks(rb: BlockTable, r_item: np.ndarray, x_item: np.ndarray, blocks: np.ndarray,
@@ -450,24 +450,18 @@ def iprec_expectations(rb: BlockTable, recalls: Iterable[float], depth: int | No
     # array operations for all levels, not one per level; each virtual row is computed
     # on its own, so the values are those of one level at a time, bit for bit)
     c1 = np.stack([np.maximum(iprec_cut(recall, big_r, rounding), 1) for recall in levels])
-    request, finish = _iprec_rows(rb, c1, shape)
-    value: np.ndarray = finish(_path_cdf(*request))
-    return value
+    return _iprec_rows(rb, c1, shape)
 
 
 #: the virtual rows of :func:`_iprec_shape`: ``(nv, vrow, weight, vret, ib, ba, nb, pb, bb)``
 _Shape = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                np.ndarray, np.ndarray]
-#: the arguments of :func:`_path_cdf`
-_Request = tuple[np.ndarray, ...]
 
 
-def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape
-                ) -> tuple[_Request, Callable[[np.ndarray], np.ndarray]]:
+def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape) -> np.ndarray:
     """Build the virtual rows (one per row, or one per count h of relevant items kept of
-    a block cut by the depth) and their block instances. Returns the CDF evaluations
-    they need (the arguments of :func:`_path_cdf`) and a function of those CDF values
-    giving the rows' expectations, one row per level. ``c1`` holds each row's first
+    a block cut by the depth) and their block instances, and return the rows'
+    expectations, one row per level (NaN over the work limit). ``c1`` holds each row's first
     counted relevant item, one row per level. ``shape`` (:func:`_iprec_shape`) does not
     depend on the level."""
     nv, vrow, weight, vret, ib, ba, nb, pb, bb = shape
@@ -477,17 +471,12 @@ def _iprec_rows(rb: BlockTable, c1: np.ndarray, shape: _Shape
     vrows = (vrow + rows * np.arange(levels)[:, None]).ravel()
     ib = (ib + nv * np.arange(levels)[:, None]).ravel()
     ba, nb, pb, bb = (np.tile(x, levels) for x in (ba, nb, pb, bb))
-    request, finish_virtual = _iprec_virtual(levels * nv, vc1, valid, ib, ba, nb, pb, bb,
-                                             vrows, levels * rows)
-
-    def finish(cdf_values: np.ndarray) -> np.ndarray:
-        ev, over = finish_virtual(cdf_values)
-        out = np.bincount(vrows, weights=np.tile(weight, levels) * np.where(valid, ev, 0.0),
-                          minlength=levels * rows)
-        out[over] = np.nan
-        return out.reshape(levels, rows)
-
-    return request, finish
+    ev, over = _iprec_virtual(levels * nv, vc1, valid, ib, ba, nb, pb, bb, vrows,
+                              levels * rows)
+    out = np.bincount(vrows, weights=np.tile(weight, levels) * np.where(valid, ev, 0.0),
+                      minlength=levels * rows)
+    out[over] = np.nan
+    return out.reshape(levels, rows)
 
 
 def _iprec_shape(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints) -> _Shape:
@@ -534,10 +523,9 @@ def _iprec_shape(rb: BlockTable, p_t: Ints, b_t: Ints, m_t: Ints) -> _Shape:
 
 def _iprec_virtual(nv: int, vc1: np.ndarray, valid: np.ndarray, ib: np.ndarray, ba: np.ndarray,
                    nb: np.ndarray, pb: np.ndarray, bb: np.ndarray, vrow: np.ndarray,
-                   rows: int
-                   ) -> tuple[_Request, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]:
-    """The CDF evaluations E[max_t Y_t] per virtual row needs, and a function of their
-    values returning (E[max_t Y_t] per virtual row, the rows over the work limit)."""
+                   rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """E[max_t Y_t] per virtual row, from the block CDFs at their steps, and the rows
+    over the work limit."""
     keep = valid[ib] & (pb > 0) & (bb + pb >= vc1[ib])
     ib, ba, nb, pb, bb = ib[keep], ba[keep], nb[keep], pb[keep], bb[keep]
     det = pb == nb
@@ -584,17 +572,11 @@ def _iprec_virtual(nv: int, vc1: np.ndarray, valid: np.ndarray, ib: np.ndarray, 
     den = np.concatenate((y_den[ib], den))
     is_init = np.zeros(blk.size, dtype=bool)
     is_init[:init.size] = True
-    need = num > 0  # P(Y_t <= 0) = 0
-    sel = np.flatnonzero(need)
+    sel = np.flatnonzero(num > 0)  # P(Y_t <= 0) = 0
     bs = blk[sel]
-    request = (pb[bs], nb[bs], i0[bs], bb[bs], ba[bs], num[sel], den[sel])
-
-    def finish(cdf_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cdf = np.zeros(blk.size)
-        cdf[sel] = cdf_values
-        return _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv), over
-
-    return request, finish
+    cdf = np.zeros(blk.size)
+    cdf[sel] = _path_cdf(pb[bs], nb[bs], i0[bs], bb[bs], ba[bs], num[sel], den[sel])
+    return _iprec_integral(ib, blk, is_init, num, den, cdf, y0, nv), over
 
 
 def _last_max(val: np.ndarray, group: np.ndarray) -> np.ndarray:

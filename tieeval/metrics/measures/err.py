@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tieeval.metrics.measures.base import Measure
-from tieeval.metrics.measures.cascade import err_expectation, not_computed_reason
+from tieeval.metrics.measures.cascade import err_expectation, not_computed_reason, survival
 from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Numbers, TableEvaluation
-from tieeval.util.stopping import checkpoint
 
 # gdeval.pl's $MAX_JUDGMENT: the g_max of ERR's stop probability (2^g - 1) / 2^g_max
 GDEVAL_MAX_JUDGMENT = 4.0
@@ -59,14 +58,7 @@ class ExpectedReciprocalRank(Measure):
         gmax = np.broadcast_to(np.asarray(self.max_grade(ev), dtype=np.float64), (b.rows,))
         g = np.minimum(np.maximum(lab, 0.0), gmax[b.row])
         stop = -np.expm1(-g * math.log(2.0)) * np.exp2(g - gmax[b.row])  # (2^g - 1)/2^gmax
-        # prod_{i < r} (1 - R_i), left to right within each row only (rows of one length
-        # as a 2-D array), so a row's value never depends on the rows batched with it
-        survive = np.ones(b.size)
-        go = 1.0 - stop
-        for _, idx in b.by_length(np.arange(b.rows)):
-            checkpoint()
-            if idx.shape[1] > 1:
-                survive[idx[:, 1:]] = np.cumprod(go[idx[:, :-1]], axis=1)
+        survive = survival(b, 1.0 - stop, np.minimum(b.n, ev.kc))  # prod_{i < r} (1 - R_i)
         w = np.where(ev.in_k, stop * survive / (b.pos + 1.0), 0.0)
         return np.bincount(b.row, weights=w, minlength=b.rows)
 
