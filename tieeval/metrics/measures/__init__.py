@@ -19,7 +19,7 @@ from typing import Any
 from tieeval.metrics.measures.base import NEEDS, ORDERS, VOCABULARIES, Measure
 
 # The modules load when a measure of theirs is first looked up, not with this package: a
-# run asking for NDCG@10 imports dcg.py (and what it builds on), not the 20 families (the
+# run asking for NDCG@10 imports dcg.py (and what it builds on), not the 18 families (the
 # command line's start-up). MEASURES and TIE_DECIDED are attributes loaded on first use.
 
 #: Every measure as (module, name in it), in the order of ``--help`` and error messages.
@@ -33,10 +33,10 @@ ORDER: tuple[tuple[str, str], ...] = (
     # trec_eval's measures, in its measure-table order
     ("infap", "INFAP"), ("bpref", "GM_BPREF"), ("rprec", "RPREC_MULT"), ("sets", "UTILITY"),
     ("iprec", "IPREC_11PT"), ("gain", "BING"), ("gain", "G"), ("rdcg", "NDCG_REL"),
-    ("rdcg", "RNDCG"), ("relative", "RELATIVE_P"), ("sets", "SET_P"), ("sets", "SET_REL_P"),
+    ("rdcg", "RNDCG"), ("recall", "RELATIVE_P"), ("sets", "SET_P"), ("sets", "SET_REL_P"),
     ("sets", "SET_R"), ("sets", "SET_AP"), ("sets", "SET_F"),
     ("counts", "NUM_NONREL_JUDGED_RET"), ("rbp", "RBP"), ("rbp", "RBP_RESID"),
-    ("unjudged", "UNJUDGED"))
+    ("judged", "UNJUDGED"))
 
 #: The registry keys (:func:`tieeval.metrics.registry.key`: names, aliases and library
 #: names) each module's measures register, so that a lookup imports only that module. It
@@ -44,7 +44,7 @@ ORDER: tuple[tuple[str, str], ...] = (
 #: checks that it is complete and exact).
 KEYS: dict[str, str] = {
     "hr": "HR HIT HITRATE HITRATIO SUCCESS",
-    "recall": "RECALL R PRECISION P",
+    "recall": "RECALL R PRECISION P RELATIVEP",
     "dcg": "DCG NDCG SDCG SNDCG",
     "rr": "MRR RR RECIPRANK",
     "ap": "MAP AP AVERAGEPRECISION GMAP GMMAP",
@@ -52,7 +52,7 @@ KEYS: dict[str, str] = {
     "auc": "VAUC AUC AUCCUT",
     "rprec": "RPREC RPRECISION RPRECMULT",
     "bpref": "BPREF GBPREF GMBPREF",
-    "judged": "JUDGED",
+    "judged": "JUDGED UNJUDGED",
     "counts": "NUMRET NUMREL NUMRELRET NUMQ NUMNONRELJUDGEDRET",
     "err": "ERR",
     "iprec": "IPREC IPRECATRECALL IPREC11PT",
@@ -60,9 +60,7 @@ KEYS: dict[str, str] = {
     "sets": "UTILITY SETP SETRELP SETR SETAP SETF",
     "gain": "BING NORMGAIN",
     "rdcg": "NDCGREL RNDCG",
-    "relative": "RELATIVEP",
     "rbp": "TRECRBP TRECRBPRESID",
-    "unjudged": "UNJUDGED",
 }
 
 #: registry key -> the module registering it (from :data:`KEYS`)

@@ -1,4 +1,5 @@
-"""Recall@K and Precision@K: relevant items in the top K, divided by R or by K.
+"""Recall@K, Precision@K and relative precision: relevant items in the top K, divided by R,
+by K or by min(K, R).
 
 Under uniform random tie-breaking the number of relevant items among the ``m_t`` places of
 tie block t inside the top K is hypergeometric (docs/METRICS.md 6), so with ``p_t``
@@ -16,7 +17,17 @@ constants, so E scales by 1/denominator and Var by its square. With
 label as 0, :class:`~tieeval.kernels.tie_blocks.RelBatch` ``gate``), while R still counts
 it: torchmetrics' ``retrieval_recall`` and ``retrieval_precision``.
 
-Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_P.c, m_recall.c.
+Relative precision at K is precision at K over the best precision possible at K (trec_eval
+relative_P_K):
+
+    relative_P@K = |relevant in the top min(K, depth)| / min(K, R)
+
+which is precision up to K = R and recall past it. Places past the retrieved list count as
+non-relevant (m_rel_P.c); a row without a relevant item has none (0 under trec_eval's
+convention, as trec_eval prints). The count is hypergeometric in the block the cut at K
+straddles (docs/METRICS.md 6), so E and Var are Precision@K's over min(K, R) instead of K.
+
+Reference: F. McSherry & M. Najork, ECIR 2008; trec_eval m_P.c, m_recall.c, m_rel_P.c.
 """
 
 from __future__ import annotations
@@ -65,6 +76,14 @@ class PrecisionMeasure(RecallMeasure):
         return self.norm(ev) if ev.m.precision_norm == "micro" else None
 
 
+@dataclass(frozen=True)
+class RelativePrecision(RecallMeasure):
+    """Relevant items in the top K over min(K, R)."""
+
+    def norm(self, ev: TableEvaluation) -> Floats:
+        return np.maximum(np.minimum(ev.k_safe(), ev.R), 1.0)
+
+
 RECALL = RecallMeasure(
     "Recall", "required",
     "relevant items in the top K divided by R, the row's number of relevant items (with "
@@ -82,4 +101,11 @@ PRECISION = PrecisionMeasure(
     names={"tieeval": ("Precision", "P"), "trec_eval": ("P",), "ir_measures": ("P",),
            "RecBole": ("Precision",), "LensKit": ("Precision",), "Cornac": ("Precision",),
            "ranx": ("precision",)},
+    needs=frozenset({"labels", "cutoff"}))
+
+RELATIVE_P = RelativePrecision(
+    "RelativeP", "required",
+    "relative precision: relevant items in the top K over min(K, R), the most the top K "
+    "can hold (trec_eval relative_P_K)",
+    names={"tieeval": ("RelativeP",), "trec_eval": ("relative_P",)},
     needs=frozenset({"labels", "cutoff"}))
