@@ -57,12 +57,8 @@ _OPTION_ORDER = tuple(_DEFAULTS)  # the order str() prints the options in
 # The registry is shared with the single-positive metrics (tieeval.metrics.registry): one list of
 # names drives --help, error messages and both parsers.
 REL_REGISTRY = REGISTRY
+rel_metric_names = metric_names  # canonical names in registry order
 _key = registry_key
-
-
-def rel_metric_names() -> list[str]:
-    """Canonical names in registry order (for help text and error messages)."""
-    return metric_names()
 
 
 def _number(name: str, value: object, above_one: bool = False) -> float:
