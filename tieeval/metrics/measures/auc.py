@@ -66,36 +66,31 @@ class PairAUC(Measure):
 
     others: str = "negatives"
 
-    def _others_t(self, ev: TableEvaluation) -> Ints:
+    def _others(self, ev: TableEvaluation) -> tuple[Ints, Ints]:
+        """The others per block and per row."""
         b = ev.b
         if self.others == "negatives":
-            return b.q_t
-        return b.bsz - b.p_t
-
-    def _others_row(self, ev: TableEvaluation) -> Ints:
-        b = ev.b
-        if self.others == "negatives":
-            return b.n_neg
-        return b.n - b.n_pos_ranked
+            return b.q_t, b.n_neg
+        return b.bsz - b.p_t, b.n - b.n_pos_ranked
 
     def defined(self, ev: TableEvaluation) -> Bools:
         # pairs of ranked items only
-        return (ev.b.n_pos_ranked >= 1) & (self._others_row(ev) >= 1)
+        return (ev.b.n_pos_ranked >= 1) & (self._others(ev)[1] >= 1)
 
     def _pairs(self, ev: TableEvaluation) -> Floats:
-        return np.where(ev.defined, ev.b.n_pos_ranked * self._others_row(ev),
+        return np.where(ev.defined, ev.b.n_pos_ranked * self._others(ev)[1],
                         1).astype(np.float64)
 
     def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
-        p, q = b.p_t.astype(np.float64), self._others_t(ev).astype(np.float64)
+        p, q = b.p_t.astype(np.float64), self._others(ev)[0].astype(np.float64)
         if self.others == "negatives":
             below = b.n_neg[b.brow] - b.within_row_exclusive(q) - q
         else:
             # others above a block: its place minus the relevant items above it (the
             # blocks of a sparse table that hold no labelled item are counted by ba)
             above = b.ba - b.within_row_exclusive(b.p_t)
-            below = (self._others_row(ev)[b.brow] - above - q).astype(np.float64)
+            below = (self._others(ev)[1][b.brow] - above - q).astype(np.float64)
         pairs = self._pairs(ev)
         greater = ev.row_sum_blocks(p * below)
         tied = ev.row_sum_blocks(p * q)
@@ -118,7 +113,7 @@ class PairAUC(Measure):
             c = np.cumsum(pos, dtype=np.int64)
             base = np.concatenate(([0], c))[b.offsets[:-1]]
             rel_above = c - base[b.row] - pos
-            below = self._others_row(ev)[b.row] - (b.pos - rel_above)
+            below = self._others(ev)[1][b.row] - (b.pos - rel_above)
         return (np.bincount(b.row[pos], weights=below[pos].astype(np.float64),
                             minlength=b.rows) / self._pairs(ev))
 
