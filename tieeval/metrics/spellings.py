@@ -392,49 +392,40 @@ def _trec_eval(text: str) -> list[str] | None:
         measure = _TREC.get(key(m.group(1)))
         if measure is not None and measure.param:
             return _texts(measure, [_parameter(measure, m.group(2), text)], text)
-    m = _PARAMETERS.match(text)  # P.5,10, iprec_at_recall..10,.20, ndcg_cut.
-    if m:
-        measure = _TREC.get(key(m.group(1)))
-        if measure is None:
-            return None
-        if measure.name == RELSTRING:
-            asks_relstring(text)  # its parameter checked; a line of the format, no metric
-            return []
-        parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
-        if not measure.param and parts:
-            if not measure.fixed:
-                raise ParameterError(f"trec_eval's {measure.name} takes no parameters "
-                                     f"(got {text!r})")
-            _check_fixed(measure, parts, text)
-            return _texts(measure, [], text)
-        params = [_parameter(measure, p, text) for p in parts] or list(measure.defaults)
-        if len(set(params)) < len(params):  # trec_eval: "duplicate cutoffs detected"
-            raise ParameterError(f"{text!r} gives a parameter of {measure.name} twice, "
-                                 "which trec_eval refuses")
-        if measure.param and not params:
-            raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
-                                 f"{measure.name}.5,10")
-        return _texts(measure, params, text)
-    m = _BARE.match(text)
-    if m:
-        if key(m.group(1)) == key(RUNID):
-            return []  # a line of trec_eval's format, no metric (asks_runid)
-        names = _NICKNAMES.get(key(m.group(1)))
-        if names is not None:  # all_trec, official: what the registry has of the list
-            out: list[str] = []
-            for measure in TREC_MEASURES:
-                if measure.name in names and available(measure.target):
-                    out += _texts(measure, measure.defaults, text)
-            return out
-        measure = _TREC.get(key(m.group(1)))
-        if measure is not None and measure.name == RELSTRING:
-            return []  # a line of trec_eval's format, no metric (asks_relstring)
-        if measure is not None:  # ndcg_cut alone: trec_eval's default cutoffs
-            if measure.param and not measure.defaults:
-                raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
-                                     f"{measure.name}.10")
-            return _texts(measure, measure.defaults, text)
-    return None
+    name = _bare(text)
+    if name == key(RUNID):
+        return []  # a line of trec_eval's format, no metric (asks_runid)
+    names = _NICKNAMES.get(name or "")
+    if names is not None:  # all_trec, official: what the registry has of the list
+        out: list[str] = []
+        for measure in TREC_MEASURES:
+            if measure.name in names and available(measure.target):
+                out += _texts(measure, measure.defaults, text)
+        return out
+    # P.5,10, iprec_at_recall..10,.20, ndcg_cut.; ndcg_cut alone: trec_eval's defaults
+    m = _PARAMETERS.match(text)
+    measure = _TREC.get(name or (key(m.group(1)) if m else ""))
+    if measure is None:
+        return None
+    if measure.name == RELSTRING:
+        asks_relstring(text)  # its parameter checked; a line of the format, no metric
+        return []
+    given = m.group(2) if m else ""
+    parts = [p.strip() for p in given.split(",")] if given.strip() else []
+    if not measure.param and parts:
+        if not measure.fixed:
+            raise ParameterError(f"trec_eval's {measure.name} takes no parameters "
+                                 f"(got {text!r})")
+        _check_fixed(measure, parts, text)
+        return _texts(measure, [], text)
+    params = [_parameter(measure, p, text) for p in parts] or list(measure.defaults)
+    if len(set(params)) < len(params):  # trec_eval: "duplicate cutoffs detected"
+        raise ParameterError(f"{text!r} gives a parameter of {measure.name} twice, "
+                             "which trec_eval refuses")
+    if measure.param and not params:
+        raise ParameterError(f"{text!r}: give {measure.name}'s parameters, e.g. "
+                             f"{measure.name}.5,10")
+    return _texts(measure, params, text)
 
 
 # ir_measures options -> tieeval's: (ir_measures name, value) -> tieeval option or None
@@ -673,7 +664,8 @@ def _suggestions() -> dict[str, tuple[str, bool, str]]:
     out: dict[str, tuple[str, bool, str]] = {}
     for name in (*metric_names(), *aliases(), *library_names()):
         out.setdefault(name.lower(), (name, False, REGISTRY[name].name))
-    for m in (*TREC_MEASURES, *IR_MEASURES):
+    spelled: list[TrecMeasure | IrMeasure] = [*TREC_MEASURES, *IR_MEASURES]
+    for m in spelled:
         if available(m.target):
             out.setdefault(m.name.lower(), (m.name, isinstance(m, TrecMeasure), str(m.target)))
     return out
