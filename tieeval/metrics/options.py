@@ -6,7 +6,6 @@ and their defaults, as docs/METRICS.md defines them."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from tieeval.metrics.registry import (
     parse_parameter,
 )
 from tieeval.metrics.registry import key as registry_key
-from tieeval.metrics.spellings import choices_text, translate, unknown_hint
+from tieeval.metrics.spellings import METRIC_FORM, choices_text, translate, unknown_hint
 
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
 SHORT_LIST_POLICIES = ("pad", "truncate", "skip")
@@ -247,9 +246,6 @@ class RelMetric:
         return text if self.k is None else f"{text}@{parameter_text(self.k)}"
 
 
-_REL_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
-
-
 def parse_rel_metric(text: str, **options: Any) -> RelMetric:
     """Parse ``"NDCG@10"``, ``"V-AUC"``, ``"P@5"`` or ``"NDCG(gain=exp)@10"``.
 
@@ -261,7 +257,7 @@ def parse_rel_metric(text: str, **options: Any) -> RelMetric:
     """
     if not isinstance(text, str):
         raise ParameterError(f"metric must be text such as 'NDCG@10', got {text!r}")
-    m = _REL_RE.match(text)
+    m = METRIC_FORM.match(text)
     if m is None or _key(m.group(1)) not in REL_REGISTRY or _foreign_options(m.group(2)):
         texts = translate(text)  # trec_eval's or ir_measures' spelling
         if texts is not None:
@@ -269,7 +265,7 @@ def parse_rel_metric(text: str, **options: Any) -> RelMetric:
                 raise ParameterError(f"{text!r} names {len(texts)} metrics "
                                      f"({', '.join(texts) or 'none'}); give one here")
             text = texts[0]
-            m = _REL_RE.match(text)
+            m = METRIC_FORM.match(text)
     if not m:
         raise ParameterError(f"cannot parse metric {text!r}; expected NAME, NAME@K or "
                              f"NAME(option=value, ...)@K with NAME one of {choices_text()}")

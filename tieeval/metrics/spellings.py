@@ -298,7 +298,8 @@ _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _PRINTED = re.compile(rf"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*?)_({_NUMBER})\s*$")
 _PARAMETERS = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*)\.(.*?)\s*$")
 _BARE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_\-]*)\s*$")
-_IR_FORM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
+#: ``NAME(option=value, ...)@K``: ir_measures' names, and the registry's with its options
+METRIC_FORM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(?:\(([^()]*)\))?\s*(?:@\s*(\S+))?\s*$")
 
 
 def _parameter(measure: TrecMeasure, text: str, whole: str) -> int | float:
@@ -472,7 +473,7 @@ def _ir_option(name: str, item: str, opt: str, value: str, text: str) -> Paramet
 
 
 def _ir_measures(text: str) -> list[str] | None:
-    m = _IR_FORM.match(text)
+    m = METRIC_FORM.match(text)
     if not m:
         return None
     name, opt_text, k_text = m.groups()
@@ -570,7 +571,7 @@ def translate(text: object) -> list[str] | None:
     """
     if not isinstance(text, str):
         return None
-    m = _IR_FORM.match(text)
+    m = METRIC_FORM.match(text)
     if m is not None and key(m.group(1)) == "RBP" and m.group(1) != "rbp":
         # ir_measures' RBP (p = 0.8), not trec_eval's rbp (p = 0.9), whose name is lower case
         raise _ir_refusal("RBP", text)
@@ -583,7 +584,7 @@ def run_option_error(text: str, translated: str) -> ParameterError | None:
     (``translated``: ``NDCG(gain=exponential)@10``, what ir_measures' ``dcg='exp-log2'``
     is here) are options of the whole run on the command line: naming what the user wrote
     and the option that gives it; None when ``translated`` has no such options."""
-    m = _IR_FORM.match(translated)
+    m = METRIC_FORM.match(translated)
     if m is None or not m.group(2):
         return None
     name, opt_text, k_text = m.groups()
