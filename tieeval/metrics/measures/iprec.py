@@ -56,10 +56,9 @@ def _planned_levels(ev: TableEvaluation) -> set[float]:
     levels = set()
     for m in ev.b.planned:
         checkpoint()
-        if (isinstance(getattr(m, "spec", None), InterpolatedPrecision)
-                and m.iprec_rounding == ev.m.iprec_rounding):
-            levels.update(ELEVEN_LEVELS if isinstance(m.spec, ElevenPointAverage)
-                          else (0.0 if m.level is None else m.level,))
+        spec = getattr(m, "spec", None)
+        if isinstance(spec, InterpolatedPrecision) and m.iprec_rounding == ev.m.iprec_rounding:
+            levels.update(spec.recall_levels(m.level))
     ev.b.shared[key] = (ev.b.planned, levels)
     return levels
 
@@ -151,9 +150,10 @@ class InterpolatedPrecision(Measure):
     """trec_eval's interpolated precision at a recall level; exact E within the work
     limit, no variance."""
 
-    def _level(self, ev: TableEvaluation) -> float:
-        level = ev.m.level  # IPrec always has one (RelMetric checks it)
-        return 0.0 if level is None else level
+    def recall_levels(self, level: float | None) -> tuple[float, ...]:
+        """The recall levels whose interpolated precisions the value averages: the
+        metric's own (IPrec always has one: RelMetric checks it)."""
+        return (0.0 if level is None else level,)
 
     def full_table(self, b: BlockTable) -> bool:
         """It reads only the relevant items' places and the tie blocks holding them, so
@@ -162,11 +162,16 @@ class InterpolatedPrecision(Measure):
         return b.depth is not None
 
     def closed(self, ev: TableEvaluation) -> Closed:
-        return interpolated_expectations(ev, [self._level(ev)])[0], None, None
+        # the levels share their path counts (with any IPrec planned on the batch)
+        e = np.array(interpolated_expectations(ev, self.recall_levels(ev.m.level)))
+        return np.sum(e, axis=0) / len(e), None, None
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
-        return interpolated_levels(ev, lab, [self._level(ev)])[0]
+        # the levels' arrays summed in m_11pt_avg.c's order, the highest level first (sum's
+        # start, 0, adds nothing), so that the digits trec_eval prints are the same
+        levels = self.recall_levels(ev.m.level)
+        return cast(Floats, sum(reversed(interpolated_levels(ev, lab, levels)))) / len(levels)
 
     def nan_without_ranked(self, k: int | float | None, big_r: int,
                            options: dict[str, Any]) -> bool:
@@ -191,17 +196,8 @@ class ElevenPointAverage(InterpolatedPrecision):
     as (long)(x R + 0.9) here too: ``--convention trec_eval9`` follows it.
     """
 
-    def closed(self, ev: TableEvaluation) -> Closed:
-        # the 11 levels share their path counts (with any IPrec planned on the batch)
-        e = np.array(interpolated_expectations(ev, ELEVEN_LEVELS))
-        return np.sum(e, axis=0) / len(ELEVEN_LEVELS), None, None
-
-    def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
-                ) -> Numbers:
-        # eleven arrays summed in m_11pt_avg.c's order, the highest level first (sum's
-        # start, 0, adds nothing), so that the digits trec_eval prints are the same
-        total = cast(Floats, sum(reversed(interpolated_levels(ev, lab, ELEVEN_LEVELS))))
-        return total / len(ELEVEN_LEVELS)
+    def recall_levels(self, level: float | None) -> tuple[float, ...]:
+        return ELEVEN_LEVELS
 
     def nan_without_ranked(self, k: int | float | None, big_r: int,
                            options: dict[str, Any]) -> bool:
