@@ -8,7 +8,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field, fields
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -466,3 +466,44 @@ class WithRelevance:
         if name == "base":  # not set yet (unpickling): no recursion through __getattr__
             raise AttributeError(name)
         return getattr(self.base, name)
+
+
+@dataclass(frozen=True)
+class FilledPart(WithRelevance):
+    """A part whose batches pass through ``fill`` (:func:`filled`)."""
+
+    base: Any  # the reader's own part
+    fill: Callable[[Batch], Batch]
+
+    def batches(self, batch_rows: int) -> Iterator[Batch]:
+        for batch in self.base.batches(batch_rows):
+            yield self.fill(batch)
+
+
+@dataclass(frozen=True)
+class FilledRowsPart(FilledPart):
+    """:class:`FilledPart` of a part that reads any range of rows on its own, as ``fill``
+    does: the pass may run as independent tasks (Dump.batch_tasks)."""
+
+    reads_rows = True
+
+    def read_rows(self, lo: int, hi: int) -> Batch:
+        return self.fill(self.base.read_rows(lo, hi))
+
+
+def filled(dump: Dump, info: RelevanceInfo, fill: Callable[[Batch], Batch],
+           by_rows: bool = True, **changes) -> Dump:
+    """``dump`` with ``info`` (and ``changes``), its batches passed through ``fill``, which
+    sets their relevance fields from the same rows of another source (members of the same
+    file, a labels file). ``by_rows``: ``fill`` fills any rows in any thread, so parts that
+    read any range of rows on their own keep doing so."""
+    if dump.parts is not None:
+        part = (FilledRowsPart if by_rows and all(getattr(type(p), "reads_rows", False)
+                                                  for p in dump.parts) else FilledPart)
+        return relabel(dump, info, parts=[part(p, fill) for p in dump.parts], **changes)
+    base = dump._batches
+
+    def batches(batch_rows: int) -> Iterator[Batch]:
+        for batch in base(batch_rows):  # type: ignore[misc]
+            yield fill(batch)
+    return relabel(dump, info, batches=batches, **changes)

@@ -21,19 +21,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.base import (
-    Dump,
-    RelevanceInfo,
-    WithRelevance,
-    not_found,
-    relabel,
-    require_regular_file,
-)
+from tieeval.io.base import Dump, RelevanceInfo, filled, not_found, require_regular_file
 from tieeval.records.batch import Batch
 
 OPTION = "--labels"
@@ -83,21 +76,11 @@ def with_labels_file(dump: Dump, labels: str, options) -> Dump:
     if dump.rows is not None and dump.rows != rows:
         raise InputError(f"{labels}: {rows} rows of labels, but {dump.path} has "
                          f"{dump.rows} instances (the labels align with the scores' rows)")
-    source = LabelsFile(labels, spec, dump.path)
     info = RelevanceInfo("labels", items=bool(own is not None and own.items),
                          original=own.original if own is not None else "argsort",
                          fields=(*(own.fields if own is not None else ()), labels))
     nbytes = dump.nbytes + os.path.getsize(labels)
-    if dump.parts is not None:
-        part = RowsLabelsPart if all(getattr(type(p), "reads_rows", False)
-                                     for p in dump.parts) else LabelsPart
-        return relabel(dump, info, parts=[part(p, source) for p in dump.parts], nbytes=nbytes)
-    base = dump._batches
-
-    def batches(batch_rows: int) -> Iterator[Batch]:
-        for batch in base(batch_rows):  # type: ignore[misc]
-            yield source.fill(batch)
-    return relabel(dump, info, batches=batches, nbytes=nbytes)
+    return filled(dump, info, LabelsFile(labels, spec, dump.path).fill, nbytes=nbytes)
 
 
 def _stored_fields(dump: Dump) -> set[str]:
@@ -151,27 +134,3 @@ class LabelsFile:
                                  f"{values.reshape(-1)[flat]} (labels must be finite)")
         batch.labels = values if batch.offsets is None else values.reshape(-1)
         return batch
-
-
-@dataclass(frozen=True)
-class LabelsPart(WithRelevance):
-    """A part of the scores (``base``) whose batches gain the labels file's rows; its
-    rows, size, path and anything else a part offers are ``base``'s."""
-
-    base: Any
-    source: LabelsFile
-
-    def batches(self, batch_rows: int) -> Iterator[Batch]:
-        for batch in self.base.batches(batch_rows):
-            yield self.source.fill(batch)
-
-
-@dataclass(frozen=True)
-class RowsLabelsPart(LabelsPart):
-    """:class:`LabelsPart` of a part that reads any range of rows on its own (as the
-    labels file does): the pass may run as independent tasks (Dump.batch_tasks)."""
-
-    reads_rows = True
-
-    def read_rows(self, lo: int, hi: int) -> Batch:
-        return self.source.fill(self.base.read_rows(lo, hi))

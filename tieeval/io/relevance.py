@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -54,6 +54,7 @@ from tieeval.io.base import (
     ReadOptions,
     RelevanceInfo,
     WithRelevance,
+    filled,
     relabel,
 )
 from tieeval.records.batch import Batch, RankLists
@@ -375,7 +376,7 @@ class _NpzField:
     def __init__(self, path: str, name: str, spec=None, shape=None, dtype=None):
         self.path, self.name, self.spec = path, name, spec
         self.shape, self.dtype = shape, dtype
-        self._reader: Any = None  # the spec's positioned reader or an _RowStream
+        self._reader: Any = None  # a compressed member's _RowStream
         self._archive: zipfile.ZipFile | None = None
         self._next = 0
 
@@ -383,10 +384,9 @@ class _NpzField:
         return {**self.__dict__, "_reader": None, "_archive": None, "_next": 0}
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
-        if self.spec is not None:
-            if self._reader is None:
-                self._reader = self.spec.reader()
-            return self._reader.rows(lo, hi)
+        if self.spec is not None:  # a reader of its own: positioned reads share no position
+            with self.spec.reader() as reader:
+                return reader.rows(lo, hi)
         from tieeval.io.npz import _NpzMember, _RowStream
         if self._reader is None or lo != self._next:
             if self._archive is None:
@@ -433,20 +433,10 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
                                  "(np.ascontiguousarray) or uncompressed (np.savez)")
             spec = member.spec() if member.stored else None
             sources[kind] = _NpzField(dump.path, name, spec, member.shape, member.dtype)
-    info = _info(source, present)
-    if dump.parts is not None:
-        # every member stored: any rows can be read on their own, in any thread
-        part: type[NpzRelevancePart] = (
-            StoredNpzRelevancePart if all(src.spec is not None for src in sources.values())
-            else NpzRelevancePart)
-        parts = [part(p, present, sources) for p in dump.parts]
-        return _with_crcs(relabel(dump, info, parts=parts), sources)
-    base = dump._batches
-
-    def batches(batch_rows):
-        for batch in base(batch_rows):
-            yield _fill_npz(dump.path, batch, present, sources)
-    return _with_crcs(relabel(dump, info, batches=batches), sources)
+    # every member stored: any rows can be read on their own, in any thread
+    stored = all(src.spec is not None for src in sources.values())
+    fill = functools.partial(_fill_npz, dump.path, present, sources)
+    return _with_crcs(filled(dump, _info(source, present), fill, by_rows=stored), sources)
 
 
 def _with_crcs(dump: Dump, sources: dict) -> Dump:
@@ -494,40 +484,7 @@ def _check_npz_member(path, kind, name, member, rows, cols):
             raise InputError(f"{path}: '{name}' must hold integer column indices, got {dtype}")
 
 
-def _fill_npz(path, batch, names, sources):
+def _fill_npz(path, names, sources, batch):
     lo, hi = batch.start, batch.start + batch.rows
     columns = {kind: (src.rows(lo, hi), None) for kind, src in sources.items()}
     return fill_batch(path, batch, names, columns)
-
-
-@dataclass(frozen=True)
-class NpzRelevancePart(WithRelevance):
-    """A matrix part of an NPZ dump plus the same rows of its relevance members."""
-
-    base: Any  # the reader's own part
-    names: dict
-    sources: dict = field(hash=False)
-
-    def batches(self, batch_rows: int) -> Iterator[Batch]:
-        for batch in self.base.batches(batch_rows):
-            yield _fill_npz(self.base.path, batch, self.names, self.sources)
-
-
-@dataclass(frozen=True)
-class StoredNpzRelevancePart(NpzRelevancePart):
-    """:class:`NpzRelevancePart` whose relevance members are all stored: like the scores,
-    any range of rows is read on its own, in the thread that asks (Dump.batch_tasks), so
-    that every thread reads the rows it evaluates; their CRC-32 pieces join in file order
-    whatever thread reads them (:class:`tieeval.io.npy.StreamCrc`)."""
-
-    reads_rows = True
-
-    def read_rows(self, lo: int, hi: int) -> Batch:
-        """Rows ``lo..hi`` with their relevance fields, read in the calling thread (a
-        reader of its own per member: positioned reads share no file position)."""
-        batch = self.base.read_rows(lo, hi)
-        columns = {}
-        for kind, src in self.sources.items():
-            with src.spec.reader() as reader:
-                columns[kind] = (reader.rows(lo, hi), None)
-        return fill_batch(self.base.path, batch, self.names, columns)
