@@ -450,18 +450,6 @@ class WithRelevance:
     file, or from a labels file: :mod:`tieeval.io.labels_file`); its rows, size,
     path and anything else a part offers (start, group, ...) are ``base``'s."""
 
-    @property
-    def rows(self) -> int:
-        return self.base.rows
-
-    @property
-    def nbytes(self) -> int:
-        return self.base.nbytes
-
-    @property
-    def path(self) -> str:
-        return self.base.path
-
     def __getattr__(self, name):
         if name == "base":  # not set yet (unpickling): no recursion through __getattr__
             raise AttributeError(name)
