@@ -479,12 +479,12 @@ class FilledRowsPart(FilledPart):
         return self.fill(self.base.read_rows(lo, hi))
 
 
-def filled(dump: Dump, info: RelevanceInfo, fill: Callable[[Batch], Batch],
+def filled(dump: Dump, info: RelevanceInfo | None, fill: Callable[[Batch], Batch],
            by_rows: bool = True, **changes) -> Dump:
-    """``dump`` with ``info`` (and ``changes``), its batches passed through ``fill``, which
-    sets their relevance fields from the same rows of another source (members of the same
-    file, a labels file). ``by_rows``: ``fill`` fills any rows in any thread, so parts that
-    read any range of rows on their own keep doing so."""
+    """``dump`` with ``info`` (:func:`relabel`) and ``changes``, its batches passed through
+    ``fill``, which sets their relevance fields from the same rows of another source
+    (members of the same file, a labels file). ``by_rows``: ``fill`` fills any rows in any
+    thread, so parts that read any range of rows on their own keep doing so."""
     if dump.parts is not None:
         part = (FilledRowsPart if by_rows and all(getattr(type(p), "reads_rows", False)
                                                   for p in dump.parts) else FilledPart)
