@@ -421,7 +421,6 @@ class _CsvSource(_Source):
     def __init__(self, path, options):
         pa, _ = _pyarrow()
         self.path = path
-        self.options = options
         self.cols = options.long_columns
         header = self._header()
         self.metadata = {}
@@ -864,9 +863,6 @@ def open_long_parquet(path: str, opened, options: ReadOptions) -> Dump:
 
 
 def open_long_csv(path: str, options: ReadOptions) -> Dump:
-    """A long-layout CSV file (optionally gzip-compressed, ``.csv.gz``) with a header row."""
-    if options.score_dtype is not None and options.score_dtype not in ("float16", "float32",
-                                                                       "float64"):
-        raise ParameterError(f"score_dtype must be float16, float32 or float64, got "
-                             f"{options.score_dtype!r}")
+    """A long-layout CSV file (optionally gzip-compressed, ``.csv.gz``) with a header row
+    (``options.score_dtype`` is checked by :func:`tieeval.io.open.open_dump`)."""
     return _dump(_CsvSource(path, options), "csv", options)

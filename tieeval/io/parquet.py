@@ -83,6 +83,7 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
     check_same_columns(files[0], schema, [(file, other) for file, _, other in opened[1:]],
                        wanted)
     metadata = arrow_metadata(schema)
+    read = ReadOptions(options.scores, options.positive, options.positive_index)
     parts, warnings, total_rows, total_bytes = [], [], 0, 0
     limit = max_row_candidates()
     for file, pf, _ in opened:
@@ -99,8 +100,7 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
                 check_row_length(file, -(-values // rg.num_rows),
                                  f"row group {g}: a row")
             size = info.compressed_size
-            parts.append(RowGroupPart(file, g, start, rg.num_rows, wanted, has_positive,
-                                      options.scores, options.positive, options.positive_index,
+            parts.append(RowGroupPart(file, g, start, rg.num_rows, wanted, has_positive, read,
                                       int(size)))
             if rg.total_byte_size > LARGE_ROW_GROUP_BYTES:
                 big.append(rg.total_byte_size)
@@ -137,15 +137,11 @@ class RowGroupPart:
     rows: int
     columns: list
     has_positive: bool
-    scores: str
-    positive: str
-    positive_index: int | None
+    options: ReadOptions  # the fields' names and --positive-index
     nbytes: int
 
     def batches(self, batch_rows: int) -> Iterator[Batch]:
         pa, _ = _pyarrow()
-        options = ReadOptions(scores=self.scores, positive=self.positive,
-                              positive_index=self.positive_index)
         start = self.start
         try:
             pf = parquet_file(self.path)
@@ -154,7 +150,7 @@ class RowGroupPart:
                 if record.num_rows == 0:
                     continue
                 share = self.nbytes * record.num_rows // max(1, self.rows)
-                batch = parquet_batch(self.path, options, record, self.has_positive, start)
+                batch = parquet_batch(self.path, self.options, record, self.has_positive, start)
                 batch.nbytes = share
                 yield batch
                 start += record.num_rows
