@@ -32,17 +32,11 @@ def parquet_ids(path: str, files: list[str], name: str = INSTANCE_FIELD
                 ) -> np.ndarray | None:
     """The ids column ``name`` of a Parquet file or dataset (``files`` in dump order),
     or None if absent."""
-    import pyarrow.parquet as pq
-    # the dataset's schema is its first file's: without the column, pyarrow.dataset (and
-    # pandas with it) is not imported
-    if not files or name not in pq.read_schema(files[0]).names:
-        return None
-    import pyarrow.dataset as ds
-    dataset = ds.dataset(files, format="parquet")
-    if name not in dataset.schema.names:
+    from tieeval.io.arrow import dataset_with, to_numpy
+    dataset = dataset_with(files, name)
+    if dataset is None:
         return None
     column = dataset.to_table(columns=[name]).column(name)
-    from tieeval.io.arrow import to_numpy
     if column.null_count:
         i = int(np.flatnonzero(to_numpy(column.is_null()))[0])
         raise InputError(f"{path}: row {i}: instance id '{name}' is null")

@@ -62,46 +62,32 @@ def saved_ranking(path: str, scores_field: str = "scores") -> SavedRanking | Non
     return None
 
 
-def _npy_shape(archive: zipfile.ZipFile, member: str) -> tuple:
-    """The shape in an NPY member's header, without reading its data."""
-    from tieeval.io.npy import _npy_header
-    with archive.open(member) as f:
-        return _npy_header(f, archive.filename or "", member)[1]
-
-
 def _npz(path: str, scores_field: str) -> SavedRanking | None:
     # NPZ holds (instances, candidates) scores and an (instances, K) ranking
+    from tieeval.io.npz import _NpzMember  # its header only, not its data
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
         member = f"{RANKING_FIELD}.npy"
         if member not in names:
             return None
-        shape = _npy_shape(archive, member)
+        shape = _NpzMember(path, archive, member).shape
         if len(shape) != 2:
             return None  # not a ranking the reader accepts: it says why
         depth = int(shape[1])
         scores = f"{scores_field}.npy"
-        score_shape = _npy_shape(archive, scores) if scores in names else None
+        score_shape = _NpzMember(path, archive, scores).shape if scores in names else None
     full = score_shape is not None and len(score_shape) == 2 and depth >= int(score_shape[1])
     return SavedRanking(depth, full)
 
 
 def _parquet(files: list[str], scores_field: str) -> SavedRanking | None:
-    import pyarrow.parquet as pq
-
-    if not files:
-        return None
-    # the dataset's schema is its first file's: read from its footer alone, so that a dump
-    # without a ranking does not import pyarrow.dataset (and pandas with it: 0.5 s)
-    if RANKING_FIELD not in pq.read_schema(files[0]).names:
+    from tieeval.io.arrow import dataset_with
+    dataset = dataset_with(files, RANKING_FIELD)
+    if dataset is None:
         return None
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    dataset = ds.dataset(files, format="parquet")
     names = dataset.schema.names
-    if RANKING_FIELD not in names:
-        return None
     columns = [RANKING_FIELD] + ([scores_field] if scores_field in names else [])
     depth: int | None = None
     full = scores_field in names
