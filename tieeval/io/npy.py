@@ -11,8 +11,7 @@ import os
 import threading
 import zipfile
 import zlib
-from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
 import numpy as np
@@ -379,11 +378,8 @@ class MatrixPart:
 
     def read_rows(self, lo: int, hi: int) -> Batch:
         """Rows ``lo..hi`` of the matrix as one batch, read in the calling thread."""
-        gen = replace(self, lo=lo, hi=hi).batches(max(1, hi - lo))
-        try:
-            return next(gen)
-        finally:
-            gen.close()
+        with self.scores.reader() as scores:
+            return self._batch(lo, hi, scores.rows(lo, hi))
 
     @property
     def nbytes(self) -> int:
@@ -394,31 +390,29 @@ class MatrixPart:
         (:class:`LazyBatch`); a Fortran-order matrix is read at once."""
         if self.scores.fortran:
             return self.read_rows(lo, hi)
-        with self._positive_reader() as positive:
-            return self._batch(lo, hi, None, positive, together)
+        return self._batch(lo, hi, None, together)
 
-    def _positive_reader(self) -> Any:
-        return nullcontext() if self.positive is None else self.positive.reader()
-
-    def _batch(self, start: int, stop: int, block: np.ndarray | None, positive,
+    def _batch(self, start: int, stop: int, block: np.ndarray | None,
                together: bool = False) -> Batch:
         """Rows ``start..stop`` with the scores ``block`` (None: read when used)."""
-        options = ReadOptions(positive_index=self.positive_index)
-        stored = None if positive is None else positive.rows(start, stop)
+        stored = None
+        if self.positive is not None:
+            with self.positive.reader() as positive:
+                stored = positive.rows(start, stop)
         lengths = np.full(stop - start, int(self.scores.shape[1]), dtype=np.int64)
         nbytes = (stop - start) * self.scores.row_bytes
-        defaulted = stored is None and options.positive_index is None
-        rows = _positive_for(self.path, options, lengths, start, stored)
+        defaulted = stored is None and self.positive_index is None
+        rows = _positive_for(self.path, self.positive_index, lengths, start, stored)
         if block is None:
             return LazyBatch.of(self.scores, together, rows, start, nbytes=nbytes,
                                 positive_defaulted=defaulted)
         return Batch(block, rows, start, nbytes=nbytes, positive_defaulted=defaulted)
 
     def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
-        with self.scores.reader() as scores, self._positive_reader() as positive:
+        with self.scores.reader() as scores:
             for start in range(self.lo, self.hi, batch_rows):
                 stop = min(start + batch_rows, self.hi)
-                yield self._batch(start, stop, scores.rows(start, stop), positive)
+                yield self._batch(start, stop, scores.rows(start, stop))
 
 
 def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart]:

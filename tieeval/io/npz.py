@@ -249,8 +249,8 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
             block = whole[start:start + n] if stream is None else stream.read(n)
             stored = None if pstream is None else pstream.read(n)
             lengths = np.full(n, cols, dtype=np.int64)
-            yield Batch(block, _positive_for(path, options, lengths, start, stored), start,
-                        nbytes=n * row_bytes,
+            chosen = _positive_for(path, options.positive_index, lengths, start, stored)
+            yield Batch(block, chosen, start, nbytes=n * row_bytes,
                         positive_defaulted=stored is None and options.positive_index is None)
         # the end of each member: its length and CRC-32, before any result is reported
         for s in (stream, pstream):

@@ -171,6 +171,6 @@ def parquet_batch(path, options, table, has_positive, start) -> Batch:
             i = int(np.flatnonzero(to_numpy(col.is_null()))[0])
             raise InputError(f"{path}: row {start + i}: '{options.positive}' is null")
         stored = to_numpy(col)
-    positive = _positive_for(path, options, lengths, start, stored)
+    positive = _positive_for(path, options.positive_index, lengths, start, stored)
     return Batch(scores, positive, start, offsets,
                  positive_defaulted=stored is None and options.positive_index is None)

@@ -84,10 +84,10 @@ def resolve_positive(path: str, positive, lengths: np.ndarray, start: int, *,
     return pos
 
 
-def _positive_for(path, options, lengths, start, stored):
+def _positive_for(path, positive_index, lengths, start, stored):
     if stored is not None:
         return resolve_positive(path, stored, lengths, start, count_back=False)
-    index = 0 if options.positive_index is None else options.positive_index
+    index = 0 if positive_index is None else positive_index
     return resolve_positive(path, np.full(len(lengths), index, dtype=np.int64), lengths, start)
 
 
