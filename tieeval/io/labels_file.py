@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 
@@ -55,8 +55,9 @@ def open_labels(path: str):
     return spec
 
 
-def with_labels_file(dump: Dump, labels: str, options) -> Dump:
-    """``dump`` whose batches carry the labels of the ``.npy`` file ``labels``."""
+def with_labels_file(dump: Dump, labels: str, options, stored: Collection[str]) -> Dump:
+    """``dump`` whose batches carry the labels of the ``.npy`` file ``labels``; ``stored``:
+    the fields the dump stores beside its scores."""
     spec = open_labels(labels)
     if dump.layout != "wide":
         raise InputError(f"{dump.path}: {OPTION} applies to wide dumps (a row of scores per "
@@ -69,7 +70,7 @@ def with_labels_file(dump: Dump, labels: str, options) -> Dump:
     if options.positive_index is not None:
         raise InputError(f"{dump.path}: --positive-index does not apply with {OPTION} (the "
                          "labels say which candidates are relevant)")
-    if options.positive in _stored_fields(dump):
+    if options.positive in stored:
         raise InputError(f"{dump.path}: has a single-positive field '{options.positive}'; "
                          f"give relevance one way (drop {OPTION} or the field)")
     rows = int(spec.shape[0])
@@ -81,25 +82,6 @@ def with_labels_file(dump: Dump, labels: str, options) -> Dump:
                          fields=(*(own.fields if own is not None else ()), labels))
     nbytes = dump.nbytes + os.path.getsize(labels)
     return filled(dump, info, LabelsFile(labels, spec, dump.path).fill, nbytes=nbytes)
-
-
-def _stored_fields(dump: Dump) -> set[str]:
-    """The fields an NPZ or Parquet dump stores beside its scores (none for NPY)."""
-    if dump.format == "npz":
-        import zipfile
-        try:
-            with zipfile.ZipFile(dump.path) as archive:
-                return {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
-        except (zipfile.BadZipFile, OSError, ValueError):
-            return set()
-    if dump.format == "parquet":
-        from tieeval.io.arrow import parquet_file
-        files = [getattr(p, "path", dump.path) for p in dump.parts or []] or [dump.path]
-        try:
-            return set(parquet_file(files[0]).schema_arrow.names)
-        except (OSError, ValueError, ImportError):  # the reader opened it already
-            return set()
-    return set()
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import zipfile
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 import numpy as np
 
@@ -79,20 +79,22 @@ def with_relevance(dump: Dump, options: ReadOptions) -> Dump:
     """``dump`` (as its reader opened it) with any relevance fields it carries attached,
     and the labels of ``options.labels_file`` when it is set."""
     labels_file = getattr(options, "labels_file", None)
-    dump = _with_own_fields(dump, options)
+    dump, stored = _with_own_fields(dump, options)
     if labels_file is None:
         return dump
     from tieeval.io.labels_file import with_labels_file
-    return with_labels_file(dump, labels_file, options)
+    return with_labels_file(dump, labels_file, options, stored)
 
 
-def _with_own_fields(dump: Dump, options: ReadOptions) -> Dump:
+def _with_own_fields(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]]:
+    """The dump with its own relevance fields, and the names of every field it stores
+    beside its scores (none for NPY or the long layout)."""
     from tieeval.io.readers import reader
     if dump.layout != "wide":
-        return dump
+        return dump, ()
     if "labels" not in reader(dump.format).carries:
         _check_renamed(dump.path, field_names(options), ())
-        return dump
+        return dump, ()
     if dump.format == "parquet":
         from tieeval.io.arrow import damaged_metadata
         with damaged_metadata(dump.path):
@@ -206,22 +208,22 @@ def _parquet_files(dump: Dump) -> list[str]:
     return list(dict.fromkeys(getattr(p, "path", dump.path) for p in (dump.parts or [])))
 
 
-def _attach_parquet(dump: Dump, options: ReadOptions) -> Dump:
+def _attach_parquet(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]]:
     from tieeval.io.arrow import check_same_columns, parquet_file
     files = _parquet_files(dump)
     given = dump.parts or []
     if not files or not all(hasattr(p, "group") for p in given):
-        return dump
+        return dump, ()
     schema = parquet_file(files[0]).schema_arrow
     present, info = schema_relevance(dump.path, files[0], options, schema.names,
                                      lambda name: schema.field(name).type, with_ranking=True)
     if not present:
-        return dump
+        return dump, schema.names
     check_same_columns(files[0], schema,
                        [(file, parquet_file(file).schema_arrow) for file in files[1:]],
                        list(present.values()))
     parts = [ParquetRelevancePart(p, tuple(sorted(present.items()))) for p in given]
-    return relabel(dump, info, parts=parts)
+    return relabel(dump, info, parts=parts), schema.names
 
 
 def schema_relevance(path: str, where: str, options: ReadOptions, names, type_of,
@@ -404,7 +406,7 @@ class _NpzField:
         return out
 
 
-def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
+def _attach_npz(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]]:
     from tieeval.io.npy import _load_error
     from tieeval.io.npz import _NpzMember
     names = field_names(options)
@@ -418,7 +420,7 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
         names[RANKING_FIELD] = RANKING_FIELD
         present = {kind: name for kind, name in names.items() if name in members}
         if not present:
-            return dump
+            return dump, members
         source = _check_combination(dump.path, present, options, options.positive in members)
         scores = _NpzMember(dump.path, archive, members[options.scores])
         rows, cols = scores.shape[0], scores.shape[1]
@@ -436,7 +438,8 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> Dump:
     # every member stored: any rows can be read on their own, in any thread
     stored = all(src.spec is not None for src in sources.values())
     fill = functools.partial(_fill_npz, dump.path, present, sources)
-    return _with_crcs(filled(dump, _info(source, present), fill, by_rows=stored), sources)
+    dump = filled(dump, _info(source, present), fill, by_rows=stored)
+    return _with_crcs(dump, sources), members
 
 
 def _with_crcs(dump: Dump, sources: dict) -> Dump:
