@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -72,14 +72,9 @@ def _choose(asked: str | None) -> tuple[str, Callable]:
     return ("deflate", fn) if fn is not None and _works(fn) else ("zlib", zlib.crc32)
 
 
-_CHOSEN: tuple[str, Callable] | None = None
-
-
+@cache  # two threads may both choose: the same choice
 def _chosen() -> tuple[str, Callable]:
-    global _CHOSEN
-    if _CHOSEN is None:  # two threads may both choose: the same choice
-        _CHOSEN = _choose(os.environ.get("TIEEVAL_CRC32", "").strip().lower() or None)
-    return _CHOSEN
+    return _choose(os.environ.get("TIEEVAL_CRC32", "").strip().lower() or None)
 
 
 def implementation() -> str:
