@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
-from typing import IO, cast
 
 import click
 
@@ -15,7 +13,6 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     _numeric_error,
     environment_error,
     say,
-    stdout_error,
 )
 from tieeval.engine.arguments import ENGINES
 from tieeval.errors import ParameterError, TieevalError
@@ -36,7 +33,6 @@ from tieeval.metrics.spellings import (
     trec_printed_name,
 )
 from tieeval.records.results import ORIGINAL_RULES
-from tieeval.sink import write_all
 
 
 def guide(command: str) -> str:
@@ -308,75 +304,6 @@ def printed_names(metrics) -> dict:
         if printed is not None and len(item) == 1:
             out.setdefault((item[0].name, item[0].k), printed)
     return out
-
-
-class _Stdout:
-    """stdout for data: every write is complete or becomes :func:`stdout_error`.
-
-    Text goes to the descriptor itself, written until every byte is out: Python's buffered
-    stdout can drop the rest of a short write (a file that reaches a full disk or a size
-    limit part-way) without raising, and the command would end with exit 0 and a truncated
-    file. A stream without a descriptor (a test's capture) is written and flushed as is."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def _fd(self) -> int | None:
-        try:
-            return self._stream.fileno()
-        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
-            return None
-
-    def write(self, text):
-        fd = self._fd()
-        try:
-            if fd is None:
-                return self._stream.write(text)
-            self._stream.flush()  # what was printed before goes first
-            data = text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict")
-            write_all(fd, data)
-            return len(text)
-        except OSError as exc:
-            raise stdout_error(exc) from None
-
-    def flush(self):
-        try:
-            return self._stream.flush()
-        except OSError as exc:
-            raise stdout_error(exc) from None
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
-def _stdout() -> _Stdout:
-    if sys.stdout is None:
-        raise CliError("cannot write the output to stdout: it is closed")
-    return _Stdout(sys.stdout)
-
-
-def write(text: str) -> None:
-    out = _stdout()
-    # _Stdout wraps a text stream: write and flush, everything else delegated
-    click.echo(text, nl=False, file=cast(IO[str], out))
-    out.flush()
-
-
-def data_stdout() -> IO[str]:
-    """stdout for a renderer that writes to a file object: checked as :func:`write`."""
-    return cast(IO[str], _stdout())
-
-
-def stdout_console():
-    """The console for data on stdout: terminal width and colour only on a terminal (rich
-    would wrap at 80 columns when piped)."""
-    from rich.console import Console
-    out = _stdout()
-    try:
-        tty = out.isatty()
-    except (OSError, ValueError):
-        tty = False
-    return Console(file=out, width=None if tty else 120, color_system="auto" if tty else None)
 
 
 def reading(*, scores_column="scores", positive_column="positive", positive_index=None,

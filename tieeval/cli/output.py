@@ -5,31 +5,58 @@ the data apart from messages where stderr is merged into stdout (under ``spark-s
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from tieeval.cli.app import BEFORE_RUN, OUTPUT_KEY
+from tieeval.cli.app import BEFORE_RUN, OUTPUT_KEY, CliError, stdout_error
 from tieeval.cli.app import run_inputs as _inputs
-from tieeval.cli.common import data_stdout, stdout_console, write
 from tieeval.report.registry import describe, formats, renderer
+from tieeval.sink import write_all
 
 
-class StdoutOutput:
-    """The report layer's :class:`~tieeval.report.registry.Output` on stdout."""
+class Stdout:
+    """stdout for data: every write is complete or becomes :func:`stdout_error`.
 
-    def write(self, text: str) -> None:
-        write(text)
+    Text goes to the descriptor itself, written until every byte is out: Python's buffered
+    stdout can drop the rest of a short write (a file that reaches a full disk or a size
+    limit part-way) without raising, and the command would end with exit 0 and a truncated
+    file. A stream without a descriptor (a test's capture) is written and flushed as is."""
 
-    def console(self):
-        return stdout_console()
+    def __init__(self, stream):
+        self._stream = stream
 
-    def stream(self):
-        return data_stdout()  # every write checked, as write() does
+    def _fd(self) -> int | None:
+        try:
+            return self._stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+            return None
+
+    def write(self, text):
+        fd = self._fd()
+        try:
+            if fd is None:
+                return self._stream.write(text)
+            self._stream.flush()  # what was printed before goes first
+            data = text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict")
+            write_all(fd, data)
+            return len(text)
+        except OSError as exc:
+            raise stdout_error(exc) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as exc:
+            raise stdout_error(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
-class FileOutput:
-    """The report layer's :class:`~tieeval.report.registry.Output` on an ``--output``
-    file (a sink's temporary file until the renderer is done); its own text stream, UTF-8,
-    every write checked."""
+class FileStream:
+    """An ``--output`` file (a sink's temporary file until the renderer is done) as a text
+    stream: UTF-8, every write checked, never a terminal."""
 
     encoding = "utf-8"
     errors = "strict"
@@ -46,13 +73,31 @@ class FileOutput:
     def isatty(self) -> bool:
         return False
 
+
+class TextOutput:
+    """The report layer's :class:`~tieeval.report.registry.Output` on :class:`Stdout` or a
+    :class:`FileStream`. Text is written as click writes it (``color`` None: escape codes
+    dropped where stdout is no terminal; True: kept, in a file)."""
+
+    def __init__(self, stream, color: bool | None = None):
+        self._stream, self._color = stream, color
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False, file=self._stream, color=self._color)
+
     def console(self):
+        """Terminal width and colour only on a terminal (rich would wrap at 80 columns
+        elsewhere: 120 columns, no colour)."""
         from rich.console import Console
-        # as on a pipe: no colour, wide enough that rich never wraps a row
-        return Console(file=self, width=120, color_system=None)
+        try:
+            tty = self._stream.isatty()
+        except (OSError, ValueError):
+            tty = False
+        return Console(file=self._stream, width=None if tty else 120,
+                       color_system="auto" if tty else None)
 
     def stream(self):
-        return self
+        return self._stream
 
 
 def _remember(ctx, param, value):
@@ -103,8 +148,10 @@ def render(kind: str, fmt: str, result) -> None:
     ctx = click.get_current_context(silent=True)
     path = ctx.meta.get(OUTPUT_KEY) if ctx is not None else None
     if path is None:
-        renderer(kind, fmt).render(result, StdoutOutput())
+        if sys.stdout is None:
+            raise CliError("cannot write the output to stdout: it is closed")
+        renderer(kind, fmt).render(result, TextOutput(Stdout(sys.stdout)))
         return
     from tieeval.sink import atomic_output
     with atomic_output(path, inputs=_inputs(ctx), what="the output") as out:
-        renderer(kind, fmt).render(result, FileOutput(out))
+        renderer(kind, fmt).render(result, TextOutput(FileStream(out), color=True))
