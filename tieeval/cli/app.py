@@ -218,6 +218,31 @@ def _numeric_error(exc: Warning) -> CliError:
                     "labels too large to evaluate")
 
 
+class NumberList(click.ParamType):
+    """One or more numbers, comma-separated (``1,5,10``): each ``cast`` (if it cannot be,
+    the message is ``what``, got the text) and then ``check(number, text)``, whose
+    ValueError is the message."""
+
+    def __init__(self, name: str, cast, what: str, check):
+        self.name, self._cast, self._what, self._check = name, cast, what, check
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        out = []
+        for part in str(value).split(","):
+            part = part.strip()
+            try:
+                number = self._cast(part)
+            except ValueError:
+                self.fail(f"{self._what}, got {part!r}", param, ctx)
+            try:
+                out.append(self._check(number, part))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return out
+
+
 _MULTI_VALUE = ("--k", "-k", "--gamma")
 _NUMBERISH = re.compile(r"^[+-]?\d[\d,]*$")
 _DECIMALISH = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?(,\s*[+-]?(\d+\.?\d*|\.\d+)"

@@ -10,6 +10,7 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     EXIT_CHECK_FAILED,
     CliError,
     Command,
+    NumberList,
     _numeric_error,
     environment_error,
     say,
@@ -60,27 +61,8 @@ class Parsed(click.ParamType):
             self.fail(str(exc).removeprefix(self._prefix), param, ctx)
 
 
-class KList(click.ParamType):
-    """One or more cutoffs: ``10`` or ``1,5,10``; each a whole number >= 1."""
-
-    name = "K"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        ks = []
-        for part in str(value).split(","):
-            part = part.strip()
-            try:
-                k = int(part)
-            except ValueError:
-                self.fail(f"K must be a whole number >= 1, got {part!r}", param, ctx)
-            try:
-                check_k(k)
-            except ParameterError as exc:
-                self.fail(str(exc), param, ctx)
-            ks.append(k)
-        return ks
+# one or more cutoffs: ``10`` or ``1,5,10``; each a whole number >= 1
+KLIST = NumberList("K", int, "K must be a whole number >= 1", lambda k, _: check_k(k))
 
 
 class MetricType(click.ParamType):
@@ -249,7 +231,7 @@ def _metric_help() -> str:
 def metric_options(f):
     f = click.option("--metric", "-m", "metrics", cls=LazyHelpOption, type=MetricType(),
                      multiple=True, help_text=_metric_help)(f)
-    f = click.option("--k", "-k", "k_values", type=KList(), multiple=True,
+    f = click.option("--k", "-k", "k_values", type=KLIST, multiple=True,
                      help="Cutoffs: --k 1 5 10, --k 1,5,10 or --k 1 --k 5. Default: 1 5 10.")(f)
     return f
 

@@ -11,7 +11,7 @@ import math
 
 import click
 
-from tieeval.cli.app import say
+from tieeval.cli.app import NumberList, say
 from tieeval.cli.stdin import file_only
 from tieeval.engine.arguments import REL_KEYWORDS, rel_options
 from tieeval.io.base import MISSING_QUERIES
@@ -30,25 +30,14 @@ from tieeval.metrics.options import (
 GAIN_CHOICES = ("linear", "exponential")
 
 
-class GammaList(click.ParamType):
-    """One or more penalties: ``1`` or ``0,0.5,1``; each a finite number >= 0."""
+def _penalty(g: float, text: str) -> float:
+    if not math.isfinite(g) or g < 0:
+        raise ValueError(f"gamma must be a finite number >= 0, got {text!r}")
+    return g
 
-    name = "GAMMA"
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        out = []
-        for part in str(value).split(","):
-            part = part.strip()
-            try:
-                g = float(part)
-            except ValueError:
-                self.fail(f"gamma must be a number >= 0, got {part!r}", param, ctx)
-            if not math.isfinite(g) or g < 0:
-                self.fail(f"gamma must be a finite number >= 0, got {part!r}", param, ctx)
-            out.append(g)
-        return out
+# one or more penalties: ``1`` or ``0,0.5,1``; each a finite number >= 0
+GAMMAS = NumberList("GAMMA", float, "gamma must be a number >= 0", _penalty)
 
 
 def relevance_options(f):
@@ -79,7 +68,7 @@ def relevance_options(f):
                      help="Rows with fewer than K candidates: 'pad' keeps K (zero-gain "
                           "padding; Precision divides by K; default), 'truncate' evaluates "
                           "at K = n, 'skip' leaves them out.")(f)
-    f = click.option("--gamma", "gamma", type=GammaList(), multiple=True, metavar="GAMMA",
+    f = click.option("--gamma", "gamma", type=GAMMAS, multiple=True, metavar="GAMMA",
                      help="Penalty of an explicit negative in SHR, SRecall, SDCG and SNDCG "
                           "(default 1). Several values (--gamma 0 0.5 1 2) give one row per "
                           "gamma: the gamma-sensitivity table.")(f)
