@@ -11,40 +11,27 @@ from tieeval.analysis.audit import (
     read_claims,
     unmatched_message,
 )
-from tieeval.cli.common import (
-    EXIT_CHECK_FAILED,
-    Command,
-    guide,
-    quiet_option,
-    read_options,
-    say,
-)
-from tieeval.cli.output import format_option, render
+from tieeval.cli.common import EXIT_CHECK_FAILED, dumps_command, say
+from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import file_only, stdin_files
+from tieeval.cli.stdin import file_only
 from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
 from tieeval.records.audit import AuditResult
 from tieeval.report.format import counted
 
 
-@click.command(cls=Command, epilog=guide("audit"))
-@click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
+@dumps_command("audit", "DUMP...", "audit")
 @click.option("--claims", "claims_path", required=True, metavar="CLAIMS.csv", callback=file_only,
               help="CSV of published numbers with a header naming method, dataset, task, "
                    "metric, k, value (task and k may be empty; value as printed, e.g. "
                    "0.4123 or 41.23%), and optionally gamma: the --gamma a signed "
                    "metric's value is for (needed when several were evaluated).")
-@format_option("audit")
 @click.option("--ignore-unmatched", is_flag=True,
               help="Report claims that match no run as 'unmatched' instead of failing with "
                    "exit code 2.")
 @label_options
-@read_options
-@quiet_option
-@click.pass_context
-def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
-          **read_kwargs):
+def audit(files, claims_path, fmt, ignore_unmatched, meta, template, quiet, **read_kwargs):
     """Judge published numbers against the dumps: exit 0 consistent, 1 flagged, 2 error.
 
     Runs are labelled as in 'tieeval compare' (--meta, --template, metadata, file name)
@@ -85,5 +72,4 @@ def audit(ctx, files, claims_path, fmt, ignore_unmatched, meta, template, quiet,
                 f"{'is' if n == 1 else 'are'} not judged")
     result = AuditResult(items, claims_path)
     render("audit", fmt, result)
-    if result.flagged:
-        ctx.exit(EXIT_CHECK_FAILED)
+    return EXIT_CHECK_FAILED if result.flagged else 0

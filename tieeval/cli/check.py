@@ -16,20 +16,17 @@ from tieeval.analysis.check import (
 from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
     CliError,
-    Command,
     Parsed,
     chosen_metrics,
     dump_error,
-    guide,
+    dumps_command,
     metric_options,
-    quiet_option,
-    read_options,
     reading,
     say,
 )
-from tieeval.cli.output import format_option, render
+from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import shown, stdin_files
+from tieeval.cli.stdin import shown
 from tieeval.errors import InputError, TieevalError
 from tieeval.io.open import open_dump
 from tieeval.io.saved_ranking import SavedRanking, saved_ranking
@@ -114,8 +111,7 @@ def _threshold(kind, help_text, per_metric=True):
                         metavar="[METRIC=]BOUND" if per_metric else "BOUND", help=help_text)
 
 
-@click.command(cls=Command, epilog=guide("check"))
-@click.argument("files", nargs=-1, required=True, metavar="DUMP...", callback=stdin_files)
+@dumps_command("check", "DUMP...", "check")
 @_threshold("max_change",
             "Fail when the change original -> tie-aware, |tie-aware - original| / original, "
             "exceeds BOUND, e.g. NDCG@10=5% (printed signed). Without METRIC= it applies to "
@@ -145,12 +141,8 @@ def _threshold(kind, help_text, per_metric=True):
             "Fail when more than BOUND of the instances have their positive tied, "
             "e.g. 5%.", per_metric=False)
 @metric_options
-@format_option("check")
 @label_options
-@read_options
-@quiet_option
-@click.pass_context
-def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, max_tie_decided,
+def check(files, max_change, max_inflation, max_change_sigma, max_spread, max_tie_decided,
           max_gap, min, max_tie_frequency, max_positive_tie_frequency, k_values, metrics, fmt,
           meta, template, quiet, **read_kwargs):
     """Fail CI when ties decide a dump's metrics: exit 0 pass, 1 fail, 2 error.
@@ -222,8 +214,7 @@ def check(ctx, files, max_change, max_inflation, max_change_sigma, max_spread, m
     render("check", fmt, result)
     if errors:  # the others are in the report; exit 2 (an error wins over a failed check)
         raise CliError(error_line(errors))
-    if not result.passed:
-        ctx.exit(EXIT_CHECK_FAILED)
+    return 0 if result.passed else EXIT_CHECK_FAILED
 
 
 def error_line(errors: list[DumpError], reported: bool = True) -> str:

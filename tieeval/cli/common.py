@@ -1,4 +1,5 @@
-"""Shared command-line machinery: error mapping, option types, shared options, output."""
+"""Shared command-line machinery: the frame of the commands that read dumps, option types,
+shared options, and evaluating dumps into runs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from tieeval.cli.app import (  # noqa: F401 - the command modules import them fr
     environment_error,
     say,
 )
+from tieeval.cli.output import format_option
+from tieeval.cli.progress import progress_option
+from tieeval.cli.stdin import stdin_files
 from tieeval.engine.arguments import ENGINES
 from tieeval.errors import ParameterError, TieevalError
 from tieeval.io.base import DEFAULT_BATCH_ROWS, LAYOUTS, SCORE_DTYPES
@@ -34,14 +38,6 @@ from tieeval.metrics.spellings import (
     trec_printed_name,
 )
 from tieeval.records.results import ORIGINAL_RULES
-
-
-def guide(command: str) -> str:
-    """The last lines of a command's --help: standard input, and where the user guide
-    documents the command."""
-    return ("A dump named - is read from standard input (NPY, NPZ, Parquet, or a TREC run "
-            f"with --qrels).\n\nEvery option, with examples: see "
-            f"docs/commands.md#tieeval-{command}")
 
 
 class Parsed(click.ParamType):
@@ -188,14 +184,27 @@ def read_options(f):
     return f
 
 
-def quiet_option(f):
-    """``--quiet``: nothing on stderr but errors (no warnings, no progress bar); and
-    ``--progress/--no-progress``, whether the progress bar is drawn (see
-    :func:`tieeval.cli.progress.wanted`)."""
-    from tieeval.cli.progress import progress_option
-    f = progress_option(f)
-    return click.option("--quiet", "-q", is_flag=True,
-                        help="No warnings or progress on stderr.")(f)
+def dumps_command(name: str, metavar: str, kind: str):
+    """The command ``tieeval name`` of the dumps its ``files`` argument names (``-``:
+    standard input): ``--format`` and ``--output`` for results of ``kind``, then the options
+    the decorated function declares, the reading options (:func:`read_options`), ``--quiet``
+    (nothing on stderr but errors) and ``--progress/--no-progress`` (see
+    :func:`tieeval.cli.progress.wanted`); its help ends with the user guide's section on it."""
+    def decorate(f):
+        own = getattr(f, "__click_params__", [])  # click's: the options declared so far
+        f.__click_params__ = []
+        f = click.option("--quiet", "-q", is_flag=True,
+                         help="No warnings or progress on stderr.")(progress_option(f))
+        f = read_options(f)
+        f.__click_params__ += own
+        f = format_option(kind)(f)
+        f = click.argument("files", nargs=-1, required=True, metavar=metavar,
+                           callback=stdin_files)(f)
+        return click.command(cls=Command, epilog=(
+            "A dump named - is read from standard input (NPY, NPZ, Parquet, or a TREC run "
+            f"with --qrels).\n\nEvery option, with examples: see "
+            f"docs/commands.md#tieeval-{name}"))(f)
+    return decorate
 
 
 class LazyHelpOption(click.Option):

@@ -9,21 +9,17 @@ import click
 
 from tieeval.cli.app import report_on_stdout
 from tieeval.cli.common import (
-    Command,
     chosen_metrics,
-    guide,
+    dumps_command,
     metric_options,
     printed_names,
-    quiet_option,
-    read_options,
     relstring_asked,
     runid_asked,
     say,
 )
-from tieeval.cli.output import format_option, render
+from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
-from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import (
     TABLE_CHOICES,
     default_table,
@@ -41,10 +37,8 @@ from tieeval.report.registry import renderer, taking
 from tieeval.sink import STDOUT
 
 
-@click.command(cls=Command, epilog=guide("compare"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
+@dumps_command("compare", "FILE...", "runs")
 @metric_options
-@format_option("runs")
 @click.option("--column", type=click.Choice(COLUMNS), default=None,
               help="--format trec_eval: the column to print: original (the default; for a "
                    "TREC run trec_eval's own numbers), tie_aware, first or last.")
@@ -74,8 +68,6 @@ from tieeval.sink import STDOUT
 @label_options
 @seed_std_option
 @whatif_options
-@read_options
-@quiet_option
 def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table, plot,
             per_instance, meta, template, seed_std, cast, tolerance, quiet, **read_kwargs):
     """Original / first / last / tie-aware HR@K, NDCG@K and MRR of score dumps.

@@ -16,19 +16,15 @@ from tieeval.analysis.diff import (
 )
 from tieeval.cli.common import (
     EXIT_CHECK_FAILED,
-    Command,
     Parsed,
     chosen_metrics,
-    guide,
+    dumps_command,
     make_request,
     metric_options,
-    quiet_option,
-    read_options,
     say,
 )
-from tieeval.cli.output import format_option, render
+from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped
 from tieeval.cli.whatif import whatif_options
 from tieeval.engine.arguments import what_if_of
@@ -41,10 +37,8 @@ WORSE_METRIC = Parsed("METRIC", lambda text: parse_metric_key(text, "--fail-if-w
                       "--fail-if-worse: ")
 
 
-@click.command(cls=Command, epilog=guide("diff"))
-@click.argument("files", nargs=-1, required=True, metavar="A B", callback=stdin_files)
+@dumps_command("diff", "A B", "diff")
 @metric_options
-@format_option("diff")
 @click.option("--permutations", type=click.IntRange(min=1), default=DEFAULT_PERMUTATIONS,
               show_default=True,
               help="Monte Carlo sign vectors of the randomization test (above 20 instances; "
@@ -63,10 +57,7 @@ WORSE_METRIC = Parsed("METRIC", lambda text: parse_metric_key(text, "--fail-if-w
                    "A signed metric fails on any of its --gamma rows, or on one with "
                    "'METRIC[gamma=G]'.")
 @whatif_options
-@read_options
-@quiet_option
-@click.pass_context
-def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fail_if_worse,
+def diff(files, k_values, metrics, fmt, permutations, seed, confidence, fail_if_worse,
          cast, tolerance, quiet, **read_kwargs):
     """Paired comparison of run B against run A on the same instances.
 
@@ -115,17 +106,13 @@ def diff(ctx, files, k_values, metrics, fmt, permutations, seed, confidence, fai
     if worse:
         for row in dict.fromkeys(worse):
             say(diff_report.worse_line(result, row))
-        ctx.exit(EXIT_CHECK_FAILED)
+        return EXIT_CHECK_FAILED
 
 
-@click.command(cls=Command, epilog=guide("rank"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
+@dumps_command("rank", "FILE...", "rank")
 @metric_options
-@format_option("rank")
 @label_options
 @whatif_options
-@read_options
-@quiet_option
 def rank(files, k_values, metrics, fmt, meta, template, cast, tolerance, quiet,
          **read_kwargs):
     """Rank methods by tie-aware value, with the original ranking beside it.

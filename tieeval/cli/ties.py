@@ -3,30 +3,16 @@
 
 from __future__ import annotations
 
-import click
-
-from tieeval.cli.common import (
-    Command,
-    chosen_metrics,
-    guide,
-    metric_options,
-    quiet_option,
-    read_options,
-)
-from tieeval.cli.output import format_option, render
+from tieeval.cli.common import chosen_metrics, dumps_command, metric_options
+from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.stdin import stdin_files
 from tieeval.cli.tables import grouped, run_tables, seed_std_option
 
 
-@click.command(cls=Command, epilog=guide("ties"))
-@click.argument("files", nargs=-1, required=True, metavar="FILE...", callback=stdin_files)
-@format_option("ties")
+@dumps_command("ties", "FILE...", "ties")
 @label_options
 @seed_std_option
 @metric_options
-@read_options
-@quiet_option
 def ties(files, fmt, meta, template, seed_std, k_values, metrics, quiet, **read_kwargs):
     """Top-score tie statistics per method: the paper's Table 4.
 
