@@ -11,11 +11,10 @@ from tieeval.analysis.audit import (
     read_claims,
     unmatched_message,
 )
-from tieeval.cli.common import EXIT_CHECK_FAILED, dumps_command, say
+from tieeval.cli.common import EXIT_CHECK_FAILED, dumps_command, grouped, say
 from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
 from tieeval.cli.stdin import file_only
-from tieeval.cli.tables import grouped
 from tieeval.errors import InputError
 from tieeval.records.audit import AuditResult
 from tieeval.report.format import counted

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from tieeval.analysis.groups import group_runs
 from tieeval.cli.app import (  # noqa: F401 - the command modules import them from here
     EXIT_CHECK_FAILED,
     CliError,
@@ -38,6 +39,9 @@ from tieeval.metrics.spellings import (
     trec_printed_name,
 )
 from tieeval.records.results import ORIGINAL_RULES
+from tieeval.records.runs import RunTables
+from tieeval.records.whatif import CASTS, check_tolerance
+from tieeval.report.registry import renderer
 
 
 class Parsed(click.ParamType):
@@ -245,6 +249,31 @@ def metric_options(f):
     return f
 
 
+# --tolerance ATOL: checked as WhatIf checks it
+TOLERANCE = Parsed("ATOL", lambda text: check_tolerance(text.strip()))
+
+
+def whatif_options(f):
+    """``--cast`` and ``--tolerance``: the precision what-ifs of ``compare``, ``diff`` and
+    ``rank``, whose results every format labels as what-if analyses."""
+    f = click.option("--tolerance", type=TOLERANCE, default=None,
+                     help="What-if: count scores within ATOL of the positive (and of the row "
+                          "maximum, for the tie statistics) as tied, e.g. --tolerance 1e-6. "
+                          "Output is labelled as a what-if analysis.")(f)
+    f = click.option("--cast", type=click.Choice(CASTS), default=None,
+                     help="What-if: round the scores to this precision (nearest, ties to "
+                          "even) before judging ties; bfloat16 is emulated in float32. "
+                          "Output is labelled as a what-if analysis.")(f)
+    return f
+
+
+def seed_std_option(f):
+    return click.option("--seed-std/--no-seed-std", "seed_std", default=True,
+                        show_default=True,
+                        help="Show '± across-seed sd' next to seed means in Tables 1, 3 "
+                             "and 4.")(f)
+
+
 def chosen_metrics(k_values, metrics) -> list[Metric]:
     """The --metric values, flattened (one name may name several) without repeats, or
     the defaults for --k."""
@@ -398,3 +427,48 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None, errors=None):
                 say(f"Warning: {warning}")
     return outcomes
 
+
+
+# ---------------------------------------------------------------------------------------
+# runs as the table chosen (each run in detail, or the paper's Tables 1, 3, 4)
+
+TABLE_CHOICES = ("runs", "1", "3", "4")
+
+
+def default_table(table: str | None, n_files: int, kind: str, fmt: str) -> str:
+    """``runs`` (each run in detail) for one file; for several, Table 3 in the formats
+    people read (table, markdown, latex) and the per-run rows in the machine-readable ones
+    (csv: pipelines keep one line per run and metric, with its path; JSON always has runs
+    and groups)."""
+    if table is not None:
+        return table
+    return "runs" if n_files == 1 or renderer(kind, fmt).machine_readable else "3"
+
+
+def warn(lines, quiet: bool) -> None:
+    if not quiet:
+        for line in lines:
+            say(f"Warning: {line}")
+
+
+def run_tables(runs, groups, table: str, *, seed_std: bool = True, what_if=None,
+               trec_lines=None) -> RunTables:
+    """The runs and their groups as ``table`` shows them: the paper's tables and Figure 1
+    are assembled only when a renderer asks for them (JSON never does), and their module
+    is imported only then (a run's own lines, as trec_eval's, never need it)."""
+    def paper_table(number):
+        from tieeval.analysis.paper import paper_table
+        return paper_table(number, groups)
+
+    def figure():
+        from tieeval.analysis.paper import figure1
+        return figure1(groups)
+    paper = None if table == "runs" else (lambda: paper_table(int(table)))
+    return RunTables(runs, groups, table, seed_std, what_if, paper, trec_lines,
+                     tables=paper_table, figure=figure)
+
+
+def grouped(runs, quiet: bool):
+    groups, warnings = group_runs(runs)
+    warn(warnings, quiet)
+    return groups

@@ -9,26 +9,24 @@ import click
 
 from tieeval.cli.app import report_on_stdout
 from tieeval.cli.common import (
+    TABLE_CHOICES,
     chosen_metrics,
+    default_table,
     dumps_command,
+    grouped,
     metric_options,
     printed_names,
     relstring_asked,
+    run_tables,
     runid_asked,
     say,
+    seed_std_option,
+    warn,
+    whatif_options,
 )
 from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_outcomes as evaluate_run_outcomes
 from tieeval.cli.run_labels import label_options
-from tieeval.cli.tables import (
-    TABLE_CHOICES,
-    default_table,
-    grouped,
-    run_tables,
-    seed_std_option,
-    warn,
-)
-from tieeval.cli.whatif import whatif_options
 from tieeval.engine.arguments import what_if_of
 from tieeval.errors import OutputError
 from tieeval.metrics.metric import COLUMNS

@@ -19,14 +19,14 @@ from tieeval.cli.common import (
     Parsed,
     chosen_metrics,
     dumps_command,
+    grouped,
     make_request,
     metric_options,
     say,
+    whatif_options,
 )
 from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.tables import grouped
-from tieeval.cli.whatif import whatif_options
 from tieeval.engine.arguments import what_if_of
 from tieeval.engine.local import open_request
 from tieeval.records.diff import RankResult

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
-from tieeval.cli.common import chosen_metrics, dumps_command, metric_options
+from tieeval.cli.common import (
+    chosen_metrics,
+    dumps_command,
+    grouped,
+    metric_options,
+    run_tables,
+    seed_std_option,
+)
 from tieeval.cli.output import render
 from tieeval.cli.run_labels import evaluate_labelled, label_options
-from tieeval.cli.tables import grouped, run_tables, seed_std_option
 
 
 @dumps_command("ties", "FILE...", "ties")
