@@ -11,7 +11,6 @@ from typing import Iterable
 from tieeval.records.results import ORIGINAL_RULE_TEXT, RunResult, environment, report_dict
 from tieeval.report.format import (
     counted,
-    csv_text,
     fmt_change,
     fmt_count,
     fmt_percent,
@@ -235,10 +234,6 @@ def csv_rows(runs: Iterable[RunResult]) -> Iterable[dict]:
             d = row.to_dict()
             yield {"path": run.path, **{k: d.get(k) for k in fields if k != "path"},
                    "original_rule": run.effective_original_rule}
-
-
-def to_csv(runs: list[RunResult]) -> str:
-    return csv_text(csv_fields(runs), csv_rows(runs))
 
 
 def to_markdown(runs: list[RunResult]) -> str:
