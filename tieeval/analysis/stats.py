@@ -17,7 +17,7 @@ own, and its p-values are part of the documented output.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from tieeval.records.diff import (  # noqa: F401 - the paired result, where it w
     EXACT_RANDOMIZATION_MAX_N,
     PairedResult,
 )
+from tieeval.records.results import AsDict
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon
 
@@ -345,7 +346,7 @@ class RankedMethod:
 
 
 @dataclass(frozen=True)
-class RankChange:
+class RankChange(AsDict):
     """A method's rank under the original and the tie-aware values.
 
     ``change = original_rank - tie_aware_rank``: positive when the method moves up (to a
@@ -358,9 +359,6 @@ class RankChange:
     original_rank: int
     tie_aware_rank: int
     change: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def rank_methods(values: dict, *, tolerance: float = 0.0) -> list[RankedMethod]:

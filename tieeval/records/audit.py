@@ -8,10 +8,10 @@ items is :mod:`tieeval.report.audit`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from tieeval.records.results import MetricName
+from tieeval.records.results import AsDict, MetricName
 
 VERDICTS = ("impossible", "tie-break only", "consistent")
 DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
@@ -19,7 +19,7 @@ DETAILS = ("above first", "below last", "above tie-aware", "below tie-aware",
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(AsDict):
     """How a published value compares with what the dumps allow.
 
     ``verdict`` is one of :data:`VERDICTS`; ``detail`` says where the value sits (one of
@@ -42,12 +42,9 @@ class Verdict:
     original: float | None
     matches_original: bool | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Claim(MetricName):
+class Claim(MetricName, AsDict):
     """One published number: which method, where, which metric, and the value as printed.
 
     ``metric`` is the canonical registry name (``"NDCG"``), ``k`` the cutoff (None for
@@ -68,9 +65,6 @@ class Claim(MetricName):
     tolerance: float
     line: int
     gamma: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 UNMATCHED = "unmatched"

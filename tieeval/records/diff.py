@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tieeval.records.display import html
-from tieeval.records.results import MetricName, find_row, metric_list
+from tieeval.records.results import AsDict, MetricName, find_row, metric_list
 from tieeval.records.run_labels import RunLabelled
 from tieeval.records.whatif import WhatIf
 
@@ -20,7 +20,7 @@ EXACT_RANDOMIZATION_MAX_N = 20  # 2**20 sign vectors: about 8 MB and a few milli
 
 
 @dataclass(frozen=True)
-class PairedResult:
+class PairedResult(AsDict):
     """Paired comparison of method A and method B on the same ``n`` instances.
 
     ``a`` and ``b`` are the two means, ``difference`` the mean of ``b - a`` (positive:
@@ -44,9 +44,6 @@ class PairedResult:
     statistic: float | None
     confidence: float
     randomization_exact: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # The keys of one column's comparison, in JSON order.

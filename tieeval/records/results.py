@@ -42,6 +42,13 @@ def relative_change(before: float, after: float) -> float | None:
     return (after - before) / before
 
 
+class AsDict:
+    """A dataclass record whose JSON form is its fields, in order."""
+
+    def to_dict(self: Any) -> dict[str, Any]:
+        return asdict(self)
+
+
 class MetricName:
     """How a row names its metric: ``label`` (``NDCG@10``) and ``display`` (with gamma
     for signed metrics, ``SNDCG@20 γ=0.5``). Needs ``metric``, ``k`` and ``gamma``."""
