@@ -211,39 +211,14 @@ def dumps_command(name: str, metavar: str, kind: str):
     return decorate
 
 
-class LazyHelpOption(click.Option):
-    """An option whose help text is written when ``--help`` shows it (``help_text()``),
-    not when the command is defined: listing every metric name imports every measure,
-    which a run that names none does not need."""
-
-    def __init__(self, *args, help_text, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._help_text = help_text
-
-    @property
-    def help(self) -> str | None:
-        text = getattr(self, "_help_text", None)
-        if text is not None:
-            self._help, self._help_text = text(), None
-        return getattr(self, "_help", None)
-
-    @help.setter
-    def help(self, value: str | None) -> None:
-        self._help = value
-
-
-def _metric_help() -> str:
-    return ("Metric to report, repeatable, case-insensitive, e.g. -m NDCG@10 -m MRR "
-            "-m V-AUC, or in trec_eval's (ndcg_cut_10) or ir_measures' (nDCG@10) "
-            "names; every name is in docs/metric-names.md. A name without @K is one "
-            "metric per --k (NDCG@all: untruncated). Default: "
-            "HR@K, NDCG@K per --k and MRR (labelled dumps and TREC runs: also "
-            "Recall@K and MAP).")
-
-
 def metric_options(f):
-    f = click.option("--metric", "-m", "metrics", cls=LazyHelpOption, type=MetricType(),
-                     multiple=True, help_text=_metric_help)(f)
+    f = click.option("--metric", "-m", "metrics", type=MetricType(), multiple=True,
+                     help="Metric to report, repeatable, case-insensitive, e.g. -m NDCG@10 "
+                          "-m MRR -m V-AUC, or in trec_eval's (ndcg_cut_10) or ir_measures' "
+                          "(nDCG@10) names; every name is in docs/metric-names.md. A name "
+                          "without @K is one metric per --k (NDCG@all: untruncated). Default: "
+                          "HR@K, NDCG@K per --k and MRR (labelled dumps and TREC runs: also "
+                          "Recall@K and MAP).")(f)
     f = click.option("--k", "-k", "k_values", type=KLIST, multiple=True,
                      help="Cutoffs: --k 1 5 10, --k 1,5,10 or --k 1 --k 5. Default: 1 5 10.")(f)
     return f
