@@ -12,7 +12,7 @@ import click
 from tieeval.cli.app import BEFORE_RUN, OUTPUT_KEY, CliError, stdout_error
 from tieeval.cli.app import run_inputs as _inputs
 from tieeval.report.registry import describe, formats, renderer
-from tieeval.sink import write_all
+from tieeval.sink import atomic_output, check_output_path, write_all
 
 
 class Stdout:
@@ -100,17 +100,11 @@ class TextOutput:
         return self._stream
 
 
-def _remember(ctx, param, value):
-    if value is not None and value != "-":
-        ctx.meta[OUTPUT_KEY] = value
-        ctx.meta.setdefault(BEFORE_RUN, []).append(check_output_option)
-    return value
-
-
 def format_option(kind: str):
     """``--format`` / ``-f`` with the formats of results of ``kind`` (the first is the
-    default), each described in the help; and ``--output`` / ``-o``, where they go. The
-    format chosen says whether a progress bar may be drawn (see tieeval.cli.progress)."""
+    default), each described in the help; and ``--output`` / ``-o``, where they go, refused
+    before the evaluation if bad (see :mod:`tieeval.sink`). The format chosen says whether
+    a progress bar may be drawn (see tieeval.cli.progress)."""
     names = formats(kind)
 
     def chosen(ctx, param, value):
@@ -123,10 +117,17 @@ def format_option(kind: str):
                 ctx.meta.setdefault(BEFORE_RUN, []).append(lambda ctx: before())
         return value
 
+    def output(ctx, param, value):
+        if value is not None and value != "-":
+            ctx.meta[OUTPUT_KEY] = value
+            ctx.meta.setdefault(BEFORE_RUN, []).append(lambda ctx: check_output_path(
+                value, inputs=_inputs(ctx), what="the output"))
+        return value
+
     def decorate(f):
         f = click.option("--output", "-o", "output", type=click.Path(),
                          default=None, metavar="FILE", expose_value=False,
-                         callback=_remember,
+                         callback=output,
                          help="Write the output to FILE instead of stdout (whole or not at "
                               "all; never over an input). '-' is stdout.")(f)
         return click.option("--format", "-f", "fmt", type=click.Choice(names),
@@ -135,23 +136,14 @@ def format_option(kind: str):
     return decorate
 
 
-def check_output_option(ctx) -> None:
-    """Refuse a bad ``--output`` before the evaluation (see :mod:`tieeval.sink`)."""
-    path = ctx.meta.get(OUTPUT_KEY)
-    if path is not None:
-        from tieeval.sink import check_output_path
-        check_output_path(path, inputs=_inputs(ctx), what="the output")
-
-
 def render(kind: str, fmt: str, result) -> None:
     """Write ``result`` (of ``kind``) in ``fmt`` on stdout, or to the ``--output`` file."""
     ctx = click.get_current_context(silent=True)
     path = ctx.meta.get(OUTPUT_KEY) if ctx is not None else None
-    if path is None:
-        if sys.stdout is None:
-            raise CliError("cannot write the output to stdout: it is closed")
+    if path is not None:
+        with atomic_output(path, inputs=_inputs(ctx), what="the output") as out:
+            renderer(kind, fmt).render(result, TextOutput(FileStream(out), color=True))
+    elif sys.stdout is None:
+        raise CliError("cannot write the output to stdout: it is closed")
+    else:
         renderer(kind, fmt).render(result, TextOutput(Stdout(sys.stdout)))
-        return
-    from tieeval.sink import atomic_output
-    with atomic_output(path, inputs=_inputs(ctx), what="the output") as out:
-        renderer(kind, fmt).render(result, TextOutput(FileStream(out), color=True))
