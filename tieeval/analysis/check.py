@@ -111,12 +111,6 @@ def parse_bound(text: str, option: str = "bound") -> float:
     return value
 
 
-def parse_sigma(text: str, option: str = "bound") -> float:
-    """``"3"`` -> 3.0: a number of standard deviations (>= 0, no percentage)."""
-    return float(_match_bound(text, option, "a number of standard deviations (e.g. 3)",
-                              False).group(1))
-
-
 def default_thresholds() -> list[Threshold]:
     """The default gate (:data:`DEFAULT_THRESHOLDS`) as thresholds."""
     return [parse_threshold(kind, bound) for kind, bound in DEFAULT_THRESHOLDS]
@@ -144,7 +138,11 @@ def parse_threshold(kind: str, text: str) -> Threshold:
         metric, gamma = parse_metric_key(key, option)
     else:
         value = text
-    bound = parse_sigma(value, option) if unit == "sigma" else parse_bound(value, option)
+    if unit == "sigma":  # a number of standard deviations (>= 0, no percentage)
+        bound = float(_match_bound(value, option, "a number of standard deviations (e.g. 3)",
+                                   False).group(1))
+    else:
+        bound = parse_bound(value, option)
     if unit == "value" and bound > 1:
         raise ParameterError(f"{option}: metrics lie in [0, 1], so a bound of {value!r} "
                              "can never be met or missed")

@@ -75,11 +75,16 @@ class Outcome:
 
     @property
     def change(self) -> float | None:
-        """The signed relative change original -> tie-aware of a change check."""
-        if self.row is None or self.threshold.kind not in (*CHANGE_KINDS,
-                                                           "max_change_sigma"):
+        """The signed relative change original -> tie-aware of a change check,
+        ``(tie_aware - original) / original``: negative when Original overstates the
+        tie-aware value (0 when both are 0; None when the original is 0 and the tie-aware
+        value is not)."""
+        row = self.row
+        if row is None or self.threshold.kind not in (*CHANGE_KINDS, "max_change_sigma"):
             return None
-        return signed_change(self.row)
+        if row.original == 0 and row.tie_aware == 0:
+            return 0.0
+        return row.change_original_to_tie_aware
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.run.path, "check": self.threshold.kind,
@@ -92,14 +97,6 @@ class Outcome:
         if self.threshold.kind in ORIGINAL_KINDS:  # the rule behind the Original it read
             out["original_rule"] = self.run.effective_original_rule
         return out
-
-
-def signed_change(row: MetricRow) -> float | None:
-    """``(tie_aware - original) / original``: negative when Original overstates the
-    tie-aware value (None when the original is 0 and the tie-aware value is not)."""
-    if row.original == 0 and row.tie_aware == 0:
-        return 0.0
-    return row.change_original_to_tie_aware
 
 
 @dataclass(frozen=True)
