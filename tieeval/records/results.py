@@ -35,9 +35,10 @@ ORIGINAL_RULE_TEXT = {
 }
 
 
-def relative_change(before: float, after: float) -> float | None:
-    """``(after - before) / before`` as a fraction, or None when ``before`` is 0."""
-    if before == 0:
+def relative_change(before: float | None, after: float | None) -> float | None:
+    """``(after - before) / before`` as a fraction, or None when ``before`` is 0 (or
+    either is None: a column not computed)."""
+    if before is None or after is None or before == 0:
         return None
     return (after - before) / before
 
@@ -111,11 +112,11 @@ class MetricRow(MetricName):
 
     @property
     def change_original_to_tie_aware(self) -> float | None:
-        return _change(self.original, self.tie_aware)
+        return relative_change(self.original, self.tie_aware)
 
     @property
     def change_first_to_last(self) -> float | None:
-        return _change(self.first, self.last)
+        return relative_change(self.first, self.last)
 
     def _columns(self) -> dict[str, Any]:
         return {"original": self.original, "first": self.first, "last": self.last,
@@ -136,10 +137,6 @@ class MetricRow(MetricName):
         if self.tie_aware_reason is not None:
             out["tie_aware_reason"] = self.tie_aware_reason
         return out
-
-
-def _change(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else relative_change(before, after)
 
 
 class _Labelled(Protocol):
