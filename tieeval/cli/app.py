@@ -544,7 +544,8 @@ class Group(click.Group):
                 spark = describe(exc, log=jvm_output())
             if spark is not None:
                 raise CliError(spark) from None
-            raise InternalError(_internal_text(exc)) from None
+            raise InternalError(f"internal error ({type(exc).__name__}: {exc}); rerun with "
+                                "TIEEVAL_DEBUG=1 for a traceback and please report it") from None
 
 
 def _bytes(n: int) -> str:
@@ -582,11 +583,6 @@ def memory_message() -> str:
     """A MemoryError, as the input error it is: what ran out, and what to lower."""
     return (f"out of memory: the evaluation needed more than {memory_limit()}; lower "
             "--batch-rows (and --jobs), or TIEEVAL_MAX_ROW_CANDIDATES for very long rows")
-
-
-def _internal_text(exc: BaseException) -> str:
-    return (f"internal error ({type(exc).__name__}: {exc}); rerun with TIEEVAL_DEBUG=1 for "
-            "a traceback and please report it")
 
 
 def _stop_workers() -> None:

@@ -184,13 +184,6 @@ def advice(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
-def check_footer(outcomes: list[Outcome]) -> list[str]:
-    """What the Original figures the checks read were ranked by (see :func:`rules_footer`):
-    one line, or none when no check reads the Original column."""
-    read = [o for o in outcomes if o.threshold.kind in ORIGINAL_KINDS]
-    return [rules_footer(o.run.effective_original_rule for o in read)] if read else []
-
-
 def _as_result(result: CheckResult | list[Outcome]) -> CheckResult:
     return result if isinstance(result, CheckResult) else CheckResult(list(result), [])
 
@@ -215,7 +208,11 @@ def _report(result: CheckResult | list[Outcome], github: bool) -> str:
         lines += [github_line(o) for o in done if not o.passed] if github else [
             outcome_line(o) for o in done]
     lines.append((github_summary if github else summary)(outcomes, result.errors))
-    return "\n".join(lines + advice(outcomes) + check_footer(outcomes)) + "\n"
+    # what the Original figures the checks read were ranked by (none read: no line)
+    read = [o.run.effective_original_rule for o in outcomes
+            if o.threshold.kind in ORIGINAL_KINDS]
+    footer = [rules_footer(read)] if read else []
+    return "\n".join(lines + advice(outcomes) + footer) + "\n"
 
 
 def step_summary(result: CheckResult) -> str:

@@ -9,7 +9,7 @@ parser would refuse the whole report) and no line break.
 
 from __future__ import annotations
 
-from tieeval.records.check import CheckResult, Outcome
+from tieeval.records.check import CheckResult
 from tieeval.report.check import advice, message
 from tieeval.report.format import metric_title
 from tieeval.report.registry import Output, register
@@ -18,13 +18,6 @@ from tieeval.util.escaping import escape
 
 def _text(value: str) -> str:
     return escape(value, "xml")
-
-
-def case_name(o: Outcome) -> str:
-    """The check and what it measured: ``max_change NDCG@10``, ``max_tie_frequency``."""
-    if o.metric is None:
-        return o.threshold.kind
-    return f"{o.threshold.kind} {metric_title(str(o.metric), o.gamma)}"
 
 
 @register("check", "junit", "JUnit XML, one testcase per check (GitLab, Jenkins)",
@@ -52,8 +45,11 @@ def check_junit(result: CheckResult, out: Output) -> None:
             ET.SubElement(case, "error", message=_text(error.message),
                           type="input").text = _text(error.message)
         for o in cases:
-            case = ET.SubElement(suite, "testcase", name=_text(case_name(o)),
-                                 classname=_text(path), time="0")
+            # the check and what it measured: max_change NDCG@10, max_tie_frequency
+            name = o.threshold.kind + ("" if o.metric is None
+                                       else f" {metric_title(str(o.metric), o.gamma)}")
+            case = ET.SubElement(suite, "testcase", name=_text(name), classname=_text(path),
+                                 time="0")
             reason = _text(message(o))
             if o.passed:
                 ET.SubElement(case, "system-out").text = reason

@@ -58,7 +58,8 @@ def csv_table(result: RunTables) -> tuple[tuple[str, ...], Iterable[dict]]:
         fields, rows = tuple(paper_report.csv_fields(table)), paper_report.csv_rows(table)
     what_if = result.active_what_if
     if what_if is not None:  # the what-if's description on every row
-        fields, rows = whatif_report.csv_column(fields, rows, what_if)
+        text = what_if.describe()
+        fields, rows = (*fields, "what_if"), ({**row, "what_if": text} for row in rows)
     return fields, rows
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from tieeval.records.whatif import WhatIf
 from tieeval.report.runs import natural_width
 
-WHAT_IF_COLUMN = "what_if"
-
 
 def note(what_if: WhatIf) -> str:
     """``WHAT-IF ANALYSIS: scores rounded to bfloat16 ...; not the stored scores.``"""
@@ -20,13 +18,6 @@ def markdown_note(what_if: WhatIf) -> str:
 
 def latex_note(what_if: WhatIf) -> str:
     return f"% {note(what_if)}\n"
-
-
-def csv_column(fields, rows, what_if: WhatIf):
-    """CSV ``fields`` and ``rows`` (dicts) with a ``what_if`` column: the description on
-    every row, added before the CSV is written."""
-    text = what_if.describe()
-    return (*fields, WHAT_IF_COLUMN), ({**row, WHAT_IF_COLUMN: text} for row in rows)
 
 
 def print_unwrapped(console, renderable) -> None:
