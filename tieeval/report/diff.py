@@ -49,17 +49,6 @@ def fmt_p(p: float | None) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
-def fmt_ci(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "n/a"
-    return f"[{low:+.4f}, {high:+.4f}]"
-
-
-def fmt_move(change: int) -> str:
-    """A rank move: ``↑2`` (up two places), ``↓1``, ``=`` (unchanged)."""
-    return f"↑{change}" if change > 0 else f"↓{-change}" if change < 0 else "="
-
-
 def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
     rows = []
     for row in result.rows:
@@ -67,9 +56,10 @@ def _column_cells(result: DiffResult, column: str) -> list[list[str]]:
         diff = fmt_diff(c.difference)
         if column == "tie_aware":
             diff = f"{diff} ± {fmt_value(c.difference_std)}"
-        rows.append([row.display, fmt_value(c.a), fmt_value(c.b), diff,
-                     fmt_ci(c.ci_low, c.ci_high), fmt_p(c.p_value_t),
-                     fmt_p(c.p_value_randomization),
+        ci = ("n/a" if c.ci_low is None or c.ci_high is None
+              else f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]")
+        rows.append([row.display, fmt_value(c.a), fmt_value(c.b), diff, ci,
+                     fmt_p(c.p_value_t), fmt_p(c.p_value_randomization),
                      c.winner if c.significant else "n.s."])  # a winner only if significant
     return rows
 
@@ -241,9 +231,11 @@ def ranking_title(r: Ranking) -> str:
 def _rank_cells(r: Ranking, seeds: bool) -> list[list[str]]:
     rows = []
     for e in r.entries:
+        # the move: ↑2 (up two places), ↓1, = (unchanged)
+        move = f"↑{e.change}" if e.change > 0 else f"↓{-e.change}" if e.change < 0 else "="
         cells = [str(e.tie_aware_rank), e.method,
                  f"{fmt_value(e.tie_aware)} ± {fmt_value(e.tie_aware_std)}",
-                 fmt_value(e.original), str(e.original_rank), fmt_move(e.change)]
+                 fmt_value(e.original), str(e.original_rank), move]
         if seeds:
             cells.append(str(e.seeds))
         rows.append(cells)

@@ -130,11 +130,6 @@ def _leading_headers(table: PaperTable) -> list[str]:
     return (["Dataset"] if _has_datasets(table) else []) + [table.row_header]
 
 
-def _flat_headers(table: PaperTable) -> list[str]:
-    return _leading_headers(table) + [f"{method} {c.title}".strip() for method in table.methods
-                                      for c in table.columns]
-
-
 def caption(table: PaperTable) -> str:
     return f"Table {table.number}. {table.title}"
 
@@ -191,13 +186,15 @@ def render_paper_table(table: PaperTable, file, show_std: bool = True) -> None:
 
 def to_markdown(table: PaperTable, show_std: bool = True) -> str:
     """One Markdown table per task, under its title."""
-    heads, lead = _flat_headers(table), len(_leading_headers(table))
+    lead = _leading_headers(table)
+    heads = lead + [f"{method} {c.title}".strip() for method in table.methods
+                    for c in table.columns]
     lines = [f"**{md_escape(caption(table))}**", ""]
     rows: list[list[str]] = []
     for kind, item in [*_body(table, show_std, "±", MISSING), ("task", None)]:
         if kind == "task":  # the rows so far are a table (None: the end)
             if rows:
-                lines += [md_table(heads, rows, lead), ""]
+                lines += [md_table(heads, rows, len(lead)), ""]
                 rows = []
             if item is not None:
                 lines += [f"**{md_escape(item)}**", ""]

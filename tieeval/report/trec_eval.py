@@ -29,16 +29,11 @@ def trec_value(line: TrecLine) -> str:
     return f"{value:6.4f}"
 
 
-def to_trec_eval(lines: list[TrecLine]) -> str:
-    """The lines as trec_eval's text, one per line."""
-    return "".join(f"{escape(line.measure):<22}\t{escape(line.qid)}\t{trec_value(line)}\n"
-                   for line in lines)
-
-
 @register("runs", "trec_eval", "trec_eval's 'measure qid value' lines in its names (P_10, "
           "ndcg_cut_10), a drop-in for its output (see --column and --per-query)",
           machine_readable=True, takes=("column", "per_query"))
 def runs_trec_eval(result: RunTables, out: Output) -> None:
     if result.trec_lines is None:
         raise ValueError("--format trec_eval needs RunTables.trec_lines")
-    out.write(to_trec_eval(result.trec_lines()))
+    out.write("".join(f"{escape(line.measure):<22}\t{escape(line.qid)}\t{trec_value(line)}\n"
+                      for line in result.trec_lines()))
