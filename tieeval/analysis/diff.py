@@ -160,7 +160,9 @@ def collect_values(dump: Dump, request: EvalOptions) -> tuple[RunValues, np.ndar
     plus the instance ids the reader attached to its batches (the long layout, TREC query
     ids), else None. ``request.engine == 'spark'``: Spark reads the dump's files and the
     executors evaluate them (the values in the local engine's order, bit for bit)."""
-    collector = InstanceCollector(note=_batch_keys)
+    # per batch, what identifies each row's candidates (see RunValues), and its length
+    collector = InstanceCollector(note=lambda batch, kernel: (
+        _row_keys(batch, kernel.spec.source), batch.lengths()))
     if request.engine == "spark":
         from tieeval.engine import spark
         spark.drive(request, dump.path, [collector], totals=False, dump=dump)
@@ -176,11 +178,6 @@ def collect_values(dump: Dump, request: EvalOptions) -> tuple[RunValues, np.ndar
                     got.values, n, merged, labelled=got.kernel.name == "general",
                     original_rule=got.kernel.spec.original)
     return run, got.ids
-
-
-def _batch_keys(batch, kernel) -> tuple[dict, np.ndarray]:
-    """What identifies each row's candidates (see :class:`RunValues`), and its length."""
-    return _row_keys(batch, kernel.spec.source), batch.lengths()
 
 
 def read_instance_ids(path: str, name: str = INSTANCE_FIELD) -> np.ndarray | None:

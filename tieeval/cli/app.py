@@ -393,14 +393,6 @@ class _WithoutPy4J(logging.StreamHandler):
         return "/py4j/" not in path and "/pyspark/" not in path and super().filter(record)
 
 
-def _quiet_py4j_logging() -> None:
-    """The command line configures logging as Python would (see :class:`_WithoutPy4J`),
-    unless something else did; ``TIEEVAL_DEBUG=1`` leaves it alone."""
-    root = logging.getLogger()
-    if not root.handlers and not os.environ.get("TIEEVAL_DEBUG"):
-        root.addHandler(_WithoutPy4J())
-
-
 class Command(click.Command):
     def parse_args(self, ctx, args):
         args = list(args)
@@ -466,7 +458,11 @@ class Group(click.Group):
         is one ``Error: interrupted`` line and exit 130, not "Aborted!" and exit 1."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
-        _quiet_py4j_logging()
+        # logging as Python would configure it (see _WithoutPy4J), unless something else
+        # did; TIEEVAL_DEBUG=1 leaves it alone
+        root = logging.getLogger()
+        if not root.handlers and not os.environ.get("TIEEVAL_DEBUG"):
+            root.addHandler(_WithoutPy4J())
         failure: click.ClickException
         try:
             with _stop_signals_raise():

@@ -129,7 +129,12 @@ def _given_text(rule: str) -> str:
     """A rule given with ``--original``, in words (torch's version for ``topk``)."""
     text = ORIGINAL_RULE_TEXT[rule]
     if rule in ("topk", "topk-each"):
-        text += f" (torch {_torch_version()})"
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - a topk run was evaluated with torch
+            text += " (torch not installed)"
+        else:
+            text += f" (torch {torch.__version__})"
     return f"Original (--original {rule}) = {text}."
 
 
@@ -151,14 +156,6 @@ def footer(runs: Iterable[RunResult] = ()) -> str:
 
 def _is_trec(run: RunResult) -> bool:
     return (getattr(run, "relevance", None) or {}).get("source") == "trec"
-
-
-def _torch_version() -> str:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - a topk run was evaluated with torch
-        return "not installed"
-    return str(torch.__version__)
 
 
 def narrow_note(headers: list[str], width: int) -> str:
