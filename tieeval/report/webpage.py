@@ -111,18 +111,14 @@ def _metric_table(run: RunResult) -> str:
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _tie_table(run: RunResult) -> str:
-    rows = "".join(f'<tr><td class="label">{_e(label)}</td><td>{_e(value)}</td></tr>'
-                   for label, value in tie_rows(run))
-    return (f'<div class="scroll"><table class="ties"><caption>Tie statistics</caption>'
-            f"<tbody>{rows}</tbody></table></div>")
-
-
 def _run_section(run: RunResult) -> str:
     notes_html = "".join(f'<p class="note">{_e(n)}</p>' for n in metric_notes(run))
+    ties = "".join(f'<tr><td class="label">{_e(label)}</td><td>{_e(value)}</td></tr>'
+                   for label, value in tie_rows(run))
     return (f'<section class="run"><h3>{_e(run.path)}</h3>'
-            f'<p class="caption">{_e(describe_run(run))}</p>'
-            f"{_metric_table(run)}{notes_html}{_tie_table(run)}</section>")
+            f'<p class="caption">{_e(describe_run(run))}</p>{_metric_table(run)}{notes_html}'
+            f'<div class="scroll"><table class="ties"><caption>Tie statistics</caption>'
+            f"<tbody>{ties}</tbody></table></div></section>")
 
 
 def paper_table_html(table: PaperTable, show_std: bool = True) -> str:
