@@ -151,18 +151,16 @@ class InstanceRows(Consumer):
         if not given:
             table = table.set_column(0, "instance", self._pa.array(
                 _instance_column(self.ids, self.rows, rows, self._path)))
+        self.rows += rows
         if self._held is not None:
             self._held.append(table)
-            self.rows += rows
-            return
-        self._write(table)
+        else:
+            self._write(table)
 
     def _write(self, table) -> None:
         if self._writer is None:
             self._writer = self._pq.ParquetWriter(self._pending.file, table.schema)
         self._writer.write_table(table)
-        if self._held is None:
-            self.rows += table.num_rows
 
     def finish(self) -> None:
         held, self._held = self._held, None

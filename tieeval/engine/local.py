@@ -38,6 +38,7 @@ from tieeval.engine.request import (
     check_batch_rows,
     check_jobs,
     check_trec_options,
+    request_kernel,
 )
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
@@ -96,13 +97,6 @@ def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
                     nan_policy=nan_policy, what_if=what_if, path=dump.path,
                     original=original)
     return choose_kernel(spec)
-
-
-def request_kernel(dump: Dump, request: EvalOptions) -> Kernel:
-    """The kernel of ``request`` for ``dump`` as it reads now."""
-    return kernel_for(dump, request.metrics, relevance=request.relevance,
-                      nan_policy=request.nan_policy, what_if=request.what_if,
-                      original=request.original)
 
 
 def run_passes(dump: Dump, make_kernel, consume, progress=None):
@@ -187,19 +181,26 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
     def consume(kernel, tick):
         size = kernel.batch_rows(dump, request.batch_rows)
         from tieeval.engine.readahead import read_ahead
-        if consumers:
-            for consumer in consumers:
-                consumer.start(kernel, dump)
-            return one_pass(kernel, read_ahead(dump.batches(size)), consumers, tick, totals)
-        workers = auto_jobs(dump, kernel, jobs) if auto else jobs
+        for consumer in consumers:
+            consumer.start(kernel, dump)
+        workers = 1 if consumers else auto_jobs(dump, kernel, jobs) if auto else jobs
         if workers > 1:
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
                                        progress=tick)
-        tasks = matrix_tasks(dump, kernel, size, request.batch_rows is None)
-        if tasks is not None:
-            return accumulate_tasks(dump, kernel, tasks, tick)
-        return kernel.accumulate(read_ahead(dump.batches(size)), tick)
+        tasks = None if consumers else matrix_tasks(dump, kernel, size,
+                                                    request.batch_rows is None)
+        if tasks is None:
+            return one_pass(kernel, read_ahead(dump.batches(size)), consumers, tick, totals)
+        try:  # the tasks read the batches: the pass ends here, as a dump's batches end it
+            acc = one_pass(kernel, (), (), tick, tasks=tasks)
+            dump.finish()
+        except ReadAgain as exc:  # pragma: no cover - matrix parts never restart
+            dump.start_over(exc)
+            raise
+        finally:
+            dump.end_pass()
+        return acc
 
     with finishing(consumers):
         kernel, acc = run_passes(dump, make_kernel, consume, progress)
@@ -226,47 +227,29 @@ def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list
     return tasks(size, count if automatic else 1, together=count > 1)
 
 
-def accumulate_tasks(dump: Dump, kernel: Kernel, tasks: list, tick) -> Accumulator:
-    """:meth:`Kernel.accumulate` over :func:`matrix_tasks`: each batch read and added to
-    its own accumulator on a sort thread, merged in batch order (exact sums: the result
-    of a single pass, bit for bit), an error raised where its batch comes."""
-    from tieeval.kernels.threads import map_tasks
-
-    def one(task) -> tuple[Accumulator, int, int]:
-        part = kernel.new()
-        batch = task()
-        kernel.add(part, batch)
-        return part, batch.rows, batch.nbytes
-    acc = kernel.new()
-    try:
-        for part, rows, nbytes in map_tasks(one, tasks):
-            acc.merge(part)
-            tick(rows, nbytes)
-        dump.finish()
-    except ReadAgain as exc:  # pragma: no cover - matrix parts never restart
-        dump.start_over(exc)
-        raise
-    finally:
-        dump.end_pass()
-    return acc
-
-
 def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,
-             totals: bool = True) -> Accumulator | None:
-    """The totals of ``batches`` (None without ``totals``) and each batch's per-instance
-    values handed to ``consumers``: with batch threads (:attr:`Kernel.batch_threads`) each
-    batch into its own accumulator and parts, merged and taken in batch order, exactly as
-    :meth:`Kernel.accumulate` merges its accumulators."""
-    from tieeval.kernels.threads import map_batches, threads
+             totals: bool = True, tasks: list | None = None) -> Accumulator | None:
+    """The totals of ``batches`` (None without ``totals``) and, with ``consumers``, each
+    batch's per-instance values handed to them, as :meth:`Kernel.accumulate` adds them:
+    with batch threads (:attr:`Kernel.batch_threads`) each batch into its own accumulator
+    and parts, merged and taken in batch order (exact sums: the result of a single pass,
+    bit for bit). ``tasks`` (:func:`matrix_tasks`) instead of ``batches``: each reads its
+    batch in the sort thread that evaluates it, an error raised where its batch comes."""
+    from tieeval.kernels.threads import map_batches, map_tasks, threads
     acc = kernel.new() if totals else None
 
     def one(batch: Batch, into: Accumulator | None = None):
         part = into if into is not None or not totals else kernel.new()
+        if not consumers:
+            kernel.add(part, batch)
+            return part, (), batch.rows, batch.nbytes
         counts, values = kernel.add_values(part, batch)
         return (part, [c.part(batch, counts, values) for c in consumers], batch.rows,
                 batch.nbytes)
 
-    if kernel.batch_threads and threads() > 1:
+    if tasks is not None:
+        results = map_tasks(lambda task: one(task()), tasks)
+    elif kernel.batch_threads and threads() > 1:
         results = map_batches(one, batches)
     else:
         results = (one(batch, acc) for batch in batches)

@@ -270,7 +270,7 @@ def _run_batch(batch, kernel, fused_on=False):
     threads.set_threads(1)
     acc = kernel.new()
     kernel.add(acc, batch)
-    return acc
+    return acc, batch.rows, batch.nbytes
 
 
 def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: int,
@@ -287,37 +287,27 @@ def accumulate_parallel(dump: Dump, kernel: Kernel, *, jobs: int, batch_rows: in
         return kernel.accumulate(dump.batches(batch_rows), progress)
     executor = pool(jobs)
     total = kernel.new()
-    if parts is not None:
-        futures = [_submit(executor, _run_part, part, kernel, batch_rows, fused.active())
-                   for part in parts]
-        try:
-            for fut in futures:  # in dump order, so the first error is the first in the dump
-                acc, rows, nbytes = fut.result()
-                total.merge(acc)
-                if progress is not None:
-                    progress(rows, nbytes)
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
-        dump.finish()  # the workers read the parts: checks due at the end run here
-        return total
     pending: deque = deque()
 
     def drain(limit):
-        while len(pending) > limit:
-            fut, rows, nbytes = pending.popleft()
-            total.merge(fut.result())
+        while len(pending) > limit:  # in dump order: the first error is the first in it
+            acc, rows, nbytes = pending.popleft().result()
+            total.merge(acc)
             if progress is not None:
                 progress(rows, nbytes)
     try:
-        for batch in dump.batches(batch_rows):
-            pending.append((_submit(executor, _run_batch, batch, kernel, fused.active()),
-                            batch.rows, batch.nbytes))
-            drain(2 * jobs)
+        if parts is not None:
+            pending.extend(_submit(executor, _run_part, part, kernel, batch_rows,
+                                   fused.active()) for part in parts)
+        else:
+            for batch in dump.batches(batch_rows):
+                pending.append(_submit(executor, _run_batch, batch, kernel, fused.active()))
+                drain(2 * jobs)
         drain(0)
     except BaseException:
-        for fut, _, _ in pending:
+        for fut in pending:
             fut.cancel()
         raise
+    if parts is not None:
+        dump.finish()  # the workers read the parts: checks due at the end run here
     return total

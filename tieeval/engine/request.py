@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from tieeval.metrics.conventions import atol_grades
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
 
+if TYPE_CHECKING:
+    from tieeval.kernels.base import Kernel
+
 __all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "check_jobs",
            "read_options_of"]
 
@@ -72,6 +75,24 @@ def check_trec_options(judged_only: bool, relevance: RelOptions | None,
                              "(trec_eval -J -M cuts the ranking at depth before dropping "
                              "unjudged documents): open it with judged_depth=depth in its "
                              "read options, or give both to evaluate_path")
+
+
+class NamedRows:
+    """Rows read by no local dump, as a kernel's choice and a consumer read them: their
+    name (``path``) and the relevance they carry (a stream's batches, a Spark DataFrame)."""
+
+    def __init__(self, path: str, relevance: Any = None):
+        self.path, self.relevance = path, relevance
+
+
+def request_kernel(dump: Any, request: EvalOptions) -> Kernel:
+    """The kernel of ``request`` for ``dump`` (an opened dump, or :class:`NamedRows`) as it
+    reads now (:func:`tieeval.kernels.choose.spec_for`)."""
+    from tieeval.kernels.choose import choose_kernel, spec_for
+    return choose_kernel(spec_for(getattr(dump, "relevance", None), request.metrics,
+                                  options=request.relevance, nan_policy=request.nan_policy,
+                                  what_if=request.what_if, path=dump.path,
+                                  original=request.original))
 
 
 def check_jobs(jobs) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import warnings
 from typing import Any, Sequence
 
@@ -37,10 +38,11 @@ import numpy as np
 from tieeval.engine.arguments import metric_list
 from tieeval.engine.consumers import finishing
 from tieeval.engine.queries import trec_query_report
-from tieeval.engine.request import EvalOptions
+from tieeval.engine.request import EvalOptions, NamedRows, request_kernel
 from tieeval.engine.spark_errors import mapped_errors
 from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
     SparkUnavailable,
+    _quiet_pyspark_warnings,
     session,
 )
 from tieeval.engine.spark_session import require as _require
@@ -52,10 +54,9 @@ from tieeval.engine.spark_tasks import (
     Answers,
     batches_task,
     feed,
+    file_order,
     gather,
     long_task,
-    merged,
-    sorted_runs,
     sortedness_task,
     spill_task,
     wants_of,
@@ -76,7 +77,7 @@ from tieeval.io.validate import (
     require_scores_column,
     table_layout,
 )
-from tieeval.kernels.choose import choose_kernel, spec_for
+from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.counts import check_nan_policy
 from tieeval.metrics.metric import DEFAULT_KS
 from tieeval.metrics.options import RelOptions
@@ -113,9 +114,7 @@ def _collect(selected, run, schema: str = ANSWER_SCHEMA) -> Answers:
 
 def _rows(frame) -> list:
     with warnings.catch_warnings():
-        # pyspark warns about pandas versions it has not certified; mapInArrow needs none
-        warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support",
-                                category=FutureWarning)
+        _quiet_pyspark_warnings()  # per job too; mapInArrow needs no pandas
         return frame.collect()
 
 
@@ -144,13 +143,6 @@ def evaluate(dataframe, metrics=None, *, k=DEFAULT_KS, layout: str = "auto",
                                  metadata=metadata, warnings=warnings)
     assert result is not None
     return result
-
-
-class _Named:
-    """What a consumer asks of a dump only Spark can open: its name."""
-
-    def __init__(self, path: str):
-        self.path = path
 
 
 def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
@@ -196,7 +188,7 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
             picked += [F.col("_metadata.file_path").alias(FILE_COLUMN),
                        F.col("_metadata.file_block_start").alias(BLOCK_COLUMN)]
         selected = dataframe.select(*picked)
-        kernel = _kernel(request, info, path)
+        kernel = request_kernel(NamedRows(path, info), request)
         answers = _collect(selected, wide_task(path, options, has_positive, fields, kernel,
                                                wants, ordered))
     else:
@@ -212,54 +204,47 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
         if has_label:
             picked.append(F.col(cols["label"]).alias("label"))
         selected = dataframe.select(*picked)
-        spilled = False
-        if wants.values:
-            # instances in the local reader's order: by id, or by (spill partition, id)
-            # when it regroups an unsorted dump through several spill partitions
-            parts = spill_parts(dump) if dump is not None else 1
-            spilled = parts > 1 and not (ordered and _sorted_by_instance(dataframe, cols))
-            if spilled:
-                selected = (selected.mapInArrow(spill_task("instance", parts),
-                                                _with_spill(selected.schema))
-                            .repartitionByRange(SPILL_COLUMN, "instance")
-                            .sortWithinPartitions(SPILL_COLUMN, "instance", "position"))
-            else:
-                selected = (selected.repartitionByRange("instance")
-                            .sortWithinPartitions("instance", "position"))
-        else:
-            selected = (selected.repartition("instance")
-                        .sortWithinPartitions("instance", "position"))
-        kernel = _kernel(request, None, path)
+        # with values, instances in the local reader's order: by id, or by (spill
+        # partition, id) when it regroups an unsorted dump through several spill partitions
+        parts = spill_parts(dump) if dump is not None and wants.values else 1
+        spilled = parts > 1 and not (ordered and _sorted_by_instance(dataframe, cols))
+        key = [SPILL_COLUMN, "instance"] if spilled else ["instance"]
+        if spilled:
+            selected = selected.mapInArrow(spill_task("instance", parts),
+                                           _with_spill(selected.schema))
+        selected = (selected.repartitionByRange(*key) if wants.values else
+                    selected.repartition("instance")).sortWithinPartitions(*key, "position")
+        kernel = request_kernel(NamedRows(path), request)
         answers = _collect(selected, long_task(path, options, has_label, kernel, batch_rows,
                                                False, wants, spilled))
         if answers.again is not None:
             # the label column holds relevance labels: read it as a labels field, from the
             # start, as the local reader does after RelevanceLabelsFound
-            kernel = _kernel(request, RelevanceInfo("labels", fields=(cols["label"],)), path)
+            labels = RelevanceInfo("labels", fields=(cols["label"],))
+            kernel = request_kernel(NamedRows(path, labels), request)
             answers = _collect(selected, long_task(path, options, has_label, kernel,
                                                    batch_rows, True, wants, spilled))
-    return _finish(kernel, answers, request, consumers, dump or _Named(path), path, dtype,
+    return _finish(kernel, answers, request, consumers, dump or NamedRows(path), path, dtype,
                    metadata, warnings, totals)
-
-
-def _kernel(request: EvalOptions, info: RelevanceInfo | None, path: str):
-    """The kernel of ``request`` for a dump carrying ``info``, chosen on the driver."""
-    return choose_kernel(spec_for(info, request.metrics, options=request.relevance,
-                                  nan_policy=request.nan_policy, what_if=request.what_if,
-                                  path=path, original=request.original))
 
 
 def _finish(kernel, answers, request: EvalOptions, consumers, dump, path: str, dtype,
             metadata: dict | None, warnings, totals: bool) -> RunResult | None:
     """The run's result from a job's answers, and the consumers fed in the local order."""
     with finishing(consumers):
-        total = merged(kernel, answers)
+        if answers.error is not None:
+            raise InputError(answers.error)
+        total = kernel.new()  # the exact totals of every partition
+        for state in answers.states:
+            total.merge(Accumulator.from_state(state))
         if consumers:
             feed(consumers, kernel, dump, answers.pieces)
     if not totals:
         return None
-    return kernel.result(total, path, dtype, {**dict(metadata or {}), **request.run_labels},
-                         warnings)
+    result = kernel.result(total, path, dtype, {**dict(metadata or {}), **request.run_labels},
+                           warnings)
+    trec_query_report(result, dump, request.relevance)  # a TREC run's query set
+    return result
 
 
 def _sorted_by_instance(dataframe, cols) -> bool:
@@ -269,7 +254,14 @@ def _sorted_by_instance(dataframe, cols) -> bool:
     frame = dataframe.select(F.col(cols["instance"]).alias("instance"),
                              F.col("_metadata.file_path").alias(FILE_COLUMN),
                              F.col("_metadata.file_block_start").alias(BLOCK_COLUMN))
-    return sorted_runs(_rows(frame.mapInArrow(sortedness_task("instance"), ANSWER_SCHEMA)))
+    rows = _rows(frame.mapInArrow(sortedness_task("instance"), ANSWER_SCHEMA))
+    last = None  # the runs in file order: each sorted, and each after the one before
+    for _, (first, final, inside) in sorted(((file_order(r.file), r.block, r.seq),
+                                             pickle.loads(r.data)) for r in rows):
+        if not inside or (last is not None and first < last):
+            return False
+        last = final
+    return True
 
 
 def _with_spill(schema):
@@ -328,47 +320,41 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
     failures are one-line errors (:mod:`tieeval.engine.spark_errors`)."""
     path = os.fspath(path)
     with mapped_errors(path):
-        return _drive(request, path, consumers, totals=totals, spark=spark, dump=dump)
-
-
-def _drive(request: EvalOptions, path: str, consumers: Sequence, *, totals: bool, spark,
-           dump) -> RunResult | None:
-    if dump is None:
-        dump = open_for_spark(request, path)
-    options = request.read or ReadOptions()
-    more: dict[str, Any] = {"consumers": consumers, "totals": totals}
-    if dump is None:
-        # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
+        if dump is None:
+            dump = open_for_spark(request, path)
+        options = request.read or ReadOptions()
         spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
-        if path.lower().endswith((".csv", ".csv.gz")):
-            dtype = options.score_dtype or "float64"
+        more: dict[str, Any] = {"consumers": consumers, "totals": totals}
+        if dump is None:
+            # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
+            if path.lower().endswith((".csv", ".csv.gz")):
+                dtype = options.score_dtype or "float64"
+                cols = options.long_columns
+                frame = (spark.read.option("header", True).option("inferSchema", True)
+                         .csv(path).withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
+            else:
+                frame = _read_parquet(spark, path)
+            return _evaluate_frame(frame, request, path=path, ordered=True, **more)
+        if dump.format == "trec":
+            return _evaluate_batches(spark, request, dump, **more)
+        if dump.format == "csv":
+            import pyspark.sql.types as T
+
+            from tieeval.io.long import csv_columns
             cols = options.long_columns
-            frame = (spark.read.option("header", True).option("inferSchema", True).csv(path)
-                     .withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
+            header, int_ids, label_type = csv_columns(dump)
+            score_type = T.FloatType() if str(dump.dtype) == "float32" else T.DoubleType()
+            types = {cols["instance"]: T.LongType() if int_ids else T.StringType(),
+                     cols["position"]: T.LongType(), cols["score"]: score_type,
+                     cols["label"]: _spark_label_type(label_type)}
+            schema = T.StructType([T.StructField(name, types.get(name, T.StringType()), True)
+                                   for name in header])
+            frame = spark.read.option("header", True).schema(schema).csv(path)
         else:
             frame = _read_parquet(spark, path)
-        return _evaluate_frame(frame, request, path=path, ordered=True, **more)
-    spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
-    if dump.format == "trec":
-        return _evaluate_batches(spark, request, dump, **more)
-    if dump.format == "csv":
-        import pyspark.sql.types as T
-
-        from tieeval.io.long import csv_columns
-        cols = options.long_columns
-        header, int_ids, label_type = csv_columns(dump)
-        score_type = T.FloatType() if str(dump.dtype) == "float32" else T.DoubleType()
-        types = {cols["instance"]: T.LongType() if int_ids else T.StringType(),
-                 cols["position"]: T.LongType(), cols["score"]: score_type,
-                 cols["label"]: _spark_label_type(label_type)}
-        schema = T.StructType([T.StructField(name, types.get(name, T.StringType()), True)
-                               for name in header])
-        frame = spark.read.option("header", True).schema(schema).csv(path)
-    else:
-        frame = _read_parquet(spark, path)
-    return _evaluate_frame(frame, request, layout=dump.layout, path=dump.path,
-                           metadata=dump.metadata, dump=dump, ordered=True,
-                           warnings=[w for w in dump.warnings if "regrouped" not in w], **more)
+        return _evaluate_frame(frame, request, layout=dump.layout, path=dump.path,
+                               metadata=dump.metadata, dump=dump, ordered=True, **more,
+                               warnings=[w for w in dump.warnings if "regrouped" not in w])
 
 
 # a read option reaches the Parquet reader's Hadoop configuration (as
@@ -387,26 +373,16 @@ def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence 
     """A dump the local reader reads whole on the driver (a TREC run and its qrels):
     its batches evaluated by the executors, the answers merged as for a DataFrame."""
     dump.settle()
-    kernel = _kernel(request, getattr(dump, "relevance", None), dump.path)
+    kernel = request_kernel(dump, request)
     size = kernel.batch_rows(dump, request.batch_rows)
     numbered = list(enumerate(dump.batches(size)))
     slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))
     wants = wants_of(consumers, totals)
     rows = _rows(spark.sparkContext.parallelize(numbered, slices)
                  .mapPartitions(batches_task(kernel, wants))
-                 .map(_answer_row))
-    answers = gather(rows)
-    result = _finish(kernel, answers, request, consumers, dump, dump.path, dump.dtype,
-                     dump.metadata, dump.warnings, totals)
-    if result is not None:
-        trec_query_report(result, dump, request.relevance)
-    return result
-
-
-def _answer_row(record):
-    """An answer record batch (one row) as the row :func:`gather` reads."""
-    from pyspark.sql import Row
-    return Row(**record.to_pylist()[0])
+                 .map(lambda record: record.to_pylist()[0]))  # a dict, as gather reads it
+    return _finish(kernel, gather(rows), request, consumers, dump, dump.path, dump.dtype,
+                   dump.metadata, dump.warnings, totals)
 
 
 def _spark_label_type(arrow_type):

@@ -34,9 +34,8 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from tieeval.errors import InputError, TieevalError
+from tieeval.errors import TieevalError
 from tieeval.io.base import RelevanceLabelsFound
-from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Kernel
 from tieeval.records.batch import Batch
 
@@ -58,8 +57,10 @@ class Wants:
 
 @dataclass
 class Piece:
-    """Consecutive rows' per-instance values: what a consumer's ``part`` reads of a batch
-    (its row count, instance ids, single-positive counts, values, and the note)."""
+    """Consecutive rows' per-instance values, and what a consumer's ``part`` reads of
+    their batch (its row count, instance ids, single-positive counts, values, the note,
+    and ``start``: the dump row of its first row, set on the driver), so that the piece
+    itself is the batch the consumers are given (:func:`feed`)."""
 
     rows: int
     ids: Any
@@ -67,6 +68,7 @@ class Piece:
     values: list
     note: Any
     nbytes: int
+    start: int = 0
 
 
 def _answer(kind: str, data: bytes, file: str = "", block: int = 0, seq: int = 0):
@@ -77,60 +79,31 @@ def _answer(kind: str, data: bytes, file: str = "", block: int = 0, seq: int = 0
         names=["kind", "file", "block", "seq", "data"])
 
 
-def state_answer(acc: Accumulator | None):
-    """The partition's totals (JSON, big integers as strings), or an empty answer."""
-    if acc is None:
-        return _answer("done", b"")
-    return _answer("state", json.dumps(acc.to_state()).encode())
-
-
-def error_answer(exc: TieevalError):
-    return _answer("error", str(exc).encode())
-
-
-def again_answer(exc: RelevanceLabelsFound):
-    return _answer("again", str(exc).encode())
-
-
-class Task:
-    """One partition's work: the kernel on each batch, into its accumulator and pieces."""
-
-    def __init__(self, kernel: Kernel, wants: Wants):
-        self.kernel, self.wants = kernel, wants
-        self.acc = kernel.new() if wants.totals else None
-
-    def add(self, batch: Batch, file: str = "", block: int = 0, seq: int = 0):
-        """The batch into the totals; its piece's answer when values are wanted, else
-        None."""
-        if not self.wants.values:
-            assert self.acc is not None
-            self.kernel.add(self.acc, batch)
-            return None
-        counts, values = self.kernel.add_values(self.acc, batch)
-        note = None if self.wants.note is None else self.wants.note(batch, self.kernel)
-        piece = Piece(batch.rows, batch.ids, counts, values, note, batch.nbytes)
-        return _answer("piece", pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL),
-                       file, block, seq)
-
-    def done(self):
-        return state_answer(self.acc)
-
-    def answers(self, added):
-        """The answers of a partition: the piece of each ``(batch, file, block, seq)`` of
-        ``added`` (when values are wanted), then the totals; a reader's error, or its
-        finding that the labels are relevance labels, as the last answer instead."""
-        try:
-            for batch, file, block, seq in added:
-                piece = self.add(batch, file, block, seq)
-                if piece is not None:
-                    yield piece
-        except TieevalError as exc:
-            yield error_answer(exc)
-            return
-        except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
-            yield again_answer(exc)
-            return
-        yield self.done()
+def answers(kernel: Kernel, wants: Wants, added):
+    """One partition's answers: the kernel on each ``(batch, file, block, seq)`` of
+    ``added`` into its accumulator and, when values are wanted, each batch's piece; then
+    the totals (JSON, big integers as strings; an empty answer without totals). A
+    reader's error, or its finding that the labels are relevance labels, is the last
+    answer instead."""
+    acc = kernel.new() if wants.totals else None
+    try:
+        for batch, file, block, seq in added:
+            if not wants.values:
+                kernel.add(acc, batch)
+                continue
+            counts, values = kernel.add_values(acc, batch)
+            note = None if wants.note is None else wants.note(batch, kernel)
+            piece = Piece(batch.rows, batch.ids, counts, values, note, batch.nbytes)
+            yield _answer("piece", pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL),
+                          file, block, seq)
+    except TieevalError as exc:
+        yield _answer("error", str(exc).encode())
+        return
+    except RelevanceLabelsFound as exc:  # graded, signed or multi-positive labels
+        yield _answer("again", str(exc).encode())
+        return
+    yield (_answer("done", b"") if acc is None else
+           _answer("state", json.dumps(acc.to_state()).encode()))
 
 
 def partition_id() -> int:
@@ -139,25 +112,36 @@ def partition_id() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def runs_of(record, ordered: bool):
-    """``(file, block, rows)`` of each run of ``record``'s rows from one file split, the
-    order columns dropped (the whole record when not ``ordered``)."""
-    if not ordered:
-        yield "", 0, record
-        return
+def _runs(change: np.ndarray):
+    """``(lo, hi)`` of each run of rows, ``change[i]`` telling whether row ``i + 1``
+    starts a new one."""
+    cuts = [0, *(np.flatnonzero(change) + 1).tolist(), len(change) + 1]
+    return zip(cuts[:-1], cuts[1:])
+
+
+def runs_of(batches, ordered: bool):
+    """``(file, block, seq, rows)`` of each run of rows from one file split in the
+    records of ``batches``, the order columns dropped, ``seq`` the place of its first row
+    in that split (each whole record a run of ``("", 0)`` when not ``ordered``)."""
     import pyarrow.compute as pc
-    names = [n for n in record.schema.names if n not in (FILE_COLUMN, BLOCK_COLUMN)]
-    files, blocks = record.column(FILE_COLUMN), record.column(BLOCK_COLUMN)
-    n = record.num_rows
-    cuts = [0]
-    if n > 1:
-        change = pc.or_(pc.not_equal(files.slice(1), files.slice(0, n - 1)),
-                        pc.not_equal(blocks.slice(1), blocks.slice(0, n - 1)))
-        cuts += (np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1).tolist()
-    cuts.append(n)
-    data = record.select(names)
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        yield files[lo].as_py(), int(blocks[lo].as_py()), data.slice(lo, hi - lo)
+    seen: dict = {}
+    for record in batches:
+        n = record.num_rows
+        if n == 0:
+            continue
+        data, change = record, np.zeros(n - 1, dtype=bool)
+        if ordered:
+            files, blocks = record.column(FILE_COLUMN), record.column(BLOCK_COLUMN)
+            change = pc.or_(pc.not_equal(files.slice(1), files.slice(0, n - 1)),
+                            pc.not_equal(blocks.slice(1), blocks.slice(0, n - 1))
+                            ).to_numpy(zero_copy_only=False)
+            data = record.select([c for c in record.schema.names
+                                  if c not in (FILE_COLUMN, BLOCK_COLUMN)])
+        for lo, hi in _runs(change):
+            key = (files[lo].as_py(), int(blocks[lo].as_py())) if ordered else ("", 0)
+            seq = seen.get(key, 0)
+            seen[key] = seq + hi - lo
+            yield *key, seq, data.slice(lo, hi - lo)
 
 
 def wide_task(path, options, has_positive, fields, kernel, wants: Wants, ordered: bool):
@@ -169,23 +153,16 @@ def wide_task(path, options, has_positive, fields, kernel, wants: Wants, ordered
 
     def run(batches):
         where = f"{path} (Spark partition {partition_id()})"
-        task = Task(type(kernel)(kernel.spec.at(where)), wants)
 
         def added():
             start = 0
-            seen: dict = {}
-            for record in batches:
-                if record.num_rows == 0:
-                    continue
-                for file, block, rows in runs_of(record, ordered):
-                    batch = parquet_batch(where, options, rows, has_positive, start)
-                    if fields:
-                        fill_from_arrow(where, batch, fields, rows)
-                    seq = seen.get((file, block), 0)
-                    seen[(file, block)] = seq + rows.num_rows
-                    yield batch, file, block, seq
-                    start += rows.num_rows
-        return task.answers(added())
+            for file, block, seq, rows in runs_of(batches, ordered):
+                batch = parquet_batch(where, options, rows, has_positive, start)
+                if fields:
+                    fill_from_arrow(where, batch, fields, rows)
+                yield batch, file, block, seq
+                start += rows.num_rows
+        return answers(type(kernel)(kernel.spec.at(where)), wants, added())
     return run
 
 
@@ -208,7 +185,7 @@ def long_task(path, options, has_label, kernel, batch_rows, relevance, wants: Wa
                 chunks = (_rows_from(path, record, cols, has_label, 0) for record in records)
                 for batch in sorted_batches(path, chunks, options, batch_rows, relevance):
                     yield batch, "", block, next(seq)
-        return Task(kernel, wants).answers(added())
+        return answers(kernel, wants, added())
     return run
 
 
@@ -223,8 +200,7 @@ def _spill_groups(batches, spilled: bool):
     def runs():
         for record in records:
             spill = record.column(SPILL_COLUMN).to_numpy(zero_copy_only=False)
-            cuts = [0, *(np.flatnonzero(spill[1:] != spill[:-1]) + 1).tolist(), len(spill)]
-            for lo, hi in zip(cuts[:-1], cuts[1:]):
+            for lo, hi in _runs(spill[1:] != spill[:-1]):
                 yield int(spill[lo]), record.slice(lo, hi - lo)
     for _, group in itertools.groupby(runs(), key=lambda run: run[0]):
         yield (rows for _, rows in group)
@@ -251,7 +227,7 @@ def spill_task(source_column: str, parts: int):
 def batches_task(kernel, wants: Wants):
     """A TREC run's partition: ``(number, Batch)`` pairs of the local reader."""
     def run(numbered):
-        return Task(kernel, wants).answers((batch, "", 0, n) for n, batch in numbered)
+        return answers(kernel, wants, ((batch, "", 0, n) for n, batch in numbered))
     return run
 
 
@@ -261,16 +237,10 @@ def sortedness_task(instance: str):
     whether the dump streams sorted or is regrouped."""
     def run(batches):
         from tieeval.io.long import _is_sorted  # the local reader's test
-        seen: dict = {}
-        for record in batches:
-            if record.num_rows == 0:
-                continue
-            for file, block, rows in runs_of(record, True):
-                ids = rows.column(instance)
-                seq = seen.get((file, block), 0)
-                seen[(file, block)] = seq + rows.num_rows
-                ends = (ids[0].as_py(), ids[len(ids) - 1].as_py(), _is_sorted(ids))
-                yield _answer("run", pickle.dumps(ends), file, block, seq)
+        for file, block, seq, rows in runs_of(batches, True):
+            ids = rows.column(instance)
+            ends = (ids[0].as_py(), ids[len(ids) - 1].as_py(), _is_sorted(ids))
+            yield _answer("run", pickle.dumps(ends), file, block, seq)
     return run
 
 
@@ -298,70 +268,36 @@ class Answers:
 
 
 def gather(rows) -> Answers:
-    """The collected answer rows of one job."""
+    """The collected answer rows of one job, sorted (its totals merge on the driver:
+    :func:`tieeval.engine.spark._finish`)."""
     states, pieces = [], []
     error = again = None
-    for row in rows:
-        if row.kind == "state":
-            states.append(json.loads(row.data))
-        elif row.kind == "piece":
-            pieces.append(((file_order(row.file), row.block, row.seq), row.data))
-        elif row.kind == "error" and error is None:
-            error = bytes(row.data).decode()
-        elif row.kind == "again" and again is None:
-            again = bytes(row.data).decode()
+    for row in rows:  # Rows of a DataFrame, or dicts
+        kind, data = row["kind"], row["data"]
+        if kind == "state":
+            states.append(json.loads(data))
+        elif kind == "piece":
+            pieces.append(((file_order(row["file"]), row["block"], row["seq"]), data))
+        elif kind == "error" and error is None:
+            error = bytes(data).decode()
+        elif kind == "again" and again is None:
+            again = bytes(data).decode()
     pieces.sort(key=lambda p: p[0])
     return Answers(states, [pickle.loads(data) for _, data in pieces], error, again)
 
 
-def merged(kernel: Kernel, answers: Answers) -> Accumulator:
-    """The exact totals of every partition."""
-    if answers.error is not None:
-        raise InputError(answers.error)
-    total = kernel.new()
-    for state in answers.states:
-        total.merge(Accumulator.from_state(state))
-    return total
-
-
-def sorted_runs(rows) -> bool:
-    """Whether the runs of :func:`sortedness_task` read in file order are sorted by
-    instance, as the local reader streams them."""
-    runs = sorted(((file_order(r.file), r.block, r.seq), pickle.loads(r.data)) for r in rows)
-    last = None
-    for _, (first, final, inside) in runs:
-        if not inside or (last is not None and first < last):
-            return False
-        last = final
-    return True
-
-
-class PieceBatch:
-    """A piece dressed as the batch a consumer's ``part`` reads: rows, ids, the dump row
-    of its first row (``start``), its note."""
-
-    def __init__(self, piece: Piece, start: int):
-        self.rows, self.ids, self.start = piece.rows, piece.ids, start
-        self.nbytes, self.note = piece.nbytes, piece.note
-
-
-def piece_note(batch: PieceBatch, kernel: Kernel) -> Any:
-    """A consumer's note of a piece: made on the executor, beside its values."""
-    return batch.note
-
-
 def feed(consumers, kernel: Kernel, dump, pieces: list) -> None:
     """The consumers' pass over the pieces, in order, as the local driver feeds them (a
-    consumer's note was made by the executors: see :func:`wants_of`)."""
+    consumer's note was made by the executors, beside the values: see :func:`wants_of`)."""
     for consumer in consumers:
         consumer.start(kernel, dump)
         if getattr(consumer, "note", None) is not None:
-            consumer.note = piece_note
+            consumer.note = lambda piece, kernel: piece.note
     start = 0
     for piece in pieces:
-        batch = PieceBatch(piece, start)
+        piece.start = start
         for consumer in consumers:
-            consumer.take(consumer.part(batch, piece.counts, piece.values))
+            consumer.take(consumer.part(piece, piece.counts, piece.values))
         start += piece.rows
 
 

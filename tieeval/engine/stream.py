@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from tieeval.engine.arrays import array_batch
-from tieeval.engine.local import ARRAY_KEYWORDS, evaluate, request_kernel
-from tieeval.engine.request import EvalOptions
+from tieeval.engine.local import ARRAY_KEYWORDS, evaluate
+from tieeval.engine.request import EvalOptions, NamedRows, request_kernel
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import RelevanceInfo
 from tieeval.io.validate import check_score_dtype
@@ -60,14 +60,6 @@ OPTION_NAMES = tuple(name for name in inspect.signature(evaluate).parameters
 _Route = tuple[Kernel, str, int | None, int | None]
 """A batch kind's kernel, how its counts reach the sums, its rank depth and list depth
 (:meth:`TieAware._route`)."""
-
-
-class _Stream:
-    """What :func:`~tieeval.engine.local.kernel_for` reads of a dump: its path and the
-    relevance its rows carry."""
-
-    def __init__(self, path: str, relevance: Any):
-        self.path, self.relevance = path, relevance
 
 
 def _is_tensor(value: Any) -> bool:
@@ -149,8 +141,7 @@ class TieAware:
             return route[0]
         relevance = None if kind is None else RelevanceInfo(kind[0], items=kind[1],
                                                             fields=tuple(kind[2]))
-        return request_kernel(_Stream(self.path, relevance),  # type: ignore[arg-type]
-                              self.request)
+        return request_kernel(NamedRows(self.path, relevance), self.request)
 
     def _start(self, relevance: Any, dtype: np.dtype[Any], where: str) -> Kernel:
         """The kernel of the first batch; later batches must carry the same kind of
