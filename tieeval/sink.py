@@ -61,6 +61,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from tieeval.errors import OutputError
 
@@ -165,15 +166,15 @@ def _inside(folder: str, ancestor: os.stat_result) -> bool:
 # ---------------------------------------------------------------------------------------
 # the run under way: the files it reads, and the outputs it names
 
+@dataclass
 class _Run:
     """The files of one run (one command): every input, which no output may be, and every
     output named so far, no two of which may be one file (see :func:`run_files`)."""
 
-    def __init__(self) -> None:
-        self.inputs: list[tuple[str, os.stat_result]] = []  # (name shown, its stat)
-        # (what, where: the folder's identity and the name, or "stdout", identity or None,
-        # the name shown)
-        self.outputs: list[tuple[str, tuple, tuple[int, int] | None, str]] = []
+    inputs: list[tuple[str, os.stat_result]] = field(default_factory=list)  # (shown, stat)
+    # (what, where: the folder's identity and the name, or "stdout", identity or None,
+    # the name shown)
+    outputs: list[tuple[str, tuple, tuple[int, int] | None, str]] = field(default_factory=list)
 
 
 _RUN: _Run | None = None
@@ -220,14 +221,6 @@ def protect_descriptor(fd: int, shown: str) -> None:
         _RUN.inputs.append((shown, st))
 
 
-def _stdout_identity() -> tuple[int, int] | None:
-    try:
-        st = os.fstat(1)
-    except OSError:
-        return None
-    return _identity(st) if stat.S_ISREG(st.st_mode) else None
-
-
 def _claim(path: str, what: str, where: tuple, ident: tuple[int, int] | None) -> None:
     """Record ``what`` as written to ``where`` (and the file ``ident``, if it exists) in the
     run under way; refused when another output of the run is already there."""
@@ -253,24 +246,17 @@ def claim_stdout(what: str = "the output") -> None:
     """Record that ``what`` goes to stdout in the run under way: no other output may go
     there, nor to the file stdout is redirected to; refused when that file is an input
     (``>> input``)."""
-    ident = _stdout_identity()
+    try:
+        st: os.stat_result | None = os.fstat(1)
+    except OSError:
+        st = None
+    ident = _identity(st) if st is not None and stat.S_ISREG(st.st_mode) else None
     if _RUN is not None and ident is not None:
         for source, src in _RUN.inputs:
             if _identity(src) == ident:
                 raise OutputError(f"stdout: is the input {source}; tieeval never "
                                   f"overwrites its inputs: redirect {what} elsewhere")
     _claim(STDOUT, what, ("stdout",), ident)
-
-
-def _check_stdout(what: str) -> str:
-    try:
-        os.fstat(1)
-    except OSError as exc:
-        raise OutputError(f"stdout: cannot write {what}: "
-                          f"{'it is closed' if exc.errno == errno.EBADF else _reason(exc)}"
-                          ) from None
-    claim_stdout(what)
-    return STDOUT
 
 
 def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") -> str:
@@ -284,7 +270,13 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
     if not path:
         raise OutputError(f"an empty file name for {what}")
     if path == STDOUT:
-        return _check_stdout(what)
+        try:
+            os.fstat(1)
+        except OSError as exc:
+            reason = "it is closed" if exc.errno == errno.EBADF else _reason(exc)
+            raise OutputError(f"stdout: cannot write {what}: {reason}") from None
+        claim_stdout(what)
+        return STDOUT
     base = os.path.basename(path)
     if not base or base in (".", ".."):
         raise OutputError(f"{path}: names a folder; {what} needs a file name")

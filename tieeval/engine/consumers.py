@@ -89,17 +89,6 @@ class Consumer:
         """The pass failed: leave nothing half-done behind."""
 
 
-def _instance_column(ids: np.ndarray | None, first: int, rows: int, path: str) -> np.ndarray:
-    """Instance ids of the dump rows ``first .. first + rows`` (counted over the whole
-    dump, every file of a dataset; a batch's ``start`` counts within its file): ``ids``
-    (one per dump row), else the row numbers."""
-    if ids is not None:
-        if first + rows > ids.size:
-            raise InputError(f"{path}: {ids.size} instance id(s) for more rows")
-        return ids[first:first + rows]
-    return np.arange(first, first + rows, dtype=np.int64)
-
-
 class InstanceRows(Consumer):
     """One Parquet row per instance, streamed to ``out`` (see
     :func:`tieeval.engine.local.per_instance` for the columns) through the output sink
@@ -148,9 +137,14 @@ class InstanceRows(Consumer):
 
     def take(self, part) -> None:
         table, rows, given = part
-        if not given:
-            table = table.set_column(0, "instance", self._pa.array(
-                _instance_column(self.ids, self.rows, rows, self._path)))
+        if not given:  # the dump rows' ids (counted over the whole dump, every file of a
+            # dataset; a batch's ``start`` counts within its file), else their numbers
+            first, ids = self.rows, self.ids
+            if ids is not None and first + rows > ids.size:
+                raise InputError(f"{self._path}: {ids.size} instance id(s) for more rows")
+            inst = (np.arange(first, first + rows, dtype=np.int64) if ids is None else
+                    ids[first:first + rows])
+            table = table.set_column(0, "instance", self._pa.array(inst))
         self.rows += rows
         if self._held is not None:
             self._held.append(table)

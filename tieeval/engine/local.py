@@ -54,7 +54,7 @@ from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
 from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.single import SinglePositiveKernel
-from tieeval.kernels.threads import available_cores
+from tieeval.kernels.threads import available_cores, threads
 from tieeval.metrics.metric import DEFAULT_KS, Metric
 from tieeval.metrics.options import RelOptions
 from tieeval.records.batch import Batch
@@ -77,17 +77,6 @@ SAMPLE_SCORES = 1 << 20  # the first-batch sample that estimates the sort work
 _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance labels)
 
 
-def progress_callback(progress):
-    """Adapt ``progress``: callbacks take (rows, nbytes), or just rows; None stays None."""
-    if progress is None:
-        return None
-    try:
-        inspect.signature(progress).bind(0, 0)
-        return progress
-    except (TypeError, ValueError):
-        return lambda rows, nbytes: progress(rows)
-
-
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
                nan_policy: str = "raise", what_if=None, original: str | None = None) -> Kernel:
     """The kernel that evaluates ``dump`` as it reads now (see
@@ -102,8 +91,14 @@ def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
 def run_passes(dump: Dump, make_kernel, consume, progress=None):
     """``consume(kernel, tick)`` over ``dump`` with the kernel ``make_kernel()`` picks,
     again from the start when the reader asks to (:class:`ReadAgain`); ``progress``
-    receives negative values that take back what a restarted pass reported."""
-    report = progress_callback(progress)
+    receives negative values that take back what a restarted pass reported (a callback
+    takes (rows, nbytes), or just rows)."""
+    report = progress
+    try:
+        if progress is not None:
+            inspect.signature(progress).bind(0, 0)
+    except (TypeError, ValueError):
+        report = lambda rows, nbytes: progress(rows)  # noqa: E731
     for _ in range(_MAX_PASSES):
         done = [0, 0]
 
@@ -188,8 +183,15 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
             from tieeval.engine.parallel import accumulate_parallel
             return accumulate_parallel(dump, kernel, jobs=workers, batch_rows=size,
                                        progress=tick)
-        tasks = None if consumers else matrix_tasks(dump, kernel, size,
-                                                    request.batch_rows is None)
+        # a matrix dump (NPY, stored NPZ) as tasks that each read and evaluate one batch in
+        # the thread that runs it, as the floor does with a memory map: no reading thread
+        # to hand batches over, every core reading and counting its own rows (on one core,
+        # one after another in this thread), automatic batch sizes evened out over the
+        # threads; other formats, and kernels without batch threads, read batches in turn
+        count, matrix = threads(), kernel.batch_threads and not consumers
+        tasks = (dump.batch_tasks(size, count if request.batch_rows is None else 1,
+                                  together=count > 1)
+                 if matrix and hasattr(dump, "batch_tasks") else None)
         if tasks is None:
             return one_pass(kernel, read_ahead(dump.batches(size)), consumers, tick, totals)
         try:  # the tasks read the batches: the pass ends here, as a dump's batches end it
@@ -212,30 +214,15 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
     return result
 
 
-def matrix_tasks(dump: Dump, kernel: Kernel, size: int, automatic: bool) -> list | None:
-    """The pass over a matrix dump (NPY, stored NPZ) as tasks that each read and evaluate
-    one batch in the thread that runs it, as the floor does with a memory map: no reading
-    thread to hand batches over, every core reading and counting its own rows (on one
-    core, one after another in this thread). None where the batches come one after
-    another from a reader (other formats, kernels without batch threads). Automatic
-    batch sizes are evened out over the threads (``automatic``)."""
-    from tieeval.kernels.threads import threads
-    count = threads()
-    tasks = getattr(dump, "batch_tasks", None)
-    if not kernel.batch_threads or tasks is None:
-        return None
-    return tasks(size, count if automatic else 1, together=count > 1)
-
-
 def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,
              totals: bool = True, tasks: list | None = None) -> Accumulator | None:
     """The totals of ``batches`` (None without ``totals``) and, with ``consumers``, each
     batch's per-instance values handed to them, as :meth:`Kernel.accumulate` adds them:
     with batch threads (:attr:`Kernel.batch_threads`) each batch into its own accumulator
     and parts, merged and taken in batch order (exact sums: the result of a single pass,
-    bit for bit). ``tasks`` (:func:`matrix_tasks`) instead of ``batches``: each reads its
+    bit for bit). ``tasks`` (a matrix dump's) instead of ``batches``: each reads its
     batch in the sort thread that evaluates it, an error raised where its batch comes."""
-    from tieeval.kernels.threads import map_batches, map_tasks, threads
+    from tieeval.kernels.threads import map_batches, map_tasks
     acc = kernel.new() if totals else None
 
     def one(batch: Batch, into: Accumulator | None = None):

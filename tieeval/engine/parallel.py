@@ -220,30 +220,26 @@ def stop_workers() -> None:
     # them failed): nothing to report while the process ends
     hook, threading.excepthook = threading.excepthook, lambda args: None
     try:
-        _stop_pools()
+        for executor in list(_POOL.values()):
+            processes = list((getattr(executor, "_processes", None) or {}).values())
+            for proc in processes:
+                try:
+                    # SIGKILL: a worker still starting has SIGTERM blocked (_sigint_blocked)
+                    proc.kill()
+                except (OSError, ValueError, AttributeError):  # pragma: no cover - gone
+                    pass
+            for proc in processes:  # gone before the pool's queues and locks are released
+                try:
+                    proc.join(10)
+                except (OSError, ValueError, AssertionError):  # pragma: no cover
+                    pass
+            try:
+                executor.shutdown(wait=True, cancel_futures=True)
+            except Exception:  # pragma: no cover - a broken pool is what we want here
+                pass
     finally:
         threading.excepthook = hook
     _POOL.clear()
-
-
-def _stop_pools() -> None:
-    for executor in list(_POOL.values()):
-        processes = list((getattr(executor, "_processes", None) or {}).values())
-        for proc in processes:
-            try:
-                # SIGKILL: a worker still starting has SIGTERM blocked (_sigint_blocked)
-                proc.kill()
-            except (OSError, ValueError, AttributeError):  # pragma: no cover - already gone
-                pass
-        for proc in processes:  # gone before the pool's queues and locks are released
-            try:
-                proc.join(10)
-            except (OSError, ValueError, AssertionError):  # pragma: no cover
-                pass
-        try:
-            executor.shutdown(wait=True, cancel_futures=True)
-        except Exception:  # pragma: no cover - a broken pool is what we want here
-            pass
 
 
 @atexit.register

@@ -195,9 +195,6 @@ class EvalOptions:
         check_trec_options(getattr(self.read, "judged_only", False), self.relevance,
                            getattr(self.read, "judged_depth", None))
 
-    def replace(self, **changes) -> "EvalOptions":
-        return dataclasses.replace(self, **changes)
-
     @classmethod
     def from_keywords(cls, **given: Any) -> "EvalOptions":
         """The options of the Python API's keywords (:data:`KEYWORDS`: ``k=``, ``gamma=``,

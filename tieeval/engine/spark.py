@@ -156,7 +156,7 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
     dump of the same files, if any)."""
     _require()
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
     options = request.read or ReadOptions()
     if layout != "auto":
@@ -210,8 +210,9 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
         spilled = parts > 1 and not (ordered and _sorted_by_instance(dataframe, cols))
         key = [SPILL_COLUMN, "instance"] if spilled else ["instance"]
         if spilled:
+            spill = StructField(SPILL_COLUMN, LongType(), False)
             selected = selected.mapInArrow(spill_task("instance", parts),
-                                           _with_spill(selected.schema))
+                                           StructType([*selected.schema.fields, spill]))
         selected = (selected.repartitionByRange(*key) if wants.values else
                     selected.repartition("instance")).sortWithinPartitions(*key, "position")
         kernel = request_kernel(NamedRows(path), request)
@@ -262,18 +263,6 @@ def _sorted_by_instance(dataframe, cols) -> bool:
             return False
         last = final
     return True
-
-
-def _with_spill(schema):
-    from pyspark.sql.types import LongType, StructField, StructType
-    return StructType([*schema.fields, StructField(SPILL_COLUMN, LongType(), False)])
-
-
-def _spark_cast(column: str, dtype: str):
-    from pyspark.sql import functions as F
-    if dtype == "float16":
-        raise InputError("Spark has no float16; use --score-dtype float32")
-    return F.col(column).cast("float" if dtype == "float32" else "double")
 
 
 def evaluate_path(path: str, metrics=None, *, options: ReadOptions | None = None,
@@ -328,16 +317,20 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
         if dump is None:
             # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
             if path.lower().endswith((".csv", ".csv.gz")):
-                dtype = options.score_dtype or "float64"
-                cols = options.long_columns
-                frame = (spark.read.option("header", True).option("inferSchema", True)
-                         .csv(path).withColumn(cols["score"], _spark_cast(cols["score"], dtype)))
+                from pyspark.sql import functions as F
+                dtype, score = options.score_dtype or "float64", options.long_columns["score"]
+                frame = spark.read.option("header", True).option("inferSchema", True).csv(path)
+                if dtype == "float16":
+                    raise InputError("Spark has no float16; use --score-dtype float32")
+                frame = frame.withColumn(score, F.col(score).cast(
+                    "float" if dtype == "float32" else "double"))
             else:
                 frame = _read_parquet(spark, path)
             return _evaluate_frame(frame, request, path=path, ordered=True, **more)
         if dump.format == "trec":
             return _evaluate_batches(spark, request, dump, **more)
         if dump.format == "csv":
+            import pyarrow as pa
             import pyspark.sql.types as T
 
             from tieeval.io.long import csv_columns
@@ -346,7 +339,10 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
             score_type = T.FloatType() if str(dump.dtype) == "float32" else T.DoubleType()
             types = {cols["instance"]: T.LongType() if int_ids else T.StringType(),
                      cols["position"]: T.LongType(), cols["score"]: score_type,
-                     cols["label"]: _spark_label_type(label_type)}
+                     # the Spark type that reads the labels as the local reader's Arrow type
+                     cols["label"]: T.DoubleType() if label_type is None else
+                     T.BooleanType() if pa.types.is_boolean(label_type) else
+                     T.LongType() if pa.types.is_integer(label_type) else T.DoubleType()}
             schema = T.StructType([T.StructField(name, types.get(name, T.StringType()), True)
                                    for name in header])
             frame = spark.read.option("header", True).schema(schema).csv(path)
@@ -383,14 +379,3 @@ def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence 
                  .map(lambda record: record.to_pylist()[0]))  # a dict, as gather reads it
     return _finish(kernel, gather(rows), request, consumers, dump, dump.path, dump.dtype,
                    dump.metadata, dump.warnings, totals)
-
-
-def _spark_label_type(arrow_type):
-    """The Spark type that reads a CSV label column as the local reader's Arrow type."""
-    import pyarrow as pa
-    import pyspark.sql.types as T
-    if arrow_type is not None and pa.types.is_boolean(arrow_type):
-        return T.BooleanType()
-    if arrow_type is not None and pa.types.is_integer(arrow_type):
-        return T.LongType()
-    return T.DoubleType()

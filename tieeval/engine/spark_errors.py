@@ -77,25 +77,17 @@ def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def _causes(text: str) -> list[tuple[str, str]]:
-    """Every ``Class: message`` line of a Java or Python trace, outermost first."""
-    out = []
-    for line in text.splitlines():
-        match = _CAUSE.match(line.strip())
-        if match:
-            out.append((match.group(1).rsplit(".", 1)[-1], (match.group(2) or "").strip()))
-    return out
-
-
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _MAX_REASON else text[:_MAX_REASON - 3] + "..."
 
 
 def _root(text: str) -> str:
-    """The innermost cause, as ``Class: message`` on one line."""
-    causes = [c for c in _causes(text) if c[0] not in ("Py4JJavaError", "SparkException")
-              or c[1]]
+    """The innermost cause, as ``Class: message`` on one line: the last such line of a
+    Java or Python trace (but a Py4JJavaError or SparkException without a message)."""
+    matches = [_CAUSE.match(line.strip()) for line in text.splitlines()]
+    causes = [(m.group(1).rsplit(".", 1)[-1], (m.group(2) or "").strip()) for m in matches if m]
+    causes = [c for c in causes if c[0] not in ("Py4JJavaError", "SparkException") or c[1]]
     if not causes:
         first = next((line for line in text.splitlines() if line.strip()), "")
         return _short(first)

@@ -217,11 +217,8 @@ def is_loopback_master(master: str) -> bool:
     if master.startswith("local"):
         return True
     hosts = master_hosts(master)
-    return bool(hosts) and all(_is_loopback(host) for host, _ in hosts)
-
-
-def _is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
+    return bool(hosts) and all(host in ("localhost", "::1") or host.startswith("127.")
+                               for host, _ in hosts)
 
 
 def master_hosts(master: str) -> list[tuple[str, int]]:
@@ -394,7 +391,14 @@ def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
     else:
         with mapped_errors():
             for key, value in cli.items():
-                _set_running(spark, key, value)
+                try:
+                    spark.conf.set(key, value)
+                except Exception as exc:  # a static key: only a new session takes it
+                    text = str(exc).strip().splitlines()
+                    raise ParameterError(
+                        f"--spark-conf {key}={value}: the running Spark session cannot change "
+                        f"it ({text[0] if text else type(exc).__name__}); give it to "
+                        "spark-submit --conf instead") from None
     with mapped_errors():
         spark.sparkContext.setLogLevel("ERROR")
         if batch_rows is not None and BATCH_KEY not in cli:
@@ -412,13 +416,3 @@ def _keep_interrupt_handler(previous) -> None:
     if getattr(previous, "__module__", "").startswith("tieeval.") and \
             threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, previous)
-
-
-def _set_running(spark, key: str, value: str) -> None:
-    try:
-        spark.conf.set(key, value)
-    except Exception as exc:  # a static key: only a new session takes it
-        text = str(exc).strip().splitlines()
-        raise ParameterError(f"--spark-conf {key}={value}: the running Spark session cannot "
-                             f"change it ({text[0] if text else type(exc).__name__}); give it "
-                             "to spark-submit --conf instead") from None

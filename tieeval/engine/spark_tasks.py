@@ -175,8 +175,7 @@ def long_task(path, options, has_label, kernel, batch_rows, relevance, wants: Wa
     from tieeval.io.long import _rows_from, sorted_batches
 
     def run(batches):
-        cols = {"instance": "instance", "position": "position", "score": "score",
-                "label": "label"}
+        cols = {key: key for key in ("instance", "position", "score", "label")}
         block = partition_id()
         seq = itertools.count()
 

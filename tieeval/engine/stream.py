@@ -143,13 +143,13 @@ class TieAware:
                                                             fields=tuple(kind[2]))
         return request_kernel(NamedRows(self.path, relevance), self.request)
 
-    def _start(self, relevance: Any, dtype: np.dtype[Any], where: str) -> Kernel:
-        """The kernel of the first batch; later batches must carry the same kind of
-        relevance (one positive per row, labels, positives ...) in the same dtype."""
-        kind = (None if relevance is None else
-                (relevance.source, relevance.items, tuple(relevance.fields)))
+    def _start(self, kind: tuple[Any, ...] | None, dtype: np.dtype[Any], where: str,
+               kernel: Kernel | None = None) -> Kernel:
+        """The kernel of the first batch (``kernel``: the one of the object merged in);
+        later batches must carry the same kind of relevance (one positive per row, labels,
+        positives ...) in the same dtype."""
         if self._kernel is None:
-            self._kernel = self._kernel_of(kind)
+            self._kernel = kernel if kernel is not None else self._kernel_of(kind)
             self._kind, self._dtype = kind, np.dtype(dtype)
             self._acc = self._kernel.new()
             return self._kernel
@@ -187,11 +187,14 @@ class TieAware:
                   "positives": positives, "negatives": negatives, "items": items,
                   "offsets": offsets, "ranking": ranking}
         arrays = {name: _host(value) for name, value in arrays.items()}
-        if _empty(arrays["scores"]):
-            return
+        given = arrays["scores"]
+        if (len(given) == 0 if isinstance(given, (list, tuple)) else
+                len(getattr(given, "shape", ())) == 2 and given.shape[0] == 0):
+            return  # a batch without rows (0 rows of a 2-D array, an empty list)
         batch, info = array_batch(**arrays, path=self.path)
         batch.start = self.rows
-        kernel = self._start(info, batch.scores.dtype, where)
+        kind = None if info is None else (info.source, info.items, tuple(info.fields))
+        kernel = self._start(kind, batch.scores.dtype, where)
         self._add(kernel, batch)
 
     def _add(self, kernel: Kernel, batch: Batch) -> None:
@@ -235,7 +238,7 @@ class TieAware:
             if given is None:
                 return False  # -1 padding, several per row ...: the host reads them
             pos = given
-        self._start(None if kind is None else _POSITIVES_INFO, dtype, where)
+        self._start(kind, dtype, where)
         from tieeval.kernels import device
         counts = device.row_counts(scores, pos, kernel, depth, k)
         if counts is None:
@@ -311,26 +314,19 @@ class TieAware:
             return
         other._flush()
         self._flush()
+        if self._kernel is not None and other._kind != self._kind:
+            raise ParameterError(f"merge: {_describe(other._kind)} and "
+                                 f"{_describe(self._kind)} do not merge")
+        if self._kernel is not None and other._dtype != self._dtype:
+            raise InputError(f"merge: {other._dtype} and {self._dtype} scores do not merge "
+                             "(ties are judged in the scores' own dtype)")
         assert other._dtype is not None
-        self._start_like(other)
+        self._start(other._kind, other._dtype, "", other._kernel)
         assert self._acc is not None
         self._acc.merge(other._acc)
         if self.keep_values:
             self._values.extend(other._values)
         self.rows += other.rows
-
-    def _start_like(self, other: "TieAware") -> None:
-        if self._kernel is None:
-            self._kernel, self._kind, self._dtype = other._kernel, other._kind, other._dtype
-            assert self._kernel is not None
-            self._acc = self._kernel.new()
-            return
-        if other._kind != self._kind:
-            raise ParameterError(f"merge: {_describe(other._kind)} and "
-                                 f"{_describe(self._kind)} do not merge")
-        if other._dtype != self._dtype:
-            raise InputError(f"merge: {other._dtype} and {self._dtype} scores do not merge "
-                             "(ties are judged in the scores' own dtype)")
 
     # -- results -------------------------------------------------------------------------
 
@@ -368,7 +364,6 @@ class TieAware:
 
 _POSITIVES = ("positives", False, ("positives",))
 """The relevance kind of a batch given ``positives`` (and nothing else)."""
-_POSITIVES_INFO = RelevanceInfo("positives", items=False, fields=("positives",))
 
 
 def _one_per_row(positives: Any, rows: int, cols: int) -> np.ndarray | None:
@@ -383,14 +378,6 @@ def _one_per_row(positives: Any, rows: int, cols: int) -> np.ndarray | None:
     if rows and (int(pos.min()) < 0 or int(pos.max()) >= cols):
         return None
     return pos
-
-
-def _empty(scores: Any) -> bool:
-    """A batch without rows (a 2-D array of 0 rows, or an empty list): nothing to add."""
-    if isinstance(scores, (list, tuple)):
-        return len(scores) == 0
-    shape = getattr(scores, "shape", None)
-    return shape is not None and len(shape) == 2 and shape[0] == 0
 
 
 def _describe(kind: tuple[Any, ...] | None) -> str:

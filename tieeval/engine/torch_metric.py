@@ -63,9 +63,8 @@ def unpack(blob: torch.Tensor, like: TieAware) -> list[TieAware]:
         part = like._like()
         if state["acc"] is not None:
             kind = state["kind"]
-            part._kind = None if kind is None else (kind[0], kind[1], tuple(kind[2]))
-            part._dtype = np.dtype(state["dtype"])
-            part._kernel = like._kernel_of(part._kind)
+            part._start(None if kind is None else (kind[0], kind[1], tuple(kind[2])),
+                        np.dtype(state["dtype"]), "")
             part._acc = Accumulator.from_state(state["acc"])
             part.rows = int(state["rows"])
         out.append(part)
