@@ -206,35 +206,31 @@ class InstanceCollector(Consumer):
         self._kernel, self._path, self._dump = kernel, dump.path, dump
         if self.note is not None and _may_reorder(dump):
             dump.keep_order()  # the notes are per batch: they need the dump's order
-        self._values: list[list[InstanceValues]] = []
-        self._ids: list = []
-        self._notes: list = []
+        self._parts: list = []  # (values, ids, note) of each batch
 
     def part(self, batch: Batch, counts, values: list[InstanceValues]):
         note = None if self.note is None else self.note(batch, self._kernel)
         return values, batch.ids, note
 
     def take(self, part) -> None:
-        values, ids, note = part
-        self._values.append(values)
-        self._ids.append(ids)
-        self._notes.append(note)
+        self._parts.append(part)
 
     def finish(self) -> None:
-        if not self._values:
+        if not self._parts:
             raise InputError(f"{self._path}: no instances (empty dump)")
+        parts, given, notes = (list(column) for column in zip(*self._parts))
         entries = len(self._kernel.entries)
-        values = [_concat([p[i] for p in self._values]) for i in range(entries)]
+        values = [_concat([p[i] for p in parts]) for i in range(entries)]
         ids = None
-        if self._ids and all(i is not None for i in self._ids):
-            ids = np.concatenate([np.asarray(i) for i in self._ids])
+        if all(i is not None for i in given):
+            ids = np.concatenate([np.asarray(i) for i in given])
             if ids.dtype == object:
                 ids = ids.astype(str)
         order = _instance_order(self._dump)
         if order is not None:  # instances in the dump's order (a streamed TREC run)
             values = [take_instances(v, order) for v in values]
             ids = None if ids is None else ids[order]
-        self.collected = Collected(self._kernel, values, ids, self._notes)
+        self.collected = Collected(self._kernel, values, ids, notes)
 
 
 def _may_reorder(dump) -> bool:

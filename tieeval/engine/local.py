@@ -227,7 +227,8 @@ def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,
 
     def one(batch: Batch, into: Accumulator | None = None):
         part = into if into is not None or not totals else kernel.new()
-        if not consumers:
+        if not consumers:  # the totals alone
+            assert part is not None
             kernel.add(part, batch)
             return part, (), batch.rows, batch.nbytes
         counts, values = kernel.add_values(part, batch)
@@ -378,16 +379,11 @@ def evaluate_request(request: EvalOptions, path, progress=None, *, progress_for=
     if progress_for is not None and dump is not None:
         progress = progress_for(dump)
     name = path if dump is None else dump.path
-    consumers: list[Consumer] = []
-    rows = collector = None
-    if request.per_instance is not None:
-        rows = InstanceRows(request.per_instance,
-                            None if ids_for is None or dump is None else ids_for(dump),
-                            inputs=[name, getattr(request.read, "qrels", None)])
-        consumers.append(rows)
-    if request.per_query:
-        collector = InstanceCollector()
-        consumers.append(collector)
+    rows = None if request.per_instance is None else InstanceRows(
+        request.per_instance, None if ids_for is None or dump is None else ids_for(dump),
+        inputs=[name, getattr(request.read, "qrels", None)])
+    collector = InstanceCollector() if request.per_query else None
+    consumers: list[Consumer] = [c for c in (rows, collector) if c is not None]
     if spark:
         result = spark_engine.drive(request, name, consumers, dump=dump)
     else:

@@ -31,7 +31,7 @@ import dataclasses
 import os
 import pickle
 import warnings
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -107,9 +107,9 @@ def _arrow_type(path: str, spark_type, name: str):
                          f"{spark_type.simpleString()}, which no relevance field has") from None
 
 
-def _collect(selected, run, schema: str = ANSWER_SCHEMA) -> Answers:
+def _collect(selected, run) -> Answers:
     """Run ``run`` on every partition of ``selected``; its answers, sorted."""
-    return gather(_rows(selected.mapInArrow(run, schema)))
+    return gather(_rows(selected.mapInArrow(run, ANSWER_SCHEMA)))
 
 
 def _rows(frame) -> list:
@@ -208,13 +208,13 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
         # partition, id) when it regroups an unsorted dump through several spill partitions
         parts = spill_parts(dump) if dump is not None and wants.values else 1
         spilled = parts > 1 and not (ordered and _sorted_by_instance(dataframe, cols))
-        key = [SPILL_COLUMN, "instance"] if spilled else ["instance"]
+        order = [SPILL_COLUMN, "instance"] if spilled else ["instance"]
         if spilled:
             spill = StructField(SPILL_COLUMN, LongType(), False)
             selected = selected.mapInArrow(spill_task("instance", parts),
                                            StructType([*selected.schema.fields, spill]))
-        selected = (selected.repartitionByRange(*key) if wants.values else
-                    selected.repartition("instance")).sortWithinPartitions(*key, "position")
+        selected = (selected.repartitionByRange(*order) if wants.values else
+                    selected.repartition("instance")).sortWithinPartitions(*order, "position")
         kernel = request_kernel(NamedRows(path), request)
         answers = _collect(selected, long_task(path, options, has_label, kernel, batch_rows,
                                                False, wants, spilled))
@@ -313,7 +313,6 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
             dump = open_for_spark(request, path)
         options = request.read or ReadOptions()
         spark = spark or session(conf=request.spark_conf, batch_rows=request.batch_rows)
-        more: dict[str, Any] = {"consumers": consumers, "totals": totals}
         if dump is None:
             # hdfs://, s3a://, ...: only Spark can see it; the DataFrame's schema is checked
             if path.lower().endswith((".csv", ".csv.gz")):
@@ -326,9 +325,20 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
                     "float" if dtype == "float32" else "double"))
             else:
                 frame = _read_parquet(spark, path)
-            return _evaluate_frame(frame, request, path=path, ordered=True, **more)
+            return _evaluate_frame(frame, request, path=path, ordered=True,
+                                   consumers=consumers, totals=totals)
         if dump.format == "trec":
-            return _evaluate_batches(spark, request, dump, **more)
+            # read whole on the driver (a TREC run and its qrels): its batches evaluated by
+            # the executors, the answers merged as for a DataFrame
+            dump.settle()
+            kernel = request_kernel(dump, request)
+            numbered = list(enumerate(dump.batches(kernel.batch_rows(dump, request.batch_rows))))
+            slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))
+            rows = _rows(spark.sparkContext.parallelize(numbered, slices)
+                         .mapPartitions(batches_task(kernel, wants_of(consumers, totals)))
+                         .map(lambda record: record.to_pylist()[0]))  # dicts, as gather reads
+            return _finish(kernel, gather(rows), request, consumers, dump, dump.path,
+                           dump.dtype, dump.metadata, dump.warnings, totals)
         if dump.format == "csv":
             import pyarrow as pa
             import pyspark.sql.types as T
@@ -349,7 +359,8 @@ def drive(request: EvalOptions, path, consumers: Sequence = (), *, totals: bool 
         else:
             frame = _read_parquet(spark, path)
         return _evaluate_frame(frame, request, layout=dump.layout, path=dump.path,
-                               metadata=dump.metadata, dump=dump, ordered=True, **more,
+                               metadata=dump.metadata, dump=dump, ordered=True,
+                               consumers=consumers, totals=totals,
                                warnings=[w for w in dump.warnings if "regrouped" not in w])
 
 
@@ -362,20 +373,3 @@ def _read_parquet(spark, path: str):
     """Parquet read by Spark with its page checksums verified, as the local reader does:
     a damaged page is an error, never other figures."""
     return spark.read.option(PAGE_CHECKSUMS, "true").parquet(path)
-
-
-def _evaluate_batches(spark, request: EvalOptions, dump, *, consumers: Sequence = (),
-                      totals: bool = True) -> RunResult | None:
-    """A dump the local reader reads whole on the driver (a TREC run and its qrels):
-    its batches evaluated by the executors, the answers merged as for a DataFrame."""
-    dump.settle()
-    kernel = request_kernel(dump, request)
-    size = kernel.batch_rows(dump, request.batch_rows)
-    numbered = list(enumerate(dump.batches(size)))
-    slices = max(1, min(len(numbered), spark.sparkContext.defaultParallelism))
-    wants = wants_of(consumers, totals)
-    rows = _rows(spark.sparkContext.parallelize(numbered, slices)
-                 .mapPartitions(batches_task(kernel, wants))
-                 .map(lambda record: record.to_pylist()[0]))  # a dict, as gather reads it
-    return _finish(kernel, gather(rows), request, consumers, dump, dump.path, dump.dtype,
-                   dump.metadata, dump.warnings, totals)

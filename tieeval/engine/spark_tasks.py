@@ -88,7 +88,8 @@ def answers(kernel: Kernel, wants: Wants, added):
     acc = kernel.new() if wants.totals else None
     try:
         for batch, file, block, seq in added:
-            if not wants.values:
+            if not wants.values:  # the totals alone
+                assert acc is not None
                 kernel.add(acc, batch)
                 continue
             counts, values = kernel.add_values(acc, batch)

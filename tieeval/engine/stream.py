@@ -233,11 +233,17 @@ class TieAware:
             from tieeval.engine.arrays import _positive_column
             pos = _positive_column(0 if positive is None else _host(positive),
                                    np.full(rows, cols, dtype=np.int64), self.path)
-        else:
-            given = _one_per_row(_host(positives), rows, cols)
-            if given is None:
-                return False  # -1 padding, several per row ...: the host reads them
-            pos = given
+        else:  # one column per row ((rows,) or (rows, 1) integers, each a column of its
+            # row); else (-1 padding, several per row ...) the host reads and checks them
+            given = _host(positives)
+            if isinstance(given, (list, tuple)):
+                return False
+            pos = np.asarray(given)
+            if pos.dtype.kind not in "iu" or pos.shape not in ((rows,), (rows, 1)):
+                return False
+            pos = pos.reshape(rows).astype(np.int64, copy=False)
+            if rows and (int(pos.min()) < 0 or int(pos.max()) >= cols):
+                return False
         self._start(kind, dtype, where)
         from tieeval.kernels import device
         counts = device.row_counts(scores, pos, kernel, depth, k)
@@ -364,20 +370,6 @@ class TieAware:
 
 _POSITIVES = ("positives", False, ("positives",))
 """The relevance kind of a batch given ``positives`` (and nothing else)."""
-
-
-def _one_per_row(positives: Any, rows: int, cols: int) -> np.ndarray | None:
-    """``positives`` as one column per row (``(rows,)`` or ``(rows, 1)`` integers, each a
-    column of the row), else None (the host reads and checks them)."""
-    if isinstance(positives, (list, tuple)):
-        return None
-    pos = np.asarray(positives)
-    if pos.dtype.kind not in "iu" or pos.shape not in ((rows,), (rows, 1)):
-        return None
-    pos = pos.reshape(rows).astype(np.int64, copy=False)
-    if rows and (int(pos.min()) < 0 or int(pos.max()) >= cols):
-        return None
-    return pos
 
 
 def _describe(kind: tuple[Any, ...] | None) -> str:
