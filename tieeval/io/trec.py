@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from tieeval.errors import InputError
-from tieeval.io.arrow import to_numpy
+from tieeval.io.arrow import from_numpy, to_numpy
 from tieeval.io.base import (
     MISSING_QUERIES,
     check_missing_queries,
@@ -77,7 +77,7 @@ from tieeval.io.base import (
 from tieeval.io.buffers import release_freed
 from tieeval.io.straddle import Straddle
 from tieeval.records.batch import Batch
-from tieeval.util.ranges import positions
+from tieeval.util.ranges import expand, positions
 
 
 @dataclass
@@ -745,23 +745,6 @@ class QuerySet:
                          "message": self.message(summary)}
 
 
-def _decode_qids(raw: list, run_path: str, qrels_path: str, run_codes: np.ndarray
-                 ) -> list[str]:
-    """The query ids as text; one that is not UTF-8 is refused by the line-by-line reader
-    of the file that holds it, which names the line."""
-    names = []
-    for code, text in enumerate(raw):
-        try:
-            names.append(text.decode("utf-8"))
-        except UnicodeDecodeError:
-            if (run_codes == code).any():
-                list(_run_lines(run_path, _read_bytes(run_path, "run")))
-            else:
-                _qrels_columns(qrels_path, checked=True)
-            raise InputError(f"query id {text!r} is not valid UTF-8") from None
-    return names
-
-
 def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int):
     """:func:`_trec_rows_order` for the usual layout of a run -- each query's lines
     together, by score descending -- in about linear time: the docnos of each tie are
@@ -816,10 +799,52 @@ def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, n
     return np.lexsort((-docno, dense, query))
 
 
-def _ranks(order: np.ndarray) -> np.ndarray:
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size, dtype=np.int64)
-    return rank
+def _decode(raw: list, path: str, refuse) -> list[str]:
+    """The query ids of a file as text; one that is not UTF-8 is refused by ``refuse``,
+    the file's line-by-line reader, which names the line."""
+    try:
+        return [text.decode("utf-8") for text in raw]
+    except UnicodeDecodeError as exc:
+        refuse()
+        raise InputError(f"query id {exc.object!r} is not valid UTF-8") from None
+
+
+class _Qrels:
+    """The judgements, sorted by (query, docno) for lookups by the run's lines."""
+
+    def __init__(self, path: str, grades: str | None = None, run_ids=None):
+        note = None if grades is None else GradeNote(path, grades)
+        cols = _qrels_columns(path, grades=note)
+        #: the warning when grades were read otherwise under a trec_eval convention
+        self.grade_warning = None if note is None else note.warning()
+        if cols.size == 0:
+            raise InputError(f"{path}: no judgements (empty qrels file)")
+        #: the run's query ids decoded by ``run_ids``: a run's id that is not UTF-8 is
+        #: named before a qrels' one
+        self.run_names: list[str] = [] if run_ids is None else run_ids()
+        raw = cols.qid_dict.to_pylist()
+        self.names = _decode(raw, path, lambda: _qrels_columns(path, checked=True))
+        self.index = {q: i for i, q in enumerate(raw)}
+        self.nd = max(1, len(cols.docno_dict))
+        key = cols.qid_codes.astype(np.int64) * self.nd + cols.docno_codes
+        order = np.argsort(key, kind="stable")
+        self.keys = key[order]
+        if self.keys.size > 1 and (self.keys[1:] == self.keys[:-1]).any():
+            _qrels_columns(path, checked=True)  # raises, naming the line
+            raise InputError(f"{path}: a document is judged twice")
+        self.rel = cols.value[order]
+        # each judgement's docno, in the order of the keys
+        self.docno_sorted = cols.docno_dict.take(from_numpy(cols.docno_codes[order]))
+        query = cols.qid_codes[order]
+        nq = len(raw)
+        # each query's judgements are keys[start[q]:start[q + 1]]
+        self.start = np.searchsorted(query, np.arange(nq + 1)).astype(np.int64)
+        # the dictionary holds the query ids of the judgements: each has one at least
+        self.best = np.maximum.reduceat(self.rel, self.start[:-1])
+        self.max_label = float(self.rel.max())
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
@@ -834,14 +859,13 @@ def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
 
 
 def _within_depth(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int,
-                  keep: np.ndarray, depth: int) -> tuple[np.ndarray, list]:
-    """The lines of ``keep`` among the top ``depth`` of their query in trec_eval's order:
-    trec_eval ``-J -M N`` cuts each ranking at N (form_res_rels.c) before it drops the
-    unjudged documents. Also, for each query whose tie block straddles the cut, the
-    block's lines (in trec_eval's order) and its places above the cut: which of them stay
-    is the tie order's choice (:mod:`tieeval.io.straddle`)."""
-    idx = np.flatnonzero(keep)
-    order = idx[_trec_rows_order(query[idx], scores[idx], docno[idx], nd)]
+                  depth: int) -> tuple[np.ndarray, list]:
+    """The lines among the top ``depth`` of their query in trec_eval's order: trec_eval
+    ``-J -M N`` cuts each ranking at N (form_res_rels.c) before it drops the unjudged
+    documents. Also, for each query whose tie block straddles the cut, the block's lines
+    (in trec_eval's order) and its places above the cut: which of them stay is the tie
+    order's choice (:mod:`tieeval.io.straddle`)."""
+    order = _trec_rows_order(query, scores, docno, nd)
     q = query[order]
     starts = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1])))
     pos = np.arange(order.size) - np.repeat(starts, np.diff(np.append(starts, order.size)))
@@ -855,9 +879,132 @@ def _within_depth(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: 
         seg = s[lo:int(ends[np.searchsorted(starts, lo)])]
         same = np.flatnonzero((seg == s[p]) | (np.isnan(seg) & bool(np.isnan(s[p]))))
         blocks.append((order[lo + same], depth - int(same[0])))
-    out = np.zeros(keep.size, dtype=bool)
+    out = np.zeros(query.size, dtype=bool)
     out[order[pos < depth]] = True
     return out, blocks
+
+
+def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarray,
+           docnos, scores: np.ndarray, judged_only: bool, ranked: np.ndarray,
+           depth: int | None = None):
+    """The lines of the rows whose qrels queries are ``qrow`` (``query``: each line's row,
+    ``docnos`` their docnos: a pyarrow binary array, or the run's :class:`_Columns`,
+    whose docno codes are let go here), judged and put in trec_eval's order, as
+    :class:`TrecBatch` holds them: ``(scores, labels, judged, counts, straddles)``. The
+    judgements a kept line matched are marked in ``ranked``; ``depth``: -J -M N
+    (:func:`_within_depth`). A document retrieved twice, or a row too long, is an
+    :class:`InputError`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = None
+    if isinstance(docnos, _Columns):
+        codes = docnos.docno_codes
+        docnos.docno_codes = np.zeros(0, dtype=np.int32)
+        docnos = docnos.docno_dict
+    # one dictionary for the lines' docnos and the judgements of their rows: a line's
+    # judgement is found by its (row, docno) key
+    judged_at = q.start[qrow]
+    jpos, jrow = expand(judged_at, q.start[qrow + 1] - judged_at)
+    nl = len(docnos)
+    enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
+        from_numpy(jpos))]))
+    dictionary = enc.dictionary
+    nd = max(1, len(dictionary))
+    # line numbers and docno codes as int32 below 2**31: half the bytes while ordering
+    small = np.int32 if max(nd, query.size) < (1 << 31) else np.int64
+    rank = to_numpy(enc.indices).astype(small, copy=False)
+    del enc
+    docno = rank[:nl] if codes is None else rank[:nl][codes]
+    del codes
+
+    def key(lines=None):  # the lines' (row, docno) keys
+        row = query if lines is None else query[lines]
+        out = row.astype(np.int64)
+        out *= nd
+        out += docno if lines is None else docno[lines]
+        return out
+
+    found = key()
+    found.sort()
+    dup = np.flatnonzero(found[1:] == found[:-1])
+    if dup.size:
+        at = int(found[dup[0]])
+        text = _text(dictionary[at % nd].as_py())
+        raise InputError(f"{path}: query {names[at // nd]}: document {text} is "
+                         "retrieved twice (trec_eval refuses duplicate documents too)")
+    del found, dup
+    # the codes ranked byte-wise, as trec_eval's strcmp orders docnos
+    ranks = np.empty(nd, dtype=small)
+    ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd, dtype=small)
+    del dictionary
+    docno = ranks[docno]
+    # every row is a query of the qrels: the judgements hold one at least
+    js = jrow * nd + ranks[rank[nl:]]
+    del rank, ranks, jrow
+    jorder = np.argsort(js)
+    js = js[jorder]
+    jpos = jpos[jorder]
+    jrel = q.rel[jpos]
+    del jorder
+    keep = np.ones(query.size, dtype=bool)
+    blocks: list = []
+    if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
+        _, matched, labels = _judgements(key(), js, jrel)
+        keep &= matched & (labels >= 0)
+        if depth is not None:  # -J -M: the ranking is cut first
+            top, blocks = _within_depth(query, scores, docno, nd, depth)
+            keep &= top
+        del matched, labels
+    idx = None if keep.all() else np.flatnonzero(keep)
+    counts = np.bincount(query if idx is None else query[idx], minlength=qrow.size)
+    if counts.size and counts.max() > 0:
+        longest = int(np.argmax(counts))
+        check_row_length(path, int(counts[longest]), f"query {names[longest]}")
+    if idx is None:
+        order = _trec_rows_order(query, scores, docno, nd)
+    else:
+        order = idx[_trec_rows_order(query[idx], scores[idx], docno[idx], nd)]
+    del idx
+    at, matched, labels = _judgements(key(order), js, jrel)
+    # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
+    judged = matched & (labels >= 0)
+    ranked[jpos[at[matched]]] = True
+    del at, matched
+    straddles = []
+    for lines, slots in blocks:  # -J -M: the tie blocks across the cut
+        at, jm, jl = _judgements(key(lines), js, jrel)
+        ok = jm & (jl >= 0)
+        r = int(query[lines[0]])
+        lo, hi = q.start[qrow[r]], q.start[qrow[r] + 1]
+        other = ~ranked[lo:hi]  # the query's judgements neither above nor in the block
+        other[jpos[at[ok]] - lo] = False
+        left = q.rel[lo:hi][other]
+        straddles.append(Straddle(r, int(counts[r] - np.count_nonzero(keep[lines])),
+                                  float(scores[lines[0]]), jl[ok],
+                                  int(ok.size - np.count_nonzero(ok)), slots, left,
+                                  left >= 0))
+    return scores[order], labels, judged, counts, straddles
+
+
+def _unranked(q: _Qrels, ranked: np.ndarray, qrow: np.ndarray, counts: np.ndarray,
+              names: list, no_ranked: dict | None):
+    """``(labels, offsets)`` of the judgements of the rows' queries (``qrow``) that no
+    line of theirs matched (R and the ideal DCG count them); ``no_ranked`` (-J): the
+    rows left without a ranked document, with those judgements, are added to it."""
+    judged_at = q.start[qrow]
+    idx, row = expand(judged_at, q.start[qrow + 1] - judged_at)
+    missed = ~ranked[idx]
+    labels = q.rel[idx[missed]]
+    offsets = _offsets(np.bincount(row[missed], minlength=qrow.size))
+    if no_ranked is not None:
+        for r in np.flatnonzero(counts == 0).tolist():
+            no_ranked[names[r]] = labels[offsets[r]:offsets[r + 1]]
+    return labels, offsets
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
 
 def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
@@ -868,157 +1015,50 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     top N lines of each query are kept first (:func:`_within_depth`); ``grades``: the
     trec_eval convention under which the grades are read as trec_eval reads them
     (:func:`atol`; the query set's ``grade_warning`` says how many changed)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     missing_queries = check_missing_queries(missing_queries)
     run = _run_columns(run_path)
     if run.size == 0:
         raise InputError(f"{run_path}: no results (empty run file)")
     release_freed()  # the parser's chunks, before the arrays of the ordering below
-    note = None if grades is None else GradeNote(qrels_path, grades)
-    qrels = _qrels_columns(qrels_path, grades=note)
-    if qrels.size == 0:
-        raise InputError(f"{qrels_path}: no judgements (empty qrels file)")
-
-    # query ids: one code per id over both files, ranked by their text
-    qenc = pc.dictionary_encode(pa.concat_arrays([run.qid_dict, qrels.qid_dict]))
-    qmap = to_numpy(qenc.indices)  # the run's dictionary, then the qrels': the code of each
-    nrq = len(run.qid_dict)
-    names = _decode_qids(qenc.dictionary.to_pylist(), run_path, qrels_path, qmap[:nrq])
-    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
-    qnames = [names[i] for i in order]
-    rank = _ranks(order).astype(np.int32)
-    rq, jq = rank[qmap[:nrq]][run.qid_codes], rank[qmap[nrq:]][qrels.qid_codes]
-    nq = len(names)
-    del qenc, qmap
-
-    # docnos: one code per docno over both files, ranked byte-wise (trec_eval's strcmp)
-    denc = pc.dictionary_encode(pa.concat_arrays([run.docno_dict, qrels.docno_dict]))
-    dmap = to_numpy(denc.indices)
-    dorder = to_numpy(pc.sort_indices(denc.dictionary))
-    nd = max(1, len(denc.dictionary))
-    drank = _ranks(dorder).astype(np.int32)
-    nrd = len(run.docno_dict)
-    rd = drank[dmap[:nrd]][run.docno_codes]
-    jd = drank[dmap[nrd:]][qrels.docno_codes]
-    ddict = denc.dictionary
-    del denc, dmap, drank
-    run.qid_codes = run.docno_codes = np.zeros(0, dtype=np.int32)  # not needed again
-
-    # judgements sorted by (query, docno); a pair judged twice is refused with its line
-    jkey = jq.astype(np.int64) * nd + jd
-    jo = np.argsort(jkey, kind="stable")
-    js, jrel, jqs = jkey[jo], qrels.value[jo], jq[jo]
-    if js.size > 1 and (js[1:] == js[:-1]).any():
-        _qrels_columns(qrels_path, checked=True)  # raises, naming the line
-        raise InputError(f"{qrels_path}: a document is judged twice")
-    del jkey, jo
-
-    in_run = np.bincount(rq, minlength=nq) > 0
-    in_qrels = np.bincount(jq, minlength=nq) > 0
-    del jq, jd, qrels  # the judgements live on sorted (js, jrel, jqs)
-    both = in_run & in_qrels
-    if not both.any():
+    raw = run.qid_dict.to_pylist()
+    q = _Qrels(qrels_path, grades, lambda: _decode(raw, run_path, lambda: list(
+        _run_lines(run_path, _read_bytes(run_path, "run")))))
+    # each run query's query in the qrels (-1: none)
+    qcode = np.array([q.index.get(x, -1) for x in raw], dtype=np.int64)
+    in_run = np.zeros(len(q), dtype=bool)
+    in_run[qcode[qcode >= 0]] = True
+    if not in_run.any():
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
                          "(trec_eval: 'No queries with both results and relevance info')")
-    rows = both | in_qrels if missing_queries == "zero" else both
-    row_ranks = np.flatnonzero(rows)
-
-    # the run's lines of evaluated queries; a document retrieved twice is refused
-    keep = both[rq]
-    kept_keys = rq[keep].astype(np.int64)
-    kept_keys *= nd
-    kept_keys += rd[keep]
-    kept_keys.sort()
-    dup = np.flatnonzero(kept_keys[1:] == kept_keys[:-1])
-    if dup.size:
-        key = int(kept_keys[dup[0]])
-        docno = _text(ddict[int(dorder[key % nd])].as_py())
-        raise InputError(f"{run_path}: query {qnames[key // nd]}: document {docno} is "
-                         "retrieved twice (trec_eval refuses duplicate documents too)")
-    del kept_keys, dup
-    straddled: list[Any] = []  # -J -M: the tie blocks across the cut (tieeval.io.straddle)
-    cut_blocks: list = []
-    if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
-        if judged_depth is not None:  # -J -M: the ranking is cut first
-            top, cut_blocks = _within_depth(rq, run.value, rd, nd, keep, judged_depth)
-            keep &= top
-            del top
-        _, matched, labels = _judgements(rq.astype(np.int64) * nd + rd, js, jrel)
-        keep &= matched & (labels >= 0)
-        del matched, labels
-        # each straddled block: its query, score, judged grades, unjudged count, places
-        # above the cut, kept judged lines, and the judgements it holds
-        for lines, slots in cut_blocks:
-            jpos, jm, jl = _judgements(rq[lines].astype(np.int64) * nd + rd[lines], js, jrel)
-            ok = jm & (jl >= 0)
-            straddled.append((int(rq[lines[0]]), float(run.value[lines[0]]), jl[ok],
-                              int(ok.size - np.count_nonzero(ok)), slots,
-                              int(np.count_nonzero(keep[lines])), jpos[ok]))
-
-    if keep.all():  # every line evaluated: no copy of the lines kept
-        counts = np.bincount(rq, minlength=nq)[row_ranks]
-        idx = _trec_rows_order(rq, run.value, rd, nd)
-    else:
-        counts = np.bincount(rq[keep], minlength=nq)[row_ranks]
-        idx = np.flatnonzero(keep)
-        idx = idx[_trec_rows_order(rq[idx], run.value[idx], rd[idx], nd)]
-    del keep, order
-    # the kept lines' judgements, looked up in their new order (one array of keys at a
-    # time: the lookup's arrays are not held while the lines are ordered)
-    rkey = rq[idx].astype(np.int64)
-    rkey *= nd
-    rkey += rd[idx]
-    del rq, rd
-    scores = run.value[idx]
-    run.value = scores[:0]
-    del idx
-    pos, matched, labels = _judgements(rkey, js, jrel)
-    del rkey
-    # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
-    judged = matched & (labels >= 0)
-    # the judgements a ranked line matches (the others are the rows' unranked documents)
-    ranked = np.zeros(js.size, dtype=bool)
-    ranked[pos[matched]] = True
-    del pos, matched
-    if counts.size and counts.max() > 0:
-        longest = int(np.argmax(counts))
-        check_row_length(run_path, int(counts[longest]), f"query {qnames[row_ranks[longest]]}")
-
-    # judged documents a row's ranking misses: R and the ideal DCG count them
-    missed = rows[jqs] & ~ranked
-    un_labels = jrel[missed]
-    un_counts = np.bincount(jqs[missed], minlength=nq)[row_ranks]
-    starts = np.flatnonzero(np.concatenate(([True], jqs[1:] != jqs[:-1])))
-    best_all = np.full(nq, -np.inf)
-    best_all[jqs[starts]] = np.maximum.reduceat(jrel, starts)
-    best = best_all[row_ranks]
-
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    un_offsets = np.concatenate(([0], np.cumsum(un_counts))).astype(np.int64)
-    qids = np.array([qnames[r] for r in row_ranks.tolist()], dtype=object)
-    query_set = QuerySet(run_path, qrels_path, int(in_run.sum()), int(in_qrels.sum()),
-                         int(both.sum()),
-                         [qnames[r] for r in np.flatnonzero(in_run & ~in_qrels).tolist()],
-                         [qnames[r] for r in np.flatnonzero(in_qrels & ~in_run).tolist()],
-                         missing_queries, bool(judged_only), best,
+    # the rows: the qrels queries of the run (and under -c the others), by their text
+    qrow = np.array(sorted(np.flatnonzero(in_run | (missing_queries == "zero")).tolist(),
+                           key=q.names.__getitem__), dtype=np.int64)
+    row_of = np.full(len(q), -1, dtype=np.int32)
+    row_of[qrow] = np.arange(qrow.size)
+    query = np.where(qcode >= 0, row_of[qcode], -1)[run.qid_codes]
+    scores = run.value
+    run.qid_codes, run.value = np.zeros(0, dtype=np.int32), np.zeros(0)  # not needed again
+    if (query < 0).any():  # the lines of queries without judgements, ignored
+        idx = np.flatnonzero(query >= 0)
+        query, scores, run.docno_codes = query[idx], scores[idx], run.docno_codes[idx]
+        del idx
+    qids = np.array([q.names[i] for i in qrow.tolist()], dtype=object)
+    ranked = np.zeros(q.keys.size, dtype=bool)
+    scores, labels, judged, counts, straddles = _label(
+        run_path, q, qrow, list(qids), query, run, scores, judged_only, ranked,
+        judged_depth if judged_only else None)
+    del query
+    query_set = QuerySet(run_path, qrels_path, len(raw), len(q), int(in_run.sum()),
+                         sorted(n for n, c in zip(q.run_names, qcode.tolist()) if c < 0),
+                         sorted(q.names[i] for i in np.flatnonzero(~in_run).tolist()),
+                         missing_queries, bool(judged_only), q.best[qrow],
                          judged_depth=judged_depth if judged_only else None,
-                         grade_warning=None if note is None else note.warning())
-    for code, score, block_grades, unjudged, slots, kept, jpos in straddled:
-        r = int(np.searchsorted(row_ranks, code))
-        lo, hi = np.searchsorted(jqs, code), np.searchsorted(jqs, code, side="right")
-        other = missed[lo:hi].copy()  # the query's judgements neither above nor in the block
-        other[jpos - lo] = False
-        left = jrel[lo:hi][other]
-        query_set.straddles.append(Straddle(r, int(counts[r]) - kept, score, block_grades,
-                                            unjudged, slots, left, left >= 0))
-    if judged_only:  # the rows -J leaves without a ranked document, with their judgements
-        for r in np.flatnonzero(counts == 0).tolist():
-            query_set.no_ranked[str(qids[r])] = un_labels[un_offsets[r]:un_offsets[r + 1]]
+                         grade_warning=q.grade_warning, straddles=straddles)
+    un_labels, un_offsets = _unranked(q, ranked, qrow, counts, list(qids),
+                                      query_set.no_ranked if judged_only else None)
     release_freed()  # the ordering's temporaries, before the batches' arrays
-    return (qids, scores, labels, offsets, (un_labels, un_offsets), query_set, run.tags,
-            judged, un_labels >= 0, float(jrel.max()))
+    return (qids, scores, labels, _offsets(counts), (un_labels, un_offsets), query_set,
+            run.tags, judged, un_labels >= 0, q.max_label)
 
 
 def _queries(qids) -> str:

@@ -37,7 +37,6 @@ from tieeval.io.base import (
     LabelledDump,
     ReadAgain,
     RelevanceInfo,
-    check_row_length,
     open_input,
 )
 from tieeval.io.buffers import release_freed
@@ -46,21 +45,20 @@ from tieeval.io.trec import (
     _NO_RECORD,
     _RUN_FIELDS,
     LINE_BYTES,
-    GradeNote,
     QuerySet,
     TrecBatch,
     _array,
-    _judgements,
+    _label,
+    _offsets,
     _parse,
-    _qrels_columns,
+    _Qrels,
     _read_chunks,
     _text,
-    _trec_rows_order,
+    _unranked,
     bom_warning,
     check_missing_queries,
     load,
 )
-from tieeval.util.ranges import expand
 
 #: Bytes of the run parsed at a time (tests shrink it to put chunk ends inside queries).
 CHUNK_BYTES = 1 << 20
@@ -74,43 +72,6 @@ _REFUSED = "refused"
 
 class WholeRun(ReadAgain):
     """The run cannot be streamed (see the module docstring): read it whole."""
-
-
-class _Qrels:
-    """The judgements, sorted by (query, docno) for lookups by the run's lines."""
-
-    def __init__(self, path: str, grades: str | None = None):
-        note = None if grades is None else GradeNote(path, grades)
-        cols = _qrels_columns(path, grades=note)
-        #: the warning when grades were read otherwise under a trec_eval convention
-        self.grade_warning = None if note is None else note.warning()
-        if cols.size == 0:
-            raise WholeRun("empty qrels")
-        raw = cols.qid_dict.to_pylist()
-        try:
-            self.names = [q.decode("utf-8") for q in raw]
-        except UnicodeDecodeError:
-            raise WholeRun("a query id of the qrels is not UTF-8") from None
-        self.index = {q: i for i, q in enumerate(raw)}
-        self.nd = max(1, len(cols.docno_dict))
-        key = cols.qid_codes.astype(np.int64) * self.nd + cols.docno_codes
-        order = np.argsort(key, kind="stable")
-        self.keys = key[order]
-        if self.keys.size > 1 and (self.keys[1:] == self.keys[:-1]).any():
-            raise WholeRun("a document is judged twice")
-        self.rel = cols.value[order]
-        # each judgement's docno, in the order of the keys
-        self.docno_sorted = cols.docno_dict.take(from_numpy(cols.docno_codes[order]))
-        query = cols.qid_codes[order]
-        nq = len(raw)
-        # each query's judgements are keys[start[q]:start[q + 1]]
-        self.start = np.searchsorted(query, np.arange(nq + 1)).astype(np.int64)
-        # the dictionary holds the query ids of the judgements: each has one at least
-        self.best = np.maximum.reduceat(self.rel, self.start[:-1])
-        self.max_label = float(self.rel.max())
-
-    def __len__(self) -> int:
-        return len(self.names)
 
 
 def _parsed_chunks(path: str, size: int):
@@ -179,7 +140,7 @@ class TrecSource:
             return
         try:
             self.q = _Qrels(qrels, grades)
-        except (WholeRun, InputError):
+        except InputError:
             # the whole-run reader reads the run first and names the error it always named
             self.q = None
             self.read_whole()
@@ -425,9 +386,6 @@ class _Pass:
         """The batches of the next batch's worth of waiting queries: their judgements
         found, the queries dropped that have none, the lines put in trec_eval's order
         and cut into batches (one, unless ``-J`` or a long query left room)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         q = self.q
         qids, docnos, scores, lengths = self._take(self.batch_rows, self.max_lines)
         # the queries with judgements are the rows; the others are ignored, as trec_eval
@@ -452,98 +410,35 @@ class _Pass:
         qrow = qrow[rows]
         names = [_name(qids[r]) for r in rows.tolist()]
         del line_query, renumber
-
-        # one dictionary for the lines' docnos and the judgements of their queries: a
-        # line's judgement is found by its (row, docno) key
-        judged_at = q.start[qrow]
-        jpos, jrow = expand(judged_at, q.start[qrow + 1] - judged_at)
-        lines = len(docnos)
-        enc = pc.dictionary_encode(pa.concat_arrays([docnos, q.docno_sorted.take(
-            from_numpy(jpos))]))
-        nd = max(1, len(enc.dictionary))
-        codes = to_numpy(enc.indices).astype(np.int64)
-        dictionary = enc.dictionary
-        del enc
-        key = query * nd + codes[:lines]
-        jkey = jrow * nd + codes[lines:]
-        found = np.sort(key)
-        if found.size > 1 and (found[1:] == found[:-1]).any():
-            raise WholeRun("a document retrieved twice")  # named by the whole-run reader
-        del found
-        # every row is a query of the qrels: jkey holds a judgement at least
-        jorder = np.argsort(jkey)
-        at, matched, labels = _judgements(key, jkey[jorder], q.rel[jpos[jorder]])
-        pos = jpos[jorder[at]]
-        del key, jkey, jorder, at
-        codes = codes[:lines]
-        if self.source.judged_only:  # trec_eval -J: unjudged documents leave the ranking
-            kept = matched & (labels >= 0)
-            if not kept.all():
-                idx = np.flatnonzero(kept)
-                query, scores, codes = query[idx], scores[idx], codes[idx]
-                labels, matched, pos = labels[idx], matched[idx], pos[idx]
-                docnos = docnos.take(from_numpy(idx))
-        counts = np.bincount(query, minlength=rows.size)
-        if counts.size and counts.max() > 0:
-            longest = int(np.argmax(counts))
-            try:
-                check_row_length(self.source.path, int(counts[longest]),
-                                 f"query {names[longest]}")
-            except InputError:
-                raise WholeRun("a query too long") from None  # named as it always was
-        judged = matched & (labels >= 0)
-        self.ranked[pos[matched]] = True
-        del pos, matched
-        ranks = None
-        if np.isnan(scores).any():  # NaN last: the numpy ordering, on docno ranks
-            ranks = np.empty(nd, dtype=np.int64)
-            ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd)
-            ranks = ranks[codes]
-        del codes, dictionary
+        try:
+            scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names,
+                                                       query, docnos, scores,
+                                                       self.source.judged_only, self.ranked)
+        except InputError:  # a document retrieved twice, a query too long
+            raise WholeRun("an input error") from None  # named by the whole-run reader
         # the rows' lines are together, in row order: batches are slices of them
-        ends = np.cumsum(counts)
+        offsets = _offsets(counts)
         lo = 0
         while lo < rows.size:
-            first = int(ends[lo - 1]) if lo else 0
-            hi = int(np.searchsorted(ends, first + self.max_lines, side="right"))
+            hi = int(np.searchsorted(offsets, offsets[lo] + self.max_lines, side="right")) - 1
             hi = max(lo + 1, min(hi, lo + self.batch_rows, rows.size))
-            last = int(ends[hi - 1])
-            if ranks is None:
-                order = _arrow_order(query[first:last], scores[first:last],
-                                     docnos.slice(first, last - first))
-            else:
-                order = _trec_rows_order(query[first:last] - lo, scores[first:last],
-                                         ranks[first:last], nd)
-            order += first
-            yield self._make(names[lo:hi], qrow[lo:hi], scores[order],
-                             labels[order], judged[order], counts[lo:hi])
-            del order
+            a, b = offsets[lo], offsets[hi]
+            yield self._make(names[lo:hi], qrow[lo:hi], scores[a:b], labels[a:b],
+                             judged[a:b], counts[lo:hi])
             lo = hi
 
-    def _unranked(self, qrow: np.ndarray):
-        """The judgements of the rows' queries that no line of theirs matched."""
-        q = self.q
-        judged_at = q.start[qrow]
-        idx, row = expand(judged_at, q.start[qrow + 1] - judged_at)
-        missed = ~self.ranked[idx]
-        un_counts = np.bincount(row[missed], minlength=qrow.size)
-        return q.rel[idx[missed]], un_counts
-
     def _make(self, names, qrow, scores, labels, judged, counts):
-        un_labels, un_counts = self._unranked(qrow)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        un_offsets = np.concatenate(([0], np.cumsum(un_counts))).astype(np.int64)
-        if self.source.judged_only:  # rows -J leaves without a ranked document
-            for r in np.flatnonzero(counts == 0).tolist():
-                self.no_ranked[names[r]] = un_labels[un_offsets[r]:un_offsets[r + 1]]
+        un_labels, un_offsets = _unranked(self.q, self.ranked, qrow, counts, names,
+                                          self.no_ranked if self.source.judged_only else None)
         rows = len(names)
         lo = self.row
         self.row += rows
         self.names += names
-        return TrecBatch(scores, np.zeros(rows, dtype=np.int64), lo, offsets, labels=labels,
-                          ids=np.array(names, dtype=object), nbytes=int(scores.size * 8),
-                          items=None, judged=judged, unranked=(un_labels, un_offsets),
-                          unranked_judged=un_labels >= 0, max_label=self.q.max_label)
+        return TrecBatch(scores, np.zeros(rows, dtype=np.int64), lo, _offsets(counts),
+                         labels=labels, ids=np.array(names, dtype=object),
+                         nbytes=int(scores.size * 8), items=None, judged=judged,
+                         unranked=(un_labels, un_offsets), unranked_judged=un_labels >= 0,
+                         max_label=self.q.max_label)
 
     def finish(self, tags: list):
         """The qrels' queries the run does not answer (rows under ``-c``), then the query
@@ -576,20 +471,6 @@ class _Pass:
                              bool(source.judged_only), best, self.no_ranked,
                              grade_warning=q.grade_warning)
         source._settle_dump(query_set, tags, len(names), self.total_lines)
-
-
-def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
-    """trec_eval's order of lines without NaN scores (:func:`tieeval.io.trec.trec_order`
-    within each query, the queries in order): one pyarrow sort by query, score
-    descending, docno descending (byte-wise, as ``strcmp``), which compares docnos only
-    inside a tie. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as trec_eval's doubles do."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = pa.table({"q": from_numpy(query), "s": from_numpy(scores + 0.0), "d": docnos})
-    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
-                                              ("d", "descending")])
-    return to_numpy(order).astype(np.int64)
 
 
 def _name(qid: bytes) -> str:
