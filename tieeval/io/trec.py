@@ -858,30 +858,24 @@ def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
     return pos, matched, labels
 
 
-def _within_depth(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int,
-                  depth: int) -> tuple[np.ndarray, list]:
-    """The lines among the top ``depth`` of their query in trec_eval's order: trec_eval
-    ``-J -M N`` cuts each ranking at N (form_res_rels.c) before it drops the unjudged
-    documents. Also, for each query whose tie block straddles the cut, the block's lines
-    (in trec_eval's order) and its places above the cut: which of them stay is the tie
-    order's choice (:mod:`tieeval.io.straddle`)."""
-    order = _trec_rows_order(query, scores, docno, nd)
-    q = query[order]
+def _within_depth(q: np.ndarray, s: np.ndarray, depth: int) -> tuple[np.ndarray, list]:
+    """Which lines in trec_eval's order (``q`` their rows, ``s`` their scores) are among
+    the top ``depth`` of their query: trec_eval ``-J -M N`` cuts each ranking at N
+    (form_res_rels.c) before it drops the unjudged documents. Also, for each query whose
+    tie block straddles the cut, the block's places in the list and its places above the
+    cut: which of them stay is the tie order's choice (:mod:`tieeval.io.straddle`)."""
     starts = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1])))
-    pos = np.arange(order.size) - np.repeat(starts, np.diff(np.append(starts, order.size)))
+    pos = np.arange(q.size) - np.repeat(starts, np.diff(np.append(starts, q.size)))
     past = np.flatnonzero(pos == depth)  # each query's first line below the cut
-    s = scores[order]
     tied = (s[past] == s[past - 1]) | (np.isnan(s[past]) & np.isnan(s[past - 1]))
-    ends = np.append(starts[1:], order.size)
+    ends = np.append(starts[1:], q.size)
     blocks = []
     for p in past[tied].tolist():
         lo = p - depth  # the query's first line
         seg = s[lo:int(ends[np.searchsorted(starts, lo)])]
         same = np.flatnonzero((seg == s[p]) | (np.isnan(seg) & bool(np.isnan(s[p]))))
-        blocks.append((order[lo + same], depth - int(same[0])))
-    out = np.zeros(query.size, dtype=bool)
-    out[order[pos < depth]] = True
-    return out, blocks
+        blocks.append((lo + same, depth - int(same[0])))
+    return pos < depth, blocks
 
 
 def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarray,
@@ -947,44 +941,39 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarra
     jpos = jpos[jorder]
     jrel = q.rel[jpos]
     del jorder
-    keep = np.ones(query.size, dtype=bool)
-    blocks: list = []
-    if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
-        _, matched, labels = _judgements(key(), js, jrel)
-        keep &= matched & (labels >= 0)
-        if depth is not None:  # -J -M: the ranking is cut first
-            top, blocks = _within_depth(query, scores, docno, nd, depth)
-            keep &= top
-        del matched, labels
-    idx = None if keep.all() else np.flatnonzero(keep)
-    counts = np.bincount(query if idx is None else query[idx], minlength=qrow.size)
-    if counts.size and counts.max() > 0:
-        longest = int(np.argmax(counts))
-        check_row_length(path, int(counts[longest]), f"query {names[longest]}")
-    if idx is None:
-        order = _trec_rows_order(query, scores, docno, nd)
-    else:
-        order = idx[_trec_rows_order(query[idx], scores[idx], docno[idx], nd)]
-    del idx
+    order = _trec_rows_order(query, scores, docno, nd)
     at, matched, labels = _judgements(key(order), js, jrel)
     # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
     judged = matched & (labels >= 0)
-    ranked[jpos[at[matched]]] = True
-    del at, matched
+    keep = None
+    blocks: list = []
+    if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
+        keep = judged
+        if depth is not None:  # -J -M: the ranking is cut first
+            top, blocks = _within_depth(query[order], scores[order], depth)
+            keep = judged & top
+    kept = order if keep is None else order[keep]
+    counts = np.bincount(query[kept], minlength=qrow.size)
+    if counts.size and counts.max() > 0:
+        longest = int(np.argmax(counts))
+        check_row_length(path, int(counts[longest]), f"query {names[longest]}")
+    ranked[jpos[at[matched if keep is None else keep]]] = True
     straddles = []
     for lines, slots in blocks:  # -J -M: the tie blocks across the cut
-        at, jm, jl = _judgements(key(lines), js, jrel)
-        ok = jm & (jl >= 0)
-        r = int(query[lines[0]])
+        assert keep is not None
+        ok = judged[lines]
+        r = int(query[order[lines[0]]])
         lo, hi = q.start[qrow[r]], q.start[qrow[r] + 1]
         other = ~ranked[lo:hi]  # the query's judgements neither above nor in the block
-        other[jpos[at[ok]] - lo] = False
+        other[jpos[at[lines[ok]]] - lo] = False
         left = q.rel[lo:hi][other]
         straddles.append(Straddle(r, int(counts[r] - np.count_nonzero(keep[lines])),
-                                  float(scores[lines[0]]), jl[ok],
+                                  float(scores[order[lines[0]]]), labels[lines[ok]],
                                   int(ok.size - np.count_nonzero(ok)), slots, left,
                                   left >= 0))
-    return scores[order], labels, judged, counts, straddles
+    if keep is not None:
+        labels, judged = labels[keep], judged[keep]
+    return scores[kept], labels, judged, counts, straddles
 
 
 def _unranked(q: _Qrels, ranked: np.ndarray, qrow: np.ndarray, counts: np.ndarray,
