@@ -239,14 +239,13 @@ class TrecSource:
                 if qid in state.seen:
                     raise WholeRun("a query's lines are not together")
                 state.seen[qid] = None
-            if carry_id is not None and (first == 0 or len(heads) > 1):
-                state.add_query(carry_id, carry)  # it ended with the last chunk or in this one
-            if len(heads) > first:
+            if len(heads) > first:  # the carried query ended with the last chunk or here
+                if carry_id is not None:
+                    state.add_query(carry_id, carry)
                 # the chunk's whole queries, then its last one carried over
                 lo, hi = bounds[first], bounds[-2]
-                if hi > lo:
-                    state.add_lines(heads[first:-1], docnos.slice(lo, hi - lo), value[lo:hi],
-                                    np.diff(bounds[first:-1]))
+                state.add_lines(heads[first:-1], docnos.slice(lo, hi - lo), value[lo:hi],
+                                np.diff(bounds[first:-1]))
                 carry_id = heads[-1]
                 carry = [(docnos.slice(bounds[-2], n - bounds[-2]), value[bounds[-2]:])]
             yield from state.ready()
@@ -317,77 +316,53 @@ class _Pass:
         self.in_run = np.zeros(len(q), dtype=bool)
         self.no_ranked: dict = {}
         self.ranked = np.zeros(q.keys.size, dtype=bool)  # judgements a line matched
-        self.waiting: list = []  # (qids, docno pieces, score pieces, lengths)
-        self.lines = 0
+        # the queries read whole, waiting for a batch: (qids, docnos, scores, lengths)
+        self.waiting: tuple = ([], None, np.zeros(0), np.zeros(0, dtype=np.int64))
         self.total_lines = 0
-        self.queries = 0
         self.row = 0
 
-    def add_query(self, qid: bytes | None, pieces: list) -> None:
+    def add_query(self, qid: bytes, pieces: list) -> None:
         import pyarrow as pa
 
-        assert qid is not None
         docnos = pieces[0][0] if len(pieces) == 1 else pa.concat_arrays([p[0] for p in pieces])
         scores = pieces[0][1] if len(pieces) == 1 else np.concatenate([p[1] for p in pieces])
         self.add_lines([qid], docnos, scores, np.array([scores.size]))
 
     def add_lines(self, qids: list, docnos, scores: np.ndarray, lengths: np.ndarray) -> None:
-        self.waiting.append((qids, docnos, scores, lengths))
-        self.lines += scores.size
+        import pyarrow as pa
+
         self.total_lines += scores.size
-        self.queries += len(qids)
+        waiting = self.waiting
+        if waiting[0]:
+            docnos = pa.concat_arrays([waiting[1], docnos])
+            scores = np.concatenate([waiting[2], scores])
+            lengths = np.concatenate([waiting[3], lengths])
+        self.waiting = (waiting[0] + qids, docnos, scores, lengths)
 
     def ready(self, final: bool = False):
         """The batches of the waiting queries: all of them at the end, else as many
         full batches as they fill (the rest waits for the next chunk's queries)."""
-        while self.waiting and (final or self.lines >= self.max_lines
-                                or self.queries >= self.batch_rows):
+        while self.waiting[0] and (final or self.waiting[2].size >= self.max_lines
+                                   or len(self.waiting[0]) >= self.batch_rows):
             yield from self._group()
 
-    def _take(self, max_rows: int, max_lines: int):
+    def _take(self):
         """The next queries out of the waiting ones: ``(qids, docnos, scores, lengths)``,
-        at most ``max_rows`` queries and ``max_lines`` lines (or one query)."""
-        import pyarrow as pa
-
-        got_q: list = []
-        got_d: list = []
-        got_s: list = []
-        got_n: list = []
-        lines = 0
-        while self.waiting and len(got_q) < max_rows:
-            qids, docnos, scores, lengths = self.waiting[0]
-            room_q = max_rows - len(got_q)
-            ends = np.cumsum(lengths)
-            fit = int(np.searchsorted(ends, max_lines - lines, side="right"))
-            take = min(room_q, fit, len(qids))
-            if take == 0:
-                if got_q:
-                    break
-                take = 1  # one query longer than a batch goes alone
-            cut = int(ends[take - 1])
-            got_q += qids[:take]
-            got_d.append(docnos.slice(0, cut))
-            got_s.append(scores[:cut])
-            got_n.append(lengths[:take])
-            lines += cut
-            if take == len(qids):
-                self.waiting.pop(0)
-            else:
-                self.waiting[0] = (qids[take:], docnos.slice(cut), scores[cut:], lengths[take:])
-            if lines >= max_lines:
-                break
-        self.lines -= lines
-        self.queries -= len(got_q)
-        docnos = got_d[0] if len(got_d) == 1 else pa.concat_arrays(got_d)
-        scores = got_s[0] if len(got_s) == 1 else np.concatenate(got_s)
-        return got_q, docnos, scores, np.concatenate(got_n)
+        at most ``batch_rows`` queries and ``max_lines`` lines (or one query)."""
+        qids, docnos, scores, lengths = self.waiting
+        ends = np.cumsum(lengths)
+        fit = int(np.searchsorted(ends, self.max_lines, side="right"))
+        take = max(1, min(self.batch_rows, fit, len(qids)))  # a long query goes alone
+        cut = int(ends[take - 1])
+        self.waiting = (qids[take:], docnos.slice(cut), scores[cut:], lengths[take:])
+        return qids[:take], docnos.slice(0, cut), scores[:cut], lengths[:take]
 
     def _group(self):
         """The batches of the next batch's worth of waiting queries: their judgements
         found, the queries dropped that have none, the lines put in trec_eval's order
         and cut into batches (one, unless ``-J`` or a long query left room)."""
         q = self.q
-        qids, docnos, scores, lengths = self._take(self.batch_rows, self.max_lines)
+        qids, docnos, scores, lengths = self._take()
         # the queries with judgements are the rows; the others are ignored, as trec_eval
         # ignores them
         qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
