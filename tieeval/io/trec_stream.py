@@ -183,8 +183,7 @@ class TrecSource:
 
     def _whole_batches(self, batch_rows: int):
         assert self.whole is not None
-        (qids, scores, labels, offsets, unranked, _, _, judged, un_judged,
-         max_label) = self.whole
+        qids, scores, labels, offsets, unranked, _, _, judged, _, max_label = self.whole
         rows = qids.size
         un_labels, un_offsets = unranked
         straddles = self.whole[5].straddles
@@ -196,12 +195,9 @@ class TrecSource:
             here = [replace(s, row=s.row - lo) for s in straddles if lo <= s.row < hi]
             if here:  # -J -M: queries whose tie block straddles the cut
                 mix = mixture(here, scores[a:b], labels[a:b], offsets[lo:hi + 1] - a)
-            yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), lo,
-                            offsets[lo:hi + 1] - a, labels=labels[a:b], ids=qids[lo:hi],
-                            nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
-                            unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
-                            unranked_judged=un_judged[ua:ub], max_label=max_label,
-                            mixture=mix)
+            yield _batch(lo, qids[lo:hi], scores[a:b], labels[a:b], judged[a:b],
+                         offsets[lo:hi + 1] - a,
+                         (un_labels[ua:ub], un_offsets[lo:hi + 1] - ua), max_label, mix)
 
     # -- streaming
 
@@ -311,7 +307,7 @@ class _Pass:
         self.source, self.q = source, q
         self.batch_rows, self.max_lines = batch_rows, max_lines
         self.seen: dict[bytes, None] = {}  # every query id of the run, in file order
-        self.names: list[str] = []  # the rows' query ids, in the order of the batches
+        self.rows: list[int] = []  # the rows' queries in the qrels, in the batches' order
         self.run_only: list[str] = []
         self.in_run = np.zeros(len(q), dtype=bool)
         self.no_ranked: dict = {}
@@ -319,7 +315,6 @@ class _Pass:
         # the queries read whole, waiting for a batch: (qids, docnos, scores, lengths)
         self.waiting: tuple = ([], None, np.zeros(0), np.zeros(0, dtype=np.int64))
         self.total_lines = 0
-        self.row = 0
 
     def add_query(self, qid: bytes, pieces: list) -> None:
         import pyarrow as pa
@@ -366,7 +361,10 @@ class _Pass:
         # the queries with judgements are the rows; the others are ignored, as trec_eval
         # ignores them
         qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
-        self.run_only += [_name(x) for x, i in zip(qids, qrow.tolist()) if i < 0]
+        try:
+            self.run_only += [x.decode("utf-8") for x, i in zip(qids, qrow.tolist()) if i < 0]
+        except UnicodeDecodeError:
+            raise WholeRun("a query id is not UTF-8") from None  # named by the whole-run reader
         self.in_run[qrow[qrow >= 0]] = True
         line_query = np.repeat(np.arange(len(qids)), lengths)
         keep = (qrow >= 0)[line_query]
@@ -383,7 +381,7 @@ class _Pass:
         renumber[rows] = np.arange(rows.size)
         query = renumber[line_query]
         qrow = qrow[rows]
-        names = [_name(qids[r]) for r in rows.tolist()]
+        names = [q.names[i] for i in qrow.tolist()]
         del line_query, renumber
         try:
             scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names,
@@ -398,22 +396,18 @@ class _Pass:
             hi = int(np.searchsorted(offsets, offsets[lo] + self.max_lines, side="right")) - 1
             hi = max(lo + 1, min(hi, lo + self.batch_rows, rows.size))
             a, b = offsets[lo], offsets[hi]
-            yield self._make(names[lo:hi], qrow[lo:hi], scores[a:b], labels[a:b],
-                             judged[a:b], counts[lo:hi])
+            yield self._make(qrow[lo:hi], scores[a:b], labels[a:b], judged[a:b],
+                             counts[lo:hi])
             lo = hi
 
-    def _make(self, names, qrow, scores, labels, judged, counts):
-        un_labels, un_offsets = _unranked(self.q, self.ranked, qrow, counts, names,
-                                          self.no_ranked if self.source.judged_only else None)
-        rows = len(names)
-        lo = self.row
-        self.row += rows
-        self.names += names
-        return TrecBatch(scores, np.zeros(rows, dtype=np.int64), lo, _offsets(counts),
-                         labels=labels, ids=np.array(names, dtype=object),
-                         nbytes=int(scores.size * 8), items=None, judged=judged,
-                         unranked=(un_labels, un_offsets), unranked_judged=un_labels >= 0,
-                         max_label=self.q.max_label)
+    def _make(self, qrow, scores, labels, judged, counts):
+        names = [self.q.names[i] for i in qrow.tolist()]
+        unranked = _unranked(self.q, self.ranked, qrow, counts, names,
+                             self.no_ranked if self.source.judged_only else None)
+        lo = len(self.rows)
+        self.rows += qrow.tolist()
+        return _batch(lo, np.array(names, dtype=object), scores, labels, judged,
+                      _offsets(counts), unranked, self.q.max_label)
 
     def finish(self, tags: list):
         """The qrels' queries the run does not answer (rows under ``-c``), then the query
@@ -430,29 +424,30 @@ class _Pass:
             for lo in range(0, len(by_name), self.batch_rows):
                 qrow = np.array(by_name[lo:lo + self.batch_rows], dtype=np.int64)
                 empty = np.zeros(0)
-                yield self._make([q.names[i] for i in qrow.tolist()], qrow, empty, empty,
-                                 np.zeros(0, dtype=bool), np.zeros(qrow.size, dtype=np.int64))
+                yield self._make(qrow, empty, empty, np.zeros(0, dtype=bool),
+                                 np.zeros(qrow.size, dtype=np.int64))
         # the rows in the dump's order: their query ids sorted as the whole-run reader
         # sorts them (Python's str order, trec_eval's strcmp on UTF-8)
-        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        order = sorted(range(len(self.rows)), key=lambda r: q.names[self.rows[r]])
         source.order = (None if all(a < b for a, b in zip(order, order[1:]))
                         else np.array(order, dtype=np.int64))
-        names = sorted(self.names)
-        best = q.best[np.array([q.index[n.encode("utf-8")] for n in names], dtype=np.int64)
-                      ] if names else np.zeros(0)
+        best = q.best[np.array(self.rows, dtype=np.int64)[order]]
         both = int(self.in_run.sum())
         query_set = QuerySet(source.path, source.qrels_path, len(self.seen), len(q), both,
                              sorted(self.run_only), qrels_only, source.missing,
                              bool(source.judged_only), best, self.no_ranked,
                              grade_warning=q.grade_warning)
-        source._settle_dump(query_set, tags, len(names), self.total_lines)
+        source._settle_dump(query_set, tags, len(order), self.total_lines)
 
 
-def _name(qid: bytes) -> str:
-    try:
-        return qid.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WholeRun("a query id is not UTF-8") from None  # named by the whole-run reader
+def _batch(lo: int, ids: np.ndarray, scores: np.ndarray, labels: np.ndarray,
+           judged: np.ndarray, offsets: np.ndarray, unranked: tuple, max_label: float,
+           mix=None) -> TrecBatch:
+    """The batch of rows ``lo`` on, as both readers hand them out."""
+    return TrecBatch(scores, np.zeros(ids.size, dtype=np.int64), lo, offsets, labels=labels,
+                     ids=ids, nbytes=int(scores.size * 8), items=None, judged=judged,
+                     unranked=unranked, unranked_judged=unranked[0] >= 0,
+                     max_label=max_label, mixture=mix)
 
 
 __all__ = ["open_trec_run", "TrecSource", "WholeRun", "CHUNK_BYTES"]
