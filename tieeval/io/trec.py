@@ -70,6 +70,7 @@ from tieeval.errors import InputError
 from tieeval.io.arrow import from_numpy, to_numpy
 from tieeval.io.base import (
     MISSING_QUERIES,
+    ReadAgain,
     check_missing_queries,
     check_row_length,
     open_input,
@@ -497,6 +498,62 @@ def _read_chunks(path: str, what: str, size: int | None = None):
             del block
 
 
+class WholeRun(ReadAgain):
+    """The run cannot be streamed (:mod:`tieeval.io.trec_stream`): read it whole."""
+
+
+_END = "end"
+
+
+def _parsed_chunks(path: str, what: str, names: tuple, number: str, comment_col0: bool,
+                   size: int | None = None, tags: dict | None = None):
+    """``(table, numbers, bytes)`` of each chunk of a file that holds records, parsed by
+    the fast readers (:func:`_parse`) one chunk ahead in a background thread (pyarrow's
+    parser and the read hold no lock): the next chunk is parsed while this one is used.
+    :class:`WholeRun` for a chunk they do not take; ``tags``: a run's tags are added to
+    it, in order of first appearance."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.compute as pc
+
+    chunks = _read_chunks(path, what, size)
+
+    def parse_next():
+        for chunk in chunks:
+            got = _parse(chunk, names, number, comment_col0)
+            if got is not _NO_RECORD:
+                return got, len(chunk)
+        return _END
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tieeval-trec")
+    pending = None
+    try:
+        pending = pool.submit(parse_next)
+        while True:
+            got = pending.result()
+            pending = None
+            if got is _END:
+                return
+            if got[0] is None:
+                raise WholeRun("a line the fast parser does not take")
+            pending = pool.submit(parse_next)
+            (table, value), read = got
+            del got
+            if tags is not None:
+                tags.update((_text(t), None)
+                            for t in pc.unique(_array(table["tag"])).to_pylist())
+            yield table, value, read
+            del table, value
+    finally:
+        if pending is not None:
+            try:
+                pending.result()
+            except BaseException:  # noqa: BLE001 - the consumer's own error wins
+                pass
+        pool.shutdown(wait=True)
+        chunks.close()
+
+
 class _Growing:
     """A flat array filled chunk by chunk, grown by half again when full: the records
     land in place instead of in pieces joined at the end (which would hold both)."""
@@ -553,42 +610,34 @@ def _chunked_columns(path: str, what: str, names: tuple, number: str, comment_co
     arrays; None when a chunk does not fit them (the caller reads the file line by line,
     which names the line of any error)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     pool = pa.default_memory_pool()
     qids: list = []
     docnos: list = []
     columns = None
     seen_tags: dict[str, None] = {}
-    read = 0
-    for chunk in _read_chunks(path, what):
-        read += len(chunk)
-        got = _parse(chunk, names, number, comment_col0)
-        del chunk
-        if got is None:
-            return None
-        if got is _NO_RECORD:
-            continue
-        table, value = got
-        if finite and not np.isfinite(value).all():
-            return None
-        if grades is not None:
-            value = _whole_grades(_array(table[number]), value, grades)
-        if columns is None:  # room for the whole file at the first chunk's line length
-            lines = int(value.size * max(1.0, os.path.getsize(path) / read) * 1.02) + 16
-            columns = (_Growing(np.int32, lines), _Growing(np.int32, lines),
-                       _Growing(np.float64, lines))
-        start = columns[2].size
-        for grow, parts, name in ((columns[0], qids, "qid"), (columns[1], docnos, "docno")):
-            codes, dictionary = _encode(table[name])
-            grow.add(codes)
-            parts.append((start, grow.size, dictionary))
-        columns[2].add(value)
-        if tags:
-            seen_tags.update((_text(t), None)
-                             for t in pc.unique(_array(table["tag"])).to_pylist())
-        del table, got, value
-        pool.release_unused()  # the parser's buffers, which the allocator would keep
+    try:
+        parsed = _parsed_chunks(path, what, names, number, comment_col0,
+                                tags=seen_tags if tags else None)
+        for table, value, read in parsed:
+            if finite and not np.isfinite(value).all():
+                return None
+            if grades is not None:
+                value = _whole_grades(_array(table[number]), value, grades)
+            if columns is None:  # room for the whole file at the first chunk's line length
+                lines = int(value.size * max(1.0, os.path.getsize(path) / read) * 1.02) + 16
+                columns = (_Growing(np.int32, lines), _Growing(np.int32, lines),
+                           _Growing(np.float64, lines))
+            start = columns[2].size
+            for grow, parts, name in ((columns[0], qids, "qid"), (columns[1], docnos, "docno")):
+                codes, dictionary = _encode(table[name])
+                grow.add(codes)
+                parts.append((start, grow.size, dictionary))
+            columns[2].add(value)
+            del table, value
+            pool.release_unused()  # the parser's buffers, which the allocator would keep
+    except WholeRun:
+        return None
     if columns is None:
         columns = (_Growing(np.int32, 0), _Growing(np.int32, 0), _Growing(np.float64, 0))
     qid_codes, docno_codes, values = (c.array() for c in columns)

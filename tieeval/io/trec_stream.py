@@ -35,25 +35,22 @@ from tieeval.errors import InputError, ParameterError
 from tieeval.io.arrow import from_numpy, to_numpy
 from tieeval.io.base import (
     LabelledDump,
-    ReadAgain,
     RelevanceInfo,
     open_input,
 )
 from tieeval.io.buffers import release_freed
 from tieeval.io.straddle import mixture
 from tieeval.io.trec import (
-    _NO_RECORD,
     _RUN_FIELDS,
     LINE_BYTES,
     QuerySet,
     TrecBatch,
+    WholeRun,
     _array,
     _label,
     _offsets,
-    _parse,
+    _parsed_chunks,
     _Qrels,
-    _read_chunks,
-    _text,
     _unranked,
     bom_warning,
     check_missing_queries,
@@ -64,59 +61,6 @@ from tieeval.io.trec import (
 CHUNK_BYTES = 1 << 20
 #: The lines a query is taken to have when a streamed run's batches are sized.
 STREAM_LINES = 16
-
-
-_END = "end"
-_REFUSED = "refused"
-
-
-class WholeRun(ReadAgain):
-    """The run cannot be streamed (see the module docstring): read it whole."""
-
-
-def _parsed_chunks(path: str, size: int):
-    """``(table, scores)`` of each chunk of the run, parsed one chunk ahead in a
-    background thread (pyarrow's parser and the read hold no lock): the next chunk is
-    parsed while this one's queries are evaluated. :class:`WholeRun` for a chunk the fast
-    parser does not take."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    chunks = _read_chunks(path, "run", size)
-
-    def parse_next():
-        while True:
-            chunk = next(chunks, None)
-            if chunk is None:
-                return _END
-            got = _parse(chunk, _RUN_FIELDS, "score", False)
-            del chunk
-            if got is None:
-                return _REFUSED
-            if got is not _NO_RECORD:
-                return got
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tieeval-trec")
-    pending = None
-    try:
-        pending = pool.submit(parse_next)
-        while True:
-            got = pending.result()
-            pending = None
-            if got is _END:
-                return
-            if got is _REFUSED:
-                raise WholeRun("a line the fast parser does not take")
-            pending = pool.submit(parse_next)
-            yield got
-            del got
-    finally:
-        if pending is not None:
-            try:
-                pending.result()
-            except BaseException:  # noqa: BLE001 - the consumer's own error wins
-                pass
-        pool.shutdown(wait=True)
-        chunks.close()
 
 
 class TrecSource:
@@ -214,8 +158,8 @@ class TrecSource:
         tags: dict[str, None] = {}
         carry: list = []  # (docnos, scores) pieces of the query read in part
         carry_id: bytes | None = None
-        for table, value in _parsed_chunks(self.path, CHUNK_BYTES):
-            tags.update((_text(t), None) for t in pc.unique(_array(table["tag"])).to_pylist())
+        for table, value, _ in _parsed_chunks(self.path, "run", _RUN_FIELDS, "score", False,
+                                              CHUNK_BYTES, tags):
             enc = pc.dictionary_encode(_array(table["qid"]))
             codes = to_numpy(enc.indices)
             raw = enc.dictionary.to_pylist()
