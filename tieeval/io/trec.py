@@ -462,9 +462,9 @@ def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
 
 
 # Files are read and parsed this many bytes at a time (cut after a line end), so that
-# reading holds one chunk's bytes and parsed columns besides the compact arrays of the
-# records read so far, whatever the file's size.
-CHUNK_BYTES = 1 << 23
+# reading holds two chunks' bytes and parsed columns (one parsed ahead) besides the
+# compact arrays of the records read so far, whatever the file's size.
+CHUNK_BYTES = 1 << 22
 
 
 def _read_chunks(path: str, what: str, size: int | None = None):
@@ -927,24 +927,21 @@ def _within_depth(q: np.ndarray, s: np.ndarray, depth: int) -> tuple[np.ndarray,
     return pos < depth, blocks
 
 
-def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarray,
-           docnos, scores: np.ndarray, judged_only: bool, ranked: np.ndarray,
-           depth: int | None = None):
-    """The lines of the rows whose qrels queries are ``qrow`` (``query``: each line's row,
-    ``docnos`` their docnos: a pyarrow binary array, or the run's :class:`_Columns`,
-    whose docno codes are let go here), judged and put in trec_eval's order, as
-    :class:`TrecBatch` holds them: ``(scores, labels, judged, counts, straddles)``. The
-    judgements a kept line matched are marked in ``ranked``; ``depth``: -J -M N
-    (:func:`_within_depth`). A document retrieved twice, or a row too long, is an
-    :class:`InputError`."""
+def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
+           judged_only: bool, ranked: np.ndarray, depth: int | None = None):
+    """The lines of the rows whose qrels queries are ``qrow``, judged and put in
+    trec_eval's order, as :class:`TrecBatch` holds them: ``(scores, labels, judged,
+    counts, straddles)``. ``lines``: their rows as ``qid_codes`` (the run's lines, or a
+    group's), whose arrays are let go here. The judgements a kept line matched are
+    marked in ``ranked``; ``depth``: -J -M N (:func:`_within_depth`). A document
+    retrieved twice, or a row too long, is an :class:`InputError`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    codes = None
-    if isinstance(docnos, _Columns):
-        codes = docnos.docno_codes
-        docnos.docno_codes = np.zeros(0, dtype=np.int32)
-        docnos = docnos.docno_dict
+    query, codes, scores, docnos = (lines.qid_codes, lines.docno_codes, lines.value,
+                                    lines.docno_dict)
+    lines.qid_codes = lines.docno_codes = np.zeros(0, dtype=np.int32)
+    lines.value = np.zeros(0)
     # one dictionary for the lines' docnos and the judgements of their rows: a line's
     # judgement is found by its (row, docno) key
     judged_at = q.start[qrow]
@@ -958,17 +955,11 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarra
     small = np.int32 if max(nd, query.size) < (1 << 31) else np.int64
     rank = to_numpy(enc.indices).astype(small, copy=False)
     del enc
-    docno = rank[:nl] if codes is None else rank[:nl][codes]
+    docno = rank[:nl][codes]
     del codes
-
-    def key(lines=None):  # the lines' (row, docno) keys
-        row = query if lines is None else query[lines]
-        out = row.astype(np.int64)
-        out *= nd
-        out += docno if lines is None else docno[lines]
-        return out
-
-    found = key()
+    found = query.astype(np.int64)
+    found *= nd
+    found += docno
     found.sort()
     dup = np.flatnonzero(found[1:] == found[:-1])
     if dup.size:
@@ -991,7 +982,13 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarra
     jrel = q.rel[jpos]
     del jorder
     order = _trec_rows_order(query, scores, docno, nd)
-    at, matched, labels = _judgements(key(order), js, jrel)
+    query, scores = query[order], scores[order]
+    key = query.astype(np.int64)
+    key *= nd
+    key += docno[order]
+    del order, docno
+    at, matched, labels = _judgements(key, js, jrel)
+    del key
     # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
     judged = matched & (labels >= 0)
     keep = None
@@ -999,30 +996,29 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, query: np.ndarra
     if judged_only:  # trec_eval -J: unjudged (or judged < 0) documents leave the ranking
         keep = judged
         if depth is not None:  # -J -M: the ranking is cut first
-            top, blocks = _within_depth(query[order], scores[order], depth)
+            top, blocks = _within_depth(query, scores, depth)
             keep = judged & top
-    kept = order if keep is None else order[keep]
-    counts = np.bincount(query[kept], minlength=qrow.size)
+    counts = np.bincount(query if keep is None else query[keep], minlength=qrow.size)
     if counts.size and counts.max() > 0:
         longest = int(np.argmax(counts))
         check_row_length(path, int(counts[longest]), f"query {names[longest]}")
     ranked[jpos[at[matched if keep is None else keep]]] = True
     straddles = []
-    for lines, slots in blocks:  # -J -M: the tie blocks across the cut
+    for block, slots in blocks:  # -J -M: the tie blocks across the cut
         assert keep is not None
-        ok = judged[lines]
-        r = int(query[order[lines[0]]])
+        ok = judged[block]
+        r = int(query[block[0]])
         lo, hi = q.start[qrow[r]], q.start[qrow[r] + 1]
         other = ~ranked[lo:hi]  # the query's judgements neither above nor in the block
-        other[jpos[at[lines[ok]]] - lo] = False
+        other[jpos[at[block[ok]]] - lo] = False
         left = q.rel[lo:hi][other]
-        straddles.append(Straddle(r, int(counts[r] - np.count_nonzero(keep[lines])),
-                                  float(scores[order[lines[0]]]), labels[lines[ok]],
+        straddles.append(Straddle(r, int(counts[r] - np.count_nonzero(keep[block])),
+                                  float(scores[block[0]]), labels[block[ok]],
                                   int(ok.size - np.count_nonzero(ok)), slots, left,
                                   left >= 0))
     if keep is not None:
-        labels, judged = labels[keep], judged[keep]
-    return scores[kept], labels, judged, counts, straddles
+        scores, labels, judged = scores[keep], labels[keep], judged[keep]
+    return scores, labels, judged, counts, straddles
 
 
 def _unranked(q: _Qrels, ranked: np.ndarray, qrow: np.ndarray, counts: np.ndarray,
@@ -1073,19 +1069,18 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
                            key=q.names.__getitem__), dtype=np.int64)
     row_of = np.full(len(q), -1, dtype=np.int32)
     row_of[qrow] = np.arange(qrow.size)
-    query = np.where(qcode >= 0, row_of[qcode], -1)[run.qid_codes]
-    scores = run.value
-    run.qid_codes, run.value = np.zeros(0, dtype=np.int32), np.zeros(0)  # not needed again
-    if (query < 0).any():  # the lines of queries without judgements, ignored
-        idx = np.flatnonzero(query >= 0)
-        query, scores, run.docno_codes = query[idx], scores[idx], run.docno_codes[idx]
+    # the lines of the rows (those of queries without judgements are ignored)
+    run.qid_codes = np.where(qcode >= 0, row_of[qcode], -1)[run.qid_codes]
+    if (run.qid_codes < 0).any():
+        idx = np.flatnonzero(run.qid_codes >= 0)
+        for name in ("qid_codes", "docno_codes", "value"):
+            setattr(run, name, getattr(run, name)[idx])
         del idx
     qids = np.array([q.names[i] for i in qrow.tolist()], dtype=object)
     ranked = np.zeros(q.keys.size, dtype=bool)
     scores, labels, judged, counts, straddles = _label(
-        run_path, q, qrow, list(qids), query, run, scores, judged_only, ranked,
+        run_path, q, qrow, list(qids), run, judged_only, ranked,
         judged_depth if judged_only else None)
-    del query
     query_set = QuerySet(run_path, qrels_path, len(raw), len(q), int(in_run.sum()),
                          sorted(n for n, c in zip(q.run_names, qcode.tolist()) if c < 0),
                          sorted(q.names[i] for i in np.flatnonzero(~in_run).tolist()),

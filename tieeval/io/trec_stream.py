@@ -47,6 +47,7 @@ from tieeval.io.trec import (
     TrecBatch,
     WholeRun,
     _array,
+    _Columns,
     _label,
     _offsets,
     _parsed_chunks,
@@ -328,8 +329,8 @@ class _Pass:
         names = [q.names[i] for i in qrow.tolist()]
         del line_query, renumber
         try:
-            scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names,
-                                                       query, docnos, scores,
+            lines = _Columns(query, None, np.arange(len(docnos)), docnos, scores)
+            scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names, lines,
                                                        self.source.judged_only, self.ranked)
         except InputError:  # a document retrieved twice, a query too long
             raise WholeRun("an input error") from None  # named by the whole-run reader
