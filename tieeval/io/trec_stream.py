@@ -128,21 +128,9 @@ class TrecSource:
 
     def _whole_batches(self, batch_rows: int):
         assert self.whole is not None
-        qids, scores, labels, offsets, unranked, _, _, judged, _, max_label = self.whole
-        rows = qids.size
-        un_labels, un_offsets = unranked
-        straddles = self.whole[5].straddles
-        for lo in range(0, rows, batch_rows):
-            hi = min(lo + batch_rows, rows)
-            a, b = offsets[lo], offsets[hi]
-            ua, ub = un_offsets[lo], un_offsets[hi]
-            mix = None
-            here = [replace(s, row=s.row - lo) for s in straddles if lo <= s.row < hi]
-            if here:  # -J -M: queries whose tie block straddles the cut
-                mix = mixture(here, scores[a:b], labels[a:b], offsets[lo:hi + 1] - a)
-            yield _batch(lo, qids[lo:hi], scores[a:b], labels[a:b], judged[a:b],
-                         offsets[lo:hi + 1] - a,
-                         (un_labels[ua:ub], un_offsets[lo:hi + 1] - ua), max_label, mix)
+        qids, scores, labels, offsets, unranked, query_set, _, judged, _, max_label = self.whole
+        return _slices(0, qids, scores, labels, judged, offsets, unranked, max_label,
+                       batch_rows, None, query_set.straddles)
 
     # -- streaming
 
@@ -334,25 +322,18 @@ class _Pass:
                                                        self.source.judged_only, self.ranked)
         except InputError:  # a document retrieved twice, a query too long
             raise WholeRun("an input error") from None  # named by the whole-run reader
-        # the rows' lines are together, in row order: batches are slices of them
-        offsets = _offsets(counts)
-        lo = 0
-        while lo < rows.size:
-            hi = int(np.searchsorted(offsets, offsets[lo] + self.max_lines, side="right")) - 1
-            hi = max(lo + 1, min(hi, lo + self.batch_rows, rows.size))
-            a, b = offsets[lo], offsets[hi]
-            yield self._make(qrow[lo:hi], scores[a:b], labels[a:b], judged[a:b],
-                             counts[lo:hi])
-            lo = hi
+        yield from self._slices(qrow, scores, labels, judged, counts)
 
-    def _make(self, qrow, scores, labels, judged, counts):
+    def _slices(self, qrow, scores, labels, judged, counts):
+        """The batches of rows of the qrels queries ``qrow`` (:func:`_slices`)."""
         names = [self.q.names[i] for i in qrow.tolist()]
         unranked = _unranked(self.q, self.ranked, qrow, counts, names,
                              self.no_ranked if self.source.judged_only else None)
         lo = len(self.rows)
         self.rows += qrow.tolist()
-        return _batch(lo, np.array(names, dtype=object), scores, labels, judged,
-                      _offsets(counts), unranked, self.q.max_label)
+        return _slices(lo, np.array(names, dtype=object), scores, labels, judged,
+                       _offsets(counts), unranked, self.q.max_label, self.batch_rows,
+                       self.max_lines)
 
     def finish(self, tags: list):
         """The qrels' queries the run does not answer (rows under ``-c``), then the query
@@ -365,12 +346,9 @@ class _Pass:
         missing = np.flatnonzero(~self.in_run)
         qrels_only = sorted(q.names[i] for i in missing.tolist())
         if source.missing == "zero" and missing.size:
-            by_name = sorted(missing.tolist(), key=q.names.__getitem__)
-            for lo in range(0, len(by_name), self.batch_rows):
-                qrow = np.array(by_name[lo:lo + self.batch_rows], dtype=np.int64)
-                empty = np.zeros(0)
-                yield self._make(qrow, empty, empty, np.zeros(0, dtype=bool),
-                                 np.zeros(qrow.size, dtype=np.int64))
+            qrow = np.array(sorted(missing.tolist(), key=q.names.__getitem__), dtype=np.int64)
+            yield from self._slices(qrow, np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool),
+                                    np.zeros(qrow.size, dtype=np.int64))
         # the rows in the dump's order: their query ids sorted as the whole-run reader
         # sorts them (Python's str order, trec_eval's strcmp on UTF-8)
         order = sorted(range(len(self.rows)), key=lambda r: q.names[self.rows[r]])
@@ -385,14 +363,32 @@ class _Pass:
         source._settle_dump(query_set, tags, len(order), self.total_lines)
 
 
-def _batch(lo: int, ids: np.ndarray, scores: np.ndarray, labels: np.ndarray,
-           judged: np.ndarray, offsets: np.ndarray, unranked: tuple, max_label: float,
-           mix=None) -> TrecBatch:
-    """The batch of rows ``lo`` on, as both readers hand them out."""
-    return TrecBatch(scores, np.zeros(ids.size, dtype=np.int64), lo, offsets, labels=labels,
-                     ids=ids, nbytes=int(scores.size * 8), items=None, judged=judged,
-                     unranked=unranked, unranked_judged=unranked[0] >= 0,
-                     max_label=max_label, mixture=mix)
+def _slices(start: int, ids: np.ndarray, scores: np.ndarray, labels: np.ndarray,
+            judged: np.ndarray, offsets: np.ndarray, unranked: tuple, max_label: float,
+            batch_rows: int, max_lines: int | None, straddles: list | tuple = ()):
+    """The batches of rows ``start`` on, their lines together in row order: at most
+    ``batch_rows`` rows and ``max_lines`` lines (or one row) each; ``straddles``: -J -M's
+    queries whose tie block straddles the cut (:mod:`tieeval.io.straddle`)."""
+    un_labels, un_offsets = unranked
+    lo = 0
+    while lo < ids.size:
+        hi = min(lo + batch_rows, ids.size)
+        if max_lines is not None:
+            fit = int(np.searchsorted(offsets, offsets[lo] + max_lines, side="right")) - 1
+            hi = max(lo + 1, min(hi, fit))
+        a, b = offsets[lo], offsets[hi]
+        ua, ub = un_offsets[lo], un_offsets[hi]
+        mix = None
+        here = [replace(s, row=s.row - lo) for s in straddles if lo <= s.row < hi]
+        if here:
+            mix = mixture(here, scores[a:b], labels[a:b], offsets[lo:hi + 1] - a)
+        yield TrecBatch(scores[a:b], np.zeros(hi - lo, dtype=np.int64), start + lo,
+                        offsets[lo:hi + 1] - a, labels=labels[a:b], ids=ids[lo:hi],
+                        nbytes=int((b - a) * 8), items=None, judged=judged[a:b],
+                        unranked=(un_labels[ua:ub], un_offsets[lo:hi + 1] - ua),
+                        unranked_judged=un_labels[ua:ub] >= 0, max_label=max_label,
+                        mixture=mix)
+        lo = hi
 
 
 __all__ = ["open_trec_run", "TrecSource", "WholeRun", "CHUNK_BYTES"]
