@@ -676,13 +676,12 @@ def _qrels_columns(path: str, *, checked: bool = False, grades: GradeNote | None
     """The judgements; with ``grades``, read as trec_eval reads them (:func:`atol`), the
     changes counted there."""
     if not checked:
-        note = None if grades is None else GradeNote(path, grades.convention)
         got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True,
-                               grades=note)
+                               grades=grades)
         if got is not None:
-            if grades is not None and note is not None:
-                grades.changed, grades.examples = note.changed, note.examples
             return got
+        if grades is not None:  # counted again by the line-by-line reader
+            grades.changed, grades.examples = 0, {}
     return _line_columns(list(_qrels_lines(path, _read_bytes(path, "qrels"), grades)))
 
 
