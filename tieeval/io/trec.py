@@ -353,7 +353,7 @@ class _Columns:
 
     qid_codes: np.ndarray
     qid_dict: Any
-    docno_codes: np.ndarray
+    docno_codes: np.ndarray | None
     docno_dict: Any
     value: np.ndarray
     tags: list = field(default_factory=list)
@@ -874,7 +874,9 @@ class _Qrels:
         self.names = _decode(raw, path, lambda: _qrels_columns(path, checked=True))
         self.index = {q: i for i, q in enumerate(raw)}
         self.nd = max(1, len(cols.docno_dict))
-        key = cols.qid_codes.astype(np.int64) * self.nd + cols.docno_codes
+        codes = cols.docno_codes
+        assert codes is not None  # a file's docnos are codes into its dictionary
+        key = cols.qid_codes.astype(np.int64) * self.nd + codes
         order = np.argsort(key, kind="stable")
         self.keys = key[order]
         if self.keys.size > 1 and (self.keys[1:] == self.keys[:-1]).any():
@@ -882,7 +884,7 @@ class _Qrels:
             raise InputError(f"{path}: a document is judged twice")
         self.rel = cols.value[order]
         # each judgement's docno, in the order of the keys
-        self.docno_sorted = cols.docno_dict.take(from_numpy(cols.docno_codes[order]))
+        self.docno_sorted = cols.docno_dict.take(from_numpy(codes[order]))
         query = cols.qid_codes[order]
         nq = len(raw)
         # each query's judgements are keys[start[q]:start[q + 1]]
@@ -931,7 +933,8 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
     """The lines of the rows whose qrels queries are ``qrow``, judged and put in
     trec_eval's order, as :class:`TrecBatch` holds them: ``(scores, labels, judged,
     counts, straddles)``. ``lines``: their rows as ``qid_codes`` (the run's lines, or a
-    group's), whose arrays are let go here. The judgements a kept line matched are
+    group's, whose ``docno_dict`` is then each line's docno and ``docno_codes`` None),
+    whose arrays are let go here. The judgements a kept line matched are
     marked in ``ranked``; ``depth``: -J -M N (:func:`_within_depth`). A document
     retrieved twice, or a row too long, is an :class:`InputError`."""
     import pyarrow as pa
@@ -954,8 +957,7 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
     small = np.int32 if max(nd, query.size) < (1 << 31) else np.int64
     rank = to_numpy(enc.indices).astype(small, copy=False)
     del enc
-    docno = rank[:nl][codes]
-    del codes
+    docno = rank[:nl] if codes is None else rank[:nl][codes]
     found = query.astype(np.int64)
     found *= nd
     found += docno
@@ -967,20 +969,22 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
         raise InputError(f"{path}: query {names[at // nd]}: document {text} is "
                          "retrieved twice (trec_eval refuses duplicate documents too)")
     del found, dup
-    # the codes ranked byte-wise, as trec_eval's strcmp orders docnos
-    ranks = np.empty(nd, dtype=small)
-    ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd, dtype=small)
-    del dictionary
-    docno = ranks[docno]
     # every row is a query of the qrels: the judgements hold one at least
-    js = jrow * nd + ranks[rank[nl:]]
-    del rank, ranks, jrow
+    js = jrow * nd + rank[nl:]
+    del rank, jrow
     jorder = np.argsort(js)
     js = js[jorder]
     jpos = jpos[jorder]
     jrel = q.rel[jpos]
     del jorder
-    order = _trec_rows_order(query, scores, docno, nd)
+    if codes is None and not np.isnan(scores).any():  # a group's docnos, at hand
+        order = _arrow_order(query, scores, docnos)
+    else:  # the codes ranked byte-wise, as trec_eval's strcmp orders docnos
+        ranks = np.empty(nd, dtype=small)
+        ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd, dtype=small)
+        order = _trec_rows_order(query, scores, ranks[docno], nd)
+        del ranks
+    del dictionary
     query, scores = query[order], scores[order]
     key = query.astype(np.int64)
     key *= nd
@@ -1018,6 +1022,20 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
     if keep is not None:
         scores, labels, judged = scores[keep], labels[keep], judged[keep]
     return scores, labels, judged, counts, straddles
+
+
+def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
+    """:func:`_trec_rows_order` of lines without NaN scores whose docnos are at hand: one
+    pyarrow sort by query, score descending, docno descending (byte-wise, as ``strcmp``),
+    which compares docnos only inside a tie. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as
+    trec_eval's doubles do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table({"q": from_numpy(query), "s": from_numpy(scores + 0.0), "d": docnos})
+    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
+                                              ("d", "descending")])
+    return to_numpy(order).astype(np.int64)
 
 
 def _unranked(q: _Qrels, ranked: np.ndarray, qrow: np.ndarray, counts: np.ndarray,

@@ -317,7 +317,7 @@ class _Pass:
         names = [q.names[i] for i in qrow.tolist()]
         del line_query, renumber
         try:
-            lines = _Columns(query, None, np.arange(len(docnos)), docnos, scores)
+            lines = _Columns(query, None, None, docnos, scores)
             scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names, lines,
                                                        self.source.judged_only, self.ranked)
         except InputError:  # a document retrieved twice, a query too long
