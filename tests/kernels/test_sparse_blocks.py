@@ -245,8 +245,7 @@ def test_searches_match_searchsorted(right):
     lo, hi = offsets[:-1][rows], offsets[1:][rows]
     want = [lo_ + np.searchsorted(ss[lo_:hi_], x, side="right" if right else "left")
             for lo_, hi_, x in zip(lo, hi, v)]
-    steps = int(n.max()).bit_length()
-    assert sparse_blocks._search(ss, lo, hi, v, steps, right).tolist() == want
+    assert sparse_blocks._bound(ss, lo, hi - lo, v, right).tolist() == want
     same = np.flatnonzero(n[rows] == 7)
     assert (sparse_blocks._bound(ss, lo[same], 7, v[same], right).tolist()
             == [want[i] for i in same])

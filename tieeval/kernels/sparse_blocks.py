@@ -176,43 +176,27 @@ def _listed_blocks(s: np.ndarray, n: np.ndarray, offsets: np.ndarray
     return start, size, np.cumsum(new.astype(np.int64)) - 1
 
 
-def _search(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, v: np.ndarray, steps: int,
-            right: bool) -> np.ndarray:
-    """Per query, the first index of ``ss[lo:hi]`` (ascending) holding a value > ``v``
-    (``right``) or >= ``v``: a binary search on all queries at once, ``steps`` rounds."""
-    if lo.size > _QUERIES:  # in blocks, so the rows searched stay in cache across rounds
-        starts = list(range(0, lo.size, _QUERIES))
-        return np.concatenate(map_blocks(
-            lambda i: _search(ss, lo[i:i + _QUERIES], hi[i:i + _QUERIES], v[i:i + _QUERIES],
-                              steps, right), starts, [(1 << steps) * _QUERIES] * len(starts)))
-    lo, hi = lo.copy(), hi.copy()
-    last = max(ss.size - 1, 0)
-    for _ in range(steps):
-        mid = (lo + hi) >> 1
-        val = ss[np.minimum(mid, last)]
-        go = (val <= v) if right else (val < v)
-        go &= lo < hi
-        lo = np.where(go, mid + 1, lo)
-        hi = np.where(go, hi, mid)
-    return lo
-
-
-def _bound(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray,
+def _bound(ss: np.ndarray, lo: np.ndarray, width: int | np.ndarray, v: np.ndarray,
            right: bool) -> np.ndarray:
-    """:func:`_search` where every range has one ``width`` >= 1: the branchless form
-    (a probe, a comparison and a masked add per round)."""
-    if lo.size > _QUERIES:  # blocks of queries on several threads
+    """Per query, the first index of ``ss[lo:lo + width]`` (ascending; ``width`` >= 1, one
+    for every range or one per query) holding a value > ``v`` (``right``) or >= ``v``: a
+    branchless binary search on all queries at once (a probe, a comparison and a masked
+    add per round)."""
+    top = width if isinstance(width, int) else int(width.max(initial=1))
+    if lo.size > _QUERIES:  # in blocks on several threads: the rows stay in cache
         starts = list(range(0, lo.size, _QUERIES))
         return np.concatenate(map_blocks(
-            lambda i: _bound(ss, lo[i:i + _QUERIES], width, v[i:i + _QUERIES], right),
-            starts, [width * _QUERIES] * len(starts)))
+            lambda i: _bound(ss, lo[i:i + _QUERIES],
+                             width if isinstance(width, int) else width[i:i + _QUERIES],
+                             v[i:i + _QUERIES], right), starts, [top * _QUERIES] * len(starts)))
     base = lo.copy()
     n = width
-    while n > 1:
+    while top > 1:
         half = n >> 1
         probe = ss[base + half]
         np.add(base, half, out=base, where=(probe <= v) if right else (probe < v))
-        n -= half
+        n = n - half
+        top -= top >> 1
     last = ss[base]
     value: np.ndarray = base + ((last <= v) if right else (last < v))
     return value
@@ -240,7 +224,7 @@ def _bound_top(ss: np.ndarray, lo: np.ndarray, width: int, v: np.ndarray, right:
 
 
 def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
-          steps: int, width: int | None, depth: int | None = None) -> np.ndarray:
+          width: int | None, depth: int | None = None) -> np.ndarray:
     """How many of ``ss[lo:right]`` (ascending, ending in ``v``) equal ``v``: 1 unless
     the value before is ``v`` too, else from a search of the rest (int64). ``width``:
     the rows' common length, if they have one; ``depth``: :func:`_bound_top`'s."""
@@ -252,7 +236,7 @@ def _tied(ss: np.ndarray, lo: np.ndarray, right: np.ndarray, v: np.ndarray,
         if width is not None:
             t[more] = end - _bound_top(ss, lo[more], width, v[more], False, depth)
         else:
-            t[more] = end - _search(ss, lo[more], end - 1, v[more], steps, right=False)
+            t[more] = end - _bound(ss, lo[more], end - 1 - lo[more], v[more], False)
     return t
 
 
@@ -337,7 +321,6 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
             ss = _sorted_rows(s, n, offsets)
     elif prune_depth is not None:
         ss = _reversed_rows(s, n, offsets)
-    steps = int(n.max(initial=0)).bit_length()  # ceil(log2(n + 1)) rounds
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
@@ -373,16 +356,15 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
         if width is not None:
             right = _bound_top(ss, lo[mrow], width, v, True, prune_depth)
         else:
-            right = _search(ss, lo[mrow], hi[mrow], v, steps, right=True)
+            right = _bound(ss, lo[mrow], (hi - lo)[mrow], v, True)
         a = (hi[mrow] - right).astype(np.int64)
-        t = _tied(ss, lo[mrow], right, v, steps, width, prune_depth)
+        t = _tied(ss, lo[mrow], right, v, width, prune_depth)
         # each row's top tie: known where a marked item is at the top, else searched
         top = np.zeros(rows, dtype=np.int64)
         at_top = a == 0
         top[mrow[at_top]] = t[at_top]
         rest = full_rows[top[full_rows] == 0]
-        top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], steps, width,
-                          prune_depth)
+        top[rest] = _tied(ss, lo[rest], hi[rest], ss[hi[rest] - 1], width, prune_depth)
         b._top_ties = (full_rows, top[full_rows])
     # position of every marked item in the 'original' ordering
     opos = a.copy()
