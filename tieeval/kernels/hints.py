@@ -38,12 +38,6 @@ _FIX = ("if the positive is elsewhere, say where: tieeval.save_scores(path, scor
         "--positive-index N (positive_index= in ReadOptions)")
 
 
-def _rows(scores: np.ndarray, offsets: np.ndarray | None) -> list[np.ndarray]:
-    if offsets is None:
-        return list(np.asarray(scores))
-    return [scores[offsets[i]:offsets[i + 1]] for i in range(offsets.size - 1)]
-
-
 def new_evidence() -> dict[str, Any]:
     """Empty evidence: per-row normalised ranks ``u`` and their chance variances ``var``
     (rows of two candidates or more, no NaN), rows seen, rows whose column 0 is -inf, the
@@ -54,26 +48,17 @@ def new_evidence() -> dict[str, Any]:
 def add_evidence(evidence: dict[str, Any], scores: np.ndarray, offsets: np.ndarray | None,
                  start: int) -> None:
     """Add the rows of a batch (dump rows ``start``...) that are among the dump's first
-    :data:`HINT_ROWS`, so the evidence does not depend on how the rows were batched."""
-    take = HINT_ROWS - start
-    if take <= 0:
-        return
-    rows = _rows(np.asarray(scores), offsets)[:take]
-    for row in rows:
-        n = row.size
-        evidence["rows"] += 1
-        evidence["n"] = max(evidence["n"], n)
-        if n == 0:
-            continue
-        nan = row.dtype.kind == "f" and bool(np.isnan(row).any())
-        if row.dtype.kind == "f" and row[0] == -np.inf:
-            evidence["inf"] += 1
-        if n < 2 or nan:
-            continue
-        above = int(np.count_nonzero(row > row[0]))
-        tied = int(np.count_nonzero(row == row[0])) - 1
-        evidence["u"].append((above + tied / 2) / (n - 1))
-        evidence["var"].append((n + 1) / (12 * (n - 1)))
+    :data:`HINT_ROWS`, so the evidence does not depend on how the rows were batched: each
+    row's counts above and tied with column 0, as :func:`add_count_evidence` takes them."""
+    take = max(HINT_ROWS - start, 0)
+    scores = np.asarray(scores)
+    blocks = ([scores[:take]] if offsets is None else
+              [scores[offsets[i]:offsets[i + 1]][None, :]
+               for i in range(min(take, offsets.size - 1))])
+    for x in blocks:
+        first = x[:, :1]
+        add_count_evidence(evidence, x, np.count_nonzero(x > first, axis=1),
+                           np.count_nonzero(x == first, axis=1), 0, True)
 
 
 def add_count_evidence(evidence: dict[str, Any], scores: np.ndarray, a: np.ndarray, b: np.ndarray,
