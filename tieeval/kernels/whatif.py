@@ -168,33 +168,26 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
     (``nan_policy='worst'``) keep their exact counts, and so do all-NaN rows for ``top``.
     """
     atol = check_tolerance(atol)
-    s = batch.scores
+    s, offsets = batch.scores, batch.offsets
+    if offsets is None:  # a dense batch counted as the ragged one of its rows
+        rows, cols = s.shape
+        s, offsets = s.reshape(-1), np.arange(rows + 1, dtype=np.int64) * cols
     worst = nan_policy == "worst" and s.dtype.kind == "f"
-    if batch.offsets is None:
-        pos = s[np.arange(s.shape[0]), batch.positive]
-        p = pos[:, None]
-        tied = _tolerance_tied(s, p, atol)
-        a = np.count_nonzero((s > p) & ~tied, axis=1).astype(np.int64)
-        b = np.count_nonzero(tied, axis=1).astype(np.int64)
-        row_max = (np.fmax.reduce(s, axis=1) if worst else s.max(axis=1))[:, None]
-        top = np.count_nonzero(_tolerance_tied(s, row_max, atol), axis=1).astype(np.int64)
-    else:
-        starts = batch.offsets[:-1]
-        n = np.diff(batch.offsets)
-        pos = s[starts + batch.positive]
-        p = np.repeat(pos, n)
-        tied = _tolerance_tied(s, p, atol)
-        a = np.add.reduceat((s > p) & ~tied, starts, dtype=np.int64)
-        b = np.add.reduceat(tied, starts, dtype=np.int64)
-        row_max = (np.fmax if worst else np.maximum).reduceat(s, starts)
-        top = np.add.reduceat(_tolerance_tied(s, np.repeat(row_max, n), atol), starts,
-                              dtype=np.int64)
-        row_max = row_max[:, None]
+    starts = offsets[:-1]
+    n = np.diff(offsets)
+    pos = s[starts + batch.positive]
+    p = np.repeat(pos, n)
+    tied = _tolerance_tied(s, p, atol)
+    a = np.add.reduceat((s > p) & ~tied, starts, dtype=np.int64)
+    b = np.add.reduceat(tied, starts, dtype=np.int64)
+    row_max = (np.fmax if worst else np.maximum).reduceat(s, starts)
+    top = np.add.reduceat(_tolerance_tied(s, np.repeat(row_max, n), atol), starts,
+                          dtype=np.int64)
     if worst:
         nan_pos = np.isnan(pos)
         a[nan_pos] = exact.a[nan_pos]
         b[nan_pos] = exact.b[nan_pos]
-        all_nan = np.isnan(row_max[:, 0])
+        all_nan = np.isnan(row_max)
         top[all_nan] = exact.top[all_nan]
     return RowCounts(a=a, b=b, n=exact.n, top=top, original=exact.original)
 
