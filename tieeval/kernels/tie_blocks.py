@@ -227,26 +227,10 @@ class RelBatch:
 
     Attributes
     ----------
-    rows, size : int
-        Number of rows and of candidates.
-    n, offsets, row, pos : ndarray of int64
-        Row lengths, row boundaries, and per sorted position its row and 0-based rank.
-    bst, bsz, brow, ba, p_t, q_t : ndarray of int64
-        The block table: each tie block's first position, size, row,
-        candidates above it (a_t), relevant items (p_t) and explicit negatives (q_t).
-    lab_first, lab_last : ndarray of float64
-        Labels by position in the 'first' and 'last' orderings.
-    n_pos, n_neg : ndarray of int64
-        Per row R = |P| (unranked relevant items included) and |N| (ranked only).
-    n_pos_ranked : ndarray of int64
-        Per row the relevant items among the candidates (``n_pos`` without unranked ones;
-        with ``gate``, without those scored <= 0 either).
-    n_gated : ndarray of int64
-        Per row the relevant candidates ``gate`` counts as not relevant (zeros without it).
-    read_depth : int or None
-        The deepest place any metric evaluated on this table reads, in any ordering (the
-        sparse table's ``prune_depth``; :meth:`values` refuses a metric that would read
-        deeper): a measure need not list a row's items past it. None: any place.
+    The block table a measure reads, each attribute as
+    :class:`tieeval.metrics.measures.protocol.BlockTable` documents it (``read_depth``: the
+    sparse table's ``prune_depth``, past which :meth:`values` refuses a metric), and
+    ``lab_last`` / ``judged_last``: the 'first' ordering with every tie block reversed.
     """
 
     # the sparse table's own attributes (set by tieeval.kernels.sparse_blocks.build)
@@ -506,15 +490,10 @@ class RelBatch:
 
     def relevant_places(self, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                         np.ndarray, np.ndarray, np.ndarray]:
-        """The relevant items of the ordering whose labels by position are ``lab`` (one of
-        :attr:`lab_first`, :attr:`lab_last`, :meth:`lab_original`), in row order and,
-        inside a row, by place: ``(at, row, nth, place, first, count)`` with ``at`` their
-        positions in the table, ``nth`` each one's number among its row's relevant items
-        (1 for the highest placed), ``place`` its 0-based place in the ranking, and per
-        row the index of its first one in these arrays and how many it has. Computed once
-        per ordering and shared by every metric of the batch that reads the relevant
-        items only (hits, AP, IPrec): on the compact table they are a small share of the
-        positions."""
+        """:class:`~tieeval.metrics.measures.protocol.BlockTable`'s, for ``lab`` one of
+        :attr:`lab_first`, :attr:`lab_last`, :meth:`lab_original`: computed once per
+        ordering and shared by every metric of the batch that reads the relevant items only
+        (hits, AP, IPrec); on the compact table they are a small share of the positions."""
         got = self._relevant_places.get(id(lab))
         if got is None or got[0] is not lab:  # kept with the array, so its id stays its own
             at = np.flatnonzero(self.relevant(lab))
@@ -569,10 +548,8 @@ class RelBatch:
         return np.bincount(self.brow[block_mask], minlength=self.rows) > 0
 
     def within_row_exclusive(self, x_t: np.ndarray) -> np.ndarray:
-        """For each block, the sum of ``x_t`` over the earlier blocks of its row.
-
-        Exact for integer counts (held as int64, or as float64 below 2**53).
-        """
+        """For each block, the sum of ``x_t`` over the earlier blocks of its row (exact for
+        integer counts, held as int64, or as float64 below 2**53)."""
         c = np.cumsum(x_t) - x_t
         exclusive: np.ndarray = c - c[self._row_first_block]
         return exclusive
@@ -691,13 +668,9 @@ class RelBatch:
 
 class Evaluation:
     """One metric on one :class:`RelBatch`: the cutoff arrays and the block-table services
-    its measure (:class:`tieeval.metrics.measures.base.Measure`) computes with.
-
-    ``b`` is the batch, ``m`` the metric with its options, ``k`` / ``kc`` the per-row cutoff
-    (a denominator) and counting cutoff (capped at the depth), ``in_k`` the positions
-    inside it, ``m_t`` each block's places inside it, ``defined`` the rows where the
-    measure exists and ``R`` a safe denominator (R where defined, else 1). Private to the
-    kernels and the measures: it trusts its input.
+    its measure (:class:`tieeval.metrics.measures.base.Measure`) computes with, as
+    :class:`tieeval.metrics.measures.protocol.TableEvaluation` documents them. Private to
+    the kernels and the measures: it trusts its input.
     """
 
     def __init__(self, batch: RelBatch, metric: RelMetric, original_order: bool):
@@ -860,19 +833,14 @@ def relevance_values(scores: npt.ArrayLike, labels: npt.ArrayLike,
 
     Parameters
     ----------
-    scores : ndarray, shape (M,)
-        Flat scores in their stored dtype (never cast; ties are ``==`` on that dtype).
-    labels : ndarray, shape (M,)
-        Integer/float/bool labels: ``> 0`` relevant (graded gain ``max(label, 0)``),
-        ``< 0`` explicit negative, ``0`` unobserved.
-    offsets : ndarray of int, shape (rows + 1,), or None for 2-D ``scores``/``labels``
+    scores, labels, offsets, unranked
+        As :class:`RelBatch` takes them (flat, or 2-D without offsets).
     metric : RelMetric or str
         For example ``parse_rel_metric("NDCG@10")`` or just ``"NDCG@10"``.
     original_order : bool
         Also evaluate the ``np.argsort(row * -1)`` ordering (NaN column when False).
-    nan_policy : {'raise', 'worst'}
-    original, unranked
-        See :class:`RelBatch`.
+    nan_policy, original
+        As :class:`TableOptions` takes them.
 
     Returns
     -------
