@@ -74,6 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -708,25 +709,21 @@ class Evaluation:
         closed, realise = self.measure.bind(self)
         e, var, decided = closed()
         orders = self.measure.orders
+        # what each ordering (first, last, original) is realised from
         if orders == BY_JUDGED:
             # judged items first / last inside every tie block (the measure's maximum and
             # minimum; the label orderings do not order it)
             negatives = self.measure.negatives_judged
-            jfirst, jlast = b.judged_extremes(negatives)
-            by_judged = self.measure.realise_judged
-            first, last = by_judged(self, jfirst), by_judged(self, jlast)
-            original = (by_judged(self, b.judged_original(negatives)) if self.original_order
-                        else np.full(b.rows, np.nan))
+            realise = partial(self.measure.realise_judged, self)
+            ways: list[tuple[np.ndarray, ...]] = [
+                (jd,) for jd in (*b.judged_extremes(negatives), b.judged_original(negatives))]
         elif orders == BY_LABELS_AND_JUDGED:  # reads the judged mask of each ordering
-            first = realise(b.lab_first, b.judged_first)
-            last = realise(b.lab_last, b.judged_last)
-            original = (realise(b.lab_original(), b.judged_original()) if self.original_order
-                        else np.full(b.rows, np.nan))
+            ways = [(b.lab_first, b.judged_first), (b.lab_last, b.judged_last),
+                    (b.lab_original(), b.judged_original())]
         else:
-            first = realise(b.lab_first)
-            last = realise(b.lab_last)
-            original = (realise(b.lab_original()) if self.original_order
-                        else np.full(b.rows, np.nan))
+            ways = [(b.lab_first,), (b.lab_last,), (b.lab_original(),)]
+        first, last = realise(*ways[0]), realise(*ways[1])
+        original = realise(*ways[2]) if self.original_order else np.full(b.rows, np.nan)
         extremes = self.measure.extremes(self)
         if extremes is not None:  # the orderings above do not reach its extremes
             first, last = extremes
