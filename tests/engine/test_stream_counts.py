@@ -173,20 +173,18 @@ def test_torch_counts_are_the_host_s(rule, dtype):
     rng = np.random.default_rng(14)
     s = rng.integers(0, 6, (50, 40)).astype(dtype)
     pos = rng.integers(0, 40, 50)
-    metrics = CUT if rule == "topk" else STEP
-    kernel = choose_kernel(spec_for(None, metrics, original=rule))
     tensor = torch.from_numpy(s)
     for depth in (None, 3):
-        host = device._host_counts(torch, tensor, pos, kernel, depth)
-        mine = device._torch_counts(torch, tensor, pos, kernel, depth)
+        host = device._host_counts(tensor, pos, rule, depth)
+        mine = device._torch_counts(torch, tensor, pos, rule, depth)
         assert host is not None and mine is not None
         for name in ("a", "b", "n", "top", "original"):
             assert np.array_equal(getattr(host, name), getattr(mine, name)), name
     if dtype == np.float32:
         tensor = tensor.clone()
         tensor[7, 3] = float("nan")
-        assert device._host_counts(torch, tensor, pos, kernel, None) is None
-        assert device._torch_counts(torch, tensor, pos, kernel, None) is None
+        assert device._host_counts(tensor, pos, rule, None) is None
+        assert device._torch_counts(torch, tensor, pos, rule, None) is None
 
 
 METRICS = ["HR@1", "HR@10", "Recall@5", "Recall@20", "NDCG@3", "NDCG@10", "MRR", "MRR@10",

@@ -80,13 +80,17 @@ def row_counts(scores: Any, positive: np.ndarray, kernel: Kernel,
     :func:`list_depth` of the kernel, if known."""
     import torch
     s = scores.detach()
-    if s.device.type == "cpu":
-        return _host_counts(torch, s, positive, kernel, rank_depth, k)
-    return _torch_counts(torch, s, positive, kernel, rank_depth, k)
+    rule = kernel.spec.original
+    counts = (_host_counts(s, positive, rule, rank_depth) if s.device.type == "cpu"
+              else _torch_counts(torch, s, positive, rule, rank_depth))
+    if counts is not None and rule == "topk":
+        counts.original = _topk_ranks(torch, s, positive, counts.a,
+                                      list_depth(kernel) if k is None else k)
+    return counts
 
 
-def _host_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
-                 rank_depth: int | None, k: int | None = None) -> RowCounts | None:
+def _host_counts(s: Any, positive: np.ndarray, rule: str,
+                 rank_depth: int | None) -> RowCounts | None:
     """:func:`row_counts` of a CPU tensor: the host's counts on its memory."""
     values = s.resolve_neg().resolve_conj().numpy()
     try:
@@ -94,22 +98,17 @@ def _host_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
     except NanScoreError:
         return None
     a, b = counts.a, counts.b
-    rule = kernel.spec.original
     if rule in ("argsort", "stable", "reverse-stable"):
         sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
         counts.original = original_ranks(values, positive, a, sort, rule)
-    elif rule == "topk":
-        counts.original = _topk_ranks(torch, s, positive, a,
-                                      list_depth(kernel) if k is None else k)
     return counts
 
 
-def _torch_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
-                  rank_depth: int | None, k: int | None = None) -> RowCounts | None:
+def _torch_counts(torch: Any, s: Any, positive: np.ndarray, rule: str,
+                  rank_depth: int | None) -> RowCounts | None:
     """:func:`row_counts` with torch on the tensor's device (any device: a GPU's, where
     the host's counts cannot read the tensor)."""
     rows, cols = int(s.shape[0]), int(s.shape[1])
-    rule = kernel.spec.original
     pos = torch.as_tensor(positive, dtype=torch.int64, device=s.device).view(rows, 1)
     p = s.gather(1, pos)
     row_max = s.amax(dim=1, keepdim=True)
@@ -138,8 +137,6 @@ def _torch_counts(torch: Any, s: Any, positive: np.ndarray, kernel: Kernel,
     elif rule in ("stable", "reverse-stable"):
         before = host[extra] if rank_depth is None else np.where(a < rank_depth, host[extra], 0)
         original = original + before
-    elif rule == "topk":
-        original = _topk_ranks(torch, s, positive, a, list_depth(kernel) if k is None else k)
     n = np.full(rows, cols, dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
 
