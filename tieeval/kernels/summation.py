@@ -62,21 +62,9 @@ class ExactSum:
 
     def _add_chunk(self, x: np.ndarray, weights: np.ndarray | None = None) -> None:
         """Add ``x`` (times ``weights``, whole numbers whose sum is at most _MAX_ROWS)."""
-        if x.size == 0:
-            return
-        hi, lo, exp = _split(x)
-        if weights is not None:
-            hi *= weights
-            lo *= weights
-        e0 = int(exp.min())
-        idx = exp - e0
-        hi_sums = np.bincount(idx, weights=hi)
-        lo_sums = np.bincount(idx, weights=lo)
-        total = 0
-        for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
-            total += (int(hi_sums[k]) << (_HALF + k)) + (int(lo_sums[k]) << k)
-        # total * 2**(e0 - 53) is the chunk's exact sum
-        self._merge(total, 53 - e0)
+        if x.size:
+            totals, shift = _totals(x, weights)
+            self._merge(totals[0], shift)
 
     def _merge(self, total: int, shift: int) -> None:
         if total == 0:
@@ -176,6 +164,29 @@ def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return hi, lo, exp
 
 
+def _totals(x: np.ndarray, weights: np.ndarray | None = None, owner: np.ndarray | None = None,
+            parts: int = 1) -> tuple[list[int], int]:
+    """The exact sums of the non-empty ``x`` (times ``weights``, as
+    :meth:`ExactSum._add_chunk` takes them), one per ``owner`` (``parts`` of them; None:
+    one sum), as integers ``total`` and one ``shift``: each sum is ``total * 2**-shift``.
+    Significands are summed per owner and exponent (:func:`_split`)."""
+    hi, lo, exp = _split(x)
+    if weights is not None:
+        hi *= weights
+        lo *= weights
+    e0 = int(exp.min())
+    idx = exp - e0
+    span = int(idx.max()) + 1
+    key = idx if owner is None else owner * span + idx
+    hi_sums = np.bincount(key, weights=hi, minlength=parts * span)
+    lo_sums = np.bincount(key, weights=lo, minlength=parts * span)
+    totals = [0] * parts
+    for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
+        at, e = divmod(k, span)
+        totals[at] += (int(hi_sums[k]) << (_HALF + e)) + (int(lo_sums[k]) << e)
+    return totals, 53 - e0
+
+
 def flush_all(sums: Iterable[ExactSum]) -> None:
     """Add the values every sum of ``sums`` keeps waiting, in one pass for all of them:
     the numpy calls of :meth:`ExactSum._add_chunk` once on their values together, split
@@ -193,20 +204,10 @@ def flush_all(sums: Iterable[ExactSum]) -> None:
             one._flush()
         return
     owner = np.repeat(np.arange(len(waiting), dtype=np.int64), [p.size for p in parts])
-    hi, lo, exp = _split(x)
-    e0 = int(exp.min())
-    idx = exp - e0
-    span = int(idx.max()) + 1
-    key = owner * span + idx
-    hi_sums = np.bincount(key, weights=hi, minlength=len(waiting) * span)
-    lo_sums = np.bincount(key, weights=lo, minlength=len(waiting) * span)
-    totals = [0] * len(waiting)
-    for k in np.flatnonzero((hi_sums != 0) | (lo_sums != 0)).tolist():
-        at, e = divmod(k, span)
-        totals[at] += (int(hi_sums[k]) << (_HALF + e)) + (int(lo_sums[k]) << e)
+    totals, shift = _totals(x, None, owner, len(waiting))
     for one, total in zip(waiting, totals):
         one._pending, one._waiting = [], 0
-        one._merge(total, 53 - e0)
+        one._merge(total, shift)
 
 
 def distinct_pairs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
