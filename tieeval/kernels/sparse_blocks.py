@@ -55,14 +55,6 @@ def _chunk(total: int) -> int:
     return min(SORT_CHUNK, max(MIN_BLOCK_SCORES, -(-total // threads())))
 
 
-def _groups(n: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Iterator[np.ndarray]:
-    """2-D flat index arrays of ``rows``, one per run of rows of one length (in blocks)."""
-    for part in row_groups(n, rows):
-        checkpoint()
-        if part.size:
-            yield offsets[part][:, None] + np.arange(int(n[part[0]]))
-
-
 def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Every row of the flat ``s`` sorted ascending in place of the row (threads)."""
     rows = n.size
@@ -74,7 +66,8 @@ def _sorted_rows(s: np.ndarray, n: np.ndarray, offsets: np.ndarray) -> np.ndarra
         value: np.ndarray = out.ravel()
         return value
     out = np.empty_like(s)
-    groups = list(_groups(n, offsets, np.arange(rows)))
+    groups = [offsets[part][:, None] + np.arange(int(n[part[0]]))
+              for part in row_groups(n, np.arange(rows))]
     for idx, got in zip(groups, map_blocks(lambda idx: np.sort(s[idx], axis=1), groups,
                                            [g.size for g in groups])):
         out[idx] = got
@@ -626,8 +619,8 @@ def _places_below(block: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 def row_groups(n: np.ndarray, rows: np.ndarray, chunk: int | None = None
                ) -> Iterator[np.ndarray]:
-    """``rows`` split into runs of one length, in blocks of ``chunk`` scores (by default
-    :func:`_chunk`'s)."""
+    """``rows`` split into runs of one length, in non-empty blocks of ``chunk`` scores (by
+    default :func:`_chunk`'s)."""
     lens = n[rows]
     if chunk is None:
         chunk = _chunk(int(lens.sum()))
@@ -635,7 +628,7 @@ def row_groups(n: np.ndarray, rows: np.ndarray, chunk: int | None = None
         if length == 0:
             continue
         group = rows[lens == length]
-        yield from np.array_split(group, group.size * int(length) // chunk + 1)
+        yield from np.array_split(group, min(group.size, group.size * int(length) // chunk + 1))
 
 
 def row_max_label(b: Any) -> np.ndarray:

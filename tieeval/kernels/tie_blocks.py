@@ -481,9 +481,8 @@ class RelBatch:
         """
         for part in sparse_blocks.row_groups(self.n, rows, sparse_blocks.SORT_CHUNK):
             checkpoint()
-            if part.size:
-                base = self.offsets[part][:, None]
-                yield base, base + np.arange(self.n[part[0]])
+            base = self.offsets[part][:, None]
+            yield base, base + np.arange(self.n[part[0]])
 
     def relevant(self, lab: np.ndarray) -> np.ndarray:
         """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
