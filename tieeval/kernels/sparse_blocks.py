@@ -292,10 +292,7 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
     rel = b.relevant(ml)
     mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
     # per-row counts over every marked item, before a prune_depth leaves some out
-    b.n_pos = np.bincount(mrow[rel], minlength=rows)
-    b.n_neg = np.bincount(mrow[ml < 0], minlength=rows)
-    b.n_pos_ranked = b.n_pos
-    b.n_judged_nonrel = np.bincount(mrow[mjd & ~rel], minlength=rows)
+    row_counts(b, mrow, ml, mjd, rel)
     # the marked items' rows and labels (the ideal DCG and the largest label read them)
     b.marked = (mrow, ml)
     # a (scores above) and t (scores tied) of every marked item, and each row's top tie
@@ -373,33 +370,19 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
         if tied.size:
             opos[tied] = _original_positions(s, n, offsets, mi[tied], mrow[tied], a[tied],
                                              t[tied], row_orders, rank_depth)
-    _fill(b, mrow, ml, mjd, rel, a, t, opos, unsorted, whole)
+    fill(b, mrow, ml, mjd, rel, a, t, opos, unsorted, whole)
 
 
-def from_counts(b: Any, a: np.ndarray, t: np.ndarray, top: np.ndarray, opos: np.ndarray,
-                rank_depth: int | None = None) -> None:
-    """Fill the compact block table of ``b`` (as :func:`build`) for rows holding one
-    relevant item each, from that item's counts (``RelBatch.one_relevant``'s, ``opos``
-    its place). These are the counts :func:`build` finds by its searches and sorts; the
-    rest of the table is made by the same code, so every metric's values are the same,
-    bit for bit. ``rank_depth``: as in :func:`build`. A table cut at a prune depth keeps
-    every row's item: it is the row's first relevant block."""
-    rows, n = b.rows, b.n
-    mrow = np.arange(rows, dtype=np.int64)
-    ml = np.ones(rows)
-    rel = np.ones(rows, dtype=bool)
-    b.n_pos = np.ones(rows, dtype=np.int64)
-    b.n_neg = np.zeros(rows, dtype=np.int64)
-    b.n_pos_ranked = b.n_pos
-    b.n_judged_nonrel = np.zeros(rows, dtype=np.int64)
-    b.marked = (mrow, ml)
-    full_rows = np.flatnonzero(n > 0)
-    b._top_ties = (full_rows, top[full_rows])
-    unsorted = None if rank_depth is None else (t > 1) & (a >= rank_depth)
-    _fill(b, mrow, ml, rel, rel, a, t, opos.copy(), unsorted, True)
+def row_counts(b: Any, row: np.ndarray, lab: np.ndarray, judged: np.ndarray,
+               rel: np.ndarray) -> None:
+    """Per row of ``b`` R (``n_pos``, also ``n_pos_ranked``), |N| and the judged
+    non-relevant items, from its items' rows, labels, judged mask and relevance."""
+    b.n_pos = b.n_pos_ranked = np.bincount(row[rel], minlength=b.rows)
+    b.n_neg = np.bincount(row[lab < 0], minlength=b.rows)
+    b.n_judged_nonrel = np.bincount(row[judged & ~rel], minlength=b.rows)
 
 
-def _fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.ndarray,
+def fill(b: Any, mrow: np.ndarray, ml: np.ndarray, mjd: np.ndarray, rel: np.ndarray,
           a: np.ndarray, t: np.ndarray, opos: np.ndarray, unsorted: np.ndarray | None,
           whole: bool) -> None:
     """The block table of :func:`build` from its marked items (in flat order): row,

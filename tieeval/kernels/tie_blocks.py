@@ -239,7 +239,11 @@ class RelBatch:
     _judged_original: np.ndarray
     marked: tuple[np.ndarray, np.ndarray]
     _full_args: tuple[Any, Any, Any, dict[str, Any]] | None
-    n_pos: np.ndarray  # set by either path of __init__ (the sparse one: sparse_blocks.build)
+    # the per-row counts (set by tieeval.kernels.sparse_blocks.row_counts)
+    n_pos: np.ndarray
+    n_neg: np.ndarray
+    n_pos_ranked: np.ndarray
+    n_judged_nonrel: np.ndarray
     rank_depth: int | None
     read_depth: int | None
 
@@ -363,11 +367,7 @@ class RelBatch:
         self._judged = judged
         self._original_index = order
         self._lab_original = lab  # the argsort order, or the given order
-        self.n_pos = np.bincount(rw[self.relevant(labf)], minlength=rows)
-        self.n_neg = np.bincount(rw[labf < 0], minlength=rows)
-        self.n_pos_ranked = self.n_pos
-        # judged non-relevant items of each row, ranked or not (bpref's denominator)
-        self.n_judged_nonrel = np.bincount(rw[judged & ~self.relevant(labf)], minlength=rows)
+        sparse_blocks.row_counts(self, rw, labf, judged, self.relevant(labf))
         self._row_max_label = np.full(rows, -np.inf)
         np.maximum.at(self._row_max_label, rw, labf)
         self.n_pos = self.n_pos + self.n_gated
@@ -435,18 +435,26 @@ class RelBatch:
         it, itself included), ``top`` (the row's top tie) and ``place`` (its 0-based place
         in the 'original' ordering; ``listed``: in a listed ranking's, as
         :meth:`use_order` gives it). The table, and so every metric's values, are those of
-        the scores' own sparse table (:func:`tieeval.kernels.sparse_blocks.from_counts`):
-        the counts come from a torch tensor on its device (:mod:`tieeval.kernels.device`).
-        A metric that needs the full table (:meth:`full`) cannot be evaluated on it."""
+        the scores' own sparse table: these are the counts
+        :func:`tieeval.kernels.sparse_blocks.build` finds by its searches and sorts, and
+        the rest of the table is made by the same code (a prune depth keeps every row's
+        item: it is the row's first relevant block). The counts come from a torch tensor on
+        its device (:mod:`tieeval.kernels.device`). A metric that needs the full table
+        (:meth:`full`) cannot be evaluated on it."""
         self = cls.__new__(cls)
         n = np.asarray(n, dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
-        self._setup(n, offsets, options, None)
-        self.n_gated = np.zeros(n.size, dtype=np.int64)
-        depth = None if listed else options.rank_depth
-        sparse_blocks.from_counts(self, above, tied, top, place, depth)
+        rows = n.size
+        self._setup(n, np.concatenate(([0], np.cumsum(n))).astype(np.int64), options, None)
+        self.n_gated = np.zeros(rows, dtype=np.int64)
+        self.rank_depth = depth = None if listed else options.rank_depth
         self.read_depth = options.prune_depth
-        self.rank_depth = depth
+        mrow, ml, rel = np.arange(rows, dtype=np.int64), np.ones(rows), np.ones(rows, dtype=bool)
+        sparse_blocks.row_counts(self, mrow, ml, rel, rel)
+        self.marked = (mrow, ml)
+        full_rows = np.flatnonzero(n > 0)
+        self._top_ties = (full_rows, top[full_rows])
+        unsorted = None if depth is None else (tied > 1) & (above >= depth)
+        sparse_blocks.fill(self, mrow, ml, rel, rel, above, tied, place.copy(), unsorted, True)
         return self
 
     def _add_unranked(self, unranked: tuple[npt.ArrayLike, npt.ArrayLike] | None,
