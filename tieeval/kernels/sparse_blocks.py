@@ -615,8 +615,8 @@ def row_groups(n: np.ndarray, rows: np.ndarray, chunk: int | None = None
 
 
 def row_max_label(b: Any) -> np.ndarray:
-    """Each row's largest ranked label from a sparse table: 0 when the row has an unmarked
-    item (label 0), -inf for an empty row."""
+    """Each row's largest ranked label from its marked items (every item of a full table):
+    0 when the row has an unmarked item (label 0), -inf for an empty row."""
     mrow, ml = b.marked
     counts = np.bincount(mrow, minlength=b.rows)
     out = np.where(b.n > counts, 0.0, -np.inf)

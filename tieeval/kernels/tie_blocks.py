@@ -368,8 +368,7 @@ class RelBatch:
         self._original_index = order
         self._lab_original = lab  # the argsort order, or the given order
         sparse_blocks.row_counts(self, rw, labf, judged, self.relevant(labf))
-        self._row_max_label = np.full(rows, -np.inf)
-        np.maximum.at(self._row_max_label, rw, labf)
+        self.marked = (rw, labf)  # every item (the largest label reads them)
         self.n_pos = self.n_pos + self.n_gated
         self._add_unranked(unranked, unranked_judged)
         self.p_t = self.block_sum(self.relevant(self.lab_first).astype(np.int64))
@@ -477,8 +476,6 @@ class RelBatch:
             self.n_judged_nonrel = self.n_judged_nonrel + np.bincount(
                 urow[ujd & ~self.relevant(ulab)], minlength=rows)
             self._unranked_max = (urow, ulab)
-            if not self.compact:
-                np.maximum.at(self._row_max_label, urow, ulab)
         elif unranked_judged is not None:
             raise ParameterError("unranked_judged needs unranked")
 
@@ -515,7 +512,7 @@ class RelBatch:
 
     def row_max_label(self) -> np.ndarray:
         """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
-        if not hasattr(self, "_row_max_label"):  # the sparse table: from the marked items
+        if not hasattr(self, "_row_max_label"):  # from the marked items
             self._row_max_label = sparse_blocks.row_max_label(self)
             if self.unranked is not None:
                 np.maximum.at(self._row_max_label, *self._unranked_max)
