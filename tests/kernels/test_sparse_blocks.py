@@ -518,3 +518,36 @@ def test_partitioned_rows_match_whole_sorted_rows(dtype, depth, monkeypatch):
 
 def _cut_within(name: str, depth: int) -> bool:
     return "@" in name and name.split("@")[1].isdigit() and int(name.split("@")[1]) <= depth
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_row_longer_than_a_sort_block_beside_shorter_rows(threads, monkeypatch):
+    # A row of more than SORT_CHUNK candidates beside a row of another length, its relevant
+    # item tied at the top: the rows to sort are cut into blocks of at most SORT_CHUNK
+    # scores, and a lone row longer than a block once gave an empty block (an IndexError).
+    import tieeval
+
+    monkeypatch.setenv("TIEEVAL_SORT_THREADS", threads)
+    long, short = sparse_blocks.SORT_CHUNK + 1000, 10
+    s = np.random.default_rng(0).random(long + short).astype(np.float32)
+    s[5] = s[6] = 2.0  # the relevant item 5 tied with item 6, above every other
+    s[long:] = 0.25  # the short row: all ten tied
+    lab = np.zeros(long + short, dtype=np.int8)
+    lab[5] = lab[long + 1] = 1
+    offsets = np.array([0, long, long + short])
+    row = tieeval.evaluate(s, labels=lab, offsets=offsets, k=[10],
+                           metrics=["NDCG@10"]).metrics[0]
+
+    def ndcg(place):  # one relevant item at the 1-based place
+        return 1 / math.log2(place + 1) if place <= 10 else 0.0
+
+    # every tie order: item 5 is first or second of its block of two; the short row's
+    # relevant item takes each of the ten places
+    expected = (np.mean([ndcg(1), ndcg(2)]) + np.mean([ndcg(p) for p in range(1, 11)])) / 2
+    assert row.tie_aware == pytest.approx(expected, rel=1e-12)
+    assert (row.first, row.last) == pytest.approx((1.0, (ndcg(2) + ndcg(10)) / 2), rel=1e-12)
+    # the original: each row's place of its relevant item in numpy's argsort(-scores)
+    places = [int(np.flatnonzero(np.argsort(-s[a:b]) == p)[0]) + 1
+              for a, b, p in ((0, long, 5), (long, long + short, 1))]
+    assert row.original == pytest.approx(np.mean([ndcg(p) for p in places]), rel=1e-12)
+    assert row.last <= row.original <= row.first

@@ -178,7 +178,8 @@ class BlockTable(Protocol):
         The store of what a measure computes once for every metric of the batch, under a
         key naming the measure and what it depends on.
     marked : (ndarray of int64, ndarray of float64)
-        On a compact table only: each marked item's row and label, in input order.
+        Each marked item's row and label, in input order: on a compact table its marked
+        items, on a full table every item.
     lab_input : ndarray of float64, shape (size,)
         On a full table only: the labels in the batch's input order.
     """
