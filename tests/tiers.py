@@ -28,6 +28,12 @@ def tiered(values, quick: int = 2) -> list:
     return out
 
 
+def examples(quick: int, slow: int) -> list:
+    """A property test's example budget as a parameter: ``quick`` examples in every run,
+    ``slow`` in the slow tier (given to ``hypothesis.settings(max_examples=...)``)."""
+    return [quick, pytest.param(slow, marks=SLOW)]
+
+
 def seeds(count: int, quick: int = 1) -> list:
     """Seeds ``0 .. count - 1``: the first ``quick`` in every run, the rest in the slow
     tier."""

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from tiers import examples
 
 import tieeval
 from tieeval.cli import cli
@@ -467,32 +468,42 @@ def accepted_or_refused(call) -> None:
         pass
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(k=anything, metric=st.one_of(metric_text, st.lists(metric_text, max_size=3), anything),
-       positive=anything, positives=anything, negatives=anything)
-def test_bad_arguments_raise_only_tieeval_errors(k, metric, positive, positives, negatives):
-    accepted_or_refused(lambda: tieeval.evaluate(S, k=k))
-    accepted_or_refused(lambda: tieeval.evaluate(S, metrics=metric))
-    accepted_or_refused(lambda: tieeval.evaluate(S, positive=positive))
-    accepted_or_refused(lambda: tieeval.evaluate(S, positives=positives, negatives=negatives))
-    accepted_or_refused(lambda: tieeval.evaluate(S, labels=positives))
-
-
-@settings(max_examples=80, deadline=None)
-@given(gamma=anything, gain=anything, alpha=anything, cast=anything, tolerance=anything,
-       jobs=anything, engine=anything, offsets=anything)
-def test_bad_options_raise_only_tieeval_errors(gamma, gain, alpha, cast, tolerance, jobs,
-                                               engine, offsets):
-    accepted_or_refused(lambda: tieeval.evaluate(S, gamma=gamma, metrics="SNDCG@2"))
-    accepted_or_refused(lambda: tieeval.evaluate(S, gain=gain, discount="power", alpha=alpha))
-    accepted_or_refused(lambda: tieeval.evaluate(S, cast=cast, tolerance=tolerance))
-    accepted_or_refused(lambda: tieeval.evaluate(S.ravel(), offsets=offsets))
-    for kwargs in ({"jobs": jobs}, {"engine": engine}):
-        if kwargs.get("engine") == "spark":
-            continue  # a real Spark run when pyspark is installed
+@pytest.mark.parametrize("budget", examples(50, 150))
+def test_bad_arguments_raise_only_tieeval_errors(budget):
+    @settings(max_examples=budget, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(k=anything, metric=st.one_of(metric_text, st.lists(metric_text, max_size=3),
+                                        anything),
+           positive=anything, positives=anything, negatives=anything)
+    def check(k, metric, positive, positives, negatives):
+        accepted_or_refused(lambda: tieeval.evaluate(S, k=k))
+        accepted_or_refused(lambda: tieeval.evaluate(S, metrics=metric))
+        accepted_or_refused(lambda: tieeval.evaluate(S, positive=positive))
         accepted_or_refused(
-            lambda kwargs=kwargs: tieeval.evaluate_path("missing.npz", **kwargs))
+            lambda: tieeval.evaluate(S, positives=positives, negatives=negatives))
+        accepted_or_refused(lambda: tieeval.evaluate(S, labels=positives))
+
+    check()
+
+
+@pytest.mark.parametrize("budget", examples(30, 80))
+def test_bad_options_raise_only_tieeval_errors(budget):
+    @settings(max_examples=budget, deadline=None)
+    @given(gamma=anything, gain=anything, alpha=anything, cast=anything, tolerance=anything,
+           jobs=anything, engine=anything, offsets=anything)
+    def check(gamma, gain, alpha, cast, tolerance, jobs, engine, offsets):
+        accepted_or_refused(lambda: tieeval.evaluate(S, gamma=gamma, metrics="SNDCG@2"))
+        accepted_or_refused(
+            lambda: tieeval.evaluate(S, gain=gain, discount="power", alpha=alpha))
+        accepted_or_refused(lambda: tieeval.evaluate(S, cast=cast, tolerance=tolerance))
+        accepted_or_refused(lambda: tieeval.evaluate(S.ravel(), offsets=offsets))
+        for kwargs in ({"jobs": jobs}, {"engine": engine}):
+            if kwargs.get("engine") == "spark":
+                continue  # a real Spark run when pyspark is installed
+            accepted_or_refused(
+                lambda kwargs=kwargs: tieeval.evaluate_path("missing.npz", **kwargs))
+
+    check()
 
 
 @pytest.mark.parametrize("metric", [3, 2.5, None, b"HR@1"])

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from helpers import CountsAccumulator as Accumulator
+from tiers import tiered
 
 import tieeval.io.npy as tnpy
 import tieeval.io.parquet as tparquet
@@ -95,7 +96,7 @@ def write_all_layouts(tmp_path, s, positive, rng):
     return out
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", tiered([np.float32, np.float64], quick=1))
 def test_every_layout_and_batch_size_gives_identical_json(tmp_path, rng, dtype):
     s = tied(rng, dtype=dtype)
     positive = rng.integers(0, COLS, size=ROWS)

@@ -19,6 +19,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from tiers import tiered
 
 from tieeval.cli import cli
 from tieeval.engine import parallel
@@ -106,7 +107,10 @@ def test_graded_long_dump_gives_the_wide_dumps_json(graded, extra):
         assert cli_json("compare", path, "--k", "1", "5", *dtype, *extra) == expected, path
 
 
-def test_every_batch_size_and_worker_count_agree(graded, monkeypatch):
+# every run: batches of 7 rows on one process and 5 on two; the slow tier one-row and
+# automatic batches
+@pytest.mark.parametrize("batch_rows, jobs", tiered([(7, 1), (5, 2), (1, 1), (None, 1)]))
+def test_every_batch_size_and_worker_count_agree(graded, monkeypatch, batch_rows, jobs):
     wide, longs = graded
     expected = same(evaluate_dump(open_dump(wide)))
     # shuffled rows regroup into many spill parts, which worker processes read: there the
@@ -114,16 +118,15 @@ def test_every_batch_size_and_worker_count_agree(graded, monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(longformat, "SPILL_PART_BYTES", 256)
     for path in longs[:2]:
-        for batch_rows, jobs in ((1, 1), (7, 1), (None, 1), (5, 2)):
-            seen = []
-            dump = open_dump(path)
-            got = evaluate_dump(dump, batch_rows=batch_rows, jobs=jobs,
-                                progress=lambda rows, nbytes, seen=seen: seen.append(rows))
-            assert same(got) == expected, (path, batch_rows, jobs)
-            # a run that started on the single-positive path takes back what it counted
-            assert sum(seen) == 90
-            assert (dump.parts is None) == (path == longs[0])
-            assert dump.parts is None or len(dump.parts) > 2
+        seen = []
+        dump = open_dump(path)
+        got = evaluate_dump(dump, batch_rows=batch_rows, jobs=jobs,
+                            progress=lambda rows, nbytes, seen=seen: seen.append(rows))
+        assert same(got) == expected, path
+        # a run that started on the single-positive path takes back what it counted
+        assert sum(seen) == 90
+        assert (dump.parts is None) == (path == longs[0])
+        assert dump.parts is None or len(dump.parts) > 2
 
 
 def test_several_binary_positives_and_missing_positives(tmp_path, rng):
