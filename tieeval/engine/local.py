@@ -32,13 +32,13 @@ from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept 
     finishing,
     per_instance_name,
 )
-from tieeval.engine.queries import trec_query_report  # noqa: F401 - kept importable here
 from tieeval.engine.request import (
     EvalOptions,
     check_batch_rows,
     check_jobs,
     check_trec_options,
     request_kernel,
+    request_result,
 )
 from tieeval.errors import InputError, ParameterError
 from tieeval.io.base import (
@@ -52,7 +52,6 @@ from tieeval.io.open import open_dump
 from tieeval.kernels import fused
 from tieeval.kernels.accumulator import Accumulator
 from tieeval.kernels.base import Entry, InstanceValues, Kernel
-from tieeval.kernels.choose import choose_kernel, spec_for
 from tieeval.kernels.single import SinglePositiveKernel
 from tieeval.kernels.threads import available_cores, threads
 from tieeval.metrics.metric import DEFAULT_KS, Metric
@@ -79,13 +78,10 @@ _MAX_PASSES = 3  # a reader restarts at most twice (unsorted, then relevance lab
 
 def kernel_for(dump: Dump, metrics=None, *, relevance: RelOptions | None = None,
                nan_policy: str = "raise", what_if=None, original: str | None = None) -> Kernel:
-    """The kernel that evaluates ``dump`` as it reads now (see
-    :func:`tieeval.kernels.choose.spec_for`); ``original``: the Original column's rule
-    (None: the dump's default)."""
-    spec = spec_for(getattr(dump, "relevance", None), metrics, options=relevance,
-                    nan_policy=nan_policy, what_if=what_if, path=dump.path,
-                    original=original)
-    return choose_kernel(spec)
+    """The kernel that evaluates ``dump`` as it reads now (see :func:`request_kernel`);
+    ``original``: the Original column's rule (None: the dump's default)."""
+    return request_kernel(dump, EvalOptions(metrics, relevance=relevance, nan_policy=nan_policy,
+                                            what_if=what_if, original=original))
 
 
 def run_passes(dump: Dump, make_kernel, consume, progress=None):
@@ -208,10 +204,8 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
         kernel, acc = run_passes(dump, make_kernel, consume, progress)
     if acc is None:
         return None
-    result = kernel.result(acc, dump.path, dump.dtype, {**dump.metadata, **request.run_labels},
-                           dump.warnings)
-    trec_query_report(result, dump, request.relevance)
-    return result
+    return request_result(request, kernel, acc, dump, dump.path, dump.dtype, dump.metadata,
+                          dump.warnings)
 
 
 def one_pass(kernel: Kernel, batches, consumers: Sequence[Consumer], tick,

@@ -54,6 +54,7 @@ from tieeval.metrics.options import RelOptions
 
 if TYPE_CHECKING:
     from tieeval.kernels.base import Kernel
+    from tieeval.records.results import RunResult
 
 __all__ = ["EvalOptions", "EngineRefusal", "KEYWORDS", "Keyword", "check_jobs",
            "read_options_of"]
@@ -93,6 +94,29 @@ def request_kernel(dump: Any, request: EvalOptions) -> Kernel:
                                   options=request.relevance, nan_policy=request.nan_policy,
                                   what_if=request.what_if, path=dump.path,
                                   original=request.original))
+
+
+def request_result(request: EvalOptions, kernel: Kernel, acc: Any, dump: Any, path: str,
+                   dtype: Any, metadata: dict, warnings: Any) -> RunResult:
+    """The result of a pass's totals ``acc`` (both engines), the run labels over the dump's
+    ``metadata``; a TREC run's query set in it: which judged queries were evaluated, skipped
+    or counted as 0 (trec_eval ``-c``), as ``relevance.queries`` (the counts) and, when a
+    query is left out or counted as 0 without results, a ``trec_queries`` data warning and a
+    warning line."""
+    result: RunResult = kernel.result(acc, path, dtype, {**metadata, **request.run_labels},
+                                      warnings)
+    query_set = getattr(dump, "query_set", None)
+    if query_set is None or result.relevance is None:
+        return result
+    level = getattr(request.relevance, "relevance_level", None)
+    summary, warning = query_set.report(level, getattr(request.relevance, "no_relevant",
+                                                       "skip"))
+    result.relevance["queries"] = summary
+    result.zero_division = query_set.zero_division(level)
+    if warning is not None:
+        result.data_warnings = [*(result.data_warnings or []), warning]
+        result.warnings.append(warning["message"])
+    return result
 
 
 def check_jobs(jobs) -> int:

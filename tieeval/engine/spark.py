@@ -37,8 +37,7 @@ import numpy as np
 
 from tieeval.engine.arguments import metric_list
 from tieeval.engine.consumers import finishing
-from tieeval.engine.queries import trec_query_report
-from tieeval.engine.request import EvalOptions, NamedRows, request_kernel
+from tieeval.engine.request import EvalOptions, NamedRows, request_kernel, request_result
 from tieeval.engine.spark_errors import mapped_errors
 from tieeval.engine.spark_session import (  # noqa: F401 - SparkUnavailable: kept importable
     SparkUnavailable,
@@ -242,10 +241,8 @@ def _finish(kernel, answers, request: EvalOptions, consumers, dump, path: str, d
             feed(consumers, kernel, dump, answers.pieces)
     if not totals:
         return None
-    result = kernel.result(total, path, dtype, {**dict(metadata or {}), **request.run_labels},
-                           warnings)
-    trec_query_report(result, dump, request.relevance)  # a TREC run's query set
-    return result
+    return request_result(request, kernel, total, dump, path, dtype, dict(metadata or {}),
+                          warnings)
 
 
 def _sorted_by_instance(dataframe, cols) -> bool:
