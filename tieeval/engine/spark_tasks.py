@@ -58,17 +58,14 @@ class Wants:
 @dataclass
 class Piece:
     """Consecutive rows' per-instance values, and what a consumer's ``part`` reads of
-    their batch (its row count, instance ids, single-positive counts, values, the note,
-    and ``start``: the dump row of its first row, set on the driver), so that the piece
-    itself is the batch the consumers are given (:func:`feed`)."""
+    their batch (its row count, instance ids, single-positive counts, values, the note),
+    so that the piece itself is the batch the consumers are given (:func:`feed`)."""
 
     rows: int
     ids: Any
     counts: Any
     values: list
     note: Any
-    nbytes: int
-    start: int = 0
 
 
 def _answer(kind: str, data: bytes, file: str = "", block: int = 0, seq: int = 0):
@@ -94,7 +91,7 @@ def answers(kernel: Kernel, wants: Wants, added):
                 continue
             counts, values = kernel.add_values(acc, batch)
             note = None if wants.note is None else wants.note(batch, kernel)
-            piece = Piece(batch.rows, batch.ids, counts, values, note, batch.nbytes)
+            piece = Piece(batch.rows, batch.ids, counts, values, note)
             yield _answer("piece", pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL),
                           file, block, seq)
     except TieevalError as exc:
@@ -293,12 +290,9 @@ def feed(consumers, kernel: Kernel, dump, pieces: list) -> None:
         consumer.start(kernel, dump)
         if getattr(consumer, "note", None) is not None:
             consumer.note = lambda piece, kernel: piece.note
-    start = 0
     for piece in pieces:
-        piece.start = start
         for consumer in consumers:
             consumer.take(consumer.part(piece, piece.counts, piece.values))
-        start += piece.rows
 
 
 def wants_of(consumers, totals: bool = True) -> Wants:
