@@ -57,9 +57,8 @@ OPTION_NAMES = tuple(name for name in inspect.signature(evaluate).parameters
                      if name not in (*ARRAY_KEYWORDS, "path"))
 
 
-_Route = tuple[Kernel, str, int | None, int | None]
-"""A batch kind's kernel, how its counts reach the sums, its rank depth and list depth
-(:meth:`TieAware._route`)."""
+_Route = tuple[Kernel, int | None, int | None]
+"""A batch kind's kernel, its rank depth and list depth (:meth:`TieAware._route`)."""
 
 
 def _is_tensor(value: Any) -> bool:
@@ -221,7 +220,8 @@ class TieAware:
         route = self._route(kind)
         if route is None:
             return False
-        kernel, mode, depth, k = route
+        kernel, depth, k = route
+        single = isinstance(kernel, SinglePositiveKernel)
         dtype = self._dtypes.get(scores.dtype)
         if dtype is None:
             from tieeval.kernels.device import numpy_dtype
@@ -251,22 +251,22 @@ class TieAware:
             return False  # a NaN score: the host's message names its row
         if self._pending and int(self._pending[0].n[0]) != cols:
             self._flush()  # one table per width
-        if self.keep_values and mode == "single":
+        if self.keep_values and single:
             from tieeval.kernels.closed_forms import single_positive
             self._values.append([single_positive(m, counts.a, counts.b, counts.original)
                                  for m in kernel.metrics])  # type: ignore[attr-defined]
         self._pending.append(counts)
         self._pending_rows += rows
         self.rows += rows
-        if self._pending_rows >= PENDING_ROWS or (self.keep_values and mode == "general"):
+        if self._pending_rows >= PENDING_ROWS or (self.keep_values and not single):
             self._flush()
         return True
 
     def _route(self, kind: tuple[Any, ...] | None) -> _Route | None:
-        """The kernel of a batch whose relevance is of ``kind``, how its device counts
-        reach the sums: ``"single"`` (the single-positive kernel's
-        :meth:`~tieeval.kernels.single.SinglePositiveKernel.add_counts`) or ``"general"``
-        (the general kernel's sparse table of one relevant item per row,
+        """The kernel of a batch whose relevance is of ``kind`` (its device counts reach the
+        sums by the single-positive kernel's
+        :meth:`~tieeval.kernels.single.SinglePositiveKernel.add_counts`, or the general
+        kernel's sparse table of one relevant item per row,
         :meth:`~tieeval.kernels.general.GeneralKernel.add_counts`), the rank depth
         below which no Original rank is read and the depth ``torch.topk`` lists
         (:func:`~tieeval.kernels.device.row_counts`); None where the batch is read on
@@ -278,12 +278,11 @@ class TieAware:
         kernel = self._kernel if self._kernel is not None else self._kernel_of(kind)
         route: _Route | None = None
         k = device.list_depth(kernel) if kernel.spec.original == "topk" else None
-        if not device.counts_on_device(kernel):
-            route = None
-        elif isinstance(kernel, SinglePositiveKernel):
-            route = (kernel, "single", None, k)
-        elif isinstance(kernel, GeneralKernel) and kernel.one_relevant_table():
-            route = (kernel, "general", kernel.rank_depth, k)
+        if device.counts_on_device(kernel):
+            if isinstance(kernel, SinglePositiveKernel):
+                route = (kernel, None, k)
+            elif isinstance(kernel, GeneralKernel) and kernel.one_relevant_table():
+                route = (kernel, kernel.rank_depth, k)
         self._routes[kind] = route
         return route
 
