@@ -260,10 +260,8 @@ def claim_stdout(what: str = "the output") -> None:
 
 
 def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") -> str:
-    """Refuse ``path`` as a place to write ``what`` unless it is (or will be) a regular file
-    in a writable folder, none of ``inputs`` (nor of the run's, see :func:`run_files`),
-    no other output of the run, and outside every input folder; returns the path as a
-    string (``"-"``: stdout). Raises :class:`~tieeval.errors.OutputError` with one line."""
+    """Refuse ``path`` as a place to write ``what`` by the module doc's rules (``inputs``:
+    the files and folders it may not be); returns it as a string (``"-"``: stdout)."""
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -304,7 +302,6 @@ def check_output_path(path, *, inputs: Iterable = (), what: str = "the output") 
             raise OutputError(f"{given}: is {_kind(through.st_mode)}, not a regular file; "
                               f"tieeval writes {what} to regular files only")
         # a descriptor's link (/dev/fd/N) to a file deleted or renamed since it was opened
-        st = through
         for source, src in _all_inputs(inputs):
             if not stat.S_ISDIR(src.st_mode) and _identity(src) == _identity(through):
                 raise OutputError(f"{given}: is the input {source}; tieeval never "
@@ -559,11 +556,8 @@ def _temp_prefix(base: str, limit: int) -> str:
 
 
 class PendingOutput:
-    """An output being written, for a writer that cannot keep a ``with`` block open (one
-    that starts, takes batches and finishes in separate calls): :func:`open_output`
-    checks ``path`` and opens the temporary file, :attr:`file` takes the data,
-    :meth:`commit` renames it over the target, :meth:`discard` (safe to call twice, or
-    after :meth:`commit`) removes it. :func:`atomic_output` is this in a ``with`` block."""
+    """An output being written without a ``with`` block (see the module doc); its
+    :meth:`discard` is safe to call twice, or after :meth:`commit`."""
 
     def __init__(self, path, *, inputs: Iterable = (), what: str = "the output"):
         self.inputs = list(_local_inputs(inputs))
@@ -592,15 +586,14 @@ class PendingOutput:
             check_output_path(self.target, inputs=self.inputs, what=self.what)
             if self.target == STDOUT:
                 self._copy_to_stdout()
-                self._done = True
-                return
-            try:
-                os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
-                os.replace(self._tmp, self.target)
-                _LIVE_TEMPS.discard(self._tmp)
-            except OSError as exc:
-                raise OutputError(f"{self.target}: cannot write {self.what}: "
-                                  f"{_reason(exc)}") from None
+            else:
+                try:
+                    os.chmod(self._tmp, _target_mode(self.target))  # a temporary file is private
+                    os.replace(self._tmp, self.target)
+                    _LIVE_TEMPS.discard(self._tmp)
+                except OSError as exc:
+                    raise OutputError(f"{self.target}: cannot write {self.what}: "
+                                      f"{_reason(exc)}") from None
             self._done = True
         except BaseException:
             self.discard()
@@ -647,10 +640,8 @@ def open_output(path, *, inputs: Iterable = (), what: str = "the output") -> Pen
 @contextmanager
 def atomic_output(path, *, inputs: Iterable = (), what: str = "the output"
                   ) -> Iterator[SinkFile]:
-    """Write ``path`` safely: yields a :class:`SinkFile` over a temporary file beside it,
-    renamed over ``path`` when the block ends without an exception, removed otherwise.
-    ``inputs``: the run's input files and folders, never to be overwritten. See
-    :mod:`tieeval.sink` for the rules."""
+    """Write ``path`` safely: :class:`PendingOutput` in a ``with`` block, whose
+    :class:`SinkFile` it yields (see :mod:`tieeval.sink`)."""
     pending = open_output(path, inputs=inputs, what=what)
     try:
         yield pending.file
