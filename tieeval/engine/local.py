@@ -23,14 +23,12 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from tieeval.engine.arguments import check_path
-from tieeval.engine.consumers import (  # noqa: F401 - per-instance names, kept importable here
-    PER_INSTANCE_COLUMNS,
+from tieeval.engine.consumers import (
     Collected,
     Consumer,
     InstanceCollector,
     InstanceRows,
     finishing,
-    per_instance_name,
 )
 from tieeval.engine.request import (
     EvalOptions,
@@ -193,9 +191,6 @@ def drive(dump: Dump, request: EvalOptions, consumers: Sequence[Consumer] = (), 
         try:  # the tasks read the batches: the pass ends here, as a dump's batches end it
             acc = one_pass(kernel, (), (), tick, tasks=tasks)
             dump.finish()
-        except ReadAgain as exc:  # pragma: no cover - matrix parts never restart
-            dump.start_over(exc)
-            raise
         finally:
             dump.end_pass()
         return acc
