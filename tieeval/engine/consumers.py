@@ -19,8 +19,8 @@ when the pass is complete (:meth:`~tieeval.io.base.Dump.instance_order`; per-que
 are small), and a collector that notes something per batch asks the dump for batches in
 its order instead (:meth:`~tieeval.io.base.Dump.keep_order`).
 
-A new consumer is a class with these four methods, asked for by an :class:`EvalOptions` field
-(:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.consumers_for`.
+A new consumer is a :class:`Consumer`, asked for by an :class:`EvalOptions` field
+(:mod:`tieeval.engine.request`) and made by :func:`tieeval.engine.local.evaluate_request`.
 """
 
 from __future__ import annotations
@@ -67,16 +67,14 @@ def per_instance_name(entry: Entry, column: str) -> str:
 
 
 class Consumer:
-    """The interface: :meth:`start` each pass, :meth:`part` per batch (any thread),
-    :meth:`take` per batch in order, :meth:`finish` after a complete pass, :meth:`abort`
-    after an error."""
+    """A consumer's interface: each method says when a pass calls it."""
 
     def start(self, kernel: Kernel, dump: Dump) -> None:
         """A pass begins (again, when the reader started over)."""
 
     def part(self, batch: Batch, counts, values: list[InstanceValues]) -> Any:
-        """What this consumer keeps of one batch; ``counts``: the single-positive
-        kernel's row counts, else None."""
+        """What this consumer keeps of one batch, on the batch's thread; ``counts``: the
+        single-positive kernel's row counts, else None."""
         return None
 
     def take(self, part: Any) -> None:
@@ -90,11 +88,8 @@ class Consumer:
 
 
 class InstanceRows(Consumer):
-    """One Parquet row per instance, streamed to ``out`` (see
-    :func:`tieeval.engine.local.per_instance` for the columns) through the output sink
-    (:func:`tieeval.sink.open_output`): written beside ``out`` under a temporary name and
-    renamed when the pass is complete; ``out`` is refused when it is a device, a folder or
-    one of ``inputs``. ``rows`` counts the rows written."""
+    """One Parquet row per instance, streamed to ``out`` through the output sink (see
+    :func:`tieeval.engine.local.per_instance`); ``rows`` counts the rows written."""
 
     def __init__(self, out: str, ids=None, inputs=()):
         self.out = os.fspath(out)

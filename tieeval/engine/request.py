@@ -1,11 +1,8 @@
 """The options of one evaluation, as one checked value: :class:`EvalOptions`.
 
-An :class:`EvalOptions` holds everything a run is asked for: the metrics, the reading
-options, the labelled options (one :class:`~tieeval.metrics.options.RelOptions`), the NaN
-policy, the Original column's rule, a what-if, the engine and its workers, and the outputs
-wanted besides the totals (per-instance rows, per-query values). It is checked when it is
-made (as scikit-learn checks parameters once, at the boundary), and the engine is chosen
-there too: an option the chosen engine cannot honour is refused with one message,
+An :class:`EvalOptions` holds everything a run is asked for (its fields). It is checked when
+it is made (as scikit-learn checks parameters once, at the boundary), and the engine is
+chosen there too: an option the chosen engine cannot honour is refused with one message,
 whichever front end asked. It is then passed whole: nothing below (the driver, the engines,
 the kernels) checks these options again. The engine calls it the run's ``request``.
 
@@ -208,14 +205,13 @@ class EvalOptions:
         reads them (``trec_grades``)."""
         depth = getattr(self.relevance, "depth", None)
         grades = atol_grades(self.relevance)
-        if isinstance(self.read, RelevanceReadOptions) and grades is not None \
-                and self.read.trec_grades is None:
-            object.__setattr__(self, "read", dataclasses.replace(self.read,
-                                                                 trec_grades=grades))
-        if isinstance(self.read, RelevanceReadOptions) and self.read.judged_only \
-                and depth is not None:
-            object.__setattr__(self, "read", dataclasses.replace(self.read,
-                                                                 judged_depth=depth))
+        if isinstance(self.read, RelevanceReadOptions):
+            read = self.read
+            if grades is not None and read.trec_grades is None:
+                read = dataclasses.replace(read, trec_grades=grades)
+            if read.judged_only and depth is not None:
+                read = dataclasses.replace(read, judged_depth=depth)
+            object.__setattr__(self, "read", read)
         check_trec_options(getattr(self.read, "judged_only", False), self.relevance,
                            getattr(self.read, "judged_depth", None))
 
