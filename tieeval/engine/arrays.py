@@ -203,19 +203,16 @@ def unmask(scores, positive, fields: dict, offsets, path: str):
         if data.ndim != 2:
             raise InputError(f"{path}: masked scores must be a 2-D (instances, candidates) "
                              f"array, or flat with offsets; got shape {data.shape}")
-        rows, cols = data.shape
-        lengths = keep.sum(axis=1).astype(np.int64)
-        old = np.arange(rows + 1, dtype=np.int64) * cols
+        old = np.arange(data.shape[0] + 1, dtype=np.int64) * data.shape[1]
     else:
         old = _check_offsets(path, offsets, data.size)
         if data.ndim != 1:
             raise InputError(f"{path}: with offsets, scores must be flat (1-D), got shape "
                              f"{data.shape}")
-        rows = old.size - 1
-        lengths = np.add.reduceat(keep.astype(np.int64), old[:-1]) if data.size else \
-            np.zeros(rows, np.int64)
-        lengths[np.diff(old) == 0] = 0  # reduceat gives a value for an empty row
     flat_keep = keep.reshape(-1)
+    lengths = np.add.reduceat(flat_keep.astype(np.int64), old[:-1]) if data.size else \
+        np.zeros(old.size - 1, np.int64)
+    lengths[np.diff(old) == 0] = 0  # reduceat gives a value for an empty row
     new_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     if positive is None and not fields:
         positive = 0
