@@ -182,11 +182,8 @@ _RUN: _Run | None = None
 
 @contextmanager
 def run_files() -> Iterator[None]:
-    """A run (a command of the command line): while the block runs, every output checked
-    by :func:`check_output_path` is refused when it is, by device and inode, an input
-    given to :func:`protect_input` or :func:`protect_descriptor`, or when another output
-    of the run (another ``what``) already names the same file, or stdout
-    (:func:`claim_stdout`)."""
+    """A run (a command of the command line): the block in which its outputs are checked
+    against its inputs and each other (see the module doc)."""
     global _RUN
     outer, _RUN = _RUN, _Run()
     try:

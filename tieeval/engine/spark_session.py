@@ -354,13 +354,8 @@ def _launch(spark_settings: SparkSettings, app_name: str):
 
 
 def session(app_name: str = "tieeval", conf=(), batch_rows: int | None = None):
-    """The active SparkSession, or a new one configured as the module doc says.
-
-    ``conf``: the command line's ``--spark-conf`` items (``KEY=VALUE`` or a dict), highest
-    precedence; on a session that already runs they are set where Spark allows it.
-    ``batch_rows``: rows per Arrow batch (``--batch-rows``), unless a configuration sets
-    ``spark.sql.execution.arrow.maxRecordsPerBatch``.
-    """
+    """The active SparkSession, or a new one configured as the module doc says (``conf``:
+    the ``--spark-conf`` items, ``KEY=VALUE`` or a dict; ``batch_rows``: ``--batch-rows``)."""
     require()
     cli = parse_conf(conf)
     from pyspark.sql import SparkSession
