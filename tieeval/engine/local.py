@@ -435,10 +435,9 @@ def per_instance(dump: Dump, out: str, metrics: list[Metric] | None = None, *,
 
     One pass over the dump, batch by batch (bounded memory), in this process: the rows do
     not depend on ``batch_rows`` or on how the run itself was split. The file goes through
-    the output sink (:mod:`tieeval.sink`): written beside ``out`` under a temporary name
-    and renamed when complete; ``out`` may not be a device, a folder, the dump or one of
-    ``inputs`` (other files the run reads, such as its qrels). ``compare --per-instance``
-    writes the same rows in the pass that makes the totals (:func:`evaluate_request`).
+    the output sink (:mod:`tieeval.sink`), which keeps it off the dump and ``inputs`` (other
+    files the run reads, such as its qrels). ``compare --per-instance`` writes the same rows
+    in the pass that makes the totals (:func:`evaluate_request`).
     """
     request = EvalOptions(metrics, nan_policy=nan_policy, batch_rows=batch_rows,
                       relevance=relevance, what_if=what_if, original=original)
