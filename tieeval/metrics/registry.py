@@ -71,11 +71,9 @@ class Registry(dict[str, Measure]):
     order of :data:`~tieeval.metrics.measures.ORDER` (what ``--help`` lists)."""
 
     def __getitem__(self, name: str) -> Measure:
-        k = key(name)
-        value = super().get(k, _MISSING)
+        value = self.get(name, _MISSING)
         if value is _MISSING:
-            _find(k)
-            return super().__getitem__(k)
+            raise KeyError(key(name))
         return cast(Measure, value)  # not the sentinel: a registered measure
 
     @overload
