@@ -63,45 +63,14 @@ def _planned_levels(ev: TableEvaluation) -> set[float]:
     return levels
 
 
-def interpolated_expectations(ev: TableEvaluation, levels: Iterable[float]) -> list[np.ndarray]:
-    """The exact E[IPrec(level)] of each row at each of ``levels`` (NaN beyond the work
-    limit), computed once per batch for every level planned on it.
-
-    Row j of :func:`iprec_expectations` is :func:`iprec_expectation` at level j, bit for
-    bit (every path count is a computation of its own request), so computing the levels
-    together changes no figure."""
-    rounding = ev.m.iprec_rounding
-    store = ev.b.shared.setdefault(("IPrec", "expectation", rounding), {})
-    if any(x not in store for x in levels):
-        todo = sorted((set(levels) | _planned_levels(ev)) - set(store))
-        e = iprec_expectations(ev.b, todo, depth=ev.b.depth, relevant_level=ev.b.level,
-                               rounding=rounding)
-        store.update(zip(todo, (np.asarray(row, dtype=np.float64) for row in e)))
-    return [store[x] for x in levels]
-
-
-def interpolated_levels(ev: TableEvaluation, lab: Floats,
-                        levels: Iterable[float]) -> list[np.ndarray]:
-    """Interpolated precision at each recall level of ``levels`` (trec_eval
-    m_iprec_at_recall.c) of the ordering whose labels by position are ``lab``: with
-    c = lround(x R), the largest precision at any retrieved rank at or below the c-th
-    relevant item (any rank when c = 0); 0 when fewer than c relevant items are retrieved
-    or nothing is. (trec_eval 9 rounds c as (long)(x R + 0.9): ``--convention
-    trec_eval9``.) The ordering's precision curve is made once per batch for every level
-    planned on it."""
-    key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
-    kept = ev.b.shared.get(key)
-    if (kept is None or kept[0] is not lab or kept[1] is not ev.in_k
-            or any(x not in kept[2] for x in levels)):
-        todo = set(levels) | _planned_levels(ev)
-        kept = (lab, ev.in_k, _interpolated(ev, lab, todo))
-        ev.b.shared[key] = kept
-    return [kept[2][x] for x in levels]
-
-
 def _interpolated(ev: TableEvaluation, lab: Floats, levels: Iterable[float]
                   ) -> dict[float, np.ndarray]:
-    """:func:`interpolated_levels` as ``{level: values}``, from one precision curve.
+    """Interpolated precision at each recall level of ``levels`` (trec_eval
+    m_iprec_at_recall.c) of the ordering whose labels by position are ``lab``, as
+    ``{level: values}``: with c = lround(x R), the largest precision at any retrieved rank
+    at or below the c-th relevant item (any rank when c = 0); 0 when fewer than c relevant
+    items are retrieved or nothing is. (trec_eval 9 rounds c as (long)(x R + 0.9):
+    ``--convention trec_eval9``.)
 
     The best precision at or below a rank is reached at a relevant item (between two of
     them precision only falls), so the curve is read at the relevant items retrieved
@@ -162,16 +131,36 @@ class InterpolatedPrecision(Measure):
         return b.depth is not None
 
     def closed(self, ev: TableEvaluation) -> Closed:
-        # the levels share their path counts (with any IPrec planned on the batch)
-        e = np.array(interpolated_expectations(ev, self.recall_levels(ev.m.level)))
+        # The exact E[IPrec(level)] of each row at each level (NaN beyond the work limit),
+        # computed once per batch for every level planned on it: the levels share their
+        # path counts. Row j of iprec_expectations is iprec_expectation at level j, bit for
+        # bit (every path count is a computation of its own request), so computing the
+        # levels together changes no figure.
+        levels = self.recall_levels(ev.m.level)
+        rounding = ev.m.iprec_rounding
+        store = ev.b.shared.setdefault(("IPrec", "expectation", rounding), {})
+        if any(x not in store for x in levels):
+            todo = sorted((set(levels) | _planned_levels(ev)) - set(store))
+            rows = iprec_expectations(ev.b, todo, depth=ev.b.depth, relevant_level=ev.b.level,
+                                      rounding=rounding)
+            store.update(zip(todo, (np.asarray(row, dtype=np.float64) for row in rows)))
+        e = np.array([store[x] for x in levels])
         return np.sum(e, axis=0) / len(e), None, None
 
     def realise(self, ev: TableEvaluation, lab: Floats, judged: Bools | None
                 ) -> Numbers:
+        # the ordering's precision curve is made once per batch for every level planned on
+        # it (:func:`_interpolated`)
+        levels = self.recall_levels(ev.m.level)
+        key = ("IPrec", "realised", ev.m.iprec_rounding, id(lab), id(ev.in_k))
+        kept = ev.b.shared.get(key)
+        if (kept is None or kept[0] is not lab or kept[1] is not ev.in_k
+                or any(x not in kept[2] for x in levels)):
+            kept = (lab, ev.in_k, _interpolated(ev, lab, set(levels) | _planned_levels(ev)))
+            ev.b.shared[key] = kept
         # the levels' arrays summed in m_11pt_avg.c's order, the highest level first (sum's
         # start, 0, adds nothing), so that the digits trec_eval prints are the same
-        levels = self.recall_levels(ev.m.level)
-        return cast(Floats, sum(reversed(interpolated_levels(ev, lab, levels)))) / len(levels)
+        return cast(Floats, sum(reversed([kept[2][x] for x in levels]))) / len(levels)
 
     def nan_without_ranked(self, k: int | float | None, big_r: int,
                            options: dict[str, Any]) -> bool:
