@@ -99,9 +99,6 @@ class RbpResidual(Measure):
         """Every row: the residual needs no relevant item."""
         return np.ones(ev.b.rows, dtype=bool)
 
-    def _tail(self, ev: TableEvaluation) -> Floats:
-        return RBP_PERSISTENCE ** ev.kc.astype(np.float64)
-
     def closed(self, ev: TableEvaluation) -> Closed:
         b = ev.b
         unj = (~b.judged_first).astype(np.float64)
@@ -123,7 +120,7 @@ class RbpResidual(Measure):
                 q *= max(n - u - i, 0) / (n - i)
             p_none[b.brow[t]] *= q
         p_some = np.where(sure, 1.0, 1.0 - p_none)
-        e = e + self._tail(ev) * p_some
+        e = e + RBP_PERSISTENCE ** ev.kc.astype(np.float64) * p_some  # p^N
         random = (p_some > 0) & (p_some < 1)
         var = np.where(random, np.nan, var)
         return e, var, None
