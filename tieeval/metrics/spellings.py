@@ -536,8 +536,7 @@ def _asks(text: object, line: str) -> bool:
 
 
 def asks_runid(text: object) -> bool:
-    """True when ``text`` asks for trec_eval's ``runid`` line: ``runid`` itself, or a
-    nickname whose list holds it (``official``, ``all_trec``)."""
+    """:func:`_asks` for the ``runid`` line (``runid``, ``official``, ``all_trec``)."""
     return _asks(text, RUNID)
 
 
@@ -658,20 +657,6 @@ def choices_text() -> str:
 _PARAMETER = re.compile(r"^\s*(.*?)\s*(?:@\s*(\S*)|_(\d+(?:\.\d*)?))?\s*$")
 
 
-def _suggestions() -> dict[str, tuple[str, bool, str]]:
-    """Every name a metric answers to, lower-cased: (how it is written, trec_eval style,
-    the registry metric it names)."""
-    from tieeval.metrics.registry import aliases, library_names, metric_names
-    out: dict[str, tuple[str, bool, str]] = {}
-    for name in (*metric_names(), *aliases(), *library_names()):
-        out.setdefault(name.lower(), (name, False, REGISTRY[name].name))
-    spelled: list[TrecMeasure | IrMeasure] = [*TREC_MEASURES, *IR_MEASURES]
-    for m in spelled:
-        if available(m.target):
-            out.setdefault(m.name.lower(), (m.name, isinstance(m, TrecMeasure), str(m.target)))
-    return out
-
-
 def closest(text: str, n: int = 3) -> list[str]:
     """The names closest to ``text`` (difflib's ratio, case ignored), written with its
     cutoff: ``NDGC@10`` -> ``['NDCG@10']``, ``ndcg_cutt_10`` -> ``['ndcg_cut_10']``.
@@ -680,9 +665,20 @@ def closest(text: str, n: int = 3) -> list[str]:
     (['NDCG@10'], ['ndcg_cut_10'], [])
     """
     import difflib
+
+    from tieeval.metrics.registry import aliases, library_names, metric_names
     m = _PARAMETER.match(text)
     core, at, under = m.groups() if m else (text, None, None)
-    names = _suggestions()
+    # every name a metric answers to, lower-cased: (how it is written, trec_eval style,
+    # the registry metric it names)
+    names: dict[str, tuple[str, bool, str]] = {}
+    for name in (*metric_names(), *aliases(), *library_names()):
+        names.setdefault(name.lower(), (name, False, REGISTRY[name].name))
+    spelled: list[TrecMeasure | IrMeasure] = [*TREC_MEASURES, *IR_MEASURES]
+    for sp in spelled:
+        if available(sp.target):
+            names.setdefault(sp.name.lower(), (sp.name, isinstance(sp, TrecMeasure),
+                                               str(sp.target)))
     found = difflib.get_close_matches(core.lower(), list(names), n=2 * n, cutoff=0.75)
     out: list[str] = []
     targets: set[str] = set()
