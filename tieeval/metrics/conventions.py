@@ -222,16 +222,9 @@ _SHOWN = {
     ("precision_norm", "micro"): "Σ hits / Σ min(K, R)",
     ("relevant_scores", "any"): "relevant",
     ("relevant_scores", "positive"): "not relevant (P, R's hits, MRR, MAP)",
+    # a convention keeps the default log base, 2; other discounts show their names
+    ("discount", "log2"): "1/log2(r + 1)", ("discount", "logb"): "1/log2(max(r, 2))",
 }
-
-
-def _discount_text(options: dict[str, Any]) -> str:
-    discount = options["discount"]
-    if discount == "logb":  # the convention keeps the default log base, 2
-        discount = "1/log2(max(r, 2))"
-    elif discount == "log2":
-        discount = "1/log2(r + 1)"
-    return f"{options['gain']}, {discount}"
 
 
 def markdown_table() -> str:
@@ -248,7 +241,8 @@ def markdown_table() -> str:
         cells = [f"`{conv.name}`", f"{conv.library} (`{conv.source}`)", metrics,
                  _SHOWN[("recall_norm", o["recall_norm"])], _SHOWN[("ap_norm", o["ap_norm"])],
                  _SHOWN[("precision_norm", o["precision_norm"])],
-                 _SHOWN[("short_list", o["short_list"])], _discount_text(o),
+                 _SHOWN[("short_list", o["short_list"])],
+                 f"{o['gain']}, {_SHOWN.get(('discount', o['discount']), o['discount'])}",
                  _SHOWN[("no_relevant", o["no_relevant"])],
                  _SHOWN[("relevant_scores", o["relevant_scores"])]]
         lines.append("| " + " | ".join(cells) + " |")
