@@ -211,7 +211,7 @@ class RelMetric:
     @property
     def signed(self) -> bool:
         """True for the sign-aware metrics, whose value depends on gamma."""
-        return self.name in ("SHR", "SRecall", "SDCG", "SNDCG")
+        return self.spec.signed
 
     @property
     def positive_scores_only(self) -> bool:
@@ -381,12 +381,10 @@ class RelOptions:
                "short_list": self.short_list, "ap_norm": self.ap_norm,
                "gammas": list(self.gammas), "subset": "both" if self.both else "all"}
         # keys added only when they differ from the defaults (older JSON stays identical)
-        for name, default in (("no_relevant", "skip"), ("recall_norm", "relevant"),
-                              ("iprec_rounding", "trec_eval"), ("precision_norm", "K"),
-                              ("relevant_scores", "any"), ("convention", None),
-                              ("relevance_level", None), ("depth", None),
-                              ("err_max_grade", None)):
-            if getattr(self, name) != default:
+        for name in ("no_relevant", "recall_norm", "iprec_rounding", "precision_norm",
+                     "relevant_scores", "convention", "relevance_level", "depth",
+                     "err_max_grade"):
+            if getattr(self, name) != getattr(DEFAULT_OPTIONS, name):
                 out[name] = getattr(self, name)
         return out
 
