@@ -390,29 +390,13 @@ def iprec_expectation(rb: BlockTable, recall: float, depth: int | None = None,
 def iprec_expectations(rb: BlockTable, recalls: Iterable[float], depth: int | None = None,
                        relevant_level: float | None = None,
                        rounding: str = "trec_eval") -> np.ndarray:
-    """:func:`iprec_expectation` at several recall levels in one call.
+    """:func:`iprec_expectation` at each of the recall levels ``recalls`` in one call: shape
+    (len(recalls), rows), row ``j`` its value at ``recalls[j]``, NaN included.
 
     The levels share the set-up and the path counts: every distinct tie-block CDF
     evaluation (block shape, cutoff index and threshold) is computed once for all the
     rows and levels that need it, so the 11 levels of trec_eval's ``iprec_at_recall``
     cost far less than 11 calls.
-
-    Parameters
-    ----------
-    rb : BlockTable
-        The labelled batch.
-    recalls : sequence of float
-        Recall levels in [0, 1].
-    depth, relevant_level
-        As for :func:`iprec_expectation`.
-    rounding : str
-        The cutoff rule of :func:`iprec_cut`.
-
-    Returns
-    -------
-    ndarray of float64, shape (len(recalls), rows)
-        Row ``j`` is ``iprec_expectation(rb, recalls[j], depth, relevant_level)``, NaN
-        included.
 
     >>> import numpy as np
     >>> from tieeval.kernels.tie_blocks import RelBatch
