@@ -129,6 +129,10 @@ def check_batch_rows(batch_rows):
     return int(batch_rows)
 
 
+def _nothing(*_) -> None:
+    """What a dump does when its reader gives no callback for it."""
+
+
 @dataclass
 class Dump:
     """An opened score dump: its format, score dtype, metadata, and a batch iterator.
@@ -150,61 +154,56 @@ class Dump:
     row_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     parts: list | None = None
-    _settle: Callable[[], None] | None = None
-    _verify: Callable[[], None] | None = None
+    _settle: Callable[[], None] = _nothing
+    _verify: Callable[[], None] = _nothing
     # checks due once every row has been read (a stored NPZ member's CRC-32)
-    _finish: Callable[[], None] | None = None
-    _start_over: Callable[[ReadAgain], None] | None = None
-    _ids: Callable[[str], np.ndarray | None] | None = None  # stored instance ids, by name
+    _finish: Callable[[], None] = _nothing
+    _start_over: Callable[[ReadAgain], None] = _nothing
+    _ids: Callable[[str], np.ndarray | None] = _nothing  # stored instance ids, by name
     # a reader whose batches may come out of the dump's order (a streamed TREC run)
-    _order: Callable[[], np.ndarray | None] | None = None
-    _keep_order: Callable[[], None] | None = None
+    _order: Callable[[], np.ndarray | None] = _nothing
+    _keep_order: Callable[[], None] = _nothing
 
     def verify(self) -> None:
         """Raise the input's own corruption error, if it has one. Called when a batch gave a
         data error: a damaged compressed member decodes to garbage (say, a NaN) before its
         CRC is checked at the end, and the damage is the error to report."""
-        if self._verify is not None:
-            self._verify()
+        self._verify()
 
     def finish(self) -> None:
         """Raise the input's corruption error found once every row was read, if any. Called
         at the end of a pass, before its result is made."""
-        if self._finish is not None:
-            self._finish()
+        self._finish()
 
     def settle(self) -> None:
         """Make :meth:`batches` a single pass that never raises :class:`ReadAgain` (the
         long layout checks its order, and what its label column holds, first); callers
         that cannot start over call this."""
-        if self._settle is not None:
-            self._settle()
+        self._settle()
 
     def start_over(self, reason: ReadAgain) -> None:
         """Prepare to be read from the start after :meth:`batches` raised ``reason`` (a
         :class:`ReadAgain`, possibly from a worker process reading a part)."""
-        if self._start_over is not None:
-            self._start_over(reason)
+        self._start_over(reason)
 
     def instance_order(self) -> np.ndarray | None:
         """After a complete pass, the positions of the instances, counted in the order
         their batches came, that put them in the dump's order (a streamed TREC run's
         queries come in the run's order, the dump's order sorts their ids); None when the
         batches came in the dump's order."""
-        return None if self._order is None else self._order()
+        return self._order()
 
     def keep_order(self) -> None:
         """Make the next passes give their batches in the dump's order (for consumers
         that keep something per batch that :meth:`instance_order` cannot reorder)."""
-        if self._keep_order is not None:
-            self._keep_order()
+        self._keep_order()
 
     def instance_ids(self, name: str = "instance") -> np.ndarray | None:
         """The instance ids stored beside a wide dump's scores (the NPZ array or Parquet
         column ``name``), read by the reader that opened the dump
         (:mod:`tieeval.io.ids`); None when there are none (NPY dumps, or no such field).
         The long layout's and TREC runs' ids come with their batches instead."""
-        return None if self._ids is None else self._ids(name)
+        return self._ids(name)
 
     def batch_size(self, batch_rows: int | None = None) -> int:
         """``batch_rows``, or (None) as many rows as fit :data:`TARGET_BATCH_BYTES`."""

@@ -158,10 +158,22 @@ class _RowStream:
                              f"{'shorter' if got < want else 'longer'} than its header says)")
 
 
-def check_crcs(crcs) -> None:
-    """Each stored member's CRC-32 (:class:`tieeval.io.npy.StreamCrc`), in member order."""
-    for crc in crcs:
-        crc.check()
+def with_crcs(dump: Dump, specs) -> Dump:
+    """``dump`` whose end-of-pass and damage checks also cover the CRC-32 of the stored
+    members of ``specs`` (:class:`tieeval.io.npy.StreamCrc`, computed on their rows as they
+    are read), in member order."""
+    crcs = [s.crc for s in specs if s is not None and s.crc is not None]
+    if not crcs:
+        return dump
+    finish, verify = dump._finish, dump._verify
+
+    def check(first):
+        first()
+        for crc in crcs:
+            crc.check()
+    dump._finish = lambda: check(finish)
+    dump._verify = lambda: check(verify)
+    return dump
 
 
 def check_unambiguous(path: str, members: list[str]) -> None:
@@ -219,11 +231,9 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         spec = scores.spec()
         pspec = positive.spec() if positive is not None else None
         archive.close()
-        crcs = [s.crc for s in (spec, pspec) if s is not None]
-        return Dump(path, "npz", scores.dtype, metadata, None,
-                    parts=_matrix_parts(path, spec, pspec, options),
-                    _verify=lambda: check_crcs(crcs), _finish=lambda: check_crcs(crcs),
-                    **common)
+        return with_crcs(Dump(path, "npz", scores.dtype, metadata, None,
+                              parts=_matrix_parts(path, spec, pspec, options), **common),
+                         (spec, pspec))
 
     warnings = []
     if scores.fortran and not scores.stored:

@@ -153,8 +153,7 @@ def _check_layout(path: str, batch: Batch, name: str, values: np.ndarray,
 
 
 def _checked_labels(path: str, batch: Batch, name: str, values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind not in "biuf":
-        raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {values.dtype}")
+    _check_kind(path, "labels", name, values.dtype)
     if values.dtype.kind == "f":
         bad = ~np.isfinite(values)
         if bad.any():
@@ -175,9 +174,7 @@ def _indices_to_labels(path: str, batch: Batch, names: dict, lists: dict) -> np.
         if kind not in lists:
             continue
         idx, row = lists[kind]
-        if idx.dtype.kind not in "iu":
-            raise InputError(f"{path}: '{names[kind]}' must hold integer column indices, got "
-                             f"{idx.dtype}")
+        _check_kind(path, kind, names[kind], idx.dtype)
         idx = idx.astype(np.int64)
         keep = idx != -1  # padding
         idx, row = idx[keep], row[keep]
@@ -408,7 +405,7 @@ class _NpzField:
 
 def _attach_npz(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]]:
     from tieeval.io.npy import _load_error
-    from tieeval.io.npz import _NpzMember
+    from tieeval.io.npz import _NpzMember, with_crcs
     names = field_names(options)
     try:
         archive = zipfile.ZipFile(dump.path)
@@ -439,52 +436,38 @@ def _attach_npz(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]
     stored = all(src.spec is not None for src in sources.values())
     fill = functools.partial(_fill_npz, dump.path, present, sources)
     dump = filled(dump, _info(source, present), fill, by_rows=stored)
-    return _with_crcs(dump, sources), members
+    return with_crcs(dump, [src.spec for src in sources.values()]), members
 
 
-def _with_crcs(dump: Dump, sources: dict) -> Dump:
-    """The dump whose end-of-pass and damage checks also cover the stored relevance
-    members' CRC-32 (computed on their rows as they are read)."""
-    crcs = [src.spec.crc for src in sources.values()
-            if src.spec is not None and src.spec.crc is not None]
-    if not crcs:
-        return dump
-    finish, verify = dump._finish, dump._verify
+# each NPZ field's numpy dtype kinds, and what the refusal wants
+_NPZ_KINDS = {"labels": ("biuf", "numbers or booleans"),
+              "items": ("iuU", "integer or string item ids"),
+              RANKING_FIELD: ("iu", "integer candidate indices"),
+              "positives": ("iu", "integer column indices"),
+              "negatives": ("iu", "integer column indices")}
 
-    def check(first):
-        if first is not None:
-            first()
-        for crc in crcs:
-            crc.check()
-    dump._finish = lambda: check(finish)
-    dump._verify = lambda: check(verify)
-    return dump
+
+def _check_kind(path: str, kind: str, name: str, dtype) -> None:
+    """A field's values must be of its :data:`_NPZ_KINDS` (a Parquet list's values too)."""
+    kinds, want = _NPZ_KINDS[kind]
+    if np.dtype(dtype).kind not in kinds:
+        raise InputError(f"{path}: '{name}' must hold {want}, got {dtype}")
 
 
 def _check_npz_member(path, kind, name, member, rows, cols):
-    shape, dtype = tuple(member.shape), np.dtype(member.dtype)
+    shape = tuple(member.shape)
     if kind in ("labels", "items"):
         if shape != (rows, cols):
             raise InputError(f"{path}: '{name}' must have the scores' shape {(rows, cols)}, got "
                              f"{shape}")
-        if kind == "labels" and dtype.kind not in "biuf":
-            raise InputError(f"{path}: '{name}' must hold numbers or booleans, got {dtype}")
-        if kind == "items" and dtype.kind not in "iuU":
-            raise InputError(f"{path}: '{name}' must hold integer or string item ids, got "
-                             f"{dtype}")
     elif kind == RANKING_FIELD:
         if len(shape) != 2 or shape[0] != rows:
             raise InputError(f"{path}: '{name}' must be a ({rows}, K) array of candidate "
                              f"indices, top first, got shape {shape}")
-        if dtype.kind not in "iu":
-            raise InputError(f"{path}: '{name}' must hold integer candidate indices, got "
-                             f"{dtype}")
-    else:
-        if len(shape) not in (1, 2) or shape[0] != rows:
-            raise InputError(f"{path}: '{name}' must be ({rows},) or ({rows}, m) column "
-                             f"indices padded with -1, got shape {shape}")
-        if dtype.kind not in "iu":
-            raise InputError(f"{path}: '{name}' must hold integer column indices, got {dtype}")
+    elif len(shape) not in (1, 2) or shape[0] != rows:
+        raise InputError(f"{path}: '{name}' must be ({rows},) or ({rows}, m) column "
+                         f"indices padded with -1, got shape {shape}")
+    _check_kind(path, kind, name, member.dtype)
 
 
 def _fill_npz(path, names, sources, batch):
