@@ -661,26 +661,24 @@ class _LongReader:
             yield from sorted_batches(self.source.path, self.source.chunks(chunk), self.options,
                                       batch_rows, self.relevance)
             self.labels_checked = True
+            return
         except NotSorted:
-            self._regroup()
-            raise ReadAgain() from None
+            pass
         except RelevanceLabelsFound as exc:
             # a label other than 0 and 1 is one wherever its row sits, but an instance cut
             # in two by rows out of order can look like it has no positive or two: only
             # sorted rows prove that such labels are relevance labels
-            if not exc.by_value and not self._verified_sorted(chunk):
-                self._regroup()
-                raise ReadAgain() from None
-            self.start_over(exc)
-            raise
+            if exc.by_value or self._verified_sorted(chunk):
+                self.start_over(exc)
+                raise
         except InputError:
             # A grouping error (a repeated position, a label that is not finite) may only
             # mean the rows were not sorted after all: regroup, which finds the real error
             # if any.
-            if self.dump.parts is None and not self._verified_sorted(chunk):
-                self._regroup()
-                raise ReadAgain() from None
-            raise
+            if self.dump.parts is not None or self._verified_sorted(chunk):
+                raise
+        self._regroup()
+        raise ReadAgain()
 
     def settle(self) -> None:
         if self.dump.parts is None and not self._verified_sorted(1 << 16):
