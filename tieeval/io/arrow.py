@@ -37,18 +37,16 @@ def to_numpy(arr) -> np.ndarray:
         arr = arr.combine_chunks()
     t = arr.type
     n = len(arr)
-    if arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+    if arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)
+                                or pa.types.is_boolean(t)):
         dtype = numpy_dtype(t)
         data = arr.buffers()[1]
         if n == 0 or data is None:
             return np.zeros(0, dtype=dtype)
+        if dtype == bool:
+            bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+            return bits[arr.offset:arr.offset + n].astype(bool)
         return np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
-    if arr.null_count == 0 and pa.types.is_boolean(t):
-        data = arr.buffers()[1]
-        if n == 0 or data is None:
-            return np.zeros(0, dtype=bool)
-        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
-        return bits[arr.offset:arr.offset + n].astype(bool)
     return arr.to_numpy(zero_copy_only=False)
 
 
