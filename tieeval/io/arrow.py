@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from tieeval.errors import InputError, TieevalError
-from tieeval.io.base import check_row_length, error_text, max_row_candidates
+from tieeval.io.base import check_row_length, error_text
 
 # ---------------------------------------------------------------------------------------
 # Parquet
@@ -218,14 +218,14 @@ def list_to_numpy(path: str, column, start: int, what: str):
     """A list-typed Arrow column -> (values, offsets) or a dense 2-D array (offsets None)."""
     values, offsets = arrow_lists(path, column, what, lambda i: f"row {start + i}")
     lengths = np.diff(offsets)
-    if lengths.size:
-        if int(lengths.max()) > max_row_candidates():
-            i = int(np.argmax(lengths))
-            check_row_length(path, int(lengths[i]), f"row {start + i}")
-    if lengths.size and lengths.min() < 1:
+    if not lengths.size:
+        return values, offsets
+    longest = int(np.argmax(lengths))
+    check_row_length(path, int(lengths[longest]), f"row {start + longest}")
+    if lengths.min() < 1:
         i = int(np.flatnonzero(lengths < 1)[0])
         raise InputError(f"{path}: row {start + i}: no candidates (a row needs at least one)")
-    if lengths.size and lengths.min() == lengths.max():
+    if lengths.min() == lengths.max():
         return values.reshape(len(lengths), int(lengths[0])), None
     return values, offsets
 

@@ -197,9 +197,8 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     scores = rows.score[order]
     offsets = np.append(starts, n).astype(np.int64)
     lengths = np.diff(offsets)
-    if int(lengths.max()) > max_row_candidates():
-        g = int(np.argmax(lengths))
-        check_row_length(path, int(lengths[g]), f"instance {instance_name(ids[g])}")
+    g = int(np.argmax(lengths))
+    check_row_length(path, int(lengths[g]), f"instance {instance_name(ids[g])}")
     labels = None
     if rows.label is not None:
         labels = rows.label[order]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -315,14 +316,10 @@ def _npy_header(fh, path: str, what: str):
         else:  # pragma: no cover - numpy raises first
             raise ValueError(f"unknown .npy version {version}")
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, SyntaxError,
-            TypeError, MemoryError, RecursionError, OverflowError) as exc:
+            tokenize.TokenError, TypeError, MemoryError, RecursionError, OverflowError) as exc:
         # numpy parses the header with the tokenizer and literal_eval: a damaged header can
         # raise any of these (tokenize.TokenError is a SyntaxError subclass in recent Pythons)
         raise _load_error(path, exc) from None
-    except Exception as exc:
-        if type(exc).__name__ == "TokenError":
-            raise _load_error(path, exc) from None
-        raise
     # type() rather than isinstance(): a damaged header's True / False are no extents
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise InputError(f"{path}: corrupted or truncated file (bad shape {shape!r} in the "

@@ -50,7 +50,8 @@ def _open_scores(path: str, options: ReadOptions) -> Dump:
                              f"{options.score_dtype!r}")
     path = os.fspath(path)
     if os.path.isdir(path):
-        return readers.folder_reader().open(path, options)
+        # a folder is a dataset of files, as Spark writes them
+        return next(r for r in readers.readers() if r.folder).open(path, options)
     if not os.path.exists(path):
         raise not_found(path)
     require_regular_file(path)

@@ -201,14 +201,10 @@ def _indices_to_labels(path: str, batch: Batch, names: dict, lists: dict) -> np.
 # ---------------------------------------------------------------------------------------
 # Parquet
 
-def _parquet_files(dump: Dump) -> list[str]:
-    return list(dict.fromkeys(getattr(p, "path", dump.path) for p in (dump.parts or [])))
-
-
 def _attach_parquet(dump: Dump, options: ReadOptions) -> tuple[Dump, Collection[str]]:
     from tieeval.io.arrow import check_same_columns, parquet_file
-    files = _parquet_files(dump)
     given = dump.parts or []
+    files = list(dict.fromkeys(getattr(p, "path", dump.path) for p in given))
     if not files or not all(hasattr(p, "group") for p in given):
         return dump, ()
     schema = parquet_file(files[0]).schema_arrow

@@ -27,7 +27,6 @@ INSTANCE_FIELD = "instance"
 # Field names of a dump: a run label by one of these names would be read as the field.
 FIELDS = ("scores", "positive", "labels", "positives", "negatives", "items", INSTANCE_FIELD,
           "ranking")
-_RESERVED = FIELDS
 _RUN_LABEL_HINT = ("run labels go in as keywords (method=..., dataset=..., task=..., "
                    "seed=...) or in meta={...}")
 
@@ -323,7 +322,7 @@ def _run_labels(meta, run_labels: dict) -> dict[str, str]:
             continue
         if not isinstance(key, str):
             raise ParameterError(f"run label names must be strings, got {key!r}")
-        if key in _RESERVED:
+        if key in FIELDS:
             raise ParameterError(f"label {key!r} would clash with the {key!r} field")
         if isinstance(value, (list, tuple, dict, set)) or np.ndim(value) != 0:
             raise ParameterError(f"label {key}={value!r} must be a single value "

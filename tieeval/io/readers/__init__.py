@@ -125,11 +125,6 @@ def chosen_by(options: ReadOptions) -> Reader | None:
                 None)
 
 
-def folder_reader() -> Reader:
-    """The reader of a folder (a dataset of files, as Spark writes them)."""
-    return next(r for r in readers() if r.folder)
-
-
 def titles(readers_: list[Reader]) -> str:
     """``Parquet or CSV``: the readers' titles joined for a message."""
     names = [r.title for r in readers_]
@@ -145,14 +140,6 @@ def expected() -> str:
     """What a dump may be, for the "unknown format" message."""
     shown = [r.shown for r in readers()]
     return f"{', '.join(shown[:-1])} or {shown[-1]}"
-
-
-def by_suffix(path: str) -> Reader | None:
-    """The reader whose longest suffix ends ``path`` (case-insensitively), if any."""
-    lower = path.lower()
-    best = max(((len(s), r) for r in readers() for s in r.suffixes if lower.endswith(s)),
-               key=lambda pair: pair[0], default=None)
-    return None if best is None else best[1]
 
 
 def by_magic(head: bytes) -> Reader | None:
@@ -186,9 +173,12 @@ def detect(path: str) -> Reader:
     if suffix in _OTHER_COMPRESSION and ".csv" in path.lower():
         raise InputError(f"{path}: {_OTHER_COMPRESSION[suffix]}-compressed CSV is not read; "
                          "decompress it, or compress it with gzip (.csv.gz)")
-    found = by_suffix(path)
-    if found is not None:
-        return found
+    # the reader whose longest suffix ends the path (case-insensitively)
+    lower = path.lower()
+    best = max(((len(s), r) for r in readers() for s in r.suffixes if lower.endswith(s)),
+               key=lambda pair: pair[0], default=None)
+    if best is not None:
+        return best[1]
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)
