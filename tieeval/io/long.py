@@ -105,10 +105,10 @@ class Rows:
     def __len__(self) -> int:
         return len(self.position)
 
-    def slice(self, lo: int, hi: int | None = None) -> "Rows":
+    def slice(self, lo: int, hi: int | None = None, nbytes: int = 0) -> "Rows":
         hi = len(self) if hi is None else hi
         return Rows(self.ids.slice(lo, hi - lo), self.position[lo:hi], self.score[lo:hi],
-                    None if self.label is None else self.label[lo:hi], 0)
+                    None if self.label is None else self.label[lo:hi], nbytes)
 
     @staticmethod
     def concat(a: "Rows | None", b: "Rows") -> "Rows":
@@ -610,15 +610,13 @@ def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
         starts = np.flatnonzero(new)
         last = int(starts[-1])
         if last > 0:
-            complete = rows.slice(0, last)
-            complete.nbytes = rows.nbytes
+            complete = rows.slice(0, last, rows.nbytes)
             codes = np.cumsum(new[:last]) - 1
             yield from group_rows(path, complete, codes, options, batch_rows, done, relevance)
             done += len(starts) - 1
             carry = rows.slice(last)
         else:
             carry = rows
-            carry.nbytes = rows.nbytes
         if len(carry) > max_row_candidates():  # one instance still growing: refuse it early
             check_row_length(path, len(carry),
                              f"instance {instance_name(_id_values(carry.ids, np.array([0]))[0])}")
