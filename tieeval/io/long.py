@@ -466,8 +466,6 @@ class _CsvSource(_Source):
             return all(record.num_rows == 0 for record in self._records(reader))
         except InputError:
             return False  # the real reading reports it
-        finally:
-            reader.close()
 
     def _canonical_ids(self) -> bool:
         """Every instance id of the file is a canonical int64 (one pass over the ids)."""
@@ -478,31 +476,32 @@ class _CsvSource(_Source):
         self.column_types[name] = pa.string()
         reader, _ = self._reader([name])
         self.column_types = saved
-        try:
-            for record in self._records(reader):
-                ids = record.column(0)
-                ok = pc.match_substring_regex(ids, r"^-?(0|[1-9][0-9]{0,18})$")
-                if ok.null_count or not pc.all(ok).as_py():
-                    return False
-                try:
-                    pc.cast(ids, pa.int64())
-                except (pa.ArrowException, ValueError):
-                    return False
-            return True
-        finally:
-            reader.close()
+        for record in self._records(reader):
+            ids = record.column(0)
+            ok = pc.match_substring_regex(ids, r"^-?(0|[1-9][0-9]{0,18})$")
+            if ok.null_count or not pc.all(ok).as_py():
+                return False
+            try:
+                pc.cast(ids, pa.int64())
+            except (pa.ArrowException, ValueError):
+                return False
+        return True
 
     def _records(self, reader) -> Iterator[Any]:
-        """The record batches of ``reader``; a parse error is the CSV's, in one line."""
+        """The record batches of ``reader``, closed after them (or with the generator); a
+        parse error is the CSV's, in one line."""
         pa, _ = _pyarrow()
-        while True:
-            try:
-                record = reader.read_next_batch()
-            except StopIteration:
-                return
-            except (pa.ArrowException, OSError, ValueError) as exc:
-                raise self._unreadable(exc) from None
-            yield record
+        try:
+            while True:
+                try:
+                    record = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (pa.ArrowException, OSError, ValueError) as exc:
+                    raise self._unreadable(exc) from None
+                yield record
+        finally:
+            reader.close()
 
     def _unreadable(self, exc: Exception) -> InputError:
         return InputError(f"{self.path}: unreadable CSV ({error_text(exc)})")
@@ -555,22 +554,19 @@ class _CsvSource(_Source):
         reader, raw = self._reader(self.columns)
         seen = 0
         empty = True
-        try:
-            for record in self._records(reader):
-                if record.num_rows == 0:
-                    continue
-                empty = False
-                now = raw.tell()
-                for lo in range(0, record.num_rows, rows):
-                    part = record.slice(lo, rows)
-                    share = (now - seen) * part.num_rows // record.num_rows
-                    got = _rows_from(self.path, part, self.cols, self.has_label, share)
-                    if self.half:
-                        got.score = _to_half(self.path, got.score, self.cols["score"])
-                    yield got
-                seen = now
-        finally:
-            reader.close()
+        for record in self._records(reader):
+            if record.num_rows == 0:
+                continue
+            empty = False
+            now = raw.tell()
+            for lo in range(0, record.num_rows, rows):
+                part = record.slice(lo, rows)
+                share = (now - seen) * part.num_rows // record.num_rows
+                got = _rows_from(self.path, part, self.cols, self.has_label, share)
+                if self.half:
+                    got.score = _to_half(self.path, got.score, self.cols["score"])
+                yield got
+            seen = now
         if empty:
             raise InputError(f"{self.path}: no instances (empty dump)")
 
