@@ -113,21 +113,19 @@ def _info(source, present: dict) -> RelevanceInfo | None:
 def _check_combination(path: str, present: dict[str, str], options: ReadOptions,
                        has_positive: bool) -> str | None:
     """The label source of a dump with these fields present; refuse contradictions."""
-    if "labels" in present and ("positives" in present or "negatives" in present):
-        other = present.get("positives") or present.get("negatives")
-        raise InputError(f"{path}: has both '{present['labels']}' and '{other}'; a dump gives "
+    given = [present[kind] for kind in ("labels", "positives", "negatives") if kind in present]
+    if "labels" in present and len(given) > 1:
+        raise InputError(f"{path}: has both '{given[0]}' and '{given[1]}'; a dump gives "
                          "relevance one way (keep one of them)")
-    source = ("labels" if "labels" in present else
-              "positives" if ("positives" in present or "negatives" in present) else None)
-    if source is not None:
-        name = present.get("labels") or present.get("positives") or present.get("negatives")
-        if has_positive:
-            raise InputError(f"{path}: has both '{name}' and the single-positive field "
-                             f"'{options.positive}'; keep one of them")
-        if options.positive_index is not None:
-            raise InputError(f"{path}: --positive-index does not apply to a dump with "
-                             f"relevance labels ('{name}')")
-    return source
+    if not given:
+        return None
+    if has_positive:
+        raise InputError(f"{path}: has both '{given[0]}' and the single-positive field "
+                         f"'{options.positive}'; keep one of them")
+    if options.positive_index is not None:
+        raise InputError(f"{path}: --positive-index does not apply to a dump with "
+                         f"relevance labels ('{given[0]}')")
+    return "labels" if "labels" in present else "positives"
 
 
 # ---------------------------------------------------------------------------------------

@@ -485,16 +485,14 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
     lab = _labels(labels, rows)
     pos_lists = _indices(positives, "positives", rows, padding=True)
     neg_lists = _indices(negatives, "negatives", rows, padding=True)
-    if positive is not None and (lab is not None or pos_lists is not None
-                                 or neg_lists is not None):
-        other = ("labels" if lab is not None else
-                 "positives" if pos_lists is not None else "negatives")
+    given = [name for name, value in (("labels", lab), ("positives", pos_lists),
+                                      ("negatives", neg_lists)) if value is not None]
+    if positive is not None and given:
         raise ParameterError(f"positive={positive!r} describes a single-positive dump, and "
-                             f"{other}= gives relevance another way; a dump gives relevance "
+                             f"{given[0]}= gives relevance another way; a dump gives relevance "
                              "one way: leave positive out")
-    if lab is not None and (pos_lists is not None or neg_lists is not None):
-        other = "positives" if pos_lists is not None else "negatives"
-        raise ParameterError(f"labels= and {other}= both give relevance; a dump gives it "
+    if lab is not None and len(given) > 1:
+        raise ParameterError(f"labels= and {given[1]}= both give relevance; a dump gives it "
                              f"one way: pass labels=, or positives=/negatives=")
     if pos_lists is not None and neg_lists is not None:
         clash = _both(pos_lists, neg_lists)
