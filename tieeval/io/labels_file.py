@@ -62,8 +62,8 @@ def with_labels_file(dump: Dump, labels: str, options, stored: Collection[str]) 
     if dump.layout != "wide":
         raise InputError(f"{dump.path}: {OPTION} applies to wide dumps (a row of scores per "
                          "instance); a long-layout dump has its labels in its label column")
-    own = getattr(dump, "relevance", None)
-    if own is not None and own.source is not None:
+    own = getattr(dump, "relevance", None) or RelevanceInfo(None)
+    if own.source is not None:
         name = next((f for f in own.fields if f != "items"), own.source)
         raise InputError(f"{dump.path}: has its own relevance field '{name}'; give "
                          f"relevance one way (drop {OPTION} or the field)")
@@ -77,9 +77,8 @@ def with_labels_file(dump: Dump, labels: str, options, stored: Collection[str]) 
     if dump.rows is not None and dump.rows != rows:
         raise InputError(f"{labels}: {rows} rows of labels, but {dump.path} has "
                          f"{dump.rows} instances (the labels align with the scores' rows)")
-    info = RelevanceInfo("labels", items=bool(own is not None and own.items),
-                         original=own.original if own is not None else "argsort",
-                         fields=(*(own.fields if own is not None else ()), labels))
+    info = RelevanceInfo("labels", items=own.items, original=own.original,
+                         fields=(*own.fields, labels))
     nbytes = dump.nbytes + os.path.getsize(labels)
     return filled(dump, info, LabelsFile(labels, spec, dump.path).fill, nbytes=nbytes)
 
