@@ -163,15 +163,21 @@ def _checked_labels(path: str, batch: Batch, name: str, values: np.ndarray) -> n
     return values
 
 
-def _indices_to_labels(path: str, batch: Batch, names: dict, lists: dict) -> np.ndarray:
-    """``{"positives": (idx, row), "negatives": ...}`` -> int8 labels in the batch layout."""
+def _indices_to_labels(path: str, batch: Batch, names: dict, columns: dict) -> np.ndarray:
+    """``{"positives": (idx, offsets | None), "negatives": ...}`` -> int8 labels in the
+    batch layout."""
     lengths = batch.lengths()
     starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
     labels = np.zeros(int(lengths.sum()), dtype=np.int8)
     for kind, value in (("positives", 1), ("negatives", -1)):
-        if kind not in lists:
+        if kind not in columns:
             continue
-        idx, row = lists[kind]
+        idx, offsets = columns[kind]
+        if offsets is None:  # 2-D padded (NPZ) or 1-D one index per row
+            idx = idx.reshape(idx.shape[0], -1)
+            offsets = np.arange(idx.shape[0] + 1, dtype=np.int64) * idx.shape[1]
+            idx = idx.reshape(-1)
+        row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
         _check_kind(path, kind, names[kind], idx.dtype)
         idx = idx.astype(np.int64)
         keep = idx != -1  # padding
@@ -338,18 +344,8 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
         values, offsets = columns["labels"]
         values = _check_layout(path, batch, names["labels"], values, offsets)
         batch.labels = _checked_labels(path, batch, names["labels"], values)
-    lists = {}
-    for kind in ("positives", "negatives"):
-        if kind in columns:
-            values, offsets = columns[kind]
-            if offsets is None:  # 2-D padded (NPZ) or 1-D one index per row
-                values = values.reshape(values.shape[0], -1)
-                offsets = np.arange(values.shape[0] + 1, dtype=np.int64) * values.shape[1]
-                values = values.reshape(-1)
-            row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
-            lists[kind] = (values, row)
-    if lists:
-        batch.labels = _indices_to_labels(path, batch, names, lists)
+    if "positives" in columns or "negatives" in columns:
+        batch.labels = _indices_to_labels(path, batch, names, columns)
     if "items" in columns:
         values, offsets = columns["items"]
         batch.items = _check_layout(path, batch, names["items"], values, offsets)
