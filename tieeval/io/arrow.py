@@ -43,7 +43,7 @@ def to_numpy(arr) -> np.ndarray:
         data = arr.buffers()[1]
         if n == 0 or data is None:
             return np.zeros(0, dtype=dtype)
-        if dtype == bool:
+        if dtype.kind == "b":
             bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
             return bits[arr.offset:arr.offset + n].astype(bool)
         return np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
