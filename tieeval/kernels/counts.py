@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -304,25 +305,9 @@ def _sorted_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np
 def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
                   nan_policy: str = "raise", rule: str = "argsort") -> RowCounts:
     """Counts for a ragged batch: row i is ``values[offsets[i]:offsets[i+1]]``."""
+    a, b, top, rep = ragged_abt(values, offsets, positive, nan_policy)
     starts = offsets[:-1]
     n = np.diff(offsets).astype(np.int64)
-    worst = nan_policy == "worst" and values.dtype.kind == "f"
-    row_max = (np.fmax if worst else np.maximum).reduceat(values, starts)
-    if not worst:
-        _check_nan(row_max, nan_policy)
-    p = values[starts + positive]
-    rep = np.repeat(p, n)
-    a = np.add.reduceat(values > rep, starts, dtype=np.int64)
-    b = np.add.reduceat(values == rep, starts, dtype=np.int64)
-    top = np.add.reduceat(values == np.repeat(row_max, n), starts, dtype=np.int64)
-    if worst:
-        isnan = np.isnan(values)
-        nans = np.add.reduceat(isnan, starts, dtype=np.int64)
-        nan_pos = np.isnan(p)
-        a[nan_pos] = n[nan_pos] - nans[nan_pos]
-        b[nan_pos] = nans[nan_pos]
-        all_nan = np.isnan(row_max)
-        top[all_nan] = n[all_nan]
     original = a + 1
     if rule in ("stable", "reverse-stable") and (b > 1).any():
         # tied candidates before (stable) or after (reverse-stable) the positive's position
@@ -336,6 +321,48 @@ def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
             order = np.argsort(sort_key(row))
             original[i] = int(np.flatnonzero(order == positive[i])[0]) + 1
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
+
+
+def tolerance_tied(values: np.ndarray, ref: np.ndarray, atol: float) -> np.ndarray:
+    """``values == ref or |values - ref| <= atol`` (differences in float64; NaN never tied)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(values.astype(np.float64) - ref.astype(np.float64))
+    value: np.ndarray = (values == ref) | (diff <= atol)
+    return value
+
+
+def ragged_abt(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
+               nan_policy: str = "raise", atol: float | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``a``, ``b`` and the top tie of a ragged batch, and the positive's score at every
+    position; with ``atol`` (the what-if's tolerance) scores within it of the positive
+    (of the row maximum, for the top tie) count as tied, not above
+    (:func:`tieeval.kernels.whatif.tolerance_counts`)."""
+    starts = offsets[:-1]
+    n = np.diff(offsets)
+    worst = nan_policy == "worst" and values.dtype.kind == "f"
+    row_max = (np.fmax if worst else np.maximum).reduceat(values, starts)
+    if not worst:
+        _check_nan(row_max, nan_policy)
+    p = values[starts + positive]
+    rep = np.repeat(p, n)
+    tied: Any = np.equal if atol is None else partial(tolerance_tied, atol=atol)
+    near = tied(values, rep)
+    above = values > rep
+    if atol is not None:
+        above &= ~near
+    a = np.add.reduceat(above, starts, dtype=np.int64)
+    b = np.add.reduceat(near, starts, dtype=np.int64)
+    top = np.add.reduceat(tied(values, np.repeat(row_max, n)), starts, dtype=np.int64)
+    if worst:
+        isnan = np.isnan(values)
+        nans = np.add.reduceat(isnan, starts, dtype=np.int64)
+        nan_pos = np.isnan(p)
+        a[nan_pos] = n[nan_pos] - nans[nan_pos]
+        b[nan_pos] = nans[nan_pos]
+        all_nan = np.isnan(row_max)
+        top[all_nan] = n[all_nan]
+    return a, b, top, rep
 
 
 def check_nan_policy(nan_policy: str) -> str:

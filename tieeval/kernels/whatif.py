@@ -56,7 +56,8 @@ from dataclasses import replace
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.counts import RowCounts
+from tieeval.kernels.counts import RowCounts, ragged_abt
+from tieeval.kernels.original import batch_offsets
 from tieeval.records.batch import Batch
 
 # the what-if's names, where they were (re-exported)
@@ -150,14 +151,6 @@ def cast_scores(scores: np.ndarray, target: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # tolerance kernel
 
-def _tolerance_tied(values: np.ndarray, ref: np.ndarray, atol: float) -> np.ndarray:
-    """``values == ref or |values - ref| <= atol`` (differences in float64; NaN never tied)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(values.astype(np.float64) - ref.astype(np.float64))
-    value: np.ndarray = (values == ref) | (diff <= atol)
-    return value
-
-
 def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
                      nan_policy: str = "raise") -> RowCounts:
     """Counts of one batch with scores within ``atol`` of the positive counted as tied.
@@ -165,30 +158,10 @@ def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
     ``exact`` are the batch's exact counts (from :func:`tieeval.kernels.single.batch_counts`, which
     also applies ``nan_policy``); their ``n`` and ``original`` are kept, ``a``, ``b`` and
     ``top`` are recomputed as described in the module docstring. Rows whose positive is NaN
-    (``nan_policy='worst'``) keep their exact counts, and so do all-NaN rows for ``top``.
+    (``nan_policy='worst'``) get their exact counts, and so do all-NaN rows for ``top``.
     """
-    atol = check_tolerance(atol)
-    s, offsets = batch.scores, batch.offsets
-    if offsets is None:  # a dense batch counted as the ragged one of its rows
-        rows, cols = s.shape
-        s, offsets = s.reshape(-1), np.arange(rows + 1, dtype=np.int64) * cols
-    worst = nan_policy == "worst" and s.dtype.kind == "f"
-    starts = offsets[:-1]
-    n = np.diff(offsets)
-    pos = s[starts + batch.positive]
-    p = np.repeat(pos, n)
-    tied = _tolerance_tied(s, p, atol)
-    a = np.add.reduceat((s > p) & ~tied, starts, dtype=np.int64)
-    b = np.add.reduceat(tied, starts, dtype=np.int64)
-    row_max = (np.fmax if worst else np.maximum).reduceat(s, starts)
-    top = np.add.reduceat(_tolerance_tied(s, np.repeat(row_max, n), atol), starts,
-                          dtype=np.int64)
-    if worst:
-        nan_pos = np.isnan(pos)
-        a[nan_pos] = exact.a[nan_pos]
-        b[nan_pos] = exact.b[nan_pos]
-        all_nan = np.isnan(row_max)
-        top[all_nan] = exact.top[all_nan]
+    s, offsets = batch_offsets(batch)  # a dense batch counted as the ragged one of its rows
+    a, b, top, _ = ragged_abt(s, offsets, batch.positive, nan_policy, check_tolerance(atol))
     return RowCounts(a=a, b=b, n=exact.n, top=top, original=exact.original)
 
 
