@@ -260,7 +260,20 @@ def original_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: n
         # kind, stored dtype. Each row is sorted independently, so sorting only the tied
         # rows, in blocks and on several threads, gives the same per-row order as sorting
         # the whole matrix at once.
-        for rows, got in zip(*_sorted_ranks(scores, positive, a, b, tied, step)):
+        blocks = sort_blocks(tied, step)
+
+        def ranks(rows: np.ndarray) -> np.ndarray:
+            # one copy of the rows, negated in place: the same values as ``scores[rows] * -1``
+            order = np.argsort(sort_key(scores[rows], scratch=True), axis=1)
+            # the positive sits among its tie block, at places a .. a + b - 1 of its row:
+            # only that window of the order is searched
+            lo = int(a[rows].min())
+            hi = int((a[rows] + b[rows]).max())
+            place: np.ndarray = np.argmax(order[:, lo:hi] == positive[rows][:, None],
+                                          axis=1) + (lo + 1)
+            return place
+        for rows, got in zip(blocks, map_blocks(ranks, blocks,
+                                                [r.size * scores.shape[1] for r in blocks])):
             original[rows] = got
         return original
     for lo in range(0, tied.size, step):  # stable / reverse-stable: counted, no sort
@@ -281,25 +294,6 @@ def sort_blocks(tied: np.ndarray, step: int) -> list[np.ndarray]:
         return []
     count = max(-(-tied.size // step), min(threads(), tied.size))
     return [tied] if count == 1 else np.array_split(tied, count)
-
-
-def _sorted_ranks(scores: np.ndarray, positive: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  tied: np.ndarray, step: int) -> tuple[list[np.ndarray], list[Any]]:
-    """The blocks of ``tied`` rows and, per block, the positive's 1-based place in
-    ``np.argsort(scores * -1, axis=1)``, on the sort threads."""
-    blocks = sort_blocks(tied, step)
-
-    def ranks(rows: np.ndarray) -> np.ndarray:
-        # one copy of the rows, negated in place: the same values as ``scores[rows] * -1``
-        order = np.argsort(sort_key(scores[rows], scratch=True), axis=1)
-        # the positive sits among its tie block, at places a .. a + b - 1 of its row: only
-        # that window of the order is searched
-        lo = int(a[rows].min())
-        hi = int((a[rows] + b[rows]).max())
-        place: np.ndarray = np.argmax(order[:, lo:hi] == positive[rows][:, None],
-                                      axis=1) + (lo + 1)
-        return place
-    return blocks, map_blocks(ranks, blocks, [r.size * scores.shape[1] for r in blocks])
 
 
 def ragged_counts(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
