@@ -208,19 +208,16 @@ class Kernel(ABC):
     def add(self, acc: Accumulator, batch: Batch) -> None:
         """Add one batch's rows to ``acc``."""
 
-    @abstractmethod
     def instance_values(self, batch: Batch) -> list[InstanceValues]:
         """Per-instance values of every entry (in :attr:`entries` order) for one batch."""
+        return self.add_values(None, batch)[1]
 
+    @abstractmethod
     def add_values(self, acc: Accumulator | None, batch: Batch
                    ) -> tuple[Any, list[InstanceValues]]:
         """Add one batch to ``acc`` (None: the totals are not wanted) and give its
         per-instance values: ``(row counts or None, values)``; the row counts (``a``,
-        ``b``, the original rank) are the single-positive kernel's. Kernels that share
-        work between the two override this."""
-        if acc is not None:
-            self.add(acc, batch)
-        return None, self.instance_values(batch)
+        ``b``, the original rank) are the single-positive kernel's."""
 
     @abstractmethod
     def result(self, acc: Accumulator, path: str, dtype: Any,
@@ -252,9 +249,6 @@ class Kernel(ABC):
             if progress is not None:
                 progress(batch.rows, batch.nbytes)
         return acc
-
-    def nan_error(self, batch: Batch, row: int) -> InputError:
-        return nan_score_error(self.spec.path, batch, row)
 
     def _duplicates(self, acc: Accumulator, batch: Batch, relevant: np.ndarray) -> None:
         if acc.duplicates is not None and batch.items is not None:

@@ -77,6 +77,7 @@ from tieeval.kernels.base import (
     EvalSpec,
     Kernel,
     blank_short,
+    nan_score_error,
     record_short,
     unanswered_note,
 )
@@ -206,7 +207,7 @@ class GeneralKernel(Kernel):
                           max_grade=getattr(batch, "max_label", None),
                           options=self.table_options(listed is not None), gate=gate)
         except NanScoreError as exc:
-            raise self.nan_error(batch, exc.row) from None
+            raise nan_score_error(path, batch, exc.row) from None
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         if listed is not None:
@@ -261,9 +262,10 @@ class GeneralKernel(Kernel):
                    ) -> tuple[None, list[InstanceValues]]:
         """The totals and the per-instance values from one block table and one evaluation
         of each metric (the values the totals add are the ones handed out)."""
+        batch = self.prepare(batch)
         if acc is None:
-            return None, self.instance_values(batch)
-        rb, values = self._add(acc, self.prepare(batch))
+            return None, self._instances(self.block_table(batch, self.labels(batch)))
+        rb, values = self._add(acc, batch)
         return None, self._instances(rb, values, counted=values is not None)
 
     def add_rows(self, acc: Accumulator, rb: RelBatch) -> list[InstanceValues] | None:
@@ -407,10 +409,6 @@ class GeneralKernel(Kernel):
         return InstanceValues(zero(v.original), zero(v.first), zero(v.last),
                               zero(v.tie_aware), variance,
                               zero(v.tie_decided, False), defined | fill, v.spread, weight)
-
-    def instance_values(self, batch: Batch) -> list[InstanceValues]:
-        batch = self.prepare(batch)
-        return self._instances(self.block_table(batch, self.labels(batch)))
 
     def _instances(self, rb: RelBatch, values: list[InstanceValues] | None = None,
                    counted: bool = False) -> list[InstanceValues]:

@@ -245,9 +245,6 @@ class SinglePositiveKernel(Kernel):
             return
         add_evidence(acc.hint, batch.scores, batch.offsets, batch.start)
 
-    def instance_values(self, batch: Batch) -> list[InstanceValues]:
-        return self._values(self.counts(self.prepare(batch)))
-
     def add_values(self, acc: Accumulator | None, batch: Batch
                    ) -> tuple[RowCounts, list[InstanceValues]]:
         """The batch's counts serve the totals and the per-instance values alike."""
