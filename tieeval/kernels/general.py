@@ -454,8 +454,12 @@ class GeneralKernel(Kernel):
         why: list[str] = []
         for entry, s in zip(self.entries, acc.sums):
             if s.count == 0:
+                form = entry.form
+                why_not = (f"--short-list skip leaves out every instance with fewer than "
+                           f"{form.k} candidates" if acc.no_relevant < n and form.k is not None
+                           and form.short_list == "skip" else form.spec.undefined_reason())
                 raise InputError(f"{path}: {entry.metric} is undefined for every instance "
-                                 f"({_why_undefined(entry.form, acc.no_relevant < n)})")
+                                 f"({why_not})")
             kind = REGISTRY[entry.metric.name].aggregate
             if kind == "sum":
                 means = {c: s.columns[c].value() for c in COLUMNS}
@@ -491,16 +495,19 @@ class GeneralKernel(Kernel):
         if self.both:
             own.append(f"{path}: --both evaluates {kept} of {n} instance(s), those with "
                        "a relevant item and an explicit negative")
-        elif acc.no_relevant and options.no_relevant == "zero":
-            from tieeval.metrics.measures import MEASURES  # every family: only here
-            skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
-            own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
-                       f"item ({_relevant(options)}); every metric but {skip} counts them "
-                       f"as 0{_graded(options)} (no_relevant=zero)")
         elif acc.no_relevant:
+            level = options.relevance_level
+            # under a relevance level the DCG family's gain stays the raw label: NDCG scores
+            # a row with labels below the level (trec_eval's ndcg under -l)
+            graded = "" if level is None else ", but NDCG scores those with a label > 0"
+            what = f"every metric skips them{graded}"
+            if options.no_relevant == "zero":
+                from tieeval.metrics.measures import MEASURES  # every family: only here
+                skip = " or ".join(m.name for m in MEASURES if not m.zero_without_relevant)
+                what = f"every metric but {skip} counts them as 0{graded} (no_relevant=zero)"
+            relevant = "label > 0" if level is None else f"label >= {level}"
             own.append(f"{path}: {acc.no_relevant} of {n} instance(s) have no relevant "
-                       f"item ({_relevant(options)}); every metric skips them"
-                       f"{_graded(options)}")
+                       f"item ({relevant}); {what}")
         negatives = list(dict.fromkeys(e.metric.name for e in self.entries
                                        if "negatives" in e.metric.spec.needs))
         if negatives and not self.both and acc.no_negative:
@@ -552,13 +559,6 @@ def expected_geometric_mean(s: EntrySums) -> float:
     return math.exp(fixed + rest)
 
 
-def _why_undefined(metric: RelMetric, some_relevant: bool = False) -> str:
-    if some_relevant and metric.k is not None and metric.short_list == "skip":
-        return (f"--short-list skip leaves out every instance with fewer than {metric.k} "
-                "candidates")
-    return metric.spec.undefined_reason()
-
-
 def k_over_n_warnings(path: str, counts: dict[int, int]) -> list[str]:
     """The cutoffs past some rows' candidate count, said once: a TREC run's shorter
     queries fall below several of trec_eval's cutoffs (100 ... 1000) at once, one line for
@@ -572,17 +572,3 @@ def k_over_n_warnings(path: str, counts: dict[int, int]) -> list[str]:
     each = ", ".join(f"K={k} in {c}" for k, c in over)
     return [f"{path}: K exceeds the candidate count at {len(over)} cutoffs ({each} "
             "instance(s))"]
-
-
-def _relevant(options: RelOptions) -> str:
-    """What relevant means in a warning: ``label > 0``, or ``label >= N`` under a level."""
-    level = options.relevance_level
-    return "label > 0" if level is None else f"label >= {level}"
-
-
-def _graded(options: RelOptions) -> str:
-    # under a relevance level the DCG family's gain stays the raw label: NDCG scores a row
-    # with labels below the level (trec_eval's ndcg under -l)
-    if options.relevance_level is None:
-        return ""
-    return ", but NDCG scores those with a label > 0"
