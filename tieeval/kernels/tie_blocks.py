@@ -94,28 +94,6 @@ if TYPE_CHECKING:
     from tieeval.kernels.original import Listed, Short
 
 # ---------------------------------------------------------------------------------------
-# Numerical helpers (private: they trust their input)
-
-def _check_unranked(unranked: Any, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        labels, offsets = unranked
-    except (TypeError, ValueError):
-        raise ParameterError("unranked must be a (labels, offsets) pair") from None
-    lab = np.asarray(labels)
-    off = np.asarray(offsets)
-    if lab.ndim != 1 or lab.dtype.kind not in "biuf":
-        raise ParameterError("unranked labels must be a 1-D integer, float or bool array")
-    if (off.ndim != 1 or off.size != rows + 1 or off.dtype.kind not in "iu" or off[0] != 0
-            or off[-1] != lab.size or (np.diff(off) < 0).any()):
-        raise ParameterError(f"unranked offsets must be {rows + 1} non-decreasing integers "
-                             f"from 0 to {lab.size}")
-    labf = lab.astype(np.float64)
-    if not np.isfinite(labf).all():
-        raise InputError("labels must be finite (no NaN or inf)")
-    return labf, off.astype(np.int64)
-
-
-# ---------------------------------------------------------------------------------------
 # The block table
 
 
@@ -291,7 +269,6 @@ class RelBatch:
             bad = np.unique(np.searchsorted(offsets, np.flatnonzero(nan), side="right") - 1)
             raise NanScoreError(int(bad[0]), int(bad.size))
         self._setup(n, offsets, options, max_grade)
-        self.n_gated = np.zeros(rows, dtype=np.int64)
         if gate:
             lab = self._gate(s, lab, offsets)
         if options.sparse and nan is None and tolerance is None:
@@ -403,6 +380,7 @@ class RelBatch:
         self.max_grade = None if max_grade is None else float(max_grade)
         self.rows = n.size
         self.n, self.offsets = n, offsets
+        self.n_gated = np.zeros(n.size, dtype=np.int64)
         self.original = options.original
         # -J -M: (Mixture, RelBatch) of the virtual rows of the queries whose tie block
         # straddles the cut (tieeval.kernels.general.GeneralKernel.block_table)
@@ -444,7 +422,6 @@ class RelBatch:
         n = np.asarray(n, dtype=np.int64)
         rows = n.size
         self._setup(n, np.concatenate(([0], np.cumsum(n))).astype(np.int64), options, None)
-        self.n_gated = np.zeros(rows, dtype=np.int64)
         self.rank_depth = depth = None if listed else options.rank_depth
         self.read_depth = options.prune_depth
         mrow, ml, rel = np.arange(rows, dtype=np.int64), np.ones(rows), np.ones(rows, dtype=bool)
@@ -461,8 +438,21 @@ class RelBatch:
         """R, the judged non-relevant count and the largest label with the unranked items."""
         rows = self.rows
         if unranked is not None:
-            self.unranked = _check_unranked(unranked, rows)
-            ulab, uoff = self.unranked
+            try:
+                labels, offsets = unranked
+            except (TypeError, ValueError):
+                raise ParameterError("unranked must be a (labels, offsets) pair") from None
+            lab, off = np.asarray(labels), np.asarray(offsets)
+            if lab.ndim != 1 or lab.dtype.kind not in "biuf":
+                raise ParameterError("unranked labels must be a 1-D integer, float or bool array")
+            if (off.ndim != 1 or off.size != rows + 1 or off.dtype.kind not in "iu"
+                    or off[0] != 0 or off[-1] != lab.size or (np.diff(off) < 0).any()):
+                raise ParameterError(f"unranked offsets must be {rows + 1} non-decreasing "
+                                     f"integers from 0 to {lab.size}")
+            ulab, uoff = lab.astype(np.float64), off.astype(np.int64)
+            if not np.isfinite(ulab).all():
+                raise InputError("labels must be finite (no NaN or inf)")
+            self.unranked = (ulab, uoff)
             urow = np.repeat(np.arange(rows, dtype=np.int64), np.diff(uoff))
             self.n_pos = self.n_pos + np.bincount(urow[self.relevant(ulab)], minlength=rows)
             if unranked_judged is None:
