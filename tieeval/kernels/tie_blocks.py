@@ -480,7 +480,6 @@ class RelBatch:
             yield base, base + np.arange(self.n[part[0]])
 
     def relevant(self, lab: np.ndarray) -> np.ndarray:
-        """Which labels are relevant: ``label >= relevance_level``, by default ``label > 0``."""
         return lab > 0 if self.level is None else lab >= self.level
 
     def relevant_places(self, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -501,7 +500,6 @@ class RelBatch:
         return got[1:]
 
     def row_max_label(self) -> np.ndarray:
-        """Each row's largest label over ranked and unranked items (-inf for an empty row)."""
         if not hasattr(self, "_row_max_label"):  # from the marked items
             self._row_max_label = sparse_blocks.row_max_label(self)
             if self.unranked is not None:
@@ -759,8 +757,6 @@ class Evaluation:
 
     # -- services the measures use -----------------------------------------------------------
     def hits(self, lab: np.ndarray, sign: int) -> np.ndarray:
-        """Per row the relevant items (``sign`` +1) or explicit negatives (-1) inside the
-        cutoff, for labels by position ``lab``."""
         if sign > 0:  # from the ordering's relevant items, shared by every cutoff
             _, row, _, place, _, _ = self.b.relevant_places(lab)
             inside = row[place < self.kc[row]]
@@ -771,17 +767,13 @@ class Evaluation:
     def first_block_stats(self, mark_t: np.ndarray, count_t: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                      np.ndarray]:
-        """Each row's first block with ``mark_t``: ``(block, row, a, n, count, m)``."""
         b = self.b
         t = b._first_block(mark_t)
         rows = b.brow[t]
         return t, rows, b.ba[t], b.bsz[t], count_t[t], self.m_t[t]
 
     def hits_moments(self, x_t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """E and Var of #(marked in top K), x_t marked items per block (hypergeometric).
-
-        Only blocks reaching into the top K (m_t > 0) contribute, so only they are summed.
-        """
+        """Only the blocks reaching into the top K (m_t > 0) contribute: only they are summed."""
         b = self.b
         live = self.live_blocks()
         m, n, x = self.m_t[live], b.bsz[live].astype(np.float64), x_t[live]
@@ -794,13 +786,11 @@ class Evaluation:
         return e, np.bincount(rows, weights=var_t, minlength=b.rows), decided
 
     def live_blocks(self) -> np.ndarray:
-        """The blocks reaching into the top K (m_t > 0)."""
         if not hasattr(self, "_live"):
             self._live = np.flatnonzero(self.m_t > 0)
         return self._live
 
     def row_sum_blocks(self, x_t: np.ndarray) -> np.ndarray:
-        """Per row the sum of a per-block quantity."""
         return np.bincount(self.b.brow, weights=x_t, minlength=self.b.rows)
 
     def k_safe(self) -> np.ndarray:
@@ -810,7 +800,6 @@ class Evaluation:
 
     @staticmethod
     def label_span(lab: np.ndarray) -> int | None:
-        """:func:`tieeval.kernels.sparse_blocks.label_span`."""
         return label_span(lab)
 
 
