@@ -8,8 +8,10 @@ one thread each (:func:`set_threads`), so that cores are not oversubscribed.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+from collections import deque
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from tieeval.util.stopping import Token, checkpoint, running
@@ -88,28 +90,7 @@ def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     at their next :func:`~tieeval.util.stopping.checkpoint` (as on an interrupt, or when the
     consumer stops), and are waited for. A single item runs in the caller, its own sorts
     on every thread."""
-    import itertools
-    count = threads()
-    rest = iter(items)
-    head = list(itertools.islice(rest, 2))
-    if len(head) == 1:
-        yield fn(head.pop())
-        return
-
-    token = Token()
-    inline = _in_batch(fn, token)
-    pool = _pool(count)
-    pending: list[Any] = []
-    try:
-        for item in itertools.chain(_drain(head), rest):
-            pending.append(pool.submit(inline, item))
-            if len(pending) >= count:
-                yield pending.pop(0).result()
-        while pending:
-            yield pending.pop(0).result()
-    finally:  # an error, an interrupt or a consumer that stopped: those running stop
-        token.stop()
-        _settle(pending)
+    return _map(fn, items, threads())
 
 
 def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
@@ -120,23 +101,35 @@ def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
     result would be yielded; the items not started are dropped, those running stop at
     their next :func:`~tieeval.util.stopping.checkpoint` and are waited for. A single item runs
     in the caller, its own sorts on every thread."""
-    if len(items) <= 1 or threads() <= 1:
-        for item in items:
+    return _map(fn, items, None)
+
+
+def _map(fn: Callable[[T], U], items: Iterable[T], ahead: int | None) -> Iterator[U]:
+    """:func:`map_batches` with at most ``ahead`` items in flight (None: all queued at
+    once, :func:`map_tasks`); a single item, or a single thread, runs in the caller. A
+    result is not kept here once yielded."""
+    count = threads()
+    rest = iter(items)
+    head = list(itertools.islice(rest, 2))
+    if len(head) <= 1 or count <= 1:
+        for item in itertools.chain(_drain(head), rest):
             yield fn(item)
         return
 
     token = Token()
     inline = _in_batch(fn, token)
-    pool = _pool(threads())
-    pending: list[Any] = [pool.submit(inline, item) for item in items]
+    pool = _pool(count)
+    pending: deque[Any] = deque()
     try:
-        for i in range(len(pending)):
-            future = pending[i]
-            pending[i] = None  # its result is not kept here once yielded
-            yield future.result()
-    finally:
+        for item in itertools.chain(_drain(head), rest):
+            pending.append(pool.submit(inline, item))
+            if ahead is not None and len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:  # an error, an interrupt or a consumer that stopped: those running stop
         token.stop()
-        _settle([f for f in pending if f is not None])
+        _settle(list(pending))
 
 
 def _settle(futures: list[Any]) -> None:
