@@ -83,31 +83,27 @@ def _in_batch(fn: Callable[[T], U], token: Token) -> Callable[[T], U]:
 
 
 def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
-    """``fn(item)`` for each of ``items`` (an iterator, consumed in order), on the sort
-    threads, at most one item per thread in flight: results are yielded in item order.
-    Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread). An
-    error is raised where its item's result would be yielded; items already started stop
-    at their next :func:`~tieeval.util.stopping.checkpoint` (as on an interrupt, or when the
-    consumer stops), and are waited for. A single item runs in the caller, its own sorts
-    on every thread."""
+    """``fn(item)`` for each of ``items`` (an iterator, consumed in order), at most one
+    item per sort thread in flight (:func:`_map`)."""
     return _map(fn, items, threads())
 
 
 def map_tasks(fn: Callable[[T], U], items: list[T]) -> Iterator[U]:
     """``fn(item)`` for each of ``items``, all queued on the sort threads at once (each
-    thread takes the next item as soon as it is free), results yielded in item order.
-    Items are cheap (a task that reads its own batch), so only the threads' own work is
-    in memory. Inside ``fn``, :func:`threads` is 1. An error is raised where its item's
-    result would be yielded; the items not started are dropped, those running stop at
-    their next :func:`~tieeval.util.stopping.checkpoint` and are waited for. A single item runs
-    in the caller, its own sorts on every thread."""
+    thread takes the next item as soon as it is free; :func:`_map`). Items are cheap (a
+    task that reads its own batch), so only the threads' own work is in memory."""
     return _map(fn, items, None)
 
 
 def _map(fn: Callable[[T], U], items: Iterable[T], ahead: int | None) -> Iterator[U]:
-    """:func:`map_batches` with at most ``ahead`` items in flight (None: all queued at
-    once, :func:`map_tasks`); a single item, or a single thread, runs in the caller. A
-    result is not kept here once yielded."""
+    """``fn(item)`` for each of ``items`` on the sort threads, at most ``ahead`` in flight
+    (None: all queued at once): results are yielded in item order, and not kept here once
+    yielded. Inside ``fn``, :func:`threads` is 1 (a batch's own sorts stay in its thread).
+    An error is raised where its item's result would be yielded; the items not started
+    are dropped, those running stop at their next
+    :func:`~tieeval.util.stopping.checkpoint` (as on an interrupt, or when the consumer
+    stops) and are waited for. A single item, or a single thread, runs in the caller, its
+    own sorts on every thread."""
     count = threads()
     rest = iter(items)
     head = list(itertools.islice(rest, 2))
