@@ -97,10 +97,9 @@ def _host_counts(s: Any, positive: np.ndarray, rule: str,
         counts = dense_counts(values, positive, "raise", "none")
     except NanScoreError:
         return None
-    a, b = counts.a, counts.b
-    if rule in ("argsort", "stable", "reverse-stable"):
-        sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
-        counts.original = original_ranks(values, positive, a, sort, rule)
+    a, b = counts.a, counts.b  # rows whose block starts at rank_depth are not sorted
+    sort = b if rank_depth is None else np.where(a < rank_depth, b, 1)
+    counts.original = original_ranks(values, positive, a, sort, rule)  # topk: a + 1
     return counts
 
 
