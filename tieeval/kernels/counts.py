@@ -111,12 +111,9 @@ def _buffer(size: int, dtype: npt.DTypeLike, use: str = "") -> np.ndarray:
 
 def dense_counts(scores: np.ndarray, positive: np.ndarray, nan_policy: str = "raise",
                  rule: str = "argsort") -> RowCounts:
-    """Counts for a dense batch ``scores[rows, candidates]`` with the positive at ``positive``.
-
-    With ``nan_policy='raise'`` a NaN raises :class:`NanScoreError`; with ``'worst'`` NaN
-    ranks below every number and all NaNs of a row tie with each other. ``rule``: the
-    ranking rule of the ``original`` ranks (see :func:`original_ranks`).
-    """
+    """Counts for a dense batch ``scores[rows, candidates]`` with the positive at
+    ``positive``, NaN under ``nan_policy`` (:class:`~tieeval.kernels.tie_blocks.TableOptions`)
+    and the ``original`` ranks under ``rule`` (:func:`original_ranks`)."""
     rows, cols = scores.shape
     from tieeval.kernels.fused import dense_abt
     fused = dense_abt(scores, positive)

@@ -196,9 +196,8 @@ class RelBatch:
         reader that knows the largest label of all judgements passes it); None: the
         largest label of each row, ranked or unranked.
     options : TableOptions
-        How the table is built, the same for every batch of a run (the NaN policy, the
-        Original rule, a what-if tolerance, trec_eval's ``-l`` and ``-M``, the sparse
-        table and its depths); the defaults when not given.
+        How the table is built, the same for every batch of a run; the defaults when not
+        given.
     gate : bool
         Read a relevant candidate whose score is not > 0 (<= 0, -0.0 included, or NaN) as
         label 0 in every ordering, in its place (``relevant_scores="positive"``, module
