@@ -170,21 +170,15 @@ class Accumulator:
     def _table(self, kind: str, name: str, shape: tuple[Any, ...]) -> np.ndarray:
         """The count table ``name`` of ``kind`` (``ranks`` or ``pairs``), made or grown to
         at least ``shape``, its counts kept."""
-        tables = getattr(self, kind)
-        if tables is None:
-            tables = {}
-            setattr(self, kind, tables)
-        old = tables.get(name)
-        if old is not None and all(n <= m for n, m in zip(shape, old.shape)):
-            value: np.ndarray = old
-            return value
-        if old is not None:
-            shape = tuple(max(n, m) for n, m in zip(shape, old.shape))
-        grown = np.zeros(shape, dtype=np.int64)
-        if old is not None:
+        tables = getattr(self, kind) or {}
+        setattr(self, kind, tables)
+        old = tables.get(name, np.zeros((0,) * len(shape), dtype=np.int64))
+        if name not in tables or any(n > m for n, m in zip(shape, old.shape)):
+            grown = np.zeros(tuple(map(max, shape, old.shape)), dtype=np.int64)
             grown[tuple(slice(0, m) for m in old.shape)] = old
-        tables[name] = grown
-        return grown
+            tables[name] = grown
+        value: np.ndarray = tables[name]
+        return value
 
     def _add_table(self, kind: str, name: str, counts: np.ndarray) -> None:
         """Add a whole count table (a batch's, another accumulator's) to ``name``."""
