@@ -112,20 +112,17 @@ def _torch_counts(torch: Any, s: Any, positive: np.ndarray, rule: str,
     p = s.gather(1, pos)
     row_max = s.amax(dim=1, keepdim=True)
     eq = s == p
-    stats = [(s > p).sum(dim=1), eq.sum(dim=1), (s == row_max).sum(dim=1)]
-    if s.is_floating_point():
-        stats.append(torch.isnan(row_max.view(rows)).to(torch.int64))
+    # the fourth: whether the row's maximum is NaN (it holds a NaN; never so for integers)
+    stats = [(s > p).sum(dim=1), eq.sum(dim=1), (s == row_max).sum(dim=1),
+             (row_max != row_max).view(rows)]
     if rule in ("stable", "reverse-stable"):
         col = torch.arange(cols, device=s.device).view(1, cols)
         side = col < pos if rule == "stable" else col > pos
         stats.append((eq & side).sum(dim=1))
     host = torch.stack([x.to(torch.int64) for x in stats]).cpu().numpy()
+    if host[3].any():
+        return None
     a, b, top = host[0], host[1], host[2]
-    extra = 3
-    if s.is_floating_point():
-        if host[3].any():
-            return None
-        extra = 4
     original = a + 1
     if rule == "argsort":
         tied = np.flatnonzero((b > 1) if rank_depth is None else (b > 1) & (a < rank_depth))
@@ -134,7 +131,7 @@ def _torch_counts(torch: Any, s: Any, positive: np.ndarray, rule: str,
             sub = s.index_select(0, index).cpu().numpy()
             original[tied] = original_ranks(sub, positive[tied], a[tied], b[tied], rule)
     elif rule in ("stable", "reverse-stable"):
-        before = host[extra] if rank_depth is None else np.where(a < rank_depth, host[extra], 0)
+        before = host[4] if rank_depth is None else np.where(a < rank_depth, host[4], 0)
         original = original + before
     n = np.full(rows, cols, dtype=np.int64)
     return RowCounts(a=a, b=b, n=n, top=top, original=original)
