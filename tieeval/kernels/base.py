@@ -234,20 +234,18 @@ class Kernel(ABC):
         the result is the one of a single pass, bit for bit)."""
         from tieeval.kernels.threads import map_batches, threads
         acc = self.new()
-        if self.batch_threads and threads() > 1:
-            def one(batch: Batch) -> tuple[Accumulator, int, int]:
-                part = self.new()
-                self.add(part, batch)
-                return part, batch.rows, batch.nbytes
-            for part, rows, nbytes in map_batches(one, batches):
+        threaded = self.batch_threads and threads() > 1
+
+        def one(batch: Batch) -> tuple[Accumulator, int, int]:
+            part = self.new() if threaded else acc
+            self.add(part, batch)
+            return part, batch.rows, batch.nbytes
+        for part, rows, nbytes in (map_batches(one, batches) if threaded
+                                   else map(one, batches)):
+            if part is not acc:
                 acc.merge(part)
-                if progress is not None:
-                    progress(rows, nbytes)
-            return acc
-        for batch in batches:
-            self.add(acc, batch)
             if progress is not None:
-                progress(batch.rows, batch.nbytes)
+                progress(rows, nbytes)
         return acc
 
     def _duplicates(self, acc: Accumulator, batch: Batch, relevant: np.ndarray) -> None:
