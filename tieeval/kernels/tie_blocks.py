@@ -272,7 +272,7 @@ class RelBatch:
             lab = self._gate(s, lab, offsets)
         if options.sparse and nan is None and tolerance is None:
             if original == "given":
-                self._check_given_order(s, None, None)
+                self._check_given_order(s, None)
             sparse_blocks.build(self, s, lab, judged, self._row_orders, options.rank_depth,
                                 options.prune_depth)
             self.read_depth = options.prune_depth
@@ -290,7 +290,7 @@ class RelBatch:
         rw = np.repeat(np.arange(rows, dtype=np.int64), n)
         self.size, self.row = size, rw
         if original == "given":
-            self._check_given_order(s, nan, rw)
+            self._check_given_order(s, nan)
             order = np.arange(size, dtype=np.int64)
         else:
             # rows of one length in groups, sorted on several threads (argsort releases the
@@ -553,8 +553,7 @@ class RelBatch:
         return first
 
     # -- orderings ------------------------------------------------------------------------
-    def _check_given_order(self, s: np.ndarray, nan: np.ndarray | None,
-                           rw: np.ndarray | None) -> None:
+    def _check_given_order(self, s: np.ndarray, nan: np.ndarray | None) -> None:
         if s.size < 2:
             return
         rising = s[1:] > s[:-1]
