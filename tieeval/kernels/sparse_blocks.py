@@ -521,12 +521,8 @@ def _original_positions(s: np.ndarray, n: np.ndarray, offsets: np.ndarray, mi: n
     looked at, and an item not among them takes a free place of its block at or below
     the depth (:func:`_places_below`)."""
     need = mrow[run_starts(mrow)]
+    chunks = list(row_groups(n, need))
     length0 = int(n[need[0]])
-    if (n[need] == length0).all():  # one length: rows taken whole, in blocks
-        step = max(1, _chunk(need.size * length0) // max(length0, 1))
-        chunks = [need[i:i + step] for i in range(0, need.size, step)]
-    else:
-        chunks = list(row_groups(n, need))
     dense = s.reshape(n.size, length0) if (n == length0).all() else None
     col = mi - offsets[mrow]
     # the items of each block of rows
