@@ -193,9 +193,7 @@ def flush_all(sums: Iterable[ExactSum]) -> None:
     per sum and exponent (a result rounds some thirty small sums; each would pay those
     calls). Each sum's total is the one its own flush gives (exact sums)."""
     waiting = [s for s in sums if s._pending]
-    if len(waiting) < 2:
-        for one in waiting:
-            one._flush()
+    if not waiting:
         return
     parts = [np.concatenate(s._pending) for s in waiting]
     x = np.concatenate(parts)
