@@ -314,22 +314,17 @@ def build(b: Any, s: np.ndarray, lab: np.ndarray, judged: np.ndarray | None,
     # int32 indices where they cannot overflow (lo + hi < 2**31): half the memory traffic
     index = np.int32 if s.size < 1 << 30 else np.int64
     lo, hi = offsets[:-1].astype(index), offsets[1:].astype(index)
-    if prune_depth is not None and mi.size and width is not None:
-        # rows of one length: the items kept are found by one comparison of every score
-        # with its row's depth-th largest, not by a look-up per marked item
-        mi, deep = _within_depth_dense(s, ss, width, mark, lab, b.relevant, b.n_pos,
-                                       prune_depth, counts=eq is not None)
-        mrow = mi // width
-        ml = lab[mi].astype(np.float64)
-        rel = b.relevant(ml)
-        mjd = np.ones(mi.size, dtype=bool) if judged is None else judged[mi] | rel
-        v = s[mi]
-    else:
-        v = s[mi]
-        if prune_depth is not None and mi.size:
+    v = s[mi]
+    if prune_depth is not None and mi.size:
+        if width is not None:
+            # rows of one length: the items kept are found by one comparison of every
+            # score with its row's depth-th largest, not by a look-up per marked item
+            keep, deep = _within_depth_dense(s, ss, width, mi, rel, lab, b.relevant, b.n_pos,
+                                             prune_depth, counts=eq is not None)
+        else:
             keep = _within_depth(ss, lo, hi, mrow, v, rel, prune_depth)
-            if not keep.all():
-                mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
+        if not keep.all():
+            mi, mrow, ml, rel, mjd, v = (x[keep] for x in (mi, mrow, ml, rel, mjd, v))
     full_rows = np.flatnonzero(n > 0)
     if listed:
         # equal neighbours of a row listed best first are its tie blocks: an item's a is
@@ -471,12 +466,13 @@ def _within_depth(ss: np.ndarray, lo: np.ndarray, hi: np.ndarray, mrow: np.ndarr
     return value
 
 
-def _within_depth_dense(s: np.ndarray, ss: np.ndarray, width: int, mark: np.ndarray,
-                        lab: np.ndarray, relevant: Callable[[np.ndarray], np.ndarray],
-                        n_pos: np.ndarray, depth: int, counts: bool = False
+def _within_depth_dense(s: np.ndarray, ss: np.ndarray, width: int, mi: np.ndarray,
+                        rel: np.ndarray, lab: np.ndarray,
+                        relevant: Callable[[np.ndarray], np.ndarray], n_pos: np.ndarray,
+                        depth: int, counts: bool = False
                         ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`_within_depth` for rows of one ``width``: the flat indices of the marked
-    items (``mark``) a table cut at ``depth`` keeps, in flat order, and, with ``counts``,
+    """:func:`_within_depth` for rows of one ``width``: which of the marked items (flat
+    ``mi``, relevant where ``rel``) a table cut at ``depth`` keeps, and, with ``counts``,
     ``(rows, above, tied)`` of the rows whose first relevant block lies below the depth
     (ascending; the scores above and tied with that block, from the same pass; else
     empty). ``ss``: the rows sorted ascending, or sorted in their last ``depth`` places
@@ -484,27 +480,26 @@ def _within_depth_dense(s: np.ndarray, ss: np.ndarray, width: int, mark: np.ndar
     rows = n_pos.size
     s2 = s.reshape(rows, width)
     kth = ss.reshape(rows, width)[:, max(width - depth, 0)]
-    keep = s2 >= kth[:, None]
-    keep &= mark.reshape(rows, width)
-    mi = np.flatnonzero(keep)
+    above = (s2 >= kth[:, None]).ravel()
+    keep = above[mi]
     rows_with = np.zeros(rows, dtype=bool)
-    rows_with[mi[relevant(lab[mi])] // width] = True
+    rows_with[mi[rel & keep] // width] = True
     deep = np.flatnonzero((n_pos > 0) & ~rows_with)
     none = np.zeros(0, dtype=np.int64)
     found: tuple[np.ndarray, np.ndarray, np.ndarray] = (none, none, none)
     if deep.size:  # the first relevant block below the depth: kept for the tie figures
         sub = s2[deep]
-        rel = relevant(lab.reshape(rows, width)[deep])
         low = -np.inf if s.dtype.kind == "f" else np.iinfo(s.dtype).min
-        best = np.where(rel, sub, low).max(axis=1)  # a relevant item holds it
-        tied = sub == best[:, None]
-        r, c = np.nonzero(tied & mark.reshape(rows, width)[deep])
+        best = np.where(relevant(lab.reshape(rows, width)[deep]), sub, low).max(axis=1)
+        tied = sub == best[:, None]  # a relevant item holds the best
+        r, c = np.nonzero(tied)
         # below every kept score of its row (else the row would have a relevant item kept)
-        mi = np.sort(np.concatenate((mi, deep[r] * width + c)))
+        above[deep[r] * width + c] = True
+        keep = above[mi]
         if counts:
             found = (deep, np.count_nonzero(sub > best[:, None], axis=1).astype(np.int64),
                      np.count_nonzero(tied, axis=1).astype(np.int64))
-    return mi, found
+    return keep, found
 
 
 def _original_positions(s: np.ndarray, n: np.ndarray, offsets: np.ndarray, mi: np.ndarray,
