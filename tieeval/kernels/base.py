@@ -248,10 +248,6 @@ class Kernel(ABC):
                 progress(rows, nbytes)
         return acc
 
-    def _duplicates(self, acc: Accumulator, batch: Batch, relevant: np.ndarray) -> None:
-        if acc.duplicates is not None and batch.items is not None:
-            acc.duplicates.add(batch.scores, batch.items, batch.offsets, relevant)
-
     def _finish(self, result: RunResult, acc: Accumulator, path: str,
                 warnings: Iterable[str]) -> RunResult:
         lines: list[str] = []

@@ -255,7 +255,7 @@ class GeneralKernel(Kernel):
         rb = self.block_table(batch, lab)
         values = self.add_rows(acc, rb)
         if acc.duplicates is not None and batch.items is not None:
-            self._duplicates(acc, batch, np.asarray(lab) > 0)
+            acc.duplicates.add(batch.scores, batch.items, batch.offsets, np.asarray(lab) > 0)
         return rb, values
 
     def add_values(self, acc: Accumulator | None, batch: Batch

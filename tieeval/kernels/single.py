@@ -136,7 +136,7 @@ class SinglePositiveKernel(Kernel):
         self.add_hint(acc, batch, counts)
         self.add_counts(acc, counts)
         if acc.duplicates is not None and batch.items is not None:
-            self._duplicates(acc, batch, one_hot(batch))
+            acc.duplicates.add(batch.scores, batch.items, batch.offsets, one_hot(batch))
 
     def add_counts(self, acc: Accumulator, counts: RowCounts) -> None:
         rows = len(counts.a)
@@ -219,8 +219,7 @@ class SinglePositiveKernel(Kernel):
             acc.top_ratio.add_counts(top / n, pairs["top"][top, n])
         acc.ranks = acc.pairs = None
 
-    def add_hint(self, acc: Accumulator, batch: Batch, counts: RowCounts | None = None
-                 ) -> None:
+    def add_hint(self, acc: Accumulator, batch: Batch, counts: RowCounts) -> None:
         """The evidence of the dump's first rows that a positive defaulted to column 0 is
         not one (:mod:`tieeval.kernels.hints`); a warning, never a figure. ``counts``:
         the batch's own counts, which give it for a dense batch without another pass
@@ -238,7 +237,7 @@ class SinglePositiveKernel(Kernel):
         if acc.hint is None:
             acc.hint = new_evidence()
         what_if = self.spec.what_if
-        if (counts is not None and batch.offsets is None and np.ndim(batch.scores) == 2
+        if (batch.offsets is None and np.ndim(batch.scores) == 2
                 and (what_if is None or what_if.tolerance is None)):
             add_count_evidence(acc.hint, np.asarray(batch.scores), counts.a, counts.b,
                                batch.start, self.spec.nan_policy != "raise")
