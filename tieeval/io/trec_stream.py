@@ -74,7 +74,7 @@ class TrecSource:
         self.grades = grades
         self.missing, self.judged_only = missing, judged_only
         self.judged_depth = judged_depth if judged_only else None
-        self.whole: tuple | None = None
+        self.whole: tuple = ()  # the whole-run reader's load(), once read
         self.dump: Any = None  # set by open_trec_run
         self.order: np.ndarray | None = None
         open_input(path, "run").close()
@@ -87,24 +87,13 @@ class TrecSource:
             self.q = _Qrels(qrels, grades)
         except InputError:
             # the whole-run reader reads the run first and names the error it always named
-            self.q = None
             self.read_whole()
         release_freed()  # the qrels parser's buffers, before the run's
-
-    def grade_warning(self) -> str | None:
-        """The warning of the grades read as trec_eval reads them (the qrels have been
-        read when the source is made: by the streaming reader or the whole-run one)."""
-        if self.q is not None:
-            return self.q.grade_warning
-        return None if self.whole is None else self.whole[5].grade_warning
-
-    def instance_order(self) -> np.ndarray | None:
-        return self.order
 
     def read_whole(self, reason: object = None) -> None:
         """Batches of the whole-run reader, in the dump's order, from now on: what starting
         over (after ``reason``), settling and keeping the order ask of the dump."""
-        if self.whole is None:
+        if not self.whole:
             self.whole = load(self.path, self.qrels_path, self.missing, self.judged_only,
                               self.judged_depth, self.grades)
             self.order = None
@@ -122,12 +111,8 @@ class TrecSource:
         dump.row_bytes = max(1, int(LINE_BYTES * lines // max(1, rows)))
 
     def batches(self, batch_rows: int):
-        if self.whole is not None:
-            return self._whole_batches(batch_rows)
-        return self._stream(batch_rows)
-
-    def _whole_batches(self, batch_rows: int):
-        assert self.whole is not None
+        if not self.whole:
+            return self._stream(batch_rows)
         qids, scores, labels, offsets, unranked, query_set, _, judged, _, max_label = self.whole
         return _slices(0, qids, scores, labels, judged, offsets, unranked, max_label,
                        batch_rows, None, query_set.straddles)
@@ -216,18 +201,19 @@ def open_trec_run(path: str, qrels: str, options=None) -> LabelledDump:
     # general kernel) and as many queries as those lines hold
     placeholder = QuerySet(path, qrels, 0, 0, 0, [], [], missing, bool(judged_only),
                            np.zeros(0), judged_depth=source.judged_depth)
+    read = source.q if source.q is not None else source.whole[5]  # the qrels, by either reader
     # each file is its own run, named after the file; the tag is kept as metadata
     # (--group-by-tag labels runs by it instead), set once the pass has read every tag
     dump = LabelledDump(path, "trec", np.dtype(np.float64), {}, source.batches, rows=None,
                         nbytes=os.path.getsize(path), row_bytes=LINE_BYTES * STREAM_LINES,
                         warnings=[w for w in (bom_warning(path, "run"),
                                               bom_warning(qrels, "qrels"),
-                                              source.grade_warning()) if w],
+                                              read.grade_warning) if w],
                         relevance=info, query_set=placeholder,
                         _settle=source.read_whole, _start_over=source.read_whole,
-                        _order=source.instance_order, _keep_order=source.read_whole)
+                        _order=lambda: source.order, _keep_order=source.read_whole)
     source.dump = dump
-    if source.whole is not None:
+    if source.whole:
         source.read_whole()
     return dump
 
