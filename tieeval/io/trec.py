@@ -446,21 +446,6 @@ def _array(column):
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
-_NO_RECORD = "no record"  # a chunk of blank and comment lines only
-
-
-def _parse(data: bytes, names: tuple, number: str, comment_col0: bool):
-    """The fast readers: the bytes as they are, else normalised; None when neither fits,
-    :data:`_NO_RECORD` when nothing but blank and comment lines is left."""
-    got = _csv_columns(data, names, number, plain=True)
-    if got is None:
-        data = _normalise(data, comment_col0)
-        if _only_line_ends(data):
-            return _NO_RECORD
-        got = _csv_columns(data, names, number)
-    return got
-
-
 # Files are read and parsed this many bytes at a time (cut after a line end), so that
 # reading holds two chunks' bytes and parsed columns (one parsed ahead) besides the
 # compact arrays of the records read so far, whatever the file's size.
@@ -507,8 +492,9 @@ _END = "end"
 
 def _parsed_chunks(path: str, what: str, names: tuple, number: str, comment_col0: bool,
                    size: int | None = None, tags: dict | None = None):
-    """``(table, numbers, bytes)`` of each chunk of a file that holds records, parsed by
-    the fast readers (:func:`_parse`) one chunk ahead in a background thread (pyarrow's
+    """``(table, numbers, bytes)`` of each chunk of a file that holds records (not only
+    blank and comment lines), parsed by the fast readers (:func:`_csv_columns`: the bytes
+    as they are, else normalised) one chunk ahead in a background thread (pyarrow's
     parser and the read hold no lock): the next chunk is parsed while this one is used.
     :class:`WholeRun` for a chunk they do not take; ``tags``: a run's tags are added to
     it, in order of first appearance."""
@@ -520,9 +506,13 @@ def _parsed_chunks(path: str, what: str, names: tuple, number: str, comment_col0
 
     def parse_next():
         for chunk in chunks:
-            got = _parse(chunk, names, number, comment_col0)
-            if got is not _NO_RECORD:
-                return got, len(chunk)
+            got = _csv_columns(chunk, names, number, plain=True)
+            if got is None:
+                data = _normalise(chunk, comment_col0)
+                if _only_line_ends(data):
+                    continue
+                got = _csv_columns(data, names, number)
+            return got, len(chunk)
         return _END
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tieeval-trec")
