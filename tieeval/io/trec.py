@@ -247,14 +247,13 @@ class GradeNote:
                 f"the {self.convention} convention they are kept as written")
 
 
-def _whole_grades(texts, values: np.ndarray, note: GradeNote | None) -> np.ndarray:
-    """``values`` (the float64 relevance of ``texts``, a pyarrow binary array or a list
-    of bytes) as trec_eval's :func:`atol` reads them, the changes counted in ``note``.
-    Only a field with a '.', an 'e' or a value beyond 2**53 can read otherwise."""
+def _whole_grades(arr, values: np.ndarray, note: GradeNote | None) -> np.ndarray:
+    """``values`` (the float64 relevance of ``arr``, a pyarrow binary array) as
+    trec_eval's :func:`atol` reads them, the changes counted in ``note``. Only a field
+    with a '.', an 'e' or a value beyond 2**53 can read otherwise."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else _binary(list(texts))
     odd = np.asarray(to_numpy(pc.match_substring_regex(pc.cast(arr, pa.string()),
                                                        "[.eE]")), dtype=bool)
     odd |= np.abs(values) >= 2.0 ** 53
@@ -661,17 +660,15 @@ def _run_columns(path: str) -> _Columns:
     return _line_columns(rows, list(dict.fromkeys(_text(r[3]) for r in rows)))
 
 
-def _qrels_columns(path: str, *, checked: bool = False, grades: GradeNote | None = None
-                   ) -> _Columns:
+def _qrels_columns(path: str, *, grades: GradeNote | None = None) -> _Columns:
     """The judgements; with ``grades``, read as trec_eval reads them (:func:`atol`), the
     changes counted there."""
-    if not checked:
-        got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True,
-                               grades=grades)
-        if got is not None:
-            return got
-        if grades is not None:  # counted again by the line-by-line reader
-            grades.changed, grades.examples = 0, {}
+    got = _chunked_columns(path, "qrels", _QRELS_FIELDS, "relevance", True, finite=True,
+                           grades=grades)
+    if got is not None:
+        return got
+    if grades is not None:  # counted again by the line-by-line reader
+        grades.changed, grades.examples = 0, {}
     return _line_columns(list(_qrels_lines(path, _read_bytes(path, "qrels"), grades)))
 
 
@@ -861,7 +858,8 @@ class _Qrels:
         #: named before a qrels' one
         self.run_names: list[str] = [] if run_ids is None else run_ids()
         raw = cols.qid_dict.to_pylist()
-        self.names = _decode(raw, path, lambda: _qrels_columns(path, checked=True))
+        self.names = _decode(raw, path, lambda: list(_qrels_lines(path, _read_bytes(
+            path, "qrels"))))
         self.index = {q: i for i, q in enumerate(raw)}
         self.nd = max(1, len(cols.docno_dict))
         codes = cols.docno_codes
@@ -870,7 +868,7 @@ class _Qrels:
         order = np.argsort(key, kind="stable")
         self.keys = key[order]
         if self.keys.size > 1 and (self.keys[1:] == self.keys[:-1]).any():
-            _qrels_columns(path, checked=True)  # raises, naming the line
+            list(_qrels_lines(path, _read_bytes(path, "qrels")))  # raises, naming the line
             raise InputError(f"{path}: a document is judged twice")
         self.rel = cols.value[order]
         # each judgement's docno, in the order of the keys
@@ -882,20 +880,6 @@ class _Qrels:
         # the dictionary holds the query ids of the judgements: each has one at least
         self.best = np.maximum.reduceat(self.rel, self.start[:-1])
         self.max_label = float(self.rel.max())
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-def _judgements(keys: np.ndarray, js: np.ndarray, jrel: np.ndarray):
-    """``(position in js, matched, relevance)`` of each line's ``query * nd + docno`` key
-    among the sorted judgement keys ``js`` (relevance 0 where none matches)."""
-    pos = np.searchsorted(js, keys)
-    np.minimum(pos, js.size - 1, out=pos)
-    matched = js[pos] == keys
-    labels = jrel[pos]
-    labels[~matched] = 0.0
-    return pos, matched, labels
 
 
 def _within_depth(q: np.ndarray, s: np.ndarray, depth: int) -> tuple[np.ndarray, list]:
@@ -980,7 +964,12 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
     key *= nd
     key += docno[order]
     del order, docno
-    at, matched, labels = _judgements(key, js, jrel)
+    # each line's place among the sorted judgement keys, and its relevance (0: none)
+    at = np.searchsorted(js, key)
+    np.minimum(at, js.size - 1, out=at)
+    matched = js[at] == key
+    labels = jrel[at]
+    labels[~matched] = 0.0
     del key
     # judged: in the qrels with relevance >= 0 (a negative one is unjudged, in the pool)
     judged = matched & (labels >= 0)
@@ -1066,7 +1055,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
         _run_lines(run_path, _read_bytes(run_path, "run")))))
     # each run query's query in the qrels (-1: none)
     qcode = np.array([q.index.get(x, -1) for x in raw], dtype=np.int64)
-    in_run = np.zeros(len(q), dtype=bool)
+    in_run = np.zeros(len(q.names), dtype=bool)
     in_run[qcode[qcode >= 0]] = True
     if not in_run.any():
         raise InputError(f"{run_path}: no query of the run has judgements in {qrels_path} "
@@ -1074,7 +1063,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     # the rows: the qrels queries of the run (and under -c the others), by their text
     qrow = np.array(sorted(np.flatnonzero(in_run | (missing_queries == "zero")).tolist(),
                            key=q.names.__getitem__), dtype=np.int64)
-    row_of = np.full(len(q), -1, dtype=np.int32)
+    row_of = np.full(len(q.names), -1, dtype=np.int32)
     row_of[qrow] = np.arange(qrow.size)
     # the lines of the rows (those of queries without judgements are ignored)
     run.qid_codes = np.where(qcode >= 0, row_of[qcode], -1)[run.qid_codes]
@@ -1088,7 +1077,7 @@ def load(run_path: str, qrels_path: str, missing_queries: str = "skip",
     scores, labels, judged, counts, straddles = _label(
         run_path, q, qrow, list(qids), run, judged_only, ranked,
         judged_depth if judged_only else None)
-    query_set = QuerySet(run_path, qrels_path, len(raw), len(q), int(in_run.sum()),
+    query_set = QuerySet(run_path, qrels_path, len(raw), len(q.names), int(in_run.sum()),
                          sorted(n for n, c in zip(q.run_names, qcode.tolist()) if c < 0),
                          sorted(q.names[i] for i in np.flatnonzero(~in_run).tolist()),
                          missing_queries, bool(judged_only), q.best[qrow],

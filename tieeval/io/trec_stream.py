@@ -228,7 +228,7 @@ class _Pass:
         self.seen: dict[bytes, None] = {}  # every query id of the run, in file order
         self.rows: list[int] = []  # the rows' queries in the qrels, in the batches' order
         self.run_only: list[str] = []
-        self.in_run = np.zeros(len(q), dtype=bool)
+        self.in_run = np.zeros(len(q.names), dtype=bool)
         self.no_ranked: dict = {}
         self.ranked = np.zeros(q.keys.size, dtype=bool)  # judgements a line matched
         # the queries read whole, waiting for a batch: (qids, docnos, scores, lengths)
@@ -342,7 +342,7 @@ class _Pass:
                         else np.array(order, dtype=np.int64))
         best = q.best[np.array(self.rows, dtype=np.int64)[order]]
         both = int(self.in_run.sum())
-        query_set = QuerySet(source.path, source.qrels_path, len(self.seen), len(q), both,
+        query_set = QuerySet(source.path, source.qrels_path, len(self.seen), len(q.names), both,
                              sorted(self.run_only), qrels_only, source.missing,
                              bool(source.judged_only), best, self.no_ranked,
                              grade_warning=q.grade_warning)
