@@ -64,13 +64,8 @@ def measure_name(metric: str, k, gamma: float | None, trec_names: bool = True) -
     return label if gamma is None else f"{label}_g{gamma:g}"
 
 
-#: relstring's place in trec_eval's measure order (:func:`_sort_key`'s keys)
+#: relstring's place in trec_eval's measure order (:func:`trec_order`'s keys)
 _RELSTRING_ORDER = (next(i for i, m in enumerate(TREC_MEASURES) if m.name == RELSTRING), 0.0)
-
-
-def _sort_key(item) -> tuple:
-    metric, k = item
-    return trec_order(REGISTRY[metric], k)
 
 
 def _flag(metric: str, k, name: str) -> bool:
@@ -251,14 +246,15 @@ def trec_eval_lines(run: RunResult, column: str = "original",
         printed = given.get((metric, k)) if gamma is None and trec_names else None
         return printed or measure_name(metric, k, gamma, trec_names)
 
-    rows = sorted(run.metrics, key=lambda r: _sort_key((r.metric, r.k)))
+    rows = sorted(run.metrics, key=lambda r: trec_order(REGISTRY[r.metric], r.k))
     nan = _zero_division(run)
     lines: list[TrecLine] = []
     if per_query is not None and print_queries:
         wanted = [(r.metric, r.k, r.gamma) for r in rows
                   if not _flag(r.metric, r.k, "summary_only")]
         # relstring's line (None) goes before the first measure trec_eval prints after it
-        before = sum(1 for metric, k, _ in wanted if _sort_key((metric, k)) < _RELSTRING_ORDER)
+        before = sum(1 for metric, k, _ in wanted
+                     if trec_order(REGISTRY[metric], k) < _RELSTRING_ORDER)
         block: list[tuple | None] = [*wanted[:before], None, *wanted[before:]]
         for i, qid in enumerate(per_query.qids):
             for item in block:
