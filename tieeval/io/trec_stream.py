@@ -130,44 +130,19 @@ class TrecSource:
         max_lines = max(1, batch_rows * max(1, self.dump.row_bytes) // LINE_BYTES)
         state = _Pass(self, q, batch_rows, max_lines)
         tags: dict[str, None] = {}
-        carry: list = []  # (docnos, scores) pieces of the query read in part
-        carry_id: bytes | None = None
         for table, value, _ in _parsed_chunks(self.path, "run", _RUN_FIELDS, "score", False,
                                               CHUNK_BYTES, tags):
             enc = pc.dictionary_encode(_array(table["qid"]))
             codes = to_numpy(enc.indices)
             raw = enc.dictionary.to_pylist()
-            docnos = _array(table["docno"])
-            del table, enc
-            n = codes.size
             starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
             if starts.size != len(raw):  # a query in two places of one chunk
                 raise WholeRun("a query's lines are not together")
-            heads = [raw[c] for c in codes[starts].tolist()]
-            bounds = np.append(starts, n).tolist()
-            first = 0
-            if heads[0] == carry_id:  # the carried query goes on in this chunk
-                carry.append((docnos.slice(0, bounds[1]), value[:bounds[1]]))
-                first = 1
-            for qid in heads[first:]:
-                if qid in state.seen:
-                    raise WholeRun("a query's lines are not together")
-                state.seen[qid] = None
-            if len(heads) > first:  # the carried query ended with the last chunk or here
-                if carry_id is not None:
-                    state.add_query(carry_id, carry)
-                # the chunk's whole queries, then its last one carried over
-                lo, hi = bounds[first], bounds[-2]
-                state.add_lines(heads[first:-1], docnos.slice(lo, hi - lo), value[lo:hi],
-                                np.diff(bounds[first:-1]))
-                carry_id = heads[-1]
-                carry = [(docnos.slice(bounds[-2], n - bounds[-2]), value[bounds[-2]:])]
+            state.add([raw[c] for c in codes[starts].tolist()], _array(table["docno"]), value,
+                      np.diff(np.append(starts, codes.size)))
+            del table, enc, value, codes
             yield from state.ready()
-            del docnos, value, codes
             pa.default_memory_pool().release_unused()
-        if carry_id is not None:
-            state.add_query(carry_id, carry)
-        carry = []
         yield from state.ready(final=True)
         yield from state.finish(list(tags))
 
@@ -231,52 +206,65 @@ class _Pass:
         self.in_run = np.zeros(len(q.names), dtype=bool)
         self.no_ranked: dict = {}
         self.ranked = np.zeros(q.keys.size, dtype=bool)  # judgements a line matched
-        # the queries read whole, waiting for a batch: (qids, docnos, scores, lengths)
-        self.waiting: tuple = ([], None, np.zeros(0), np.zeros(0, dtype=np.int64))
+        # the queries waiting for a batch, the last one read perhaps only in part: their
+        # ids and lengths, and their lines' docnos and scores in pieces
+        self.qids: list[bytes] = []
+        self.lengths = np.zeros(0, dtype=np.int64)
+        self.docnos: list = []
+        self.scores: list[np.ndarray] = []
         self.total_lines = 0
 
-    def add_query(self, qid: bytes, pieces: list) -> None:
-        import pyarrow as pa
-
-        docnos = pieces[0][0] if len(pieces) == 1 else pa.concat_arrays([p[0] for p in pieces])
-        scores = pieces[0][1] if len(pieces) == 1 else np.concatenate([p[1] for p in pieces])
-        self.add_lines([qid], docnos, scores, np.array([scores.size]))
-
-    def add_lines(self, qids: list, docnos, scores: np.ndarray, lengths: np.ndarray) -> None:
-        import pyarrow as pa
-
+    def add(self, qids: list, docnos, scores: np.ndarray, lengths: np.ndarray) -> None:
+        """A chunk's lines: those of the queries ``qids``, ``lengths`` lines each; the first
+        query goes on with the last one waiting when it has its id."""
+        goes_on = self.qids[-1:] == qids[:1]
+        if goes_on:
+            self.lengths[-1] += lengths[0]
+        for qid in qids[goes_on:]:
+            if qid in self.seen:
+                raise WholeRun("a query's lines are not together")
+            self.seen[qid] = None
+        self.qids += qids[goes_on:]
+        self.lengths = np.concatenate([self.lengths, lengths[goes_on:]])
+        self.docnos.append(docnos)
+        self.scores.append(scores)
         self.total_lines += scores.size
-        waiting = self.waiting
-        if waiting[0]:
-            docnos = pa.concat_arrays([waiting[1], docnos])
-            scores = np.concatenate([waiting[2], scores])
-            lengths = np.concatenate([waiting[3], lengths])
-        self.waiting = (waiting[0] + qids, docnos, scores, lengths)
 
     def ready(self, final: bool = False):
         """The batches of the waiting queries: all of them at the end, else as many
-        full batches as they fill (the rest waits for the next chunk's queries)."""
-        while self.waiting[0] and (final or self.waiting[2].size >= self.max_lines
-                                   or len(self.waiting[0]) >= self.batch_rows):
-            yield from self._group()
+        full batches as the queries read whole fill (the rest waits for the next chunk)."""
+        while True:
+            whole = len(self.qids) - (not final)  # the last one may go on in the next chunk
+            if whole <= 0 or not (final or whole >= self.batch_rows
+                                  or self.lengths[:whole].sum() >= self.max_lines):
+                return
+            yield from self._group(whole)
 
-    def _take(self):
-        """The next queries out of the waiting ones: ``(qids, docnos, scores, lengths)``,
-        at most ``batch_rows`` queries and ``max_lines`` lines (or one query)."""
-        qids, docnos, scores, lengths = self.waiting
-        ends = np.cumsum(lengths)
+    def _take(self, whole: int):
+        """The next queries out of the first ``whole`` waiting ones: ``(qids, docnos,
+        scores, lengths)``, at most ``batch_rows`` queries and ``max_lines`` lines (or one
+        query)."""
+        import pyarrow as pa
+
+        ends = np.cumsum(self.lengths[:whole])
         fit = int(np.searchsorted(ends, self.max_lines, side="right"))
-        take = max(1, min(self.batch_rows, fit, len(qids)))  # a long query goes alone
+        take = max(1, min(self.batch_rows, fit, whole))  # a long query goes alone
         cut = int(ends[take - 1])
-        self.waiting = (qids[take:], docnos.slice(cut), scores[cut:], lengths[take:])
+        if len(self.scores) > 1:  # the pieces read since the last batch, joined
+            self.docnos = [pa.concat_arrays(self.docnos)]
+            self.scores = [np.concatenate(self.scores)]
+        docnos, scores, qids, lengths = self.docnos[0], self.scores[0], self.qids, self.lengths
+        self.docnos, self.scores = [docnos.slice(cut)], [scores[cut:]]
+        self.qids, self.lengths = qids[take:], lengths[take:]
         return qids[:take], docnos.slice(0, cut), scores[:cut], lengths[:take]
 
-    def _group(self):
-        """The batches of the next batch's worth of waiting queries: their judgements
-        found, the queries dropped that have none, the lines put in trec_eval's order
-        and cut into batches (one, unless ``-J`` or a long query left room)."""
+    def _group(self, whole: int):
+        """The batches of the next batch's worth of the first ``whole`` waiting queries:
+        their judgements found, the queries dropped that have none, the lines put in
+        trec_eval's order and cut into batches (one, unless ``-J`` or a long query left
+        room)."""
         q = self.q
-        qids, docnos, scores, lengths = self._take()
+        qids, docnos, scores, lengths = self._take(whole)
         # the queries with judgements are the rows; the others are ignored, as trec_eval
         # ignores them
         qrow = np.array([q.index.get(x, -1) for x in qids], dtype=np.int64)
