@@ -641,15 +641,10 @@ def _line_columns(rows: list, tags: list | None = None) -> _Columns:
     """:class:`_Columns` of the line-by-line reader's records."""
     import pyarrow as pa
 
-    qid_codes, qid_dict = _encode(pa.chunked_array([_binary([r[0] for r in rows])]))
-    docno_codes, docno_dict = _encode(pa.chunked_array([_binary([r[1] for r in rows])]))
+    qid_codes, qid_dict = _encode(pa.chunked_array([[r[0] for r in rows]], pa.binary()))
+    docno_codes, docno_dict = _encode(pa.chunked_array([[r[1] for r in rows]], pa.binary()))
     return _Columns(qid_codes, qid_dict, docno_codes, docno_dict,
                     np.array([r[2] for r in rows], dtype=np.float64), tags or [])
-
-
-def _binary(values: list):
-    import pyarrow as pa
-    return pa.array(values, type=pa.binary())
 
 
 def _run_columns(path: str) -> _Columns:

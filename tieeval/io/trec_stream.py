@@ -273,23 +273,18 @@ class _Pass:
         except UnicodeDecodeError:
             raise WholeRun("a query id is not UTF-8") from None  # named by the whole-run reader
         self.in_run[qrow[qrow >= 0]] = True
-        line_query = np.repeat(np.arange(len(qids)), lengths)
-        keep = (qrow >= 0)[line_query]
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            docnos = docnos.take(from_numpy(idx))
-            scores = scores[idx]
-            line_query = line_query[idx]
         rows = np.flatnonzero(qrow >= 0)
         if rows.size == 0:
             return
-        # rows numbered in the batch; lines of row r are line_query == rows[r]
+        # each line's row, numbered in the batch (-1: a query without judgements)
         renumber = np.full(len(qids), -1, dtype=np.int64)
         renumber[rows] = np.arange(rows.size)
-        query = renumber[line_query]
+        query = np.repeat(renumber, lengths)
+        if rows.size < len(qids):
+            idx = np.flatnonzero(query >= 0)
+            docnos, scores, query = docnos.take(from_numpy(idx)), scores[idx], query[idx]
         qrow = qrow[rows]
         names = [q.names[i] for i in qrow.tolist()]
-        del line_query, renumber
         try:
             lines = _Columns(query, None, None, docnos, scores)
             scores, labels, judged, counts, _ = _label(self.source.path, q, qrow, names, lines,
