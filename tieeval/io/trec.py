@@ -724,23 +724,6 @@ class QuerySet:
                                           else labels > 0))
                 for qid, labels in self.no_ranked.items()}
 
-    def summary(self, relevance_level=None, no_relevant: str = "skip") -> dict:
-        """The counts as the JSON's ``relevance.queries`` reports them."""
-        level = relevance_level
-        relevant = self.best >= level if level is not None else self.best > 0
-        without = int(self.rows - np.count_nonzero(relevant))
-        zeroed = self.missing_queries == "zero"
-        out = {"run": self.run, "qrels": self.qrels, "both": self.both,
-               "run_only_ignored": len(self.run_only),
-               "qrels_only": len(self.qrels_only),
-               "missing_queries": self.missing_queries,
-               "judged_only": self.judged_only,
-               "evaluated": self.rows,
-               "no_relevant": without, "no_relevant_policy": no_relevant,
-               "averaged": self.rows - (without if no_relevant == "skip" else 0)}
-        out["qrels_only_zero" if zeroed else "qrels_only_not_evaluated"] = len(self.qrels_only)
-        return out
-
     def message(self, summary: dict) -> str:
         """One line: how many queries are averaged, and why any are left out."""
         parts = [f"{summary['both']} in both the run and the qrels"]
@@ -765,11 +748,24 @@ class QuerySet:
 
     def report(self, relevance_level=None, no_relevant: str = "skip"
                ) -> tuple[dict, dict | None]:
-        """``(summary, data warning or None)``: a warning when a query is left out or
+        """``(summary, data warning or None)``: the counts as the JSON's
+        ``relevance.queries`` reports them, and a warning when a query is left out or
         counted as 0 without results."""
-        summary = self.summary(relevance_level, no_relevant)
-        left_out = (self.run_only or self.qrels_only or summary["no_relevant"])
-        if not left_out:
+        level = relevance_level
+        relevant = self.best >= level if level is not None else self.best > 0
+        without = int(self.rows - np.count_nonzero(relevant))
+        zeroed = self.missing_queries == "zero"
+        summary = {"run": self.run, "qrels": self.qrels, "both": self.both,
+                   "run_only_ignored": len(self.run_only),
+                   "qrels_only": len(self.qrels_only),
+                   "missing_queries": self.missing_queries,
+                   "judged_only": self.judged_only,
+                   "evaluated": self.rows,
+                   "no_relevant": without, "no_relevant_policy": no_relevant,
+                   "averaged": self.rows - (without if no_relevant == "skip" else 0)}
+        summary["qrels_only_zero" if zeroed else "qrels_only_not_evaluated"] = len(
+            self.qrels_only)
+        if not (self.run_only or self.qrels_only or without):
             return summary, None
         return summary, {"kind": "trec_queries", **summary,
                          "message": self.message(summary)}
