@@ -444,23 +444,31 @@ def tieeval_metric(name):
     return Metric.parse(name)
 
 
-@pytest.mark.parametrize("queries_sorted", [True, False])
-def test_listed_order_of_a_run_written_query_by_query_is_trec_evals_order(queries_sorted):
-    """The linear-time ordering of a run whose queries each sit together, by score
-    descending, equals sorting every line by (query, score descending, docno descending),
-    whether the queries come in their own order or not."""
-    from tieeval.io.trec import _listed_order
+@pytest.mark.parametrize("layout", ["listed", "queries shuffled", "lines shuffled"])
+def test_whole_run_reader_puts_lines_in_trec_evals_order(tmp_path, layout):
+    """The whole-run reader orders each query's lines as trec_eval does (score descending,
+    NaN last, docno descending), whether the run lists each query's lines together by
+    score descending, in the queries' own order or not, or in no order at all."""
+    from tieeval.io.trec import load
 
     rng = np.random.default_rng(3)
-    nd = 500
-    order = np.arange(30) if queries_sorted else rng.permutation(30)
-    query, scores, docno = [], [], []
-    for q in order:
+    lines, qrels, want = [], [], {}
+    for q in range(30):
         n = int(rng.integers(1, 40))
-        query.append(np.full(n, q, dtype=np.int32))
-        scores.append(-np.sort(-np.round(rng.normal(size=n), 1)))  # ties, descending
-        docno.append(rng.choice(nd, n, replace=False).astype(np.int32))
-    query, scores, docno = (np.concatenate(x) for x in (query, scores, docno))
-    got = _listed_order(query, scores, docno, nd)
-    assert got is not None
-    assert np.array_equal(got, np.lexsort((-docno, -scores, query)))
+        docs = [f"d{d}".encode() for d in rng.choice(500, n, replace=False)]
+        scores = -np.sort(-np.round(rng.normal(size=n), 1))  # ties, descending
+        scores[rng.random(n) < (0.0 if layout == "listed" else 0.1)] = np.nan
+        lines.append([f"q{q:02d} Q0 {d.decode()} 0 {float(s)!r} t" for d, s in zip(docs, scores)])
+        qrels += [f"q{q:02d} 0 {d.decode()} {int(d[1:]) + 1}" for d in docs]
+        want[f"q{q:02d}"] = [int(docs[i][1:]) + 1 for i in trec_order(np.array(docs), scores)]
+    if layout != "listed":
+        lines = [lines[i] for i in rng.permutation(len(lines))]
+    text = [line for query in lines for line in query]
+    if layout == "lines shuffled":
+        text = [text[i] for i in rng.permutation(len(text))]
+    (tmp_path / "run").write_text("\n".join(text) + "\n")
+    (tmp_path / "qrels").write_text("\n".join(qrels) + "\n")
+    qids, _, labels, offsets = load(str(tmp_path / "run"), str(tmp_path / "qrels"))[:4]
+    assert list(qids) == sorted(want)
+    for i, qid in enumerate(qids):
+        assert labels[offsets[i]:offsets[i + 1]].tolist() == want[qid]

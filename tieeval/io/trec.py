@@ -78,7 +78,7 @@ from tieeval.io.base import (
 from tieeval.io.buffers import release_freed
 from tieeval.io.straddle import Straddle
 from tieeval.records.batch import Batch
-from tieeval.util.ranges import expand, positions
+from tieeval.util.ranges import expand
 
 
 @dataclass
@@ -771,60 +771,6 @@ class QuerySet:
                          "message": self.message(summary)}
 
 
-def _listed_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int):
-    """:func:`_trec_rows_order` for the usual layout of a run -- each query's lines
-    together, by score descending -- in about linear time: the docnos of each tie are
-    sorted where the lines are (a key that only reorders lines inside a tie) and the query
-    blocks then put in order; None for any other layout."""
-    n = query.size
-    if n == 0 or np.isnan(scores).any():
-        return None
-    same = query[1:] == query[:-1]
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    heads = query[starts]
-    blocks = np.argsort(heads, kind="stable")
-    if (heads[blocks][1:] == heads[blocks][:-1]).any():  # a query in several blocks
-        return None
-    if (same & (scores[1:] > scores[:-1])).any():  # scores rise inside a query
-        return None
-    # key: the tie's number along the file, then docno descending (docnos are distinct
-    # inside a query: a document retrieved twice was refused before)
-    key = np.zeros(n, dtype=np.int64)
-    np.cumsum(~(same & (scores[1:] == scores[:-1])), out=key[1:])
-    del same
-    key *= nd
-    key += nd - 1
-    key -= docno
-    order = np.argsort(key, kind="stable")
-    del key
-    # line numbers fit int32 below 2**31 lines: half the bytes while the lines are ordered
-    small = np.int32 if n < (1 << 31) else np.int64
-    order = order.astype(small, copy=False)
-    if (blocks[1:] > blocks[:-1]).all():  # the queries already in order
-        return order
-    lengths = np.diff(np.append(starts, n))[blocks]
-    return order[positions(starts[blocks], lengths, dtype=small)]
-
-
-def _trec_rows_order(query: np.ndarray, scores: np.ndarray, docno: np.ndarray, nd: int
-                     ) -> np.ndarray:
-    """The order of the lines: by query rank, then :func:`trec_order` within a query
-    (score descending, NaN last, docno rank descending). One argsort of a fused int64 key
-    (query, dense score rank, docno) when it fits, else a lexsort."""
-    listed = _listed_order(query, scores, docno, nd)
-    if listed is not None:
-        return listed
-    nan = np.isnan(scores)
-    # -0.0 and 0.0 tie (trec_eval compares doubles); np.unique keeps one of them
-    distinct, dense = np.unique(np.where(nan, np.inf, -scores), return_inverse=True)
-    dense = dense.reshape(-1).astype(np.int64) + nan  # NaN after every number
-    width = distinct.size + 1
-    if (int(query.max(initial=0)) + 1) * width * nd < (1 << 62):
-        key = (query.astype(np.int64) * width + dense) * nd + (nd - 1 - docno)
-        return np.argsort(key, kind="stable")
-    return np.lexsort((-docno, dense, query))
-
-
 def _decode(raw: list, path: str, refuse) -> list[str]:
     """The query ids of a file as text; one that is not UTF-8 is refused by ``refuse``,
     the file's line-by-line reader, which names the line."""
@@ -942,12 +888,12 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
     jpos = jpos[jorder]
     jrel = q.rel[jpos]
     del jorder
-    if codes is None and not np.isnan(scores).any():  # a group's docnos, at hand
+    if codes is None:  # a group's docnos, at hand
         order = _arrow_order(query, scores, docnos)
     else:  # the codes ranked byte-wise, as trec_eval's strcmp orders docnos
         ranks = np.empty(nd, dtype=small)
         ranks[to_numpy(pc.sort_indices(dictionary))] = np.arange(nd, dtype=small)
-        order = _trec_rows_order(query, scores, ranks[docno], nd)
+        order = _arrow_order(query, scores, from_numpy(ranks[docno]))
         del ranks
     del dictionary
     query, scores = query[order], scores[order]
@@ -995,17 +941,17 @@ def _label(path: str, q: _Qrels, qrow: np.ndarray, names: list, lines: _Columns,
 
 
 def _arrow_order(query: np.ndarray, scores: np.ndarray, docnos) -> np.ndarray:
-    """:func:`_trec_rows_order` of lines without NaN scores whose docnos are at hand: one
-    pyarrow sort by query, score descending, docno descending (byte-wise, as ``strcmp``),
-    which compares docnos only inside a tie. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as
-    trec_eval's doubles do."""
+    """The order of the lines: by query rank, then :func:`trec_order` within a query
+    (score descending, NaN last, docno descending: byte-wise as ``strcmp``, or by rank).
+    One pyarrow sort, which compares docnos only inside a tie and puts NaN last in either
+    direction. ``+ 0.0`` makes -0.0 the 0.0 it ties with, as trec_eval's doubles do."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     table = pa.table({"q": from_numpy(query), "s": from_numpy(scores + 0.0), "d": docnos})
     order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"),
                                               ("d", "descending")])
-    return to_numpy(order).astype(np.int64)
+    return to_numpy(order).view(np.int64)  # indices below 2**63
 
 
 def _unranked(q: _Qrels, ranked: np.ndarray, qrow: np.ndarray, counts: np.ndarray,
