@@ -48,17 +48,11 @@ class InternalError(click.ClickException):
 
 class Interrupted(click.ClickException):
     """Ctrl-C: one line, exit 130; workers stopped, nothing half-written. SIGTERM and
-    SIGHUP end the same way with exit 143 and 129."""
+    SIGHUP end the same way with exit 143 and 129 (``exit_code``)."""
 
-    exit_code = EXIT_INTERRUPTED
-
-
-class _TerminatedExit(Interrupted):
-    exit_code = EXIT_TERMINATED
-
-
-class _HangupExit(Interrupted):
-    exit_code = EXIT_HANGUP
+    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class Terminated(KeyboardInterrupt):
@@ -76,8 +70,8 @@ def _ended(exc: KeyboardInterrupt) -> Interrupted:
     """The one line and exit code for Ctrl-C, SIGTERM or SIGHUP."""
     if isinstance(exc, Terminated):
         name = signal.Signals(exc.signum).name
-        kind = _HangupExit if name == "SIGHUP" else _TerminatedExit
-        return kind(f"terminated by {name}")
+        code = EXIT_HANGUP if name == "SIGHUP" else EXIT_TERMINATED
+        return Interrupted(f"terminated by {name}", code)
     return Interrupted("interrupted")
 
 
