@@ -151,26 +151,33 @@ def worse_line(result: DiffResult, row) -> str:
 # ---------------------------------------------------------------------------------------
 # the renderers of diff results, by format
 
-@register("diff", "table", "a rich table for the terminal")
-def diff_table(result: DiffResult, out: Output) -> None:
+def _print_table(console, title: str, headers: list[str], rows: list[list[str]], left: int,
+                 no_wrap: bool = False) -> None:
+    """A rich table printed unwrapped: column ``left`` left-aligned (on one line with
+    ``no_wrap``), the others right-aligned."""
     from rich import box
     from rich.table import Table
 
+    table = Table(title=escape(title, "rich"), box=box.SIMPLE_HEAVY, title_style="bold")
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == left else "right",
+                         no_wrap=no_wrap and i == left)
+    for cells in rows:
+        table.add_row(*(escape(cell, "rich") for cell in cells))
+    print_unwrapped(console, table)
+
+
+@register("diff", "table", "a rich table for the terminal")
+def diff_table(result: DiffResult, out: Output) -> None:
     console = out.console()
     if result.what_if.active:
         console.print(note(result.what_if), style="bold yellow")
     for line in describe_sides(result):
         console.print(escape(line, "rich"))
     for column in ("tie_aware", "original"):
-        title = column_title(result, column)
-        if result.what_if.active:
-            title += " — what-if"
-        table = Table(title=title, box=box.SIMPLE_HEAVY, title_style="bold")
-        for i, header in enumerate(_headers(result, column)):
-            table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 0)
-        for cells in _column_cells(result, column):
-            table.add_row(*(escape(cell, "rich") for cell in cells))
-        print_unwrapped(console, table)
+        title = column_title(result, column) + (" — what-if" if result.what_if.active else "")
+        _print_table(console, title, _headers(result, column), _column_cells(result, column),
+                     0, no_wrap=True)
     for line in verdict_lines(result):
         console.print(escape(line, "rich"),
                       style=None if line.startswith("Same verdict") else "bold", soft_wrap=True)
@@ -270,21 +277,13 @@ def _active(result: RankResult) -> WhatIf | None:
 
 @register("rank", "table", "a rich table for the terminal")
 def rank_table(result: RankResult, out: Output) -> None:
-    from rich import box
-    from rich.table import Table
-
     console, rankings, what_if = out.console(), result.rankings, _active(result)
     if what_if is not None:
         console.print(note(what_if), style="bold yellow")
     seeds = _any_seeds(rankings)
     for r in rankings:
         title = ranking_title(r) + (" — what-if" if what_if is not None else "")
-        table = Table(title=escape(title, "rich"), box=box.SIMPLE_HEAVY, title_style="bold")
-        for i, header in enumerate(_rank_headers(seeds)):
-            table.add_column(header, justify="left" if i == 1 else "right")
-        for cells in _rank_cells(r, seeds):
-            table.add_row(*(escape(cell, "rich") for cell in cells))
-        print_unwrapped(console, table)
+        _print_table(console, title, _rank_headers(seeds), _rank_cells(r, seeds), 1)
     console.print(rank_summary(rankings), style="dim")
     console.print(rank_footer(rankings), style="dim", soft_wrap=True)
 
