@@ -52,7 +52,7 @@ class Interrupted(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED):
         super().__init__(message)
-        self.exit_code = exit_code
+        setattr(self, "exit_code", exit_code)  # noqa: B010 - a ClassVar to click's stubs
 
 
 class Terminated(KeyboardInterrupt):
