@@ -396,12 +396,8 @@ def evaluate_request(request, paths, *, quiet=False, ids_for=None, errors=None):
                 errors.append((shown(path), text))
                 continue
             show_run(outcomes[-1].result)  # a dump read from '-' is named <stdin>
-    if not quiet:
-        for outcome in outcomes:
-            for warning in outcome.result.warnings:
-                say(f"Warning: {warning}")
+    warn([w for outcome in outcomes for w in outcome.result.warnings], quiet)
     return outcomes
-
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ or as the paper's Tables 1, 3 and 4 over seed-averaged run groups, and Figure 1.
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import click
 
@@ -121,10 +122,7 @@ def compare(files, k_values, metrics, fmt, column, per_query, no_summary, table,
                                    f"{len(files)}")
         from tieeval.analysis.instances import check_output, stored_ids
         check_output(per_instance, inputs)  # before the (possibly long) evaluation
-        field = read_kwargs.get("instance_column")
-
-        def ids_for(dump):
-            return stored_ids(dump, field)
+        ids_for = partial(stored_ids, instance_field=read_kwargs.get("instance_column"))
     # one pass per FILE: the totals, and the per-query values and per-instance rows asked
     outcomes = evaluate_run_outcomes(files, chosen_metrics(k_values, metrics), what_if=what_if,
                                      meta=meta, template=template, quiet=quiet,

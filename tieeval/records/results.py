@@ -132,10 +132,8 @@ class MetricRow(MetricName):
         if self.labelled:
             out["instances"] = self.instances
             out["skipped"] = self.skipped
-        if self.aggregate is not None:
-            out["aggregate"] = self.aggregate
-        if self.tie_aware_reason is not None:
-            out["tie_aware_reason"] = self.tie_aware_reason
+        optional = (("aggregate", self.aggregate), ("tie_aware_reason", self.tie_aware_reason))
+        out.update((key, value) for key, value in optional if value is not None)
         return out
 
 
@@ -277,14 +275,10 @@ class RunResult(RunLabelled):
                "candidates": self.candidates,
                "dtype": self.dtype, "metrics": [m.to_dict() for m in self.metrics],
                "ties": self.ties.to_dict(), "labels": labels}
-        if self.relevance is not None:
-            out["relevance"] = self.relevance
-        if self.data_warnings is not None:
-            out["data_warnings"] = self.data_warnings
-        if self.what_if is not None:
-            out["what_if"] = self.what_if.to_dict()
-        if self.original_rule is not None:
-            out["original_rule"] = self.original_rule
+        what_if = None if self.what_if is None else self.what_if.to_dict()
+        out.update((key, value) for key, value in (
+            ("relevance", self.relevance), ("data_warnings", self.data_warnings),
+            ("what_if", what_if), ("original_rule", self.original_rule)) if value is not None)
         return out
 
 

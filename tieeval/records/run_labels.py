@@ -84,6 +84,7 @@ def parse_meta(items: Iterable[object]) -> dict[str, str]:
 # path separator, other text.
 _SPECIAL = re.escape("{}*/" + os.sep)
 _TOKEN = re.compile(rf"\{{\{{|\}}\}}|\{{[^{{}}]*\}}|[{_SPECIAL}]|[^{_SPECIAL}]+")
+_FIELDS = ", ".join("{%s}" % k for k in LABEL_KEYS)  # the fields a template may name
 
 
 # One path component of a template: the literal text before the first wildcard, then
@@ -191,11 +192,10 @@ class Template:
             elif name is not None:
                 if not name:
                     raise TemplateError(f"empty field '{{}}' at position {i} in template "
-                                        f"{text!r}; name a label: "
-                                        + ", ".join("{%s}" % k for k in LABEL_KEYS))
+                                        f"{text!r}; name a label: {_FIELDS}")
                 if name not in LABEL_KEYS:
                     raise TemplateError(f"unknown field {{{name}}} in template {text!r}; "
-                                        "fields are " + ", ".join("{%s}" % k for k in LABEL_KEYS))
+                                        f"fields are {_FIELDS}")
                 if name in fields:
                     raise TemplateError(f"field {{{name}}} appears twice in template {text!r}")
                 if previous_field:
@@ -213,8 +213,7 @@ class Template:
             previous_field = name is not None
         segments.append(_segment(parts))
         if not fields:
-            raise TemplateError(f"template {text!r} has no fields; use "
-                                + ", ".join("{%s}" % k for k in LABEL_KEYS))
+            raise TemplateError(f"template {text!r} has no fields; use {_FIELDS}")
         return cls(text, tuple(fields), tuple(segments))
 
     def match(self, path: str) -> dict[str, str] | None:
