@@ -107,23 +107,18 @@ def _row_keys(batch, source: str | None) -> dict:
     lengths = batch.lengths()
     if source != "trec":  # retrieved lists differ between TREC runs by design
         keys["candidates"] = lengths
-    if batch.labels is not None:
+    if batch.labels is not None:  # counted per row over its candidates and, for a TREC
+        # run, the judged documents it did not retrieve
         lab = np.asarray(batch.labels, dtype=np.float64).reshape(-1)
-        starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
-        rel = np.add.reduceat((lab > 0).astype(np.int64), starts) if lab.size else lengths * 0
-        total = np.add.reduceat(np.where(lab > 0, lab, 0.0), starts) if lab.size else lengths * 0.0
-        rel = np.where(lengths > 0, rel, 0)
-        total = np.where(lengths > 0, total, 0.0)
+        row = np.repeat(np.arange(batch.rows), lengths)
         unranked = getattr(batch, "unranked", None)
         if unranked is not None:
             ulab, uoff = unranked
-            ulab = np.asarray(ulab, dtype=np.float64)
-            urow = np.repeat(np.arange(batch.rows), np.diff(uoff))
-            rel = rel + np.bincount(urow[ulab > 0], minlength=batch.rows)
-            total = total + np.bincount(urow, weights=np.where(ulab > 0, ulab, 0.0),
-                                        minlength=batch.rows)
-        keys["relevant"] = rel
-        keys["relevance sum"] = total
+            lab = np.concatenate((lab, np.asarray(ulab, dtype=np.float64)))
+            row = np.concatenate((row, np.repeat(np.arange(batch.rows), np.diff(uoff))))
+        keys["relevant"] = np.bincount(row[lab > 0], minlength=batch.rows)
+        keys["relevance sum"] = np.bincount(row, weights=np.where(lab > 0, lab, 0.0),
+                                            minlength=batch.rows)
     if batch.items is not None and source != "trec":
         keys["candidate ids"] = _id_multiset_hash(np.asarray(batch.items).reshape(-1), lengths)
     return keys
@@ -345,11 +340,10 @@ def compare_values(a: RunValues, b: RunValues, *,
         rows.append(DiffRow(m.name, m.k, ColumnComparison.from_paired(tie),
                             ColumnComparison.from_paired(orig), gamma=entry.gamma,
                             instances=paired, labelled=labelled))
-    return DiffResult(DiffSide(a.path, a.run_labels, a.dtype, a.instances, a.original_rule),
-                      DiffSide(b.path, b.run_labels, b.dtype, b.instances, b.original_rule),
-                      alignment,
-                      a.instances, rows, int(permutations), seed, float(confidence),
-                      what_if or NO_WHAT_IF)
+    a_side, b_side = (DiffSide(r.path, r.run_labels, r.dtype, r.instances, r.original_rule)
+                      for r in (a, b))
+    return DiffResult(a_side, b_side, alignment, a.instances, rows, int(permutations), seed,
+                      float(confidence), what_if or NO_WHAT_IF)
 
 
 def diff_dumps(a_dump: Dump, b_dump: Dump, request: EvalOptions | None = None, *,
