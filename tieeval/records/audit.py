@@ -123,9 +123,7 @@ class AuditItem:
         for key in ("detail", "tolerance", "spread", "last", "tie_aware", "tie_aware_std",
                     "first", "original", "matches_original"):
             out[key] = None if v is None else getattr(v, key)
-        out["original_rule"] = self.original_rule
-        out["seeds"] = self.seeds
-        out["paths"] = list(self.paths)
+        out.update(original_rule=self.original_rule, seeds=self.seeds, paths=list(self.paths))
         return out
 
 

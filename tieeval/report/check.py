@@ -184,10 +184,6 @@ def advice(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
-def _as_result(result: CheckResult | list[Outcome]) -> CheckResult:
-    return result if isinstance(result, CheckResult) else CheckResult(list(result), [])
-
-
 def to_text(result: CheckResult | list[Outcome]) -> str:
     """One line per check, a dump that could not be checked one ``ERROR`` line in its
     place, then the summary and how to relax each failed threshold."""
@@ -199,7 +195,7 @@ def _report(result: CheckResult | list[Outcome], github: bool) -> str:
     per dump that could not be checked and one ``::notice`` summary (the advice stays plain
     log lines): a passed check is not annotated, as a dozen notices per dump would bury
     the failures."""
-    result = _as_result(result)
+    result = result if isinstance(result, CheckResult) else CheckResult(list(result), [])
     outcomes = result.outcomes
     lines = []
     for _, done, error in result.by_dump():
