@@ -24,7 +24,7 @@ from tieeval.metrics.registry import (
     parameter_text,
     parse_parameter,
 )
-from tieeval.metrics.registry import key as registry_key
+from tieeval.metrics.registry import key as _key
 from tieeval.metrics.spellings import METRIC_FORM, choices_text, translate, unknown_hint
 
 DISCOUNTS = ("log2", "power", "news", "linear", "logb")
@@ -57,7 +57,6 @@ _OPTION_ORDER = tuple(_DEFAULTS)  # the order str() prints the options in
 # names drives --help, error messages and both parsers.
 REL_REGISTRY = REGISTRY
 rel_metric_names = metric_names  # canonical names in registry order
-_key = registry_key
 
 
 def _number(name: str, value: object, above_one: bool = False) -> float:
