@@ -381,10 +381,8 @@ def _texts(measure: TrecMeasure, params: Sequence[int | float], whole: str) -> l
             f"trec_eval measures tieeval has: {trec_text()}")
     if not measure.param:
         return [str(measure.target)]
-    values = sorted(set(params))
-    if measure.param in (LEVEL, MULTIPLE):
-        return [f"{measure.target}@{float(v)!r}" for v in values]
-    return [f"{measure.target}@{v}" for v in values]
+    # a level or multiple is a float already (_parameter, the defaults): repr 0.1, 1.0
+    return [f"{measure.target}@{v!r}" for v in sorted(set(params))]
 
 
 def _trec_eval(text: str) -> list[str] | None:
