@@ -21,6 +21,7 @@ m_num_nonrel_judged_ret.c, m_num_q.c.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,30 +70,24 @@ class Count(Measure):
         return None
 
 
-NUM_RET = Count(
-    "NumRet", "none", "number of retrieved items (trec_eval num_ret); the dataset figure is "
-    "the sum over rows", aggregate="sum",
-    names={"tieeval": ("NumRet",), "trec_eval": ("num_ret",), "ir_measures": ("NumRet",)},
-    needs=frozenset(), counts="retrieved")
+def _count(name: str, trec: str, what: str, counts: str, needs: tuple[str, ...] = ("labels",),
+           ir: bool = True, **kwargs: Any) -> Count:
+    """The count of ``what`` per row (trec_eval's ``trec``), summed over rows."""
+    names = {"tieeval": (name,), "trec_eval": (trec,)}
+    if ir:
+        names["ir_measures"] = (name,)
+    return Count(name, "none", f"number of {what} (trec_eval {trec}); the dataset figure is "
+                 "the sum over rows", aggregate="sum", names=names, needs=frozenset(needs),
+                 counts=counts, **kwargs)
 
-NUM_REL = Count(
-    "NumRel", "none", "number of relevant items, retrieved or not (trec_eval num_rel); the "
-    "dataset figure is the sum over rows", aggregate="sum",
-    names={"tieeval": ("NumRel",), "trec_eval": ("num_rel",), "ir_measures": ("NumRel",)},
-    needs=frozenset({"labels"}), counts="relevant")
 
-NUM_REL_RET = Count(
-    "NumRelRet", "none", "number of relevant items retrieved (trec_eval num_rel_ret); the "
-    "dataset figure is the sum over rows", aggregate="sum",
-    names={"tieeval": ("NumRelRet",), "trec_eval": ("num_rel_ret",),
-           "ir_measures": ("NumRelRet",)},
-    needs=frozenset({"labels"}), counts="relevant_retrieved")
-
-NUM_NONREL_JUDGED_RET = Count(
-    "NumNonRelJudgedRet", "none", "number of judged non-relevant items retrieved (trec_eval "
-    "num_nonrel_judged_ret); the dataset figure is the sum over rows", aggregate="sum",
-    names={"tieeval": ("NumNonRelJudgedRet",), "trec_eval": ("num_nonrel_judged_ret",)},
-    needs=frozenset({"labels", "judged"}), counts="judged_nonrelevant_retrieved",
+NUM_RET = _count("NumRet", "num_ret", "retrieved items", "retrieved", needs=())
+NUM_REL = _count("NumRel", "num_rel", "relevant items, retrieved or not", "relevant")
+NUM_REL_RET = _count("NumRelRet", "num_rel_ret", "relevant items retrieved",
+                     "relevant_retrieved")
+NUM_NONREL_JUDGED_RET = _count(
+    "NumNonRelJudgedRet", "num_nonrel_judged_ret", "judged non-relevant items retrieved",
+    "judged_nonrelevant_retrieved", needs=("labels", "judged"), ir=False,
     orders=BY_LABELS_AND_JUDGED)
 
 NUM_Q = Count(
