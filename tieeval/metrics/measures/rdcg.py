@@ -63,11 +63,6 @@ def _ideal(ev: TableEvaluation) -> tuple[Floats, Ints, Ints, Floats, Ints]:
 _IDEAL_KEY = "rdcg.ideal"  # the key of _ideal() in BlockTable.shared
 
 
-def _discount(ev: TableEvaluation) -> np.ndarray:
-    """1 / log2(r + 2) at each retrieved 0-based place r, 0 past the depth."""
-    return np.where(ev.in_k, 1.0 / np.log2(ev.b.pos + 2.0), 0.0)
-
-
 @dataclass(frozen=True)
 class NdcgRel(Measure):
     """trec_eval's ndcg_rel: NDCG at each relevant item, the unretrieved ones at the end."""
@@ -80,7 +75,7 @@ class NdcgRel(Measure):
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         b = ev.b
         prefix, starts, t, _, _ = _ideal(ev)
-        d = _discount(ev)
+        d = np.where(ev.in_k, 1.0 / np.log2(b.pos + 2.0), 0.0)  # 0-based place r: 1/log2(r + 2)
         ideal_at = prefix[starts[b.row] + np.minimum(b.pos + 1, t[b.row])]
         inv = np.where(ev.in_k & (ideal_at > 0), 1.0 / np.where(ideal_at > 0, ideal_at, 1.0),
                        0.0)
