@@ -21,7 +21,7 @@ from typing import Any
 
 from tieeval.errors import ParameterError
 from tieeval.metrics.metric import Metric
-from tieeval.metrics.options import RelOptions
+from tieeval.metrics.options import DEFAULT_OPTIONS, RelOptions
 from tieeval.metrics.registry import check_k
 
 #: The RelOptions fields a convention sets, in the order the docs' table shows them.
@@ -69,10 +69,7 @@ class Convention:
 
 def _options(**changed: Any) -> dict[str, Any]:
     """tieeval's defaults with ``changed`` over them."""
-    defaults = RelOptions()
-    out = {name: getattr(defaults, name) for name in OPTIONS}
-    out.update(changed)
-    return out
+    return {**{name: getattr(DEFAULT_OPTIONS, name) for name in OPTIONS}, **changed}
 
 
 CONVENTIONS = {c.name: c for c in (
