@@ -30,10 +30,10 @@ import numpy as np
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.placement import (
     ideal_gains,
+    ideal_prefix,
     item_expectation,
     item_reason,
     row_cumsum,
-    segment_cumsum,
 )
 from tieeval.metrics.measures.protocol import Bools, Closed, Floats, Ints, Numbers, TableEvaluation
 
@@ -71,14 +71,10 @@ def _cost_prefix(ev: TableEvaluation) -> tuple[np.ndarray, Ints, Ints, np.ndarra
     kept: tuple[np.ndarray, Ints, Ints, np.ndarray] | None = ev.b.shared.get(_COST_KEY)
     if kept is None:
         gains, off = ideal_gains(ev.b)
+        x, starts = ideal_prefix(gains, off, lambda g, _: np.maximum(g, 1.0) - 1.0)
         rows = ev.b.rows
         count = np.diff(off)
         grow = np.repeat(np.arange(rows, dtype=np.int64), count)
-        extra = np.maximum(gains, 1.0) - 1.0
-        starts = off[:-1] + np.arange(rows, dtype=np.int64)
-        x = np.zeros(gains.size + rows)
-        gpos = np.arange(gains.size, dtype=np.int64) - off[:-1][grow]
-        x[starts[grow] + gpos + 1] = segment_cumsum(extra, off)
         total = np.bincount(grow, weights=gains, minlength=rows)
         kept = ev.b.shared[_COST_KEY] = (x, starts, count, total)
     return kept

@@ -104,17 +104,18 @@ def ideal_gains(b: BlockTable) -> tuple[Floats, Ints]:
 _IDEAL_GAINS = "placement.ideal_gains"  # the key of ideal_gains() in BlockTable.shared
 
 
-def ideal_dcg_prefix(gains: Floats, offsets: Ints) -> tuple[Floats, Ints]:
-    """Per row the ideal DCG of its first 0..T positions (log2 discount):
-    ``(prefix, starts)`` with row i's ``IDCG@j = prefix[starts[i] + j]``."""
+def ideal_prefix(gains: Floats, offsets: Ints, term: Callable[[Floats, Ints], Floats]
+                 ) -> tuple[Floats, Ints]:
+    """Per row the sums of ``term(gain, place)`` over its first 0..T ideal gains (places
+    0-based; :func:`ideal_gains`): ``(prefix, starts)``, row i's sum over its first j at
+    ``prefix[starts[i] + j]``."""
     rows = offsets.size - 1
     count = np.diff(offsets)
     grow = np.repeat(np.arange(rows, dtype=np.int64), count)
     gpos = np.arange(gains.size, dtype=np.int64) - offsets[:-1][grow]
-    term = gains / np.log2(gpos + 2.0)
     starts = offsets[:-1] + np.arange(rows, dtype=np.int64)  # T + 1 entries per row
     prefix = np.zeros(gains.size + rows)
-    prefix[gpos + 1 + starts[grow]] = segment_cumsum(term, offsets)
+    prefix[gpos + 1 + starts[grow]] = segment_cumsum(term(gains, gpos), offsets)
     return prefix, starts
 
 

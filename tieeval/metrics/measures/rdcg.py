@@ -41,8 +41,8 @@ import numpy as np
 
 from tieeval.metrics.measures.base import Measure
 from tieeval.metrics.measures.placement import (
-    ideal_dcg_prefix,
     ideal_gains,
+    ideal_prefix,
     linear_moments,
     row_cumsum,
 )
@@ -55,7 +55,7 @@ def _ideal(ev: TableEvaluation) -> tuple[Floats, Ints, Ints, Floats, Ints]:
     kept: tuple[Floats, Ints, Ints, Floats, Ints] | None = ev.b.shared.get(_IDEAL_KEY)
     if kept is None:
         gains, off = ideal_gains(ev.b)
-        prefix, starts = ideal_dcg_prefix(gains, off)
+        prefix, starts = ideal_prefix(gains, off, lambda g, at: g / np.log2(at + 2.0))
         kept = ev.b.shared[_IDEAL_KEY] = (prefix, starts, np.diff(off), gains, off)
     return kept
 
