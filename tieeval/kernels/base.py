@@ -199,10 +199,10 @@ class Kernel(ABC):
         if batch.start == 0 and batch.positive_defaulted and self.spec.source is None:
             check_default_positive(self.spec.path, batch, self.spec.nan_policy)
         what_if = self.spec.what_if
-        if what_if is None:
+        if what_if is None or what_if.cast is None:
             return batch
-        from tieeval.kernels.whatif import transform  # only under a what-if
-        return transform(what_if, batch)
+        from tieeval.kernels.whatif import cast_scores  # only under a cast
+        return replace(batch, scores=cast_scores(batch.scores, what_if.cast))
 
     @abstractmethod
     def add(self, acc: Accumulator, batch: Batch) -> None:

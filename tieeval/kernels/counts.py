@@ -328,7 +328,7 @@ def ragged_abt(values: np.ndarray, offsets: np.ndarray, positive: np.ndarray,
     """``a``, ``b`` and the top tie of a ragged batch, and the positive's score at every
     position; with ``atol`` (the what-if's tolerance) scores within it of the positive
     (of the row maximum, for the top tie) count as tied, not above
-    (:func:`tieeval.kernels.whatif.tolerance_counts`)."""
+    (:mod:`tieeval.kernels.whatif`)."""
     starts = offsets[:-1]
     n = np.diff(offsets)
     worst = nan_policy == "worst" and values.dtype.kind == "f"

@@ -39,10 +39,11 @@ from tieeval.kernels.counts import (
     RowCounts,
     block_counts,
     dense_counts,
+    ragged_abt,
     ragged_counts,
 )
 from tieeval.kernels.fused import active as fused_active
-from tieeval.kernels.original import LISTED_RULES
+from tieeval.kernels.original import LISTED_RULES, batch_offsets
 from tieeval.kernels.summation import distinct_pairs, flush_all
 from tieeval.metrics.metric import COLUMNS
 from tieeval.records.batch import Batch
@@ -107,10 +108,12 @@ class SinglePositiveKernel(Kernel):
         what_if = self.spec.what_if
         if what_if is None or what_if.tolerance is None:
             return exact
-        from tieeval.kernels.whatif import tolerance_counts
-        near = tolerance_counts(batch, exact, what_if.tolerance, self.spec.nan_policy)
-        near.short = exact.short
-        return near
+        # scores within the tolerance of the positive (of the row maximum) count as tied:
+        # a, b and the top tie recounted (a dense batch as the ragged one of its rows)
+        s, offsets = batch_offsets(batch)
+        a, b, top, _ = ragged_abt(s, offsets, batch.positive, self.spec.nan_policy,
+                                  what_if.tolerance)
+        return RowCounts(a, b, exact.n, top, exact.original, exact.short)
 
     def scores_wanted(self, acc: Accumulator, batch: Batch) -> bool:
         """Whether anything but the counts looks at the batch's scores once they are

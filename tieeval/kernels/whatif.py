@@ -51,19 +51,14 @@ NaN scores follow ``nan_policy`` exactly as without a what-if: ``'raise'`` refus
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from tieeval.errors import ParameterError
-from tieeval.kernels.counts import RowCounts, ragged_abt
-from tieeval.kernels.original import batch_offsets
-from tieeval.records.batch import Batch
 
 # the what-if's names, where they were (re-exported)
 from tieeval.records.whatif import CASTS as CASTS
 from tieeval.records.whatif import WhatIf as WhatIf
-from tieeval.records.whatif import check_cast, check_tolerance
+from tieeval.records.whatif import check_cast
 
 # ---------------------------------------------------------------------------------------
 # casts
@@ -146,30 +141,3 @@ def cast_scores(scores: np.ndarray, target: str) -> np.ndarray:
         return round_to_bfloat16(arr)
     with np.errstate(over="ignore", invalid="ignore"):
         return arr.astype(np.float16 if target == "float16" else np.float32)
-
-
-# ---------------------------------------------------------------------------------------
-# tolerance kernel
-
-def tolerance_counts(batch: Batch, exact: RowCounts, atol: float,
-                     nan_policy: str = "raise") -> RowCounts:
-    """Counts of one batch with scores within ``atol`` of the positive counted as tied.
-
-    ``exact`` are the batch's exact counts (from :func:`tieeval.kernels.single.batch_counts`, which
-    also applies ``nan_policy``); their ``n`` and ``original`` are kept, ``a``, ``b`` and
-    ``top`` are recomputed as described in the module docstring. Rows whose positive is NaN
-    (``nan_policy='worst'``) get their exact counts, and so do all-NaN rows for ``top``.
-    """
-    s, offsets = batch_offsets(batch)  # a dense batch counted as the ragged one of its rows
-    a, b, top, _ = ragged_abt(s, offsets, batch.positive, nan_policy, check_tolerance(atol))
-    return RowCounts(a=a, b=b, n=exact.n, top=top, original=exact.original)
-
-
-# ---------------------------------------------------------------------------------------
-# the what-if applied to batches
-
-def transform(what_if: WhatIf, batch: Batch) -> Batch:
-    """The batch with its scores cast by ``what_if`` (a new Batch; the input is untouched)."""
-    if what_if.cast is None:
-        return batch
-    return replace(batch, scores=cast_scores(batch.scores, what_if.cast))
