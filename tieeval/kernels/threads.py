@@ -67,21 +67,6 @@ def map_blocks(fn: Callable[..., Any], blocks: list[Any],
     return list(_pool(count).map(fn, blocks))
 
 
-def _in_batch(fn: Callable[[T], U], token: Token) -> Callable[[T], U]:
-    """``fn`` run as one batch's work on a sort thread: inside it, :func:`threads` is 1
-    (the batch's own sorts stay in its thread), and its long loops stop at their next
-    :func:`~tieeval.util.stopping.checkpoint` once ``token`` is stopped."""
-    def inline(item: T) -> U:
-        _LOCAL.inline = True
-        try:
-            with running(token):
-                checkpoint()  # queued before the caller stopped: not started at all
-                return fn(item)
-        finally:
-            _LOCAL.inline = False
-    return inline
-
-
 def map_batches(fn: Callable[[T], U], items: Iterable[T]) -> Iterator[U]:
     """``fn(item)`` for each of ``items`` (an iterator, consumed in order), at most one
     item per sort thread in flight (:func:`_map`)."""
@@ -113,7 +98,15 @@ def _map(fn: Callable[[T], U], items: Iterable[T], ahead: int | None) -> Iterato
         return
 
     token = Token()
-    inline = _in_batch(fn, token)
+
+    def inline(item: T) -> U:
+        _LOCAL.inline = True
+        try:
+            with running(token):
+                checkpoint()  # queued before the caller stopped: not started at all
+                return fn(item)
+        finally:
+            _LOCAL.inline = False
     pool = _pool(count)
     pending: deque[Any] = deque()
     try:
