@@ -416,11 +416,9 @@ class GeneralKernel(Kernel):
         here; ``counted``: ``no_relevant`` already applied)."""
         if values is None:
             values = [self.entry_values(rb, i, e) for i, e in enumerate(self.entries)]
-        keep = None
-        if self.both:
-            keep = (rb.n_pos >= 1) & (rb.n_neg >= 1)
-        out = []
         has_pos = rb.n_pos >= 1
+        keep = has_pos & (rb.n_neg >= 1) if self.both else None
+        out = []
         short = rb.short or [None] * len(self.entries)
         for entry, v, item in zip(self.entries, values, short):
             if not counted:

@@ -129,7 +129,6 @@ class SinglePositiveKernel(Kernel):
                 or self.spec.what_if is not None)
 
     def add(self, acc: Accumulator, batch: Batch) -> None:
-        """Add one batch's rows to ``acc``."""
         batch = self.prepare(batch)
         self._add(acc, batch, self.counts(batch, keep=self.scores_wanted(acc, batch)))
 
