@@ -147,10 +147,6 @@ class Accumulator:
         # the same for pairs of counts: ``pairs[name][x, y]`` rows had the pair (x, y)
         self.pairs: dict[str, np.ndarray] | None = None
 
-    def add_ranks(self, column: str, counts: np.ndarray) -> None:
-        """Add a column's rank counts (``counts[r]`` rows at rank ``r``)."""
-        self._add_table("ranks", column, counts)
-
     def add_lengths(self, lo: int, hi: int) -> None:
         """Widen the candidate-count range by a batch's shortest and longest row."""
         self.cand_min = lo if self.cand_min is None else min(self.cand_min, lo)
@@ -180,8 +176,9 @@ class Accumulator:
         value: np.ndarray = tables[name]
         return value
 
-    def _add_table(self, kind: str, name: str, counts: np.ndarray) -> None:
-        """Add a whole count table (a batch's, another accumulator's) to ``name``."""
+    def add_table(self, kind: str, name: str, counts: np.ndarray) -> None:
+        """Add a whole count table (a batch's, another accumulator's) to ``name`` of
+        ``kind``: a column's rank counts (``counts[r]`` rows at rank ``r``), or pairs'."""
         self._table(kind, name, counts.shape)[tuple(slice(0, n) for n in counts.shape)] \
             += counts
 
@@ -203,7 +200,7 @@ class Accumulator:
             mine.merge(theirs)
         for kind in ("ranks", "pairs"):
             for name, table in (getattr(other, kind) or {}).items():
-                self._add_table(kind, name, table)
+                self.add_table(kind, name, table)
         if self.duplicates is not None and other.duplicates is not None:
             self.duplicates.merge(other.duplicates)
 

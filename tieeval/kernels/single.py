@@ -171,7 +171,7 @@ class SinglePositiveKernel(Kernel):
                    ("last", last, _rank_bins(last)),
                    ("tie_aware", first, first_bins - _rank_bins(first[tied])))
         for column, ranks, bins in columns:
-            acc.add_ranks(column, bins[:_HISTOGRAM_RANKS + 1])
+            acc.add_table("ranks", column, bins[:_HISTOGRAM_RANKS + 1])
             if bins[-1]:  # ranks too deep for the counts: each one's value, where not 0
                 deep = ranks > _HISTOGRAM_RANKS
                 if column == "tie_aware" and tied.size:
