@@ -67,10 +67,7 @@ def add_count_evidence(evidence: dict[str, Any], scores: np.ndarray, a: np.ndarr
     kernel's own counts (``a`` above column 0, ``b`` tied with it, itself included)
     instead of a second pass over each row: the same values, bit for bit (the same
     float64 operations). ``nan_rows``: rows may hold NaN (they are left out, as there)."""
-    take = HINT_ROWS - start
-    if take <= 0:
-        return
-    x = scores[:take]
+    x = scores[:max(HINT_ROWS - start, 0)]
     rows, n = x.shape
     if not rows:
         return
@@ -82,7 +79,7 @@ def add_count_evidence(evidence: dict[str, Any], scores: np.ndarray, a: np.ndarr
         evidence["inf"] += int(np.count_nonzero(x[:, 0] == -np.inf))
     if n < 2:
         return
-    a, b = a[:take], b[:take]
+    a, b = a[:rows], b[:rows]
     if nan_rows and x.dtype.kind == "f":
         ok = ~np.isnan(x).any(axis=1)
         a, b = a[ok], b[ok]
