@@ -116,8 +116,6 @@ def _statistic(evidence: dict[str, Any]) -> tuple[float, float, int]:
 def evidence_hints(path: str, evidence: dict[str, Any]) -> list[str]:
     """Warnings (zero or one line) from the evidence of a dump's first rows."""
     rows = evidence["rows"]
-    if not rows:
-        return []
     signs = []
     inf = evidence["inf"]
     if inf and inf >= HINT_INF_SHARE * rows:
