@@ -135,14 +135,6 @@ def _with_previous(ids, op: str) -> np.ndarray:
     return to_numpy(getattr(pc, op)(ids.slice(1), ids.slice(0, len(ids) - 1)))
 
 
-def _run_starts(ids) -> np.ndarray:
-    """Where a new instance id starts (True at the first row)."""
-    new = np.ones(len(ids), dtype=bool)
-    if len(ids) > 1:
-        new[1:] = _with_previous(ids, "not_equal")
-    return new
-
-
 def _is_sorted(ids) -> bool:
     return len(ids) < 2 or not _with_previous(ids, "less").any()
 
@@ -203,7 +195,12 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     if rows.label is not None:
         labels = rows.label[order]
         if relevance:
-            _check_finite(path, labels, starts, ids, options.long_columns["label"])
+            bad = np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f" else ()
+            if len(bad):
+                g = int(np.searchsorted(starts, bad[0], side="right") - 1)
+                raise InputError(f"{path}: instance {instance_name(ids[g])}: "
+                                 f"'{options.long_columns['label']}' holds {labels[bad[0]]} "
+                                 "(labels must be finite)")
             positive = np.zeros(len(starts), dtype=np.int64)
         else:
             positive = _single_positive(path, labels, starts, ids,
@@ -251,15 +248,6 @@ def _single_positive(path, labels, starts, ids, name) -> np.ndarray:
         raise RelevanceLabelsFound(f"{path}: instance {instance_name(ids[g])}: {what} in column "
                                    f"'{name}', so it holds relevance labels", g == first)
     return np.flatnonzero(is_pos) - starts
-
-
-def _check_finite(path, labels, starts, ids, name) -> None:
-    if labels.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(labels))
-        if bad.size:
-            g = int(np.searchsorted(starts, bad[0], side="right") - 1)
-            raise InputError(f"{path}: instance {instance_name(ids[g])}: '{name}' holds "
-                             f"{labels[bad[0]]} (labels must be finite)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -355,7 +343,6 @@ class _Source:
 
 class _ParquetSource(_Source):
     def __init__(self, path, files, options):
-        pa, _ = _pyarrow()
         self.path, self.files = path, files
         first = files[0]
         schema = parquet_file(first).schema_arrow
@@ -602,7 +589,8 @@ def sorted_batches(path: str, chunks: Iterator[Rows], options: ReadOptions,
         rows = Rows.concat(carry, rows)
         if not _is_sorted(rows.ids):
             raise NotSorted(f"{path}: rows are not sorted by instance")
-        new = _run_starts(rows.ids)
+        new = np.ones(len(rows), dtype=bool)  # where a new instance id starts
+        new[1:] = _with_previous(rows.ids, "not_equal")
         starts = np.flatnonzero(new)
         last = int(starts[-1])
         if last > 0:

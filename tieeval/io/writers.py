@@ -331,14 +331,6 @@ def _run_labels(meta, run_labels: dict) -> dict[str, str]:
     return out
 
 
-def _format(path: str) -> str:
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in SAVE_FORMATS:
-        raise ParameterError(f"{path}: the file name must end in .npz or .parquet (it "
-                             "decides the format)")
-    return SAVE_FORMATS[suffix]
-
-
 def _padded(rows: _Rows) -> np.ndarray:
     """Index lists as an (instances, m) int64 array padded with -1 (m >= 1)."""
     width = max(1, int(rows.lengths.max(initial=0)))
@@ -480,7 +472,10 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
     [[2, 0, -1, 0, 1]]
     """
     path = os.fspath(path)
-    fmt = _format(path)
+    fmt = SAVE_FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise ParameterError(f"{path}: the file name must end in .npz or .parquet (it "
+                             "decides the format)")
     rows = _scores(scores)
     lab = _labels(labels, rows)
     pos_lists = _indices(positives, "positives", rows, padding=True)
