@@ -432,7 +432,12 @@ class _CsvSource(_Source):
             schema = probe.schema
         finally:
             probe.close()
-        if self._no_rows():
+        reader, _ = self._reader([], block=1 << 16)
+        try:
+            no_rows = all(record.num_rows == 0 for record in self._records(reader))
+        except InputError:
+            no_rows = False  # the real reading reports it
+        if no_rows:
             raise InputError(f"{path}: no rows (the CSV has a header only)")
         self.has_label, self.dtype = _check_columns(path, header, options,
                                                     lambda name: schema.field(name).type)
@@ -447,22 +452,12 @@ class _CsvSource(_Source):
             pa.int64() if pa.types.is_integer(itype) and self._canonical_ids() else
             pa.string())
 
-    def _no_rows(self) -> bool:
-        reader, _ = self._reader([], block=1 << 16)
-        try:
-            return all(record.num_rows == 0 for record in self._records(reader))
-        except InputError:
-            return False  # the real reading reports it
-
     def _canonical_ids(self) -> bool:
         """Every instance id of the file is a canonical int64 (one pass over the ids)."""
         pa, _ = _pyarrow()
         import pyarrow.compute as pc
         name = self.cols["instance"]
-        saved = dict(self.column_types)
-        self.column_types[name] = pa.string()
-        reader, _ = self._reader([name])
-        self.column_types = saved
+        reader, _ = self._reader([name], types={name: pa.string()})
         for record in self._records(reader):
             ids = record.column(0)
             ok = pc.match_substring_regex(ids, r"^-?(0|[1-9][0-9]{0,18})$")
@@ -518,8 +513,9 @@ class _CsvSource(_Source):
         except csv.Error as exc:
             raise InputError(f"{self.path}: cannot read CSV header ({exc})") from None
 
-    def _reader(self, include, block=CSV_BLOCK_BYTES):
+    def _reader(self, include, block=CSV_BLOCK_BYTES, types=None):
         pa, _ = _pyarrow()
+        types = self.column_types if types is None else types
         import pyarrow.csv as pcsv
         raw = pa.OSFile(self.path)
         stream = pa.CompressedInputStream(raw, "gzip") if self.path.lower().endswith(".gz") \
@@ -532,7 +528,7 @@ class _CsvSource(_Source):
                     # an empty field is a missing value in a text column too (an instance
                     # id), as in a numeric one, and is refused as a null
                     strings_can_be_null=True,
-                    column_types={k: v for k, v in self.column_types.items() if k in include}))
+                    column_types={k: v for k, v in types.items() if k in include}))
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise self._unreadable(exc) from None
         return reader, raw

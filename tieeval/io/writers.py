@@ -84,20 +84,16 @@ def _rows(value, what: str, index: bool = False) -> _Rows:
     """``value`` as rows: a 2-D array (``index``: also a 1-D array, one entry per row), or
     a list of 1-D rows of any lengths. Row dtypes must agree (strings may differ in width;
     ``index`` fields take any integers), since nothing is cast."""
-    ragged = False
+    arr: np.ndarray | None
     try:
         arr = np.asarray(value)
     except ValueError:  # "inhomogeneous shape": rows of different lengths
-        if not isinstance(value, (list, tuple)):
-            _as_array(value, what)  # raises the usual message
-        ragged = True
+        arr = None
     except (TypeError, RuntimeError):
-        _as_array(value, what)
-    if not ragged and arr.dtype == object and isinstance(value, (list, tuple)):
-        ragged = True
-    if not ragged:
-        if arr.dtype == object:
-            _as_array(arr, what)
+        arr = _as_array(value, what)  # raises the usual message
+    # a list of rows is ragged when numpy cannot make one array of it, or only of objects
+    if not isinstance(value, (list, tuple)) or (arr is not None and arr.dtype != object):
+        arr = _as_array(value if arr is None else arr, what)  # refuses objects
         if index and arr.ndim == 1:
             arr = arr.reshape(-1, 1)  # one index per row
         if arr.ndim != 2:
