@@ -150,19 +150,6 @@ def _check_layout(path: str, batch: Batch, name: str, values: np.ndarray,
     return values.reshape(-1)
 
 
-def _checked_labels(path: str, batch: Batch, name: str, values: np.ndarray) -> np.ndarray:
-    _check_kind(path, "labels", name, values.dtype)
-    if values.dtype.kind == "f":
-        bad = ~np.isfinite(values)
-        if bad.any():
-            flat = np.flatnonzero(bad.reshape(-1))[0]
-            row = (flat // batch.scores.shape[1] if batch.offsets is None else
-                   int(np.searchsorted(batch.offsets, flat, side="right") - 1))
-            raise InputError(f"{path}: {_row_label(batch, int(row))}: '{name}' holds "
-                             f"{values.reshape(-1)[flat]} (labels must be finite)")
-    return values
-
-
 def _indices_to_labels(path: str, batch: Batch, names: dict, columns: dict) -> np.ndarray:
     """``{"positives": (idx, offsets | None), "negatives": ...}`` -> int8 labels in the
     batch layout."""
@@ -343,7 +330,16 @@ def fill_batch(path: str, batch: Batch, names: dict, columns: dict) -> Batch:
     if "labels" in columns:
         values, offsets = columns["labels"]
         values = _check_layout(path, batch, names["labels"], values, offsets)
-        batch.labels = _checked_labels(path, batch, names["labels"], values)
+        _check_kind(path, "labels", names["labels"], values.dtype)
+        if values.dtype.kind == "f":
+            bad = ~np.isfinite(values)
+            if bad.any():
+                flat = np.flatnonzero(bad.reshape(-1))[0]
+                row = (flat // batch.scores.shape[1] if batch.offsets is None else
+                       int(np.searchsorted(batch.offsets, flat, side="right") - 1))
+                raise InputError(f"{path}: {_row_label(batch, int(row))}: '{names['labels']}' "
+                                 f"holds {values.reshape(-1)[flat]} (labels must be finite)")
+        batch.labels = values
     if "positives" in columns or "negatives" in columns:
         batch.labels = _indices_to_labels(path, batch, names, columns)
     if "items" in columns:

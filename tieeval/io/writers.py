@@ -346,8 +346,6 @@ def _npz_arrays(fields: dict) -> dict:
                              "candidates) arrays only: save ragged rows to .parquet")
     out = {}
     for name, value in fields.items():
-        if value is None:
-            continue
         if name in ("positives", "negatives"):
             out[name] = _padded(value)
         elif isinstance(value, _Rows):
@@ -394,8 +392,6 @@ def _write_parquet(fh, fields: dict, meta: dict) -> None:
 
     columns = {}
     for name, value in fields.items():
-        if value is None:
-            continue
         if isinstance(value, _Rows):
             # a matrix stays a fixed_size_list, as do labels and items aligned with it
             columns[name] = _list_column(pa, value, name in ("scores", "labels", "items"))
@@ -495,6 +491,7 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
               "items": None if items is None else _aligned(
                   items, "items", rows, "iuU", "integer or string item ids"),
               INSTANCE_FIELD: _instances(instances, rows.rows), "ranking": _ranking(ranking, rows)}
+    fields = {name: value for name, value in fields.items() if value is not None}
     meta = _run_labels(meta, run_labels)
     arrays = _npz_arrays(fields) if fmt == "npz" else fields
     with atomic_output(path, what="the dump") as fh:

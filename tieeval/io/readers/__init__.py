@@ -85,7 +85,8 @@ def opened_by(module: str, name: str) -> Callable[[str, ReadOptions], Dump]:
 
 @functools.cache
 def readers() -> tuple[Reader, ...]:
-    """Every registered reader, in :attr:`Reader.order` (then name)."""
+    """Every registered reader, in :attr:`Reader.order` (then name); no two may declare one
+    name, suffix or magic."""
     found = []
     for module in pkgutil.iter_modules(__path__):
         declared = getattr(importlib.import_module(f"{__name__}.{module.name}"), "READER", None)
@@ -94,11 +95,6 @@ def readers() -> tuple[Reader, ...]:
                                "every module of this package is a dump format")
         found.append(declared)
     found.sort(key=lambda r: (r.order, r.name))
-    _check_unique(found)
-    return tuple(found)
-
-
-def _check_unique(found: list[Reader]) -> None:
     for what in ("name", "suffixes", "magic"):
         seen: dict[object, str] = {}
         for reader in found:
@@ -108,6 +104,7 @@ def _check_unique(found: list[Reader]) -> None:
                     raise RuntimeError(f"readers {seen[value]} and {reader.name} both declare "
                                        f"{what} {value!r}")
                 seen[value] = reader.name
+    return tuple(found)
 
 
 def reader(name: str) -> Reader:
