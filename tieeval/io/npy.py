@@ -406,10 +406,8 @@ class MatrixPart:
         return Batch(block, rows, start, nbytes=nbytes, positive_defaulted=defaulted)
 
     def batches(self, batch_rows: int) -> Generator[Batch, None, None]:
-        with self.scores.reader() as scores:
-            for start in range(self.lo, self.hi, batch_rows):
-                stop = min(start + batch_rows, self.hi)
-                yield self._batch(start, stop, scores.rows(start, stop))
+        for start in range(self.lo, self.hi, batch_rows):
+            yield self.read_rows(start, min(start + batch_rows, self.hi))
 
 
 def _matrix_parts(path, scores: ArraySpec, positive, options) -> list[MatrixPart]:

@@ -30,12 +30,12 @@ from tieeval.io.arrow import (
 )
 from tieeval.io.base import (
     LARGE_ROW_GROUP_BYTES,
-    RELEVANCE_FIELDS,
     Dump,
     ReadOptions,
     check_row_length,
     max_row_candidates,
 )
+from tieeval.io.relevance import field_names
 from tieeval.io.validate import (
     _positive_for,
     check_named_field,
@@ -68,9 +68,7 @@ def open_wide_parquet(path: str, opened: list, options: ReadOptions) -> Dump:
         raise InputError(f"{where}: column '{options.scores}' must hold numbers, got {vtype}")
     dtype = check_score_dtype(where, numpy_dtype(vtype), f"'{options.scores}'")
     check_named_field(where, options.positive, "positive", names, "column", options)
-    optional = [options.positive] + [getattr(options, kind, kind) or kind
-                                     for kind in RELEVANCE_FIELDS]
-    check_same_fields(opened, optional)
+    check_same_fields(opened, [options.positive, *field_names(options).values()])
     has_positive = options.positive in names
     if has_positive:
         ptype = schema.field(options.positive).type
