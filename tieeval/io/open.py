@@ -25,7 +25,12 @@ from tieeval.io.readers.parquet import dataset_files  # noqa: F401 - its callers
 
 def open_dump(path: str, options: ReadOptions | None = None) -> Dump:
     """Open ``path``: a score dump with whatever relevance fields it carries (``labels``,
-    ``positives``/``negatives``, ``items``), or a TREC run read with ``options.qrels``."""
+    ``positives``/``negatives``, ``items``), or a TREC run read with ``options.qrels``.
+
+    ``path`` is a file, or a directory holding a Parquet dataset (its ``*.parquet`` files,
+    recursively, in path order; names starting with ``_`` or ``.`` are skipped as Spark and
+    Hadoop write them). Rows are read lazily by :meth:`Dump.batches`.
+    """
     options = options or ReadOptions()
     chosen = readers.chosen_by(options)
     if chosen is not None:
@@ -34,16 +39,6 @@ def open_dump(path: str, options: ReadOptions | None = None) -> Dump:
                                  "their relevance)")
         return chosen.open(os.fspath(path), options)
     from tieeval.io.relevance import with_relevance
-    return with_relevance(_open_scores(path, options), options)
-
-
-def _open_scores(path: str, options: ReadOptions) -> Dump:
-    """Open ``path`` and validate its schema; rows are read lazily by :meth:`Dump.batches`.
-
-    ``path`` is a file, or a directory holding a Parquet dataset (its ``*.parquet`` files,
-    recursively, in path order; names starting with ``_`` or ``.`` are skipped as Spark and
-    Hadoop write them).
-    """
     check_layout(options.layout)
     if options.score_dtype is not None and options.score_dtype not in SCORE_DTYPES:
         raise ParameterError(f"score_dtype must be one of {', '.join(SCORE_DTYPES)}, got "
@@ -51,7 +46,8 @@ def _open_scores(path: str, options: ReadOptions) -> Dump:
     path = os.fspath(path)
     if os.path.isdir(path):
         # a folder is a dataset of files, as Spark writes them
-        return next(r for r in readers.readers() if r.folder).open(path, options)
+        return with_relevance(next(r for r in readers.readers() if r.folder).open(
+            path, options), options)
     if not os.path.exists(path):
         raise not_found(path)
     require_regular_file(path)
@@ -69,4 +65,4 @@ def _open_scores(path: str, options: ReadOptions) -> Dump:
     if given and "long" not in reader.layouts:
         raise ParameterError(f"{', '.join(given)} only apply to long-layout "
                              f"{readers.titles(readers.with_layout('long'))} dumps")
-    return reader.open(path, options)
+    return with_relevance(reader.open(path, options), options)
