@@ -218,7 +218,16 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
         member = _NpzMember(path, archive, names[name])  # refuses object arrays
         if member.dtype.kind == "U" and tuple(member.shape) == ():  # 0-d: run metadata
             metadata[name] = str(member.load().reshape(()))
-    _check_member_names(path, archive)
+    # Every member's own header must carry the name the archive's directory gives it. A
+    # damaged directory can rename a member (positive.npy to positive.npq), and the dump
+    # would then be read without it: opening a member compares the two names (zipfile
+    # reads only the member's local header here).
+    for info in archive.infolist():
+        try:
+            archive.open(info).close()
+        except _ZIP_ERRORS as exc:
+            raise InputError(f"{path}: corrupted file (member {info.filename!r}: "
+                             f"{error_text(exc)})") from None
     check_named_field(path, options.positive, "positive", names, "array", options)
     _check_matrix(path, scores, f"'{options.scores}'")
     _check_positive_field(path, options, positive, scores.shape[0])
@@ -273,16 +282,3 @@ def _open_npz(path: str, options: ReadOptions) -> Dump:
                 _RowStream(member).check_all()
     return Dump(path, "npz", scores.dtype, metadata, gen, warnings=warnings, _verify=verify,
                 **common)
-
-
-def _check_member_names(path: str, archive: zipfile.ZipFile) -> None:
-    """Every member's own header must carry the name the archive's directory gives it. A
-    damaged directory can rename a member (``positive.npy`` to ``positive.npq``), and the
-    dump would then be read without it: opening a member compares the two names (zipfile
-    reads only the member's local header here)."""
-    for info in archive.infolist():
-        try:
-            archive.open(info).close()
-        except _ZIP_ERRORS as exc:
-            raise InputError(f"{path}: corrupted file (member {info.filename!r}: "
-                             f"{error_text(exc)})") from None

@@ -245,13 +245,6 @@ def _repeated(row: np.ndarray, values: np.ndarray):
     return None if not same.size else (int(r[same[0]]), int(v[same[0]]))
 
 
-def _both(pos: _Rows, neg: _Rows):
-    """The first (row, index) in both ``positives`` and ``negatives``, else None."""
-    pairs = np.concatenate([np.unique(np.stack([part.row_ids, part.values]), axis=1)
-                            for part in (pos, neg)], axis=1)
-    return _repeated(pairs[0], pairs[1])
-
-
 def _ranking(ranking, scores: _Rows) -> _Rows | None:
     if ranking is None:
         return None
@@ -482,7 +475,10 @@ def save_scores(path, scores, positive=None, *, labels=None, positives=None, neg
         raise ParameterError(f"labels= and {given[1]}= both give relevance; a dump gives it "
                              f"one way: pass labels=, or positives=/negatives=")
     if pos_lists is not None and neg_lists is not None:
-        clash = _both(pos_lists, neg_lists)
+        # the first (row, index) in both lists: repeated once each list's pairs are unique
+        pairs = np.concatenate([np.unique(np.stack([part.row_ids, part.values]), axis=1)
+                                for part in (pos_lists, neg_lists)], axis=1)
+        clash = _repeated(pairs[0], pairs[1])
         if clash is not None:
             raise ParameterError(f"candidate {clash[1]} of row {clash[0]} is in both "
                                  "positives and negatives")
