@@ -195,8 +195,9 @@ def group_rows(path: str, rows: Rows, codes: np.ndarray, options: ReadOptions,
     if rows.label is not None:
         labels = rows.label[order]
         if relevance:
-            bad = np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f" else ()
-            if len(bad):
+            bad = (np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f"
+                   else np.zeros(0, dtype=np.int64))
+            if bad.size:
                 g = int(np.searchsorted(starts, bad[0], side="right") - 1)
                 raise InputError(f"{path}: instance {instance_name(ids[g])}: "
                                  f"'{options.long_columns['label']}' holds {labels[bad[0]]} "
