@@ -143,11 +143,9 @@ def figures(result: Any) -> dict[str, torch.Tensor]:
     """A result's figures as the flat dict of scalars :meth:`TieAwareMetric.compute` gives."""
     out: dict[str, torch.Tensor] = {}
     for row in result.metrics:
-        name = row.display
-        out[name] = torch.tensor(_number(row.tie_aware), dtype=torch.float64)
-        for column in ("original", "first", "last", "tie_aware_std"):
-            out[f"{name}/{column}"] = torch.tensor(_number(getattr(row, column)),
-                                                   dtype=torch.float64)
+        for column in ("tie_aware", "original", "first", "last", "tie_aware_std"):
+            key = row.display if column == "tie_aware" else f"{row.display}/{column}"
+            out[key] = torch.tensor(_number(getattr(row, column)), dtype=torch.float64)
     for k, share in result.ties.tie_decided.items():
         out[f"tie_decided@{k}"] = torch.tensor(float(share), dtype=torch.float64)
     return out
