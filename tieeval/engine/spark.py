@@ -214,16 +214,14 @@ def _evaluate_frame(dataframe, request: EvalOptions, *, layout: str = "auto",
                                            StructType([*selected.schema.fields, spill]))
         selected = (selected.repartitionByRange(*order) if wants.values else
                     selected.repartition("instance")).sortWithinPartitions(*order, "position")
-        kernel = request_kernel(NamedRows(path), request)
-        answers = _collect(selected, long_task(path, options, has_label, kernel, batch_rows,
-                                               False, wants, spilled))
-        if answers.again is not None:
-            # the label column holds relevance labels: read it as a labels field, from the
-            # start, as the local reader does after RelevanceLabelsFound
-            labels = RelevanceInfo("labels", fields=(cols["label"],))
+        # a label column that holds relevance labels (answers.again) is read as a labels
+        # field, from the start, as the local reader does after RelevanceLabelsFound
+        for labels in (None, RelevanceInfo("labels", fields=(cols["label"],))):
             kernel = request_kernel(NamedRows(path, labels), request)
             answers = _collect(selected, long_task(path, options, has_label, kernel,
-                                                   batch_rows, True, wants, spilled))
+                                                   batch_rows, labels is not None, wants, spilled))
+            if answers.again is None:
+                break
     return _finish(kernel, answers, request, consumers, dump or NamedRows(path), path, dtype,
                    metadata, warnings, totals)
 
