@@ -43,15 +43,13 @@ def read_ahead(batches: Iterator[T]) -> Iterator[T]:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tieeval-read")
     pending = None
     try:
-        pending = pool.submit(next, batches, _END)
-        yield box.pop()  # type: ignore[misc]
         while True:
+            pending = pool.submit(next, batches, _END)
+            yield box.pop()  # type: ignore[misc]
             box.append(pending.result())
             pending = None
             if box[0] is _END:
                 return
-            pending = pool.submit(next, batches, _END)
-            yield box.pop()  # type: ignore[misc]
     finally:
         if pending is not None:  # let a read in flight finish before closing its source
             try:
