@@ -267,20 +267,18 @@ class Answers:
 def gather(rows) -> Answers:
     """The collected answer rows of one job, sorted (its totals merge on the driver:
     :func:`tieeval.engine.spark._finish`)."""
-    states, pieces = [], []
-    error = again = None
+    states, pieces, first = [], [], dict[str, str]()
     for row in rows:  # Rows of a DataFrame, or dicts
         kind, data = row["kind"], row["data"]
         if kind == "state":
             states.append(json.loads(data))
         elif kind == "piece":
             pieces.append(((file_order(row["file"]), row["block"], row["seq"]), data))
-        elif kind == "error" and error is None:
-            error = bytes(data).decode()
-        elif kind == "again" and again is None:
-            again = bytes(data).decode()
+        elif kind in ("error", "again"):  # the first of each
+            first.setdefault(kind, bytes(data).decode())
     pieces.sort(key=lambda p: p[0])
-    return Answers(states, [pickle.loads(data) for _, data in pieces], error, again)
+    return Answers(states, [pickle.loads(data) for _, data in pieces], first.get("error"),
+                   first.get("again"))
 
 
 def feed(consumers, kernel: Kernel, dump, pieces: list) -> None:
