@@ -132,16 +132,13 @@ def describe(exc: BaseException, path: str | None = None, master: str | None = N
 
     # a file system Spark has no connector for
     scheme = None
-    match = re.search(r'No FileSystem for scheme "?(\w+)"?', text)
-    if match:
+    if match := re.search(r'No FileSystem for scheme "?(\w+)"?', text):
         scheme = match.group(1)
-    else:
-        match = re.search(r"ClassNotFoundException: Class (\S+FileSystem) not found", text)
-        if match:
-            given = re.match(r"^(\w+)://", path or "")
-            scheme = given.group(1).lower() if given else next(
-                (value for name, value in _CONNECTOR_CLASSES.items()
-                 if match.group(1).startswith(name)), "this")
+    elif match := re.search(r"ClassNotFoundException: Class (\S+FileSystem) not found", text):
+        given = re.match(r"^(\w+)://", path or "")
+        scheme = given.group(1).lower() if given else next(
+            (value for name, value in _CONNECTOR_CLASSES.items()
+             if match.group(1).startswith(name)), "this")
     if scheme is not None:
         connector, package = _CONNECTORS.get(scheme, (f"{scheme}://", None))
         hint = (f"--spark-conf spark.jars.packages="
