@@ -182,8 +182,10 @@ class TieAware:
             done = self._update_device(scores, positive, positives, where)
             if done:
                 return
-        given = locals()  # the arrays: evaluate()'s ARRAY_KEYWORDS, as update takes them
-        arrays = {name: _host(given[name]) for name in ARRAY_KEYWORDS}
+        arrays = {"scores": scores, "positive": positive, "labels": labels,
+                  "positives": positives, "negatives": negatives, "items": items,
+                  "offsets": offsets, "ranking": ranking}
+        arrays = {name: _host(value) for name, value in arrays.items()}
         given = arrays["scores"]
         if (len(given) == 0 if isinstance(given, (list, tuple)) else
                 len(getattr(given, "shape", ())) == 2 and given.shape[0] == 0):
